@@ -1,0 +1,73 @@
+"""Shared helpers for the on-demand benchmarks: a real server over stdio, timing, results JSON."""
+
+from __future__ import annotations
+
+import json
+import os
+import platform
+import statistics
+import sys
+import time
+from contextlib import asynccontextmanager
+from pathlib import Path
+from typing import Any
+
+import mcp.types as types
+from mcp import ClientSession, StdioServerParameters, stdio_client
+
+RESULTS = Path(__file__).parent / "results"
+
+
+@asynccontextmanager
+async def stdio_session(*extra: str):
+    params = StdioServerParameters(command=sys.executable,
+                                   args=["-m", "knowspec.impl.cli", "serve", "--stdio", *extra], env={**os.environ})
+    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+        await session.initialize()
+        yield session
+
+
+async def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
+    request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
+    return await session.send_request(request, types.CallToolResult)
+
+
+async def timed(session: ClientSession, name: str, arguments: dict[str, Any]) -> tuple[float, types.CallToolResult]:
+    start = time.perf_counter()
+    result = await call(session, name, arguments)
+    return (time.perf_counter() - start) * 1000, result
+
+
+def percentiles(samples_ms: list[float]) -> dict[str, float]:
+    ordered = sorted(samples_ms)
+    return {
+        "n": len(ordered),
+        "p50_ms": round(statistics.median(ordered), 3),
+        "p95_ms": round(ordered[max(0, int(len(ordered) * 0.95) - 1)], 3),
+        "max_ms": round(ordered[-1], 3),
+    }
+
+
+def server_peak_rss_mib() -> float | None:
+    """VmHWM of the newest child python process serving stdio (Linux only)."""
+    me = os.getpid()
+    best = None
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            text = status.read_text()
+        except OSError:
+            continue
+        fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
+        if fields.get("PPid", "").strip() == str(me) and "VmHWM" in fields:
+            best = int(fields["VmHWM"].split()[0]) / 1024
+    return best
+
+
+def write_results(name: str, data: dict[str, Any]) -> Path:
+    RESULTS.mkdir(exist_ok=True)
+    data = {"benchmark": name, "python": platform.python_version(), "machine": platform.machine(),
+            "cpus": os.cpu_count(), **data}
+    path = RESULTS / f"{name}.json"
+    path.write_text(json.dumps(data, indent=2) + "\n")
+    print(json.dumps(data, indent=2))
+    return path

@@ -1,0 +1,1 @@
+"""Code generator: spec/ -> generated/ (installed as knowspec.codegen)."""

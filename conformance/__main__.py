@@ -1,0 +1,5 @@
+import sys
+
+from knowspec.conformance.cli import main
+
+sys.exit(main())

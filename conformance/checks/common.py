@@ -1,0 +1,121 @@
+"""Shared judgements used by several checks: envelope shape, success shape, meaningful inputs."""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from hypothesis import strategies as st
+
+from knowspec.conformance.checks.registry import CheckContext
+from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.fixtures.strategies import cafe_bundle, neighbors_bundle, wide_bundle
+from knowspec.conformance.generate import arguments, validator
+from knowspec.conformance.target import CallOutcome
+
+MAX_INPUT_DIAGNOSTICS = 8
+INPUT_ERROR_CODES = frozenset({"schema_validation", "resource_limit"})
+
+
+def schema_errors(schema: dict[str, Any], value: Any, limit: int = 3) -> list[str]:
+    errors = sorted(validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
+    return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:160]}" for e in errors[:limit]]
+
+
+def advertised_only(ctx: CheckContext) -> str | None:
+    tool = ctx.require_tool()
+    if not ctx.is_advertised(tool.name):
+        return f"{tool.name} is not advertised by the target (reported by tools_list)"
+    return None
+
+
+def envelope_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
+    """An isError result must carry a schema-valid envelope with a code the tool may return."""
+    env = outcome.structured
+    if env is None:
+        return ["isError result has no structuredContent envelope"]
+    problems = schema_errors(ctx.contract.error_schema, env)
+    if problems:
+        return ["envelope does not match the error schema: " + "; ".join(problems)]
+    tool = ctx.require_tool()
+    code = env["code"]
+    if tool.errors and code not in tool.errors:
+        problems.append(f"error code {code!r} is not among the tool's contract errors {sorted(tool.errors)}")
+    default = ctx.contract.retryable(code)
+    if default is False and env["retryable"]:
+        problems.append(f"{code} must not be retryable")
+    if not outcome.texts:
+        problems.append("isError result has no text content")
+    return problems
+
+
+def success_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
+    tool = ctx.require_tool()
+    if not isinstance(outcome.structured, dict):
+        return ["successful result has no structuredContent object"]
+    problems = schema_errors(tool.success_schema, outcome.structured)
+    if problems:
+        return ["structuredContent does not match the success schema: " + "; ".join(problems)]
+    return schema_errors(tool.output_schema, outcome.structured)
+
+
+def require_result(outcome: CallOutcome) -> None:
+    """Tool failures are isError results, never JSON-RPC errors."""
+    if outcome.rpc_error is not None:
+        code, message = outcome.rpc_error
+        raise CheckFailed(f"JSON-RPC error {code} instead of a tool result: {message[:200]}",
+                          arguments=outcome.arguments, response=outcome.summary())
+
+
+def fail(message: str, outcome: CallOutcome) -> None:
+    raise CheckFailed(message, arguments=outcome.arguments, response=outcome.summary())
+
+
+# ---- meaningful valid inputs ------------------------------------------------------------------
+
+FIXED_QUERIES = ("needle", "e", "a", "café", "CAFE\u0301", "title", "zz-no-match")
+
+
+def overrides(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
+    """Values for well-known argument names that point the call at fixture data.
+
+    A ``None`` value means "keep the generated value" (so generated queries still run).
+    """
+    fixtures = [neighbors_bundle(), wide_bundle(30, "wide30"), cafe_bundle()]
+
+    def for_bundle(bundle: Any) -> st.SearchStrategy[dict[str, Any]]:
+        ids = sorted(bundle.ids) + ["missing"]
+        return st.fixed_dictionaries({
+            "bundle_path": st.just(str(ctx.bundles.path_of(bundle))),
+            "query": st.one_of(st.sampled_from(FIXED_QUERIES), st.none()),
+            "concept_id": st.one_of(st.sampled_from(ids), st.none()),
+        })
+
+    return st.sampled_from(fixtures).flatmap(for_bundle)
+
+
+def valid_calls(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
+    """Schema-valid arguments aimed at fixture data (``bundle_path`` always points at one)."""
+    tool = ctx.require_tool()
+    schema = tool.input_schema
+    check = validator(schema)
+    props = tool.input_properties
+
+    def merge(pair: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
+        generated, extra = pair
+        out = dict(generated)
+        for key, value in extra.items():
+            if value is not None and key in props and (key in generated or key == "bundle_path"):
+                out[key] = value
+        return out
+
+    return st.tuples(arguments(tool, "positive"), overrides(ctx)).map(merge).filter(check.is_valid)
+
+
+def json_text(outcome: CallOutcome) -> Any:
+    if len(outcome.texts) != 1:
+        fail(f"expected exactly one text content item, got {len(outcome.texts)}", outcome)
+    try:
+        return json.loads(outcome.texts[0])
+    except json.JSONDecodeError:
+        fail("text content is not JSON although the tool's text fallback is json", outcome)

@@ -1,0 +1,137 @@
+"""Differential checks: the server's answers on generated bundles equal the independent oracles."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from hypothesis import strategies as st
+
+from knowspec.conformance.checks.common import advertised_only, fail, require_result
+from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.fixtures.model import Bundle
+from knowspec.conformance.fixtures.strategies import (
+    bundles, cafe_bundle, neighbors_bundle, queries_for, wide_bundle,
+)
+from knowspec.conformance.oracles.neighbors import ALL_KINDS, expected_neighbors
+from knowspec.conformance.oracles.search import expected_search
+
+RULE_SEARCH = "seeds/000_concept_queries.en.md#search_concepts (casefold+NFC substring; priority; id)"
+RULE_NEIGHBORS = "seeds/000_concept_queries.en.md#get_neighbors (resolved links and relations; order)"
+
+
+def _for_tool(name: str):
+    def applies(ctx: CheckContext) -> str | None:
+        if ctx.require_tool().name != name:
+            return f"differential oracle exists only for {name}"
+        return advertised_only(ctx)
+
+    return applies
+
+
+def _limit_range(ctx: CheckContext) -> tuple[int, int]:
+    prop = ctx.require_tool().input_properties.get("limit", {})
+    return int(prop.get("minimum", 1)), int(prop.get("maximum", 100))
+
+
+def _call_on(ctx: CheckContext, bundle: Bundle, args: dict[str, Any]):
+    path = ctx.bundles.path_of(bundle, fresh=True)
+    full = {"bundle_path": str(path), **args}
+    outcome = ctx.call(full)
+    require_result(outcome)
+    return full, outcome
+
+
+def _describe(bundle: Bundle) -> dict[str, Any]:
+    from knowspec.conformance.fixtures.model import render_document
+
+    return {c.path: render_document(c) for c in bundle.concepts}
+
+
+def check_search(ctx: CheckContext, bundle: Bundle, query: str, limit: int) -> None:
+    args, outcome = _call_on(ctx, bundle, {"query": query, "limit": limit})
+    expected = expected_search(bundle, query, limit)
+    if outcome.is_error:
+        fail(f"search failed with {(outcome.structured or {}).get('code')}; the oracle expects "
+             f"{expected.total} match(es)", _with_bundle(outcome, bundle))
+    out = outcome.structured
+    got = [(h.get("concept", {}).get("id"), h.get("match")) for h in out.get("hits", [])]
+    problems = []
+    if got != list(expected.hits):
+        problems.append(f"hits {got} != expected {list(expected.hits)}")
+    if out.get("total") != expected.total:
+        problems.append(f"total {out.get('total')} != expected {expected.total}")
+    if out.get("truncated") != expected.truncated:
+        problems.append(f"truncated {out.get('truncated')} != expected {expected.truncated}")
+    if problems:
+        fail("; ".join(problems), _with_bundle(outcome, bundle))
+
+
+def _with_bundle(outcome, bundle: Bundle):
+    """Failures carry the bundle files so the smallest counterexample can be replayed."""
+    from dataclasses import replace
+
+    return replace(outcome, arguments={"arguments": outcome.arguments, "bundle_files": _describe(bundle)})
+
+
+@check("differential_search", RULE_SEARCH, applies=_for_tool("search_concepts"))
+def differential_search(ctx: CheckContext) -> None:
+    """search_concepts on generated bundles equals the oracle: hits, match, total, truncated."""
+    lo, hi = _limit_range(ctx)
+    fixed = [(cafe_bundle(), "cafe\u0301", 2), (wide_bundle(101), "needle", hi), (wide_bundle(101), "NEEDLE", lo),
+             (Bundle("empty"), "needle", hi), (wide_bundle(1), "needle", lo)]
+    for bundle, query, limit in fixed:
+        check_search(ctx, bundle, query, limit)
+    strategy = bundles().flatmap(lambda b: st.tuples(st.just(b), queries_for(b), st.integers(lo, hi)))
+    ctx.run_property(strategy, lambda t: check_search(ctx, *t))
+
+
+def check_neighbors(ctx: CheckContext, bundle: Bundle, concept_id: str, direction: str,
+                    kinds: tuple[str, ...], limit: int) -> None:
+    args, outcome = _call_on(ctx, bundle, {"concept_id": concept_id, "direction": direction,
+                                           "kinds": list(kinds), "limit": limit})
+    if concept_id not in bundle.ids:
+        if not outcome.is_error or (outcome.structured or {}).get("code") != "concept_not_found":
+            fail("an unknown concept must give concept_not_found", _with_bundle(outcome, bundle))
+        return
+    if outcome.is_error:
+        fail(f"get_neighbors failed with {(outcome.structured or {}).get('code')}",
+             _with_bundle(outcome, bundle))
+    expected = expected_neighbors(bundle, concept_id, direction, kinds, limit)
+    out = outcome.structured
+    got_edges = [(e.get("kind"), e.get("from"), e.get("to"), e.get("relation_type")) for e in out.get("edges", [])]
+    got_sources = [(s.get("id"), s.get("resource"), s.get("title")) for s in out.get("sources", [])]
+    problems = []
+    if got_edges != list(expected.edges):
+        problems.append(f"edges {got_edges} != expected {list(expected.edges)}")
+    if out.get("total") != expected.total:
+        problems.append(f"total {out.get('total')} != expected {expected.total}")
+    if out.get("truncated") != (expected.total > len(expected.edges)):
+        problems.append(f"truncated {out.get('truncated')} is wrong")
+    if got_sources != list(expected.sources):
+        problems.append(f"sources {got_sources} != expected {list(expected.sources)}")
+    if (out.get("concept") or {}).get("id") != concept_id:
+        problems.append("concept card is not the selected concept")
+    if problems:
+        raise CheckFailed("; ".join(problems), arguments={"arguments": args, "bundle_files": _describe(bundle)},
+                          response=outcome.summary())
+
+
+@st.composite
+def _neighbor_cases(draw: st.DrawFn, lo: int, hi: int):
+    bundle = draw(bundles())
+    ids = sorted(bundle.ids) or ["missing"]
+    concept_id = draw(st.sampled_from(ids))
+    direction = draw(st.sampled_from(("both", "in", "out")))
+    kinds = tuple(k for k in ALL_KINDS if k in draw(st.sets(st.sampled_from(ALL_KINDS), min_size=1)))
+    return bundle, concept_id, direction, kinds, draw(st.integers(lo, hi))
+
+
+@check("differential_neighbors", RULE_NEIGHBORS, applies=_for_tool("get_neighbors"))
+def differential_neighbors(ctx: CheckContext) -> None:
+    """get_neighbors on generated bundles equals the oracle: edges, order, total, sources."""
+    lo, hi = _limit_range(ctx)
+    check_neighbors(ctx, neighbors_bundle(), "a", "both", ALL_KINDS, hi)
+    check_neighbors(ctx, neighbors_bundle(), "a", "in", ALL_KINDS, hi)
+    check_neighbors(ctx, wide_bundle(101), "c001", "both", ALL_KINDS, lo)
+    ctx.run_property(_neighbor_cases(lo, hi), lambda t: check_neighbors(ctx, *t))

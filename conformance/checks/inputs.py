@@ -1,0 +1,111 @@
+"""Input contract: valid arguments are served, invalid ones are refused with the right code."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowspec.conformance.checks.common import (
+    INPUT_ERROR_CODES, MAX_INPUT_DIAGNOSTICS, advertised_only, envelope_problems, fail, require_result,
+    success_problems, valid_calls,
+)
+from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.generate import acceptable_error_codes, arguments, boundary_cases
+from knowspec.conformance.target import CallOutcome
+
+RULE_VALID = "okf-contracts/read.md#3.0 (valid input: success or a listed contract error)"
+RULE_INVALID = "spec/README.md#schema-rules (limit keywords: resource_limit; others: schema_validation)"
+RULE_BOUNDARY = "okf-contracts/read.md#5.1 (limits: 0, 1, max, max+1; lengths at and over maxLength)"
+
+
+def judge(ctx: CheckContext, args: dict[str, Any], outcome: CallOutcome) -> None:
+    """Classify ``args`` with the schema and hold the response to the matching rule."""
+    require_result(outcome)
+    expected = acceptable_error_codes(ctx.require_tool().input_schema, args)
+    if not expected:
+        if outcome.is_error:
+            problems = envelope_problems(ctx, outcome)
+            code = (outcome.structured or {}).get("code")
+            if code == "schema_validation":
+                problems.append("schema-valid input was refused as schema_validation")
+            if code == "resource_limit" and ctx.require_tool().limits and _within_limits(ctx, args):
+                problems.append("valid input within the advertised limits got resource_limit")
+        else:
+            problems = success_problems(ctx, outcome)
+        if problems:
+            fail("valid input: " + "; ".join(problems), outcome)
+        return
+    if not outcome.is_error:
+        fail(f"invalid input was accepted (expected {' or '.join(sorted(expected))})", outcome)
+    problems = envelope_problems(ctx, outcome)
+    if problems:
+        fail("; ".join(problems), outcome)
+    env = outcome.structured
+    if env["code"] not in expected:
+        fail(f"invalid input got {env['code']}, expected {' or '.join(sorted(expected))}", outcome)
+    diags = env["diagnostics"]
+    if len(diags) > MAX_INPUT_DIAGNOSTICS:
+        fail(f"{len(diags)} input diagnostics, at most {MAX_INPUT_DIAGNOSTICS} allowed", outcome)
+    echoed = _echoed_values(args, [d.get("message", "") for d in diags] + [env["message"]],
+                            set(ctx.require_tool().input_properties))
+    if echoed:
+        fail(f"error message echoes the bad input value {echoed!r}", outcome)
+
+
+def _within_limits(ctx: CheckContext, args: dict[str, Any]) -> bool:
+    """Only arguments that only touch numeric/length limits count (bundle caps may also fire)."""
+    return "bundle_path" not in ctx.require_tool().input_properties
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)] + [k for k in value if isinstance(k, str)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def _echoed_values(args: dict[str, Any], messages: list[str], names: set[str]) -> str | None:
+    for text in _strings(args):
+        if len(text) >= 8 and text not in names and text.strip() and any(text in m for m in messages):
+            return text
+    return None
+
+
+@check("input_valid_accepted", RULE_VALID, applies=advertised_only)
+def input_valid_accepted(ctx: CheckContext) -> None:
+    """Schema-valid arguments (generated, pointed at fixture data) get success or a listed error."""
+    ctx.run_property(valid_calls(ctx), lambda args: judge(ctx, args, ctx.call(args)))
+
+
+@check("input_invalid_rejected", RULE_INVALID, applies=advertised_only)
+def input_invalid_rejected(ctx: CheckContext) -> None:
+    """Negative-mode arguments: invalid ones get schema_validation/resource_limit with a clean envelope."""
+    tool = ctx.require_tool()
+    fill = ctx.fill()
+
+    def with_real_path(args: dict[str, Any]) -> dict[str, Any]:
+        # a real bundle path keeps handler-level path errors from masking schema errors
+        if isinstance(args.get("bundle_path"), str) and len(args["bundle_path"]) < 4096:
+            return {**args, "bundle_path": fill["bundle_path"]}
+        return args
+
+    strategy = arguments(tool, "negative").map(with_real_path)
+    ctx.run_property(strategy, lambda args: judge(ctx, args, ctx.call(args)))
+
+
+@check("boundary_limits", RULE_BOUNDARY, applies=advertised_only)
+def boundary_limits(ctx: CheckContext) -> None:
+    """Explicit edge cases from the contract's limits behave exactly as the schema classifies them."""
+    cases = boundary_cases(ctx.require_tool(), ctx.fill())
+    if not cases:
+        from knowspec.conformance.checks.registry import skip
+
+        skip("the contract lists no limits for this tool")
+    for case in cases:
+        judge(ctx, case.arguments, ctx.call(case.arguments))
+
+
+# re-exported for other checks
+__all__ = ["judge", "INPUT_ERROR_CODES"]

@@ -1,0 +1,93 @@
+"""No absolute path of the bundle dir in anything a server says, on errors or on success."""
+
+from __future__ import annotations
+
+import os
+from pathlib import Path
+from typing import Any
+
+from knowspec.conformance.checks.common import advertised_only, fail, valid_calls
+from knowspec.conformance.checks.registry import CheckContext, check, skip
+from knowspec.conformance.fixtures.model import Bundle, Concept
+from knowspec.conformance.target import CallOutcome
+
+RULE = "okf-contracts/read.md#4.4 (redaction: no local path in messages; file fields relative)"
+
+
+def _strings(value: Any) -> list[str]:
+    if isinstance(value, str):
+        return [value]
+    if isinstance(value, dict):
+        return [s for v in value.values() for s in _strings(v)]
+    if isinstance(value, list):
+        return [s for v in value for s in _strings(v)]
+    return []
+
+
+def leaked(outcome: CallOutcome, secrets: list[str]) -> str | None:
+    """The first secret path found in the response's structured or text content."""
+    said = _strings(outcome.structured) + list(outcome.texts)
+    if outcome.rpc_error is not None:
+        said.append(outcome.rpc_error[1])
+    for secret in secrets:
+        if any(secret in text for text in said):
+            return secret
+    return None
+
+
+def error_probes(root: Path, ctx: CheckContext) -> list[str]:
+    """bundle_path values that make a server talk about paths: missing, file, unclean, parse error."""
+    (root / "plain-file.txt").write_text("not a bundle\n", encoding="utf-8")
+    broken = Bundle("parse-error", (Concept("ok", title="fine"),),
+                    extra_files={"broken.md": "---\ntype: [unclosed\n---\nbody\n",
+                                 "sub/unterminated.md": "---\ntype: x\n"})
+    broken_path = ctx.bundles.path_of(broken)
+    link = root / "symlinked"
+    if not link.exists():
+        try:
+            os.symlink(ctx.fill()["bundle_path"], link)
+        except OSError:
+            pass
+    return [str(root / "no-such-bundle"), str(root / "plain-file.txt"), str(root) + "/./x/../y",
+            str(root / "symlinked"), str(broken_path), str(root / "no such" / "deep" / "dir")]
+
+
+def _has_bundle_path(ctx: CheckContext) -> str | None:
+    reason = advertised_only(ctx)
+    if reason:
+        return reason
+    if "bundle_path" not in ctx.require_tool().input_properties:
+        return "the tool takes no bundle_path"
+    return None
+
+
+@check("no_path_leakage", RULE, applies=_has_bundle_path)
+def no_path_leakage(ctx: CheckContext) -> None:
+    """Error messages and results never contain the absolute bundle dir path."""
+    tool = ctx.require_tool()
+    root = ctx.bundles.root
+    secrets = sorted({str(root), str(root.resolve())}, key=len, reverse=True)
+    base = {k: v for k, v in ctx.fill().items() if k in tool.input_properties}
+    from knowspec.conformance.generate import _base_valid
+
+    base = {**_base_valid(tool, base), **base}
+    for path in error_probes(root, ctx):
+        args = {**base, "bundle_path": path}
+        outcome = ctx.call(args)
+        secret = leaked(outcome, secrets)
+        if secret:
+            fail("the response contains the absolute bundle dir path", outcome)
+    if "concept_id" in tool.input_properties:
+        args = {**base, "concept_id": "no/such/concept"}
+        outcome = ctx.call(args)
+        if leaked(outcome, secrets):
+            fail("the response contains the absolute bundle dir path", outcome)
+
+    def test(args: dict[str, Any]) -> None:
+        outcome = ctx.call(args)
+        if leaked(outcome, secrets):
+            fail("the response contains the absolute bundle dir path", outcome)
+
+    ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 3))
+    if not secrets:
+        skip("no bundle dir")

@@ -1,0 +1,154 @@
+"""Output contract on successful calls: schema validity, text fallback, order, truncation, determinism."""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from hypothesis import strategies as st
+
+from knowspec.conformance.checks.common import (
+    advertised_only, envelope_problems, fail, json_text, require_result, success_problems, valid_calls,
+)
+from knowspec.conformance.checks.registry import CheckContext, check, skip
+from knowspec.conformance.oracles.ordering import ORDERINGS, ordering_violations
+from knowspec.conformance.oracles.truncation import truncation_violations
+from knowspec.conformance.target import CallOutcome
+
+RULE_OUTPUT = "spec/README.md#schema-rules (outputSchema = anyOf[success, envelope])"
+RULE_TEXT = "spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap)"
+RULE_ORDER = "seeds/000_concept_queries.en.md (hits: priority then id; edges: kind, from, to, type; sources)"
+RULE_TRUNC = "seeds/000_concept_queries.en.md (total counts all; at most limit; truncated = left out)"
+RULE_DET = "okf-contracts/read.md#1.1 (one immutable snapshot: the same call gives the same answer)"
+
+
+def _over_successes(ctx: CheckContext, judge: Callable[[dict[str, Any], CallOutcome], None],
+                    strategy: st.SearchStrategy[dict[str, Any]] | None = None) -> None:
+    """Run ``judge`` on every successful valid call; skip when the target never succeeded."""
+    seen = {"success": 0, "error_codes": set()}
+
+    def test(args: dict[str, Any]) -> None:
+        outcome = ctx.call(args)
+        require_result(outcome)
+        if outcome.is_error:
+            seen["error_codes"].add((outcome.structured or {}).get("code"))
+            return
+        seen["success"] += 1
+        judge(args, outcome)
+
+    ctx.run_property(strategy or valid_calls(ctx), test)
+    if not seen["success"]:
+        codes = ", ".join(sorted(c for c in seen["error_codes"] if c)) or "none"
+        skip(f"no successful response to check (errors seen: {codes}); no fixture data on the target?")
+
+
+@check("output_schema", RULE_OUTPUT, applies=advertised_only)
+def output_schema(ctx: CheckContext) -> None:
+    """Every result validates: success against the success schema, isError against the envelope."""
+
+    def test(args: dict[str, Any]) -> None:
+        outcome = ctx.call(args)
+        require_result(outcome)
+        problems = envelope_problems(ctx, outcome) if outcome.is_error else success_problems(ctx, outcome)
+        if problems:
+            fail("; ".join(problems), outcome)
+
+    ctx.run_property(valid_calls(ctx), test)
+
+
+@check("text_fallback", RULE_TEXT, applies=advertised_only)
+def text_fallback(ctx: CheckContext) -> None:
+    """With text_fallback json, the text content is the structured content (or its wrapped array)."""
+    tool = ctx.require_tool()
+    if tool.text_fallback != "json":
+        skip(f"text fallback is {tool.text_fallback!r}: the handler owns the text")
+
+    def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
+        text = json_text(outcome)
+        expected = outcome.structured.get(tool.wrap) if tool.wrap else outcome.structured
+        if text != expected:
+            what = f"structuredContent.{tool.wrap}" if tool.wrap else "structuredContent"
+            fail(f"text content differs from {what}", outcome)
+
+    _over_successes(ctx, judge)
+
+
+def _has_ordering(ctx: CheckContext) -> str | None:
+    reason = advertised_only(ctx)
+    if reason:
+        return reason
+    if ctx.require_tool().name not in ORDERINGS:
+        return "the suite has no ordering oracle for this tool"
+    return None
+
+
+@check("result_ordering", RULE_ORDER, applies=_has_ordering)
+def result_ordering(ctx: CheckContext) -> None:
+    """Result arrays come in the spec's order (restated in conformance/oracles/ordering.py)."""
+    tool = ctx.require_tool()
+
+    def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
+        problems = ordering_violations(tool.name, outcome.structured, args, tool.wrap)
+        if problems:
+            fail("; ".join(problems), outcome)
+
+    _over_successes(ctx, judge)
+
+
+def _has_limit(ctx: CheckContext) -> str | None:
+    reason = advertised_only(ctx)
+    if reason:
+        return reason
+    if "limit" not in ctx.require_tool().input_properties:
+        return "the tool takes no limit"
+    return None
+
+
+@check("truncation", RULE_TRUNC, applies=_has_limit)
+def truncation(ctx: CheckContext) -> None:
+    """len(items) <= limit, total >= len(items), truncated == (total > len(items))."""
+    tool = ctx.require_tool()
+    default = tool.input_properties["limit"].get("default")
+
+    def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
+        problems = truncation_violations(tool.name, outcome.structured, args, default, tool.wrap)
+        if problems:
+            fail("; ".join(problems), outcome)
+
+    _over_successes(ctx, judge)
+
+
+@check("determinism", RULE_DET, applies=advertised_only)
+def determinism(ctx: CheckContext) -> None:
+    """A read-only call made twice returns the same bytes."""
+    tool = ctx.require_tool()
+    if not tool.read_only:
+        skip("the tool is not read-only")
+
+    def test(args: dict[str, Any]) -> None:
+        first, second = ctx.call(args), ctx.call(args)
+        if first.canonical_bytes() != second.canonical_bytes():
+            fail("the same call answered differently the second time", second)
+
+    ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 2))
+
+
+@check("concurrent_calls", RULE_DET, applies=advertised_only)
+def concurrent_calls(ctx: CheckContext) -> None:
+    """Calls in flight together on one session each get the answer they get alone."""
+    tool = ctx.require_tool()
+    if not tool.read_only:
+        skip("the tool is not read-only")
+
+    def test(batch: list[dict[str, Any]]) -> None:
+        alone = [ctx.call(args) for args in batch]
+        together = ctx.conn.call_many([(tool.name, args) for args in batch], ctx.config.call_timeout)
+        ctx.calls += len(batch)
+        for a, b in zip(alone, together):
+            if a.canonical_bytes() != b.canonical_bytes():
+                fail("a concurrent call answered differently from the same call alone", b)
+
+    distinct = st.lists(valid_calls(ctx), min_size=3, max_size=6,
+                        unique_by=lambda a: json.dumps(a, sort_keys=True))
+    # no shrinking: a racing batch rarely reproduces, and each attempt costs a burst of calls
+    ctx.run_property(distinct, test, max_examples=max(2, ctx.config.max_examples // 5), shrink=False)

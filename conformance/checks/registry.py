@@ -1,0 +1,130 @@
+"""The checks registry: a check is a small function registered by ``@check`` under a stable id.
+
+The id is the report key, the baseline key and the ``--check`` switch. A check receives a
+:class:`CheckContext`, calls the target through it, and raises ``CheckFailed`` or
+``CheckSkipped``; it never prints. ``scope="tool"`` checks run once per contract tool,
+``scope="server"`` checks once per run.
+"""
+
+from __future__ import annotations
+
+import itertools
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any, Callable
+
+from hypothesis import HealthCheck, Phase, given, seed, settings
+from hypothesis import strategies as st
+
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.contract import Contract, ToolContract
+from knowspec.conformance.failures import CheckFailed, CheckSkipped
+from knowspec.conformance.fixtures.model import Bundle
+from knowspec.conformance.target import CallOutcome, Connection
+
+Applies = Callable[["CheckContext"], str | None]
+
+
+@dataclass(frozen=True)
+class CheckSpec:
+    id: str
+    rule: str
+    scope: str
+    func: Callable[["CheckContext"], None]
+    applies: Applies | None = None
+    doc: str = ""
+
+
+CHECKS: dict[str, CheckSpec] = {}
+
+
+def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None) -> Callable:
+    """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None``."""
+
+    def register(func: Callable[["CheckContext"], None]) -> Callable[["CheckContext"], None]:
+        if id in CHECKS:
+            raise ValueError(f"check id {id!r} registered twice")
+        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip())
+        return func
+
+    return register
+
+
+class BundleStore:
+    """Writes fixture bundles under the bundle dir, each under a fresh name, once."""
+
+    def __init__(self, root: Path) -> None:
+        self.root = root
+        self._written: dict[str, Path] = {}
+        self._counter = itertools.count()
+
+    def path_of(self, bundle: Bundle, fresh: bool = False) -> Path:
+        if not fresh and bundle.name in self._written:
+            return self._written[bundle.name]
+        name = f"{bundle.name}-{next(self._counter)}"
+        path = Bundle(name, bundle.concepts, bundle.okf_version, bundle.extra_files).write(self.root)
+        if not fresh:
+            self._written[bundle.name] = path
+        return path
+
+
+@dataclass
+class CheckContext:
+    conn: Connection
+    contract: Contract
+    config: RunConfig
+    advertised: dict[str, dict[str, Any]]
+    bundles: BundleStore
+    tool: ToolContract | None = None
+    deadline: float | None = None
+    calls: int = 0
+    _fill: dict[str, Any] = field(default_factory=dict)
+
+    # ---- calling ---------------------------------------------------------------------------
+    def call(self, arguments: Any, name: str | None = None) -> CallOutcome:
+        self.calls += 1
+        outcome = self.conn.call(name or self.require_tool().name, arguments, self.config.call_timeout)
+        if outcome.transport_error is not None:
+            raise CheckFailed(f"transport failure: {outcome.transport_error}", arguments=arguments,
+                              response=outcome.summary())
+        return outcome
+
+    def require_tool(self) -> ToolContract:
+        if self.tool is None:
+            raise RuntimeError("tool-scoped helper used in a server-scoped check")
+        return self.tool
+
+    def is_advertised(self, name: str) -> bool:
+        return name in self.advertised
+
+    # ---- property runs ---------------------------------------------------------------------
+    def run_property(self, strategy: st.SearchStrategy[Any], test: Callable[[Any], None],
+                     max_examples: int | None = None, shrink: bool = True) -> None:
+        """Run ``test`` over ``strategy`` inside hypothesis so failures shrink; seeded per run."""
+        budget = max_examples if max_examples is not None else self.config.max_examples
+
+        @seed(self.config.seed)
+        @settings(max_examples=max(1, budget), deadline=None, database=None, derandomize=False,
+                  suppress_health_check=list(HealthCheck), phases=(Phase.generate, Phase.shrink) if shrink else (Phase.generate,),
+                  print_blob=False, report_multiple_bugs=False)
+        @given(strategy)
+        def prop(value: Any) -> None:
+            if self.deadline is not None and time.monotonic() > self.deadline:
+                return
+            test(value)
+
+        prop()
+
+    # ---- fixtures ----------------------------------------------------------------------------
+    def fill(self) -> dict[str, Any]:
+        """Values that make a required argument meaningful on the fixture bundles."""
+        if not self._fill:
+            from knowspec.conformance.fixtures.strategies import neighbors_bundle
+
+            self._fill = {"bundle_path": str(self.bundles.path_of(neighbors_bundle())), "concept_id": "a"}
+        return dict(self._fill)
+
+
+def skip(reason: str) -> None:
+    raise CheckSkipped(reason)

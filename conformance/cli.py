@@ -1,0 +1,109 @@
+"""``knowspec conform``: options → RunConfig → runner → reporters. Exit codes 0 / 1 / 2.
+
+The lead's CLI mounts :func:`add_conform_parser` under ``knowspec``; :func:`main` runs it alone.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sys
+from pathlib import Path
+
+from knowspec.conformance.config import RunConfig
+
+EXIT_USAGE = 2
+
+
+def add_conform_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    parser = subparsers.add_parser("conform", help="check an MCP server against the knowspec contract",
+                                   description=__doc__)
+    add_arguments(parser)
+    parser.set_defaults(func=run_from_args)
+    nested = parser.add_subparsers(dest="conform_command", metavar="{mutants}")
+    from knowspec.conformance.mutants.cli import add_mutants_arguments, run_mutants
+
+    mutants = nested.add_parser("mutants", help="run the suite through the mutant proxies; report the kill rate")
+    add_mutants_arguments(mutants)
+    mutants.set_defaults(func=run_mutants)
+    return parser
+
+
+def add_arguments(p: argparse.ArgumentParser) -> None:
+    p.add_argument("--target", default=None,
+                   help='stdio:"<command line>" or http(s)://host:port/mcp (required)')
+    p.add_argument("--family", choices=("okf", "docpool", "all"), default="all")
+    p.add_argument("--era", choices=("legacy", "modern"), default="legacy", help="client protocol era")
+    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--max-examples", type=int, default=25, help="hypothesis examples per property check")
+    p.add_argument("--time-budget", type=float, default=None, help="seconds for the whole run")
+    p.add_argument("--call-timeout", type=float, default=30.0, help="seconds per tool call")
+    p.add_argument("--contract", type=Path, default=None, help="contract.json (default: knowspec.generated)")
+    p.add_argument("--baseline", type=Path, default=None, help="accepted failures (JSON: check id + tool)")
+    p.add_argument("--write-baseline", type=Path, default=None, help="write this run's failures as a baseline")
+    p.add_argument("--junit", type=Path, default=None)
+    p.add_argument("--json", type=Path, default=None)
+    p.add_argument("--html", type=Path, default=None)
+    p.add_argument("--bundle-dir", type=Path, default=None,
+                   help="where fixture bundles are written (the target must read it); default a temp dir")
+    p.add_argument("--rest-url", default=None, help="REST base URL (doc-pool IMPORTDOC path)")
+    p.add_argument("--admin-user", default=None)
+    p.add_argument("--admin-password", default=None)
+    p.add_argument("--unknown-tool", choices=("jsonrpc", "result", "either"), default="jsonrpc",
+                   help="profile: how the target answers an unknown tool")
+    p.add_argument("--check", action="append", default=[], dest="checks", help="run only this check id")
+    p.add_argument("--exclude", action="append", default=[], help="skip this check id")
+    p.add_argument("--list-checks", action="store_true", help="print the check ids and rules, then exit")
+    p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
+
+
+def config_from_args(ns: argparse.Namespace) -> RunConfig:
+    return RunConfig(target=ns.target, family=ns.family, era=ns.era, seed=ns.seed,
+                     max_examples=ns.max_examples, time_budget=ns.time_budget, call_timeout=ns.call_timeout,
+                     contract_path=ns.contract, baseline=ns.baseline, bundle_dir=ns.bundle_dir,
+                     rest_url=ns.rest_url, admin_user=ns.admin_user, admin_password=ns.admin_password,
+                     unknown_tool=ns.unknown_tool, checks=tuple(ns.checks), exclude=tuple(ns.exclude))
+
+
+def run_from_args(ns: argparse.Namespace) -> int:
+    from knowspec.conformance.reporters.console import ConsoleReporter
+    from knowspec.conformance.reporters.html import HtmlReporter
+    from knowspec.conformance.reporters.json_report import JsonReporter
+    from knowspec.conformance.reporters.junit import JunitReporter
+    from knowspec.conformance.runner import run_to_end
+
+    if getattr(ns, "list_checks", False):
+        from knowspec.conformance.checks import CHECKS
+
+        for spec in CHECKS.values():
+            print(f"{spec.id:24} {spec.scope:6} {spec.rule}")
+        return 0
+    if not ns.target:
+        print("knowspec conform: --target is required (stdio:\"<command>\" or an http(s) URL)", file=sys.stderr)
+        return EXIT_USAGE
+    consumers: list = [ConsoleReporter(verbose=ns.verbose)]
+    consumers += [cls(path) for cls, path in ((JunitReporter, ns.junit), (JsonReporter, ns.json),
+                                              (HtmlReporter, ns.html)) if path is not None]
+    finished = run_to_end(config_from_args(ns), consumers)
+    if ns.write_baseline is not None and finished.results:
+        from knowspec.conformance.reporters.baseline import write_baseline
+
+        write_baseline(ns.write_baseline, finished)
+    return finished.exit_code
+
+
+def main(argv: list[str] | None = None) -> int:
+    parser = argparse.ArgumentParser(prog="knowspec-conform", description=__doc__)
+    sub = parser.add_subparsers(dest="command")
+    add_conform_parser(sub)
+    args = list(sys.argv[1:] if argv is None else argv)
+    if args[:1] != ["conform"]:
+        args = ["conform", *args]
+    try:
+        ns = parser.parse_args(args)
+    except SystemExit as exc:
+        return int(exc.code or 0) and EXIT_USAGE
+    return ns.func(ns)
+
+
+if __name__ == "__main__":
+    sys.exit(main())

@@ -1,0 +1,26 @@
+"""One run's settings, built by the CLI or the pytest plugin and handed to the runner."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+@dataclass
+class RunConfig:
+    target: str
+    family: str = "all"                 # okf | docpool | all
+    era: str = "legacy"                 # legacy | modern
+    seed: int = 0
+    max_examples: int = 25
+    time_budget: float | None = None    # seconds for the whole run
+    call_timeout: float = 30.0
+    contract_path: Path | None = None
+    baseline: Path | None = None
+    bundle_dir: Path | None = None      # None: a temp dir the runner creates and removes
+    rest_url: str | None = None
+    admin_user: str | None = None
+    admin_password: str | None = None
+    unknown_tool: str = "jsonrpc"       # profile: jsonrpc (-32602) | result (isError) | either
+    checks: tuple[str, ...] = ()        # empty: every registered check
+    exclude: tuple[str, ...] = field(default_factory=tuple)

@@ -1,0 +1,132 @@
+"""What the suite expects of a server, read from ``generated/contract.json``.
+
+The contract is data produced by ``knowspec codegen``; the suite never reads ``spec/`` or
+imports the server. ``load_contract`` accepts an explicit file (``--contract``) so the suite
+can check any server against any contract revision.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass, field
+from importlib import resources
+from pathlib import Path
+from typing import Any
+
+LIMIT_KEYWORDS = frozenset({"maximum", "maxLength", "maxItems", "maxProperties"})
+
+
+class ContractError(Exception):
+    """The contract file is missing or malformed (a misconfiguration: exit code 2)."""
+
+
+@dataclass(frozen=True)
+class ToolContract:
+    name: str
+    family: str
+    input_schema: dict[str, Any]
+    output_schema: dict[str, Any]
+    success_schema: dict[str, Any]
+    errors: tuple[str, ...]
+    text_fallback: str = "json"
+    wrap: str = ""
+    read_only: bool = True
+    idempotent: bool = True
+    title: str = ""
+    description: str = ""
+    limits: dict[str, dict[str, Any]] = field(default_factory=dict)
+    ordering: dict[str, str] = field(default_factory=dict)
+
+    @property
+    def input_properties(self) -> dict[str, Any]:
+        return self.input_schema.get("properties", {})
+
+    @property
+    def required_inputs(self) -> tuple[str, ...]:
+        return tuple(self.input_schema.get("required", ()))
+
+
+@dataclass(frozen=True)
+class Contract:
+    tools: tuple[ToolContract, ...]
+    error_codes: dict[str, dict[str, Any]]
+    error_schema: dict[str, Any]
+    revision: dict[str, Any] = field(default_factory=dict)
+    source: str = ""
+
+    def tool(self, name: str) -> ToolContract:
+        for tool in self.tools:
+            if tool.name == name:
+                return tool
+        raise KeyError(name)
+
+    def for_family(self, family: str) -> "Contract":
+        """The same contract narrowed to one family (``all`` keeps every tool)."""
+        if family == "all":
+            return self
+        kept = tuple(t for t in self.tools if t.family == family)
+        return Contract(kept, self.error_codes, self.error_schema, self.revision, self.source)
+
+    def retryable(self, code: str) -> bool | None:
+        entry = self.error_codes.get(code)
+        return None if entry is None else bool(entry.get("retryable", False))
+
+
+def _tool_from_dict(raw: dict[str, Any]) -> ToolContract:
+    try:
+        return ToolContract(
+            name=raw["name"],
+            family=raw.get("family", ""),
+            input_schema=raw["input_schema"],
+            output_schema=raw["output_schema"],
+            success_schema=raw.get("success_schema") or raw["output_schema"],
+            errors=tuple(raw.get("errors", ())),
+            text_fallback=raw.get("text_fallback", "json"),
+            wrap=raw.get("wrap", "") or "",
+            read_only=bool(raw.get("read_only", True)),
+            idempotent=bool(raw.get("idempotent", True)),
+            title=raw.get("title", ""),
+            description=raw.get("description", ""),
+            limits=dict(raw.get("limits", {})),
+            ordering=dict(raw.get("ordering", {})),
+        )
+    except KeyError as exc:
+        raise ContractError(f"tool entry {raw.get('name', '?')!r} lacks {exc}") from exc
+
+
+def parse_contract(data: dict[str, Any], source: str = "") -> Contract:
+    if data.get("knowspec_contract") != 1:
+        raise ContractError(f"{source or 'contract'}: not a knowspec contract (knowspec_contract != 1)")
+    tools = tuple(_tool_from_dict(t) for t in data.get("tools", ()))
+    return Contract(
+        tools=tools,
+        error_codes=dict(data.get("error_codes", {})),
+        error_schema=dict(data.get("error_schema", {})),
+        revision=dict(data.get("revision", {})),
+        source=source,
+    )
+
+
+def load_contract(path: str | Path | None = None) -> Contract:
+    """Load ``path`` or, when ``None``, the packaged ``knowspec.generated/contract.json``."""
+    if path is not None:
+        file = Path(path)
+        try:
+            text = file.read_text(encoding="utf-8")
+        except OSError as exc:
+            raise ContractError(f"cannot read contract {file}: {exc.strerror}") from exc
+        source = str(file)
+    else:
+        try:
+            res = resources.files("knowspec.generated") / "contract.json"
+            text = res.read_text(encoding="utf-8")
+        except (ModuleNotFoundError, FileNotFoundError, OSError) as exc:
+            raise ContractError(
+                "knowspec.generated/contract.json not found; run `knowspec codegen` or pass --contract"
+            ) from exc
+        source = "knowspec.generated/contract.json"
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as exc:
+        raise ContractError(f"{source}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
+    return parse_contract(data, source)

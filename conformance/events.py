@@ -1,0 +1,69 @@
+"""The runner's event stream: started/finished pairs that every reporter consumes."""
+
+from __future__ import annotations
+
+import time
+from dataclasses import dataclass, field
+from typing import Any
+
+from knowspec.conformance.failures import Failure
+
+
+@dataclass(frozen=True)
+class RunStarted:
+    target: str
+    era: str
+    family: str
+    seed: int
+    contract: str
+    planned: int
+    started_at: float = field(default_factory=time.time)
+
+
+@dataclass(frozen=True)
+class CheckStarted:
+    check_id: str
+    tool: str
+
+
+@dataclass(frozen=True)
+class CheckFinished:
+    """One (check, tool) case. ``status``: passed | failed | skipped | error | accepted."""
+
+    check_id: str
+    rule: str
+    tool: str
+    status: str
+    duration: float
+    calls: int = 0
+    failure: Failure | None = None
+    reason: str = ""
+
+    @property
+    def case_id(self) -> str:
+        return f"{self.check_id}[{self.tool}]" if self.tool else self.check_id
+
+
+@dataclass(frozen=True)
+class TargetUnreachable:
+    message: str
+
+
+@dataclass(frozen=True)
+class RunFinished:
+    results: tuple[CheckFinished, ...]
+    duration: float
+    exit_code: int
+
+    def counts(self) -> dict[str, int]:
+        out: dict[str, int] = {}
+        for r in self.results:
+            out[r.status] = out.get(r.status, 0) + 1
+        return out
+
+
+Event = RunStarted | CheckStarted | CheckFinished | TargetUnreachable | RunFinished
+
+
+def describe(event: Any) -> str:
+    return type(event).__name__

@@ -1,0 +1,169 @@
+"""Tool arguments from advertised input schemas: valid, invalid and boundary cases.
+
+Random cases come from schemathesis' own JSON-Schema generator (positive and negative modes,
+wrapped in a throwaway OpenAPI document, one operation per tool); hypothesis-jsonschema is
+not used (broken on current hypothesis, and blind to 2020-12 keywords). Every value is then
+classified by ``jsonschema.Draft202012Validator`` with format assertion, because a generator's
+mode is a hint and the validator is the judge.
+"""
+
+from __future__ import annotations
+
+import json
+from dataclasses import dataclass
+from functools import lru_cache
+from typing import Any, Iterator
+
+import jsonschema
+from hypothesis import strategies as st
+
+from knowspec.conformance.contract import LIMIT_KEYWORDS, ToolContract
+
+
+def validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
+    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+
+
+def _leaf_errors(error: jsonschema.ValidationError) -> Iterator[jsonschema.ValidationError]:
+    if error.context:
+        for sub in error.context:
+            yield from _leaf_errors(sub)
+    else:
+        yield error
+
+
+def expected_error_code(schema: dict[str, Any], value: Any) -> str | None:
+    """``None`` when valid; ``resource_limit`` when a limit keyword fails, else ``schema_validation``.
+
+    A value failing both kinds of keyword may legitimately get either code, so callers accept
+    both when :func:`failing_keywords` contains a limit and a non-limit keyword.
+    """
+    keywords = failing_keywords(schema, value)
+    if not keywords:
+        return None
+    return "resource_limit" if keywords & LIMIT_KEYWORDS else "schema_validation"
+
+
+def failing_keywords(schema: dict[str, Any], value: Any) -> set[str]:
+    errors = list(validator(schema).iter_errors(value))
+    return {str(leaf.validator) for e in errors for leaf in _leaf_errors(e)}
+
+
+def acceptable_error_codes(schema: dict[str, Any], value: Any) -> set[str]:
+    """Codes a server may answer for an invalid value (empty set: the value is valid)."""
+    keywords = failing_keywords(schema, value)
+    if not keywords:
+        return set()
+    codes = set()
+    if keywords & LIMIT_KEYWORDS:
+        codes.add("resource_limit")
+    if keywords - LIMIT_KEYWORDS:
+        codes.add("schema_validation")
+    return codes
+
+
+@lru_cache(maxsize=None)
+def _openapi(schema_json: str) -> Any:
+    import schemathesis
+
+    doc = {"openapi": "3.1.0", "info": {"title": "mcp-tool", "version": "0"}, "paths": {
+        "/call": {"post": {"operationId": "call", "requestBody": {"required": True, "content": {
+            "application/json": {"schema": json.loads(schema_json)}}},
+            "responses": {"200": {"description": "ok"}}}}}}
+    return schemathesis.openapi.from_dict(doc)["/call"]["POST"]
+
+
+def _json_object(value: Any) -> bool:
+    if not isinstance(value, dict):
+        return False
+    try:
+        json.dumps(value, allow_nan=False)
+    except (TypeError, ValueError):
+        return False
+    return True
+
+
+def arguments(tool: ToolContract, mode: str = "positive") -> st.SearchStrategy[dict[str, Any]]:
+    """JSON objects generated from the tool's input schema (``positive`` or ``negative``).
+
+    Non-object or non-JSON payloads are filtered out: MCP carries ``arguments`` as an object,
+    so those are protocol errors rather than tool-contract cases.
+    """
+    import schemathesis
+
+    generation = (schemathesis.GenerationMode.POSITIVE if mode == "positive"
+                  else schemathesis.GenerationMode.NEGATIVE)
+    op = _openapi(json.dumps(tool.input_schema, sort_keys=True))
+    return op.as_strategy(generation_mode=generation).map(lambda case: case.body).filter(_json_object)
+
+
+@dataclass(frozen=True)
+class BoundaryCase:
+    """An explicit edge case derived from the contract's limits."""
+
+    label: str
+    arguments: dict[str, Any]
+
+
+def _base_valid(tool: ToolContract, fill: dict[str, Any]) -> dict[str, Any]:
+    """The smallest valid-looking arguments: required properties from ``fill`` or a simple value."""
+    args: dict[str, Any] = {}
+    for name in tool.required_inputs:
+        if name in fill:
+            args[name] = fill[name]
+        else:
+            args[name] = _simple_value(tool.input_properties.get(name, {}))
+    return args
+
+
+def _simple_value(prop: dict[str, Any]) -> Any:
+    if "default" in prop:
+        return prop["default"]
+    if "enum" in prop:
+        return prop["enum"][0]
+    kind = prop.get("type")
+    if kind == "integer":
+        return max(prop.get("minimum", 1), 1)
+    if kind == "number":
+        return prop.get("minimum", 1)
+    if kind == "boolean":
+        return False
+    if kind == "array":
+        items = prop.get("items", {})
+        return [_simple_value(items)] * prop.get("minItems", 0)
+    if kind == "object":
+        return {}
+    return "x" * max(prop.get("minLength", 1), 1)
+
+
+def boundary_cases(tool: ToolContract, fill: dict[str, Any]) -> list[BoundaryCase]:
+    """0, 1, max and max+1 for numeric limits; lengths at and over maxLength; items at and over maxItems."""
+    base = _base_valid(tool, fill)
+    cases = []
+    props = tool.input_properties
+    for name, limit in sorted(tool.limits.items()):
+        prop = props.get(name, {})
+        if "maximum" in limit or "minimum" in limit:
+            lo, hi = limit.get("minimum"), limit.get("maximum")
+            values = {0, 1}
+            if lo is not None:
+                values |= {lo, lo - 1}
+            if hi is not None:
+                values |= {hi, hi + 1}
+            for v in sorted(values):
+                cases.append(BoundaryCase(f"{name}={v}", {**base, name: v}))
+        if "maxLength" in limit:
+            n = limit["maxLength"]
+            for size in (n, n + 1):
+                cases.append(BoundaryCase(f"len({name})={size}", {**base, name: _string_of(prop, size)}))
+        if "maxItems" in limit:
+            n = limit["maxItems"]
+            item = _simple_value(prop.get("items", {}))
+            for size in (n, n + 1):
+                cases.append(BoundaryCase(f"len({name})={size}", {**base, name: [item] * size}))
+    return cases
+
+
+def _string_of(prop: dict[str, Any], size: int) -> str:
+    """A string of ``size`` characters that keeps a ``\\S``-style pattern satisfied."""
+    return ("needle" * (size // 6 + 1))[:size]

@@ -1,0 +1,330 @@
+"""The mutations: each takes (request, response, state) and returns the response to forward.
+
+A mutation edits a ``tools/call`` or ``tools/list`` response in place of the server. When it
+changes ``structuredContent`` it re-renders a JSON text fallback too, so that only the one
+targeted rule breaks (a mutant should be killed by the rule it names, not by a side effect).
+"""
+
+from __future__ import annotations
+
+import copy
+import json
+from dataclasses import dataclass
+from typing import Any, Callable
+
+Mutation = Callable[[dict, dict, dict], dict]
+
+
+@dataclass(frozen=True)
+class Mutant:
+    name: str
+    rule: str            # the contract rule it breaks
+    mutate: Mutation
+    killed_by: tuple[str, ...] = ()   # checks expected to notice
+
+
+MUTANTS: dict[str, Mutant] = {}
+
+
+def mutant(name: str, rule: str, killed_by: tuple[str, ...] = ()) -> Callable[[Mutation], Mutation]:
+    def register(func: Mutation) -> Mutation:
+        MUTANTS[name] = Mutant(name, rule, func, killed_by)
+        return func
+
+    return register
+
+
+# ---- helpers ----------------------------------------------------------------------------------
+def tool_of(request: dict) -> str:
+    return (request.get("params") or {}).get("name", "") if request.get("method") == "tools/call" else ""
+
+
+def args_of(request: dict) -> dict:
+    return (request.get("params") or {}).get("arguments") or {}
+
+
+def result(response: dict) -> dict | None:
+    res = response.get("result")
+    return res if isinstance(res, dict) else None
+
+
+def success(response: dict) -> dict | None:
+    res = result(response)
+    if res and not res.get("isError") and isinstance(res.get("structuredContent"), dict):
+        return res["structuredContent"]
+    return None
+
+
+def envelope(response: dict) -> dict | None:
+    res = result(response)
+    if res and res.get("isError") and isinstance(res.get("structuredContent"), dict):
+        return res["structuredContent"]
+    return None
+
+
+def set_structured(response: dict, new: dict) -> dict:
+    """Replace structuredContent, keeping a JSON text fallback in step with it."""
+    out = copy.deepcopy(response)
+    res = out["result"]
+    old = res.get("structuredContent")
+    res["structuredContent"] = new
+    for item in res.get("content", []):
+        if item.get("type") == "text":
+            try:
+                if json.loads(item["text"]) == old:
+                    item["text"] = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+            except (ValueError, TypeError):
+                pass
+    return out
+
+
+def edit_success(tool: str, edit: Callable[[dict], bool]) -> Mutation:
+    """A mutation that applies ``edit`` (returns True when it changed something) to one tool's successes."""
+
+    def mutate(request: dict, response: dict, state: dict) -> dict:
+        out = success(response)
+        if tool_of(request) != tool or out is None:
+            return response
+        new = copy.deepcopy(out)
+        return set_structured(response, new) if edit(new) else response
+
+    return mutate
+
+
+def edit_error(edit: Callable[[dict, dict], bool]) -> Mutation:
+    def mutate(request: dict, response: dict, state: dict) -> dict:
+        env = envelope(response)
+        if env is None:
+            return response
+        new = copy.deepcopy(env)
+        return set_structured(response, new) if edit(new, request) else response
+
+    return mutate
+
+
+def _reverse(key: str) -> Callable[[dict], bool]:
+    def edit(out: dict) -> bool:
+        items = out.get(key)
+        if isinstance(items, list) and len(items) > 1 and items != items[::-1]:
+            out[key] = items[::-1]
+            return True
+        return False
+
+    return edit
+
+
+def _drop_last(key: str) -> Callable[[dict], bool]:
+    def edit(out: dict) -> bool:
+        if out.get(key):
+            out[key] = out[key][:-1]
+            return True
+        return False
+
+    return edit
+
+
+# ---- search_concepts --------------------------------------------------------------------------
+def _flip(out: dict) -> bool:
+    out["truncated"] = not out.get("truncated")
+    return True
+
+
+def _total_plus_one(out: dict) -> bool:
+    out["total"] = out.get("total", 0) + 1
+    out["truncated"] = True
+    return True
+
+
+def _wrong_match(out: dict) -> bool:
+    for hit in out.get("hits", []):
+        if hit.get("match") != "body":
+            hit["match"] = "body"
+            return True
+    return False
+
+
+def _extra_field(out: dict) -> bool:
+    out["debug_info"] = "proxy"
+    return True
+
+
+def _hits_over_limit(out: dict) -> bool:
+    hits = out.get("hits", [])
+    if hits:
+        out["hits"] = hits + hits[-1:]
+        out["total"] = max(out.get("total", 0), len(out["hits"]))
+        return True
+    return False
+
+
+mutant("search_drop_hit_keep_total", "hits hold the first limit matches; total counts all",
+       ("differential_search", "truncation"))(edit_success("search_concepts", _drop_last("hits")))
+mutant("search_flip_truncated", "truncated = total > len(hits)", ("truncation", "differential_search"))(
+    edit_success("search_concepts", _flip))
+mutant("search_reverse_hits", "hits ordered by match priority then id", ("result_ordering",))(
+    edit_success("search_concepts", _reverse("hits")))
+mutant("search_total_plus_one", "total counts exactly the matches", ("differential_search",))(
+    edit_success("search_concepts", _total_plus_one))
+mutant("search_wrong_match_field", "match names the highest-priority field", ("differential_search",))(
+    edit_success("search_concepts", _wrong_match))
+mutant("search_extra_output_field", "output objects are closed (additionalProperties false)",
+       ("output_schema",))(edit_success("search_concepts", _extra_field))
+mutant("search_hits_over_limit", "at most limit hits", ("truncation",))(
+    edit_success("search_concepts", _hits_over_limit))
+
+# ---- get_neighbors ----------------------------------------------------------------------------
+
+
+def _swap_kind(out: dict) -> bool:
+    for edge in out.get("edges", []):
+        if edge.get("kind") == "navigation":
+            edge["kind"] = "relation"
+            edge["relation_type"] = "links_to"
+            return True
+    return False
+
+
+mutant("neighbors_reverse_edges", "edges ordered by kind, from, to, type", ("result_ordering",))(
+    edit_success("get_neighbors", _reverse("edges")))
+mutant("neighbors_reverse_sources", "sources ordered by id, resource, title", ("result_ordering",))(
+    edit_success("get_neighbors", _reverse("sources")))
+mutant("neighbors_drop_edge_keep_total", "edges hold the first limit edges", ("differential_neighbors",))(
+    edit_success("get_neighbors", _drop_last("edges")))
+mutant("neighbors_kind_swap", "navigation edges are navigation", ("differential_neighbors",))(
+    edit_success("get_neighbors", _swap_kind))
+mutant("neighbors_flip_truncated", "truncated = total > len(edges)", ("truncation",))(
+    edit_success("get_neighbors", _flip))
+
+# ---- errors -----------------------------------------------------------------------------------
+
+
+def _recode(src: str, dst: str) -> Callable[[dict, dict], bool]:
+    def edit(env: dict, request: dict) -> bool:
+        if env.get("code") == src:
+            env["code"] = dst
+            return True
+        return False
+
+    return edit
+
+
+def _leak(env: dict, request: dict) -> bool:
+    path = args_of(request).get("bundle_path")
+    if isinstance(path, str) and path.startswith("/"):
+        env["message"] = f"{env.get('message', '')} ({path})"
+        return True
+    return False
+
+
+def _drop_diagnostics(env: dict, request: dict) -> bool:
+    env.pop("diagnostics", None)
+    return True
+
+
+def _retryable(env: dict, request: dict) -> bool:
+    if env.get("code") != "operation_cancelled":
+        env["retryable"] = True
+        return True
+    return False
+
+
+def _many_diagnostics(env: dict, request: dict) -> bool:
+    diags = env.get("diagnostics") or []
+    if env.get("code") in ("schema_validation", "resource_limit") and diags:
+        env["diagnostics"] = (diags * 9)[:9]
+        return True
+    return False
+
+
+mutant("limit_error_as_schema_validation", "limit keywords give resource_limit", ("boundary_limits",))(
+    edit_error(_recode("resource_limit", "schema_validation")))
+mutant("schema_error_as_invalid_request", "schema failures give schema_validation",
+       ("input_invalid_rejected",))(edit_error(_recode("schema_validation", "invalid_request")))
+mutant("leak_bundle_path", "no absolute path in error messages", ("no_path_leakage",))(edit_error(_leak))
+mutant("envelope_without_diagnostics", "the envelope always carries diagnostics", ("output_schema",))(
+    edit_error(_drop_diagnostics))
+mutant("errors_retryable", "only cancellation is retryable", ("output_schema", "input_invalid_rejected"))(
+    edit_error(_retryable))
+mutant("too_many_input_diagnostics", "at most 8 input diagnostics", ("input_invalid_rejected",))(
+    edit_error(_many_diagnostics))
+
+
+@mutant("tool_errors_as_jsonrpc", "tool failures are isError results", ("input_invalid_rejected",))
+def _errors_as_jsonrpc(request: dict, response: dict, state: dict) -> dict:
+    env = envelope(response)
+    if env is None:
+        return response
+    return {"jsonrpc": "2.0", "id": response.get("id"), "error": {"code": -32602, "message": env.get("message", "")}}
+
+
+@mutant("unknown_tool_as_result", "unknown tool is JSON-RPC -32602", ("unknown_tool",))
+def _unknown_as_result(request: dict, response: dict, state: dict) -> dict:
+    if request.get("method") == "tools/call" and "error" in response:
+        env = {"code": "invalid_request", "message": "unknown tool", "retryable": False, "diagnostics": []}
+        return {"jsonrpc": "2.0", "id": response.get("id"), "result": {
+            "content": [{"type": "text", "text": "unknown tool"}], "structuredContent": env, "isError": True}}
+    return response
+
+
+# ---- text, listing, state ---------------------------------------------------------------------
+
+
+@mutant("text_fallback_drift", "text content is the structured content as JSON", ("text_fallback",))
+def _text_drift(request: dict, response: dict, state: dict) -> dict:
+    if success(response) is None:
+        return response
+    out = copy.deepcopy(response)
+    for item in out["result"].get("content", []):
+        if item.get("type") == "text":
+            item["text"] = json.dumps({"stale": True})
+    return out
+
+
+def _listing(edit: Callable[[list], None]) -> Mutation:
+    def mutate(request: dict, response: dict, state: dict) -> dict:
+        if request.get("method") != "tools/list" or result(response) is None:
+            return response
+        out = copy.deepcopy(response)
+        edit(out["result"].get("tools", []))
+        return out
+
+    return mutate
+
+
+def _drop_neighbors(tools: list) -> None:
+    tools[:] = [t for t in tools if t.get("name") != "get_neighbors"]
+
+
+def _loosen_limit(tools: list) -> None:
+    for t in tools:
+        limit = (t.get("inputSchema") or {}).get("properties", {}).get("limit")
+        if isinstance(limit, dict) and "maximum" in limit:
+            limit["maximum"] = limit["maximum"] + 1
+
+
+mutant("list_drops_get_neighbors", "every spec tool is advertised", ("tools_list",))(_listing(_drop_neighbors))
+mutant("list_loosens_limit", "advertised schemas equal the contract", ("tools_list",))(_listing(_loosen_limit))
+
+
+@mutant("stale_cached_answer", "each call reads its own arguments", ("differential_search",
+                                                                     "differential_neighbors"))
+def _stale(request: dict, response: dict, state: dict) -> dict:
+    tool = tool_of(request)
+    if not tool or success(response) is None:
+        return response
+    key = (tool, args_of(request).get("bundle_path"))
+    cached = state.setdefault("cache", {}).setdefault(key, response)
+    return {**copy.deepcopy(cached), "id": response.get("id")}
+
+
+@mutant("alternating_key_order", "the same call gives the same bytes", ("determinism",))
+def _alternate(request: dict, response: dict, state: dict) -> dict:
+    out = success(response)
+    if out is None:
+        return response
+    state["n"] = state.get("n", 0) + 1
+    if state["n"] % 2:
+        return response
+    copied = copy.deepcopy(response)
+    copied["result"]["structuredContent"] = dict(reversed(list(out.items())))
+    return copied

@@ -1,0 +1,1 @@
+"""Event consumers: console progress and the JUnit, JSON, HTML and baseline files."""

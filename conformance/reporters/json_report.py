@@ -1,0 +1,34 @@
+"""The machine-readable report: run metadata, counts per tool and per check, every case."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+from typing import Any
+
+from knowspec.conformance.events import RunFinished, RunStarted
+from knowspec.conformance.reporters.summary import counts_by, result_dict
+
+
+class JsonReporter:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+        self.started: RunStarted | None = None
+
+    def handle(self, event: Any) -> None:
+        if isinstance(event, RunStarted):
+            self.started = event
+        elif isinstance(event, RunFinished):
+            self.path.write_text(json.dumps(build(self.started, event), indent=2, ensure_ascii=False) + "\n",
+                                 encoding="utf-8")
+
+
+def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
+    meta = {}
+    if started is not None:
+        meta = {"target": started.target, "era": started.era, "family": started.family, "seed": started.seed,
+                "contract": started.contract}
+    return {"knowspec_conformance_report": 1, "run": meta, "exit_code": finished.exit_code,
+            "duration": round(finished.duration, 3), "counts": finished.counts(),
+            "by_tool": counts_by(finished.results, "tool"), "by_check": counts_by(finished.results, "check_id"),
+            "results": [result_dict(r) for r in finished.results]}

@@ -1,0 +1,45 @@
+"""JUnit XML: one testsuite per check, one testcase per (check, tool)."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+from pathlib import Path
+from typing import Any
+
+from knowspec.conformance.events import RunFinished
+
+
+class JunitReporter:
+    def __init__(self, path: Path) -> None:
+        self.path = Path(path)
+
+    def handle(self, event: Any) -> None:
+        if isinstance(event, RunFinished):
+            self.path.write_bytes(render(event))
+
+
+def render(finished: RunFinished) -> bytes:
+    root = ET.Element("testsuites", name="knowspec-conformance", time=f"{finished.duration:.3f}")
+    suites: dict[str, ET.Element] = {}
+    for r in finished.results:
+        suite = suites.get(r.check_id)
+        if suite is None:
+            suite = suites[r.check_id] = ET.SubElement(root, "testsuite", name=r.check_id)
+        case = ET.SubElement(suite, "testcase", classname=f"conformance.{r.check_id}",
+                             name=r.tool or "(server)", time=f"{r.duration:.3f}")
+        if r.status == "failed" and r.failure:
+            node = ET.SubElement(case, "failure", message=r.failure.message[:500], type=r.check_id)
+            node.text = json.dumps(r.failure.to_dict(), indent=2, ensure_ascii=False)
+        elif r.status == "error" and r.failure:
+            ET.SubElement(case, "error", message=r.failure.message[:500], type="error")
+        elif r.status in ("skipped", "accepted"):
+            reason = r.reason or (f"accepted by baseline: {r.failure.message[:300]}" if r.failure else r.status)
+            ET.SubElement(case, "skipped", message=reason[:500])
+    for name, suite in suites.items():
+        cases = [r for r in finished.results if r.check_id == name]
+        suite.set("tests", str(len(cases)))
+        suite.set("failures", str(sum(r.status == "failed" for r in cases)))
+        suite.set("errors", str(sum(r.status == "error" for r in cases)))
+        suite.set("skipped", str(sum(r.status in ("skipped", "accepted") for r in cases)))
+    return ET.tostring(root, encoding="utf-8", xml_declaration=True)

@@ -1,0 +1,24 @@
+"""Per-tool and per-check counts, shared by the JSON and HTML reports."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowspec.conformance.events import CheckFinished
+
+STATUSES = ("passed", "failed", "error", "skipped", "accepted")
+
+
+def counts_by(results: tuple[CheckFinished, ...], key: str) -> dict[str, dict[str, int]]:
+    table: dict[str, dict[str, int]] = {}
+    for r in results:
+        name = getattr(r, key) or "(server)"
+        row = table.setdefault(name, dict.fromkeys(STATUSES, 0))
+        row[r.status] += 1
+    return dict(sorted(table.items()))
+
+
+def result_dict(r: CheckFinished) -> dict[str, Any]:
+    return {"check": r.check_id, "tool": r.tool, "rule": r.rule, "status": r.status,
+            "duration": round(r.duration, 3), "calls": r.calls, "reason": r.reason,
+            "failure": r.failure.to_dict() if r.failure else None}

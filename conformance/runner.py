@@ -1,0 +1,176 @@
+"""Plans (check, tool) cases, runs them against the target and yields events; prints nothing.
+
+Each check gets its own MCP session (a crash or a poisoned session stays inside one check);
+tool-scoped checks run once per contract tool. Exit codes are decided here: 0 all passed or
+accepted, 1 contract failures, 2 target unreachable or misconfigured.
+"""
+
+from __future__ import annotations
+
+import shutil
+import tempfile
+import time
+from pathlib import Path
+from typing import Iterator
+
+from knowspec.conformance.checks import CHECKS, CheckContext, CheckSpec
+from knowspec.conformance.checks.registry import BundleStore
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.contract import Contract, ContractError, ToolContract, load_contract
+from knowspec.conformance.events import (
+    CheckFinished, CheckStarted, Event, RunFinished, RunStarted, TargetUnreachable,
+)
+from knowspec.conformance.failures import CheckFailed, CheckSkipped, Failure
+from knowspec.conformance.reporters.baseline import BaselineError, load_baseline
+from knowspec.conformance.target import Connection, Target, TargetError, connect
+
+EXIT_OK, EXIT_FAILURES, EXIT_UNREACHABLE = 0, 1, 2
+
+
+def selected_checks(config: RunConfig) -> list[CheckSpec]:
+    unknown = [c for c in (*config.checks, *config.exclude) if c not in CHECKS]
+    if unknown:
+        raise ContractError(f"unknown check id(s): {', '.join(unknown)} (known: {', '.join(CHECKS)})")
+    return [spec for cid, spec in CHECKS.items()
+            if (not config.checks or cid in config.checks) and cid not in config.exclude]
+
+
+def plan(checks: list[CheckSpec], contract: Contract) -> list[tuple[CheckSpec, ToolContract | None]]:
+    cases: list[tuple[CheckSpec, ToolContract | None]] = []
+    for spec in checks:
+        if spec.scope == "server":
+            cases.append((spec, None))
+        else:
+            cases += [(spec, tool) for tool in contract.tools]
+    return cases
+
+
+def _first_check_failure(exc: BaseException) -> CheckFailed | None:
+    """Hypothesis may wrap the failure (flaky or multiple bugs) in an exception group."""
+    if isinstance(exc, CheckFailed):
+        return exc
+    for inner in getattr(exc, "exceptions", ()) or ():
+        found = _first_check_failure(inner)
+        if found:
+            return found
+    cause = exc.__cause__ or exc.__context__
+    return _first_check_failure(cause) if isinstance(cause, BaseException) and cause is not exc else None
+
+
+def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
+    tool = ctx.tool.name if ctx.tool else ""
+    start = time.monotonic()
+
+    def done(status: str, failure: Failure | None = None, reason: str = "") -> CheckFinished:
+        return CheckFinished(spec.id, spec.rule, tool, status, time.monotonic() - start, ctx.calls, failure, reason)
+
+    try:
+        if spec.applies is not None:
+            reason = spec.applies(ctx)
+            if reason:
+                return done("skipped", reason=reason)
+        spec.func(ctx)
+    except CheckSkipped as exc:
+        return done("skipped", reason=exc.reason)
+    except BaseException as exc:  # noqa: BLE001 - a check never crashes the run
+        if isinstance(exc, KeyboardInterrupt):
+            raise
+        failed = _first_check_failure(exc)
+        if failed is not None:
+            return done("failed", Failure(spec.id, spec.rule, tool, failed.message, failed.arguments,
+                                          failed.response))
+        message = f"{type(exc).__name__}: {str(exc)[:500]}"
+        return done("error", Failure(spec.id, spec.rule, tool, message), reason=message)
+    return done("passed")
+
+
+def run(config: RunConfig) -> Iterator[Event]:
+    """The whole run as an event stream; the last event is always ``RunFinished``."""
+    t0 = time.monotonic()
+    results: list[CheckFinished] = []
+    try:
+        contract = load_contract(config.contract_path).for_family(config.family)
+        baseline = load_baseline(config.baseline)
+        checks = selected_checks(config)
+        target = Target(config.target, config.era, config.call_timeout)
+        target.validate()
+    except (ContractError, BaselineError, TargetError) as exc:
+        yield TargetUnreachable(str(exc))
+        yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
+        return
+    cases = plan(checks, contract)
+    yield RunStarted(config.target, config.era, config.family, config.seed, contract.source, len(cases))
+    own_dir = config.bundle_dir is None
+    bundle_root = Path(tempfile.mkdtemp(prefix="knowspec-conform-")) if own_dir else Path(config.bundle_dir)
+    bundle_root.mkdir(parents=True, exist_ok=True)
+    deadline = t0 + config.time_budget if config.time_budget else None
+    try:
+        try:
+            with connect(target) as probe:
+                advertised = {t["name"]: t for t in probe.list_tools()}
+        except TargetError as exc:
+            yield TargetUnreachable(str(exc))
+            yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
+            return
+        store = BundleStore(bundle_root.absolute())
+        for spec in checks:
+            spec_cases = [tool for s, tool in cases if s is spec]
+            yield from _run_check(spec, spec_cases, target, contract, config, advertised, store, deadline, results)
+    finally:
+        if own_dir:
+            shutil.rmtree(bundle_root, ignore_errors=True)
+    results = [_apply_baseline(r, baseline) for r in results]
+    failed = any(r.status in ("failed", "error") for r in results)
+    yield RunFinished(tuple(results), time.monotonic() - t0, EXIT_FAILURES if failed else EXIT_OK)
+
+
+def _apply_baseline(result: CheckFinished, baseline: set[tuple[str, str]]) -> CheckFinished:
+    if result.status in ("failed", "error") and (result.check_id, result.tool) in baseline:
+        return CheckFinished(result.check_id, result.rule, result.tool, "accepted", result.duration,
+                             result.calls, result.failure, result.reason)
+    return result
+
+
+def _run_check(spec: CheckSpec, tools: list[ToolContract | None], target: Target, contract: Contract,
+               config: RunConfig, advertised: dict, store: BundleStore, deadline: float | None,
+               results: list[CheckFinished]) -> Iterator[Event]:
+    def skipped(tool: ToolContract | None, reason: str) -> CheckFinished:
+        return CheckFinished(spec.id, spec.rule, tool.name if tool else "", "skipped", 0.0, reason=reason)
+
+    if deadline is not None and time.monotonic() > deadline:
+        for tool in tools:
+            results.append(skipped(tool, "time budget exhausted"))
+            yield results[-1]
+        return
+    try:
+        with connect(target) as conn:
+            for tool in tools:
+                yield CheckStarted(spec.id, tool.name if tool else "")
+                if deadline is not None and time.monotonic() > deadline:
+                    results.append(skipped(tool, "time budget exhausted"))
+                else:
+                    ctx = CheckContext(conn, contract, config, advertised, store, tool, deadline)
+                    results.append(run_case(ctx, spec))
+                yield results[-1]
+    except TargetError as exc:
+        for tool in tools[len([r for r in results if r.check_id == spec.id]):]:
+            failure = Failure(spec.id, spec.rule, tool.name if tool else "", f"target unreachable: {exc}")
+            results.append(CheckFinished(spec.id, spec.rule, tool.name if tool else "", "error", 0.0,
+                                         failure=failure, reason=str(exc)))
+            yield results[-1]
+
+
+def run_to_end(config: RunConfig, consumers: list = ()) -> RunFinished:
+    """Drive the event stream through ``consumers`` (objects with ``handle(event)``)."""
+    last: RunFinished | None = None
+    for event in run(config):
+        for consumer in consumers:
+            consumer.handle(event)
+        if isinstance(event, RunFinished):
+            last = event
+    assert last is not None
+    return last
+
+
+__all__ = ["run", "run_to_end", "plan", "selected_checks", "EXIT_OK", "EXIT_FAILURES", "EXIT_UNREACHABLE",
+           "Connection"]

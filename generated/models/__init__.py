@@ -1,0 +1,1 @@
+"""Pydantic v2 models generated from spec/ by datamodel-code-generator."""

@@ -1,0 +1,1 @@
+"""Hand-written logic behind the generated tool registry (installed as ``knowspec.impl``)."""

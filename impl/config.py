@@ -1,0 +1,42 @@
+"""One settings object for the whole server, built from CLI options and environment."""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass, field
+from pathlib import Path
+
+
+def _default_appdir() -> Path:
+    return Path(os.environ.get("KNOWSPEC_APPDIR", ".knowspec")).absolute()
+
+
+@dataclass
+class Settings:
+    """Where the server finds its state.
+
+    ``appdir`` is the seed's ``${APPDIR}``: the help pool ``help.db`` (the seed's ``docs/help``
+    setting) and its model pack ``models/e5-int8/`` live there by default, and so does the
+    catalog (the seed's MASTER database) unless configured elsewhere.
+    """
+
+    appdir: Path = field(default_factory=_default_appdir)
+    help_db: Path | None = None          # default: appdir / "help.db"
+    catalog_db: Path | None = None       # default: appdir / "catalog.db"
+    default_database: str | None = None  # the seed's -DATABASE: used when a doc_* call names none
+    agent_version: str = "5.1.1.1531"    # its third field is the <v3> fallback of help URLs
+    session_ttl_seconds: int = 3600
+    call_timeout_seconds: float = 120.0
+
+    @property
+    def help_db_path(self) -> Path:
+        return self.help_db or self.appdir / "help.db"
+
+    @property
+    def catalog_path(self) -> Path:
+        return self.catalog_db or self.appdir / "catalog.db"
+
+    @property
+    def model_dir(self) -> Path:
+        """The pool's model pack lives next to the help pool."""
+        return self.help_db_path.parent / "models" / "e5-int8"

@@ -1,0 +1,54 @@
+"""What a tool handler receives besides its arguments, and what it returns.
+
+Handlers are plain synchronous functions ``handler(args, ctx) -> ToolOutput`` run in a worker
+thread. ``args`` is the generated pydantic input model (defaults applied, already validated
+against the JSON Schema); ``ctx`` carries the caller's identity, the server settings and a
+cancellation flag the handler polls at safe points.
+"""
+
+from __future__ import annotations
+
+import threading
+from dataclasses import dataclass, field
+from typing import Any
+
+from knowspec.impl.errors import cancelled
+
+
+@dataclass(frozen=True)
+class Caller:
+    """Who is calling. A stdio MCP caller is ``unrestricted`` and sees every collection."""
+
+    user: str = "stdio"
+    roles: tuple[str, ...] = ()
+    database: str | None = None
+    unrestricted: bool = True
+
+    def principals(self) -> frozenset[str]:
+        """The ACL principal set ``{user, roles..., *}``, ASCII-lowercased."""
+        names = {self.user, *self.roles, "*"}
+        return frozenset(n.lower() for n in names if n)
+
+
+@dataclass
+class CallContext:
+    caller: Caller = field(default_factory=Caller)
+    settings: Any = None
+    cancel_event: threading.Event = field(default_factory=threading.Event)
+
+    def check_cancelled(self, operation: str = "operation") -> None:
+        """Raise ``operation_cancelled`` if the client cancelled or the deadline passed."""
+        if self.cancel_event.is_set():
+            raise cancelled(operation)
+
+
+@dataclass
+class ToolOutput:
+    """A successful result: ``structured`` becomes ``structuredContent``.
+
+    ``text`` is the text-compatible content; when ``None`` the pipeline renders it from the
+    tool table's rule (compact JSON of the structured content, or of its wrapped array).
+    """
+
+    structured: dict[str, Any]
+    text: str | None = None

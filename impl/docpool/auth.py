@@ -1,0 +1,254 @@
+"""Users, roles and the SYSADMIN role, kept in the catalog SQLite file.
+
+The REST surface logs people in against these tables; the roles a user holds become the
+``Caller.roles`` that the document-pool ACL compares with ``doc$acl.principal``. Passwords are
+stored as salted scrypt hashes (a per-user random salt, parameters stored beside the hash so they
+can be raised later) and compared in constant time. Tables are prefixed ``auth$`` and created
+idempotently the first time any function here touches the catalog.
+"""
+
+from __future__ import annotations
+
+import argparse
+import hashlib
+import hmac
+import secrets
+import sqlite3
+import sys
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+
+SYSADMIN = "SYSADMIN"
+
+# scrypt cost: n=2**14, r=8, p=1 needs 16 MiB and ~50 ms, enough to slow guessing. Stored with
+# each hash, so raising it later keeps old hashes valid (tests lower SCRYPT_N for speed).
+SCRYPT_N = 2**14
+SCRYPT_R = 8
+SCRYPT_P = 1
+_HASH_BYTES = 32
+_SALT_BYTES = 16
+
+_SCHEMA = """
+create table if not exists "auth$user" (
+    name       text primary key collate nocase,
+    salt       blob not null,
+    hash       blob not null,
+    params     text not null,
+    created_at text not null default (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
+);
+create table if not exists "auth$role" (
+    name        text primary key collate nocase,
+    description text not null default ''
+);
+create table if not exists "auth$user_role" (
+    user_name text not null collate nocase references "auth$user"(name) on delete cascade,
+    role_name text not null collate nocase references "auth$role"(name) on delete cascade,
+    primary key (user_name, role_name)
+);
+insert or ignore into "auth$role"(name, description)
+    values ('SYSADMIN', 'may run administrative commands (IMPORTDOC, ALTER DATABASE)');
+"""
+
+
+class AuthError(ValueError):
+    """A user or role operation that cannot be done (unknown user, duplicate, bad name)."""
+
+
+@dataclass(frozen=True)
+class User:
+    name: str
+    roles: tuple[str, ...]
+
+    @property
+    def is_sysadmin(self) -> bool:
+        return any(r.upper() == SYSADMIN for r in self.roles)
+
+
+def connect(catalog_path: Path | str) -> sqlite3.Connection:
+    """Open the catalog and make sure the ``auth$`` tables exist."""
+    path = Path(catalog_path)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    conn = sqlite3.connect(path, timeout=30)
+    conn.execute("pragma foreign_keys = on")
+    conn.executescript(_SCHEMA)
+    return conn
+
+
+def hash_password(password: str, salt: bytes, params: str) -> bytes:
+    """The scrypt hash of ``password`` under ``salt`` and ``params`` (``"n,r,p"``)."""
+    n, r, p = (int(x) for x in params.split(","))
+    return hashlib.scrypt(
+        password.encode("utf-8"), salt=salt, n=n, r=r, p=p, maxmem=128 * 1024 * 1024,
+        dklen=_HASH_BYTES,
+    )
+
+
+def _new_hash(password: str) -> tuple[bytes, bytes, str]:
+    salt = secrets.token_bytes(_SALT_BYTES)
+    params = f"{SCRYPT_N},{SCRYPT_R},{SCRYPT_P}"
+    return salt, hash_password(password, salt, params), params
+
+
+def _check_name(kind: str, name: str) -> str:
+    name = name.strip()
+    if not name or len(name) > 128 or any(ch.isspace() or ord(ch) < 32 for ch in name):
+        raise AuthError(f"invalid {kind} name {name!r}")
+    return name
+
+
+def create_user(
+    catalog_path: Path | str, name: str, password: str, roles: tuple[str, ...] | list[str] = ()
+) -> User:
+    """Create a user with a password and optional roles; fails if the user exists."""
+    name = _check_name("user", name)
+    if not password:
+        raise AuthError("password must not be empty")
+    salt, digest, params = _new_hash(password)
+    with closing(connect(catalog_path)) as conn, conn:
+        try:
+            conn.execute(
+                'insert into "auth$user"(name, salt, hash, params) values (?, ?, ?, ?)',
+                (name, salt, digest, params),
+            )
+        except sqlite3.IntegrityError:
+            raise AuthError(f"user {name!r} already exists") from None
+        for role in roles:
+            _grant(conn, name, role)
+    return get_user(catalog_path, name)  # type: ignore[return-value]
+
+
+def set_password(catalog_path: Path | str, name: str, password: str) -> None:
+    if not password:
+        raise AuthError("password must not be empty")
+    salt, digest, params = _new_hash(password)
+    with closing(connect(catalog_path)) as conn, conn:
+        cur = conn.execute(
+            'update "auth$user" set salt = ?, hash = ?, params = ? where name = ?',
+            (salt, digest, params, name),
+        )
+        if cur.rowcount == 0:
+            raise AuthError(f"no such user {name!r}")
+
+
+def _grant(conn: sqlite3.Connection, user: str, role: str) -> None:
+    role = _check_name("role", role)
+    if role.upper() == SYSADMIN:
+        role = SYSADMIN
+    if conn.execute('select 1 from "auth$user" where name = ?', (user,)).fetchone() is None:
+        raise AuthError(f"no such user {user!r}")
+    conn.execute('insert or ignore into "auth$role"(name) values (?)', (role,))
+    conn.execute(
+        'insert or ignore into "auth$user_role"(user_name, role_name) values (?, ?)', (user, role)
+    )
+
+
+def grant_role(catalog_path: Path | str, user: str, role: str) -> None:
+    """Give ``user`` the role ``role`` (the role is created when new)."""
+    with closing(connect(catalog_path)) as conn, conn:
+        _grant(conn, user, role)
+
+
+def revoke_role(catalog_path: Path | str, user: str, role: str) -> None:
+    with closing(connect(catalog_path)) as conn, conn:
+        conn.execute(
+            'delete from "auth$user_role" where user_name = ? and role_name = ?', (user, role)
+        )
+
+
+def delete_user(catalog_path: Path | str, name: str) -> None:
+    with closing(connect(catalog_path)) as conn, conn:
+        conn.execute('delete from "auth$user" where name = ?', (name,))
+
+
+def get_user(catalog_path: Path | str, name: str) -> User | None:
+    """The user with its roles (stored spelling), or ``None``."""
+    with closing(connect(catalog_path)) as conn:
+        row = conn.execute('select name from "auth$user" where name = ?', (name,)).fetchone()
+        if row is None:
+            return None
+        roles = conn.execute(
+            'select role_name from "auth$user_role" where user_name = ? order by role_name',
+            (row[0],),
+        ).fetchall()
+    return User(row[0], tuple(r[0] for r in roles))
+
+
+def list_users(catalog_path: Path | str) -> list[User]:
+    with closing(connect(catalog_path)) as conn:
+        names = [r[0] for r in conn.execute('select name from "auth$user" order by name')]
+    return [u for u in (get_user(catalog_path, n) for n in names) if u is not None]
+
+
+# A fixed dummy record so that an unknown user costs as much time as a wrong password.
+_DUMMY_SALT = b"\x00" * _SALT_BYTES
+_DUMMY_PARAMS = f"{SCRYPT_N},{SCRYPT_R},{SCRYPT_P}"
+
+
+def authenticate(catalog_path: Path | str, name: str, password: str) -> User | None:
+    """The user when ``password`` is right, else ``None`` (same cost for unknown users)."""
+    with closing(connect(catalog_path)) as conn:
+        row = conn.execute(
+            'select name, salt, hash, params from "auth$user" where name = ?', (name,)
+        ).fetchone()
+    if row is None:
+        hmac.compare_digest(hash_password(password, _DUMMY_SALT, _DUMMY_PARAMS), b"\x01" * 32)
+        return None
+    stored_name, salt, digest, params = row
+    if not hmac.compare_digest(hash_password(password, salt, params), digest):
+        return None
+    return get_user(catalog_path, stored_name)
+
+
+# --- CLI: `knowspec user add NAME --password-stdin --role SYSADMIN` ---------------------------
+
+
+def add_user_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Mount ``user add|grant|list`` on the CLI; each sub-command sets ``func(args, settings)``."""
+    user = subparsers.add_parser("user", help="manage REST users and roles in the catalog")
+    sub = user.add_subparsers(dest="user_command", required=True)
+
+    add = sub.add_parser("add", help="create a user (password read from stdin)")
+    add.add_argument("name")
+    add.add_argument(
+        "--password-stdin", action="store_true", required=True,
+        help="read the password from the first line of standard input",
+    )
+    add.add_argument("--role", action="append", default=[], help="role to grant (repeatable)")
+    add.set_defaults(func=_cmd_add)
+
+    grant = sub.add_parser("grant", help="grant a role to an existing user")
+    grant.add_argument("name")
+    grant.add_argument("role")
+    grant.set_defaults(func=_cmd_grant)
+
+    lst = sub.add_parser("list", help="list users and their roles")
+    lst.set_defaults(func=_cmd_list)
+    return user
+
+
+def _cmd_add(args: argparse.Namespace, settings) -> int:
+    password = sys.stdin.readline().rstrip("\r\n")
+    try:
+        user = create_user(settings.catalog_path, args.name, password, args.role)
+    except AuthError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"user {user.name} created with roles: {', '.join(user.roles) or '(none)'}")
+    return 0
+
+
+def _cmd_grant(args: argparse.Namespace, settings) -> int:
+    try:
+        grant_role(settings.catalog_path, args.name, args.role)
+    except AuthError as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(f"granted {args.role} to {args.name}")
+    return 0
+
+
+def _cmd_list(args: argparse.Namespace, settings) -> int:
+    for user in list_users(settings.catalog_path):
+        print(f"{user.name}\t{','.join(user.roles)}")
+    return 0

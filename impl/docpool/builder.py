@@ -1,0 +1,313 @@
+"""Build a source pool (a SQLite file in pool schema v2) from a folder of Markdown topics.
+
+Two kinds of folder are accepted:
+
+* a help corpus: ``*.md`` files with YAML frontmatter (``slug``, ``title``, ``breadcrumb``,
+  ``category``, ``description``, ``module``, ``collection``, ``acl``, ``links`` / ``entities``:
+  ``[{kind, key, confidence, source}]``, and the shorthands ``form_class`` / ``islem_kodu``), plus
+  an optional ``pool.yaml`` with collections, ``meta`` recipes, ``entity_kinds`` and
+  ``entities`` (``aliases``, ``relations``);
+* an OKF bundle (a ``concepts/`` folder): each concept becomes a topic; its tags become ``tag``
+  entities and its ``x-llmwiki.aliases`` aliases of its ``concept`` entity.
+
+Topics are chunked by Markdown section. The result is a pool IMPORTDOC can import, or a
+``help.db`` the help tools read directly.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import re
+import sys
+from dataclasses import dataclass, field
+from datetime import datetime, timezone
+from pathlib import Path
+from typing import Any, Callable, Iterable
+
+import yaml
+
+from knowspec.impl.docpool.storage.sqlite import open_for_write
+from knowspec.impl.rules.fold import fold
+
+Progress = Callable[[int, int], None]
+
+_FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_FENCE = re.compile(r"^[ \t]*(```|~~~)")
+LINK_KINDS_SHORTHAND = ("module", "form_class", "islem_kodu")
+
+
+@dataclass
+class TopicSource:
+    """One topic read from a Markdown file, before it is written to the pool."""
+
+    collection: str
+    slug: str
+    title: str
+    body_md: str
+    breadcrumb: str = ""
+    category: str = ""
+    description: str = ""
+    source_uri: str = ""
+    mtime: str | None = None
+    links: list[dict[str, Any]] = field(default_factory=list)
+    acl: list[str] = field(default_factory=list)
+
+
+@dataclass(frozen=True)
+class Chunk:
+    ord: int
+    heading: str
+    body: str
+
+
+def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
+    """(frontmatter mapping, body) of a Markdown file; ``{}`` when there is none."""
+    m = _FRONTMATTER.match(text)
+    if not m:
+        return {}, text
+    try:
+        data = yaml.safe_load(m.group(1)) or {}
+    except yaml.YAMLError:
+        data = {}
+    return (data if isinstance(data, dict) else {}), text[m.end():]
+
+
+def chunk_sections(title: str, body: str) -> list[Chunk]:
+    """Split ``body`` at headings; each chunk's heading is the path of headings above it."""
+    chunks: list[Chunk] = []
+    path: list[tuple[int, str]] = []
+    lines: list[str] = []
+    heading = ""
+    in_fence = False
+
+    def flush() -> None:
+        text = "\n".join(lines).strip()
+        if text or heading:
+            chunks.append(Chunk(len(chunks), heading, text))
+
+    for line in body.splitlines():
+        if _FENCE.match(line):
+            in_fence = not in_fence
+        m = None if in_fence else _HEADING.match(line)
+        if m:
+            flush()
+            level, text = len(m.group(1)), m.group(2).strip()
+            path = [(lv, t) for lv, t in path if lv < level] + [(level, text)]
+            heading = " > ".join(t for _, t in path if t != title)
+            lines = []
+        else:
+            lines.append(line)
+    flush()
+    return chunks or [Chunk(0, "", "")]
+
+
+def _links_from(front: dict[str, Any]) -> list[dict[str, Any]]:
+    links: list[dict[str, Any]] = []
+    for item in list(front.get("links") or []) + list(front.get("entities") or []):
+        if isinstance(item, dict) and item.get("kind") and item.get("key"):
+            links.append({"kind": str(item["kind"]), "key": str(item["key"]),
+                          "confidence": float(item.get("confidence", 1.0)),
+                          "source": str(item.get("source", "frontmatter"))})
+    for kind in LINK_KINDS_SHORTHAND:
+        values = front.get(kind)
+        for key in values if isinstance(values, list) else [values] if values else []:
+            links.append({"kind": kind, "key": str(key), "confidence": 1.0, "source": "frontmatter"})
+    return links
+
+
+def _mtime(path: Path) -> str:
+    return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+
+
+def read_help_topic(path: Path, root: Path, collection: str) -> TopicSource:
+    """A help topic from a Markdown file with frontmatter."""
+    front, body = split_frontmatter(path.read_text("utf-8"))
+    slug = str(front.get("slug") or path.relative_to(root).with_suffix("").as_posix())
+    acl = front.get("acl") or []
+    return TopicSource(
+        collection=str(front.get("collection") or collection), slug=slug,
+        title=str(front.get("title") or slug), body_md=body.strip() + "\n",
+        breadcrumb=str(front.get("breadcrumb") or ""), category=str(front.get("category") or ""),
+        description=str(front.get("description") or ""),
+        source_uri=str(front.get("source_uri") or path.relative_to(root).as_posix()),
+        mtime=str(front["mtime"]) if front.get("mtime") else _mtime(path),
+        links=_links_from(front), acl=[str(a) for a in (acl if isinstance(acl, list) else [acl])])
+
+
+def read_okf_concept(path: Path, root: Path, collection: str) -> tuple[TopicSource, dict[str, Any]]:
+    """A topic from an OKF concept file, and its concept entity (with aliases)."""
+    front, body = split_frontmatter(path.read_text("utf-8"))
+    slug = path.relative_to(root / "concepts").with_suffix("").as_posix()
+    title = str(front.get("title") or slug)
+    tags = [str(t) for t in front.get("tags") or [] if t]
+    ext = front.get("x-llmwiki") if isinstance(front.get("x-llmwiki"), dict) else {}
+    links = [{"kind": "concept", "key": slug, "confidence": 1.0, "source": "okf"}]
+    links += [{"kind": "tag", "key": t, "confidence": 1.0, "source": "okf-tags"} for t in tags]
+    topic = TopicSource(
+        collection=collection, slug=slug, title=title, body_md=body.strip() + "\n",
+        breadcrumb=" > ".join(["Concepts", *(tags[:1]), title]), category=str(front.get("type") or "concept"),
+        description=str(front.get("description") or ""), source_uri=f"/concepts/{slug}.md",
+        mtime=str(front.get("timestamp") or _mtime(path)), links=links)
+    aliases = sorted({str(a) for a in ext.get("aliases") or [] if a and str(a).lower() != slug.lower()},
+                     key=str.lower)
+    entity = {"kind": "concept", "key": slug, "title": title,
+              "attrs": {"tags": tags, "description": topic.description},
+              "aliases": [{"alias": a, "confidence": float(ext.get("confidence", 1.0))} for a in aliases]}
+    return topic, entity
+
+
+def _load_pool_yaml(root: Path) -> dict[str, Any]:
+    path = root / "pool.yaml"
+    if not path.is_file():
+        return {}
+    data = yaml.safe_load(path.read_text("utf-8")) or {}
+    return data if isinstance(data, dict) else {}
+
+
+def _help_sources(root: Path, collection: str) -> Iterable[Path]:
+    return sorted(p for p in root.rglob("*.md") if p.name.lower() not in {"readme.md"})
+
+
+class _Writer:
+    """Writes topics, entities and recipes into an open pool connection."""
+
+    def __init__(self, con) -> None:
+        self.con = con
+
+    def collection(self, cid: str, title: str, kind: str, erisim: str, help_url_v3: str | None) -> None:
+        now = datetime.now(timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
+        self.con.execute('insert or replace into "doc$collection"(id, title, kind, erisim, generated, help_url_v3) '
+                         "values (?, ?, ?, ?, ?, ?)", [cid, title, kind, erisim, now, help_url_v3])
+
+    def topic(self, t: TopicSource) -> int:
+        cur = self.con.execute(
+            'insert into "doc$topic"(collection, slug, title, breadcrumb, category, description, '
+            "source_uri, mime, mtime, body_md) values (?, ?, ?, ?, ?, ?, ?, 'text/markdown', ?, ?)",
+            [t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, t.source_uri,
+             t.mtime, t.body_md])
+        tid = cur.lastrowid
+        for c in chunk_sections(t.title, t.body_md):
+            cid = self.con.execute('insert into "doc$chunk"(topic_id, ord, title, heading, body) values (?, ?, ?, ?, ?)',
+                                   [tid, c.ord, t.title, c.heading, c.body]).lastrowid
+            self.con.execute('insert into "doc$chunk_fts"(rowid, title, heading, body) values (?, ?, ?, ?)',
+                             [cid, fold(t.title), fold(c.heading), fold(c.body)])
+        for link in t.links:
+            self.con.execute('insert or replace into "doc$link"(topic_id, kind, key, confidence, source) '
+                             "values (?, ?, ?, ?, ?)", [tid, link["kind"], link["key"], link["confidence"], link["source"]])
+        for principal in t.acl:
+            self.con.execute('insert or ignore into "doc$acl"(topic_id, principal) values (?, ?)', [tid, principal])
+        return tid
+
+    def entity_kind(self, collection: str, k: dict[str, Any]) -> None:
+        self.con.execute('insert or replace into "doc$entity_kind"(collection, kind, title, key_rule, url_template) '
+                         "values (?, ?, ?, ?, ?)", [collection, str(k["kind"]), str(k.get("title", "")),
+                                                    str(k.get("key_rule", "")), str(k.get("url_template", ""))])
+
+    def entity(self, collection: str, e: dict[str, Any]) -> None:
+        kind, key = str(e["kind"]), str(e["key"])
+        self.con.execute('insert or replace into "doc$entity"(collection, kind, key, title, attrs) values (?, ?, ?, ?, ?)',
+                         [collection, kind, key, str(e.get("title", "")),
+                          json.dumps(e.get("attrs") or {}, ensure_ascii=False, sort_keys=True)])
+        for a in e.get("aliases") or []:
+            a = a if isinstance(a, dict) else {"alias": a}
+            self.con.execute('insert or ignore into "doc$alias"(collection, kind, alias, key, confidence) '
+                             "values (?, ?, ?, ?, ?)", [collection, kind, str(a["alias"]), key,
+                                                        float(a.get("confidence", 1.0))])
+        for r in e.get("relations") or []:
+            self.con.execute('insert or ignore into "doc$entity_rel"(collection, from_kind, from_key, rel, to_kind, to_key) '
+                             "values (?, ?, ?, ?, ?, ?)", [collection, kind, key, str(r["rel"]), str(r["kind"]), str(r["key"])])
+
+    def meta(self, collection: str, values: dict[str, Any]) -> None:
+        for name, value in values.items():
+            if isinstance(value, (list, tuple)):
+                value = ", ".join(str(v) for v in value) if name == "search_bm25_weights" else " ".join(map(str, value))
+            self.con.execute('insert or replace into "doc$meta"(collection, name, value) values (?, ?, ?)',
+                             [collection, name, str(value)])
+
+
+def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *, title: str = "",
+               erisim: str = "herkes", progress: Progress | None = None) -> dict[str, int]:
+    """Write a fresh pool file ``out_path`` from ``source_dir``; returns row counts.
+
+    ``collection``/``title``/``erisim`` name the main collection (``pool.yaml`` may add more,
+    topics may choose one with their ``collection`` frontmatter).
+    """
+    root, out = Path(source_dir), Path(out_path)
+    for suffix in ("", "-wal", "-shm"):
+        Path(str(out) + suffix).unlink(missing_ok=True)
+    config = _load_pool_yaml(root)
+    okf = (root / "concepts").is_dir()
+    con = open_for_write(out)
+    w = _Writer(con)
+    try:
+        con.execute("begin")
+        main = dict(config.get("collection") or {})
+        w.collection(collection, title or str(main.get("title") or collection),
+                     str(main.get("kind") or ("okf" if okf else "help")), erisim or str(main.get("erisim") or "herkes"),
+                     main.get("help_url_v3"))
+        for extra in config.get("collections") or []:
+            w.collection(str(extra["id"]), str(extra.get("title", extra["id"])), str(extra.get("kind", "help")),
+                         str(extra.get("erisim", "herkes")), extra.get("help_url_v3"))
+        w.meta("", config.get("meta") or {})
+        for cid, values in (config.get("collection_meta") or {}).items():
+            w.meta(str(cid), values or {})
+        for k in config.get("entity_kinds") or []:
+            w.entity_kind(str(k.get("collection") or collection), k)
+        for e in config.get("entities") or []:
+            w.entity(str(e.get("collection") or collection), e)
+        files = sorted((root / "concepts").rglob("*.md")) if okf else list(_help_sources(root, collection))
+        if okf:
+            w.entity_kind(collection, {"kind": "concept", "title": "Concept", "key_rule": "OKF concept path"})
+            w.entity_kind(collection, {"kind": "tag", "title": "Tag", "key_rule": "OKF tag"})
+        tags: set[str] = set()
+        for n, path in enumerate(files, 1):
+            if okf:
+                topic, entity = read_okf_concept(path, root, collection)
+                w.entity(collection, entity)
+                tags.update(l["key"] for l in topic.links if l["kind"] == "tag")
+            else:
+                topic = read_help_topic(path, root, collection)
+            w.topic(topic)
+            if progress:
+                progress(n, len(files))
+        for tag in sorted(tags):
+            w.entity(collection, {"kind": "tag", "key": tag, "title": tag})
+        con.execute("commit")
+        counts = {name: con.execute(f'select count(*) from "doc${name}"').fetchone()[0]
+                  for name in ("topic", "chunk", "entity", "alias", "link", "acl")}
+    except BaseException:
+        if con.in_transaction:
+            con.execute("rollback")
+        raise
+    finally:
+        # A built pool is shipped (help.db) and opened read-only, possibly from a read-only
+        # folder: leave it in rollback-journal mode so readers need no -wal/-shm files.
+        con.execute("pragma wal_checkpoint(truncate)")
+        con.execute("pragma journal_mode = delete")
+        con.close()
+    return counts
+
+
+def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Mount ``knowspec pool build`` (the lead adds it under the ``pool`` command)."""
+    p = subparsers.add_parser("build", help="build a source pool (SQLite, schema v2) from Markdown topics or an OKF bundle")
+    p.add_argument("source", type=Path, help="folder of Markdown help topics, or an OKF bundle")
+    p.add_argument("out", type=Path, help="pool file to write (replaced)")
+    p.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
+    p.add_argument("--title", default="", help="collection title")
+    p.add_argument("--erisim", default="herkes", help="'herkes' (everyone) or a restricted marker")
+    p.set_defaults(func=_run_build)
+    return p
+
+
+def _run_build(ns: argparse.Namespace) -> int:
+    def show(done: int, total: int) -> None:
+        if done == total or done % 500 == 0:
+            print(f"\r{done}/{total} topics", end="", file=sys.stderr, flush=True)
+
+    counts = build_pool(ns.source, ns.out, ns.collection, title=ns.title, erisim=ns.erisim, progress=show)
+    print(file=sys.stderr)
+    print(json.dumps(counts, sort_keys=True))
+    return 0

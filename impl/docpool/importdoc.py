@@ -1,0 +1,154 @@
+"""IMPORTDOC: bring one collection of a source pool into a database's document pool.
+
+The seed's contract, in the order it is checked:
+1. ``database``, ``collection`` and ``path`` are all required: a missing one is a 400
+   (``ToolError invalid_request``), nothing is touched;
+2. an invalid collection name, a missing source file or a collection absent from the source is a
+   202 ``{result: false, message}`` and the target pool is not even opened (byte-identical);
+3. the database must be registered with a document pool (the catalog's errors otherwise);
+4. the pool's ``doc_import.sql`` recipe (``recipe.import_collection``) then deletes and rewrites
+   only that collection in one transaction, rebuilds FTS and refreshes ``doc$entity_kind`` and the
+   general recipe; on any error it rolls back and nothing changes (``storage_error``).
+Success is 200 ``{result: true, collection, topics, chunks, docsDb, source}``.
+"""
+
+from __future__ import annotations
+
+import argparse
+import sqlite3
+import sys
+from contextlib import closing
+from pathlib import Path
+from typing import Any
+
+from knowspec.impl.docpool import catalog, recipe
+from knowspec.impl.errors import ToolError, diagnostic
+
+PARAMS = ("database", "collection", "path")
+
+
+def require_params(params: Any) -> None:
+    """400 for a missing (or empty, or non-string) IMPORTDOC parameter, named in the message."""
+    if not isinstance(params, dict):
+        raise ToolError("invalid_request", "params is required: {database, collection, path}")
+    missing = [name for name in PARAMS if not isinstance(params.get(name), str) or not params[name]]
+    if missing:
+        raise ToolError(
+            "invalid_request",
+            f"{missing[0]} is required",
+            diagnostics=[diagnostic("invalid_request", f"{m} is required", field=f"/params/{m}")
+                         for m in missing],
+        )
+
+
+def refused(message: str) -> dict[str, Any]:
+    """The 202 answer: nothing was imported and the target is untouched."""
+    return {"result": False, "message": message}
+
+
+def source_refusal(source: Path, collection: str) -> str | None:
+    """Why ``source`` cannot provide ``collection`` (checked read-only), or ``None``."""
+    try:
+        present = source.is_file()
+    except (OSError, ValueError):  # a name too long, or with a NUL byte, names no file
+        present = False
+    if not present:
+        return f"source pool not found ({source})"
+    uri = source.absolute().as_uri() + "?mode=ro"
+    try:
+        with closing(sqlite3.connect(uri, uri=True)) as con:
+            found = con.execute(
+                'select count(*) from "doc$collection" where id = ?', [collection]
+            ).fetchone()[0]
+    except sqlite3.DatabaseError as exc:
+        return f"source is not a document pool ({source}): {exc}"
+    if not found:
+        return f"collection {collection} not found in source ({source})"
+    return None
+
+
+def resolve_target(settings, database: str) -> catalog.PoolLocation:
+    """The pool IMPORTDOC writes: the catalog's errors, and SQLite storage only (for now)."""
+    location = catalog.resolve_pool_location(settings.catalog_path, database)
+    if location.storage != "SQLITE":
+        raise ToolError(
+            "not_implemented",
+            f"IMPORTDOC into {location.storage} storage is not implemented in this server",
+        )
+    return location
+
+
+def import_collection(settings, database: str, collection: str, source_path: str) -> dict[str, Any]:
+    """Import ``collection`` from the pool file ``source_path`` into ``database``'s pool."""
+    require_params({"database": database, "collection": collection, "path": source_path})
+    if not recipe.COLLECTION_NAME.match(collection):
+        return refused(f"invalid collection name {collection!r}: must match ^[a-z0-9][a-z0-9-]*$")
+    source = Path(source_path).expanduser()
+    reason = source_refusal(source, collection)
+    if reason:
+        return refused(reason)
+
+    target = resolve_target(settings, database)
+    try:
+        done = recipe.import_collection(target.dsn, source, collection)
+    except recipe.ImportRefused as exc:
+        return refused(str(exc))
+    except sqlite3.Error as exc:
+        raise ToolError(
+            "storage_error",
+            f"import of {collection} into {database} failed, nothing changed: {exc}",
+            retryable=False,
+        ) from exc
+    return {
+        "result": True,
+        "collection": done.collection,
+        "topics": done.topics,
+        "chunks": done.chunks,
+        "docsDb": target.docs_database,
+        "source": str(source),
+    }
+
+
+# --- CLI: `knowspec pool import --database DB --collection C SOURCE` ------------------------
+
+
+def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Mount ``import`` under the lead's ``pool`` sub-parsers; sets ``func(args, settings)``."""
+    cmd = subparsers.add_parser(
+        "import", help="import one collection of a source pool into a database's document pool"
+    )
+    cmd.add_argument("--database", required=True, help="registered database (SET DOCUMENTS)")
+    cmd.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
+    cmd.add_argument("source", help="source pool file (SQLite, schema v2)")
+    cmd.set_defaults(func=_cmd_import)
+    return cmd
+
+
+def _cmd_import(args: argparse.Namespace, settings) -> int:
+    from rich.console import Console
+    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+
+    console = Console(stderr=True)
+    with Progress(
+        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
+        console=console, transient=True,
+    ) as progress:
+        task = progress.add_task(
+            f"importing {args.collection} into {args.database}", total=None
+        )
+        try:
+            outcome = import_collection(settings, args.database, args.collection, args.source)
+        except ToolError as exc:
+            progress.stop()
+            console.print(f"[red]error[/red] {exc.code}: {exc.message}")
+            return 1
+        progress.update(task, total=1, completed=1)
+    if not outcome["result"]:
+        console.print(f"[yellow]nothing imported[/yellow]: {outcome['message']}")
+        return 2
+    print(
+        f"imported {outcome['collection']}: {outcome['topics']} topics, "
+        f"{outcome['chunks']} chunks into {outcome['docsDb']} from {outcome['source']}",
+        file=sys.stdout,
+    )
+    return 0

@@ -1,0 +1,246 @@
+"""The storage seam: every query the help_* / doc_* tools ask of a pool.
+
+Tool logic (``search.py``, ``topics.py``, ``entities.py``, ``stats.py``) talks only to this
+Protocol, so SQLite, PostgreSQL and Firebird pools differ only in their storage module. Every
+query that returns topics takes the caller's ``Access`` and filters inside the query, before
+ranking and limits: an unauthorized topic never takes a slot in a ``limit`` and never counts.
+
+Rows come back as the frozen dataclasses below (plain values only). Ordering promised by each
+method is part of the contract: storages must break ties the same way.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass, field
+from typing import Any, Protocol, Sequence, runtime_checkable
+
+HERKES = "herkes"  # doc$collection.erisim value meaning "everyone"
+
+
+@dataclass(frozen=True)
+class Access:
+    """Which topics a caller may see: ``principals`` ASCII-lowercased, ``None`` = everything."""
+
+    principals: frozenset[str] | None = None
+
+    @property
+    def unrestricted(self) -> bool:
+        return self.principals is None
+
+
+UNRESTRICTED = Access(None)
+
+
+@dataclass(frozen=True)
+class CollectionInfo:
+    id: str
+    title: str
+    kind: str
+    erisim: str
+    generated: str | None
+    help_url_v3: str | None
+    topics: int  # topics the caller may see
+
+
+@dataclass(frozen=True)
+class TopicRecord:
+    id: int
+    collection: str
+    slug: str
+    title: str
+    breadcrumb: str
+    category: str
+    description: str
+    source_uri: str
+    mime: str
+    mtime: str | None
+    body_md: str
+
+
+@dataclass(frozen=True)
+class SearchHit:
+    """The best chunk of one topic for a full-text query (``score``: bm25, smaller = better)."""
+
+    topic_id: int
+    chunk_id: int
+    collection: str
+    slug: str
+    title: str
+    breadcrumb: str
+    score: float
+    snippet: str = ""
+
+
+@dataclass(frozen=True)
+class LinkRecord:
+    kind: str
+    key: str
+    confidence: float
+    source: str
+
+
+@dataclass(frozen=True)
+class LinkedTopic:
+    """A topic reached through a link (ordered: confidence desc, collection, slug)."""
+
+    topic_id: int
+    collection: str
+    slug: str
+    title: str
+    breadcrumb: str
+    confidence: float
+    source: str
+
+
+@dataclass(frozen=True)
+class EntityRecord:
+    id: int
+    collection: str
+    kind: str
+    key: str
+    title: str
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class RelationRecord:
+    """One edge seen from an entity: ``kind``/``key`` is the other end."""
+
+    rel: str
+    kind: str
+    key: str
+    title: str  # the other end's title ('' when it is not an entity of the pool)
+    attrs: dict[str, Any] = field(default_factory=dict, hash=False, compare=False)
+
+
+@dataclass(frozen=True)
+class AliasRecord:
+    collection: str
+    kind: str
+    alias: str
+    key: str
+    confidence: float
+
+
+@dataclass(frozen=True)
+class EntityKindRecord:
+    collection: str
+    kind: str
+    title: str
+    key_rule: str
+    url_template: str
+    entities: int
+
+
+@dataclass(frozen=True)
+class VectorRow:
+    """A stored embedding of an allowed topic (``chunk_id`` is None for a topic vector)."""
+
+    topic_id: int
+    chunk_id: int | None
+    vec: bytes
+
+
+COUNT_NAMES = ("topic", "chunk", "topic_vec", "chunk_vec", "entity", "entity_rel", "alias", "link", "acl")
+
+
+@runtime_checkable
+class PoolStorage(Protocol):
+    """One open pool (help pool or a database's document pool). Open per request, then close."""
+
+    #: where the pool lives, for messages ("help.db", "sales", a DSN without password)
+    location: str
+
+    def close(self) -> None: ...
+
+    def __enter__(self) -> "PoolStorage": ...
+
+    def __exit__(self, *exc: object) -> None: ...
+
+    # -- collections and recipes -------------------------------------------------------------
+    def collections(self, access: Access) -> list[CollectionInfo]:
+        """Collections holding at least one allowed topic, or with erisim 'herkes'; by id."""
+
+    def meta(self) -> dict[str, dict[str, str]]:
+        """Every ``doc$meta`` row: ``{collection: {name: value}}`` ('' = general recipe)."""
+
+    # -- full text ---------------------------------------------------------------------------
+    def search_fts(
+        self,
+        match: str,
+        access: Access,
+        *,
+        limit: int,
+        weights: Sequence[float],
+        snippet_column: str,
+        collection: str | None = None,
+        linked_to: tuple[str, str] | None = None,
+    ) -> list[SearchHit]:
+        """Best chunk per allowed topic for ``match``, an expression from ``rules.fts_query``:
+        double-quoted folded words, ``*`` for prefixes, joined by AND or OR. SQLite runs it as
+        FTS5 MATCH; other storages translate it with ``rules.fts_query.parse_match``.
+
+        Ordered by score ascending, then collection, slug; at most ``limit``. ``linked_to``
+        keeps only topics linked to that (kind, key) entity (help_search ``module``).
+        """
+
+    # -- topics ------------------------------------------------------------------------------
+    def topic(self, slug: str, access: Access, collection: str | None = None) -> TopicRecord | None:
+        """An allowed topic by slug (first by collection id when ``collection`` is None)."""
+
+    def topics_by_id(self, topic_ids: Sequence[int], access: Access) -> dict[int, TopicRecord]:
+        """Allowed topics among ``topic_ids``."""
+
+    def topic_links(self, topic_ids: Sequence[int]) -> dict[int, list[LinkRecord]]:
+        """Links of each topic: confidence desc, kind, key."""
+
+    def linked_topics(
+        self, kind: str, key: str, access: Access, *, limit: int | None = None,
+        exclude_topic_id: int | None = None,
+    ) -> list[LinkedTopic]:
+        """Allowed topics linked to (kind, key), key case-insensitive: most reliable first."""
+
+    def chunk_texts(self, chunk_ids: Sequence[int]) -> dict[int, str]:
+        """Original body text of chunks (vector snippets)."""
+
+    # -- entities ----------------------------------------------------------------------------
+    def entity(self, kind: str, key: str) -> EntityRecord | None:
+        """The entity (kind, key), key case-insensitive; first by collection id."""
+
+    def aliases_named(self, kind: str, alias: str) -> list[AliasRecord]:
+        """Alias rows whose old name is ``alias`` (case-insensitive): confidence desc, key."""
+
+    def aliases_of(self, kind: str, key: str) -> list[AliasRecord]:
+        """Old names of (kind, key): confidence desc, alias."""
+
+    def relations_from(self, kind: str, key: str) -> list[RelationRecord]:
+        """Edges leaving (kind, key): rel, kind, key."""
+
+    def relations_to(self, kind: str, key: str) -> list[RelationRecord]:
+        """Edges arriving at (kind, key) (the other end is the source): rel, kind, key."""
+
+    def entity_kinds(self) -> list[EntityKindRecord]:
+        """Entity kinds with their entity counts: collection, kind."""
+
+    def entity_kind(self, kind: str, collection: str | None = None) -> EntityKindRecord | None:
+        """One kind's row (in ``collection`` when given, else the first by collection)."""
+
+    def find_entities(self, kind: str | None, text: str | None, limit: int) -> list[EntityRecord]:
+        """Entities of ``kind`` whose folded key or title contains folded ``text``: kind, key, collection."""
+
+    # -- statistics and vectors --------------------------------------------------------------
+    def counts(self, access: Access) -> dict[str, int]:
+        """Row counts named by ``COUNT_NAMES``; topic-bound tables count allowed topics only."""
+
+    def collection_counts(self, access: Access) -> dict[str, dict[str, int]]:
+        """Per collection: ``{"topic": n, "chunk": n}`` over allowed topics."""
+
+    def vectors(self, which: str, access: Access) -> list[VectorRow]:
+        """``which`` = 'topic' | 'chunk': stored vectors of allowed topics, by id."""
+
+    def topic_ids(self, access: Access, *, collection: str | None = None,
+                  linked_to: tuple[str, str] | None = None) -> list[int]:
+        """Ids of the allowed topics (optionally of one collection / linked to one entity)."""
+
+    def change_stamp(self) -> tuple:
+        """A value that changes whenever the pool's content changes (an import): cache key."""

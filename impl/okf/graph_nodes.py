@@ -1,0 +1,141 @@
+"""RDF-style node collection and JSON-LD compaction for the v0.2 graph projection.
+
+The projection contract (``skosovsky/okf-v0.2``) is a set of nodes keyed by ``@id``: nodes with
+the same ``@id`` coalesce, property values form a set, empty properties are omitted, a single
+value compacts to a scalar and several to an array, nodes are ordered by IRI and values by
+(kind, value). Literal kinds: plain strings, ``xsd:boolean`` (JSON boolean in ``@value``),
+``xsd:integer`` / ``xsd:date`` / ``xsd:dateTime`` (lexical string in ``@value``), IRIs
+``{"@id": …}``.
+
+Identities: concept IRIs are ``local:bundle:`` + Go ``url.PathEscape`` of the concept ID;
+synthetic IRIs are ``urn:skosovsky:okf:graph:v0.2:<kind>:`` + unpadded base64url components.
+"""
+
+from __future__ import annotations
+
+import base64
+import json
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import quote
+
+NAMESPACE = "https://github.com/skosovsky/okf/ns/projection/v0.2#"
+XSD = "http://www.w3.org/2001/XMLSchema#"
+URN = "urn:skosovsky:okf:graph:v0.2:"
+PROJECTION_IRI = URN + "projection"
+CONTEXT_ALIASES = (
+    "profile",
+    "projectionVersion",
+    "declaredOKFVersion",
+    "effectiveOKFVersion",
+    "versionSource",
+    "compatibilityMode",
+)
+
+# Go url.PathEscape keeps these besides ASCII letters and digits.
+PATH_SEGMENT_SAFE = "-_.~$&+:=@"
+
+
+def concept_iri(concept_id: str) -> str:
+    return "local:bundle:" + quote(concept_id, safe=PATH_SEGMENT_SAFE)
+
+
+def b64(component: str) -> str:
+    return base64.urlsafe_b64encode(component.encode("utf-8", "surrogatepass")).decode("ascii").rstrip("=")
+
+
+def synthetic_iri(kind: str, *components: str) -> str:
+    return URN + kind + ":" + ":".join(b64(c) for c in components)
+
+
+def ordinal(index: int) -> str:
+    return f"{index:06d}"
+
+
+# --- values --------------------------------------------------------------------------------
+
+
+@dataclass(frozen=True)
+class Value:
+    """One property value: ``kind`` is iri | string | boolean | integer | date | dateTime."""
+
+    kind: str
+    lexical: Any
+
+    def sort_key(self) -> tuple:
+        return (self.kind, json.dumps(self.lexical, ensure_ascii=False))
+
+    def jsonld(self) -> Any:
+        if self.kind == "iri":
+            return {"@id": self.lexical}
+        if self.kind == "string":
+            return self.lexical
+        return {"@value": self.lexical, "@type": f"xsd:{self.kind}"}
+
+
+def iri(value: str) -> Value:
+    return Value("iri", value)
+
+
+def text(value: str) -> Value:
+    return Value("string", value)
+
+
+def boolean(value: bool) -> Value:
+    return Value("boolean", bool(value))
+
+
+def integer(value: int | str) -> Value:
+    return Value("integer", str(value))
+
+
+def temporal_literal(value: str, instant_profile: bool) -> Value:
+    return Value("dateTime" if instant_profile else "date", value)
+
+
+def date_time(value: str) -> Value:
+    return Value("dateTime", value)
+
+
+# --- graph ---------------------------------------------------------------------------------
+
+
+@dataclass
+class Node:
+    iri: str
+    type: str
+    properties: dict[str, set[Value]] = field(default_factory=dict)
+
+    def add(self, predicate: str, value: Value | None) -> None:
+        if value is None or (value.kind == "string" and value.lexical == ""):
+            return
+        self.properties.setdefault(predicate, set()).add(value)
+
+    def jsonld(self) -> dict[str, Any]:
+        out: dict[str, Any] = {"@id": self.iri, "@type": f"proj:{self.type}"}
+        for predicate in sorted(self.properties):
+            values = sorted(self.properties[predicate], key=Value.sort_key)
+            if not values:
+                continue
+            out[predicate] = values[0].jsonld() if len(values) == 1 else [v.jsonld() for v in values]
+        return out
+
+
+@dataclass
+class Graph:
+    nodes: dict[str, Node] = field(default_factory=dict)
+
+    def node(self, node_iri: str, node_type: str) -> Node:
+        """The node with this ``@id`` (created on first use; same-identity nodes coalesce)."""
+        found = self.nodes.get(node_iri)
+        if found is None:
+            found = Node(node_iri, node_type)
+            self.nodes[node_iri] = found
+        return found
+
+    def jsonld(self) -> dict[str, Any]:
+        context: dict[str, Any] = {"@vocab": NAMESPACE, "proj": NAMESPACE, "xsd": XSD}
+        for alias in CONTEXT_ALIASES:
+            context[alias] = f"proj:{alias}"
+        ordered = sorted(self.nodes.values(), key=lambda n: n.iri.encode("utf-8", "surrogatepass"))
+        return {"@context": context, "@graph": [n.jsonld() for n in ordered]}

@@ -1,0 +1,195 @@
+"""Inline link extraction (line scanner), classification and navigation resolution.
+
+Pure rules of read.md §1.6 and read-gaps §2.2-2.3. The scanner works on one prose-masked line
+at a time, so links never span lines and never come from code.
+"""
+
+from __future__ import annotations
+
+import re
+from typing import NamedTuple
+
+
+_WS = re.compile(r"^\s+|\s+$")
+
+
+_SIMPLE_ALL = re.compile(r"\[[^\[\]\\]*\]\(([^()\\]*)\)")
+
+
+def scan_line_links(line: str) -> list[str]:
+    """Extract inline link destinations (title stripped, nothing decoded) from one line."""
+    if "\\" not in line:
+        simple = _SIMPLE_ALL.findall(line)
+        if len(simple) == line.count("["):  # every `[` opens a plain link: same result, faster
+            return [strip_link_title(t) for t in simple]
+    out: list[str] = []
+    n = len(line)
+    i = 0
+    while i < n:
+        i = line.find("[", i)
+        if i < 0:
+            break
+        if _odd_backslashes(line, i):
+            i += 1
+            continue
+        parsed = _parse_inline_link(line, i)
+        if parsed is None:
+            i += 1
+            continue
+        target, after = parsed
+        out.append(strip_link_title(target))
+        i = after
+    return out
+
+
+def _odd_backslashes(line: str, pos: int) -> bool:
+    n = 0
+    while pos - n - 1 >= 0 and line[pos - n - 1] == "\\":
+        n += 1
+    return n % 2 == 1
+
+
+_SIMPLE_LINK = re.compile(r"\[[^\[\]\\]*\]\(([^()\\]*)\)")
+
+
+def _parse_inline_link(line: str, start: int) -> tuple[str, int] | None:
+    simple = _SIMPLE_LINK.match(line, start)
+    if simple is not None:  # no nesting and no escapes: the common case, same result
+        return simple.group(1), simple.end()
+    n = len(line)
+    depth = 1
+    i = start + 1
+    while i < n:
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "[":
+            depth += 1
+        elif ch == "]":
+            depth -= 1
+            if depth == 0:
+                break
+        i += 1
+    else:
+        return None
+    if i >= n:
+        return None
+    i += 1
+    if i >= n or line[i] != "(":
+        return None
+    dest_start = i + 1
+    depth = 1
+    i = dest_start
+    while i < n:
+        ch = line[i]
+        if ch == "\\":
+            i += 2
+            continue
+        if ch == "(":
+            depth += 1
+        elif ch == ")":
+            depth -= 1
+            if depth == 0:
+                return line[dest_start:i], i + 1
+        i += 1
+    return None
+
+
+_FIRST_BLANK = re.compile(r"[ \t]")
+
+
+def strip_link_title(dest: str) -> str:
+    """Remove a quoted title: only when the first space/tab is followed by ``"`` or ``'``."""
+    dest = dest.strip()
+    m = _FIRST_BLANK.search(dest)
+    if m is None:
+        return dest
+    rest = dest[m.start():].lstrip(" \t")
+    return dest[: m.start()] if rest[:1] in ('"', "'") else dest
+
+
+def classify_link(target: str) -> str:
+    """other | anchor | external | absolute | relative."""
+    t = target.strip()
+    if t == "":
+        return "other"
+    if t.startswith("#"):
+        return "anchor"
+    low = t.lower()
+    if "://" in t or low.startswith(("//", "mailto:", "tel:", "data:")):
+        return "external"
+    if t.startswith("/"):
+        return "absolute"
+    return "relative"
+
+
+class NavLink(NamedTuple):
+    """A body link of a concept.
+
+    ``target``: the extracted destination; ``kind``: other|anchor|external|absolute|relative;
+    ``target_id``: the resolved concept ID, or ``None`` (not resolvable: external, anchor,
+    directory link, invalid segment); ``fragment``: text after the first ``#`` (or ``None``);
+    ``line``: 1-based file line.
+    """
+
+    target: str
+    kind: str
+    target_id: str | None
+    fragment: str | None
+    line: int
+
+
+_BAD_SEGMENT_CHAR = re.compile(r"[\\\x00-\x1f\x7f]")
+
+
+def resolve_link_target(source_id: str, target: str, kind: str | None = None) -> str | None:
+    """Resolve an absolute/relative target to a concept ID (navigation rules), or None."""
+    t = target.strip()
+    if kind is None:
+        kind = classify_link(t)
+    if kind not in ("absolute", "relative"):
+        return None
+    cut = len(t)
+    for sep in ("?", "#"):
+        pos = t.find(sep)
+        if 0 <= pos < cut:
+            cut = pos
+    path = t[:cut]
+    if path == "" or path.endswith("/"):
+        return None
+    if kind == "absolute":
+        segments: list[str] = []
+        path = path.lstrip("/")
+    else:
+        segments = source_id.split("/")[:-1]
+    for seg in path.split("/"):
+        if seg in ("", "."):
+            continue
+        if seg == "..":
+            if segments:
+                segments.pop()
+            continue
+        segments.append(seg)
+    if not segments:
+        return None
+    if segments[-1].endswith(".md"):
+        segments[-1] = segments[-1][:-3]
+    if segments[-1] == "":
+        return None
+    joined = "/".join(segments)
+    if _BAD_SEGMENT_CHAR.search(joined):
+        return None
+    return joined
+
+
+def resolve_navigation(source_id: str, raw_links) -> list[NavLink]:
+    """NavLinks for a concept's extracted links (every link, resolved or not)."""
+    out = []
+    for raw in raw_links:
+        t = raw.target.strip()
+        kind = classify_link(t)
+        hash_pos = t.find("#")
+        fragment = t[hash_pos + 1 :] if hash_pos >= 0 else None
+        out.append(NavLink(raw.target, kind, resolve_link_target(source_id, t, kind), fragment, raw.line))
+    return out

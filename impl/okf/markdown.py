@@ -1,0 +1,347 @@
+"""Markdown analysis of a concept body: headings with Goldmark IDs, prose mask, links, footnotes.
+
+pyromark (pulldown-cmark) gives block and inline events with UTF-8 *byte* ranges. From them we
+build the upstream "prose mask" (read-gaps §2.1): fenced/indented code, HTML blocks, inline raw
+HTML and code-span contents are blanked (newlines kept), so link and footnote scanners never see
+pseudo-syntax inside code. Heading IDs follow Goldmark's ``ids.Generate`` byte rules (§1.3).
+"""
+
+from __future__ import annotations
+
+import bisect
+import itertools
+import re
+from dataclasses import dataclass, field
+from typing import NamedTuple
+
+import pyromark
+
+from knowspec.impl.okf.links import scan_line_links
+
+_HTML_CLOSING_TYPES = re.compile(rb"^\s{0,3}<(?:script|pre|style|textarea|!--|\?|![A-Za-z]|!\[CDATA\[)", re.I)
+_FOOTNOTE_REF = re.compile(r"\[\^([^\]\r\n]+)\]")
+_FOOTNOTE_DEF = re.compile(r"^ {0,3}\[\^([^\]\r\n]+)\]:[ \t]*(.*)$")
+
+
+class Heading(NamedTuple):
+    """A heading of the body: ``level`` 1-6, ``text`` (inline text), ``anchor`` (Goldmark
+    auto ID, unique in the document), ``line`` (1-based file line), ``start``/``end`` (body byte
+    range of the heading block)."""
+
+    level: int
+    text: str
+    anchor: str
+    line: int
+    start: int
+    end: int
+
+
+class RawLink(NamedTuple):
+    """An inline link target as extracted by the line scanner, with its 1-based file line."""
+
+    target: str
+    line: int
+
+
+class FootnoteRef(NamedTuple):
+    label: str
+    raw: str
+    line: int
+
+
+class FootnoteDef(NamedTuple):
+    label: str
+    text: str
+    raw: str
+    line: int
+
+
+@dataclass
+class BodyAnalysis:
+    """Everything the read side derives from a body's Markdown structure."""
+
+    headings: list[Heading] = field(default_factory=list)
+    links: list[RawLink] = field(default_factory=list)
+    footnote_refs: list[FootnoteRef] = field(default_factory=list)
+    footnote_defs: list[FootnoteDef] = field(default_factory=list)
+    prose: str = ""  # the body with opaque bytes blanked (newlines kept)
+    fences: list[tuple[int, int, bool]] = field(default_factory=list)  # (start, end, closed) bytes
+
+    @property
+    def anchors(self) -> set[str]:
+        return {h.anchor for h in self.headings}
+
+
+# --- Goldmark heading IDs ------------------------------------------------------------------
+
+_TRIM = b" \t\n\x0b\x0c\r"
+
+
+_ID_TABLE = {c: None for c in range(128)}
+_ID_TABLE.update({ord(c): c for c in "abcdefghijklmnopqrstuvwxyz0123456789"})
+_ID_TABLE.update({ord(c): c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"})
+_ID_TABLE.update({ord(c): "-" for c in " \t\n\r-_"})
+
+
+def heading_id_base(raw: bytes) -> str:
+    """Goldmark ``ids.Generate`` byte rules; ``heading`` when nothing survives.
+
+    Multi-byte UTF-8 sequences are dropped whole; ASCII letters are lowercased, digits kept,
+    space/TAB/LF/CR/``-``/``_`` become ``-``, every other ASCII byte is dropped."""
+    text = raw.strip(_TRIM).decode("utf-8", errors="ignore")
+    if not text.isascii():
+        text = "".join(ch for ch in text if ch < "\x80")
+    return text.translate(_ID_TABLE) or "heading"
+
+
+def unique_heading_ids(bases: list[str]) -> list[str]:
+    """Issue IDs in order; a used base gets the first free ``-1``, ``-2`` … suffix."""
+    issued: set[str] = set()
+    out = []
+    for base in bases:
+        candidate = base
+        n = 0
+        while candidate in issued:
+            n += 1
+            candidate = f"{base}-{n}"
+        issued.add(candidate)
+        out.append(candidate)
+    return out
+
+
+def atx_content(line: bytes) -> bytes:
+    """Heading text of an ATX line: after the ``#`` run, closing sequence removed (§1.2)."""
+    s = line.lstrip(b" ")
+    j = 0
+    while j < len(s) and s[j : j + 1] == b"#":
+        j += 1
+    content = s[j:].strip(_TRIM)
+    k = len(content)
+    while k > 0 and content[k - 1 : k] == b"#":
+        k -= 1
+    if k == 0:
+        return b""
+    if k < len(content) and content[k - 1 : k] in (b" ", b"\t"):
+        content = content[: k - 1].rstrip(b" \t")
+    return content
+
+
+# --- analysis ------------------------------------------------------------------------------
+
+
+class _LineIndex:
+    def __init__(self, data: bytes, first_line: int) -> None:
+        self.starts = [0]
+        self.starts.extend(itertools.accumulate(len(line) + 1 for line in data.split(b"\n")[:-1]))
+        self.first = first_line
+        self.size = len(data)
+
+    def line_of(self, offset: int) -> int:
+        return self.first + bisect.bisect_right(self.starts, offset) - 1
+
+    def line_start(self, offset: int) -> int:
+        return self.starts[bisect.bisect_right(self.starts, offset) - 1]
+
+    def line_end(self, offset: int) -> int:
+        """Offset just past the newline of the line holding ``offset`` (or end of data)."""
+        idx = bisect.bisect_right(self.starts, offset)
+        return self.starts[idx] if idx < len(self.starts) else self.size
+
+
+def _fence_closed(data: bytes, start: int, end: int) -> bool:
+    block = data[start:end].rstrip(b"\n").split(b"\n")
+    opener = block[0].lstrip(b" ")
+    ch = opener[:1]
+    run = len(opener) - len(opener.lstrip(ch))
+    if len(block) < 2:
+        return False
+    closer = block[-1].rstrip(b"\r")
+    stripped = closer.lstrip(b" >-*+0123456789.")  # container prefixes are approximated
+    crun = len(stripped) - len(stripped.lstrip(ch))
+    return crun >= run and stripped[crun:].strip() == b""
+
+
+def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
+    """Parse ``body`` once with pyromark and derive headings, prose mask, links and footnotes."""
+    data = body.encode("utf-8")
+    lines = _LineIndex(data, body_start_line)
+    mask: list[tuple[int, int]] = []
+    link_spans: list[tuple[int, int]] = []
+    footnote_blocks: list[tuple[int, int]] = []
+    heading_raw: list[tuple[int, int, int, list[str]]] = []  # level, start, end, texts
+    current_heading: list | None = None
+    fence_unclosed_from: int | None = None
+    fences: list[tuple[int, int, bool]] = []
+    for event, rng in pyromark.events_with_range(body):
+        if "Text" in event:  # the most frequent event (string events never contain "Text")
+            if current_heading is not None:
+                current_heading[3].append(event["Text"])
+            continue
+        if type(event) is not dict:
+            continue
+        start, end = rng["start"], rng["end"]
+        if "Start" in event:
+            tag = event["Start"]
+            if tag == "Paragraph":
+                footnote_blocks.append((start, end))
+            elif type(tag) is dict:
+                if "Link" in tag or "Image" in tag:
+                    link_spans.append((start, end))
+                elif "Heading" in tag:
+                    current_heading = [int(tag["Heading"]["level"][1:]), start, end, []]
+                    footnote_blocks.append((start, end))
+                elif "CodeBlock" in tag:
+                    s = lines.line_start(start)
+                    e = lines.line_end(max(end - 1, start))
+                    kind = tag["CodeBlock"]
+                    if type(kind) is dict and "Fenced" in kind:
+                        closed = _fence_closed(data, start, end)
+                        fences.append((s, e, closed))
+                        if fence_unclosed_from is None and not closed:
+                            fence_unclosed_from = s
+                    mask.append((s, e))
+            elif tag == "HtmlBlock":
+                s = lines.line_start(start)
+                e = lines.line_end(max(end - 1, start))
+                chunk = data[s:e].rstrip(b"\n")
+                if b"\n" in chunk and _HTML_CLOSING_TYPES.match(chunk):
+                    e = s + chunk.rfind(b"\n") + 1
+                mask.append((s, e))
+        elif "End" in event:
+            if current_heading is not None and type(event["End"]) is dict and "Heading" in event["End"]:
+                heading_raw.append(tuple(current_heading))
+                current_heading = None
+        elif "Code" in event:
+            raw = data[start:end]
+            ticks = len(raw) - len(raw.lstrip(b"`"))
+            if end - start > 2 * ticks:
+                mask.append((start + ticks, end - ticks))
+            if current_heading is not None:
+                current_heading[3].append(event["Code"])
+        elif "InlineHtml" in event:
+            mask.append((start, end))
+    if fence_unclosed_from is not None:
+        mask.append((fence_unclosed_from, len(data)))
+    if mask:
+        prose_bytes = _apply_mask(data, mask)
+        prose = prose_bytes.decode("utf-8", errors="replace")
+    else:
+        prose_bytes, prose = data, body
+    analysis = BodyAnalysis(prose=prose, fences=fences)
+    analysis.headings = _headings(data, lines, heading_raw)
+    _scan_links(prose, body_start_line, analysis)
+    _scan_footnotes(data, prose_bytes, lines, footnote_blocks, link_spans, analysis)
+    return analysis
+
+
+_BLANK = bytes(0x20 if b not in (0x0A, 0x0D) else b for b in range(256))
+
+
+def _apply_mask(data: bytes, spans: list[tuple[int, int]]) -> bytes:
+    """Blank every masked byte except LF and CR (line structure is kept)."""
+    if not spans:
+        return data
+    buf = bytearray(data)
+    for s, e in spans:
+        buf[s:e] = data[s:e].translate(_BLANK)
+    return bytes(buf)
+
+
+def _headings(data: bytes, lines: _LineIndex, raw: list) -> list[Heading]:
+    bases = []
+    for level, start, end, _texts in raw:
+        block = data[start:end].rstrip(b"\r\n")
+        first = block.split(b"\n", 1)[0].rstrip(b"\r")
+        if first.lstrip(b" ").startswith(b"#"):
+            source = atx_content(first)
+        else:
+            parts = block.split(b"\n")
+            source = parts[-2] if len(parts) >= 2 else parts[0]
+        bases.append(heading_id_base(source))
+    ids = unique_heading_ids(bases)
+    return [
+        Heading(level, "".join(texts), anchor, lines.line_of(start), start, end)
+        for (level, start, end, texts), anchor in zip(raw, ids)
+    ]
+
+
+def _scan_links(prose: str, first_line: int, analysis: BodyAnalysis) -> None:
+    if "](" not in prose:
+        return
+    for offset, line in enumerate(prose.split("\n")):
+        if "](" in line:
+            for target in scan_line_links(line):
+                analysis.links.append(RawLink(target, first_line + offset))
+
+
+def _scan_footnotes(data, prose_bytes, lines, blocks, link_spans, analysis) -> None:
+    if b"[^" not in data:
+        return
+    prose = prose_bytes.decode("utf-8", errors="replace")
+    prose_lines = prose.split("\n")
+    def_spans: list[tuple[int, int]] = []
+    line_offsets = lines.starts
+    i = 0
+    while i < len(prose_lines):
+        m = _FOOTNOTE_DEF.match(prose_lines[i].rstrip("\r"))
+        if not m:
+            i += 1
+            continue
+        text = m.group(2)
+        start_line = i
+        j = i + 1
+        while j < len(prose_lines):
+            nxt = prose_lines[j].rstrip("\r")
+            if nxt.strip() == "":
+                k = j
+                while k < len(prose_lines) and prose_lines[k].strip() == "":
+                    k += 1
+                if k < len(prose_lines) and _indent_cols(prose_lines[k]) >= 4:
+                    text += "\n" * (k - j) + "\n" + prose_lines[k].rstrip("\r")
+                    j = k + 1
+                    continue
+                break
+            if _indent_cols(nxt) >= 4:
+                text += "\n" + nxt
+                j += 1
+                continue
+            break
+        raw = prose_lines[i][: m.start(2)].strip()
+        analysis.footnote_defs.append(FootnoteDef(m.group(1), text, raw, lines.first + start_line))
+        s = line_offsets[start_line]
+        e = line_offsets[j] if j < len(line_offsets) else len(data)
+        def_spans.append((s, e))
+        i = j
+    for bstart, bend in blocks:
+        seg = prose_bytes[bstart:bend].decode("utf-8", errors="replace")
+        for m in _FOOTNOTE_REF.finditer(seg):
+            ms = bstart + len(seg[: m.start()].encode("utf-8"))
+            me = ms + len(m.group(0).encode("utf-8"))
+            if _odd_backslashes(prose_bytes, ms) or (ms > 0 and prose_bytes[ms - 1 : ms] == b"!"):
+                continue
+            if prose_bytes[me : me + 1] == b"[":
+                continue
+            if any(s < me and ms < e for s, e in def_spans):
+                continue
+            if any(s < me and ms < e and not (s == ms and e == me) for s, e in link_spans):
+                continue
+            analysis.footnote_refs.append(FootnoteRef(m.group(1), m.group(0), lines.line_of(ms)))
+
+
+def _odd_backslashes(data: bytes, pos: int) -> bool:
+    n = 0
+    while pos - n - 1 >= 0 and data[pos - n - 1] == 0x5C:
+        n += 1
+    return n % 2 == 1
+
+
+def _indent_cols(line: str) -> int:
+    cols = 0
+    for ch in line:
+        if ch == " ":
+            cols += 1
+        elif ch == "\t":
+            cols += 4 - cols % 4
+        else:
+            break
+    return cols

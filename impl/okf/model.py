@@ -1,0 +1,312 @@
+"""The bundle model: one immutable snapshot of a bundle and its concepts (public API).
+
+Other modules (search, sections, neighbours, graph, tools) build on exactly this surface:
+
+- :func:`load_snapshot` pins ``bundle_path``, captures the bytes (reusing the process-wide cache
+  after revalidating every file), parses concepts, and raises ``ToolError`` for load failures.
+- :class:`Snapshot`: ``concepts`` (id → :class:`Concept`, iterates in byte-wise id order),
+  ``files`` (relative path → raw bytes, every captured file), ``revision``, ``parse_errors``,
+  ``require_parseable()``, ``version()``, ``navigation()``, ``relations()``.
+- :class:`Concept`: parsed lazily and cached per file identity, so an unchanged file is never
+  re-parsed on a later call.
+
+A call answers from ONE snapshot: take it once at the start of the handler and use only it.
+"""
+
+from __future__ import annotations
+
+import hashlib
+from dataclasses import dataclass
+from functools import cached_property
+from typing import Any, Iterator, Mapping
+
+from knowspec.impl.okf import ids as _ids
+from knowspec.impl.okf.frontmatter import FrontmatterError, YamlMap, parse_document
+from knowspec.impl.okf.links import NavLink, resolve_navigation
+from knowspec.impl.okf.markdown import BodyAnalysis, Heading, analyse_body
+from knowspec.impl.okf.relations import Relation, collect_relations, declared_fragments
+from knowspec.impl.okf.typed import read_str, read_tags
+
+__all__ = [
+    "Concept",
+    "Document",
+    "Heading",
+    "NavEdge",
+    "NavLink",
+    "ParseError",
+    "Relation",
+    "RelationEdge",
+    "Snapshot",
+    "load_snapshot",
+]
+
+
+@dataclass(frozen=True)
+class ParseError:
+    """A per-file parse failure. ``code``: invalid_encoding | unterminated_frontmatter |
+    invalid_frontmatter | operation_rejected; ``message``: the parser's text (e.g.
+    ``invalid frontmatter: yaml: line 1: …``)."""
+
+    file: str
+    code: str
+    message: str
+
+
+class Document:
+    """One captured Markdown file (concept, index or log), parsed on first use.
+
+    Attributes:
+        path: bundle-relative slash path (``ops/retry.md``).
+        raw: the captured bytes, exactly.
+        parse_error: :class:`ParseError` or ``None``.
+        has_frontmatter: the first line is ``---`` and a closing ``---`` exists.
+        frontmatter_yaml: exact text between the delimiters (``""`` without frontmatter).
+        frontmatter: the loaded mapping (:class:`YamlMap`; scalars are ``str`` for ``!!str``,
+            else ``frontmatter.YamlScalar`` with ``.tag``/``.value``); ``{}`` on error.
+        body: Markdown after the frontmatter (§1.3), or the whole text without frontmatter.
+        body_start_line: 1-based file line of the body's first line.
+        markdown: :class:`markdown.BodyAnalysis` of the body (headings, links, footnotes,
+            code and prose spans), computed lazily.
+    """
+
+    def __init__(self, path: str, raw: bytes) -> None:
+        self.path = path
+        self.raw = raw
+        self.parse_error: ParseError | None = None
+        self.has_frontmatter = False
+        self.frontmatter_yaml = ""
+        self.frontmatter: YamlMap = YamlMap()
+        self.body = ""
+        self.body_start_line = 1
+        try:
+            parsed = parse_document(raw)
+        except FrontmatterError as exc:
+            self.parse_error = ParseError(path, exc.code, exc.message)
+            try:
+                self.body = raw.decode("utf-8")
+            except UnicodeDecodeError:
+                self.body = ""
+            return
+        self.has_frontmatter = parsed.split.has_frontmatter
+        self.frontmatter_yaml = parsed.split.frontmatter_yaml
+        self.frontmatter = parsed.frontmatter
+        self.body = parsed.split.body
+        self.body_start_line = parsed.split.body_start_line
+
+    @cached_property
+    def text(self) -> str:
+        """The whole file as text (``""`` when it is not valid UTF-8)."""
+        try:
+            return self.raw.decode("utf-8")
+        except UnicodeDecodeError:
+            return ""
+
+    @cached_property
+    def markdown(self) -> BodyAnalysis:
+        return analyse_body(self.body, self.body_start_line)
+
+    @property
+    def headings(self) -> list[Heading]:
+        """Headings in document order: ``level``, ``text``, ``anchor`` (Goldmark ID), ``line``."""
+        return self.markdown.headings
+
+
+class Concept(Document):
+    """A concept document (every ``.md`` except ``index.md`` / ``log.md``).
+
+    Attributes beyond :class:`Document`:
+        id: canonical concept ID (path without ``.md``).
+        type, title, description, resource: typed string reads (non-blank ``!!str``, key not
+            duplicated) or ``None``.
+        tags: the valid tag strings (``[]`` when absent or invalid).
+        links: navigation links of the body (:class:`links.NavLink`: ``target``, ``kind`` =
+            anchor|external|absolute|relative|other, ``target_id`` or ``None`` when unresolved,
+            ``fragment``, ``line``). Existence is judged by :meth:`Snapshot.navigation`.
+        relations: typed ``relations`` edges (:class:`relations.Relation`: ``from_ref``,
+            ``to_ref`` escaped as the contract writes them, ``relation_type``, ``target_id``,
+            ``target_fragment``). Existence is judged by :meth:`Snapshot.relations`.
+        fragments: ``id``/``anchor`` values declared by nested mappings (relation targets).
+    """
+
+    def __init__(self, concept_id: str, path: str, raw: bytes) -> None:
+        super().__init__(path, raw)
+        self.id = concept_id
+
+    @cached_property
+    def type(self) -> str | None:
+        return read_str(self.frontmatter, "type")
+
+    @cached_property
+    def title(self) -> str | None:
+        return read_str(self.frontmatter, "title")
+
+    @cached_property
+    def description(self) -> str | None:
+        return read_str(self.frontmatter, "description")
+
+    @cached_property
+    def resource(self) -> str | None:
+        return read_str(self.frontmatter, "resource")
+
+    @cached_property
+    def tags(self) -> list[str]:
+        return read_tags(self.frontmatter)
+
+    @cached_property
+    def links(self) -> list[NavLink]:
+        return resolve_navigation(self.id, self.markdown.links)
+
+    @cached_property
+    def relations(self) -> list[Relation]:
+        return collect_relations(self.id, self.frontmatter)
+
+    @cached_property
+    def fragments(self) -> dict[str, int]:
+        return declared_fragments(self.frontmatter)
+
+    def sources(self, profile: str = "date-3fcbb9f") -> list[dict[str, Any]]:
+        """Valid ``sources[]`` entries under ``profile`` (read_concept item shape)."""
+        from knowspec.impl.okf.projection import valid_sources
+
+        return valid_sources(self, profile)
+
+    def __repr__(self) -> str:
+        return f"Concept({self.id!r})"
+
+
+@dataclass(frozen=True)
+class NavEdge:
+    """A navigation link of ``source`` with ``exists`` judged against the snapshot."""
+
+    source: str
+    link: NavLink
+    exists: bool
+
+
+@dataclass(frozen=True)
+class RelationEdge:
+    """A relation of ``source`` with ``target_exists`` judged against the snapshot."""
+
+    source: str
+    relation: Relation
+    target_exists: bool
+
+
+class ConceptMap(Mapping[str, Concept]):
+    """id → Concept; iteration is byte-wise id order."""
+
+    def __init__(self, concepts: dict[str, Concept]) -> None:
+        self._by_id = {cid: concepts[cid] for cid in sorted(concepts)}
+
+    def __getitem__(self, key: str) -> Concept:
+        return self._by_id[key]
+
+    def __iter__(self) -> Iterator[str]:
+        return iter(self._by_id)
+
+    def __len__(self) -> int:
+        return len(self._by_id)
+
+    def __contains__(self, key: object) -> bool:
+        return key in self._by_id
+
+
+class Snapshot:
+    """One captured, immutable view of a bundle.
+
+    Attributes:
+        root: the pinned absolute root path.
+        files: relative path → raw bytes for every captured file (assets included).
+        documents: relative path → :class:`Document` for every ``.md`` file (indexes, logs and
+            concepts; concepts are :class:`Concept`).
+        concepts: :class:`ConceptMap` id → :class:`Concept`, including unparseable concepts
+            (their ``parse_error`` is set; call :meth:`require_parseable` first).
+        indexes / logs: relative path → :class:`Document` for reserved files.
+        parse_errors: concept parse errors, sorted by file.
+        revision: hex SHA-256 over the sorted (path, bytes) of all captured files.
+        scanned_files: number of captured ``.md`` files.
+    """
+
+    def __init__(self, root: str, files: dict[str, bytes], documents: dict[str, Document]):
+        self.root = root
+        self.files = {path: files[path] for path in sorted(files)}
+        self.documents = {path: documents[path] for path in sorted(documents)}
+        concepts: dict[str, Concept] = {}
+        self.indexes: dict[str, Document] = {}
+        self.logs: dict[str, Document] = {}
+        for path, doc in documents.items():
+            if isinstance(doc, Concept):
+                concepts[doc.id] = doc
+            elif path.rsplit("/", 1)[-1] == "index.md":
+                self.indexes[path] = doc
+            else:
+                self.logs[path] = doc
+        self.concepts = ConceptMap(concepts)
+        self.parse_errors: list[ParseError] = sorted(
+            (c.parse_error for c in concepts.values() if c.parse_error is not None),
+            key=lambda e: e.file,
+        )
+        self.scanned_files = len(documents)
+
+    @cached_property
+    def revision(self) -> str:
+        """Hex SHA-256 over every captured (path, bytes) pair in path order."""
+        digest = hashlib.sha256()
+        for path, data in self.files.items():
+            encoded = path.encode("utf-8")
+            digest.update(len(encoded).to_bytes(8, "big") + encoded)
+            digest.update(len(data).to_bytes(8, "big") + data)
+        return digest.hexdigest()
+
+    @property
+    def root_index(self) -> Document | None:
+        return self.indexes.get("index.md")
+
+    def require_parseable(self) -> None:
+        """Raise the §4.3 parse-error envelope when any concept failed to parse."""
+        from knowspec.impl.okf.envelopes import parse_error_envelope
+
+        if self.parse_errors:
+            raise parse_error_envelope(self.parse_errors)
+
+    def version(self, selector: str | None = None):
+        """Resolve the bundle version (``version.VersionResolution``); ``selector`` is 0.1/0.2."""
+        from knowspec.impl.okf.version import resolve_version
+
+        return resolve_version(self.root_index, selector)
+
+    def navigation(self, concept_id: str) -> list[NavEdge]:
+        """Resolved navigation links of one concept, in body order, with existence."""
+        concept = self.concepts[concept_id]
+        return [
+            NavEdge(concept_id, link, link.target_id in self.concepts)
+            for link in concept.links
+            if link.target_id is not None
+        ]
+
+    def relations(self, concept_id: str) -> list[RelationEdge]:
+        """Syntactically valid relations of one concept with target existence (§1.7)."""
+        concept = self.concepts[concept_id]
+        out = []
+        for rel in concept.relations:
+            target = self.concepts.get(rel.target_id)
+            exists = target is not None and (
+                rel.target_fragment is None or target.fragments.get(rel.target_fragment, 0) == 1
+            )
+            out.append(RelationEdge(concept_id, rel, exists))
+        return out
+
+
+def document_for(path: str, raw: bytes) -> Document:
+    """Build the right Document kind for a captured ``.md`` path."""
+    base = path.rsplit("/", 1)[-1]
+    if base in ("index.md", "log.md"):
+        return Document(path, raw)
+    return Concept(_ids.concept_id_from_path(path), path, raw)
+
+
+def load_snapshot(bundle_path: str, ctx) -> Snapshot:
+    """Pin the root, capture (or revalidate) every file, parse concepts; ``ToolError`` on failure."""
+    from knowspec.impl.okf.snapshot import capture_snapshot
+
+    return capture_snapshot(bundle_path, ctx)

@@ -1,0 +1,138 @@
+"""get_neighbors: bounded navigation and relation edges around one concept, sources apart.
+
+Pure rules over plain edge records (contract notes §3.6, seed 000):
+
+- navigation edges are resolved Markdown links whose target concept exists (fragments dropped,
+  duplicates kept, one edge per occurrence); relation edges are resolved ``relations`` entries,
+  with ``from``/``to`` in the escaped relation-ref form (``hash\\#name``, ``a#section``);
+- ``out`` keeps edges leaving the concept, ``in`` edges entering it, ``both`` either (a
+  self-edge once);
+- order: kind (navigation, relation), from, to, relation type (null as ""); ``total`` before
+  the limit; more than 100,000 selected edges is ``resource_limit``;
+- provenance sources are listed only for ``out``/``both`` with kind ``source``, sorted by id,
+  resource, title; more than 100 is ``resource_limit``, never a silent drop.
+"""
+
+from __future__ import annotations
+
+from collections import defaultdict
+from dataclasses import dataclass, field
+from typing import Iterable, Sequence
+
+from knowspec.impl.errors import ToolError
+from knowspec.impl.rules.ordering import edge_key, source_key, truncate
+
+KIND_ORDER = ("navigation", "relation", "source")
+MAX_CANDIDATE_EDGES = 100_000
+MAX_SOURCES = 100
+LIMIT_MESSAGE = "get neighbors exceeds MCP resource limits"
+
+
+@dataclass(frozen=True)
+class Edge:
+    """One concept edge. ``source_id``/``target_id`` are the concept parts used for cards."""
+
+    kind: str  # "navigation" | "relation"
+    source: str  # wire ``from``
+    target: str  # wire ``to``
+    relation_type: str | None
+    source_id: str
+    target_id: str
+
+    def sort_key(self) -> tuple:
+        return edge_key(self.kind, self.source, self.target, self.relation_type)
+
+
+@dataclass
+class EdgeIndex:
+    """Edges of one snapshot keyed by the concept they leave and the concept they enter."""
+
+    outgoing: dict[str, list[Edge]] = field(default_factory=lambda: defaultdict(list))
+    incoming: dict[str, list[Edge]] = field(default_factory=lambda: defaultdict(list))
+
+    @classmethod
+    def of(cls, edges: Iterable[Edge]) -> "EdgeIndex":
+        index = cls()
+        for edge in edges:
+            index.outgoing[edge.source_id].append(edge)
+            index.incoming[edge.target_id].append(edge)
+        return index
+
+
+def normalise_kinds(kinds: Sequence[str] | None) -> list[str]:
+    """The echoed kinds: defaults to all three, always in navigation, relation, source order."""
+    if kinds is None:
+        return list(KIND_ORDER)
+    if not 1 <= len(kinds) <= len(KIND_ORDER) or len(set(kinds)) != len(kinds):
+        raise ToolError("schema_validation", "invalid kinds count")
+    if any(k not in KIND_ORDER for k in kinds):
+        raise ToolError("schema_validation", "invalid neighbor kinds")
+    chosen = set(kinds)
+    return [k for k in KIND_ORDER if k in chosen]
+
+
+def check_direction(direction: str | None) -> str:
+    direction = direction or "both"
+    if direction not in ("in", "out", "both"):
+        raise ToolError("schema_validation", "invalid neighbor direction")
+    return direction
+
+
+def select_edges(index: EdgeIndex, concept_id: str, direction: str, kinds: Sequence[str]) -> list[Edge]:
+    """All edges of the chosen kinds touching the concept in the chosen direction, sorted."""
+    wanted = {k for k in kinds if k != "source"}
+    if not wanted:
+        return []
+    candidates: list[Edge] = []
+    if direction in ("out", "both"):
+        candidates.extend(e for e in index.outgoing.get(concept_id, ()) if e.kind in wanted)
+    if direction in ("in", "both"):
+        for edge in index.incoming.get(concept_id, ()):
+            if edge.kind in wanted and not (direction == "both" and edge.source_id == concept_id):
+                candidates.append(edge)
+    if len(candidates) > MAX_CANDIDATE_EDGES:
+        raise ToolError("resource_limit", LIMIT_MESSAGE)
+    candidates.sort(key=Edge.sort_key)
+    return candidates
+
+
+@dataclass(frozen=True)
+class SourceEntry:
+    id: str
+    resource: str
+    title: str
+
+    def as_dict(self) -> dict[str, str]:
+        return {"id": self.id, "resource": self.resource, "title": self.title}
+
+
+def select_sources(sources: Sequence[SourceEntry], direction: str, kinds: Sequence[str]) -> list[SourceEntry]:
+    """Provenance sources: only for kind ``source`` and an outgoing direction; capped at 100."""
+    if "source" not in kinds or direction == "in":
+        return []
+    if len(sources) > MAX_SOURCES:
+        raise ToolError("resource_limit", LIMIT_MESSAGE)
+    return sorted(sources, key=lambda s: source_key(s.id, s.resource, s.title))
+
+
+@dataclass(frozen=True)
+class Neighbourhood:
+    edges: list[Edge]
+    total: int
+    truncated: bool
+    sources: list[SourceEntry]
+
+
+def neighbourhood(
+    index: EdgeIndex,
+    concept_id: str,
+    direction: str,
+    kinds: Sequence[str],
+    limit: int,
+    sources: Sequence[SourceEntry],
+) -> Neighbourhood:
+    """The bounded answer of get_neighbors before cards are attached."""
+    selected = select_edges(index, concept_id, direction, kinds)
+    chosen_sources = select_sources(sources, direction, kinds)
+    page, total, truncated = truncate(selected, limit)
+    return Neighbourhood(page, total, truncated, chosen_sources)

@@ -1,0 +1,265 @@
+"""Handlers of the OKF query tools: search_concepts, search_sections, get_neighbors, get_semantic_graph.
+
+Each handler takes one snapshot at its start and answers only from it. The pure rules live in
+``search_concepts``, ``search_sections``, ``neighbors`` and ``graph*``; this module does the I/O
+edge: argument checks the schema layer cannot express, snapshot loading, per-snapshot indexes
+(folded fields, edge index, section index, built once per revision and kept on the snapshot),
+concept cards, and the text fallbacks (compact JSON of the structured result, except the graph,
+whose text is the legacy JSON-LD document).
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import threading
+from typing import Any, Callable
+
+from knowspec.impl.context import CallContext, ToolOutput
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf import graph
+from knowspec.impl.okf import query_cards as cards
+from knowspec.impl.okf import search_concepts as sc
+from knowspec.impl.okf import search_sections as ss
+from knowspec.impl.okf.search_concepts_index import ConceptSearchIndex
+from knowspec.impl.okf.envelopes import concept_not_found, too_many_concepts
+from knowspec.impl.okf.ids import canonical_id_error
+from knowspec.impl.okf.model import Snapshot, load_snapshot
+from knowspec.impl.okf.neighbors import (
+    Edge,
+    EdgeIndex,
+    SourceEntry,
+    check_direction,
+    neighbourhood,
+    normalise_kinds,
+)
+
+MAX_CONCEPTS = 10_000
+MIN_LIMIT, MAX_LIMIT, DEFAULT_LIMIT = 1, 100, 20
+_CONCEPT_CAP_ADVICE = " Narrowing query will not change this limit."
+
+_cache_lock = threading.Lock()
+
+
+# --- shared edges --------------------------------------------------------------------------
+
+
+def compact_json(value: Any) -> str:
+    """Compact JSON with non-ASCII kept: the text fallback of the query tools."""
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def per_snapshot(snapshot: Snapshot, name: str, build: Callable[[], Any]) -> Any:
+    """A value derived from the snapshot, built once per revision and kept on the snapshot.
+
+    A ``resource_limit`` raised while building is remembered too: the same snapshot would hit
+    the same bound again, so later calls fail at once instead of rebuilding.
+    """
+    store = snapshot.__dict__.setdefault("_knowspec_query_cache", {})
+    key = (name, getattr(snapshot, "revision", None))
+    value = store.get(key)
+    if value is None:
+        try:
+            value = build()
+        except ToolError as exc:
+            if exc.code != "resource_limit":
+                raise
+            value = exc
+        with _cache_lock:
+            store[key] = value
+    if isinstance(value, ToolError):
+        raise ToolError(value.code, value.message, diagnostics=value.diagnostics)
+    return value
+
+
+def check_limit(limit: Any) -> int:
+    if limit is None:
+        return DEFAULT_LIMIT
+    if isinstance(limit, bool) or not isinstance(limit, int):
+        raise ToolError("schema_validation", "limit must be an integer")
+    if not MIN_LIMIT <= limit <= MAX_LIMIT:
+        raise ToolError("resource_limit", "limit exceeds the advertised bounds")
+    return limit
+
+
+def _load(bundle_path: str, ctx: CallContext, operation: str) -> Snapshot:
+    snapshot = load_snapshot(bundle_path, ctx)
+    snapshot.require_parseable()
+    if len(snapshot.concepts) > MAX_CONCEPTS:
+        raise too_many_concepts(f"{operation} exceeds MCP resource limits", _CONCEPT_CAP_ADVICE)
+    ctx.check_cancelled(operation)
+    return snapshot
+
+
+def _arg(args: Any, name: str, default: Any = None) -> Any:
+    value = getattr(args, name, default)
+    return getattr(value, "value", value)  # enums may arrive as Enum members
+
+
+# --- search_concepts -----------------------------------------------------------------------
+
+
+def _search_index(snapshot: Snapshot, ctx: CallContext) -> ConceptSearchIndex:
+    entries = []
+    for n, (cid, c) in enumerate(snapshot.concepts.items()):
+        if n % 256 == 0:
+            ctx.check_cancelled("search concepts")
+        entries.append((cid, sc.SearchableConcept.of(cid, c.title or "", c.description or "", c.tags, c.body)))
+    return ConceptSearchIndex(entries)
+
+
+def search_concepts(args: Any, ctx: CallContext) -> ToolOutput:
+    """Literal folded substring search; ranked by match field, then ID; bounded by ``limit``."""
+    query = _arg(args, "query")
+    folded = sc.normalise_query(query)
+    limit = check_limit(_arg(args, "limit"))
+    temporal = cards.temporal_choice(_arg(args, "temporal_profile"), _arg(args, "as_of"))
+    snapshot = _load(_arg(args, "bundle_path"), ctx, "search concepts")
+    index = per_snapshot(snapshot, "search_concepts", lambda: _search_index(snapshot, ctx))
+    result = index.search(folded, limit, lambda: ctx.check_cancelled("search concepts"))
+    structured = {
+        "query": query,
+        "temporal_profile": temporal.profile,
+        "as_of": temporal.as_of_echo,
+        "total": result.total,
+        "truncated": result.truncated,
+        "hits": [
+            {"concept": cards.card(snapshot.concepts[cid], temporal), "match": match}
+            for cid, match in result.hits
+        ],
+    }
+    return ToolOutput(structured, compact_json(structured))
+
+
+# --- get_neighbors -------------------------------------------------------------------------
+
+
+def _edge_index(snapshot: Snapshot, ctx: CallContext) -> EdgeIndex:
+    edges: list[Edge] = []
+    for cid in snapshot.concepts:
+        ctx.check_cancelled("get neighbors")
+        for nav in snapshot.navigation(cid):
+            if nav.exists:
+                edges.append(Edge("navigation", cid, nav.link.target_id, None, cid, nav.link.target_id))
+        for rel in snapshot.relations(cid):
+            if rel.target_exists:
+                r = rel.relation
+                edges.append(Edge("relation", r.from_ref, r.to_ref, r.relation_type, cid, r.target_id))
+    return EdgeIndex.of(edges)
+
+
+def _sources(concept: Any) -> list[SourceEntry]:
+    """The concept's valid provenance sources (date-profile validity, as upstream)."""
+    return [SourceEntry(s["id"], s["resource"], s["title"]) for s in cards.valid_sources(concept)]
+
+
+def get_neighbors(args: Any, ctx: CallContext) -> ToolOutput:
+    """Bounded navigation and relation edges around one concept; provenance sources apart."""
+    concept_id = _arg(args, "concept_id")
+    problem = canonical_id_error(concept_id) if isinstance(concept_id, str) else "concept_id is required"
+    if problem:
+        raise ToolError("invalid_request", problem)
+    direction = check_direction(_arg(args, "direction"))
+    raw_kinds = _arg(args, "kinds")
+    kinds = normalise_kinds(None if raw_kinds is None else [getattr(k, "value", k) for k in raw_kinds])
+    limit = check_limit(_arg(args, "limit"))
+    temporal = cards.temporal_choice(_arg(args, "temporal_profile"), _arg(args, "as_of"))
+    snapshot = _load(_arg(args, "bundle_path"), ctx, "get neighbors")
+    concept = snapshot.concepts.get(concept_id)
+    if concept is None:
+        raise concept_not_found(concept_id)
+    index = per_snapshot(snapshot, "neighbors", lambda: _edge_index(snapshot, ctx))
+    found = neighbourhood(index, concept_id, direction, kinds, limit, _sources(concept))
+    card_of = _card_memo(snapshot, temporal)
+    structured = {
+        "concept": card_of(concept_id),
+        "temporal_profile": temporal.profile,
+        "as_of": temporal.as_of_echo,
+        "direction": direction,
+        "kinds": kinds,
+        "total": found.total,
+        "truncated": found.truncated,
+        "edges": [
+            {
+                "from": e.source,
+                "to": e.target,
+                "kind": e.kind,
+                "relation_type": e.relation_type,
+                "source": card_of(e.source_id),
+                "target": card_of(e.target_id),
+            }
+            for e in found.edges
+        ],
+        "sources": [s.as_dict() for s in found.sources],
+    }
+    return ToolOutput(structured, compact_json(structured))
+
+
+def _card_memo(snapshot: Snapshot, temporal: "cards.TemporalChoice") -> Callable[[str], dict]:
+    memo: dict[str, dict] = {}
+
+    def card_of(cid: str) -> dict:
+        if cid not in memo:
+            memo[cid] = cards.card(snapshot.concepts[cid], temporal)
+        return memo[cid]
+
+    return card_of
+
+
+# --- search_sections -----------------------------------------------------------------------
+
+
+def snapshot_fingerprint(files: dict[str, bytes]) -> str:
+    """SHA-256 of Go ``json.Marshal`` of ``[{path,size,sha256}]`` over every file, path order."""
+    records = [
+        {"path": path, "size": len(files[path]), "sha256": hashlib.sha256(files[path]).hexdigest()}
+        for path in sorted(files, key=lambda p: p.encode("utf-8", "surrogatepass"))
+    ]
+    return hashlib.sha256(go_json(records).encode("utf-8")).hexdigest()
+
+
+def go_json(value: Any) -> str:
+    """Compact JSON as Go's ``encoding/json`` writes it (HTML characters and U+2028/9 escaped)."""
+    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
+        text = text.replace(raw, escaped)
+    return text
+
+
+def _section_docs(snapshot: Snapshot):
+    for cid, concept in snapshot.concepts.items():
+        sections = ss.split_sections(
+            concept.body, concept.body_start_line, [(h.line, h.text) for h in concept.headings if h.text]
+        )
+        if len((concept.title or "").encode("utf-8", "surrogatepass")) > ss.MAX_HEADING_BYTES:
+            raise ToolError("resource_limit", ss.BOUNDS_MESSAGE)
+        yield ss.SectionDoc(cid, concept.path, concept.title or "", hashlib.sha256(concept.raw).hexdigest(), sections)
+
+
+def search_sections(args: Any, ctx: CallContext) -> ToolOutput:
+    """BM25 AND-of-terms over heading sections, with line locators and digests."""
+    query = _arg(args, "query")
+    terms = ss.parse_query(query)
+    limit = check_limit(_arg(args, "limit"))
+    snapshot = _load(_arg(args, "bundle_path"), ctx, "search sections")
+    check = lambda: ctx.check_cancelled("search sections")  # noqa: E731
+    index = per_snapshot(snapshot, "sections", lambda: ss.build_index(_section_docs(snapshot), check))
+    fingerprint = per_snapshot(snapshot, "fingerprint", lambda: snapshot_fingerprint(snapshot.files))
+    check()
+    structured = ss.search_result(index, query, terms, limit, fingerprint)
+    text = compact_json(structured)
+    if len(go_json(structured).encode("utf-8")) > ss.MAX_RESULT_BYTES:
+        raise ToolError("resource_limit", ss.BOUNDS_MESSAGE)
+    return ToolOutput(structured, text)
+
+
+# --- get_semantic_graph --------------------------------------------------------------------
+
+
+def get_semantic_graph(args: Any, ctx: CallContext) -> ToolOutput:
+    """Whole-bundle JSON-LD: v0.2 projection as structured content, legacy JSON-LD as text."""
+    temporal = cards.temporal_choice(_arg(args, "temporal_profile"), _arg(args, "as_of"))
+    snapshot = load_snapshot(_arg(args, "bundle_path"), ctx)
+    snapshot.require_parseable()
+    ctx.check_cancelled("get semantic graph")
+    return graph.semantic_graph(snapshot, temporal, ctx)

@@ -1,0 +1,22 @@
+"""OKF write side: the transactional store, lossless frontmatter patches and plan digests.
+
+Pure planning (no I/O):
+- ``encoding``: length-prefixed binary framing and ``sha256:`` digest strings;
+- ``paths``: revision-path grammar and the concept-id rules a writer enforces;
+- ``revision``: the bundle revision over revision-visible files;
+- ``changeset``: operations, canonical change-set bytes, request digest, minted ids;
+- ``plan``: the ``Plan``, plan digest, idempotency keys, bounded whole-file diff;
+- ``document``: byte-exact frontmatter/body spans;
+- ``yaml_text`` / ``yaml_edit``: fail-closed YAML composition and surgical text edits;
+- ``patch`` / ``computation_body``: the nine lossless patch operations;
+- ``planner``: operations over a snapshot overlay plus staged validation -> ``Plan``;
+- ``temporal``: date -> instant upgrade planning;
+- ``inputs``: argument checks beyond the JSON Schema.
+
+I/O at the edge:
+- ``rootfs`` / ``atomic``: descriptor-relative, no-follow capture and durable file primitives;
+- ``lock`` / ``journal`` / ``receipts`` / ``store``: exclusive lock, journal with a durable
+  boundary and recovery, commit receipts, compare-and-swap commit with replay;
+- ``bundle_io`` / ``store_errors``: opening a bundle for a tool, mapping store failures;
+- ``patch_flow`` / ``replace`` / ``temporal_flow``: the tool flows behind ``write_tools``.
+"""

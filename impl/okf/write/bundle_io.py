@@ -1,0 +1,63 @@
+"""Opening a bundle for a write tool: pin the root, finish interrupted commits, capture.
+
+Path rules and their error texts are the read side's (``knowspec.impl.okf.paths``); capture
+here hashes with the write contract's revision recipe. Store failures are translated to the
+contract's envelope codes in one place.
+"""
+
+from __future__ import annotations
+
+import os
+from contextlib import contextmanager
+from typing import Iterator
+
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.paths import check_bundle_path, pin_root
+from knowspec.impl.okf.write import journal, lock
+from knowspec.impl.okf.write.receipts import StorageCorrupt
+from knowspec.impl.okf.write.revision import revision_of
+from knowspec.impl.okf.write.rootfs import CaptureError, CaptureLimit, capture_files
+
+
+@contextmanager
+def pinned(bundle_path: str) -> Iterator[int]:
+    """The pinned root fd for one call (``invalid_request`` on any path-rule failure)."""
+    fd, _ = pin_root(check_bundle_path(bundle_path))
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
+def finish_interrupted(root_fd: int) -> None:
+    """Roll an interrupted commit forward (or its staging back) before anyone reads.
+
+    Touches only an existing ``.okf``; a bundle never written by the store stays untouched.
+    """
+    try:
+        if journal.pending(root_fd):
+            with lock.exclusive(root_fd):
+                journal.recover(root_fd)
+    except (StorageCorrupt, CaptureError) as exc:
+        raise ToolError("operation_rejected", f"bundle store needs repair: {exc}") from None
+    except lock.LockTimeout:
+        raise ToolError("operation_rejected", "bundle is locked by another writer", retryable=True) from None
+
+
+def capture(root_fd: int) -> tuple[dict[str, bytes], str]:
+    """Read-only capture (links skipped, ``.okf`` ignored) and its revision."""
+    try:
+        files = capture_files(root_fd, strict=False)
+    except CaptureLimit:
+        raise ToolError("resource_limit", "bundle exceeds MCP resource limits") from None
+    except CaptureError as exc:
+        raise ToolError("invalid_request", f"bundle cannot be captured: {exc}") from None
+    return files, revision_of(files)
+
+
+def has_private_dir(root_fd: int) -> bool:
+    try:
+        os.stat(journal.OKF_DIR, dir_fd=root_fd, follow_symlinks=False)
+        return True
+    except FileNotFoundError:
+        return False

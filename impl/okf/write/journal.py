@@ -1,0 +1,201 @@
+"""The commit journal: stage payloads, cross the durable boundary, publish, recover.
+
+Protocol (everything private lives under the root's ``.okf/``, which readers never capture):
+1. every new file body is written and fsynced as ``.okf/txn/<txn>/payload-NNNNN``;
+2. the manifest is written to ``.okf/journal.json.tmp``, fsynced, renamed to
+   ``.okf/journal.json`` and ``.okf`` is fsynced: this rename is the **durable boundary**;
+3. each payload is renamed over its target (root ``index.md`` last), deletes are unlinked,
+   each touched directory is fsynced; then the receipt is stored and the journal removed.
+
+A crash before step 2 leaves only private staging, which recovery deletes (roll back). A
+crash after it leaves a journal, which recovery completes (roll forward): a payload still
+in staging is renamed into place, one already moved is checked by digest. Either way every
+visible file ends wholly old or wholly new.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+from typing import Callable
+
+from knowspec.impl.okf.write import atomic, receipts
+from knowspec.impl.okf.write.rootfs import DIR_FLAGS, open_subdir, read_regular
+
+OKF_DIR = ".okf"
+TXN_DIR = "txn"
+JOURNAL = "journal.json"
+JOURNAL_TMP = "journal.json.tmp"
+MAX_JOURNAL_BYTES = 16 << 20
+
+Step = Callable[[str], None]
+
+
+def _noop(_: str) -> None:
+    return None
+
+
+def open_private(root_fd: int, *, create: bool) -> int | None:
+    """fd of ``.okf`` (created when asked), None when absent and not created."""
+    if create:
+        try:
+            os.mkdir(OKF_DIR, 0o755, dir_fd=root_fd)
+            atomic.fsync_dir(root_fd)
+        except FileExistsError:
+            pass
+    try:
+        return os.open(OKF_DIR, DIR_FLAGS, dir_fd=root_fd)
+    except FileNotFoundError:
+        return None
+    except OSError as exc:
+        raise receipts.StorageCorrupt(f".okf is not a private directory: {exc.strerror}") from None
+
+
+def _publish_order(path: str) -> tuple[int, bytes]:
+    """Root ``index.md`` is published last; everything else in byte order."""
+    return (1 if path == "index.md" else 0, path.encode("utf-8"))
+
+
+def stage(okf_fd: int, txn: str, writes: dict[str, bytes], step: Step = _noop) -> list[dict]:
+    txn_root = open_subdir(okf_fd, f"{TXN_DIR}/{txn}", create=True)
+    entries = []
+    try:
+        for ordinal, path in enumerate(sorted(writes, key=_publish_order)):
+            payload = f"payload-{ordinal:05d}"
+            atomic.write_new(txn_root, payload, writes[path])
+            entries.append({"path": path, "payload": payload,
+                            "digest": hashlib.sha256(writes[path]).hexdigest()})
+            step("staged")
+        atomic.fsync_dir(txn_root)
+    finally:
+        os.close(txn_root)
+    return entries
+
+
+def write_journal(okf_fd: int, manifest: dict, before_boundary: Step = _noop) -> None:
+    """Make the manifest durable; returning means the commit must be completed."""
+    raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode("utf-8")
+    atomic.unlink_if_exists(okf_fd, JOURNAL_TMP)
+    atomic.write_new(okf_fd, JOURNAL_TMP, raw)
+    before_boundary("journal-written")
+    os.rename(JOURNAL_TMP, JOURNAL, src_dir_fd=okf_fd, dst_dir_fd=okf_fd)
+    atomic.fsync_dir(okf_fd)
+
+
+def _split(path: str) -> tuple[str, str]:
+    head, _, name = path.rpartition("/")
+    return head, name
+
+
+def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop) -> receipts.Receipt:
+    """Roll the journal forward to its post-state; idempotent, so recovery can re-run it."""
+    txn_dir = f"{TXN_DIR}/{manifest['txn']}"
+    try:
+        txn_fd = os.open(txn_dir, DIR_FLAGS, dir_fd=okf_fd)
+    except FileNotFoundError:
+        txn_fd = None
+    try:
+        for entry in manifest["writes"]:
+            head, name = _split(entry["path"])
+            parent = open_subdir(root_fd, head, create=True)
+            try:
+                moved = False
+                if txn_fd is not None:
+                    try:
+                        os.stat(entry["payload"], dir_fd=txn_fd, follow_symlinks=False)
+                        atomic.ensure_not_link(parent, name)
+                        _keep_mode(parent, name, txn_fd, entry["payload"])
+                        os.rename(entry["payload"], name, src_dir_fd=txn_fd, dst_dir_fd=parent)
+                        moved = True
+                    except FileNotFoundError:
+                        pass
+                if not moved:
+                    current = read_regular(parent, name)
+                    if current is None or hashlib.sha256(current).hexdigest() != entry["digest"]:
+                        raise receipts.StorageCorrupt("journal payload vanished before publication")
+                atomic.fsync_dir(parent)
+            finally:
+                os.close(parent)
+            step("published")
+        for path in manifest["deletes"]:
+            head, name = _split(path)
+            parent = open_subdir(root_fd, head)
+            try:
+                atomic.unlink_if_exists(parent, name)
+                atomic.fsync_dir(parent)
+            finally:
+                os.close(parent)
+            step("deleted")
+    finally:
+        if txn_fd is not None:
+            os.close(txn_fd)
+    receipt = receipts.Receipt.from_bytes(manifest["receipt"].encode("utf-8"))
+    receipts_fd = open_subdir(okf_fd, receipts.RECEIPTS_DIR, create=True)
+    try:
+        receipts.store(receipts_fd, receipt)
+        step("receipt")
+        atomic.unlink_if_exists(okf_fd, JOURNAL)
+        atomic.fsync_dir(okf_fd)
+        receipts.prune(receipts_fd)
+    finally:
+        os.close(receipts_fd)
+    clean_staging(okf_fd)
+    return receipt
+
+
+def _keep_mode(parent: int, name: str, txn_fd: int, payload: str) -> None:
+    """A replaced file keeps its permission bits (the payload is ours, never a link)."""
+    try:
+        mode = os.stat(name, dir_fd=parent, follow_symlinks=False).st_mode & 0o7777
+    except FileNotFoundError:
+        return
+    os.chmod(payload, mode, dir_fd=txn_fd)
+
+
+def clean_staging(okf_fd: int) -> None:
+    atomic.unlink_if_exists(okf_fd, JOURNAL_TMP)
+    atomic.remove_tree(okf_fd, TXN_DIR)
+
+
+def pending(root_fd: int) -> bool:
+    """True when an interrupted commit (journal or staging) waits for recovery.
+
+    A root ``.okf`` that is not a real directory is not ours: readers ignore it and the
+    store refuses it when asked to commit.
+    """
+    try:
+        okf_fd = open_private(root_fd, create=False)
+    except receipts.StorageCorrupt:
+        return False
+    if okf_fd is None:
+        return False
+    try:
+        names = set(os.listdir(okf_fd))
+    finally:
+        os.close(okf_fd)
+    return bool(names & {JOURNAL, JOURNAL_TMP, TXN_DIR})
+
+
+def recover(root_fd: int) -> receipts.Receipt | None:
+    """Finish (journal present) or roll back (staging only) an interrupted commit.
+
+    Must run under the writer lock. Returns the receipt of a rolled-forward commit.
+    """
+    okf_fd = open_private(root_fd, create=False)
+    if okf_fd is None:
+        return None
+    try:
+        raw = read_regular(okf_fd, JOURNAL)
+        if raw is None:
+            clean_staging(okf_fd)
+            return None
+        if len(raw) > MAX_JOURNAL_BYTES:
+            raise receipts.StorageCorrupt("journal manifest is too large")
+        try:
+            manifest = json.loads(raw.decode("utf-8"))
+        except (UnicodeDecodeError, ValueError) as exc:
+            raise receipts.StorageCorrupt("journal manifest is not JSON") from exc
+        return publish(root_fd, okf_fd, manifest)
+    finally:
+        os.close(okf_fd)

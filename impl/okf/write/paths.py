@@ -1,0 +1,63 @@
+"""Revision-path grammar and the concept-id rules writers enforce.
+
+The read side owns how a bundle is *read*; these are the rules a writer needs before it may
+create or name a file: canonical revision paths (§2.1 of the write notes) and canonical
+concept ids (§3.1).
+"""
+
+from __future__ import annotations
+
+import re
+
+RESERVED_TXN_PREFIXES = (".okf-index-txn-", ".okf-document-txn-", ".okf-publication-private-v2-")
+MAX_PATH_BYTES = 4096
+_CONTROL = re.compile(r"[\x00-\x1f\x7f]")
+
+
+def is_reserved_component(name: str) -> bool:
+    low = name.lower()
+    return any(low.startswith(p) for p in RESERVED_TXN_PREFIXES)
+
+
+def is_revision_path(path: str) -> bool:
+    """Canonical bundle-relative slash path that may appear in a revision."""
+    if not path or len(path.encode("utf-8", "surrogatepass")) > MAX_PATH_BYTES:
+        return False
+    try:
+        path.encode("utf-8")
+    except UnicodeEncodeError:
+        return False
+    if "\\" in path or _CONTROL.search(path) or path.startswith("/"):
+        return False
+    parts = path.split("/")
+    if any(p in ("", ".", "..") for p in parts):
+        return False
+    if parts[0] == ".okf":
+        return False
+    return not any(is_reserved_component(p) for p in parts)
+
+
+def concept_id_problem(concept_id: str) -> str | None:
+    """Why ``concept_id`` is not a canonical writable concept id, or None when it is."""
+    if not concept_id:
+        return "concept_id must not be empty"
+    if concept_id != concept_id.strip():
+        return "concept_id must not have surrounding whitespace"
+    if _CONTROL.search(concept_id) or "\\" in concept_id:
+        return "concept_id must not contain control characters or backslashes"
+    if concept_id.startswith("/") or concept_id.endswith("/") or "//" in concept_id:
+        return "concept_id must be a relative slash path without empty segments"
+    if ":" in concept_id or concept_id.startswith("file:"):
+        return "concept_id must not contain ':'"
+    if concept_id.endswith(".md"):
+        return "concept_id must not end in .md"
+    for seg in concept_id.split("/"):
+        if seg in (".", "..", "index", "log") or seg.startswith("."):
+            return f"concept_id segment {seg!r} is reserved"
+    if len(concept_id.encode("utf-8")) > MAX_PATH_BYTES - 3:
+        return "concept_id is too long"
+    return None
+
+
+def concept_path(concept_id: str) -> str:
+    return concept_id + ".md"

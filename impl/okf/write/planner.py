@@ -1,0 +1,136 @@
+"""Plan a patch change set against a captured snapshot: pure, no I/O.
+
+Operations are applied in order to an overlay of the snapshot; the edited documents are then
+re-read with the read side's parser as a staged validation (a document that no longer
+parses, or a concept that lost its ``type``, blocks the plan). The result is a ``Plan``
+whose digest binds preview and apply.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+from knowspec.impl.errors import diagnostic
+from knowspec.impl.okf.write.changeset import ChangeSet, Operation
+from knowspec.impl.okf.write.computation_body import ComputationBodyRejected
+from knowspec.impl.okf.write.document import Document, DocumentError, split_document
+from knowspec.impl.okf.write.patch import PatchRejected, apply_concept_operation, set_bundle_version
+from knowspec.impl.okf.write.paths import concept_path
+from knowspec.impl.okf.write.plan import Plan
+from knowspec.impl.okf.write.revision import revision_of
+from knowspec.impl.okf.write.yaml_text import YamlRejected
+
+ROOT_INDEX = "index.md"
+
+
+class PlanRejected(Exception):
+    """The change set cannot be planned; carries wire diagnostics (at least one ERROR)."""
+
+    def __init__(self, code: str, diagnostics: list[dict]) -> None:
+        super().__init__(diagnostics[0]["message"] if diagnostics else code)
+        self.code = code
+        self.diagnostics = diagnostics
+
+
+def _reject(code: str, message: str, path: str = "") -> PlanRejected:
+    return PlanRejected(code, [diagnostic(code, message, file=path)])
+
+
+@dataclass
+class _Overlay:
+    files: dict[str, bytes]
+    docs: dict[str, Document | None]
+
+    def load(self, path: str) -> Document | None:
+        if path not in self.docs:
+            raw = self.files.get(path)
+            self.docs[path] = None if raw is None else split_document(raw)
+        return self.docs[path]
+
+
+def _target(op: Operation) -> str:
+    return ROOT_INDEX if op["kind"] == "set_bundle_version" else concept_path(op["concept_id"])
+
+
+def _apply(overlay: _Overlay, op: Operation, path: str) -> None:
+    doc = overlay.load(path)
+    if op["kind"] == "set_bundle_version":
+        overlay.docs[path] = set_bundle_version(doc, op["version"])
+        return
+    if doc is None:
+        raise _reject("concept_not_found", f"concept {op['concept_id']} does not exist in the bundle", path)
+    overlay.docs[path] = apply_concept_operation(doc, op)
+
+
+def _mini_snapshot(files: dict[str, bytes], paths: list[str]):
+    """The root index plus ``paths``: enough for per-document validation (links and orphans
+    are not checked by the write side, so the rest of the bundle is not needed)."""
+    from knowspec.impl.okf.model import Snapshot, document_for
+
+    chosen = {p: files[p] for p in [ROOT_INDEX, *paths] if p in files}
+    docs = {p: document_for(p, b) for p, b in chosen.items() if p.endswith(".md")}
+    return Snapshot("", chosen, docs)
+
+
+def _finding(d: dict) -> tuple:
+    return (d["file"], d["code"], d["field"], d["message"])
+
+
+def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = "date-3fcbb9f"
+                      ) -> tuple[list[dict], list[dict]]:
+    """(blocking, advisory) findings of the read side's strict 0.2 validator for the written
+    documents. Blocking = ERRORs the edit introduces; errors already in the base are not the
+    edit's fault and never block it. Advisory = WARN/INFO on the written documents."""
+    from knowspec.impl.context import CallContext
+    from knowspec.impl.okf.frontmatter import YamlLimitError
+    from knowspec.impl.okf.validator import validate_snapshot
+
+    paths = sorted(writes)
+    staged = dict(files)
+    staged.update(writes)
+    ctx = CallContext()
+    try:
+        after = validate_snapshot(_mini_snapshot(staged, paths), ctx, strict=True, selector="0.2", profile=profile)
+        before = validate_snapshot(_mini_snapshot(files, paths), ctx, strict=True, selector="0.2", profile=profile)
+    except YamlLimitError:
+        return [diagnostic("resource_limit", "staged document exceeds the YAML limits")], []
+    old_errors = {_finding(d) for d in before.diagnostics if d["severity"] == "ERROR"}
+    mine = [d for d in after.diagnostics if d["file"] in writes]
+    blocking = [d for d in mine if d["severity"] == "ERROR" and _finding(d) not in old_errors]
+    advisory = [d for d in mine if d["severity"] != "ERROR"]
+    return blocking, advisory
+
+
+def plan_change_set(files: dict[str, bytes], cs: ChangeSet, request_digest: str,
+                    profile: str = "date-3fcbb9f") -> Plan:
+    """Apply ``cs`` to the snapshot ``files`` (whose revision is ``cs.base_revision``)."""
+    overlay = _Overlay(files, {})
+    for index, op in enumerate(cs.operations):
+        path = _target(op)
+        try:
+            _apply(overlay, op, path)
+        except (PatchRejected, YamlRejected, DocumentError, ComputationBodyRejected) as exc:
+            raise _reject(exc.code, f"operations[{index}]: {exc.message}", path) from None
+    writes: dict[str, bytes] = {}
+    for path, doc in overlay.docs.items():
+        if doc is None:
+            continue
+        new = doc.render().encode("utf-8")
+        if files.get(path) != new:
+            writes[path] = new
+    blocking, advisory = staged_validation(files, writes, profile) if writes else ([], [])
+    if blocking:
+        raise PlanRejected("staged_validation_failed", blocking)
+    post = dict(files)
+    post.update(writes)
+    refs = sorted(p[: -len(".md")] for p in writes if p.endswith(".md") and p.rsplit("/", 1)[-1] not in ("index.md", "log.md"))
+    return Plan(
+        request_digest=request_digest,
+        base_revision=cs.base_revision,
+        result_revision=revision_of(post),
+        reads=tuple(sorted(overlay.docs)),
+        writes=writes,
+        old={p: files.get(p) for p in writes},
+        affected_refs=tuple(refs),
+        diagnostics=tuple(advisory),
+    )

@@ -1,0 +1,196 @@
+"""The transactional bundle store: snapshot, compare-and-swap commit, replay, recovery.
+
+One ``Store`` wraps one pinned root fd. ``commit`` follows write notes §7.2: under the
+exclusive lock it recovers any interrupted commit, answers a replay from the receipt of the
+same idempotency key, re-snapshots and refuses when the bundle moved since the plan's base
+(the sole authorization to publish), then stages, crosses the durable journal boundary and
+publishes. Cancellation is honoured only before that boundary.
+"""
+
+from __future__ import annotations
+
+import os
+import secrets
+from dataclasses import dataclass
+from typing import Callable
+
+from knowspec.impl.okf.write import journal, lock, receipts
+from knowspec.impl.okf.write.paths import is_revision_path
+from knowspec.impl.okf.write.plan import Plan
+from knowspec.impl.okf.write.receipts import Receipt, StorageCorrupt
+from knowspec.impl.okf.write.revision import revision_of
+from knowspec.impl.okf.write.rootfs import capture_files
+
+MAX_STAGED_PAYLOAD = 16 << 20
+MAX_STAGED_TOTAL = 64 << 20
+MAX_STAGED_FILES = 10_000
+
+
+class Conflict(Exception):
+    def __init__(self, expected: str, actual: str, retryable: bool = True) -> None:
+        super().__init__(f"bundle revision moved from {expected} to {actual}")
+        self.expected, self.actual, self.retryable = expected, actual, retryable
+
+
+class IdempotencyConflict(Exception):
+    """The idempotency key was already used for a different request."""
+
+
+class Committed(Exception):
+    """Publication failed after the durable boundary: the commit stands (recovery finishes
+    it), so callers treat the carried receipt as success."""
+
+    def __init__(self, receipt: Receipt, cause: BaseException) -> None:
+        super().__init__(f"commit is durable but publication did not finish: {cause}")
+        self.receipt, self.cause = receipt, cause
+
+
+class InvalidCommit(Exception):
+    """The plan cannot be published (bad path, over the staging limits)."""
+
+
+@dataclass(frozen=True)
+class CommitRequest:
+    change_set_id: str
+    idempotency_key: str
+    request_digest: str
+    plan: Plan | None  # None: replay an earlier identical commit or report the conflict
+    changed_refs: tuple[str, ...] = ()
+
+
+@dataclass(frozen=True)
+class CommitResult:
+    receipt: Receipt
+    replayed: bool
+
+
+def _never_cancelled() -> None:
+    return None
+
+
+class Store:
+    def __init__(
+        self,
+        root_fd: int,
+        *,
+        lease_timeout: float = lock.DEFAULT_LEASE_TIMEOUT,
+        step_hook: Callable[[str], None] | None = None,
+    ) -> None:
+        self.root_fd = root_fd
+        self.lease_timeout = lease_timeout
+        self._step = step_hook or (lambda _name: None)
+
+    def snapshot(self) -> tuple[dict[str, bytes], str]:
+        """Strict snapshot (links are corruption) after finishing any interrupted commit."""
+        self.recover()
+        files = capture_files(self.root_fd, strict=True)
+        return files, revision_of(files)
+
+    def recover(self) -> Receipt | None:
+        if not journal.pending(self.root_fd):
+            return None
+        with lock.exclusive(self.root_fd, self.lease_timeout):
+            return journal.recover(self.root_fd)
+
+    def lookup(self, idempotency_key: str) -> Receipt | None:
+        okf_fd = journal.open_private(self.root_fd, create=False)
+        if okf_fd is None:
+            return None
+        try:
+            try:
+                receipts_fd = os.open(receipts.RECEIPTS_DIR, journal.DIR_FLAGS, dir_fd=okf_fd)
+            except FileNotFoundError:
+                return None
+            try:
+                return receipts.load(receipts_fd, idempotency_key)
+            finally:
+                os.close(receipts_fd)
+        finally:
+            os.close(okf_fd)
+
+    def commit(self, req: CommitRequest, check_cancelled: Callable[[], None] = _never_cancelled) -> CommitResult:
+        check_cancelled()
+        self._validate(req)
+        with lock.exclusive(self.root_fd, self.lease_timeout):
+            journal.recover(self.root_fd)
+            prior = self.lookup(req.idempotency_key)
+            if prior is not None:
+                if prior.RequestDigest != req.request_digest:
+                    raise IdempotencyConflict("idempotency key reused for a different request")
+                return CommitResult(prior, replayed=True)
+            files = capture_files(self.root_fd, strict=True)
+            actual = revision_of(files)
+            if req.plan is None or actual != req.plan.base_revision:
+                raise Conflict(req.plan.base_revision if req.plan else "", actual)
+            post = dict(files)
+            post.update(req.plan.writes)
+            for path in req.plan.deletes:
+                post.pop(path, None)
+            if revision_of(post) != req.plan.result_revision:
+                raise InvalidCommit("plan result revision does not match its writes")
+            check_cancelled()
+            return CommitResult(self._publish(req, check_cancelled), replayed=False)
+
+    def _validate(self, req: CommitRequest) -> None:
+        plan = req.plan
+        if plan is None:
+            return
+        paths = list(plan.writes) + list(plan.deletes)
+        if not all(is_revision_path(p) for p in paths):
+            raise InvalidCommit("plan names a path outside the revision-visible set")
+        if len(paths) > MAX_STAGED_FILES:
+            raise InvalidCommit("plan stages too many files")
+        sizes = [len(b) for b in plan.writes.values()]
+        if any(s > MAX_STAGED_PAYLOAD for s in sizes) or sum(sizes) > MAX_STAGED_TOTAL:
+            raise InvalidCommit("plan exceeds the staging limits")
+
+    def _publish(self, req: CommitRequest, check_cancelled: Callable[[], None]) -> Receipt:
+        plan = req.plan
+        assert plan is not None
+        changed = [{"Kind": "write", "Path": p} for p in plan.writes]
+        changed += [{"Kind": "delete", "Path": p} for p in plan.deletes]
+        changed.sort(key=lambda f: (f["Path"].encode("utf-8"), f["Kind"]))
+        receipt = Receipt(
+            ChangeSetID=req.change_set_id,
+            IdempotencyKey=req.idempotency_key,
+            RequestDigest=req.request_digest,
+            BaseRevision=plan.base_revision,
+            ResultRevision=plan.result_revision,
+            CommitTime=receipts.now_utc(),
+            ChangedRefs=tuple(sorted(set(req.changed_refs))),
+            ChangedFiles=tuple(changed),
+        )
+        okf_fd = journal.open_private(self.root_fd, create=True)
+        assert okf_fd is not None
+        try:
+            txn = secrets.token_hex(8)
+            try:
+                entries = journal.stage(okf_fd, txn, plan.writes, self._step_and_check(check_cancelled))
+                manifest = {
+                    "format": 1, "txn": txn, "writes": entries,
+                    "deletes": sorted(plan.deletes), "receipt": receipt.to_bytes().decode("utf-8"),
+                }
+                journal.write_journal(okf_fd, manifest, self._step_and_check(check_cancelled))
+            except BaseException:
+                journal.clean_staging(okf_fd)
+                raise
+            self._step("boundary")
+            try:
+                return journal.publish(self.root_fd, okf_fd, manifest, self._step)
+            except Exception as exc:  # the journal stays; the next call rolls it forward
+                raise Committed(receipt, exc) from exc
+        finally:
+            os.close(okf_fd)
+
+    def _step_and_check(self, check_cancelled: Callable[[], None]) -> Callable[[str], None]:
+        def step(name: str) -> None:
+            self._step(name)
+            check_cancelled()
+
+        return step
+
+
+__all__ = [
+    "CommitRequest", "CommitResult", "Committed", "Conflict", "IdempotencyConflict", "InvalidCommit",
+    "Store", "StorageCorrupt",
+]

@@ -1,0 +1,58 @@
+"""Handlers of the seven OKF mutation tools.
+
+Each handler only decodes arguments, wires cancellation and returns the structured result;
+the rules live in ``knowspec.impl.okf.write`` (planning is pure, I/O sits in the store).
+The v0.1 -> v0.2 migration is specified but not implemented yet.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+from knowspec.impl.context import CallContext, ToolOutput
+from knowspec.impl.errors import not_implemented
+from knowspec.impl.okf.write import patch_flow, replace, temporal_flow
+from knowspec.impl.okf.write.inputs import decode_patch, plain
+
+
+def _checker(ctx: CallContext, operation: str):
+    return lambda: ctx.check_cancelled(operation)
+
+
+def write_concept(args: Any, ctx: CallContext) -> ToolOutput:
+    return ToolOutput(replace.write_concept(args, _checker(ctx, "write_concept")))
+
+
+def preview_concept_patch(args: Any, ctx: CallContext) -> ToolOutput:
+    ctx.check_cancelled("preview_concept_patch")
+    req = decode_patch(args)
+    return ToolOutput(patch_flow.preview(req, _checker(ctx, "preview_concept_patch")))
+
+
+def apply_concept_patch(args: Any, ctx: CallContext) -> ToolOutput:
+    ctx.check_cancelled("apply_concept_patch")
+    req = decode_patch(args)
+    data = plain(args)
+    return ToolOutput(patch_flow.apply(
+        req, data.get("expected_revision") or "", data.get("expected_plan_digest") or "",
+        _checker(ctx, "apply_concept_patch"),
+    ))
+
+
+def preview_v02_migration(args: Any, ctx: CallContext) -> ToolOutput:
+    raise not_implemented("preview_v02_migration")
+
+
+def apply_v02_migration(args: Any, ctx: CallContext) -> ToolOutput:
+    raise not_implemented("apply_v02_migration")
+
+
+def preview_temporal_upgrade(args: Any, ctx: CallContext) -> ToolOutput:
+    ctx.check_cancelled("preview_temporal_upgrade")
+    # The contract's text fallback for both temporal tools is the empty string.
+    return ToolOutput(temporal_flow.preview(args, _checker(ctx, "preview_temporal_upgrade")), text="")
+
+
+def apply_temporal_upgrade(args: Any, ctx: CallContext) -> ToolOutput:
+    ctx.check_cancelled("apply_temporal_upgrade")
+    return ToolOutput(temporal_flow.apply(args, _checker(ctx, "apply_temporal_upgrade")), text="")

@@ -1,0 +1,1 @@
+"""REST surface beside ``/mcp``: login sessions, Help*/Doc* mirrors of the tools, admin commands."""

@@ -1,0 +1,67 @@
+"""Login, logout and the session gate every other endpoint passes through.
+
+A request carries its session as ``Authorization: Bearer <token>``. ``require_session`` answers
+the session or raises the 401/403 ``ToolError`` that the route turns into the envelope; a
+SYSADMIN-only endpoint asks for ``sysadmin=True``.
+"""
+
+from __future__ import annotations
+
+from starlette.concurrency import run_in_threadpool
+from starlette.requests import Request
+from starlette.responses import JSONResponse
+
+from knowspec.impl.docpool import auth
+from knowspec.impl.errors import ToolError
+from knowspec.impl.rest import catalog_bridge
+from knowspec.impl.rest.sessions import Session, SessionStore
+from knowspec.impl.rest.validation import parse_json_body, validate_body
+
+_BEARER = "bearer "
+
+
+def bearer_token(request: Request) -> str | None:
+    header = request.headers.get("authorization", "")
+    if header[: len(_BEARER)].lower() == _BEARER:
+        return header[len(_BEARER):].strip() or None
+    return None
+
+
+def require_session(request: Request, sessions: SessionStore, *, sysadmin: bool = False) -> Session:
+    session = sessions.get(bearer_token(request))
+    if session is None:
+        raise ToolError(
+            "unauthenticated", "a valid session is required: log in at POST /ClientREST/Login"
+        )
+    if sysadmin and not session.is_sysadmin:
+        raise ToolError("forbidden", f"user {session.user} lacks the SYSADMIN role")
+    return session
+
+
+async def login(request: Request, settings, sessions: SessionStore, schema: dict) -> JSONResponse:
+    body = parse_json_body(await request.body(), request.headers.get("content-type"))
+    validate_body(schema, body)
+    user = await run_in_threadpool(
+        auth.authenticate, settings.catalog_path, body["user"], body["password"]
+    )
+    if user is None:
+        raise ToolError("unauthenticated", "invalid user or password")
+    database = body.get("database") or settings.default_database
+    if database is not None:
+        await run_in_threadpool(catalog_bridge.require_registered, settings, database)
+    session = sessions.open(user.name, user.roles, database)
+    return JSONResponse(
+        {
+            "token": session.token,
+            "user": session.user,
+            "roles": list(session.roles),
+            "database": session.database,
+            "expiresIn": int(sessions.ttl_seconds),
+        }
+    )
+
+
+async def logout(request: Request, sessions: SessionStore) -> JSONResponse:
+    session = require_session(request, sessions)
+    sessions.close(session.token)
+    return JSONResponse({"result": True})

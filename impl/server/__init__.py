@@ -1,0 +1,1 @@
+"""The MCP server, the call pipeline and the HTTP app."""

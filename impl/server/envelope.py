@@ -1,0 +1,77 @@
+"""Results on the wire: success, and ``ToolError`` → ``isError`` with the error envelope.
+
+This is the only place that decides how a failure looks to a client (read.md §4.1):
+``structuredContent`` is ``{code, message, retryable, diagnostics}``; the text content is the
+message (or the error's own text, e.g. the OKF parse-error JSON); codes outside ``[a-z0-9_]+``
+become ``operation_rejected``; messages are path-redacted and cut to 512 bytes; a result over
+64 KiB becomes ``resource_limit``.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from typing import Any
+
+import mcp.types as types
+
+from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.rules.redaction import MAX_MESSAGE_BYTES, redact_message, safe_file
+
+SAFE_CODE = re.compile(r"^[a-z0-9_]+$")
+MAX_ERROR_RESULT_BYTES = 64 * 1024
+MAX_DIAGNOSTICS = 10_000
+LONG_DIAGNOSTIC = "diagnostic message exceeds MCP output limit; inspect the bundle locally"
+
+
+def compact_json(value: Any) -> str:
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def success_result(structured: dict[str, Any], text: str) -> types.CallToolResult:
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=structured,
+        is_error=False,
+    )
+
+
+def _clean_diagnostic(d: dict[str, Any]) -> dict[str, Any]:
+    message = str(d.get("message", ""))
+    if len(message.encode("utf-8")) > MAX_MESSAGE_BYTES:
+        message = LONG_DIAGNOSTIC
+    else:
+        message = redact_message(message)
+    return diagnostic(
+        str(d.get("code") or "operation_rejected"),
+        message,
+        severity=d.get("severity", "ERROR") if d.get("severity") in ("ERROR", "WARN", "INFO") else "ERROR",
+        file=safe_file(str(d.get("file", ""))),
+        field=str(d.get("field", "")),
+        spec_ref=str(d.get("spec_ref", "")),
+        policy_failure=bool(d.get("policy_failure", False)),
+    )
+
+
+def envelope_of(err: ToolError) -> dict[str, Any]:
+    code = err.code if SAFE_CODE.match(err.code or "") else "operation_rejected"
+    message = redact_message(err.message or code)
+    return {
+        "code": code,
+        "message": message,
+        "retryable": bool(err.retryable),
+        "diagnostics": [_clean_diagnostic(d) for d in err.diagnostics[:MAX_DIAGNOSTICS]],
+    }
+
+
+def error_result(err: ToolError) -> types.CallToolResult:
+    envelope = envelope_of(err)
+    text = err.text if err.text is not None else envelope["message"]
+    if len(compact_json(envelope).encode("utf-8")) + len(text.encode("utf-8")) > MAX_ERROR_RESULT_BYTES:
+        envelope = envelope_of(ToolError("resource_limit", "tool error result exceeds MCP output limits"))
+        text = envelope["message"]
+    return types.CallToolResult(
+        content=[types.TextContent(type="text", text=text)],
+        structured_content=envelope,
+        is_error=True,
+    )

@@ -1,0 +1,55 @@
+"""The MCP server: the low-level ``mcp`` 2.x ``Server`` over the tool runtime.
+
+``tools/list`` comes straight from the generated registry (stable order, raw schemas);
+``tools/call`` goes through ``ToolRuntime.call``. An unknown tool is a protocol fault and the
+only tool-call failure answered as a JSON-RPC error (-32602).
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import mcp.types as types
+from mcp.server import Server, ServerRequestContext
+from mcp.shared.exceptions import MCPError
+
+from knowspec.impl.context import Caller
+from knowspec.impl.server.pipeline import ToolRuntime
+
+SERVER_NAME = "knowspec"
+SERVER_VERSION = "0.1.0"
+
+
+def build_server(runtime: ToolRuntime, caller_for: Any = None) -> Server:
+    """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted."""
+    tools = runtime.tool_list()
+    listing = types.ListToolsResult(tools=tools)
+
+    async def list_tools(ctx: ServerRequestContext, params: Any) -> types.ListToolsResult:
+        return listing
+
+    async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:
+        if params.name not in runtime.entries:
+            raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name}")
+        caller = caller_for(ctx) if caller_for else Caller()
+        return await runtime.call(params.name, params.arguments, caller)
+
+    return Server(
+        SERVER_NAME,
+        version=SERVER_VERSION,
+        instructions=(
+            "knowspec serves OKF concept bundles (pass an absolute bundle_path to each OKF tool) "
+            "and help/document pools (help_* and doc_* tools). Results are bounded: when a result "
+            "says truncated, narrow the query or raise limit; never claim a left-out result was seen."
+        ),
+        on_list_tools=list_tools,
+        on_call_tool=call_tool,
+    )
+
+
+async def serve_stdio(runtime: ToolRuntime) -> None:
+    from mcp.server.stdio import stdio_server
+
+    server = build_server(runtime)
+    async with stdio_server() as (read, write):
+        await server.run(read, write, server.create_initialization_options())

@@ -1,0 +1,145 @@
+"""The one call pipeline every tool goes through (read.md §3.0).
+
+cancellation check → raw-argument walk → JSON Schema validation (format assertion on) → input
+model → handler in a worker thread (polling a cancellation flag) → output validation → result.
+Every failure on the way is a ``ToolError`` turned into an ``isError`` result by
+``envelope.error_result``; nothing here raises to the transport.
+"""
+
+from __future__ import annotations
+
+import importlib
+import logging
+import threading
+from typing import TYPE_CHECKING, Any, Callable
+
+import anyio
+import mcp.types as types
+
+from knowspec.impl.config import Settings
+from knowspec.impl.context import CallContext, Caller, ToolOutput
+from knowspec.impl.errors import ToolError, not_implemented
+from knowspec.impl.server.arguments import walk_arguments
+from knowspec.impl.server.envelope import compact_json, error_result, success_result
+from knowspec.impl.server.validation import SchemaCheck, input_error, output_error
+
+if TYPE_CHECKING:
+    from knowspec.generated.registry import ToolEntry
+
+log = logging.getLogger("knowspec.pipeline")
+
+MAX_OUTPUT_BYTES = 64 * 1024 * 1024
+Handler = Callable[[Any, CallContext], ToolOutput]
+
+
+def resolve_handler(entry: ToolEntry) -> Handler | None:
+    """The impl function a registry entry names, or None when it is not written yet."""
+    module_name, _, attr = entry.impl.partition(":")
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        if exc.name and module_name.startswith(exc.name):
+            return None
+        raise
+    return getattr(module, attr, None)
+
+
+class ToolRuntime:
+    """Registry entries bound to handlers and validators; one per server process."""
+
+    def __init__(self, settings: Settings | None = None, entries: tuple[ToolEntry, ...] | None = None,
+                 handlers: dict[str, Handler | None] | None = None):
+        if entries is None:
+            from knowspec.generated.registry import TOOLS as entries
+        self.settings = settings or Settings()
+        self.entries = {e.name: e for e in entries}
+        self.order = [e.name for e in entries]
+        self.handlers = handlers if handlers is not None else {e.name: resolve_handler(e) for e in entries}
+        self._input_checks: dict[str, SchemaCheck] = {}
+        self._output_checks: dict[str, SchemaCheck] = {}
+
+    def implemented(self) -> dict[str, bool]:
+        return {name: self.handlers.get(name) is not None for name in self.order}
+
+    def tool_list(self) -> list[types.Tool]:
+        return [
+            types.Tool(
+                name=e.name,
+                title=e.title,
+                description=e.description,
+                input_schema=e.input_schema,
+                output_schema=e.output_schema,
+                annotations=types.ToolAnnotations(**e.annotations),
+            )
+            for e in (self.entries[n] for n in self.order)
+        ]
+
+    def _input_check(self, entry: ToolEntry) -> SchemaCheck:
+        if entry.name not in self._input_checks:
+            self._input_checks[entry.name] = SchemaCheck(entry.input_schema)
+        return self._input_checks[entry.name]
+
+    def _output_check(self, entry: ToolEntry) -> SchemaCheck:
+        if entry.name not in self._output_checks:
+            self._output_checks[entry.name] = SchemaCheck(entry.success_schema)
+        return self._output_checks[entry.name]
+
+    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None = None) -> types.CallToolResult:
+        """Run one tool call; ``name`` must be a known tool (the server checks that first)."""
+        entry = self.entries[name]
+        ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event())
+        try:
+            output = await self._run(entry, {} if arguments is None else arguments, ctx)
+            return self._success(entry, output)
+        except ToolError as err:
+            return error_result(err)
+
+    async def _run(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> ToolOutput:
+        ctx.check_cancelled(f"{entry.name} request")
+        walk_arguments(arguments)
+        errors = self._input_check(entry).errors(arguments)
+        if errors:
+            raise input_error(errors)
+        handler = self.handlers.get(entry.name)
+        if handler is None:
+            raise not_implemented(entry.name)
+        args = entry.input_model.model_validate(arguments)
+        output = await self._in_thread(entry, handler, args, ctx)
+        if output is None:
+            raise ToolError("schema_validation", "tool handler returned no result")
+        if not isinstance(output, ToolOutput):
+            output = ToolOutput(structured=output)
+        errors = self._output_check(entry).errors(output.structured)
+        if errors:
+            log.error("%s returned output that fails its schema: %s", entry.name, errors[0].message)
+            raise output_error(errors)
+        return output
+
+    async def _in_thread(self, entry: ToolEntry, handler: Handler, args: Any, ctx: CallContext) -> ToolOutput:
+        def work() -> ToolOutput:
+            try:
+                return handler(args, ctx)
+            except ToolError:
+                raise
+            except Exception:  # a bug must not crash the session or leak internals
+                log.exception("tool %s failed unexpectedly", entry.name)
+                raise ToolError("operation_rejected", "tool operation was rejected") from None
+
+        try:
+            with anyio.fail_after(self.settings.call_timeout_seconds):
+                return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
+        except TimeoutError:
+            ctx.cancel_event.set()
+            raise ToolError("operation_cancelled", f"{entry.name} request was cancelled", retryable=True) from None
+        except anyio.get_cancelled_exc_class():
+            ctx.cancel_event.set()  # the worker stops at its next check; nothing is answered
+            raise
+
+    def _success(self, entry: ToolEntry, output: ToolOutput) -> types.CallToolResult:
+        text = output.text
+        if text is None:
+            text = compact_json(output.structured[entry.wrap] if entry.wrap else output.structured)
+        if len(text.encode("utf-8")) > MAX_OUTPUT_BYTES:
+            raise_limit = ToolError("resource_limit", "tool output exceeds MCP resource limits")
+            return error_result(raise_limit)
+        return success_result(output.structured, text)

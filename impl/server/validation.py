@@ -1,0 +1,122 @@
+"""JSON Schema 2020-12 checks of tool input and output, mapped onto the error contract.
+
+A failing limit keyword (``maximum``, ``maxLength``, ``maxItems``, ``maxProperties``) is
+``resource_limit``; any other failure is ``schema_validation``. Input diagnostics are
+``invalid_input``: at most 8, sorted by field then keyword, one per field+keyword, with guidance
+that never echoes the offending value.
+"""
+
+from __future__ import annotations
+
+from typing import Any
+
+import jsonschema_rs
+from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import ValidationError
+
+from knowspec.impl.errors import ToolError, diagnostic
+
+LIMIT_KEYWORDS = frozenset({"maximum", "maxLength", "maxItems", "maxProperties"})
+MAX_INPUT_DIAGNOSTICS = 8
+
+FIELD_GUIDANCE = {
+    "temporal_profile": "Use date-3fcbb9f or instant-0b87c52; match as_of to that profile.",
+    "as_of": ("Use YYYY-MM-DD with date-3fcbb9f, or RFC3339 with an explicit UTC offset with "
+              "instant-0b87c52; do not guess a timezone."),
+    "bundle_path": "Use the absolute path of an accessible OKF bundle root.",
+}
+FORMAT_GUIDANCE = {
+    "date": "Use a date in YYYY-MM-DD format, for example 2026-01-02.",
+    "date-time": "Use RFC3339 date-time with an explicit UTC offset, for example 2026-01-02T03:04:05Z.",
+}
+UNKNOWN_PROPERTY = "Remove unsupported fields and use only advertised input properties."
+REDUCE = "Reduce this field to the advertised limit; narrow the request before retrying."
+FALLBACK = "Check this field against the advertised input schema, then retry with corrected arguments."
+
+
+class SchemaCheck:
+    """Validators for one schema: a fast Rust check first, Python detail only on failure."""
+
+    def __init__(self, schema: dict[str, Any]):
+        self.schema = schema
+        self.fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
+        self.detail = Draft202012Validator(schema, format_checker=FormatChecker())
+
+    def errors(self, instance: Any) -> list[ValidationError]:
+        if self.fast.is_valid(instance):
+            return []
+        errors = list(self.detail.iter_errors(instance))
+        if not errors:  # the two engines disagree on a format: trust the stricter verdict
+            errors = [ValidationError("does not match the schema", validator="format")]
+        return errors
+
+
+def _leaf_errors(errors: list[ValidationError]) -> list[ValidationError]:
+    """Descend into anyOf/oneOf so diagnostics name the real keyword and field."""
+    out = []
+    for err in errors:
+        if err.context and err.validator in ("anyOf", "oneOf", "allOf"):
+            out.extend(_leaf_errors(list(err.context)))
+        else:
+            out.append(err)
+    return out
+
+
+def _field(err: ValidationError) -> str:
+    path = [str(p) for p in err.absolute_path]
+    if err.validator == "additionalProperties" or err.validator == "unevaluatedProperties":
+        return "arguments" if not path else ".".join(path)
+    if err.validator == "required" and isinstance(err.validator_value, list):
+        missing = [name for name in err.validator_value if isinstance(err.instance, dict) and name not in err.instance]
+        if missing:
+            path.append(missing[0])
+    return ".".join(path) or "arguments"
+
+
+def _guidance(err: ValidationError, field: str) -> str:
+    keyword = err.validator
+    if keyword in ("additionalProperties", "unevaluatedProperties"):
+        return UNKNOWN_PROPERTY
+    if keyword in LIMIT_KEYWORDS:
+        return REDUCE
+    top = field.split(".")[0]
+    schema = err.schema if isinstance(err.schema, dict) else {}
+    if keyword == "enum":
+        values = ", ".join(str(v) for v in err.validator_value)
+        return f"Use one of the advertised values: {values}."
+    if keyword == "format" and err.validator_value in FORMAT_GUIDANCE:
+        return FORMAT_GUIDANCE[err.validator_value]
+    if keyword == "type":
+        types = err.validator_value if isinstance(err.validator_value, list) else [err.validator_value]
+        return f"Expected JSON {' or '.join(types)}; strings are not coerced to numbers or booleans."
+    if keyword in ("minimum", "exclusiveMinimum") and "maximum" in schema:
+        example = f", for example {schema['default']}" if "default" in schema else ""
+        return f"Use an integer from {schema.get('minimum')} to {schema['maximum']}{example}."
+    if top in FIELD_GUIDANCE:
+        return FIELD_GUIDANCE[top]
+    if keyword in ("minLength", "pattern") and top == "query":
+        return "Use nonblank literal search text within the advertised length."
+    return FALLBACK
+
+
+def input_error(errors: list[ValidationError]) -> ToolError:
+    leaves = _leaf_errors(errors)
+    limit = any(e.validator in LIMIT_KEYWORDS for e in leaves)
+    seen: set[tuple[str, str]] = set()
+    diags = []
+    for err in sorted(leaves, key=lambda e: (_field(e), str(e.validator))):
+        field = _field(err)
+        key = (field, str(err.validator))
+        if key in seen:
+            continue
+        seen.add(key)
+        diags.append(diagnostic("invalid_input", _guidance(err, field), field=field))
+    if limit:
+        return ToolError("resource_limit", "tool input exceeds the advertised schema limits", diagnostics=diags[:MAX_INPUT_DIAGNOSTICS])
+    return ToolError("schema_validation", "tool input does not match the advertised schema", diagnostics=diags[:MAX_INPUT_DIAGNOSTICS])
+
+
+def output_error(errors: list[ValidationError]) -> ToolError:
+    if any(e.validator in LIMIT_KEYWORDS for e in _leaf_errors(errors)):
+        return ToolError("resource_limit", "tool output exceeds the advertised schema limits")
+    return ToolError("schema_validation", "tool output does not match the advertised schema")

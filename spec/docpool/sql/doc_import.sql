@@ -1,0 +1,1 @@
+../../../impl/docpool/sql/doc_import.sql

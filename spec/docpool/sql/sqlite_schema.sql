@@ -1,0 +1,1 @@
+../../../impl/docpool/sql/sqlite_schema.sql

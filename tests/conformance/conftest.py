@@ -1,0 +1,30 @@
+"""Fixtures: the toy contract on disk and target strings for the toy server's variants."""
+
+from __future__ import annotations
+
+import json
+import sys
+from pathlib import Path
+
+import pytest
+
+TARGETS = Path(__file__).parent / "targets"
+sys.path.insert(0, str(TARGETS))
+
+from toy_schemas import contract  # noqa: E402
+
+
+@pytest.fixture(scope="session")
+def toy_contract(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("contract") / "contract.json"
+    path.write_text(json.dumps(contract()), encoding="utf-8")
+    return path
+
+
+def toy_target(variant: str = "good") -> str:
+    return f"stdio:{sys.executable} {TARGETS / 'toy_server.py'} --variant {variant}"
+
+
+@pytest.fixture(scope="session")
+def target_for():
+    return toy_target

@@ -1,0 +1,100 @@
+"""The pool builder: frontmatter, chunking, pool.yaml, the sample corpus and an OKF bundle."""
+
+from __future__ import annotations
+
+import sqlite3
+from pathlib import Path
+
+import pytest
+
+from docpool_sample import SAMPLE, sample_config, sample_topics
+from knowspec.impl.docpool.builder import add_pool_build_parser, build_pool, chunk_sections, split_frontmatter
+from knowspec.impl.docpool.recipe import import_collection
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
+from knowspec.impl.docpool.storage.sqlite import SqlitePool
+
+OKF = Path("/work/shared/corpora/databricks-okf")
+
+
+def test_chunk_sections_splits_at_headings_with_paths():
+    body = "# T\n\nintro\n\n## A\n\none\n\n### B\n\ntwo\n\n```\n# not a heading\n```\n\n## C\n\nthree\n"
+    chunks = chunk_sections("T", body)
+    assert [(c.ord, c.heading) for c in chunks] == [(0, ""), (1, "A"), (2, "A > B"), (3, "C")]
+    assert "# not a heading" in chunks[2].body
+
+
+def test_chunk_sections_always_gives_one_chunk():
+    assert len(chunk_sections("T", "")) == 1
+
+
+def test_split_frontmatter_without_frontmatter():
+    assert split_frontmatter("# x\n") == ({}, "# x\n")
+
+
+def test_sample_corpus_builds_with_every_part(tmp_path):
+    counts = build_pool(SAMPLE, tmp_path / "help.db", "netsim-help", title="Yardım", erisim="herkes")
+    topics, config = sample_topics(), sample_config()
+    assert counts["topic"] == len(topics) >= 20
+    assert counts["entity"] == len(config["entities"])
+    assert counts["acl"] == sum(len(f.get("acl", [])) for f in topics.values())
+    langs = {"tr": 0, "en": 0}
+    for f in topics.values():
+        langs["tr" if any(c in f["title"] for c in "ıİşŞğçöüÇÖÜ") else "en"] += 1
+    assert min(langs.values()) >= 5
+    con = sqlite3.connect(tmp_path / "help.db")
+    rels = {r[0] for r in con.execute('select rel from "doc$entity_rel"')}
+    assert rels == {"opens", "opens_mobile"}
+    templates = [r[0] for r in con.execute('select url_template from "doc$entity_kind"')]
+    assert all("<key>" in t and "<v3>" in t for t in templates)
+    assert con.execute('select value from "doc$meta" where collection = \'\' and name = \'search_stopwords\'').fetchone()[0]
+
+
+def test_fts_index_holds_folded_text(tmp_path):
+    build_pool(SAMPLE, tmp_path / "help.db", "netsim-help", title="", erisim="herkes")
+    with SqlitePool(tmp_path / "help.db") as pool:
+        hits = pool.search_fts('"isik"*', UNRESTRICTED, limit=5, weights=[1, 1, 1], snippet_column="body")
+    assert [h.slug for h in hits] == ["doviz-kurlari"]
+    assert "[Işık]" in hits[0].snippet
+
+
+def test_cli_parser_builds(tmp_path, capsys):
+    import argparse
+    parser = argparse.ArgumentParser()
+    add_pool_build_parser(parser.add_subparsers())
+    ns = parser.parse_args(["build", str(SAMPLE), str(tmp_path / "p.db"), "--collection", "ornek"])
+    assert ns.func(ns) == 0
+    assert '"topic": %d' % len(sample_topics()) in capsys.readouterr().out
+
+
+def test_import_replaces_only_its_collection(tmp_path):
+    build_pool(SAMPLE, tmp_path / "a.db", "alpha", title="", erisim="herkes")
+    build_pool(SAMPLE, tmp_path / "b.db", "beta", title="", erisim="kisitli")
+    target = tmp_path / "pool.db"
+    import_collection(target, tmp_path / "a.db", "alpha")
+    first = import_collection(target, tmp_path / "b.db", "beta")
+    again = import_collection(target, tmp_path / "b.db", "beta")
+    assert first == again and first.topics == len(sample_topics())
+    with SqlitePool(target) as pool:
+        assert {c.id: c.topics for c in pool.collections(UNRESTRICTED)} == {"alpha": first.topics, "beta": first.topics}
+        assert pool.counts(UNRESTRICTED)["chunk"] == 2 * first.chunks
+        hits = pool.search_fts('"stok"*', UNRESTRICTED, limit=50, weights=[1, 1, 1], snippet_column="body")
+        assert {h.collection for h in hits} == {"alpha", "beta"}
+
+
+@pytest.mark.slow
+def test_databricks_okf_bundle_becomes_a_collection(tmp_path):
+    counts = build_pool(OKF, tmp_path / "dbx.db", "databricks", title="Databricks", erisim="herkes")
+    concepts = len(list((OKF / "concepts").glob("*.md")))
+    assert counts["topic"] == concepts > 5000
+    assert counts["chunk"] > counts["topic"]
+    with SqlitePool(tmp_path / "dbx.db") as pool:
+        hits = pool.search_fts('"column"* AND "mask"*', UNRESTRICTED, limit=5, weights=[10, 5, 1], snippet_column="body")
+        assert len(hits) == 5 and all(h.collection == "databricks" for h in hits)
+        assert pool.aliases_named("concept", "ACMP")[0].key == "abac-column-mask-policy"
+
+
+def test_built_pool_is_left_in_rollback_journal_mode(tmp_path):
+    """Readers open it read-only; a WAL file would need writable -shm beside it."""
+    build_pool(SAMPLE, tmp_path / "help.db", "netsim-help", title="", erisim="herkes")
+    assert sqlite3.connect(tmp_path / "help.db").execute("pragma journal_mode").fetchone()[0] == "delete"
+    assert not (tmp_path / "help.db-wal").exists()

@@ -1,0 +1,218 @@
+"""IMPORTDOC (impl/docpool/importdoc.py): the seed's 200 / 202 / 400 contract and atomicity."""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+
+import pytest
+
+from knowspec.impl.config import Settings
+from knowspec.impl.docpool import catalog
+from knowspec.impl.docpool.importdoc import import_collection
+from knowspec.impl.docpool.storage.sqlite import open_for_write
+from knowspec.impl.errors import ToolError
+
+from test_import_pools import file_digest, make_pool, topics_of
+
+
+@pytest.fixture()
+def settings(tmp_path):
+    s = Settings(appdir=tmp_path)
+    catalog.register_database(s.catalog_path, "sales", "SQLITE", str(tmp_path / "sales.db"))
+    catalog.execute_alter(s.catalog_path, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
+    return s
+
+
+@pytest.fixture()
+def target(tmp_path):
+    return tmp_path / "sales.db"
+
+
+def count(path, sql, *params):
+    with sqlite3.connect(path) as con:
+        return con.execute(sql, params).fetchone()[0]
+
+
+def test_success_reports_counts_and_writes_the_collection(settings, target, tmp_path):
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(4), chunks_per_topic=3)
+    outcome = import_collection(settings, "sales", "manuals", str(source))
+    assert outcome == {
+        "result": True, "collection": "manuals", "topics": 4, "chunks": 12,
+        "docsDb": "sales", "source": str(source),
+    }
+    assert count(target, 'select count(*) from "doc$topic" where collection = ?', "manuals") == 4
+    hits = count(target, 'select count(*) from "doc$chunk_fts" where "doc$chunk_fts" match ?', "invoic*")
+    assert hits == 12
+
+
+def test_reimport_replaces_only_that_collection(settings, target, tmp_path):
+    import_collection(settings, "sales", "manuals",
+                      str(make_pool(tmp_path / "a.db", "manuals", topics_of(5))))
+    import_collection(settings, "sales", "faq",
+                      str(make_pool(tmp_path / "b.db", "faq", topics_of(2, "q"))))
+    smaller = make_pool(tmp_path / "c.db", "manuals", topics_of(1, "new"))
+    outcome = import_collection(settings, "sales", "manuals", str(smaller))
+    assert (outcome["topics"], outcome["chunks"]) == (1, 2)
+    rows = sqlite3.connect(target).execute(
+        'select collection, count(*) from "doc$topic" group by collection order by 1').fetchall()
+    assert rows == [("faq", 2), ("manuals", 1)]
+    assert count(target, 'select count(*) from "doc$chunk_fts" where "doc$chunk_fts" match ?',
+                 "invoic*") == 2 * 2 + 1 * 2
+
+
+def test_general_recipe_and_entity_kinds_are_refreshed(settings, target, tmp_path):
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(1),
+                       meta={"search_stopwords": "ve veya"},
+                       entity_kinds=[("form_class", "Forms"), ("module", "Modules")])
+    import_collection(settings, "sales", "manuals", str(source))
+    assert count(target, """select value from "doc$meta" where collection = '' and name = ?""",
+                 "search_stopwords") == "ve veya"
+    assert count(target, 'select count(*) from "doc$entity_kind" where collection = ?',
+                 "manuals") == 2
+
+
+@pytest.mark.parametrize("missing", ["database", "collection", "source_path"])
+def test_missing_parameter_is_a_400(settings, tmp_path, missing):
+    args = {"database": "sales", "collection": "manuals", "source_path": str(tmp_path / "s.db")}
+    args[missing] = ""
+    with pytest.raises(ToolError) as err:
+        import_collection(settings, **args)
+    assert err.value.code == "invalid_request"
+
+
+def _seeded_target(settings, tmp_path):
+    import_collection(settings, "sales", "manuals",
+                      str(make_pool(tmp_path / "seed.db", "manuals", topics_of(3))))
+    return tmp_path / "sales.db"
+
+
+@pytest.mark.parametrize(
+    "collection, source_name, reason",
+    [
+        ("Bad_Name", "good.db", "invalid collection name"),
+        ("-leading", "good.db", "invalid collection name"),
+        ("absent", "good.db", "not found in source"),
+        ("manuals", "missing.db", "source pool not found"),
+        ("manuals", "x" * 5000, "source pool not found"),
+    ],
+)
+def test_refusals_answer_result_false_and_leave_target_byte_identical(
+    settings, tmp_path, collection, source_name, reason
+):
+    target = _seeded_target(settings, tmp_path)
+    make_pool(tmp_path / "good.db", "manuals", topics_of(7, "other"))
+    before = file_digest(target)
+    outcome = import_collection(settings, "sales", collection, str(tmp_path / source_name))
+    assert outcome["result"] is False and reason in outcome["message"]
+    assert set(outcome) == {"result", "message"}
+    assert file_digest(target) == before
+
+
+def test_refusal_on_a_never_imported_pool_does_not_create_it(settings, tmp_path):
+    outcome = import_collection(settings, "sales", "manuals", str(tmp_path / "nope.db"))
+    assert outcome["result"] is False
+    assert not (tmp_path / "sales.db").exists()
+
+
+def test_unregistered_database_is_the_catalog_error(settings, tmp_path):
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
+    with pytest.raises(ToolError) as err:
+        import_collection(settings, "nosuch", "manuals", str(source))
+    assert (err.value.code, err.value.message) == ("pool_unavailable", "database is not registered")
+
+
+def _source_with_duplicate_slug(path):
+    """A source whose second topic repeats a slug: the target's unique key fails halfway."""
+    make_pool(path, "manuals", topics_of(3))
+    con = sqlite3.connect(path)
+    con.executescript(
+        """
+        create table t2 as select * from "doc$topic";
+        drop table "doc$topic";
+        create table "doc$topic" as select * from t2;
+        drop table t2;
+        insert into "doc$topic"(id, collection, slug, title, breadcrumb, category, description,
+            source_uri, mime, mtime, body_md)
+        select 999, collection, slug, title, breadcrumb, category, description, source_uri,
+            mime, mtime, body_md from "doc$topic" where slug = 'topic-1';
+        """
+    )
+    con.close()
+    return path
+
+
+def test_failure_halfway_rolls_back_everything(settings, tmp_path):
+    target = _seeded_target(settings, tmp_path)
+    before = sqlite3.connect(target).execute(
+        'select slug, title from "doc$topic" order by slug').fetchall()
+    source = _source_with_duplicate_slug(tmp_path / "broken.db")
+    with pytest.raises(ToolError) as err:
+        import_collection(settings, "sales", "manuals", str(source))
+    assert err.value.code == "storage_error"
+    after = sqlite3.connect(target).execute(
+        'select slug, title from "doc$topic" order by slug').fetchall()
+    assert after == before
+    assert count(target, 'select count(*) from "doc$chunk_fts" where "doc$chunk_fts" match ?',
+                 "invoic*") == 3 * 2
+
+
+def test_reader_sees_wholly_old_or_wholly_new_data(settings, tmp_path):
+    target = _seeded_target(settings, tmp_path)  # 3 topics, 6 chunks
+    new_source = make_pool(tmp_path / "new.db", "manuals", topics_of(40, "fresh"),
+                           chunks_per_topic=5)
+    seen: set[tuple[int, int]] = set()
+    stop = threading.Event()
+    errors: list[BaseException] = []
+
+    def reader():
+        uri = target.absolute().as_uri() + "?mode=ro"
+        while not stop.is_set():
+            try:
+                con = sqlite3.connect(uri, uri=True)
+                con.execute("begin")
+                topics = con.execute('select count(*) from "doc$topic"').fetchone()[0]
+                chunks = con.execute('select count(*) from "doc$chunk"').fetchone()[0]
+                con.execute("commit")
+                con.close()
+                seen.add((topics, chunks))
+            except sqlite3.OperationalError as exc:  # busy during the WAL switch is fine
+                if "locked" not in str(exc) and "busy" not in str(exc):
+                    errors.append(exc)
+
+    thread = threading.Thread(target=reader)
+    thread.start()
+    try:
+        for _ in range(3):
+            import_collection(settings, "sales", "manuals", str(new_source))
+    finally:
+        stop.set()
+        thread.join()
+    assert not errors
+    assert seen <= {(3, 6), (40, 200)}
+    assert (40, 200) in seen or count(target, 'select count(*) from "doc$topic"') == 40
+
+
+def _cli(argv):
+    import argparse
+
+    from knowspec.impl.docpool.importdoc import add_pool_import_parser
+
+    parser = argparse.ArgumentParser(prog="knowspec pool")
+    add_pool_import_parser(parser.add_subparsers(dest="pool_command"))
+    return parser.parse_args(argv)
+
+
+def test_cli_pool_import_imports_and_reports_counts(settings, tmp_path, capsys):
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(2))
+    args = _cli(["import", "--database", "sales", "--collection", "manuals", str(source)])
+    assert args.func(args, settings) == 0
+    assert "2 topics, 4 chunks" in capsys.readouterr().out
+
+
+def test_cli_pool_import_refusal_exits_2_and_error_exits_1(settings, tmp_path):
+    args = _cli(["import", "--database", "sales", "--collection", "manuals", str(tmp_path / "no.db")])
+    assert args.func(args, settings) == 2
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
+    args = _cli(["import", "--database", "nosuch", "--collection", "manuals", str(source)])
+    assert args.func(args, settings) == 1

@@ -1,0 +1,77 @@
+"""Users, roles and password hashing in the catalog (impl/docpool/auth.py)."""
+
+from __future__ import annotations
+
+import argparse
+import io
+import sqlite3
+import types
+
+import pytest
+
+from knowspec.impl.docpool import auth
+
+
+@pytest.fixture()
+def catalog(tmp_path):
+    return tmp_path / "catalog.db"
+
+
+def test_created_user_authenticates_with_its_password_only(catalog):
+    auth.create_user(catalog, "ayse", "s3cret", ["editors"])
+    assert auth.authenticate(catalog, "ayse", "s3cret") == auth.User("ayse", ("editors",))
+    assert auth.authenticate(catalog, "ayse", "S3cret") is None
+    assert auth.authenticate(catalog, "nobody", "s3cret") is None
+
+
+def test_password_is_stored_salted_never_in_clear(catalog):
+    auth.create_user(catalog, "a", "same-password")
+    auth.create_user(catalog, "b", "same-password")
+    with sqlite3.connect(catalog) as con:
+        rows = con.execute('select salt, hash from "auth$user" order by name').fetchall()
+    (salt_a, hash_a), (salt_b, hash_b) = rows
+    assert salt_a != salt_b and hash_a != hash_b
+    assert b"same-password" not in hash_a + hash_b
+
+
+def test_user_names_are_case_insensitive_and_unique(catalog):
+    auth.create_user(catalog, "Mehmet", "pw")
+    assert auth.authenticate(catalog, "mehmet", "pw").name == "Mehmet"
+    with pytest.raises(auth.AuthError):
+        auth.create_user(catalog, "MEHMET", "other")
+
+
+def test_sysadmin_role_exists_and_grants_are_idempotent(catalog):
+    auth.create_user(catalog, "root", "pw")
+    assert not auth.get_user(catalog, "root").is_sysadmin
+    auth.grant_role(catalog, "root", "sysadmin")
+    auth.grant_role(catalog, "root", "SYSADMIN")
+    user = auth.get_user(catalog, "root")
+    assert user.roles == ("SYSADMIN",) and user.is_sysadmin
+    auth.revoke_role(catalog, "root", "SYSADMIN")
+    assert not auth.get_user(catalog, "root").is_sysadmin
+
+
+def test_grant_to_unknown_user_fails(catalog):
+    with pytest.raises(auth.AuthError):
+        auth.grant_role(catalog, "ghost", "SYSADMIN")
+
+
+def test_schema_creation_is_idempotent(catalog):
+    auth.connect(catalog).close()
+    auth.connect(catalog).close()
+    with sqlite3.connect(catalog) as con:
+        roles = con.execute('select name from "auth$role"').fetchall()
+    assert roles == [("SYSADMIN",)]
+
+
+def test_cli_user_add_reads_password_from_stdin(catalog, monkeypatch, capsys):
+    parser = argparse.ArgumentParser(prog="knowspec")
+    auth.add_user_parser(parser.add_subparsers(dest="command"))
+    args = parser.parse_args(["user", "add", "admin", "--password-stdin", "--role", "SYSADMIN"])
+    monkeypatch.setattr("sys.stdin", io.StringIO("pässword\n"))
+    settings = types.SimpleNamespace(catalog_path=catalog)
+    assert args.func(args, settings) == 0
+    user = auth.authenticate(catalog, "admin", "pässword")
+    assert user is not None and user.is_sysadmin
+    assert "admin" in capsys.readouterr().out

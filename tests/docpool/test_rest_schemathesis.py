@@ -1,0 +1,103 @@
+"""schemathesis against the in-process REST app's /openapi.json, with the envelope check.
+
+Every generated request runs with a SYSADMIN session (the built-in ``ignored_auth`` check also
+replays it without one); every status >= 400 must carry the error envelope.
+"""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import schemathesis
+from schemathesis.specs.openapi.checks import positive_data_acceptance
+from hypothesis import HealthCheck, settings as hyp_settings
+from starlette.testclient import TestClient
+
+from knowspec.impl.config import Settings
+from knowspec.impl.docpool import auth, catalog
+from knowspec.impl.docpool.importdoc import import_collection
+from knowspec.impl.rest.routes import rest_app
+
+from test_import_pools import make_pool, topics_of
+
+ENVELOPE_KEYS = {"code", "message", "retryable", "diagnostics"}
+
+
+@schemathesis.check
+def error_envelope(ctx, response, case):
+    """Project rule: every error body is exactly the envelope {code, message, retryable, diagnostics}."""
+    if response.status_code < 400:
+        return None
+    try:
+        body = response.json()
+    except ValueError:
+        raise AssertionError(f"{response.status_code} body is not JSON") from None
+    if not isinstance(body, dict) or set(body) != ENVELOPE_KEYS:
+        raise AssertionError(f"{response.status_code} body is not the error envelope: {body!r}")
+    if not (isinstance(body["code"], str) and body["code"] and isinstance(body["retryable"], bool)
+            and isinstance(body["diagnostics"], list) and body["message"]):
+        raise AssertionError(f"malformed envelope: {body!r}")
+    return None
+
+
+def _app(tmp_path):
+    s = Settings(appdir=tmp_path, session_ttl_seconds=3600)
+    make_pool(s.help_db_path, "netsim-help", topics_of(3, "help"))
+    catalog.register_database(s.catalog_path, "sales", "SQLITE", str(tmp_path / "sales.db"))
+    catalog.execute_alter(s.catalog_path, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
+    import_collection(s, "sales", "manuals",
+                      str(make_pool(tmp_path / "src.db", "manuals", topics_of(5))))
+    cost, auth.SCRYPT_N = auth.SCRYPT_N, 2**8  # cheap hash: params are stored per hash
+    try:
+        auth.create_user(s.catalog_path, "admin", "admin-pw", ["SYSADMIN"])
+    finally:
+        auth.SCRYPT_N = cost
+    return rest_app(s)
+
+
+# schemathesis needs the schema at collection time (its from_fixture loader does not work with
+# this pytest), so the app and its temporary state are built once per module import; the
+# directory is removed when the interpreter exits.
+_STATE = tempfile.TemporaryDirectory(prefix="knowspec-rest-")
+APP = _app(Path(_STATE.name))
+CLIENT = TestClient(APP)
+
+schema = schemathesis.openapi.from_asgi("/openapi.json", APP)
+
+
+ISSUED: set[str] = set()
+
+
+@schema.auth(refresh_interval=None)
+class FreshSysadminSession:
+    """A new SYSADMIN session per case (no caching): a generated Logout must not starve the
+    cases after it. Declared as an auth provider so schemathesis' own auth checks still replay
+    each case without it."""
+
+    def get(self, case, ctx):
+        token = CLIENT.post(
+            "/ClientREST/Login",
+            json={"user": "admin", "password": "admin-pw", "database": "sales"},
+        ).json()["token"]
+        ISSUED.add(f"Bearer {token}")
+        return token
+
+    def set(self, case, data, ctx):
+        case.headers = {**(case.headers or {}), "Authorization": f"Bearer {data}"}
+
+
+# Input schemas (spec/docpool, not this module's) that accept {} although the handler needs one
+# of several properties: schema-valid bodies answer 400 there. Reported to the schema owner;
+# remove an entry once its schema says "anyOf required".
+ONE_OF_SEVERAL_REQUIRED = {"/ClientREST/HelpGetTopic", "/ClientREST/DocGet"}
+
+
+@schema.parametrize()
+@hyp_settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
+def test_rest_conforms_to_its_openapi(case):
+    excluded = [positive_data_acceptance] if case.operation.path in ONE_OF_SEVERAL_REQUIRED else []
+    response = case.call_and_validate(excluded_checks=excluded)
+    session_call = case.operation.path != "/ClientREST/Login"
+    if session_call and (case.headers or {}).get("Authorization") in ISSUED:
+        assert response.status_code != 401, "a fresh SYSADMIN session was refused"

@@ -1,0 +1,58 @@
+"""Session tokens: expiry after the TTL, logout, and the caller a session becomes."""
+
+from __future__ import annotations
+
+from hypothesis import given, strategies as st
+
+from knowspec.impl.rest.sessions import SessionStore
+
+
+class Clock:
+    def __init__(self) -> None:
+        self.now = 1000.0
+
+    def __call__(self) -> float:
+        return self.now
+
+
+def test_session_is_valid_until_its_ttl_then_gone():
+    clock = Clock()
+    store = SessionStore(60, clock=clock)
+    session = store.open("ayse", ("editors",), "sales")
+    clock.now += 59.9
+    assert store.get(session.token) == session
+    clock.now += 0.1
+    assert store.get(session.token) is None
+    assert len(store) == 0
+
+
+def test_closed_session_no_longer_resolves():
+    store = SessionStore(60)
+    session = store.open("ayse", (), None)
+    assert store.close(session.token)
+    assert store.get(session.token) is None
+    assert not store.close(session.token)
+
+
+def test_tokens_are_unique_and_unguessable_length():
+    store = SessionStore(60)
+    tokens = {store.open("u", (), None).token for _ in range(50)}
+    assert len(tokens) == 50
+    assert all(len(t) >= 40 for t in tokens)
+
+
+def test_session_caller_is_restricted_with_user_roles_and_database():
+    session = SessionStore(60).open("Ayse", ("Editors", "SYSADMIN"), "sales")
+    caller = session.caller()
+    assert not caller.unrestricted
+    assert caller.database == "sales"
+    assert caller.principals() == frozenset({"ayse", "editors", "sysadmin", "*"})
+    assert session.is_sysadmin
+
+
+@given(st.lists(st.text(min_size=0, max_size=50), max_size=5))
+def test_unknown_or_empty_tokens_never_resolve(tokens):
+    store = SessionStore(60)
+    store.open("u", (), None)
+    for token in tokens:
+        assert store.get(token) is None

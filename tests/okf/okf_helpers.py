@@ -1,0 +1,76 @@
+"""Shared helpers for the OKF read-side tests: calling handlers directly, writing bundles."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import types
+from pathlib import Path
+
+from knowspec.impl.context import CallContext
+from knowspec.impl.okf import read_tools
+
+FIXTURES = Path("/work/shared/okf-fixtures/fixtures")
+DATABRICKS = Path("/work/shared/corpora/databricks-okf")
+
+
+def ctx() -> CallContext:
+    return CallContext()
+
+
+def list_args(bundle: Path | str, **kw) -> types.SimpleNamespace:
+    return types.SimpleNamespace(bundle_path=str(bundle), temporal_profile=kw.get("temporal_profile", "date-3fcbb9f"),
+                                 as_of=kw.get("as_of"))
+
+
+def read_args(bundle: Path | str, concept_id: str, **kw) -> types.SimpleNamespace:
+    return types.SimpleNamespace(bundle_path=str(bundle), concept_id=concept_id,
+                                 temporal_profile=kw.get("temporal_profile", "date-3fcbb9f"))
+
+
+def validate_args(bundle: Path | str, **kw) -> types.SimpleNamespace:
+    return types.SimpleNamespace(
+        bundle_path=str(bundle),
+        strict=kw.get("strict", False),
+        check_links=kw.get("check_links", False),
+        check_orphans=kw.get("check_orphans", False),
+        target_version=kw.get("target_version", "auto"),
+        temporal_profile=kw.get("temporal_profile", "date-3fcbb9f"),
+        as_of=kw.get("as_of"),
+    )
+
+
+def list_concepts(bundle, **kw):
+    return read_tools.list_concepts(list_args(bundle, **kw), ctx())
+
+
+def read_concept(bundle, concept_id, **kw):
+    return read_tools.read_concept(read_args(bundle, concept_id, **kw), ctx())
+
+
+def validate(bundle, **kw):
+    return read_tools.validate_bundle(validate_args(bundle, **kw), ctx())
+
+
+def write_bundle(root: Path, files: dict[str, str | bytes]) -> Path:
+    """Write ``files`` (relative path → text or bytes) under ``root`` and return the real path."""
+    root.mkdir(parents=True, exist_ok=True)
+    for rel, content in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        if isinstance(content, bytes):
+            path.write_bytes(content)
+        else:
+            path.write_bytes(content.encode("utf-8"))
+    return Path(os.path.realpath(root))
+
+
+def copy_tree(src: Path, dst: Path) -> Path:
+    shutil.copytree(src, dst, symlinks=True)
+    for dirpath, dirnames, filenames in os.walk(dst):
+        os.chmod(dirpath, 0o755)
+        for name in filenames:
+            p = os.path.join(dirpath, name)
+            if not os.path.islink(p):
+                os.chmod(p, 0o644)
+    return Path(os.path.realpath(dst))

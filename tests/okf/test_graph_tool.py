@@ -1,0 +1,231 @@
+"""get_semantic_graph: the v0.2 projection (structured) and the legacy JSON-LD (text)."""
+
+import base64
+import json
+from types import SimpleNamespace
+
+import pytest
+
+from knowspec.impl.context import CallContext
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.graph import check_budget
+from knowspec.impl.okf.graph_nodes import concept_iri, synthetic_iri
+from knowspec.impl.okf.graph_v02 import asset_path, resource_kind
+from knowspec.impl.okf.query_tools import get_semantic_graph
+
+APPENDIX_A = "/work/shared/okf-fixtures/fixtures/v02/positive/appendix-a"
+
+
+def write_bundle(root, files):
+    for rel, text in files.items():
+        path = root / rel
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text, encoding="utf-8")
+    return str(root)
+
+
+def call(bundle, as_of=None, profile=None):
+    return get_semantic_graph(SimpleNamespace(bundle_path=bundle, as_of=as_of, temporal_profile=profile), CallContext())
+
+
+def nodes(out):
+    return {n["@id"]: n for n in out.structured["@graph"]}
+
+
+def b64(text):
+    return base64.urlsafe_b64encode(text.encode()).decode().rstrip("=")
+
+
+def test_iris_escape_like_go():
+    assert concept_iri("computations/revenue") == "local:bundle:computations%2Frevenue"
+    assert concept_iri("notes/my file") == "local:bundle:notes%2Fmy%20file"
+    assert concept_iri("hash#name") == "local:bundle:hash%23name"
+    assert concept_iri("a:b@c$&+=;,?") == "local:bundle:a:b@c$&+=%3B%2C%3F"
+    assert synthetic_iri("source", "a", "000000") == f"urn:skosovsky:okf:graph:v0.2:source:{b64('a')}:{b64('000000')}"
+
+
+def test_resource_kinds_and_asset_paths():
+    assert resource_kind("https://x.test/a") == "url"
+    assert resource_kind("/references/a.py") == "bundle-relative"
+    assert resource_kind("../a.md") == "relative"
+    assert resource_kind("dashboards/exec") == "ambiguous"
+    assert resource_kind("bq:proj.ds", allow_scope=True) == "scope"
+    assert resource_kind("bq:proj.ds") == "ambiguous"
+    assert asset_path("/a/./b/../c.py", "bundle-relative", "x/y.md") == "a/c.py"
+    assert asset_path("../r.md", "relative", "x/y.md") == "r.md"
+    assert asset_path("../../r.md", "relative", "x/y.md") is None
+
+
+def test_appendix_a_projection():
+    out = call(APPENDIX_A, as_of="2026-06-15")
+    graph = nodes(out)
+    profit = graph["local:bundle:computations%2Fprofit"]
+    assert profit["@type"] == "proj:Concept"
+    assert profit["stale"] == {"@value": True, "@type": "xsd:boolean"}  # boundary is inclusive
+    assert profit["staleAfter"] == {"@value": "2026-06-15", "@type": "xsd:date"}
+    assert profit["trustTier"] == "machine-confirmed" and profit["tag"] == ["finance", "profit"]
+    assert graph["local:bundle:computations%2Frevenue"]["stale"]["@value"] is False
+    income = graph["local:bundle:metrics%2Fincome-statement"]
+    assert income["references"] == [{"@id": "local:bundle:computations%2Fprofit"}, {"@id": "local:bundle:computations%2Frevenue"}]
+    first_source = graph[synthetic_iri("source", "computations/revenue", "000000")]
+    assert first_source["sourceID"] == "exec-rev-dash" and first_source["resourceKind"] == "ambiguous"
+    assert first_source["usageCount"] == {"@value": "5000", "@type": "xsd:integer"}
+    attribution = graph[synthetic_iri("attribution", "computations/revenue", "exec-rev-dash")]
+    assert attribution["attributedSource"] == {"@id": first_source["@id"]}
+    assert attribution["resolved"]["@value"] is True
+    param = graph[synthetic_iri("parameter", "computations/profit", "000000")]
+    assert param["name"] == "segment"
+    executor = graph[synthetic_iri("asset", "references/skills/run-dbt.md")]
+    assert executor["exists"]["@value"] is True and executor["resourceRole"] == "executor"
+    projection = graph["urn:skosovsky:okf:graph:v0.2:projection"]
+    assert projection["profile"] == "skosovsky/okf-v0.2" and projection["versionSource"] == "declared"
+    ids = [n["@id"] for n in out.structured["@graph"]]
+    assert ids == sorted(ids, key=lambda i: i.encode())
+    assert set(out.structured) == {"@context", "@graph"}
+
+
+def test_no_staleness_without_as_of():
+    graph = nodes(call(APPENDIX_A))
+    profit = graph["local:bundle:computations%2Fprofit"]
+    assert "stale" not in profit and "stalenessAsOf" not in profit and "staleAfter" in profit
+
+
+LEGACY_BUNDLE = {
+    "notes/my file.md": "---\ntype: Note\n---\n[B](../b&c.md) and [H](../hash#name.md)\n",
+    "b&c.md": "---\ntype: Note\n---\n",
+    "hash#name.md": "---\ntype: Note\n---\n",
+    "a-b.md": "---\ntype: Note\n---\n",
+    "a.md": "---\ntype: Note\nrelations:\n  mentions:\n    - target: 'hash\\#name'\n    - target: ghost\n"
+            "parts:\n  - id: sec\n    relations:\n      uses:\n        - target: a-b\n---\n",
+}
+
+
+def test_legacy_text_matches_the_documented_node(tmp_path):
+    text = call(write_bundle(tmp_path, LEGACY_BUNDLE)).text
+    assert text.endswith("}\n")
+    doc = json.loads(text)
+    node = next(n for n in doc["@graph"] if n["@id"] == "bundle:notes/my file")
+    assert node == {
+        "@id": "bundle:notes/my file",
+        "@type": "okf:Concept",
+        "references": [
+            {"@type": "okf:Reference", "target": "bundle:b&c", "exists": True},
+            {"@type": "okf:Reference", "target": "bundle:hash", "exists": False},
+        ],
+        "type": "Note",
+    }
+    assert '"target": "bundle:b\\u0026c"' in text
+    assert '      "references": [\n        {\n          "@type": "okf:Reference",\n          "target"' in text
+
+
+def test_legacy_order_relations_and_subresources(tmp_path):
+    doc = json.loads(call(write_bundle(tmp_path, LEGACY_BUNDLE)).text)
+    ids = [n["@id"] for n in doc["@graph"]]
+    assert ids[:3] == ["bundle:a-b", "bundle:a", "bundle:a#sec"]  # file path order, subresource after
+    a = doc["@graph"][1]
+    assert a["mentions"] == [{"@id": "bundle:hash\\#name", "exists": True}, {"@id": "bundle:ghost", "exists": False}]
+    sub = doc["@graph"][2]
+    assert sub == {"@id": "bundle:a#sec", "@type": "okf:SubResource", "is_part_of": {"@id": "bundle:a"},
+                   "uses": [{"@id": "bundle:a-b", "exists": True}]}
+    assert doc["@context"]["mentions"] == {"@id": "okf:mentions", "@type": "@id"}
+    assert doc["@context"]["is_part_of"] == {"@id": "okf:is_part_of", "@type": "@id"}
+    assert list(doc["@context"]) == sorted(doc["@context"])
+
+
+def test_v02_relation_nodes_and_escaped_iris(tmp_path):
+    graph = nodes(call(write_bundle(tmp_path, LEGACY_BUNDLE)))
+    assert "local:bundle:notes%2Fmy%20file" in graph and "local:bundle:hash%23name" in graph
+    rels = [n for n in graph.values() if n["@type"] == "proj:ToolkitExtensionRelation"]
+    by_target = {r["relationTarget"]["@id"]: r for r in rels}
+    assert by_target["local:bundle:hash%23name"]["targetExists"]["@value"] is True
+    assert by_target["local:bundle:ghost"]["targetExists"]["@value"] is False
+    assert by_target["local:bundle:a-b"]["relationSource"] == {"@id": "local:bundle:a#sec"}
+
+
+def test_malformed_root_version_fails_the_call(tmp_path):
+    bundle = write_bundle(tmp_path, {"index.md": "---\nokf_version: 0.2\n---\n# I\n\n- [a](a.md)\n", "a.md": "---\ntype: Note\n---\n"})
+    with pytest.raises(ToolError) as err:
+        call(bundle)
+    assert err.value.code == "invalid_request"
+    assert err.value.message == 'render JSON-LD: invalid OKF version declaration: "0.2"'
+
+
+def test_instant_profile_types_datetimes(tmp_path):
+    bundle = write_bundle(tmp_path, {"a.md": '---\ntype: Note\nstale_after: "2026-09-23T18:00:00+07:00"\n---\n'})
+    graph = nodes(call(bundle, as_of="2026-09-23T11:00:00Z", profile="instant-0b87c52"))
+    a = graph["local:bundle:a"]
+    assert a["staleAfter"] == {"@value": "2026-09-23T18:00:00+07:00", "@type": "xsd:dateTime"}
+    assert a["stale"]["@value"] is True
+    assert graph["urn:skosovsky:okf:graph:v0.2:projection"]["profile"] == "skosovsky/okf-v0.2-instant"
+
+
+def test_budget_checks():
+    with pytest.raises(ToolError) as err:
+        check_budget({"@graph": [{"@id": "x"}] * 100_001})
+    assert err.value.code == "resource_limit"
+    with pytest.raises(ToolError) as err:
+        check_budget({"@graph": [{"@id": "x" * 8193}]})
+    assert err.value.code == "resource_limit"
+    with pytest.raises(ToolError) as err:
+        check_budget({"@graph": {}})
+    assert err.value.code == "invalid_projection"
+    check_budget({"@graph": [{"@id": "x" * 8192}]})
+
+
+def test_same_call_twice_is_identical(tmp_path):
+    bundle = write_bundle(tmp_path, LEGACY_BUNDLE)
+    first, second = call(bundle), call(bundle)
+    assert first.text == second.text and first.structured == second.structured
+
+
+AC = "---\ntype: Attested Computation\nruntime: sql\n{extra}---\n{body}"
+
+
+@pytest.mark.parametrize("extra,body,mode", [
+    ("computation: /comp/q.sql\n", "text\n", "file"),
+    ("", "no code here\n", "absent"),
+    ("", "# Computation\n\n```sql\nselect 1\n```\n", "inline"),
+    ("", "# Computation\n\n```sql\nselect 1\n```\n\n```sql\nselect 2\n```\n", "ambiguous"),
+    ("computation: 5\n", "text\n", "malformed"),
+])
+def test_computation_modes(tmp_path, extra, body, mode):
+    bundle = write_bundle(tmp_path, {"c.md": AC.format(extra=extra, body=body), "comp/q.sql": "select 1\n"})
+    graph = nodes(call(bundle))
+    contract = graph[synthetic_iri("computation-contract", "c", "000000")]
+    assert contract["computationMode"] == mode
+    assert contract["runtime"] == "sql" and contract["contractOf"] == {"@id": "local:bundle:c"}
+    if mode == "file":
+        asset = graph[contract["computationNode"]["@id"]]
+        assert asset["bundlePath"] == "comp/q.sql" and asset["exists"]["@value"] is True
+        assert asset["resourceRole"] == "computation"
+
+
+def test_no_contract_for_other_types(tmp_path):
+    graph = nodes(call(write_bundle(tmp_path, {"c.md": "---\ntype: Note\nruntime: sql\n---\n"})))
+    assert not [n for n in graph.values() if n["@type"] == "proj:AttestedComputationContract"]
+
+
+def test_malformed_status_is_unresolved_and_legacy_timestamp_generation(tmp_path):
+    bundle = write_bundle(tmp_path, {"a.md": "---\ntype: Note\nstatus: [x]\ntimestamp: 2026-06-21T00:00:00Z\n---\n"})
+    graph = nodes(call(bundle))
+    assert graph["local:bundle:a"]["effectiveStatus"] == "unresolved"
+    gen = graph[synthetic_iri("generation", "a", "000000")]
+    assert gen["legacyFallback"]["@value"] is True
+    assert gen["at"] == {"@value": "2026-06-21T00:00:00Z", "@type": "xsd:dateTime"}
+    legacy = json.loads(call(bundle).text)["@graph"][0]
+    assert legacy["timestamp"] == "2026-06-21T00:00:00Z"
+
+
+def test_legacy_citations_become_fallback_sources_only_without_sources(tmp_path):
+    body = "# Claim\n\nText.[1]\n\n# Citations\n\n[1] [Old source](https://example.invalid/old)\n"
+    bundle = write_bundle(tmp_path, {
+        "legacy.md": "---\ntype: Note\n---\n" + body,
+        "mixed.md": "---\ntype: Note\nsources:\n  - id: s\n    resource: https://example.invalid/new\n---\n" + body,
+    })
+    graph = nodes(call(bundle))
+    legacy = graph[synthetic_iri("source", "legacy", "legacy-000000")]
+    assert legacy["resource"] == "https://example.invalid/old" and legacy["title"] == "Old source"
+    assert legacy["legacyCitationNumber"] == {"@value": "1", "@type": "xsd:integer"}
+    assert legacy["legacyFallback"]["@value"] is True
+    mixed = [n for n in graph.values() if n["@type"] == "proj:ProvenanceSource" and n["sourceOf"]["@id"] == "local:bundle:mixed"]
+    assert [n["resource"] for n in mixed] == ["https://example.invalid/new"]

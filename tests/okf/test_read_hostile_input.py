@@ -1,0 +1,167 @@
+"""Hostile bundle paths and contents: exact codes and messages, never a crash or an escape."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf import snapshot as snap
+from okf_helpers import list_concepts, read_concept, validate, write_bundle
+
+CONCEPT = "---\ntype: Note\n---\nbody\n"
+
+
+def _error(call) -> ToolError:
+    with pytest.raises(ToolError) as exc:
+        call()
+    return exc.value
+
+
+@pytest.mark.parametrize(
+    ("path", "message"),
+    [
+        ("", "bundle_path is required"),
+        (" /tmp", "bundle_path must not contain surrounding whitespace"),
+        ("relative/kb", "bundle_path must be absolute"),
+        ("/tmp/../tmp", "bundle_path must be clean"),
+        ("/tmp/", "bundle_path must be clean"),
+        ("/tmp//x", "bundle_path must be clean"),
+    ],
+)
+def test_bundle_path_rules_in_order(path, message):
+    err = _error(lambda: list_concepts(path))
+    assert (err.code, err.message) == ("invalid_request", message)
+
+
+def test_symlink_root_is_rejected(tmp_path):
+    real = write_bundle(tmp_path / "real", {"a.md": CONCEPT})
+    os.symlink(real, tmp_path / "link")
+    err = _error(lambda: list_concepts(os.path.realpath(tmp_path) + "/link"))
+    assert (err.code, err.message) == ("invalid_request", "bundle_path must not be a symlink")
+
+
+def test_symlink_ancestor_is_rejected(tmp_path):
+    write_bundle(tmp_path / "real" / "kb", {"a.md": CONCEPT})
+    os.symlink(tmp_path / "real", tmp_path / "alias")
+    err = _error(lambda: list_concepts(os.path.realpath(tmp_path) + "/alias/kb"))
+    assert (err.code, err.message) == ("invalid_request", "bundle_path must not contain a symlink")
+
+
+def test_file_root_is_not_a_directory(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"a.md": CONCEPT})
+    err = _error(lambda: list_concepts(str(kb / "a.md")))
+    assert (err.code, err.message) == ("invalid_request", "bundle_path must be a directory")
+
+
+def test_missing_root_is_redacted(tmp_path):
+    err = _error(lambda: list_concepts(os.path.realpath(tmp_path) + "/nope"))
+    assert err.code == "invalid_request"
+    assert "/" not in err.message
+
+
+def test_4097_character_path_is_resource_limit():
+    err = _error(lambda: list_concepts("/" + "a" * 4096))
+    assert err.code == "resource_limit"
+
+
+def test_symlink_escape_inside_tree_is_ignored(tmp_path):
+    outside = write_bundle(tmp_path / "outside", {"secret.md": "---\ntype: Secret\n---\nTOP SECRET\n"})
+    kb = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: Note\n---\n[s](secret.md) [d](dir/secret.md)\n"})
+    os.symlink(outside / "secret.md", kb / "secret.md")
+    os.symlink(outside, kb / "dir")
+    ids = [c["id"] for c in list_concepts(kb).structured["concepts"]]
+    assert ids == ["a"]
+    err = _error(lambda: read_concept(kb, "secret"))
+    assert err.code == "concept_not_found"
+    broken = [d["message"] for d in validate(kb, check_links=True).structured["diagnostics"]]
+    assert broken == ['broken link to "secret.md" (target not found)', 'broken link to "dir/secret.md" (target not found)']
+
+
+def test_invalid_utf8_file_is_a_parse_error(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"bad.md": b"---\ntype: \xff\n---\n"})
+    err = _error(lambda: list_concepts(kb))
+    assert err.code == "operation_rejected"
+    assert err.diagnostics[0]["code"] == "invalid_encoding"
+    (d,) = validate(kb).structured["diagnostics"]
+    assert d["message"] == "unparseable concept document: invalid encoding: invalid UTF-8"
+
+
+def test_yaml_alias_bomb_is_resource_limit(tmp_path):
+    lines = ["a: &a [x, x, x, x, x, x, x, x, x, x]"]
+    for i in range(1, 9):
+        prev, cur = chr(ord("a") + i - 1), chr(ord("a") + i)
+        lines.append(f"{cur}: &{cur} [" + ", ".join([f"*{prev}"] * 10) + "]")
+    kb = write_bundle(tmp_path / "kb", {"bomb.md": "---\ntype: T\n" + "\n".join(lines) + "\n---\n"})
+    err = _error(lambda: list_concepts(kb))
+    assert (err.code, err.message) == ("resource_limit", "bundle exceeds MCP resource limits")
+    assert _error(lambda: validate(kb)).code == "resource_limit"
+
+
+def test_yaml_deep_nesting_is_resource_limit(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"deep.md": "---\ntype: T\nx: " + "[" * 70 + "]" * 70 + "\n---\n"})
+    assert _error(lambda: list_concepts(kb)).code == "resource_limit"
+
+
+def test_yaml_nesting_at_the_limit_loads(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"ok.md": "---\ntype: T\nx: " + "[" * 60 + "]" * 60 + "\n---\n"})
+    assert [c["id"] for c in list_concepts(kb).structured["concepts"]] == ["ok"]
+
+
+def test_10001_files_is_resource_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(snap, "MAX_FILES", 3)
+    kb = write_bundle(tmp_path / "kb", {f"f{i}.txt": "x" for i in range(4)})
+    err = _error(lambda: list_concepts(kb))
+    assert (err.code, err.message) == ("resource_limit", "bundle exceeds MCP resource limits")
+
+
+@pytest.mark.slow
+def test_10001_real_files_is_resource_limit(tmp_path):
+    root = tmp_path / "kb"
+    root.mkdir()
+    for i in range(10_001):
+        (root / f"f{i:05d}.txt").write_bytes(b"")
+    err = _error(lambda: list_concepts(os.path.realpath(root)))
+    assert err.code == "resource_limit"
+
+
+def test_file_over_16_mib_is_resource_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(snap, "MAX_FILE_BYTES", 10)
+    kb = write_bundle(tmp_path / "kb", {"big.txt": "x" * 11})
+    assert _error(lambda: list_concepts(kb)).code == "resource_limit"
+
+
+def test_total_bytes_over_limit_is_resource_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(snap, "MAX_TOTAL_BYTES", 15)
+    kb = write_bundle(tmp_path / "kb", {"a.txt": "x" * 8, "b.txt": "x" * 8})
+    assert _error(lambda: list_concepts(kb)).code == "resource_limit"
+
+
+def test_depth_over_64_is_resource_limit(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"/".join(["d"] * 65) + "/a.md": CONCEPT})
+    assert _error(lambda: list_concepts(kb)).code == "resource_limit"
+
+
+def test_transaction_crash_evidence_fails_the_load(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"a.md": CONCEPT, "sub/.OKF-index-txn-1/x": "x"})
+    assert _error(lambda: list_concepts(kb)).code == "invalid_request"
+
+
+def test_root_okf_is_excluded_but_nested_okf_and_hidden_files_are_captured(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {".okf/x.md": CONCEPT, "sub/.okf/y.md": CONCEPT, ".h.md": CONCEPT})
+    ids = [c["id"] for c in list_concepts(kb).structured["concepts"]]
+    assert ids == [".h", "sub/.okf/y"]
+
+
+def test_cancelled_call_fails_without_partial_result(tmp_path):
+    from knowspec.impl.context import CallContext
+    from knowspec.impl.okf import read_tools
+    from okf_helpers import list_args
+
+    kb = write_bundle(tmp_path / "kb", {"a.md": CONCEPT})
+    ctx = CallContext()
+    ctx.cancel_event.set()
+    with pytest.raises(ToolError) as exc:
+        read_tools.list_concepts(list_args(kb), ctx)
+    assert (exc.value.code, exc.value.retryable) == ("operation_cancelled", True)

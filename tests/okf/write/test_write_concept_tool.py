@@ -1,0 +1,93 @@
+"""write_concept: whole-document create/replace through the same transactional store."""
+
+from __future__ import annotations
+
+import json
+import types
+
+import pytest
+
+from knowspec.impl.context import CallContext
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf import write_tools
+from write_helpers import assert_valid_output, tree_bytes, visible_bytes
+
+
+def _write(bundle, concept_id="notes/new", frontmatter="type: Note\ntitle: New\n", body="# New\n\nText.\n"):
+    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id=concept_id, frontmatter=frontmatter, body=body)
+    out = write_tools.write_concept(args, CallContext()).structured
+    assert_valid_output("write_concept", out)
+    return out
+
+
+def test_creates_a_concept_with_exact_bytes(bundle):
+    before = visible_bytes(bundle)
+    out = _write(bundle)
+    assert out == {"status": "success", "path": "notes/new.md", "diagnostics": []}
+    after = visible_bytes(bundle)
+    assert after.pop("notes/new.md") == b"---\ntype: Note\ntitle: New\n---\n# New\n\nText.\n"
+    assert after == before
+
+
+def test_replaces_an_existing_concept_in_place(bundle):
+    _write(bundle, "arch/cache", "type: Note\n", "new body\n")
+    assert (bundle / "arch/cache.md").read_bytes() == b"---\ntype: Note\n---\nnew body\n"
+
+
+def test_identical_write_is_success_and_changes_nothing(bundle):
+    _write(bundle)
+    snapshot = visible_bytes(bundle)
+    assert _write(bundle)["status"] == "success"
+    assert visible_bytes(bundle) == snapshot
+
+
+def test_identical_request_replays_its_receipt_even_after_a_foreign_edit(bundle):
+    # Upstream identity excludes the base revision (write notes §3.3 step 5): the retry finds
+    # the earlier receipt and publishes nothing new. Different content is a new request.
+    _write(bundle)
+    (bundle / "notes/new.md").write_text("---\ntype: Note\n---\nhand edit\n")
+    _write(bundle)
+    assert (bundle / "notes/new.md").read_text().endswith("hand edit\n")
+    _write(bundle, body="# New\n\nText 2.\n")
+    assert (bundle / "notes/new.md").read_text().endswith("Text 2.\n")
+
+
+@pytest.mark.parametrize("frontmatter", ["title: no type\n", "type: 123\n"])
+def test_concept_without_valid_type_is_rejected_without_writing(bundle, frontmatter):
+    before = tree_bytes(bundle)
+    with pytest.raises(ToolError) as err:
+        _write(bundle, frontmatter=frontmatter)
+    assert err.value.code == "operation_rejected"
+    assert json.loads(err.value.text)["status"] == "rejected"
+    assert tree_bytes(bundle) == before
+
+
+def test_invalid_yaml_is_invalid_request_with_recovery_step(bundle):
+    with pytest.raises(ToolError) as err:
+        _write(bundle, frontmatter="type: [oops\n")
+    assert err.value.code == "invalid_request"
+    assert err.value.diagnostics[0]["field"] == "frontmatter"
+
+
+@pytest.mark.parametrize("concept_id", ["../x", "index", "a/log", "x.md", ".hidden", "a:b"])
+def test_reserved_or_escaping_ids_are_invalid_request(bundle, concept_id):
+    before = tree_bytes(bundle)
+    with pytest.raises(ToolError) as err:
+        _write(bundle, concept_id=concept_id)
+    assert err.value.code == "invalid_request"
+    assert tree_bytes(bundle) == before
+
+
+def test_oversized_frontmatter_is_resource_limit(bundle):
+    with pytest.raises(ToolError) as err:
+        _write(bundle, frontmatter="type: Note\nx: " + "a" * (1 << 20) + "\n")
+    assert err.value.code == "resource_limit"
+
+
+def test_write_through_symlinked_directory_is_refused(bundle, tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    (bundle / "linked").symlink_to(outside)
+    with pytest.raises(ToolError):
+        _write(bundle, concept_id="linked/x")
+    assert list(outside.iterdir()) == []

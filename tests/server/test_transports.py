@@ -1,0 +1,118 @@
+"""The real server over stdio and HTTP, driven by the real `mcp` SDK client."""
+
+from __future__ import annotations
+
+import json
+import os
+import socket
+import subprocess
+import sys
+import time
+import urllib.request
+from contextlib import asynccontextmanager
+
+import anyio
+import mcp.types as types
+import pytest
+from jsonschema import Draft202012Validator
+from mcp import ClientSession, StdioServerParameters, stdio_client
+from mcp.client.streamable_http import streamable_http_client
+
+from knowspec.generated.registry import TOOLS, error_schema
+
+SERVER = [sys.executable, "-m", "knowspec.impl.cli", "serve"]
+
+
+def free_port() -> int:
+    with socket.socket() as s:
+        s.bind(("127.0.0.1", 0))
+        return s.getsockname()[1]
+
+
+@pytest.fixture(scope="module")
+def http_server(tmp_path_factory):
+    port = free_port()
+    appdir = tmp_path_factory.mktemp("appdir")
+    proc = subprocess.Popen([*SERVER, "--http", f"127.0.0.1:{port}", "--appdir", str(appdir)],
+                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    url = f"http://127.0.0.1:{port}"
+    deadline = time.time() + 30
+    while time.time() < deadline:
+        try:
+            urllib.request.urlopen(url + "/healthz", timeout=1).read()
+            break
+        except OSError:
+            if proc.poll() is not None:
+                pytest.fail(proc.stderr.read().decode())
+            time.sleep(0.2)
+    yield url + "/mcp"
+    proc.terminate()
+    proc.wait(10)
+
+
+@asynccontextmanager
+async def session_for(transport: str, target: str | None = None, appdir: str = "/nonexistent-appdir"):
+    if transport == "stdio":
+        params = StdioServerParameters(command=SERVER[0], args=[*SERVER[1:], "--stdio", "--appdir", appdir],
+                                       env={**os.environ})
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+    else:
+        async with streamable_http_client(target) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
+
+
+def bad_argument_cases(entry) -> list[tuple[dict, str]]:
+    cases: list[tuple[dict, str]] = [({"definitely_not_a_field": 1}, "schema_validation")]
+    props = entry.input_schema.get("properties", {})
+    limit = props.get("limit", {})
+    if "maximum" in limit:
+        cases.append(({"limit": limit["maximum"] + 1}, "resource_limit"))
+    if "minimum" in limit:
+        cases.append(({"limit": limit["minimum"] - 1}, "schema_validation"))
+    return cases
+
+
+async def exercise(session: ClientSession) -> None:
+    listed = (await session.list_tools()).tools
+    assert [t.name for t in listed] == [t.name for t in TOOLS]
+    assert len(listed) == 25
+    envelope = Draft202012Validator(error_schema())
+    for tool, entry in zip(listed, TOOLS):
+        Draft202012Validator.check_schema(tool.input_schema)
+        Draft202012Validator.check_schema(tool.output_schema)
+        assert tool.input_schema == entry.input_schema
+        for arguments, code in bad_argument_cases(entry):
+            request = types.CallToolRequest(params=types.CallToolRequestParams(name=tool.name, arguments=arguments))
+            result = await session.send_request(request, types.CallToolResult)
+            assert result.is_error is True, (tool.name, arguments)
+            envelope.validate(result.structured_content)
+            Draft202012Validator(tool.output_schema).validate(result.structured_content)
+            assert result.structured_content["code"] == code, (tool.name, arguments, result.structured_content)
+
+
+def test_stdio_lists_25_tools_and_answers_bad_arguments_with_contract_codes():
+    async def go():
+        async with session_for("stdio") as session:
+            await exercise(session)
+
+    anyio.run(go)
+
+
+def test_http_lists_25_tools_and_answers_bad_arguments_with_contract_codes(http_server):
+    async def go():
+        async with session_for("http", http_server) as session:
+            await exercise(session)
+
+    anyio.run(go)
+
+
+def test_tools_list_is_byte_identical_across_restarts():
+    async def listing() -> str:
+        async with session_for("stdio") as session:
+            tools = (await session.list_tools()).tools
+            return json.dumps([t.model_dump(mode="json", by_alias=True) for t in tools])
+
+    assert anyio.run(listing) == anyio.run(listing)

@@ -1,0 +1,144 @@
+"""Run-time embedding: lazy runtime import, the seed's error messages, pack/pool mismatch
+refusal, pooling and the per-process session cache."""
+
+from __future__ import annotations
+
+import json
+import os
+import shutil
+import subprocess
+import sys
+
+import numpy as np
+import pytest
+
+from knowspec.impl.docpool.vectors import embedder as emb
+from knowspec.impl.errors import ToolError
+
+
+@pytest.fixture(autouse=True)
+def fresh_cache():
+    emb.clear_cache()
+    yield
+    emb.clear_cache()
+
+
+def test_missing_model_folder_is_embedding_model_not_found(tmp_path):
+    with pytest.raises(ToolError) as err:
+        emb.query_vector(tmp_path / "absent", "fatura", prefix="query: ")
+    assert err.value.code == "embedding_unavailable"
+    assert err.value.message == "embedding model not found"
+    assert err.value.diagnostics and "absent" in err.value.diagnostics[0]["message"]
+
+
+def test_missing_tokenizer_is_embedding_model_not_found(hf_pack, tmp_path):
+    out, _, _ = hf_pack
+    partial = tmp_path / "partial"
+    partial.mkdir()
+    shutil.copy(out / emb.MODEL_FILE, partial / emb.MODEL_FILE)
+    with pytest.raises(ToolError, match="embedding model not found") as err:
+        emb.load_embedder(partial)
+    assert "tokenizer.json" in err.value.diagnostics[0]["message"]
+
+
+def test_missing_runtime_is_embedding_runtime_not_found(hf_pack, monkeypatch):
+    out, _, _ = hf_pack
+    monkeypatch.setitem(sys.modules, "onnxruntime", None)  # makes `import onnxruntime` raise ImportError
+    with pytest.raises(ToolError) as err:
+        emb.query_vector(out, "fatura", prefix="")
+    assert (err.value.code, err.value.message) == ("embedding_unavailable", "embedding runtime not found")
+
+
+def test_corrupt_model_file_is_reported_as_model_not_found(hf_pack, tmp_path):
+    out, _, _ = hf_pack
+    broken = tmp_path / "broken"
+    shutil.copytree(out, broken)
+    (broken / emb.MODEL_FILE).write_bytes(b"not an onnx file")
+    with pytest.raises(ToolError, match="embedding model not found"):
+        emb.load_embedder(broken)
+
+
+def test_pack_with_other_dimension_is_refused(hf_pack):
+    out, meta, _ = hf_pack
+    with pytest.raises(ToolError) as err:
+        emb.query_vector(out, "fatura", prefix="", pool_dim=meta["dim"] + 1)
+    assert err.value.code == "embedding_unavailable"
+    assert "does not match the pool" in err.value.message
+    assert "dimension" in err.value.diagnostics[0]["message"]
+
+
+def test_pack_of_other_model_is_refused(hf_pack):
+    out, _, _ = hf_pack
+    with pytest.raises(ToolError, match="does not match the pool"):
+        emb.query_vector(out, "fatura", prefix="", pool_model="intfloat/multilingual-e5-small")
+
+
+def test_matching_pool_gets_a_unit_vector(hf_pack):
+    out, meta, _ = hf_pack
+    q = emb.query_vector(out, "cancel the invoice", prefix="", pool_model=meta["model"], pool_dim=meta["dim"])
+    assert q.shape == (meta["dim"],) and q.dtype == np.float32
+    assert abs(float(np.linalg.norm(q)) - 1.0) < 1e-5
+
+
+def test_prefix_changes_the_embedded_text(hf_pack):
+    embedder = emb.load_embedder(hf_pack[0])
+    plain = embedder.embed_query("invoice", "")
+    prefixed = embedder.embed_query("invoice", "cancel ")
+    assert np.allclose(prefixed, embedder.embed(["cancel invoice"])[0], atol=1e-6)
+    assert not np.allclose(plain, prefixed, atol=1e-3)
+
+
+def test_a_text_embeds_identically_alone_and_in_a_list(hf_pack):
+    embedder = emb.load_embedder(hf_pack[0])
+    texts = ["stok", "the warehouse transfer form moves stock between depots"]
+    together = embedder.embed_passages(texts, "")
+    alone = np.stack([embedder.embed([t])[0] for t in texts])
+    np.testing.assert_array_equal(together, alone)
+
+
+def test_padding_is_masked_out_of_pooling(hf_pack):
+    """Batched runs pad; the pooled vectors stay close (int8 activation scaling aside)."""
+    embedder = emb.load_embedder(hf_pack[0])
+    texts = ["stok", "the warehouse transfer form moves stock between depots"]
+    batched = embedder.embed(texts, batch_size=2)
+    alone = embedder.embed(texts)
+    assert (batched * alone).sum(axis=1).min() > 0.99
+
+
+def test_session_is_cached_per_folder_and_reloaded_on_change(hf_pack, tmp_path):
+    out, _, _ = hf_pack
+    copy = tmp_path / "copy"
+    shutil.copytree(out, copy)
+    first = emb.load_embedder(copy)
+    assert emb.load_embedder(copy) is first
+    os.utime(copy / emb.MODEL_FILE, ns=(1, 1))
+    assert emb.load_embedder(copy) is not first
+
+
+def test_pack_without_pack_json_reads_dimension_from_graph(hf_pack, tmp_path):
+    out, meta, _ = hf_pack
+    bare = tmp_path / "bare"
+    shutil.copytree(out, bare)
+    (bare / emb.PACK_FILE).unlink()
+    info = emb.load_embedder(bare).info
+    assert (info.model, info.dim) == (None, meta["dim"])
+
+
+def test_pack_json_disagreeing_with_graph_is_refused(hf_pack, tmp_path):
+    out, meta, _ = hf_pack
+    bad = tmp_path / "bad"
+    shutil.copytree(out, bad)
+    (bad / emb.PACK_FILE).write_text(json.dumps({**meta, "dim": meta["dim"] * 2}))
+    with pytest.raises(ToolError, match="embedding model not found"):
+        emb.load_embedder(bad)
+
+
+def test_importing_vector_modules_does_not_load_onnxruntime():
+    code = (
+        "import sys\n"
+        "import knowspec.impl.docpool.vectors.embedder, knowspec.impl.docpool.vectors.scoring\n"
+        "import knowspec.impl.docpool.vectors.pack_builder, knowspec.impl.rules.rrf\n"
+        "print(sorted(m for m in ('onnx', 'onnxruntime') if m in sys.modules))\n"
+    )
+    result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert result.stdout.strip() == "[]"
