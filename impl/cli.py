@@ -21,7 +21,7 @@ SUBCOMMANDS = (
 POOL_COMMANDS = (
     ("knowspec.impl.docpool.builder", "add_pool_build_parser"),
     ("knowspec.impl.docpool.importdoc", "add_pool_import_parser"),
-    ("knowspec.impl.docpool.catalog", "add_db_parser"),
+    ("knowspec.impl.docpool.catalog_cli", "add_db_parser"),
 )
 OTHER_GROUPS = (
     ("model", "build and check vector model packs", (("knowspec.impl.docpool.vectors.cli", "add_model_parser"),)),

@@ -9,7 +9,6 @@ pseudo-syntax inside code. Heading IDs follow Goldmark's ``ids.Generate`` byte r
 from __future__ import annotations
 
 import bisect
-import itertools
 import re
 from dataclasses import dataclass, field
 from typing import NamedTuple
@@ -90,7 +89,7 @@ def heading_id_base(raw: bytes) -> str:
     space/TAB/LF/CR/``-``/``_`` become ``-``, every other ASCII byte is dropped."""
     text = raw.strip(_TRIM).decode("utf-8", errors="ignore")
     if not text.isascii():
-        text = "".join(ch for ch in text if ch < "\x80")
+        text = text.encode("ascii", "ignore").decode("ascii")
     return text.translate(_ID_TABLE) or "heading"
 
 
@@ -130,22 +129,30 @@ def atx_content(line: bytes) -> bytes:
 
 
 class _LineIndex:
+    """Line arithmetic on the body bytes with C-level searches (offsets mostly increase)."""
+
     def __init__(self, data: bytes, first_line: int) -> None:
-        self.starts = [0]
-        self.starts.extend(itertools.accumulate(len(line) + 1 for line in data.split(b"\n")[:-1]))
+        self.data = data
         self.first = first_line
         self.size = len(data)
+        self._offset = 0
+        self._count = 0
 
     def line_of(self, offset: int) -> int:
-        return self.first + bisect.bisect_right(self.starts, offset) - 1
+        if offset >= self._offset:
+            self._count += self.data.count(b"\n", self._offset, offset)
+        else:
+            self._count = self.data.count(b"\n", 0, offset)
+        self._offset = offset
+        return self.first + self._count
 
     def line_start(self, offset: int) -> int:
-        return self.starts[bisect.bisect_right(self.starts, offset) - 1]
+        return self.data.rfind(b"\n", 0, offset) + 1
 
     def line_end(self, offset: int) -> int:
         """Offset just past the newline of the line holding ``offset`` (or end of data)."""
-        idx = bisect.bisect_right(self.starts, offset)
-        return self.starts[idx] if idx < len(self.starts) else self.size
+        pos = self.data.find(b"\n", offset)
+        return self.size if pos < 0 else pos + 1
 
 
 def _fence_closed(data: bytes, start: int, end: int) -> bool:
@@ -172,6 +179,7 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
     current_heading: list | None = None
     fence_unclosed_from: int | None = None
     fences: list[tuple[int, int, bool]] = []
+    footnotes = "[^" in body
     for event, rng in pyromark.events_with_range(body):
         if "Text" in event:  # the most frequent event (string events never contain "Text")
             if current_heading is not None:
@@ -183,13 +191,16 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
         if "Start" in event:
             tag = event["Start"]
             if tag == "Paragraph":
-                footnote_blocks.append((start, end))
+                if footnotes:
+                    footnote_blocks.append((start, end))
             elif type(tag) is dict:
                 if "Link" in tag or "Image" in tag:
-                    link_spans.append((start, end))
+                    if footnotes:
+                        link_spans.append((start, end))
                 elif "Heading" in tag:
                     current_heading = [int(tag["Heading"]["level"][1:]), start, end, []]
-                    footnote_blocks.append((start, end))
+                    if footnotes:
+                        footnote_blocks.append((start, end))
                 elif "CodeBlock" in tag:
                     s = lines.line_start(start)
                     e = lines.line_end(max(end - 1, start))
@@ -280,7 +291,11 @@ def _scan_footnotes(data, prose_bytes, lines, blocks, link_spans, analysis) -> N
     prose = prose_bytes.decode("utf-8", errors="replace")
     prose_lines = prose.split("\n")
     def_spans: list[tuple[int, int]] = []
-    line_offsets = lines.starts
+    line_offsets = [0]
+    pos = data.find(b"\n")
+    while pos >= 0:
+        line_offsets.append(pos + 1)
+        pos = data.find(b"\n", pos + 1)
     i = 0
     while i < len(prose_lines):
         m = _FOOTNOTE_DEF.match(prose_lines[i].rstrip("\r"))

@@ -32,8 +32,18 @@ class PlanRejected(Exception):
         self.diagnostics = diagnostics
 
 
+MAX_MESSAGE_BYTES = 512
+
+
+def _capped(message: str) -> str:
+    raw = message.encode("utf-8")
+    if len(raw) <= MAX_MESSAGE_BYTES:
+        return message
+    return raw[: MAX_MESSAGE_BYTES - len(" [truncated]")].decode("utf-8", "ignore") + " [truncated]"
+
+
 def _reject(code: str, message: str, path: str = "") -> PlanRejected:
-    return PlanRejected(code, [diagnostic(code, message, file=path)])
+    return PlanRejected(code, [diagnostic(code, _capped(message), file=path)])
 
 
 @dataclass

@@ -147,3 +147,11 @@ def test_private_store_dir_as_symlink_is_refused(tmp_path):
     assert err.value.code == "operation_rejected"
     assert list(outside.iterdir()) == []
     assert (b / "arch/cache.md").read_text() == CONCEPT
+
+
+def test_rejection_messages_stay_within_the_diagnostic_cap(tmp_path):
+    key = "k" * 2000
+    b = make_bundle(tmp_path / "b", {"arch/cache.md": f"---\ntype: Note\n{key}: 1\n{key}: 2\n---\n"})
+    p = preview(b, [LIFECYCLE])
+    assert p["status"] == "rejected"
+    assert all(len(d["message"].encode()) <= 512 for d in p["diagnostics"])

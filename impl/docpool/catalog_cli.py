@@ -1,0 +1,64 @@
+"""`knowspec pool register|alter|databases`: the catalog (the seed's MASTER) from the command line."""
+
+from __future__ import annotations
+
+import argparse
+import json
+import sys
+
+from knowspec.impl.docpool import catalog
+from knowspec.impl.errors import ToolError
+
+
+def add_db_parser(subparsers: argparse._SubParsersAction) -> None:
+    from knowspec.impl.cli import add_settings_options
+
+    reg = subparsers.add_parser("register", help="register a database and its storage in the catalog")
+    reg.add_argument("name", help="database name")
+    reg.add_argument("--storage", required=True, help="SQLITE, POSTGRESQL or FIREBIRD")
+    reg.add_argument("--dsn", required=True, help="SQLite file, PostgreSQL conninfo, or Firebird database/DSN")
+    add_settings_options(reg)
+    reg.set_defaults(func=_register)
+
+    alter = subparsers.add_parser("alter", help="run ALTER DATABASE <db> SET DOCUMENTS INTERNAL | DATABASE <other> | OFF")
+    alter.add_argument("statement", help='e.g. "ALTER DATABASE shop SET DOCUMENTS INTERNAL"')
+    add_settings_options(alter)
+    alter.set_defaults(func=_alter)
+
+    listing = subparsers.add_parser("databases", help="list registered databases and their document settings")
+    add_settings_options(listing)
+    listing.set_defaults(func=_list)
+
+
+def _settings(args):
+    from knowspec.impl.cli import settings_from
+
+    settings = settings_from(args)
+    settings.catalog_path.parent.mkdir(parents=True, exist_ok=True)
+    return settings
+
+
+def _register(args: argparse.Namespace) -> int:
+    try:
+        entry = catalog.register_database(_settings(args).catalog_path, args.name, args.storage.upper(), args.dsn)
+    except (catalog.CatalogError, ToolError) as exc:
+        print(f"knowspec: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(entry.__dict__, default=str))
+    return 0
+
+
+def _alter(args: argparse.Namespace) -> int:
+    try:
+        entry = catalog.execute_alter(_settings(args).catalog_path, args.statement)
+    except (catalog.CatalogError, ToolError) as exc:
+        print(f"knowspec: {exc}", file=sys.stderr)
+        return 2
+    print(json.dumps(entry.__dict__, default=str))
+    return 0
+
+
+def _list(args: argparse.Namespace) -> int:
+    for entry in catalog.list_databases(_settings(args).catalog_path):
+        print(json.dumps(entry.__dict__, default=str))
+    return 0
