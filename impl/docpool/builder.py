@@ -11,7 +11,8 @@ Two kinds of folder are accepted:
   entities and its ``x-llmwiki.aliases`` aliases of its ``concept`` entity.
 
 Topics are chunked by Markdown section. The result is a pool IMPORTDOC can import, or a
-``help.db`` the help tools read directly.
+``help.db`` the help tools read directly. Given a model pack (``--model DIR``), every topic and
+chunk also gets a passage vector and ``doc$meta`` records the model (``vectors.pool_embed``).
 """
 
 from __future__ import annotations
@@ -228,13 +229,21 @@ class _Writer:
 
 
 def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *, title: str = "",
-               erisim: str = "herkes", progress: Progress | None = None) -> dict[str, int]:
+               erisim: str = "herkes", progress: Progress | None = None,
+               model_dir: Path | str | None = None, vector_progress: Progress | None = None) -> dict[str, int]:
     """Write a fresh pool file ``out_path`` from ``source_dir``; returns row counts.
 
     ``collection``/``title``/``erisim`` name the main collection (``pool.yaml`` may add more,
-    topics may choose one with their ``collection`` frontmatter).
+    topics may choose one with their ``collection`` frontmatter). With ``model_dir`` (a model
+    pack) topic and chunk vectors are stored too; a missing pack or runtime raises the
+    ``embedding_unavailable`` ToolError before anything is written.
     """
     root, out = Path(source_dir), Path(out_path)
+    embedder = None
+    if model_dir is not None:
+        from knowspec.impl.docpool.vectors.embedder import load_embedder
+
+        embedder = load_embedder(model_dir)
     for suffix in ("", "-wal", "-shm"):
         Path(str(out) + suffix).unlink(missing_ok=True)
     config = _load_pool_yaml(root)
@@ -274,9 +283,15 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
                 progress(n, len(files))
         for tag in sorted(tags):
             w.entity(collection, {"kind": "tag", "key": tag, "title": tag})
+        if embedder is not None:
+            from knowspec.impl.docpool.vectors.pool_embed import embed_pool
+
+            recipe = config.get("meta") or {}
+            embed_pool(con, embedder, passage_prefix=recipe.get("vec_passage_prefix"),
+                       query_prefix=recipe.get("vec_query_prefix"), progress=vector_progress)
         con.execute("commit")
         counts = {name: con.execute(f'select count(*) from "doc${name}"').fetchone()[0]
-                  for name in ("topic", "chunk", "entity", "alias", "link", "acl")}
+                  for name in ("topic", "chunk", "entity", "alias", "link", "acl", "topic_vec", "chunk_vec")}
     except BaseException:
         if con.in_transaction:
             con.execute("rollback")
@@ -298,6 +313,8 @@ def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.Ar
     p.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
     p.add_argument("--title", default="", help="collection title")
     p.add_argument("--erisim", default="herkes", help="'herkes' (everyone) or a restricted marker")
+    p.add_argument("--model", type=Path, default=None,
+                   help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors")
     p.set_defaults(func=_run_build)
     return p
 
@@ -307,7 +324,19 @@ def _run_build(ns: argparse.Namespace) -> int:
         if done == total or done % 500 == 0:
             print(f"\r{done}/{total} topics", end="", file=sys.stderr, flush=True)
 
-    counts = build_pool(ns.source, ns.out, ns.collection, title=ns.title, erisim=ns.erisim, progress=show)
+    def show_vectors(done: int, total: int) -> None:
+        if done == total or done % 200 == 0:
+            print(f"\r{done}/{total} vectors", end="", file=sys.stderr, flush=True)
+
+    from knowspec.impl.errors import ToolError
+
+    try:
+        counts = build_pool(ns.source, ns.out, ns.collection, title=ns.title, erisim=ns.erisim, progress=show,
+                            model_dir=ns.model, vector_progress=show_vectors)
+    except ToolError as exc:
+        detail = "; ".join(d["message"] for d in exc.diagnostics)
+        print(f"pool build failed: {exc.message}" + (f" ({detail})" if detail else ""), file=sys.stderr)
+        return 1
     print(file=sys.stderr)
     print(json.dumps(counts, sort_keys=True))
     return 0

@@ -2,6 +2,8 @@
 
 The REST ``IMPORTDOC`` command (another module) validates its parameters and calls
 ``import_collection``; the pool builder's tests call it too, so the recipe has one executor.
+Vectors travel with their collection; a source whose vectors come from another model (or
+dimension) than the vectors of the target's other collections is refused before any change.
 """
 
 from __future__ import annotations
@@ -12,6 +14,7 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
+from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, read_identity
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -38,6 +41,26 @@ def recipe_statements() -> list[str]:
     return parts
 
 
+def _vector_identity(con: sqlite3.Connection, schema: str, where: str, params: list) -> PoolModelIdentity | None:
+    """The model identity of ``schema``'s vectors selected by ``where``; ``None`` without vectors."""
+    sample = con.execute(f'select v.vec from {schema}."doc$chunk_vec" v join {schema}."doc$chunk" ch on ch.id = v.chunk_id '
+                         f'join {schema}."doc$topic" t on t.id = ch.topic_id where {where} '
+                         f'union all select v.vec from {schema}."doc$topic_vec" v '
+                         f'join {schema}."doc$topic" t on t.id = v.topic_id where {where} limit 1',
+                         params + params).fetchone()
+    if sample is None:
+        return None
+    meta = dict(con.execute(f'select name, value from {schema}."doc$meta" where collection = \'\'').fetchall())
+    return read_identity(meta) or PoolModelIdentity(None, len(bytes(sample[0])) // 4)
+
+
+def vector_model_conflict(con: sqlite3.Connection, collection: str) -> str | None:
+    """Why the source's vectors (attached as ``src``) cannot join the target's other collections'."""
+    incoming = _vector_identity(con, "src", "t.collection = ?", [collection])
+    staying = _vector_identity(con, "main", "t.collection <> ?", [collection])
+    return identity_conflict(staying, incoming)
+
+
 def import_collection(target: Path | str, source: Path | str, collection: str) -> ImportResult:
     """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``."""
     if not COLLECTION_NAME.match(collection or ""):
@@ -55,6 +78,9 @@ def import_collection(target: Path | str, source: Path | str, collection: str) -
             raise ImportRefused(f"source is not a document pool ({source}): {exc}") from exc
         if not found:
             raise ImportRefused(f"collection {collection} not found in source ({source})")
+        conflict = vector_model_conflict(con, collection)
+        if conflict:
+            raise ImportRefused(f"embedding model does not match the pool ({source}): {conflict}")
         con.execute("begin immediate")
         try:
             for sql in recipe_statements():

@@ -2,9 +2,12 @@
 
 ``search_pool`` is the one entry point. Full text builds the MATCH with ``rules.fts_query`` (AND
 first, OR when AND finds nothing) and asks the storage for the best chunk per allowed topic,
-ranked by ``bm25`` with the pool's weights. Vector and hybrid search plug in at
-``_vector_ranked``: the query vector comes from ``docpool.vectors.embedder.query_vector`` and the
-stored vectors from the storage, so a missing model answers ``embedding model not found``.
+ranked by ``bm25`` with the pool's weights. Vector mode embeds the query with the pool's model
+pack (``vectors.embedder.query_vector``: ``embedding model not found`` / ``embedding runtime not
+found``), reads the pool's vectors once per process (``vectors.scoring.cached_pool_vectors``,
+refreshed when the storage's change stamp moves) and ranks with ``vectors.scoring.vector_rank``
+over the topics the caller may see *and* that pass the collection / module filters, so the
+filters act before the top-80 cut. Hybrid fuses both lists with ``rules.rrf.hybrid_rank``.
 """
 
 from __future__ import annotations
@@ -14,7 +17,7 @@ from typing import Any
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
-from knowspec.impl.errors import ToolError
+from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.rules.fts_query import build_fts_query, parse_stopwords
 
 DEFAULT_WEIGHTS = (10.0, 5.0, 1.0)
@@ -97,9 +100,12 @@ def _vector_ranked(ctx: CallContext, pool: PoolStorage, query: str, access: Acce
         sample = (chunk_rows or topic_rows)
         return PoolVectors.from_vector_rows(topic_rows, chunk_rows, len(sample[0].vec) // 4 if sample else len(q))
 
-    vectors = cached_pool_vectors(pool.location, pool.change_stamp(), load)
+    vectors = cached_pool_vectors((type(pool).__name__, pool.location), pool.change_stamp(), load)
     if vectors.dim != len(q):
-        raise ToolError("embedding_unavailable", "embedding model does not match the pool")
+        raise ToolError("embedding_unavailable", "embedding model does not match the pool",
+                        diagnostics=[diagnostic("embedding_unavailable", f"the pool's vectors have dimension "
+                                                f"{vectors.dim}, the model gives {len(q)}")])
+    ctx.check_cancelled("doc_search")
     allowed = None
     if not access.unrestricted or collection is not None or linked_to is not None:
         allowed = pool.topic_ids(access, collection=collection, linked_to=linked_to)
@@ -117,13 +123,13 @@ def _vector_ranked(ctx: CallContext, pool: PoolStorage, query: str, access: Acce
     return out
 
 
-def fuse(fts: list[RankedTopic], vec: list[RankedTopic], limit: int) -> list[RankedTopic]:
+def fuse(fts: list[RankedTopic], vec: list[RankedTopic], limit: int, depth: int = HYBRID_TOP) -> list[RankedTopic]:
     """Hybrid: weighted reciprocal rank fusion (``rules.rrf``); vector alone when full text is empty."""
     from knowspec.impl.rules.rrf import hybrid_rank
 
     by_id = {r.topic_id: r for r in vec}
     by_id.update({r.topic_id: r for r in fts})  # the full-text snippet wins
-    fused = hybrid_rank([r.topic_id for r in fts], [(r.topic_id, r.score) for r in vec], limit)
+    fused = hybrid_rank([r.topic_id for r in fts], [(r.topic_id, r.score) for r in vec], limit, depth=depth)
     return [RankedTopic(f.key, by_id[f.key].collection, by_id[f.key].slug, by_id[f.key].title,
                         by_id[f.key].breadcrumb, by_id[f.key].snippet, f.score, f.method) for f in fused]
 
@@ -138,7 +144,9 @@ def search_pool(ctx: CallContext, pool: PoolStorage, query: str, access: Access,
     if mode == "vector":
         return _vector_ranked(ctx, pool, query, access, limit=limit, collection=collection, linked_to=linked_to)
     if mode == "hybrid":
-        vec = _vector_ranked(ctx, pool, query, access, limit=HYBRID_TOP, collection=collection, linked_to=linked_to)
         fts = fts_ranked(pool, query, access, limit=HYBRID_TOP, collection=collection, linked_to=linked_to)
-        return fuse(fts, vec, limit)
+        # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
+        depth = HYBRID_TOP if fts else limit
+        vec = _vector_ranked(ctx, pool, query, access, limit=depth, collection=collection, linked_to=linked_to)
+        return fuse(fts, vec, limit, depth)
     raise ToolError("invalid_request", f"unknown search mode {mode!r}: fts, vector or hybrid")

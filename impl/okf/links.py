@@ -52,10 +52,15 @@ def _odd_backslashes(line: str, pos: int) -> bool:
 _SIMPLE_LINK = re.compile(r"\[[^\[\]\\]*\]\(([^()\\]*)\)")
 
 
+_PLAIN_NOT_LINK = re.compile(r"\[[^\[\]\\]*\](?!\()")
+
+
 def _parse_inline_link(line: str, start: int) -> tuple[str, int] | None:
     simple = _SIMPLE_LINK.match(line, start)
     if simple is not None:  # no nesting and no escapes: the common case, same result
         return simple.group(1), simple.end()
+    if _PLAIN_NOT_LINK.match(line, start):  # the text closes at depth 0 and no `(` follows
+        return None
     n = len(line)
     depth = 1
     i = start + 1

@@ -110,18 +110,12 @@ def unique_heading_ids(bases: list[str]) -> list[str]:
 
 def atx_content(line: bytes) -> bytes:
     """Heading text of an ATX line: after the ``#`` run, closing sequence removed (§1.2)."""
-    s = line.lstrip(b" ")
-    j = 0
-    while j < len(s) and s[j : j + 1] == b"#":
-        j += 1
-    content = s[j:].strip(_TRIM)
-    k = len(content)
-    while k > 0 and content[k - 1 : k] == b"#":
-        k -= 1
-    if k == 0:
+    content = line.lstrip(b" ").lstrip(b"#").strip(_TRIM)
+    stripped = content.rstrip(b"#")
+    if not stripped:
         return b""
-    if k < len(content) and content[k - 1 : k] in (b" ", b"\t"):
-        content = content[: k - 1].rstrip(b" \t")
+    if len(stripped) < len(content) and stripped[-1:] in (b" ", b"\t"):
+        return stripped.rstrip(b" \t")
     return content
 
 
@@ -181,48 +175,52 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
     fences: list[tuple[int, int, bool]] = []
     footnotes = "[^" in body
     for event, rng in pyromark.events_with_range(body):
-        if "Text" in event:  # the most frequent event (string events never contain "Text")
+        # Most frequent first; string events (SoftBreak, Rule, …) contain neither key.
+        if "Text" in event:
             if current_heading is not None:
                 current_heading[3].append(event["Text"])
             continue
-        if type(event) is not dict:
-            continue
-        start, end = rng["start"], rng["end"]
-        if "Start" in event:
-            tag = event["Start"]
-            if tag == "Paragraph":
-                if footnotes:
-                    footnote_blocks.append((start, end))
-            elif type(tag) is dict:
-                if "Link" in tag or "Image" in tag:
-                    if footnotes:
-                        link_spans.append((start, end))
-                elif "Heading" in tag:
-                    current_heading = [int(tag["Heading"]["level"][1:]), start, end, []]
-                    if footnotes:
-                        footnote_blocks.append((start, end))
-                elif "CodeBlock" in tag:
-                    s = lines.line_start(start)
-                    e = lines.line_end(max(end - 1, start))
-                    kind = tag["CodeBlock"]
-                    if type(kind) is dict and "Fenced" in kind:
-                        closed = _fence_closed(data, start, end)
-                        fences.append((s, e, closed))
-                        if fence_unclosed_from is None and not closed:
-                            fence_unclosed_from = s
-                    mask.append((s, e))
-            elif tag == "HtmlBlock":
-                s = lines.line_start(start)
-                e = lines.line_end(max(end - 1, start))
-                chunk = data[s:e].rstrip(b"\n")
-                if b"\n" in chunk and _HTML_CLOSING_TYPES.match(chunk):
-                    e = s + chunk.rfind(b"\n") + 1
-                mask.append((s, e))
-        elif "End" in event:
+        if "End" in event:
             if current_heading is not None and type(event["End"]) is dict and "Heading" in event["End"]:
                 heading_raw.append(tuple(current_heading))
                 current_heading = None
-        elif "Code" in event:
+            continue
+        if type(event) is not dict:
+            continue
+        if "Start" in event:
+            tag = event["Start"]
+            if type(tag) is not dict:
+                if tag == "HtmlBlock":
+                    start, end = rng["start"], rng["end"]
+                    s = lines.line_start(start)
+                    e = lines.line_end(max(end - 1, start))
+                    chunk = data[s:e].rstrip(b"\n")
+                    if b"\n" in chunk and _HTML_CLOSING_TYPES.match(chunk):
+                        e = s + chunk.rfind(b"\n") + 1
+                    mask.append((s, e))
+                elif footnotes and tag == "Paragraph":
+                    footnote_blocks.append((rng["start"], rng["end"]))
+                continue
+            if "Heading" in tag:
+                current_heading = [int(tag["Heading"]["level"][1:]), rng["start"], rng["end"], []]
+                if footnotes:
+                    footnote_blocks.append((rng["start"], rng["end"]))
+            elif "CodeBlock" in tag:
+                start, end = rng["start"], rng["end"]
+                s = lines.line_start(start)
+                e = lines.line_end(max(end - 1, start))
+                kind = tag["CodeBlock"]
+                if type(kind) is dict and "Fenced" in kind:
+                    closed = _fence_closed(data, start, end)
+                    fences.append((s, e, closed))
+                    if fence_unclosed_from is None and not closed:
+                        fence_unclosed_from = s
+                mask.append((s, e))
+            elif footnotes and ("Link" in tag or "Image" in tag):
+                link_spans.append((rng["start"], rng["end"]))
+            continue
+        if "Code" in event:
+            start, end = rng["start"], rng["end"]
             raw = data[start:end]
             ticks = len(raw) - len(raw.lstrip(b"`"))
             if end - start > 2 * ticks:
@@ -230,7 +228,7 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
             if current_heading is not None:
                 current_heading[3].append(event["Code"])
         elif "InlineHtml" in event:
-            mask.append((start, end))
+            mask.append((rng["start"], rng["end"]))
     if fence_unclosed_from is not None:
         mask.append((fence_unclosed_from, len(data)))
     if mask:
@@ -277,12 +275,19 @@ def _headings(data: bytes, lines: _LineIndex, raw: list) -> list[Heading]:
 
 
 def _scan_links(prose: str, first_line: int, analysis: BodyAnalysis) -> None:
-    if "](" not in prose:
-        return
-    for offset, line in enumerate(prose.split("\n")):
-        if "](" in line:
-            for target in scan_line_links(line):
-                analysis.links.append(RawLink(target, first_line + offset))
+    """Run the line scanner on the prose lines that contain ``](`` (no other line has a link)."""
+    pos = prose.find("](")
+    line_no, counted = first_line, 0
+    while pos >= 0:
+        start = prose.rfind("\n", 0, pos) + 1
+        end = prose.find("\n", pos)
+        if end < 0:
+            end = len(prose)
+        line_no += prose.count("\n", counted, start)
+        counted = start
+        for target in scan_line_links(prose[start:end]):
+            analysis.links.append(RawLink(target, line_no))
+        pos = prose.find("](", end)
 
 
 def _scan_footnotes(data, prose_bytes, lines, blocks, link_spans, analysis) -> None:

@@ -19,6 +19,7 @@ from dataclasses import dataclass
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.frontmatter import YamlLimitError
+from knowspec.impl.okf.gcpause import gc_paused
 from knowspec.impl.okf.model import Document, Snapshot, document_for
 from knowspec.impl.okf.paths import DIR_FLAGS, check_bundle_path, pin_root
 
@@ -188,6 +189,11 @@ def _build_documents(entries: dict[str, _Entry], ctx) -> dict[str, Document]:
 
 def capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     """Pin, capture (reusing the cache), parse; the snapshot every read tool answers from."""
+    with gc_paused():
+        return _capture_snapshot(bundle_path, ctx)
+
+
+def _capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     _check(ctx)
     path = check_bundle_path(bundle_path)
     root_fd, _root_stat = pin_root(path)

@@ -2,7 +2,8 @@
 
 Each handler only decodes arguments, wires cancellation and returns the structured result;
 the rules live in ``knowspec.impl.okf.write`` (planning is pure, I/O sits in the store).
-The v0.1 -> v0.2 migration is specified but not implemented yet.
+The v0.1 -> v0.2 migration does not convert legacy ``# Citations`` sections yet: such
+bundles are reported ``blocked`` with the ``normalize_citations_section`` manual action.
 """
 
 from __future__ import annotations
@@ -10,8 +11,7 @@ from __future__ import annotations
 from typing import Any
 
 from knowspec.impl.context import CallContext, ToolOutput
-from knowspec.impl.errors import not_implemented
-from knowspec.impl.okf.write import patch_flow, replace, temporal_flow
+from knowspec.impl.okf.write import migration_flow, patch_flow, replace, temporal_flow
 from knowspec.impl.okf.write.inputs import decode_patch, plain
 
 
@@ -40,11 +40,13 @@ def apply_concept_patch(args: Any, ctx: CallContext) -> ToolOutput:
 
 
 def preview_v02_migration(args: Any, ctx: CallContext) -> ToolOutput:
-    raise not_implemented("preview_v02_migration")
+    ctx.check_cancelled("preview_v02_migration")
+    return ToolOutput(migration_flow.preview(args, _checker(ctx, "preview_v02_migration")))
 
 
 def apply_v02_migration(args: Any, ctx: CallContext) -> ToolOutput:
-    raise not_implemented("apply_v02_migration")
+    ctx.check_cancelled("apply_v02_migration")
+    return ToolOutput(migration_flow.apply(args, _checker(ctx, "apply_v02_migration")))
 
 
 def preview_temporal_upgrade(args: Any, ctx: CallContext) -> ToolOutput:

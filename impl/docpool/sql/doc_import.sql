@@ -36,7 +36,11 @@ delete from "doc$entity" where collection = :collection
 ;;
 delete from "doc$entity_kind" where collection = :collection
 ;;
-delete from "doc$meta" where collection in ('', :collection)
+-- The general model identity (vec_model, vec_dim) stays when the source brings none, so the
+-- vectors of the other collections keep their recorded model.
+delete from "doc$meta" where collection = :collection
+    or (collection = '' and not (name in ('vec_model', 'vec_dim')
+        and not exists (select 1 from src."doc$meta" where collection = '' and name in ('vec_model', 'vec_dim'))))
 ;;
 delete from "doc$collection" where id = :collection
 ;;

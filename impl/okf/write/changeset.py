@@ -15,6 +15,7 @@ from knowspec.impl.okf.write.encoding import (
     ZERO_REVISION,
     digest_string,
     enc_bool,
+    enc_bytes,
     enc_str,
     u64,
 )
@@ -82,6 +83,24 @@ def _contract_bytes(c: dict) -> bytes:
     return out
 
 
+def _migration_bytes(op: Operation) -> bytes:
+    """Collections arrive pre-sorted (by path; entries by number, exact entry, source id)."""
+    out = enc_str(op["generated_by"]) + enc_str(op["timestamp_policy"]) + enc_str(op["timestamp_conflict"])
+    out += u64(len(op["generated_at"])) + b"".join(enc_str(p) + enc_str(at) for p, at in op["generated_at"])
+    out += u64(len(op["citations"]))
+    for path, entries in op["citations"]:
+        out += enc_str(path) + u64(len(entries))
+        for e in entries:
+            out += u64(e.get("legacy_number") or 0) + enc_str(e.get("legacy_entry") or "")
+            out += enc_str(e["source_id"]) + enc_str(e.get("title") or "") + enc_str(e.get("resource") or "")
+    out += u64(len(op["computations"]))
+    for path, contract, asset in op["computations"]:
+        out += enc_str(path) + _contract_bytes(contract) + enc_bool(asset is not None)
+        if asset is not None:
+            out += enc_str(asset["path"]) + enc_bytes(asset["content"].encode("utf-8"))
+    return out
+
+
 def operation_bytes(op: Operation) -> bytes:
     """Tag (the kind) first, then the kind's fields in the frozen order."""
     kind = op["kind"]
@@ -92,6 +111,8 @@ def operation_bytes(op: Operation) -> bytes:
         return out + b"".join(enc_str(r["path"]) + enc_str(r["from"]) + enc_str(r["to"]) for r in rewrites)
     if kind == "set_bundle_version":
         return out + enc_str(op["version"])
+    if kind == "migrate_v01_to_v02":
+        return out + _migration_bytes(op)
     out += enc_str(op["concept_id"])
     if kind == "set_generated":
         g = op["generated"]

@@ -149,7 +149,7 @@ def _source(where: str, s: Any, profile: str) -> dict:
     return s
 
 
-def _computation(where: str, c: Any) -> None:
+def check_computation(where: str, c: Any) -> None:
     if not isinstance(c, dict) or c.get("mode") not in ("inline", "file"):
         raise invalid(f"{where}.mode must be inline or file")
     check_text(f"{where}.runtime", c.get("runtime"))
@@ -238,7 +238,7 @@ def check_operation(i: int, op: Any, profile: str) -> Operation:
         if lc.get("stale_after") is not None:
             _temporal(f"{where}.lifecycle.stale_after", lc["stale_after"], profile)
     elif kind == "put_attested_computation":
-        _computation(f"{where}.attested_computation", op.get("attested_computation"))
+        check_computation(f"{where}.attested_computation", op.get("attested_computation"))
     return op
 
 

@@ -54,7 +54,15 @@ def _window_fields(concept: str, prefix: str, node: Node, offset: int) -> list[F
 
 
 def scan_concept(concept: str, raw: bytes) -> list[Field]:
-    """Every temporal field of one concept, in document order of the six forms."""
+    """Every temporal field of one concept, in document order of the six forms.
+
+    A concept without any temporal family is not composed, so a shape the editor refuses
+    elsewhere in the bundle does not block the upgrade."""
+    from knowspec.impl.okf.model import document_for
+
+    parsed = document_for(concept + ".md", raw)
+    if parsed.parse_error is None and not {"stale_after", "usage_window", "sources"} & set(parsed.frontmatter):
+        return []
     try:
         doc = split_document(raw)
         root = compose(doc.frontmatter) if doc.has_frontmatter else None

@@ -2,6 +2,8 @@
 
 from __future__ import annotations
 
+import json
+
 import anyio
 import pytest
 
@@ -56,7 +58,26 @@ def test_write_concept_through_the_pipeline(runtime, bundle):
     assert result.structured_content["path"] == "notes/x.md"
 
 
-def test_migration_tools_say_not_implemented(runtime, bundle):
-    result = _call(runtime, "preview_v02_migration", {"bundle_path": str(bundle), "timestamp_policy": "preserve",
-                                                      "citation_mappings": []})
-    assert result.is_error and result.structured_content["code"] == "not_implemented"
+def test_migration_preview_and_apply_through_the_pipeline(runtime, tmp_path):
+    from write_helpers import make_bundle
+
+    b = make_bundle(tmp_path / "m", {"index.md": '---\nokf_version: "0.1"\n---\n# Index\n\n- [A](a.md)\n',
+                                     "a.md": "---\ntype: Note\ntimestamp: 2026-01-02T03:04:05Z\n---\nA\n"})
+    args = {"bundle_path": str(b), "from": "auto", "timestamp_policy": "preserve", "citation_mappings": [],
+            "generated_by": "human:m"}
+    p = _call(runtime, "preview_v02_migration", args)
+    assert not p.is_error, p.structured_content
+    preview = p.structured_content
+    apply_args = dict(args, expected_source=preview["source"], proof=preview["proof"],
+                      expected_plan_digest=preview["plan_digest"])
+    a = _call(runtime, "apply_v02_migration", json.loads(json.dumps(apply_args)))  # as off the wire
+    assert not a.is_error, a.structured_content
+    assert a.structured_content["status"] == "applied"
+
+
+def test_temporal_preview_through_the_pipeline_has_empty_text(runtime, bundle):
+    result = _call(runtime, "preview_temporal_upgrade", {"bundle_path": str(bundle), "id": "u1", "actor": "human:x",
+                                                         "mappings": []})
+    assert not result.is_error, result.structured_content
+    assert result.structured_content["status"] == "noop"
+    assert result.content[0].text == ""

@@ -8,7 +8,6 @@ import types
 from pathlib import Path
 
 import jsonschema
-import pytest
 from referencing import Registry, Resource
 
 from knowspec.impl.context import CallContext

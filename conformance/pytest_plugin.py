@@ -1,0 +1,113 @@
+"""Run the conformance suite inside a project's own pytest session, one test per (check, tool).
+
+Enable with ``pytest_plugins = ["knowspec.conformance.pytest_plugin"]`` (or ``-p``), then::
+
+    def test_conformance(conform_case):
+        conform_case.check()
+
+and run ``pytest --conform-target 'stdio:knowspec serve --stdio'`` (or set
+``KNOWSPEC_CONFORM_TARGET``). The suite runs once per session, on first use; each
+parametrised case then passes, fails with the check's message, or skips with its reason.
+Without a target every case is skipped.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+import pytest
+
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.contract import ContractError, load_contract
+from knowspec.conformance.events import CheckFinished, RunFinished
+
+_RESULTS_KEY = pytest.StashKey[RunFinished]()
+
+
+def pytest_addoption(parser: pytest.Parser) -> None:
+    group = parser.getgroup("knowspec-conform", "knowspec conformance suite")
+    group.addoption("--conform-target", default=os.environ.get("KNOWSPEC_CONFORM_TARGET"),
+                    help="stdio:<command> or http(s) URL of the server under test")
+    group.addoption("--conform-contract", default=os.environ.get("KNOWSPEC_CONFORM_CONTRACT"),
+                    help="contract.json (default: knowspec.generated)")
+    group.addoption("--conform-family", default="all", choices=("okf", "docpool", "all"))
+    group.addoption("--conform-era", default="legacy", choices=("legacy", "modern"))
+    group.addoption("--conform-max-examples", type=int, default=15)
+    group.addoption("--conform-seed", type=int, default=0)
+    group.addoption("--conform-baseline", default=None)
+
+
+def _config(config: pytest.Config) -> RunConfig:
+    contract = config.getoption("--conform-contract")
+    baseline = config.getoption("--conform-baseline")
+    return RunConfig(target=config.getoption("--conform-target") or "", family=config.getoption("--conform-family"),
+                     era=config.getoption("--conform-era"), seed=config.getoption("--conform-seed"),
+                     max_examples=config.getoption("--conform-max-examples"),
+                     contract_path=Path(contract) if contract else None,
+                     baseline=Path(baseline) if baseline else None)
+
+
+def planned_case_ids(run_config: RunConfig) -> list[str]:
+    """``check[tool]`` ids known before running, from the contract and the check registry."""
+    from knowspec.conformance.runner import plan, selected_checks
+
+    contract = load_contract(run_config.contract_path).for_family(run_config.family)
+    return [f"{spec.id}[{tool.name}]" if tool else spec.id for spec, tool in plan(selected_checks(run_config), contract)]
+
+
+def pytest_generate_tests(metafunc: pytest.Metafunc) -> None:
+    if "conform_case" not in metafunc.fixturenames:
+        return
+    try:
+        ids = planned_case_ids(_config(metafunc.config))
+    except ContractError as exc:
+        ids = [f"contract-unavailable: {exc}"[:120]]
+    metafunc.parametrize("conform_case_id", ids, ids=ids)
+
+
+@dataclass
+class ConformCase:
+    case_id: str
+    result: CheckFinished | None
+    unreachable: str = ""
+
+    def check(self) -> None:
+        if self.unreachable:
+            pytest.skip(self.unreachable)
+        if self.result is None:
+            pytest.skip("case did not run")
+        if self.result.status in ("failed", "error"):
+            f = self.result.failure
+            detail = f"{f.message}\nrule: {f.rule}\ninput: {f.arguments!r}\nresponse: {f.response!r}" if f else ""
+            pytest.fail(f"{self.case_id}: {detail or self.result.reason}", pytrace=False)
+        if self.result.status in ("skipped", "accepted"):
+            pytest.skip(self.result.reason or self.result.status)
+
+
+@pytest.fixture(scope="session")
+def conform_run(request: pytest.FixtureRequest) -> Any:
+    """The whole suite's ``RunFinished`` (run once), or a skip reason string."""
+    from knowspec.conformance.events import TargetUnreachable
+    from knowspec.conformance.runner import run
+
+    run_config = _config(request.config)
+    if not run_config.target:
+        return "no --conform-target given"
+    finished, unreachable = None, ""
+    for event in run(run_config):
+        if isinstance(event, TargetUnreachable):
+            unreachable = event.message
+        if isinstance(event, RunFinished):
+            finished = event
+    return finished if not unreachable else f"target unreachable: {unreachable}"
+
+
+@pytest.fixture
+def conform_case(conform_run: Any, conform_case_id: str) -> ConformCase:
+    if isinstance(conform_run, str):
+        return ConformCase(conform_case_id, None, conform_run)
+    by_id = {r.case_id: r for r in conform_run.results}
+    return ConformCase(conform_case_id, by_id.get(conform_case_id))

@@ -1,0 +1,333 @@
+"""SQLite FTS5's ``unicode61`` tokenizer, ``bm25()`` and ``snippet()`` as pure functions.
+
+Storages without FTS5 (Firebird's in-memory index) must rank and cut snippets exactly like a
+SQLite pool (``doc$chunk_fts``: ``tokenize = 'unicode61 remove_diacritics 2'``, external content,
+folded text indexed, original text shown). This module is that one reproduction, following
+``ext/fts5/fts5_aux.c`` and ``fts5_tokenize.c`` of the SQLite the SQLite storage runs (3.40):
+
+- ``tokenize``: ASCII letters and digits are token characters (lower-cased), other ASCII
+  separates. A non-ASCII code point's class (separator, token character and its folded form, or
+  a diacritic dropped inside a token) is read once from the bundled SQLite itself (an in-memory
+  FTS5 table and ``fts5vocab``), so its separator table and fold map are SQLite's by construction.
+- ``bm25``: per phrase, the weighted frequency (column weights scale tf only) over the row's
+  instances, the row's unweighted token count and the table's mean, through ``rules.bm25``.
+- ``snippet``: the window scoring (1000 for a phrase's first hit in the window, 1 for a repeat,
+  +120 / +100 for a window starting at a sentence), the centring with C integer division, and
+  the highlighter of SQLite 3.40 (coalesced instances, ellipses, trailing text kept at the end).
+
+Offsets here are character offsets into ``str`` values (SQLite counts UTF-8 bytes; every
+boundary it uses is a character boundary, so the cut text is the same).
+"""
+
+from __future__ import annotations
+
+import sqlite3
+import threading
+import unicodedata
+from bisect import bisect_left
+from dataclasses import dataclass
+from typing import Iterable, Sequence
+
+from knowspec.impl.rules.bm25 import fts5_bm25
+
+_SEPARATOR = None  # class of a code point that ends (or never starts) a token
+_ASCII: dict[int, str | None] = {
+    c: (chr(c).lower() if chr(c).isalnum() else _SEPARATOR) for c in range(128)
+}
+_CLASSES: dict[int, str | None] = dict(_ASCII)
+_LOCK = threading.Lock()
+
+
+@dataclass(frozen=True)
+class Token:
+    """One token: its folded text and its ``[start, end)`` character span in the source text."""
+
+    text: str
+    start: int
+    end: int
+
+
+def _probe_sqlite(code_points: list[int]) -> dict[int, str | None]:
+    """Ask SQLite's unicode61 tokenizer how it treats each code point (``q<c>q`` per row)."""
+    con = sqlite3.connect(":memory:")
+    try:
+        con.execute("create virtual table t using fts5(x, tokenize = 'unicode61 remove_diacritics 2')")
+        con.execute("create virtual table v using fts5vocab(t, 'instance')")
+        con.executemany("insert into t(rowid, x) values (?, ?)", [(cp, f"q{chr(cp)}q") for cp in code_points])
+        terms: dict[int, list[str]] = {cp: [] for cp in code_points}
+        for doc, term in con.execute("select doc, term from v order by doc, offset"):
+            terms[doc].append(term)
+    finally:
+        con.close()
+    out: dict[int, str | None] = {}
+    for cp, found in terms.items():
+        if len(found) == 1 and found[0].startswith("q") and found[0].endswith("q") and len(found[0]) >= 2:
+            out[cp] = found[0][1:-1]  # '' = a diacritic dropped inside a token
+        else:
+            out[cp] = _SEPARATOR
+    return out
+
+
+def _fallback_class(cp: int) -> str | None:
+    """Used only when this Python's SQLite lacks FTS5: Unicode categories L*, N*, Co."""
+    ch = chr(cp)
+    cat = unicodedata.category(ch)
+    if cat[0] in "LN" or cat == "Co":
+        base = "".join(c for c in unicodedata.normalize("NFD", ch.lower()) if not unicodedata.combining(c))
+        return base[:1] or ch
+    if cat == "Mn" and 0x300 <= cp <= 0x36F:
+        return ""
+    return _SEPARATOR
+
+
+def learn_characters(text: str) -> None:
+    """Make sure every code point of ``text`` has a known class (one SQLite probe per batch)."""
+    unknown = {ord(c) for c in set(text)} - _CLASSES.keys()
+    if not unknown:
+        return
+    encodable = sorted(cp for cp in unknown if not 0xD800 <= cp <= 0xDFFF and cp != 0)
+    with _LOCK:
+        try:
+            learned = _probe_sqlite(encodable) if encodable else {}
+        except sqlite3.Error:
+            learned = {cp: _fallback_class(cp) for cp in encodable}
+        _CLASSES.update(learned)
+        for cp in unknown - learned.keys():
+            _CLASSES[cp] = _SEPARATOR
+
+
+def tokenize(text: str) -> list[Token]:
+    """``unicode61 remove_diacritics 2`` tokens of ``text`` with their character spans."""
+    if not text:
+        return []
+    learn_characters(text)
+    classes = _CLASSES
+    tokens: list[Token] = []
+    i, n = 0, len(text)
+    while i < n:
+        # Skip to the first token character (a lone diacritic does not start a token).
+        while i < n and not classes[ord(text[i])]:
+            i += 1
+        if i >= n:
+            break
+        start, parts = i, []
+        while i < n:
+            folded = classes[ord(text[i])]
+            if folded is _SEPARATOR:
+                break
+            parts.append(folded)
+            i += 1
+        tokens.append(Token("".join(parts), start, i))
+    return tokens
+
+
+def token_texts(text: str) -> list[str]:
+    return [t.text for t in tokenize(text)]
+
+
+# -- queries ---------------------------------------------------------------------------------
+
+@dataclass(frozen=True)
+class Phrase:
+    """A quoted query word as FTS5 sees it: its tokens, the last one a prefix when ``prefix``."""
+
+    tokens: tuple[str, ...]
+    prefix: bool
+
+    @property
+    def size(self) -> int:
+        return len(self.tokens)
+
+
+def phrase(word: str, prefix: bool) -> Phrase:
+    """The phrase FTS5 builds from ``"word"`` (``"word"*`` when ``prefix``)."""
+    return Phrase(tuple(token_texts(word)), prefix)
+
+
+def phrase_offsets(p: Phrase, column: Sequence[str]) -> list[int]:
+    """Token offsets in ``column`` (folded tokens) where ``p`` occurs."""
+    if not p.tokens:
+        return []
+    n, last = len(p.tokens), len(p.tokens) - 1
+    out = []
+    for off in range(len(column) - n + 1):
+        ok = True
+        for k, tok in enumerate(p.tokens):
+            have = column[off + k]
+            if not (have.startswith(tok) if (p.prefix and k == last) else have == tok):
+                ok = False
+                break
+        if ok:
+            out.append(off)
+    return out
+
+
+@dataclass(frozen=True, order=True)
+class Instance:
+    """One phrase instance in a row, in FTS5's ``xInst`` order: column, offset, phrase."""
+
+    column: int
+    offset: int
+    phrase: int
+
+
+def row_instances(phrases: Sequence[Phrase], columns: Sequence[Sequence[str]]) -> list[Instance]:
+    """Every instance of every phrase in one row's tokenised columns, in ``xInst`` order."""
+    found = [Instance(c, off, i) for i, p in enumerate(phrases)
+             for c, col in enumerate(columns) for off in phrase_offsets(p, col)]
+    return sorted(found)
+
+
+def row_matches(instances: Iterable[Instance], n_phrases: int, joiner: str) -> bool:
+    """Whether a row with these instances matches the AND / OR of ``n_phrases`` phrases."""
+    present = {i.phrase for i in instances}
+    return len(present) == n_phrases if joiner == "AND" else bool(present)
+
+
+def bm25(instances: Sequence[Instance], n_phrases: int, weights: Sequence[float], hits: Sequence[int],
+         row_tokens: int, total_tokens: int, n_rows: int) -> float:
+    """``bm25(tbl, *weights)`` of one matching row (negative; smaller is better).
+
+    ``hits[i]``: rows of the whole table holding phrase ``i``; ``row_tokens``: the row's tokens
+    over all columns; ``total_tokens`` / ``n_rows``: the table's, for the mean row length.
+    """
+    n_cols = max([i.column for i in instances], default=-1) + 1
+    counts = [[0] * n_cols for _ in range(n_phrases)]
+    for inst in instances:
+        counts[inst.phrase][inst.column] += 1
+    avg = float(total_tokens) / float(n_rows) if n_rows else 0.0
+    return fts5_bm25(counts, list(weights), list(hits), row_tokens, avg, n_rows)
+
+
+# -- snippet ---------------------------------------------------------------------------------
+
+def sentence_starts(text: str, tokens: Sequence[Token]) -> list[int]:
+    """Token indexes that begin a sentence: 0, and a token after '.' or ':' plus whitespace."""
+    starts = []
+    for pos, tok in enumerate(tokens):
+        if pos == 0:
+            starts.append(0)
+            continue
+        i = tok.start - 1
+        c = ""
+        while i >= 0:
+            c = text[i]
+            if c not in " \t\n\r":
+                break
+            i -= 1
+        if i != tok.start - 1 and c in ".:":
+            starts.append(pos)
+    return starts
+
+
+def _window_score(instances: Sequence[Instance], sizes: Sequence[int], column: int, start: int,
+                  n_token: int, doc_size: int) -> tuple[int, int]:
+    """``fts5SnippetScore``: (score, adjusted start) of the window ``[start, start + n_token)``."""
+    seen: set[int] = set()
+    score, first, last = 0, -1, 0
+    end = start + n_token
+    for inst in instances:
+        if inst.column == column and start <= inst.offset < end:
+            score += 1 if inst.phrase in seen else 1000
+            seen.add(inst.phrase)
+            if first < 0:
+                first = inst.offset
+            last = inst.offset + sizes[inst.phrase]
+    span = n_token - (last - first)
+    adj = first - int(span / 2)  # C division truncates toward zero
+    if adj + n_token > doc_size:
+        adj = doc_size - n_token
+    return score, max(adj, 0)
+
+
+def _coalesced(instances: Sequence[Instance], sizes: Sequence[int], column: int) -> list[tuple[int, int]]:
+    """``CInstIter``: the column's instances merged into ``[first, last]`` token ranges."""
+    ranges: list[list[int]] = []
+    for inst in instances:
+        if inst.column != column:
+            continue
+        end = inst.offset - 1 + sizes[inst.phrase]
+        if ranges and inst.offset <= ranges[-1][1]:
+            ranges[-1][1] = max(ranges[-1][1], end)
+        else:
+            ranges.append([inst.offset, end])
+    return [(a, b) for a, b in ranges]
+
+
+def snippet(texts: Sequence[str], column_sizes: Sequence[int], instances: Sequence[Instance],
+            phrase_sizes: Sequence[int], column: int, open_mark: str, close_mark: str,
+            ellipsis: str, n_token: int) -> str:
+    """``snippet(tbl, column, open, close, ellipsis, n_token)`` of one matching row.
+
+    ``texts``: the row's original column texts; ``column_sizes``: its indexed token counts per
+    column; ``instances``: its phrase instances (``row_instances`` over the indexed tokens).
+    """
+    best_col = column if column >= 0 else 0
+    best_start, best_score, col_size = 0, 0, 0
+    for c, text in enumerate(texts):
+        if column >= 0 and c != column:
+            continue
+        firsts = sentence_starts(text, tokenize(text))
+        doc_size = column_sizes[c]
+        for inst in instances:
+            if inst.column != c:
+                continue
+            score, adj = _window_score(instances, phrase_sizes, c, inst.offset, n_token, doc_size)
+            if score > best_score:
+                best_score, best_col, best_start, col_size = score, c, adj, doc_size
+            if firsts and doc_size > n_token:
+                jj = 0
+                while jj < len(firsts) - 1 and not firsts[jj + 1] > inst.offset:
+                    jj += 1
+                if firsts[jj] < inst.offset:
+                    score, _ = _window_score(instances, phrase_sizes, c, firsts[jj], n_token, doc_size)
+                    score += 120 if firsts[jj] == 0 else 100
+                    if score > best_score:
+                        best_score, best_col, best_start, col_size = score, c, firsts[jj], doc_size
+    if col_size == 0:
+        col_size = column_sizes[best_col]
+    return _highlight(texts[best_col], _coalesced(instances, phrase_sizes, best_col),
+                      best_start, best_start + n_token - 1, col_size, open_mark, close_mark, ellipsis)
+
+
+def _highlight(text: str, ranges: list[tuple[int, int]], range_start: int, range_end: int, col_size: int,
+               open_mark: str, close_mark: str, ellipsis: str) -> str:
+    """``fts5HighlightCb`` over the window ``[range_start, range_end]`` (SQLite 3.40 rules)."""
+    out: list[str] = [ellipsis] if range_start > 0 else []
+    k = 0
+    while k < len(ranges) and ranges[k][0] < range_start:
+        k += 1
+    it_start, it_end = ranges[k] if k < len(ranges) else (-1, -1)
+    off = 0
+    for pos, tok in enumerate(tokenize(text)):
+        if range_end > 0:
+            if pos < range_start or pos > range_end:
+                continue
+            if range_start and pos == range_start:
+                off = tok.start
+        if pos == it_start:
+            out += [text[off:tok.start], open_mark]
+            off = tok.start
+        if pos == it_end:
+            if range_end and it_start < range_start:
+                out.append(open_mark)
+            out += [text[off:tok.end], close_mark]
+            off = tok.end
+            k += 1
+            it_start, it_end = ranges[k] if k < len(ranges) else (-1, -1)
+        if range_end > 0 and pos == range_end:
+            out.append(text[off:tok.end])
+            off = tok.end
+            if it_start <= pos < it_end:
+                out.append(close_mark)
+    out.append(text[off:] if range_end >= col_size - 1 else ellipsis)
+    return "".join(out)
+
+
+def prefix_range(sorted_terms: Sequence[str], prefix: str) -> range:
+    """Indexes of the terms of a sorted vocabulary that start with ``prefix``."""
+    lo = bisect_left(sorted_terms, prefix)
+    hi = lo
+    while hi < len(sorted_terms) and sorted_terms[hi].startswith(prefix):
+        hi += 1
+    return range(lo, hi)
