@@ -25,10 +25,10 @@
 #   docpool/schemas/help_search.output.schema.json eba212c1ca6f68eac1ed767ccba00a4e29215e3132c9054f3c18b0ad83f10b53
 #   docpool/schemas/help_stats.input.schema.json 1a563d4291f08523947e377667d39cded272bd02276368781fee655bdec7c8f2
 #   docpool/schemas/help_stats.output.schema.json 4e7747fc49dfb03c551bd2218aadff7ed6147862a660401f1273164516f6fd8c
-#   docpool/sql/doc_import.sql ddaba856ed588c2e7881560be30d56611602cfae5ee8cdc68ed6fc307b9348e7
+#   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
 #   docpool/tools.toml acb5ea71c16a0dcaa09716003d02e33c8e85a96cec3042a333339c56949c94b7
-#   errors.toml 8e67673192c16fea9e073b0b82222785321c5227d2ad3b841914931fd99c9ee4
+#   errors.toml d41ffb9b56209bdb43fb7d784d83a2fbbcc56e8ed0d637dfc99a0ef9f217071b
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
 #   okf/schemas/apply_temporal_upgrade.input.schema.json 357501ba7e2645fd7a6e85e42f435552574953fe97187d7a6400b94160868afb
@@ -58,8 +58,8 @@
 #   okf/schemas/validate_bundle.output.schema.json 246055cc18cfa9a60ad8f7c6a04271e48f940c11b360154a7b9123fd6d0655e2
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
-#   okf/tools.toml 99d9eacf8690dbf5cd711c0c1f6d665aeabb9993458fdb3b0c3a1194d0360f33
-#   rest/endpoints.toml 46b820e355a46a9cf1dd276ade85856d765e4a148d2cd7fbceb11e70b1f60024
+#   okf/tools.toml 044445adc8d244d24a1344084a2e110762b37f843a6de59f1a238f084bca72e9
+#   rest/endpoints.toml cf6f57769d6dffed325f2ede090f38e150829d614781e3bab82ed9627fef00b0
 """The tool registry: every tool of every family, in tools/list order.
 
 Each entry names its handler by a dotted string (``impl``) so that nothing in ``generated``
@@ -280,7 +280,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_concept_patch_output_schema:ApplyConceptPatchOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
     ),
     ToolEntry(
         name='preview_v02_migration',
@@ -294,7 +294,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.preview_v02_migration_output_schema:PreviewV02MigrationOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'unsupported_migration_source'),
     ),
     ToolEntry(
         name='apply_v02_migration',
@@ -308,7 +308,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_v02_migration_output_schema:ApplyV02MigrationOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'unsupported_migration_source', 'migration_blocked'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'unsupported_migration_source', 'migration_blocked', 'source_conflict', 'invalid_revision', 'migration_document_missing'),
     ),
     ToolEntry(
         name='preview_temporal_upgrade',
@@ -322,7 +322,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.preview_temporal_upgrade_output_schema:PreviewTemporalUpgradeOutput',
         text_fallback='custom',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument'),
     ),
     ToolEntry(
         name='apply_temporal_upgrade',
@@ -336,7 +336,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_temporal_upgrade_output_schema:ApplyTemporalUpgradeOutput',
         text_fallback='custom',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
     ),
     ToolEntry(
         name='doc_collections',

@@ -9,6 +9,7 @@ from hypothesis import strategies as st
 
 from knowspec.conformance.checks.registry import CheckContext
 from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.fixtures.strategies import cafe_bundle, neighbors_bundle, wide_bundle
 from knowspec.conformance.generate import arguments, validator
 from knowspec.conformance.target import CallOutcome
@@ -82,6 +83,9 @@ def overrides(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
     A ``None`` value means "keep the generated value" (so generated queries still run).
     """
     fixtures = [neighbors_bundle(), wide_bundle(30, "wide30"), cafe_bundle()]
+    tool = ctx.require_tool()
+    if not tool.read_only:  # a writing tool gets its own copies, so shared fixtures stay as written
+        fixtures = [Bundle(f"{b.name}-{tool.name}", b.concepts) for b in fixtures]
 
     def for_bundle(bundle: Any) -> st.SearchStrategy[dict[str, Any]]:
         ids = sorted(bundle.ids) + ["missing"]

@@ -8,7 +8,6 @@ import shlex
 from pathlib import Path
 
 from rich.console import Console
-from rich.table import Table
 
 from knowspec.conformance.config import RunConfig
 
@@ -42,21 +41,18 @@ def run_mutants(ns: argparse.Namespace) -> int:
         return 2
     base = RunConfig(target="", family=ns.family, seed=ns.seed, max_examples=ns.max_examples,
                      contract_path=ns.contract, checks=tuple(ns.checks))
-    table = Table(title="mutant kill rate")
-    for col in ("mutant", "killed", "by"):
-        table.add_column(col)
     results = []
-    with console.status("running mutants") as status:
-        for res in kill_rate(base, shlex.split(ns.server), ns.mutant or None):
-            status.update(f"ran {res.name}")
-            results.append(res)
-            if res.name == "identity" and res.unreachable:
+    for res in kill_rate(base, shlex.split(ns.server), ns.mutant or None):
+        results.append(res)
+        if res.name == "identity":
+            if res.unreachable:
                 console.print("[red]the server is unreachable through the identity proxy")
                 return 2
+            console.print(f"baseline (identity proxy): {len(res.killed_by)} failing case(s)")
+            continue
+        verdict = "[green]killed[/]" if res.killed else "[red]survived[/]"
+        console.print(f"{res.name:36} {verdict} {', '.join(res.killed_by[:4])}", highlight=False)
     mutants = [r for r in results if r.name != "identity"]
-    for r in mutants:
-        table.add_row(r.name, "[green]yes" if r.killed else "[red]no", ", ".join(r.killed_by[:4]))
-    console.print(table)
     killed = sum(r.killed for r in mutants)
     console.print(f"baseline failures (identity proxy): {len(results[0].killed_by)}")
     console.print(f"[bold]kill rate {killed}/{len(mutants)}")

@@ -15,13 +15,14 @@ Success is 200 ``{result: true, collection, topics, chunks, docsDb, source}``.
 from __future__ import annotations
 
 import argparse
+import importlib
 import sqlite3
 import sys
 from contextlib import closing
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
-from knowspec.impl.docpool import catalog, recipe
+from knowspec.impl.docpool import catalog, pools, recipe
 from knowspec.impl.errors import ToolError, diagnostic
 
 PARAMS = ("database", "collection", "path")
@@ -68,14 +69,24 @@ def source_refusal(source: Path, collection: str) -> str | None:
 
 
 def resolve_target(settings, database: str) -> catalog.PoolLocation:
-    """The pool IMPORTDOC writes: the catalog's errors, and SQLite storage only (for now)."""
-    location = catalog.resolve_pool_location(settings.catalog_path, database)
-    if location.storage != "SQLITE":
+    """The pool IMPORTDOC writes, or the catalog's error (not registered, no pool, ...)."""
+    return catalog.resolve_pool_location(settings.catalog_path, database)
+
+
+def importer_for(location: catalog.PoolLocation) -> Callable[[Path, str], recipe.ImportResult]:
+    """How to import into ``location``: the SQLite recipe, else the storage module's
+    ``import_collection(dsn, source, collection) -> recipe.ImportResult`` (same refusals)."""
+    if location.storage == "SQLITE":
+        return lambda source, collection: recipe.import_collection(location.dsn, source, collection)
+    module_name = pools.STORAGE_OPENERS.get(location.storage, "")
+    try:
+        module_import = importlib.import_module(module_name).import_collection
+    except (ImportError, AttributeError, ValueError):
         raise ToolError(
             "not_implemented",
-            f"IMPORTDOC into {location.storage} storage is not implemented in this server",
-        )
-    return location
+            f"IMPORTDOC into {location.storage} storage is not available in this server",
+        ) from None
+    return lambda source, collection: module_import(location.dsn, source, collection)
 
 
 def import_collection(settings, database: str, collection: str, source_path: str) -> dict[str, Any]:
@@ -87,17 +98,18 @@ def import_collection(settings, database: str, collection: str, source_path: str
     reason = source_refusal(source, collection)
     if reason:
         return refused(reason)
-
     target = resolve_target(settings, database)
+    run_import = importer_for(target)
     try:
-        done = recipe.import_collection(target.dsn, source, collection)
+        done = run_import(source, collection)
     except recipe.ImportRefused as exc:
         return refused(str(exc))
-    except sqlite3.Error as exc:
+    except ToolError:
+        raise
+    except Exception as exc:  # any storage failure: the import's transaction rolled back
         raise ToolError(
             "storage_error",
             f"import of {collection} into {database} failed, nothing changed: {exc}",
-            retryable=False,
         ) from exc
     return {
         "result": True,

@@ -8,9 +8,9 @@ pseudo-syntax inside code. Heading IDs follow Goldmark's ``ids.Generate`` byte r
 
 from __future__ import annotations
 
-import bisect
 import re
 from dataclasses import dataclass, field
+from functools import cached_property
 from typing import NamedTuple
 
 import pyromark
@@ -57,14 +57,24 @@ class FootnoteDef(NamedTuple):
 
 @dataclass
 class BodyAnalysis:
-    """Everything the read side derives from a body's Markdown structure."""
+    """Everything the read side derives from a body's Markdown structure.
 
-    headings: list[Heading] = field(default_factory=list)
+    ``headings`` are built on first use from the heading ranges recorded during the parse
+    (link-only consumers such as neighbours never pay for heading IDs)."""
+
+    body: str = ""
+    first_line: int = 1
+    heading_ranges: list = field(default_factory=list)  # (level, start, end, inline texts)
     links: list[RawLink] = field(default_factory=list)
     footnote_refs: list[FootnoteRef] = field(default_factory=list)
     footnote_defs: list[FootnoteDef] = field(default_factory=list)
     prose: str = ""  # the body with opaque bytes blanked (newlines kept)
     fences: list[tuple[int, int, bool]] = field(default_factory=list)  # (start, end, closed) bytes
+
+    @cached_property
+    def headings(self) -> list[Heading]:
+        data = self.body.encode("utf-8")
+        return _headings(data, _LineIndex(data, self.first_line), self.heading_ranges)
 
     @property
     def anchors(self) -> set[str]:
@@ -236,8 +246,8 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
         prose = prose_bytes.decode("utf-8", errors="replace")
     else:
         prose_bytes, prose = data, body
-    analysis = BodyAnalysis(prose=prose, fences=fences)
-    analysis.headings = _headings(data, lines, heading_raw)
+    analysis = BodyAnalysis(body=body, first_line=body_start_line, heading_ranges=heading_raw,
+                            prose=prose, fences=fences)
     _scan_links(prose, body_start_line, analysis)
     _scan_footnotes(data, prose_bytes, lines, footnote_blocks, link_spans, analysis)
     return analysis

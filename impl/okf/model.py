@@ -64,7 +64,8 @@ class Document:
         frontmatter_yaml: exact text between the delimiters (``""`` without frontmatter).
         frontmatter: the loaded mapping (:class:`YamlMap`; scalars are ``str`` for ``!!str``,
             else ``frontmatter.YamlScalar`` with ``.tag``/``.value``); ``{}`` on error.
-        body: Markdown after the frontmatter (§1.3), or the whole text without frontmatter.
+        body: Markdown after the frontmatter (§1.3), or the whole text without frontmatter;
+            ``""`` when the document failed to parse.
         body_start_line: 1-based file line of the body's first line.
         markdown: :class:`markdown.BodyAnalysis` of the body (headings, links, footnotes,
             code and prose spans), computed lazily.
@@ -83,10 +84,6 @@ class Document:
             parsed = parse_document(raw)
         except FrontmatterError as exc:
             self.parse_error = ParseError(path, exc.code, exc.message)
-            try:
-                self.body = raw.decode("utf-8")
-            except UnicodeDecodeError:
-                self.body = ""
             return
         self.has_frontmatter = parsed.split.has_frontmatter
         self.frontmatter_yaml = parsed.split.frontmatter_yaml

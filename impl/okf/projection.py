@@ -39,8 +39,11 @@ def _rfc3339_value(value: Any) -> bool:
     return typed.is_date_like(value) and parse_rfc3339(str(value)) is not None
 
 
-def verification_events(fm: dict) -> list[dict[str, str]]:
-    """Valid ``verified`` events ``{by, at}`` (a bare mapping counts as a one-element list)."""
+def verification_events(fm: dict, *, actor_convention: bool = True) -> list[dict[str, str]]:
+    """Valid ``verified`` events ``{by, at}`` (a bare mapping counts as a one-element list).
+
+    Trust needs ``by`` to follow the actor convention; read_concept's ``projection.verified``
+    lists every event with a non-empty actor (``actor_convention=False``)."""
     if typed.is_duplicated(fm, "verified"):
         return []
     value = typed.get(fm, "verified")
@@ -50,7 +53,8 @@ def verification_events(fm: dict) -> list[dict[str, str]]:
         if not isinstance(item, dict) or typed.is_duplicated(item, "by") or typed.is_duplicated(item, "at"):
             continue
         by, at = item.get("by"), item.get("at")
-        if valid_actor(by) and _rfc3339_value(at):
+        actor_ok = valid_actor(by) if actor_convention else typed.is_str(by)
+        if actor_ok and _rfc3339_value(at):
             out.append({"by": by, "at": str(at)})
     return out
 

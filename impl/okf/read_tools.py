@@ -156,7 +156,7 @@ def concept_projection(concept: Concept, profile: str) -> dict[str, Any]:
         "attributions": attributions,
         "usage_window": shared,
         "generated": proj.generated(fm),
-        "verified": _cap(proj.verification_events(fm), "verified"),
+        "verified": _cap(proj.verification_events(fm, actor_convention=False), "verified"),
         "trust": proj.trust_tier(fm),
         "status": status,
         "status_state": state,

@@ -15,6 +15,7 @@ import os
 import re
 import stat
 import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 
 from knowspec.impl.errors import ToolError
@@ -55,7 +56,8 @@ class _CacheSlot:
     snapshot: Snapshot
 
 
-_cache: dict[str, _CacheSlot] = {}
+MAX_CACHED_ROOTS = 8  # least recently used roots beyond this are dropped
+_cache: OrderedDict[str, _CacheSlot] = OrderedDict()
 _cache_lock = threading.Lock()
 
 
@@ -200,6 +202,8 @@ def _capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     try:
         with _cache_lock:
             slot = _cache.get(path)
+            if slot is not None:
+                _cache.move_to_end(path)
         previous = slot.entries if slot else None
         entries = _capture(root_fd, previous, ctx)
     finally:
@@ -213,4 +217,7 @@ def _capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
     with _cache_lock:
         _cache[path] = _CacheSlot(entries, snapshot)
+        _cache.move_to_end(path)
+        while len(_cache) > MAX_CACHED_ROOTS:
+            _cache.popitem(last=False)
     return snapshot

@@ -191,7 +191,7 @@ def _links(snapshot: Snapshot, out: Collector, ctx) -> None:
     for n, (path, doc) in enumerate(snapshot.documents.items()):
         if n % 128 == 0:
             ctx.check_cancelled("validate bundle")
-        if doc.parse_error is not None and doc.body == "":
+        if doc.parse_error is not None:
             continue
         for i, link in enumerate(doc.markdown.links):
             target = link.target.strip()

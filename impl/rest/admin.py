@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 from knowspec.impl.docpool import importdoc
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import catalog_bridge
-from knowspec.impl.rest.openapi import Endpoint
+from knowspec.impl.rest.endpoint_table import Endpoint
 from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.rest.validation import parse_json_body, validate_body

@@ -17,7 +17,8 @@ from starlette.routing import BaseRoute, Route
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import admin, session_endpoints, tool_endpoints
 from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS, tool_error_response
-from knowspec.impl.rest.openapi import Endpoint, cached_openapi, cached_table
+from knowspec.impl.rest.endpoint_table import Endpoint, cached_table
+from knowspec.impl.rest.openapi import cached_openapi
 from knowspec.impl.rest.sessions import SessionStore
 
 Handler = Callable[[Request], Awaitable[Response]]

@@ -17,7 +17,7 @@ from starlette.responses import JSONResponse
 
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
-from knowspec.impl.rest.openapi import Endpoint
+from knowspec.impl.rest.endpoint_table import Endpoint
 from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.rest.validation import integral_floats_to_int, parse_json_body, validate_body

@@ -12,6 +12,7 @@ from functools import lru_cache
 from typing import Any
 
 from jsonschema import Draft202012Validator, FormatChecker
+from jsonschema.exceptions import best_match
 
 from knowspec.impl.errors import ToolError, diagnostic
 
@@ -35,7 +36,9 @@ def parse_json_body(raw: bytes, content_type: str | None = None) -> Any:
     if not raw.strip():
         return {}
     if not is_json_media_type(content_type):
-        raise ToolError("unsupported_media_type", f"request body must be application/json, not {content_type}")
+        raise ToolError(
+            "unsupported_media_type", f"request body must be application/json, not {content_type}"
+        )
     try:
         return json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
@@ -67,8 +70,6 @@ def validate_body(schema: dict[str, Any], body: Any) -> None:
 
 def _deepest(error):
     """For oneOf/anyOf failures, the most specific sub-error (best match)."""
-    from jsonschema.exceptions import best_match
-
     if error.context:
         return best_match(error.context)
     return error

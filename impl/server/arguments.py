@@ -26,45 +26,51 @@ def _valid_utf8(text: str) -> bool:
 
 
 def walk_arguments(arguments: Any) -> None:
-    """Raise ``invalid_request`` or ``resource_limit`` for arguments no tool may receive."""
-    count = 0
-    size = 0
-    seen: set[int] = set()
-    stack: list[tuple[Any, int]] = [(arguments, 1)]
-    while stack:
-        value, depth = stack.pop()
-        count += 1
-        if count > MAX_VALUES or depth > MAX_DEPTH:
-            raise ToolError("resource_limit", LIMIT_MESSAGE)
+    """Raise ``invalid_request`` or ``resource_limit`` for arguments no tool may receive.
+
+    Recursion is bounded by ``MAX_DEPTH``; a cycle is a container that contains itself (a
+    container shared by two branches is fine).
+    """
+    budget = {"values": 0, "bytes": 0}
+    _walk(arguments, 1, set(), budget)
+
+
+def _charge(budget: dict[str, int], size: int) -> None:
+    budget["values"] += 1
+    budget["bytes"] += size
+    if budget["values"] > MAX_VALUES or budget["bytes"] > MAX_ESTIMATED_BYTES:
+        raise ToolError("resource_limit", LIMIT_MESSAGE)
+
+
+def _walk(value: Any, depth: int, ancestors: set[int], budget: dict[str, int]) -> None:
+    if depth > MAX_DEPTH:
+        raise ToolError("resource_limit", LIMIT_MESSAGE)
+    if isinstance(value, (dict, list)):
+        if id(value) in ancestors:
+            raise ToolError("invalid_request", "MCP arguments contain a reference cycle")
+        _charge(budget, 2)
+        ancestors.add(id(value))
         if isinstance(value, dict):
-            if id(value) in seen:
-                raise ToolError("invalid_request", "MCP arguments contain a reference cycle")
-            seen.add(id(value))
-            size += 2
             for key, item in value.items():
                 if not isinstance(key, str):
                     raise ToolError("invalid_request", "MCP argument maps must use string keys")
                 if not _valid_utf8(key):
                     raise ToolError("invalid_request", "MCP argument key contains invalid UTF-8")
-                size += len(key) + 4
-                stack.append((item, depth + 1))
-        elif isinstance(value, list):
-            if id(value) in seen:
-                raise ToolError("invalid_request", "MCP arguments contain a reference cycle")
-            seen.add(id(value))
-            size += 2
-            stack.extend((item, depth + 1) for item in value)
-        elif isinstance(value, str):
-            if not _valid_utf8(value):
-                raise ToolError("invalid_request", "MCP arguments contain invalid UTF-8")
-            size += len(value) + 2
-        elif isinstance(value, bool) or value is None:
-            size += 5
-        elif isinstance(value, (int, float)):
-            if isinstance(value, float) and not math.isfinite(value):
-                raise ToolError("invalid_request", "MCP arguments contain values unsupported by JSON")
-            size += 24
+                budget["bytes"] += len(key) + 4
+                _walk(item, depth + 1, ancestors, budget)
         else:
+            for item in value:
+                _walk(item, depth + 1, ancestors, budget)
+        ancestors.discard(id(value))
+    elif isinstance(value, str):
+        if not _valid_utf8(value):
+            raise ToolError("invalid_request", "MCP arguments contain invalid UTF-8")
+        _charge(budget, len(value) + 2)
+    elif isinstance(value, bool) or value is None:
+        _charge(budget, 5)
+    elif isinstance(value, (int, float)):
+        if isinstance(value, float) and not math.isfinite(value):
             raise ToolError("invalid_request", "MCP arguments contain values unsupported by JSON")
-        if size > MAX_ESTIMATED_BYTES:
-            raise ToolError("resource_limit", LIMIT_MESSAGE)
+        _charge(budget, 24)
+    else:
+        raise ToolError("invalid_request", "MCP arguments contain values unsupported by JSON")

@@ -10,7 +10,6 @@ import pytest
 from knowspec.impl.config import Settings
 from knowspec.impl.docpool import catalog
 from knowspec.impl.docpool.importdoc import import_collection
-from knowspec.impl.docpool.storage.sqlite import open_for_write
 from knowspec.impl.errors import ToolError
 
 from test_import_pools import file_digest, make_pool, topics_of
@@ -216,3 +215,54 @@ def test_cli_pool_import_refusal_exits_2_and_error_exits_1(settings, tmp_path):
     source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
     args = _cli(["import", "--database", "nosuch", "--collection", "manuals", str(source)])
     assert args.func(args, settings) == 1
+
+
+@pytest.fixture()
+def fake_storage(settings, monkeypatch):
+    """Database ``ext`` on POSTGRESQL storage, whose storage module is a stand-in."""
+    import sys
+    import types as pytypes
+
+    from knowspec.impl.docpool import pools
+
+    catalog.register_database(settings.catalog_path, "ext", "POSTGRESQL", "dsn://x")
+    catalog.execute_alter(settings.catalog_path, "ALTER DATABASE ext SET DOCUMENTS INTERNAL")
+    module = pytypes.ModuleType("fake_storage_module")
+    monkeypatch.setitem(sys.modules, "fake_storage_module", module)
+    monkeypatch.setitem(pools.STORAGE_OPENERS, "POSTGRESQL", "fake_storage_module")
+    return module
+
+
+def test_storage_module_without_an_importer_is_not_implemented(settings, tmp_path, fake_storage):
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
+    with pytest.raises(ToolError) as err:
+        import_collection(settings, "ext", "manuals", str(source))
+    assert err.value.code == "not_implemented"
+
+
+def test_other_storages_import_through_their_module(settings, tmp_path, fake_storage):
+    from knowspec.impl.docpool.recipe import ImportResult
+
+    calls = []
+
+    def importer(dsn, src, coll):
+        calls.append((dsn, src, coll))
+        return ImportResult(coll, 1, 2, str(src))
+
+    fake_storage.import_collection = importer
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
+    outcome = import_collection(settings, "ext", "manuals", str(source))
+    assert calls == [("dsn://x", source, "manuals")]
+    assert outcome == {"result": True, "collection": "manuals", "topics": 1, "chunks": 2,
+                       "docsDb": "ext", "source": str(source)}
+
+
+def test_other_storage_failure_is_storage_error(settings, tmp_path, fake_storage):
+    def failing(dsn, src, coll):
+        raise RuntimeError("connection reset")
+
+    fake_storage.import_collection = failing
+    source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
+    with pytest.raises(ToolError) as err:
+        import_collection(settings, "ext", "manuals", str(source))
+    assert err.value.code == "storage_error" and "connection reset" in err.value.message

@@ -7,7 +7,7 @@ from starlette.testclient import TestClient
 
 from knowspec.impl.config import Settings
 from knowspec.impl.docpool import auth, catalog
-from knowspec.impl.rest.openapi import load_table
+from knowspec.impl.rest.endpoint_table import load_table
 from knowspec.impl.rest.routes import rest_app
 from knowspec.impl.rest.sessions import SessionStore
 

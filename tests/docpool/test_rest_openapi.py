@@ -5,7 +5,6 @@ from __future__ import annotations
 import json
 import time
 import tomllib
-import types
 
 import pytest
 from hypothesis import given, strategies as st
@@ -17,7 +16,8 @@ from knowspec.impl.context import ToolOutput
 from knowspec.impl.docpool import auth
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import tool_endpoints
-from knowspec.impl.rest.openapi import ENDPOINTS_TOML, SPEC_DIR, build_openapi
+from knowspec.impl.rest.endpoint_table import ENDPOINTS_TOML, SPEC_DIR
+from knowspec.impl.rest.openapi import build_openapi
 from knowspec.impl.rest.routes import rest_app
 from knowspec.impl.rest.validation import integral_floats_to_int, validate_body
 

@@ -58,6 +58,11 @@ def test_cycles_are_refused():
     assert code_of(loop) == "invalid_request"
 
 
+def test_a_container_shared_by_two_branches_is_not_a_cycle():
+    shared = {"x": [1, 2]}
+    assert code_of({"a": shared, "b": shared}) is None
+
+
 def test_size_estimate_caps_huge_strings():
     assert code_of({"q": "x" * (65 * 1024 * 1024)}) == "resource_limit"
 

@@ -177,7 +177,7 @@ def pending(root_fd: int) -> bool:
     return bool(names & {JOURNAL, JOURNAL_TMP, TXN_DIR})
 
 
-def recover(root_fd: int) -> receipts.Receipt | None:
+def recover(root_fd: int, step: Step = _noop) -> receipts.Receipt | None:
     """Finish (journal present) or roll back (staging only) an interrupted commit.
 
     Must run under the writer lock. Returns the receipt of a rolled-forward commit.
@@ -196,6 +196,6 @@ def recover(root_fd: int) -> receipts.Receipt | None:
             manifest = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise receipts.StorageCorrupt("journal manifest is not JSON") from exc
-        return publish(root_fd, okf_fd, manifest)
+        return publish(root_fd, okf_fd, manifest, step)
     finally:
         os.close(okf_fd)

@@ -67,6 +67,17 @@ def serialize(fm: str, body: str) -> bytes:
     return ("---\n" + fm + "---\n" + body).encode("utf-8")
 
 
+def _check_round_trip(data: bytes, fm: str) -> None:
+    """The written document must split back into exactly the given frontmatter (a ``---``
+    line inside the frontmatter text would otherwise smuggle YAML into the body)."""
+    from knowspec.impl.okf.write.document import split_document
+
+    doc = split_document(data)
+    if doc.frontmatter != (fm if not fm or fm.endswith("\n") else fm + "\n"):
+        raise ToolError("invalid_request", "concept frontmatter cannot be serialized as one document",
+                        diagnostics=[recovery_step("frontmatter", "Remove --- delimiter lines from the frontmatter.")])
+
+
 def _version_policy(files: dict[str, bytes]) -> tuple[str, str, str, str]:
     from knowspec.impl.okf.model import document_for
     from knowspec.impl.okf.version import resolve_version
@@ -99,6 +110,7 @@ def write_concept(args: Any, check: Callable[[], None]) -> dict[str, Any]:
     bundle_path, concept_id, fm, body = _decode(args)
     _check_frontmatter(fm)
     data = serialize(fm, body)
+    _check_round_trip(data, fm)
     path = concept_path(concept_id)
     if not is_revision_path(path):
         raise invalid("concept_id does not name a writable bundle path")

@@ -90,7 +90,7 @@ class Store:
         if not journal.pending(self.root_fd):
             return None
         with lock.exclusive(self.root_fd, self.lease_timeout):
-            return journal.recover(self.root_fd)
+            return journal.recover(self.root_fd, self._step)
 
     def lookup(self, idempotency_key: str) -> Receipt | None:
         okf_fd = journal.open_private(self.root_fd, create=False)

@@ -91,3 +91,11 @@ def test_write_through_symlinked_directory_is_refused(bundle, tmp_path):
     with pytest.raises(ToolError):
         _write(bundle, concept_id="linked/x")
     assert list(outside.iterdir()) == []
+
+
+def test_delimiter_inside_frontmatter_is_invalid_request(bundle):
+    before = tree_bytes(bundle)
+    with pytest.raises(ToolError) as err:
+        _write(bundle, frontmatter="type: Note\n---\ntitle: smuggled\n")
+    assert err.value.code == "invalid_request"
+    assert tree_bytes(bundle) == before

@@ -45,3 +45,19 @@ def test_conflicting_applies_in_parallel_processes_have_exactly_one_winner(bundl
     assert text.count("process:writer-") == 1
     winner = next(i for i, (_, p) in enumerate(plans) if p["result_revision"] == winners[0][2])
     assert f"process:writer-{winner}" in text
+
+
+def test_identical_applies_in_parallel_all_report_the_one_commit(bundle):
+    ctx = mp.get_context("fork")
+    ops = [{"kind": "set_lifecycle", "concept_id": "arch/cache", "lifecycle": {"status": "stable", "stale_after": None}}]
+    p = preview(bundle, ops)
+    barrier, results = ctx.Barrier(N), ctx.Queue()
+    procs = [ctx.Process(target=_worker, args=(str(bundle), ops, p["base_revision"], p["plan_digest"], barrier, results))
+             for _ in range(N)]
+    for proc in procs:
+        proc.start()
+    outcomes = [results.get(timeout=60) for _ in procs]
+    for proc in procs:
+        proc.join(timeout=60)
+    assert outcomes == [("ok", "applied", p["result_revision"])] * N
+    assert len(list((bundle / ".okf" / "receipts").iterdir())) == 1

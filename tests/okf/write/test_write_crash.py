@@ -176,3 +176,32 @@ def test_next_tool_call_finishes_an_interrupted_commit(fast_dir):
     from write_helpers import apply
     replay = apply(root, _ops(), p["base_revision"], p["plan_digest"])
     assert replay["status"] == "applied" and replay["result_revision"] == p["result_revision"]
+
+
+def _recover_killed(root, kill_at_step: int) -> None:
+    pid = os.fork()
+    if pid == 0:
+        try:
+            counter = {"n": 0}
+
+            def hook(_name: str) -> None:
+                counter["n"] += 1
+                if counter["n"] >= kill_at_step:
+                    os.kill(os.getpid(), signal.SIGKILL)
+
+            fd, _ = pin_root(str(root))
+            Store(fd, step_hook=hook).recover()
+        finally:
+            os._exit(0)
+    os.waitpid(pid, 0)
+
+
+def test_kill_during_recovery_is_itself_recoverable(fast_dir):
+    root, old, new, p, request = _expected(fast_dir)
+    rng = random.Random(99)
+    for _ in range(25):
+        _fresh(root)
+        assert _run_killed(root, request, kill_at_step=rng.randint(FILES + 2, STEPS - 1))  # after the boundary
+        assert (root / ".okf" / "journal.json").exists()
+        _recover_killed(root, rng.randint(1, FILES))
+        assert _check_outcome(root, old, new) == "new"

@@ -1,0 +1,147 @@
+"""Read one collection out of a SQLite source pool, for IMPORTDOC into PostgreSQL / Firebird.
+
+``recipe.import_collection`` (SQLite) runs ``doc_import.sql`` with the source attached; the other
+storages cannot attach a SQLite file, so they read the same rows here and write them in one
+transaction of their own. Refusals (invalid name, missing source, not a pool, collection absent)
+are checked first and raise ``recipe.ImportRefused`` with the same texts, so the target is never
+touched. Derived columns the SQL storages need (ASCII-lower-cased keys standing in for SQLite's
+``collate nocase``, folded entity keys and titles) are computed here with the Python rules.
+"""
+
+from __future__ import annotations
+
+import sqlite3
+from contextlib import closing
+from dataclasses import dataclass
+from pathlib import Path
+from typing import Any
+
+from knowspec.impl.docpool.recipe import COLLECTION_NAME, ImportRefused
+from knowspec.impl.rules.fold import ascii_lower, fold
+
+DEFAULT_META = (
+    ("", "schema_version", "2"),
+    ("", "search_bm25_weights", "10.0, 5.0, 1.0"),
+    ("", "chunk_fts_snippet_column", "body"),
+    ("", "search_stopwords", ""),
+    ("", "vec_query_prefix", "query: "),
+)
+
+
+@dataclass
+class CollectionRows:
+    """Every row of one collection, source ids kept (the target re-numbers topics and chunks)."""
+
+    collection: tuple
+    topics: list[tuple]       # (src_id, collection, slug, title, breadcrumb, category, description, source_uri, mime, mtime, body_md)
+    chunks: list[tuple]       # (src_id, src_topic_id, ord, title, heading, body)
+    links: list[tuple]        # (src_topic_id, kind, key, confidence, source)
+    acl: list[tuple]          # (src_topic_id, principal)
+    topic_vecs: list[tuple]   # (src_topic_id, vec)
+    chunk_vecs: list[tuple]   # (src_chunk_id, vec)
+    entities: list[tuple]     # (collection, kind, key, title, attrs)
+    relations: list[tuple]    # (collection, from_kind, from_key, rel, to_kind, to_key)
+    aliases: list[tuple]      # (collection, kind, alias, key, confidence)
+    entity_kinds: list[tuple] # (collection, kind, title, key_rule, url_template)
+    meta: list[tuple]         # (collection, name, value) for '' and the collection
+
+
+def check_request(source: Path | str, collection: str) -> Path:
+    """The refusals of ``recipe.import_collection``, in its order; returns the source path."""
+    if not COLLECTION_NAME.match(collection or ""):
+        raise ImportRefused(f"invalid collection name {collection!r}")
+    path = Path(source)
+    if not path.is_file():
+        raise ImportRefused(f"source pool not found ({path})")
+    return path
+
+
+def read_collection(source: Path | str, collection: str) -> CollectionRows:
+    """All rows of ``collection`` in the source pool (opened read-only), or ``ImportRefused``."""
+    path = check_request(source, collection)
+    uri = path.absolute().as_uri() + "?mode=ro"
+    with closing(sqlite3.connect(uri, uri=True)) as con:
+        try:
+            found = con.execute('select id, title, kind, erisim, generated, help_url_v3 from "doc$collection" '
+                                "where id = ?", [collection]).fetchone()
+        except sqlite3.DatabaseError as exc:
+            raise ImportRefused(f"source is not a document pool ({path}): {exc}") from exc
+        if found is None:
+            raise ImportRefused(f"collection {collection} not found in source ({path})")
+
+        def rows(sql: str) -> list[tuple]:
+            return [tuple(r) for r in con.execute(sql, {"c": collection})]
+
+        topic_of = 'select id from "doc$topic" where collection = :c'
+        return CollectionRows(
+            collection=tuple(found),
+            topics=rows('select id, collection, slug, title, breadcrumb, category, description, source_uri, '
+                        'mime, mtime, body_md from "doc$topic" where collection = :c order by id'),
+            chunks=rows(f'select id, topic_id, ord, title, heading, body from "doc$chunk" '
+                        f"where topic_id in ({topic_of}) order by id"),
+            links=rows(f'select topic_id, kind, key, confidence, source from "doc$link" '
+                       f"where topic_id in ({topic_of}) order by rowid"),
+            acl=rows(f'select topic_id, principal from "doc$acl" where topic_id in ({topic_of}) order by rowid'),
+            topic_vecs=rows(f'select topic_id, vec from "doc$topic_vec" where topic_id in ({topic_of}) '
+                            "order by topic_id"),
+            chunk_vecs=rows(f'select v.chunk_id, v.vec from "doc$chunk_vec" v join "doc$chunk" ch '
+                            f"on ch.id = v.chunk_id where ch.topic_id in ({topic_of}) order by v.chunk_id"),
+            entities=rows('select collection, kind, key, title, attrs from "doc$entity" '
+                          "where collection = :c order by kind, key, id"),  # the recipe's insert order
+                                                                               # (SQLite reads the unique index)
+            relations=rows('select collection, from_kind, from_key, rel, to_kind, to_key from "doc$entity_rel" '
+                           "where collection = :c order by rowid"),
+            aliases=rows('select collection, kind, alias, key, confidence from "doc$alias" '
+                         "where collection = :c order by rowid"),
+            entity_kinds=rows('select collection, kind, title, key_rule, url_template from "doc$entity_kind" '
+                              "where collection = :c order by rowid"),
+            meta=rows("select collection, name, value from \"doc$meta\" where collection in ('', :c) "
+                      "order by rowid"),
+        )
+
+
+@dataclass
+class TargetRows:
+    """The rows to insert into the target, ids assigned and derived columns filled."""
+
+    topics: list[tuple]
+    chunks: list[tuple]
+    links: list[tuple]
+    acl: list[tuple]
+    topic_vecs: list[tuple]
+    chunk_vecs: list[tuple]
+    entities: list[tuple]
+    relations: list[tuple]
+    aliases: list[tuple]
+    entity_kinds: list[tuple]
+    meta: list[tuple]
+
+
+def target_rows(src: CollectionRows, *, next_topic_id: int, next_chunk_id: int, next_entity_id: int) -> TargetRows:
+    """Re-number topics, chunks and entities from the target's next free ids (as SQLite does:
+    ``max(id) + 1`` after the collection's old rows are deleted) and add the derived columns."""
+    topic_ids = {row[0]: next_topic_id + n for n, row in enumerate(src.topics)}
+    chunk_ids = {row[0]: next_chunk_id + n for n, row in enumerate(src.chunks)}
+    meta = list(src.meta)
+    if not any(c == "" and n == "schema_version" for c, n, _ in meta):
+        meta.append(("", "schema_version", "2"))
+    return TargetRows(
+        topics=[(topic_ids[r[0]], *r[1:]) for r in src.topics],
+        chunks=[(chunk_ids[r[0]], topic_ids[r[1]], *r[2:]) for r in src.chunks],
+        links=[(topic_ids[t], kind, key, ascii_lower(key), conf, source) for t, kind, key, conf, source in src.links],
+        acl=[(topic_ids[t], p, ascii_lower(p)) for t, p in src.acl],
+        topic_vecs=[(topic_ids[t], bytes(v)) for t, v in src.topic_vecs],
+        chunk_vecs=[(chunk_ids[c], bytes(v)) for c, v in src.chunk_vecs],
+        entities=[(next_entity_id + n, coll, kind, key, ascii_lower(key), fold(key), title, fold(title), attrs)
+                  for n, (coll, kind, key, title, attrs) in enumerate(src.entities)],
+        relations=[(coll, fk, fkey, ascii_lower(fkey), rel, tk, tkey, ascii_lower(tkey))
+                   for coll, fk, fkey, rel, tk, tkey in src.relations],
+        aliases=[(coll, kind, alias, ascii_lower(alias), key, ascii_lower(key), conf)
+                 for coll, kind, alias, key, conf in src.aliases],
+        entity_kinds=list(src.entity_kinds),
+        meta=meta,
+    )
+
+
+def counts(rows: TargetRows, collection: str) -> dict[str, Any]:
+    return {"collection": collection, "topics": len(rows.topics), "chunks": len(rows.chunks)}

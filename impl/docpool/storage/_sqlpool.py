@@ -1,0 +1,309 @@
+"""The ``PoolStorage`` queries PostgreSQL and Firebird share (everything except full text).
+
+Both storages hold the ``doc$`` tables of ``impl/docpool/sql/{postgres,firebird}_schema.sql``:
+SQLite's columns plus derived ones the importer fills (``*_ci``: ASCII-lower-cased, standing in
+for SQLite's ``collate nocase``; ``key_fold`` / ``title_fold``: ``rules.fold``). Every query
+here is written once with ``?`` placeholders (values always bound, never formatted into SQL) and
+orders rows exactly as ``storage/sqlite.py`` does, so the non-fts tools answer identically on
+every storage. A subclass supplies ``_rows`` (run a query) and ``_text_order`` (a binary,
+code-point collation for ORDER BY, as SQLite compares text).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Sequence
+
+from knowspec.impl.docpool.storage.base import (
+    COUNT_NAMES,
+    HERKES,
+    Access,
+    AliasRecord,
+    CollectionInfo,
+    EntityKindRecord,
+    EntityRecord,
+    LinkedTopic,
+    LinkRecord,
+    RelationRecord,
+    TopicRecord,
+    VectorRow,
+)
+from knowspec.impl.rules.fold import ascii_lower, fold
+
+TOPIC_COLS = ("t.id, t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, "
+              "t.source_uri, t.mime, t.mtime, t.body_md")
+BATCH = 500  # ids per IN (...) list
+
+
+def json_object(raw: Any) -> dict[str, Any]:
+    try:
+        value = json.loads(raw or "{}")
+    except (TypeError, ValueError):
+        return {}
+    return value if isinstance(value, dict) else {}
+
+
+def marks(n: int) -> str:
+    return ", ".join("?" * n)
+
+
+def acl_sql(access: Access, params: list[Any], topic: str = "t", coll: str = "c") -> str:
+    """Condition: topic ``topic`` of collection ``coll`` is allowed for ``access`` (values bound)."""
+    if access.unrestricted:
+        return "1 = 1"
+    principals = sorted(ascii_lower(p) for p in (access.principals or ())) or [""]
+    params.append(HERKES)
+    params.extend(principals)
+    return (f"({coll}.erisim = ? or exists (select 1 from doc$acl a where a.topic_id = {topic}.id "
+            f"and a.principal_ci in ({marks(len(principals))})))")
+
+
+class SqlPool:
+    """Non-fts ``PoolStorage`` methods over a DB-API connection (see module docstring)."""
+
+    location: str
+
+    # -- to be supplied --------------------------------------------------------------------
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        raise NotImplementedError
+
+    def _text_order(self, expr: str) -> str:
+        return expr
+
+    def _blob(self, value: Any) -> Any:
+        return value
+
+    def __enter__(self):
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self.close()  # type: ignore[attr-defined]
+
+    def _o(self, *exprs: str) -> str:
+        """ORDER BY list with text expressions in binary order ('-' prefix: descending number)."""
+        return ", ".join(e[1:] + " desc" if e.startswith("-") else self._text_order(e) for e in exprs)
+
+    def _text(self, value: Any) -> Any:
+        value = self._blob(value)
+        return value
+
+    # -- collections and recipes -----------------------------------------------------------
+    def collections(self, access: Access) -> list[CollectionInfo]:
+        params: list[Any] = []
+        cond = acl_sql(access, params)
+        rows = self._rows(f"""select c.id, c.title, c.kind, c.erisim, c.generated, c.help_url_v3,
+                                     (select count(*) from doc$topic t where t.collection = c.id and {cond})
+                              from doc$collection c order by {self._o('c.id')}""", params)
+        return [CollectionInfo(r[0], r[1], r[2], r[3], r[4], r[5], int(r[6])) for r in rows
+                if access.unrestricted or r[3] == HERKES or r[6] > 0]
+
+    def meta(self) -> dict[str, dict[str, str]]:
+        out: dict[str, dict[str, str]] = {}
+        for coll, name, value in self._rows(f'select collection, name, "value" from doc$meta '
+                                            f"order by {self._o('collection', 'name')}"):
+            out.setdefault(coll, {})[name] = self._text(value)
+        return out
+
+    # -- topics ----------------------------------------------------------------------------
+    def _topic(self, r: Sequence[Any]) -> TopicRecord:
+        return TopicRecord(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], self._text(r[10]))
+
+    def topic(self, slug, access, collection=None) -> TopicRecord | None:
+        params: list[Any] = [slug]
+        where = "t.slug = ?"
+        if collection is not None:
+            where += " and t.collection = ?"
+            params.append(collection)
+        cond = acl_sql(access, params)
+        rows = self._rows(f"""select {TOPIC_COLS} from doc$topic t join doc$collection c on c.id = t.collection
+                              where {where} and {cond} order by {self._o('t.collection')}
+                              fetch first 1 rows only""", params)
+        return self._topic(rows[0]) if rows else None
+
+    def topics_by_id(self, topic_ids, access) -> dict[int, TopicRecord]:
+        out: dict[int, TopicRecord] = {}
+        ids = sorted(set(int(i) for i in topic_ids))
+        for k in range(0, len(ids), BATCH):
+            part = ids[k:k + BATCH]
+            params: list[Any] = list(part)
+            cond = acl_sql(access, params)
+            for r in self._rows(f"""select {TOPIC_COLS} from doc$topic t join doc$collection c
+                                    on c.id = t.collection where t.id in ({marks(len(part))}) and {cond}""",
+                                params):
+                out[int(r[0])] = self._topic(r)
+        return out
+
+    def topic_links(self, topic_ids) -> dict[int, list[LinkRecord]]:
+        ids = [int(i) for i in topic_ids]
+        out: dict[int, list[LinkRecord]] = {i: [] for i in ids}
+        uniq = sorted(set(ids))
+        for k in range(0, len(uniq), BATCH):
+            part = uniq[k:k + BATCH]
+            for r in self._rows(f"""select topic_id, kind, "key", confidence, source from doc$link
+                                    where topic_id in ({marks(len(part))})
+                                    order by topic_id, {self._o('-confidence', 'kind', 'key_ci')}""", part):
+                out[int(r[0])].append(LinkRecord(r[1], r[2], float(r[3]), r[4]))
+        return out
+
+    def linked_topics(self, kind, key, access, *, limit=None, exclude_topic_id=None) -> list[LinkedTopic]:
+        params: list[Any] = [kind, ascii_lower(key)]
+        extra = ""
+        if exclude_topic_id is not None:
+            extra = " and t.id <> ?"
+            params.append(exclude_topic_id)
+        cond = acl_sql(access, params)
+        sql = f"""select t.id, t.collection, t.slug, t.title, t.breadcrumb, l.confidence, l.source
+                  from doc$link l join doc$topic t on t.id = l.topic_id join doc$collection c on c.id = t.collection
+                  where l.kind = ? and l.key_ci = ?{extra} and {cond}
+                  order by {self._o('-l.confidence', 't.collection', 't.slug')}"""
+        if limit is not None:
+            sql += " fetch first ? rows only"
+            params.append(int(limit))
+        seen: set[int] = set()
+        out = []
+        for r in self._rows(sql, params):  # one link per (topic, kind, key): SQLite's group by t.id
+            if int(r[0]) not in seen:
+                seen.add(int(r[0]))
+                out.append(LinkedTopic(int(r[0]), r[1], r[2], r[3], r[4], float(r[5]), r[6]))
+        return out
+
+    def chunk_texts(self, chunk_ids) -> dict[int, str]:
+        ids = sorted(set(int(i) for i in chunk_ids))
+        out: dict[int, str] = {}
+        for k in range(0, len(ids), BATCH):
+            part = ids[k:k + BATCH]
+            for cid, body in self._rows(f"select id, body from doc$chunk where id in ({marks(len(part))})", part):
+                out[int(cid)] = self._text(body)
+        return out
+
+    # -- entities --------------------------------------------------------------------------
+    def _entity(self, r: Sequence[Any]) -> EntityRecord:
+        return EntityRecord(int(r[0]), r[1], r[2], r[3], r[4], json_object(self._text(r[5])))
+
+    def entity(self, kind, key) -> EntityRecord | None:
+        rows = self._rows(f"""select id, collection, kind, "key", title, attrs from doc$entity
+                              where kind = ? and key_ci = ? order by {self._o('collection')}
+                              fetch first 1 rows only""", [kind, ascii_lower(key)])
+        return self._entity(rows[0]) if rows else None
+
+    def _aliases(self, column: str, value: str, kind: str, order: tuple[str, ...]) -> list[AliasRecord]:
+        rows = self._rows(f"""select collection, kind, alias, "key", confidence from doc$alias
+                              where kind = ? and {column} = ? order by {self._o(*order)}""",
+                          [kind, ascii_lower(value)])
+        return [AliasRecord(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
+
+    def aliases_named(self, kind, alias) -> list[AliasRecord]:
+        return self._aliases("alias_ci", alias, kind, ("-confidence", "key_ci", "collection"))
+
+    def aliases_of(self, kind, key) -> list[AliasRecord]:
+        return self._aliases("key_ci", key, kind, ("-confidence", "alias_ci", "collection"))
+
+    def _relations(self, near: str, far: str, kind: str, key: str) -> list[RelationRecord]:
+        rows = self._rows(
+            f"""select r.rel, r.{far}_kind, r.{far}_key, e.title, e.attrs, r.{far}_key_ci
+                from doc$entity_rel r left join doc$entity e
+                  on e.collection = r.collection and e.kind = r.{far}_kind and e.key_ci = r.{far}_key_ci
+                where r.{near}_kind = ? and r.{near}_key_ci = ?
+                order by {self._o('r.rel', f'r.{far}_kind', f'r.{far}_key_ci')}""", [kind, ascii_lower(key)])
+        out, seen = [], set()
+        for rel, k, key_, title, attrs, key_ci in rows:
+            title, attrs = title or "", self._text(attrs) if attrs is not None else "{}"
+            ident = (rel, k, key_ci, title, attrs)  # SQLite's select distinct (key compared nocase)
+            if ident not in seen:
+                seen.add(ident)
+                out.append(RelationRecord(rel, k, key_, title, json_object(attrs)))
+        return out
+
+    def relations_from(self, kind, key) -> list[RelationRecord]:
+        return self._relations("from", "to", kind, key)
+
+    def relations_to(self, kind, key) -> list[RelationRecord]:
+        return self._relations("to", "from", kind, key)
+
+    def _kinds(self, where: str = "", params: Sequence[Any] = ()) -> list[EntityKindRecord]:
+        rows = self._rows(
+            f"""select k.collection, k.kind, k.title, k.key_rule, k.url_template,
+                       (select count(*) from doc$entity e where e.collection = k.collection and e.kind = k.kind)
+                from doc$entity_kind k {where} order by {self._o('k.collection', 'k.kind')}""", params)
+        return [EntityKindRecord(r[0], r[1], r[2], r[3], r[4], int(r[5])) for r in rows]
+
+    def entity_kinds(self) -> list[EntityKindRecord]:
+        return self._kinds()
+
+    def entity_kind(self, kind, collection=None) -> EntityKindRecord | None:
+        rows = self._kinds("where k.kind = ?", [kind])
+        if collection is not None:
+            rows = [r for r in rows if r.collection == collection] or rows
+        return rows[0] if rows else None
+
+    def find_entities(self, kind, text, limit) -> list[EntityRecord]:
+        where, params = ["1 = 1"], []
+        if kind is not None:
+            where.append("kind = ?")
+            params.append(kind)
+        if text:
+            where.append("(position(? in key_fold) > 0 or position(? in title_fold) > 0)")
+            params.extend([fold(text), fold(text)])
+        params.append(int(limit))
+        rows = self._rows(f"""select id, collection, kind, "key", title, attrs from doc$entity
+                              where {' and '.join(where)} order by {self._o('kind', 'key_ci', 'collection')}
+                              fetch first ? rows only""", params)
+        return [self._entity(r) for r in rows]
+
+    # -- statistics and vectors ------------------------------------------------------------
+    def counts(self, access) -> dict[str, int]:
+        params: list[Any] = []
+        cond = acl_sql(access, params)
+        allowed = f"select t.id from doc$topic t join doc$collection c on c.id = t.collection where {cond}"
+        sql = {
+            "topic": f"select count(*) from doc$topic t join doc$collection c on c.id = t.collection where {cond}",
+            "chunk": f"select count(*) from doc$chunk where topic_id in ({allowed})",
+            "topic_vec": f"select count(*) from doc$topic_vec where topic_id in ({allowed})",
+            "chunk_vec": f"""select count(*) from doc$chunk_vec v join doc$chunk ch on ch.id = v.chunk_id
+                             where ch.topic_id in ({allowed})""",
+            "entity": "select count(*) from doc$entity",
+            "entity_rel": "select count(*) from doc$entity_rel",
+            "alias": "select count(*) from doc$alias",
+            "link": f"select count(*) from doc$link where topic_id in ({allowed})",
+            "acl": f"select count(*) from doc$acl where topic_id in ({allowed})",
+        }
+        return {name: int(self._rows(sql[name], params if "?" in sql[name] else [])[0][0]) for name in COUNT_NAMES}
+
+    def collection_counts(self, access) -> dict[str, dict[str, int]]:
+        params: list[Any] = []
+        cond = acl_sql(access, params)
+        rows = self._rows(f"""select t.collection, count(distinct t.id), count(ch.id)
+                              from doc$topic t join doc$collection c on c.id = t.collection
+                              left join doc$chunk ch on ch.topic_id = t.id
+                              where {cond} group by t.collection""", params)
+        return {r[0]: {"topic": int(r[1]), "chunk": int(r[2])} for r in rows}
+
+    def vectors(self, which, access) -> list[VectorRow]:
+        params: list[Any] = []
+        cond = acl_sql(access, params)
+        if which == "topic":
+            sql = f"""select v.topic_id, v.vec from doc$topic_vec v join doc$topic t on t.id = v.topic_id
+                      join doc$collection c on c.id = t.collection where {cond} order by v.topic_id"""
+            return [VectorRow(int(r[0]), None, bytes(self._blob(r[1]))) for r in self._rows(sql, params)]
+        sql = f"""select ch.topic_id, v.chunk_id, v.vec from doc$chunk_vec v join doc$chunk ch on ch.id = v.chunk_id
+                  join doc$topic t on t.id = ch.topic_id join doc$collection c on c.id = t.collection
+                  where {cond} order by v.chunk_id"""
+        return [VectorRow(int(r[0]), int(r[1]), bytes(self._blob(r[2]))) for r in self._rows(sql, params)]
+
+    def topic_ids(self, access, *, collection=None, linked_to=None) -> list[int]:
+        where, params = [], []
+        if collection is not None:
+            where.append("t.collection = ?")
+            params.append(collection)
+        if linked_to is not None:
+            where.append("exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? and l.key_ci = ?)")
+            params.extend([linked_to[0], ascii_lower(linked_to[1])])
+        where.append(acl_sql(access, params))
+        return [int(r[0]) for r in self._rows(f"""select t.id from doc$topic t join doc$collection c
+                                                  on c.id = t.collection where {' and '.join(where)}
+                                                  order by t.id""", params)]
+
+    def change_stamp(self) -> tuple:
+        """The pool's import counter (``doc$pool_state``), bumped by every import."""
+        rows = self._rows("select stamp from doc$pool_state where id = 1")
+        return (self.location, int(rows[0][0]) if rows else 0)

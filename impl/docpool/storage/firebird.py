@@ -1,0 +1,320 @@
+"""Firebird (4 or newer) pool storage: schemaless ``doc$`` tables, full text in process memory.
+
+The DSN is a database file (the embedded engine of the ``firebird-embedded`` wheel, loaded
+through ``firebird-driver``) or a server DSN (``host[/port]:path``); ``user`` / ``password``
+come from ``firebird://user:password@host[:port]/path`` or ISC_USER / ISC_PASSWORD (SYSDBA).
+
+Firebird has no FTS5, so ``search_fts`` runs on an in-memory index (``_fts_index.FtsIndex``)
+built at the first search of a pool and rebuilt when an import moves ``doc$pool_state.stamp``.
+Scores and snippets come from ``rules.fts5``, the reproduction of FTS5's ``bm25()`` and
+``snippet()``: results equal a SQLite pool's (same topics, order, scores, snippets). Every
+request reads one snapshot (a read-only SNAPSHOT transaction), so a reader never sees half an
+import; the index is checked against the stamp inside that snapshot.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import os
+import threading
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+from urllib.parse import unquote, urlsplit
+
+from knowspec.impl.docpool.catalog import PoolLocation
+from knowspec.impl.docpool.recipe import ImportResult
+from knowspec.impl.docpool.storage import _source
+from knowspec.impl.docpool.storage._fts_index import COLUMNS, FtsIndex
+from knowspec.impl.docpool.storage._sqlpool import SqlPool, acl_sql, marks
+from knowspec.impl.docpool.storage.base import SearchHit
+from knowspec.impl.errors import ToolError
+from knowspec.impl.rules import fts5
+
+SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS = "[", "]", "…", 16
+
+_API_LOCK = threading.Lock()
+_API_LOADED = False
+_INDEX_LOCK = threading.Lock()
+_INDEXES: dict[str, FtsIndex] = {}
+
+
+class ImportFailed(RuntimeError):
+    """The import failed inside its transaction and was rolled back: nothing changed."""
+
+
+# -- engine and connections -------------------------------------------------------------------
+
+def load_engine() -> None:
+    """Load the Firebird client: the embedded wheel's runtime (with its native dependencies
+    ``libtommath.so.1`` from the system and the wheel's ``libtomcrypt.so.1``), else the system's."""
+    global _API_LOADED
+    with _API_LOCK:
+        if _API_LOADED:
+            return
+        from firebird.driver import load_api
+
+        try:
+            from firebird.embedded.provider import FirebirdProvider
+        except ImportError:  # no wheel: the system's libfbclient
+            load_api()
+        else:
+            provider = FirebirdProvider()
+            for lib in ("libtommath.so.1", str(provider.root / "libtomcrypt.so.1")):
+                try:
+                    ctypes.CDLL(lib, mode=ctypes.RTLD_GLOBAL)
+                except OSError:
+                    pass  # the loader reports what is really missing
+            load_api(provider)
+        _API_LOADED = True
+
+
+def parse_dsn(dsn: str) -> tuple[str, str, str, str]:
+    """(database, user, password, display): a file path, ``host:path`` or a firebird:// URL."""
+    user = os.environ.get("ISC_USER", "SYSDBA")
+    password = os.environ.get("ISC_PASSWORD", "")
+    if dsn.startswith("firebird://"):
+        u = urlsplit(dsn)
+        user = unquote(u.username or user)
+        password = unquote(u.password or password)
+        host = u.hostname or ""
+        port = f"/{u.port}" if u.port else ""
+        database = f"{host}{port}:{unquote(u.path)}" if host else unquote(u.path)
+        return database, user, password, f"firebird://{user}@{u.hostname or ''}{unquote(u.path)}"
+    return dsn, user, password, dsn
+
+
+def is_local_file(database: str) -> bool:
+    return ":" not in database or (len(database) > 1 and database[1] == ":")
+
+
+def connect(dsn: str, *, create: bool = False):
+    """A UTF8 connection (the embedded engine for a file path); ``create`` makes the file."""
+    load_engine()
+    from firebird.driver import connect as fb_connect, create_database
+
+    database, user, password, _ = parse_dsn(dsn)
+    kwargs: dict[str, Any] = {"user": user, "charset": "UTF8"}
+    if password:
+        kwargs["password"] = password
+    if create:
+        return create_database(database, **kwargs)
+    return fb_connect(database, **kwargs)
+
+
+def schema_statements() -> list[str]:
+    text = resources.files("knowspec.impl.docpool.sql").joinpath("firebird_schema.sql").read_text("utf-8")
+    out = []
+    for raw in text.split(";;"):
+        sql = "\n".join(l for l in raw.splitlines() if not l.lstrip().startswith("--")).strip()
+        if sql:
+            out.append(sql)
+    return out
+
+
+def _has_schema(cur) -> bool:
+    cur.execute("select count(*) from rdb$relations where rdb$relation_name in ('DOC$TOPIC', 'DOC$POOL_STATE')")
+    return cur.fetchone()[0] == 2
+
+
+def _value(v: Any) -> Any:
+    """BLOBs above the driver's stream threshold arrive as readers."""
+    return v.read() if hasattr(v, "read") else v
+
+
+# -- the storage ------------------------------------------------------------------------------
+
+class FirebirdPool(SqlPool):
+    """``PoolStorage`` over a Firebird pool: one read-only snapshot per request."""
+
+    def __init__(self, dsn: str, *, location: str | None = None) -> None:
+        from firebird.driver import Isolation, TraAccessMode, tpb
+
+        self.dsn = dsn
+        self.location = location or parse_dsn(dsn)[3]
+        self._con = connect(dsn)
+        try:
+            self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
+            self._cur = self._con.cursor()
+            if not _has_schema(self._cur):
+                raise LookupError(f"{self.location} has no doc$ tables")
+        except BaseException:
+            self._con.close()
+            raise
+
+    def close(self) -> None:
+        try:
+            if self._con.main_transaction.is_active():
+                self._con.rollback()
+        finally:
+            self._con.close()
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        self._cur.execute(sql, list(params))
+        return [tuple(_value(v) for v in row) for row in self._cur.fetchall()]
+
+    def _blob(self, value: Any) -> Any:
+        return _value(value)
+
+    # -- full text ---------------------------------------------------------------------------
+    def _index(self) -> FtsIndex:
+        stamp = self.change_stamp()
+        key = parse_dsn(self.dsn)[0]
+        with _INDEX_LOCK:
+            index = _INDEXES.get(key)
+            if index is None or index.stamp != stamp:
+                rows = self._rows("select id, topic_id, title, heading, body from doc$chunk order by id")
+                index = FtsIndex.build(stamp, rows)
+                _INDEXES[key] = index
+        return index
+
+    def search_fts(self, match, access, *, limit, weights, snippet_column,
+                   collection=None, linked_to=None) -> list[SearchHit]:
+        index = self._index()
+        allowed: set[int] | None = None
+        if not access.unrestricted or collection is not None or linked_to is not None:
+            topics = set(self.topic_ids(access, collection=collection, linked_to=linked_to))
+            allowed = {r.chunk_id for r in index.rows if r.topic_id in topics}
+        w = list(weights)[: len(COLUMNS)] or [1.0]
+        phrases, found = index.search(match, allowed, w)
+        best: dict[int, tuple[float, int]] = {}
+        for chunk_id, (score, _) in found.items():
+            topic_id = index.rows[index.by_chunk[chunk_id]].topic_id
+            if topic_id not in best or (score, chunk_id) < best[topic_id]:
+                best[topic_id] = (score, chunk_id)
+        info = self._topic_keys(list(best))
+        ranked = sorted(best.items(), key=lambda kv: (kv[1][0], info[kv[0]][0], info[kv[0]][1]))[: max(limit, 0)]
+        texts = self._chunk_columns([chunk_id for _, (_, chunk_id) in ranked])
+        col = COLUMNS.index(snippet_column) if snippet_column in COLUMNS else -1
+        sizes = [p.size for p in phrases]
+        out = []
+        for topic_id, (score, chunk_id) in ranked:
+            inst, cols = found[chunk_id][1], index.column_sizes(chunk_id)
+            args = (texts[chunk_id], cols, inst, sizes)
+            snip = fts5.snippet(*args, col, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
+            if not snip:  # an empty snippet column (a heading-only section): the best column
+                snip = fts5.snippet(*args, -1, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
+            coll, slug, title, crumb = info[topic_id]
+            out.append(SearchHit(topic_id, chunk_id, coll, slug, title, crumb, score, snip))
+        return out
+
+    def _topic_keys(self, topic_ids: list[int]) -> dict[int, tuple[str, str, str, str]]:
+        out: dict[int, tuple[str, str, str, str]] = {}
+        for k in range(0, len(topic_ids), 500):
+            part = topic_ids[k:k + 500]
+            for r in self._rows(f"select id, collection, slug, title, breadcrumb from doc$topic "
+                                f"where id in ({marks(len(part))})", part):
+                out[int(r[0])] = (r[1], r[2], r[3], r[4])
+        return out
+
+    def _chunk_columns(self, chunk_ids: list[int]) -> dict[int, tuple[str, str, str]]:
+        if not chunk_ids:
+            return {}
+        rows = self._rows(f"select id, title, heading, body from doc$chunk where id in ({marks(len(chunk_ids))})",
+                          chunk_ids)
+        return {int(r[0]): (r[1] or "", r[2] or "", r[3] or "") for r in rows}
+
+
+def open_pool(location: PoolLocation) -> FirebirdPool:
+    """The document pool at ``location`` (``STORAGE_OPENERS``), with the seed's error texts."""
+    database = parse_dsn(location.dsn)[0]
+    if is_local_file(database) and not Path(database).is_file():
+        raise ToolError("pool_unavailable", f"document pool not imported ({location.docs_database}: {database})")
+    try:
+        return FirebirdPool(location.dsn, location=f"{location.docs_database} ({parse_dsn(location.dsn)[3]})")
+    except ToolError:
+        raise
+    except Exception as exc:  # driver errors, missing engine, missing tables
+        raise ToolError("pool_unavailable",
+                        f"document pool not imported ({location.docs_database}: {exc})") from exc
+
+
+# -- import -----------------------------------------------------------------------------------
+
+def ensure_pool(dsn: str):
+    """A write connection to the pool at ``dsn``, creating the file and the schema if needed."""
+    database = parse_dsn(dsn)[0]
+    con = connect(dsn, create=is_local_file(database) and not Path(database).exists())
+    cur = con.cursor()
+    if not _has_schema(cur):
+        for sql in schema_statements():
+            cur.execute(sql)
+            con.commit()
+        cur.executemany('insert into doc$meta(collection, name, "value") values (?, ?, ?)',
+                        [list(m) for m in _source.DEFAULT_META])
+        con.commit()
+    return con
+
+
+def _next_id(cur, table: str) -> int:
+    cur.execute(f"select coalesce(max(id), 0) + 1 from {table}")
+    return int(cur.fetchone()[0])
+
+
+def _delete_collection(cur, collection: str) -> None:
+    topics = "select id from doc$topic where collection = ?"
+    for sql in (f"delete from doc$acl where topic_id in ({topics})",
+                f"delete from doc$link where topic_id in ({topics})",
+                f"delete from doc$topic_vec where topic_id in ({topics})",
+                f"delete from doc$chunk_vec where chunk_id in (select ch.id from doc$chunk ch where ch.topic_id in ({topics}))",
+                f"delete from doc$chunk where topic_id in ({topics})",
+                "delete from doc$topic where collection = ?",
+                "delete from doc$entity_rel where collection = ?",
+                "delete from doc$alias where collection = ?",
+                "delete from doc$entity where collection = ?",
+                "delete from doc$entity_kind where collection = ?",
+                "delete from doc$collection where id = ?"):
+        cur.execute(sql, [collection])
+    cur.execute("delete from doc$meta where collection in ('', ?)", [collection])
+
+
+INSERTS = (
+    ("topics", "insert into doc$topic(id, collection, slug, title, breadcrumb, category, description, "
+               "source_uri, mime, mtime, body_md) values (?, ?, ?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+    ("chunks", "insert into doc$chunk(id, topic_id, ord, title, heading, body) values (?, ?, ?, ?, ?, ?)"),
+    ("links", 'insert into doc$link(topic_id, kind, "key", key_ci, confidence, source) values (?, ?, ?, ?, ?, ?)'),
+    ("acl", "insert into doc$acl(topic_id, principal, principal_ci) values (?, ?, ?)"),
+    ("topic_vecs", "insert into doc$topic_vec(topic_id, vec) values (?, ?)"),
+    ("chunk_vecs", "insert into doc$chunk_vec(chunk_id, vec) values (?, ?)"),
+    ("entities", 'insert into doc$entity(id, collection, kind, "key", key_ci, key_fold, title, title_fold, attrs) '
+                 "values (?, ?, ?, ?, ?, ?, ?, ?, ?)"),
+    ("relations", "insert into doc$entity_rel(collection, from_kind, from_key, from_key_ci, rel, to_kind, to_key, "
+                  "to_key_ci) values (?, ?, ?, ?, ?, ?, ?, ?)"),
+    ("aliases", 'insert into doc$alias(collection, kind, alias, alias_ci, "key", key_ci, confidence) '
+                "values (?, ?, ?, ?, ?, ?, ?)"),
+    ("entity_kinds", "insert into doc$entity_kind(collection, kind, title, key_rule, url_template) "
+                     "values (?, ?, ?, ?, ?)"),
+    ("meta", 'insert into doc$meta(collection, name, "value") values (?, ?, ?)'),
+)
+
+
+def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
+    """One table's rows (a seam the atomicity tests break on purpose)."""
+    if rows:
+        cur.executemany(sql, [list(r) for r in rows])
+
+
+def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
+    """IMPORTDOC into the Firebird pool at ``dsn``: replace ``collection`` with the source's rows
+    in one transaction (``recipe.import_collection``'s refusals and result)."""
+    src = _source.read_collection(source, collection)  # refusals before the target is touched
+    con = ensure_pool(dsn)
+    try:
+        cur = con.cursor()
+        try:
+            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
+            _delete_collection(cur, collection)
+            cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
+                        "values (?, ?, ?, ?, ?, ?)", list(src.collection))
+            rows = _source.target_rows(src, next_topic_id=_next_id(cur, "doc$topic"),
+                                       next_chunk_id=_next_id(cur, "doc$chunk"),
+                                       next_entity_id=_next_id(cur, "doc$entity"))
+            for name, sql in INSERTS:
+                _insert(cur, name, sql, getattr(rows, name))
+            con.commit()
+        except Exception as exc:
+            con.rollback()
+            raise ImportFailed(f"import of {collection} failed, nothing changed: {exc}") from exc
+        return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))
+    finally:
+        con.close()

@@ -1,0 +1,354 @@
+"""PostgreSQL pool storage: schema ``ivd$docs``, weighted tsvector + GIN, ``ts_rank_cd``.
+
+The DSN is a libpq connection string or URL; connections come from a ``psycopg_pool``
+ConnectionPool per DSN, with ``search_path = ivd$docs`` and server-side parameter binding
+(values are never formatted into SQL). Each request reads one snapshot (a READ ONLY
+REPEATABLE READ transaction), so a reader never sees half an import; an import replaces a
+collection in ONE transaction, visible to the next read.
+
+Folding: ``doc$fold`` is generated from ``rules.fold`` (``fold_function_sql``): ASCII runs go
+through ``translate``, every other character through a map holding each code point whose
+Python fold differs from itself, so ``doc$fold(x) = fold(x)`` for all text. It folds documents
+(the ``fts`` generated column) and queries.
+
+Why ranking differs from SQLite (by design of the seed): a chunk matches under the same rule
+(every folded word, 3+ characters as prefixes; AND first, then OR), so the SET of topics is the
+same as SQLite's for ordinary words, but the score is ``-ts_rank_cd`` (cover density over
+weighted lexemes: A = title, B = heading, D = body, weights scaled from ``search_bm25_weights``),
+not bm25: no IDF, no length saturation. Order, score values and ``ts_headline`` snippets
+(``[word]`` over the original text, through an ``unaccent`` configuration when available)
+therefore differ from SQLite and Firebird. The PostgreSQL parser also splits text differently
+from FTS5's unicode61 in corner cases (``e-mail`` keeps ``e-mail`` as an extra lexeme, URLs and
+file paths are single tokens), which can change the matching set for such words.
+"""
+
+from __future__ import annotations
+
+import json
+import sys
+import threading
+import unicodedata
+from functools import lru_cache
+from importlib import resources
+from pathlib import Path
+from typing import Any, Sequence
+
+from knowspec.impl.docpool.catalog import PoolLocation
+from knowspec.impl.docpool.recipe import ImportResult
+from knowspec.impl.docpool.storage import _source
+from knowspec.impl.docpool.storage._sqlpool import SqlPool, acl_sql
+from knowspec.impl.docpool.storage.base import SearchHit
+from knowspec.impl.errors import ToolError
+from knowspec.impl.rules.fold import fold_char
+from knowspec.impl.rules.fts_query import parse_match
+
+SCHEMA = "ivd$docs"
+UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter=…"
+
+_POOLS: dict[str, Any] = {}
+_POOLS_LOCK = threading.Lock()
+
+
+class ImportFailed(RuntimeError):
+    """The import failed inside its transaction and was rolled back: nothing changed."""
+
+
+# -- doc$fold, generated from rules.fold --------------------------------------------------------
+
+@lru_cache(maxsize=1)
+def fold_map() -> dict[str, str]:
+    """Every non-ASCII code point whose ``rules.fold`` differs from itself (unassigned and
+    private-use code points fold to themselves, so they are skipped)."""
+    out = {}
+    for cp in range(0x80, sys.maxunicode + 1):
+        if 0xD800 <= cp <= 0xDFFF:
+            continue
+        ch = chr(cp)
+        if unicodedata.category(ch) in ("Cn", "Co"):
+            continue
+        folded = fold_char(ch)
+        if folded != ch:
+            out[ch] = folded
+    return out
+
+
+def _literal(text: str) -> str:
+    return "'" + text.replace("'", "''") + "'"
+
+
+def fold_function_sql() -> str:
+    """``doc$fold_map()`` and ``doc$fold(text)`` (generated DDL: the map is a jsonb constant)."""
+    mapping = json.dumps(fold_map(), ensure_ascii=False, sort_keys=True)
+    lower = f"{_literal(UPPER)}, {_literal(UPPER.lower())}"
+    return f"""
+create or replace function doc$fold_map() returns jsonb language sql immutable parallel safe
+as $fold_map$ select {_literal(mapping)}::jsonb $fold_map$;
+create or replace function doc$fold(t text) returns text language sql immutable strict parallel safe
+as $fold$
+select case when octet_length(t) = char_length(t) then translate(t, {lower})
+else (select string_agg(case when octet_length(c) = char_length(c) then translate(c, {lower})
+                             else coalesce(doc$fold_map() ->> c, c) end, '' order by n)
+      from regexp_split_to_table(t, '(?=[^\\x01-\\x7f])|(?<=[^\\x01-\\x7f])') with ordinality as s(c, n))
+end
+$fold$;
+"""
+
+
+def schema_sql() -> str:
+    return resources.files("knowspec.impl.docpool.sql").joinpath("postgres_schema.sql").read_text("utf-8")
+
+
+# -- connections ----------------------------------------------------------------------------
+
+def _configure(con) -> None:
+    con.execute(f'set search_path to "{SCHEMA}", public')
+    con.commit()
+
+
+def connection_pool(dsn: str):
+    """The process's ``psycopg_pool.ConnectionPool`` for ``dsn`` (opened on first use)."""
+    from psycopg_pool import ConnectionPool
+
+    with _POOLS_LOCK:
+        pool = _POOLS.get(dsn)
+        if pool is None or pool.closed:
+            pool = ConnectionPool(dsn, min_size=0, max_size=4, configure=_configure, open=True,
+                                  kwargs={"prepare_threshold": None})
+            _POOLS[dsn] = pool
+        return pool
+
+
+def close_pools() -> None:
+    """Close every connection pool (tests, shutdown)."""
+    with _POOLS_LOCK:
+        for pool in _POOLS.values():
+            pool.close()
+        _POOLS.clear()
+
+
+def display(dsn: str) -> str:
+    """The DSN without its password, for messages."""
+    from psycopg.conninfo import conninfo_to_dict
+
+    try:
+        parts = conninfo_to_dict(dsn)
+    except Exception:
+        return "postgresql"
+    parts.pop("password", None)
+    return " ".join(f"{k}={v}" for k, v in sorted(parts.items()))
+
+
+def _has_schema(cur) -> bool:
+    cur.execute("select to_regclass(%s) is not null and to_regclass(%s) is not null",
+                [f'"{SCHEMA}".doc$topic', f'"{SCHEMA}".doc$pool_state'])
+    return bool(cur.fetchone()[0])
+
+
+class PostgresPool(SqlPool):
+    """``PoolStorage`` over a PostgreSQL pool: one READ ONLY REPEATABLE READ snapshot per request."""
+
+    def __init__(self, dsn: str, *, location: str | None = None) -> None:
+        self.dsn = dsn
+        self.location = location or display(dsn)
+        self._pool = connection_pool(dsn)
+        self._con = self._pool.getconn()
+        try:
+            self._con.execute("begin isolation level repeatable read read only")
+            self._cur = self._con.cursor()
+            if not _has_schema(self._cur):
+                raise LookupError(f"{self.location} has no {SCHEMA} schema")
+        except BaseException:
+            self._con.rollback()
+            self._pool.putconn(self._con)
+            raise
+
+    def close(self) -> None:
+        if self._con is not None:
+            self._con.rollback()
+            self._pool.putconn(self._con)
+            self._con = None
+
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        self._cur.execute(sql.replace("?", "%s"), list(params))
+        return [tuple(r) for r in self._cur.fetchall()]
+
+    def _text_order(self, expr: str) -> str:
+        return f'{expr} collate "C"'
+
+    def _blob(self, value: Any) -> Any:
+        return bytes(value) if isinstance(value, memoryview) else value
+
+    # -- full text ---------------------------------------------------------------------------
+    def search_fts(self, match, access, *, limit, weights, snippet_column,
+                   collection=None, linked_to=None) -> list[SearchHit]:
+        words, joiner = parse_match(match)
+        tsquery = tsquery_text([(w.text, w.prefix) for w in words], joiner)
+        if not tsquery:
+            return []
+        params: list[Any] = [rank_weights(weights), tsquery]
+        where = ["ch.fts @@ q.tq"]
+        if collection is not None:
+            where.append("t.collection = ?")
+            params.append(collection)
+        if linked_to is not None:
+            where.append("exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? and l.key_ci = ?)")
+            params.extend([linked_to[0], linked_to[1].translate(str.maketrans(UPPER, UPPER.lower()))])
+        where.append(acl_sql(access, params))
+        params.append(int(limit))
+        column = snippet_column if snippet_column in ("title", "heading", "body") else "body"
+        rows = self._rows(
+            f"""with q as (select to_tsquery('pg_catalog.simple'::regconfig, doc$fold(?)) as tq, ?::float4[] as w),
+                hits as (
+                  select t.id as topic_id, ch.id as chunk_id, -ts_rank_cd(q.w, ch.fts, q.tq) as score,
+                         row_number() over (partition by t.id order by ts_rank_cd(q.w, ch.fts, q.tq) desc, ch.id) as rn
+                  from doc$chunk ch join doc$topic t on t.id = ch.topic_id
+                  join doc$collection c on c.id = t.collection, q
+                  where {' and '.join(where)})
+                select h.topic_id, h.chunk_id, h.score, t.collection, t.slug, t.title, t.breadcrumb
+                from hits h join doc$topic t on t.id = h.topic_id where h.rn = 1
+                order by h.score, {self._o('t.collection', 't.slug')} fetch first ? rows only""",
+            [params[1], params[0], *params[2:]])
+        snippets = self._headlines(tsquery, [r[1] for r in rows], column)
+        return [SearchHit(int(r[0]), int(r[1]), r[3], r[4], r[5], r[6], float(r[2]), snippets.get(int(r[1]), ""))
+                for r in rows]
+
+    def _headlines(self, tsquery: str, chunk_ids: list[int], column: str) -> dict[int, str]:
+        """``ts_headline`` over the original text of the surviving chunks only (it is costly)."""
+        if not chunk_ids:
+            return {}
+        config = self._headline_config()
+        rows = self._rows(
+            f"""select ch.id, ts_headline({config}, coalesce(nullif(ch.{column}, ''), ch.body, ''),
+                                          to_tsquery({config}, doc$fold(?)), ?)
+                from doc$chunk ch where ch.id = any(?)""", [tsquery, HEADLINE_OPTIONS, chunk_ids])
+        return {int(r[0]): r[1] for r in rows}
+
+    def _headline_config(self) -> str:
+        rows = self._rows("select to_regconfig(?) is not null", [f'"{SCHEMA}".doc$fold_headline'])
+        return f"'\"{SCHEMA}\".doc$fold_headline'::regconfig" if rows[0][0] else "'pg_catalog.simple'::regconfig"
+
+
+def tsquery_text(words: Sequence[tuple[str, bool]], joiner: str) -> str:
+    """``'word':*`` terms (quotes doubled) joined by ``&`` (AND) or ``|`` (OR): a bound value."""
+    terms = ["'" + w.replace("\\", "\\\\").replace("'", "''") + "'" + (":*" if prefix else "")
+             for w, prefix in words if w]
+    return (" & " if joiner == "AND" else " | ").join(terms)
+
+
+def rank_weights(weights: Sequence[float]) -> list[float]:
+    """``ts_rank_cd`` weights {D, C, B, A} from the pool's (title, heading, body) bm25 weights,
+    scaled so the largest is 1 (C is unused: it gets the body's)."""
+    w = (list(weights) + [1.0, 1.0, 1.0])[:3]
+    top = max(w) if max(w) > 0 else 1.0
+    title, heading, body = (x / top for x in w)
+    return [body, body, heading, title]
+
+
+def open_pool(location: PoolLocation) -> PostgresPool:
+    """The document pool at ``location`` (``STORAGE_OPENERS``), with the seed's error texts."""
+    try:
+        return PostgresPool(location.dsn, location=f"{location.docs_database} ({display(location.dsn)})")
+    except Exception as exc:  # unreachable server, missing schema
+        raise ToolError("pool_unavailable",
+                        f"document pool not imported ({location.docs_database}: {exc})") from exc
+
+
+# -- import -----------------------------------------------------------------------------------
+
+def ensure_schema(con) -> None:
+    """Create ``ivd$docs``, ``doc$fold`` and the tables if needed (one transaction)."""
+    with con.transaction():
+        con.execute(f'create schema if not exists "{SCHEMA}"')
+        con.execute(f'set local search_path to "{SCHEMA}", public')
+        con.execute(fold_function_sql())
+        con.execute(schema_sql())
+        cur = con.cursor()
+        cur.executemany('insert into doc$meta(collection, name, "value") values (%s, %s, %s) '
+                        "on conflict do nothing", [list(m) for m in _source.DEFAULT_META])
+        _ensure_headline_config(con)
+
+
+def _ensure_headline_config(con) -> None:
+    """A text search configuration for ``ts_headline``: ``unaccent`` then ``simple`` (lower-case),
+    so the original accented words are found by folded query lexemes. Skipped without unaccent."""
+    exists = con.execute("select to_regconfig(%s) is not null", [f'"{SCHEMA}".doc$fold_headline']).fetchone()[0]
+    if exists:
+        return
+    try:
+        with con.transaction():
+            con.execute("create extension if not exists unaccent")
+            con.execute(f'create text search configuration "{SCHEMA}".doc$fold_headline (copy = pg_catalog.simple)')
+            con.execute(f'alter text search configuration "{SCHEMA}".doc$fold_headline alter mapping for '
+                        "asciiword, word, hword, hword_part, asciihword, hword_asciipart, numword, numhword "
+                        "with unaccent, simple")
+    except Exception:  # no unaccent on this server: headlines use 'simple'
+        pass
+
+
+INSERTS = (
+    ("topics", "insert into doc$topic(id, collection, slug, title, breadcrumb, category, description, "
+               "source_uri, mime, mtime, body_md) values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+    ("chunks", "insert into doc$chunk(id, topic_id, ord, title, heading, body) values (%s, %s, %s, %s, %s, %s)"),
+    ("links", "insert into doc$link(topic_id, kind, key, key_ci, confidence, source) values (%s, %s, %s, %s, %s, %s)"),
+    ("acl", "insert into doc$acl(topic_id, principal, principal_ci) values (%s, %s, %s)"),
+    ("topic_vecs", "insert into doc$topic_vec(topic_id, vec) values (%s, %s)"),
+    ("chunk_vecs", "insert into doc$chunk_vec(chunk_id, vec) values (%s, %s)"),
+    ("entities", "insert into doc$entity(id, collection, kind, key, key_ci, key_fold, title, title_fold, attrs) "
+                 "values (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
+    ("relations", "insert into doc$entity_rel(collection, from_kind, from_key, from_key_ci, rel, to_kind, to_key, "
+                  "to_key_ci) values (%s, %s, %s, %s, %s, %s, %s, %s)"),
+    ("aliases", "insert into doc$alias(collection, kind, alias, alias_ci, key, key_ci, confidence) "
+                "values (%s, %s, %s, %s, %s, %s, %s)"),
+    ("entity_kinds", "insert into doc$entity_kind(collection, kind, title, key_rule, url_template) "
+                     "values (%s, %s, %s, %s, %s)"),
+    ("meta", 'insert into doc$meta(collection, name, "value") values (%s, %s, %s)'),
+)
+
+DELETES = (
+    "delete from doc$acl where topic_id in (select id from doc$topic where collection = %(c)s)",
+    "delete from doc$link where topic_id in (select id from doc$topic where collection = %(c)s)",
+    "delete from doc$topic_vec where topic_id in (select id from doc$topic where collection = %(c)s)",
+    "delete from doc$chunk_vec where chunk_id in (select ch.id from doc$chunk ch join doc$topic t "
+    "on t.id = ch.topic_id where t.collection = %(c)s)",
+    "delete from doc$chunk where topic_id in (select id from doc$topic where collection = %(c)s)",
+    "delete from doc$topic where collection = %(c)s",
+    "delete from doc$entity_rel where collection = %(c)s",
+    "delete from doc$alias where collection = %(c)s",
+    "delete from doc$entity where collection = %(c)s",
+    "delete from doc$entity_kind where collection = %(c)s",
+    "delete from doc$meta where collection in ('', %(c)s)",
+    "delete from doc$collection where id = %(c)s",
+)
+
+
+def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
+    """One table's rows (a seam the atomicity tests break on purpose)."""
+    if rows:
+        cur.executemany(sql, rows)
+
+
+def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
+    """IMPORTDOC into the PostgreSQL pool at ``dsn``: replace ``collection`` with the source's
+    rows in ONE transaction (``recipe.import_collection``'s refusals and result)."""
+    src = _source.read_collection(source, collection)  # refusals before the target is touched
+    import psycopg
+
+    with connection_pool(dsn).connection() as con:
+        ensure_schema(con)
+        try:
+            with con.transaction():
+                cur = con.cursor()
+                cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
+                for sql in DELETES:
+                    cur.execute(sql, {"c": collection})
+                cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
+                            "values (%s, %s, %s, %s, %s, %s)", list(src.collection))
+                nxt = [cur.execute(f"select coalesce(max(id), 0) + 1 from {t}").fetchone()[0]
+                       for t in ("doc$topic", "doc$chunk", "doc$entity")]
+                rows = _source.target_rows(src, next_topic_id=nxt[0], next_chunk_id=nxt[1], next_entity_id=nxt[2])
+                for name, sql in INSERTS:
+                    _insert(cur, name, sql, getattr(rows, name))
+        except (psycopg.Error, Exception) as exc:
+            raise ImportFailed(f"import of {collection} failed, nothing changed: {exc}") from exc
+    return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))

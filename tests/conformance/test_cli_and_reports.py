@@ -1,0 +1,40 @@
+"""Exit codes and report files: 2 for an unreachable target or a bad contract; reports parse."""
+
+from __future__ import annotations
+
+import json
+import xml.etree.ElementTree as ET
+
+from knowspec.conformance.cli import main
+
+
+def test_unreachable_target_exits_2(toy_contract, tmp_path):
+    rc = main(["--target", "stdio:/nonexistent/server-binary", "--contract", str(toy_contract),
+               "--json", str(tmp_path / "r.json")])
+    assert rc == 2
+
+
+def test_missing_contract_exits_2(tmp_path, target_for):
+    assert main(["--target", target_for("good"), "--contract", str(tmp_path / "none.json")]) == 2
+
+
+def test_malformed_target_exits_2(toy_contract):
+    assert main(["--target", "ftp://example", "--contract", str(toy_contract)]) == 2
+
+
+def test_reports_and_baseline(toy_contract, target_for, tmp_path):
+    args = ["--target", target_for("flip_truncated"), "--contract", str(toy_contract), "--check", "truncation",
+            "--max-examples", "5", "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
+            "--html", str(tmp_path / "r.html"), "--write-baseline", str(tmp_path / "baseline.json")]
+    assert main(args) == 1
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["by_check"]["truncation"]["failed"] == 1
+    failed = [r for r in report["results"] if r["status"] == "failed"][0]
+    assert failed["failure"]["arguments"] is not None and failed["failure"]["response"] is not None
+    suites = ET.parse(tmp_path / "r.xml").getroot()
+    assert suites.find("testsuite").get("failures") == "1"
+    assert "truncation[search_concepts]" in (tmp_path / "r.html").read_text()
+    # the written baseline accepts the failure: the same run now exits 0
+    rerun = [a for a in args if a != "--write-baseline"]
+    rerun = rerun[: rerun.index(str(tmp_path / "baseline.json"))] if str(tmp_path / "baseline.json") in rerun else rerun
+    assert main([*rerun, "--baseline", str(tmp_path / "baseline.json")]) == 0

@@ -1,0 +1,90 @@
+"""The independent oracles restate the spec rules: sorted, bounded, and the spec's own examples."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation
+from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, neighbors_bundle, queries_for
+from knowspec.conformance.oracles.neighbors import ALL_KINDS, edge_key, expected_neighbors
+from knowspec.conformance.oracles.ordering import ordering_violations
+from knowspec.conformance.oracles.search import MATCH_RANK, expected_search, fold
+from knowspec.conformance.oracles.truncation import truncation_violations
+
+
+def test_folding_example_from_the_spec_gives_three_matches_two_shown():
+    result = expected_search(cafe_bundle(), "cafe\u0301", 2)
+    assert result.hits == (("cafe", "title"), ("third", "title"))
+    assert result.total == 3 and result.truncated
+
+
+def test_fold_joins_decomposed_and_precomposed_forms():
+    assert fold("CAFE\u0301") == fold("Café") == "café"
+
+
+def test_tags_are_matched_one_by_one():
+    bundle = Bundle("t", (Concept("x", tags=("foo", "bar")),))
+    assert expected_search(bundle, "foo\nbar", 5).total == 0
+    assert expected_search(bundle, "foo", 5).hits == (("x", "tags"),)
+
+
+def test_neighbour_example_from_the_spec():
+    both = expected_neighbors(neighbors_bundle(), "a", "both", ALL_KINDS, 20)
+    assert both.edges == (("navigation", "a", "b", None), ("navigation", "b", "a", None),
+                          ("relation", "b", "a#section", "uses"))
+    assert both.total == 3 and len(both.sources) == 1
+    incoming = expected_neighbors(neighbors_bundle(), "a", "in", ALL_KINDS, 20)
+    assert incoming.total == 2 and incoming.sources == ()
+
+
+def test_relation_refs_escape_hash_in_ids():
+    bundle = Bundle("h", (Concept("hash#name", fragments=("p",)),
+                          Concept("src", relations=(Relation("uses", "hash#name", "p"),))))
+    edges = expected_neighbors(bundle, "src", "out").edges
+    assert edges == (("relation", "src", "hash\\#name#p", "uses"),)
+
+
+def test_links_in_code_and_broken_links_are_not_edges():
+    bundle = Bundle("c", (Concept("a", links=(Link("b", "code_span"), Link("b", "fenced"), Link("zz", "broken"))),
+                          Concept("b")))
+    assert expected_neighbors(bundle, "a").total == 0
+
+
+@settings(max_examples=60, deadline=None)
+@given(bundles().flatmap(lambda b: st.tuples(st.just(b), queries_for(b), st.integers(1, 100))))
+def test_search_oracle_is_sorted_bounded_and_counts_all(case):
+    bundle, query, limit = case
+    result = expected_search(bundle, query, limit)
+    assert len(result.hits) <= limit and result.total >= len(result.hits)
+    keys = [(-MATCH_RANK[m], cid.encode()) for cid, m in result.hits]
+    assert keys == sorted(keys)
+    out = {"hits": [{"concept": {"id": c}, "match": m} for c, m in result.hits], "total": result.total,
+           "truncated": result.truncated}
+    assert ordering_violations("search_concepts", out, {}) == []
+    assert truncation_violations("search_concepts", out, {"limit": limit}, 20) == []
+
+
+@settings(max_examples=60, deadline=None)
+@given(bundles(), st.sampled_from(("in", "out", "both")), st.integers(1, 100))
+def test_neighbour_oracle_is_sorted_and_bounded(bundle, direction, limit):
+    for cid in sorted(bundle.ids):
+        result = expected_neighbors(bundle, cid, direction, ALL_KINDS, limit)
+        assert len(result.edges) <= limit and result.total >= len(result.edges)
+        assert list(result.edges) == sorted(result.edges, key=lambda e: edge_key(*e))
+        if direction == "in":
+            assert result.sources == ()
+
+
+def test_ordering_oracle_flags_a_reversed_pair():
+    out = {"hits": [{"concept": {"id": "b"}, "match": "body"}, {"concept": {"id": "a"}, "match": "id"}]}
+    assert ordering_violations("search_concepts", out, {}) != []
+
+
+def test_truncation_oracle_flags_each_broken_invariant():
+    assert truncation_violations("search_concepts", {"hits": [1, 2, 3], "total": 3, "truncated": False},
+                                 {"limit": 2}, 20)
+    assert truncation_violations("search_concepts", {"hits": [1], "total": 0, "truncated": False}, {}, 20)
+    assert truncation_violations("search_concepts", {"hits": [1], "total": 5, "truncated": False}, {"limit": 1}, 20)
+    assert not truncation_violations("search_concepts", {"hits": [1], "total": 5, "truncated": True},
+                                     {"limit": 1}, 20)
