@@ -62,14 +62,38 @@ def acceptable_error_codes(schema: dict[str, Any], value: Any) -> set[str]:
     return codes
 
 
+def _rehome_refs(node: Any) -> Any:
+    """Point ``#/$defs/X`` at ``#/components/schemas/X`` and drop ``$id``/``$schema``.
+
+    Embedded in an OpenAPI document, a schema's local refs would resolve against the document
+    root (and an ``$id`` would move the base URI off to the web), so both are rewritten.
+    """
+    if isinstance(node, dict):
+        out = {}
+        for key, value in node.items():
+            if key in ("$id", "$schema", "$defs"):
+                continue
+            if key == "$ref" and isinstance(value, str) and value.startswith("#/$defs/"):
+                out[key] = "#/components/schemas/" + value[len("#/$defs/"):]
+            else:
+                out[key] = _rehome_refs(value)
+        return out
+    if isinstance(node, list):
+        return [_rehome_refs(v) for v in node]
+    return node
+
+
 @lru_cache(maxsize=None)
 def _openapi(schema_json: str) -> Any:
     import schemathesis
 
-    doc = {"openapi": "3.1.0", "info": {"title": "mcp-tool", "version": "0"}, "paths": {
-        "/call": {"post": {"operationId": "call", "requestBody": {"required": True, "content": {
-            "application/json": {"schema": json.loads(schema_json)}}},
-            "responses": {"200": {"description": "ok"}}}}}}
+    schema = json.loads(schema_json)
+    defs = {name: _rehome_refs(d) for name, d in schema.get("$defs", {}).items()}
+    doc = {"openapi": "3.1.0", "info": {"title": "mcp-tool", "version": "0"},
+           "components": {"schemas": defs}, "paths": {
+               "/call": {"post": {"operationId": "call", "requestBody": {"required": True, "content": {
+                   "application/json": {"schema": _rehome_refs(schema)}}},
+                   "responses": {"200": {"description": "ok"}}}}}}
     return schemathesis.openapi.from_dict(doc)["/call"]["POST"]
 
 

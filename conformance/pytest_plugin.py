@@ -1,6 +1,7 @@
 """Run the conformance suite inside a project's own pytest session, one test per (check, tool).
 
-Enable with ``pytest_plugins = ["knowspec.conformance.pytest_plugin"]`` (or ``-p``), then::
+Enable with ``-p knowspec.conformance.pytest_plugin`` or ``pytest_plugins = [...]`` in the rootdir
+``conftest.py`` (the options must be known before arguments are parsed), then::
 
     def test_conformance(conform_case):
         conform_case.check()

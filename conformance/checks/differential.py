@@ -30,7 +30,8 @@ def _for_tool(name: str):
 
 
 def _limit_range(ctx: CheckContext) -> tuple[int, int]:
-    prop = ctx.require_tool().input_properties.get("limit", {})
+    tool = ctx.require_tool()
+    prop = {**tool.input_properties.get("limit", {}), **tool.limits.get("limit", {})}
     return int(prop.get("minimum", 1)), int(prop.get("maximum", 100))
 
 

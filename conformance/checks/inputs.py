@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 from typing import Any
 
 from knowspec.conformance.checks.common import (
@@ -46,7 +47,7 @@ def judge(ctx: CheckContext, args: dict[str, Any], outcome: CallOutcome) -> None
     if len(diags) > MAX_INPUT_DIAGNOSTICS:
         fail(f"{len(diags)} input diagnostics, at most {MAX_INPUT_DIAGNOSTICS} allowed", outcome)
     echoed = _echoed_values(args, [d.get("message", "") for d in diags] + [env["message"]],
-                            set(ctx.require_tool().input_properties))
+                            json.dumps(ctx.require_tool().input_schema, ensure_ascii=False))
     if echoed:
         fail(f"error message echoes the bad input value {echoed!r}", outcome)
 
@@ -56,19 +57,21 @@ def _within_limits(ctx: CheckContext, args: dict[str, Any]) -> bool:
     return "bundle_path" not in ctx.require_tool().input_properties
 
 
-def _strings(value: Any) -> list[str]:
+def _string_values(value: Any) -> list[str]:
+    """String values anywhere in the arguments (keys are names, not values)."""
     if isinstance(value, str):
         return [value]
     if isinstance(value, dict):
-        return [s for v in value.values() for s in _strings(v)] + [k for k in value if isinstance(k, str)]
+        return [s for v in value.values() for s in _string_values(v)]
     if isinstance(value, list):
-        return [s for v in value for s in _strings(v)]
+        return [s for v in value for s in _string_values(v)]
     return []
 
 
-def _echoed_values(args: dict[str, Any], messages: list[str], names: set[str]) -> str | None:
-    for text in _strings(args):
-        if len(text) >= 8 and text not in names and text.strip() and any(text in m for m in messages):
+def _echoed_values(args: dict[str, Any], messages: list[str], schema_text: str) -> str | None:
+    """A bad value (8+ characters, not a word the schema itself advertises) repeated in a message."""
+    for text in _string_values(args):
+        if len(text.strip()) >= 8 and text not in schema_text and any(text in m for m in messages):
             return text
     return None
 

@@ -108,7 +108,7 @@ def _has_limit(ctx: CheckContext) -> str | None:
 def truncation(ctx: CheckContext) -> None:
     """len(items) <= limit, total >= len(items), truncated == (total > len(items))."""
     tool = ctx.require_tool()
-    default = tool.input_properties["limit"].get("default")
+    default = tool.limits.get("limit", {}).get("default", tool.input_properties["limit"].get("default"))
 
     def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
         problems = truncation_violations(tool.name, outcome.structured, args, default, tool.wrap)

@@ -203,34 +203,41 @@ def authenticate(catalog_path: Path | str, name: str, password: str) -> User | N
 # --- CLI: `knowspec user add NAME --password-stdin --role SYSADMIN` ---------------------------
 
 
-def add_user_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Mount ``user add|grant|list`` on the CLI; each sub-command sets ``func(args, settings)``."""
-    user = subparsers.add_parser("user", help="manage REST users and roles in the catalog")
-    sub = user.add_subparsers(dest="user_command", required=True)
+def add_user_parser(subparsers: argparse._SubParsersAction) -> None:
+    """Mount ``add``, ``grant`` and ``list`` under the lead's ``user`` command."""
+    from knowspec.impl.cli import add_settings_options
 
-    add = sub.add_parser("add", help="create a user (password read from stdin)")
+    add = subparsers.add_parser("add", help="create a user (password read from stdin)")
     add.add_argument("name")
     add.add_argument(
         "--password-stdin", action="store_true", required=True,
         help="read the password from the first line of standard input",
     )
     add.add_argument("--role", action="append", default=[], help="role to grant (repeatable)")
+    add_settings_options(add)
     add.set_defaults(func=_cmd_add)
 
-    grant = sub.add_parser("grant", help="grant a role to an existing user")
+    grant = subparsers.add_parser("grant", help="grant a role to an existing user")
     grant.add_argument("name")
     grant.add_argument("role")
+    add_settings_options(grant)
     grant.set_defaults(func=_cmd_grant)
 
-    lst = sub.add_parser("list", help="list users and their roles")
+    lst = subparsers.add_parser("list", help="list users and their roles")
+    add_settings_options(lst)
     lst.set_defaults(func=_cmd_list)
-    return user
 
 
-def _cmd_add(args: argparse.Namespace, settings) -> int:
+def _catalog(args: argparse.Namespace) -> Path:
+    from knowspec.impl.cli import settings_from
+
+    return settings_from(args).catalog_path
+
+
+def _cmd_add(args: argparse.Namespace) -> int:
     password = sys.stdin.readline().rstrip("\r\n")
     try:
-        user = create_user(settings.catalog_path, args.name, password, args.role)
+        user = create_user(_catalog(args), args.name, password, args.role)
     except AuthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -238,9 +245,9 @@ def _cmd_add(args: argparse.Namespace, settings) -> int:
     return 0
 
 
-def _cmd_grant(args: argparse.Namespace, settings) -> int:
+def _cmd_grant(args: argparse.Namespace) -> int:
     try:
-        grant_role(settings.catalog_path, args.name, args.role)
+        grant_role(_catalog(args), args.name, args.role)
     except AuthError as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
@@ -248,7 +255,7 @@ def _cmd_grant(args: argparse.Namespace, settings) -> int:
     return 0
 
 
-def _cmd_list(args: argparse.Namespace, settings) -> int:
-    for user in list_users(settings.catalog_path):
+def _cmd_list(args: argparse.Namespace) -> int:
+    for user in list_users(_catalog(args)):
         print(f"{user.name}\t{','.join(user.roles)}")
     return 0

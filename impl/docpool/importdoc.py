@@ -125,19 +125,29 @@ def import_collection(settings, database: str, collection: str, source_path: str
 
 
 def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
-    """Mount ``import`` under the lead's ``pool`` sub-parsers; sets ``func(args, settings)``."""
+    """Mount ``import`` under the lead's ``pool`` command; ``--database`` names the target."""
+    from knowspec.impl.cli import add_settings_options
+
     cmd = subparsers.add_parser(
         "import", help="import one collection of a source pool into a database's document pool"
     )
-    cmd.add_argument("--database", required=True, help="registered database (SET DOCUMENTS)")
     cmd.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
     cmd.add_argument("source", help="source pool file (SQLite, schema v2)")
+    add_settings_options(cmd)  # --appdir, --catalog, ... and --database
+    for action in cmd._actions:  # the shared --database is the import target here
+        if "--database" in action.option_strings:
+            action.required = True
+            action.help = "registered database whose document pool receives the collection"
     cmd.set_defaults(func=_cmd_import)
     return cmd
 
 
-def _cmd_import(args: argparse.Namespace, settings) -> int:
+def _cmd_import(args: argparse.Namespace) -> int:
     from rich.console import Console
+
+    from knowspec.impl.cli import settings_from
+
+    settings = settings_from(args)
     from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
 
     console = Console(stderr=True)

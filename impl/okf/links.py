@@ -7,6 +7,7 @@ at a time, so links never span lines and never come from code.
 from __future__ import annotations
 
 import re
+from functools import lru_cache
 from typing import NamedTuple
 
 
@@ -188,13 +189,23 @@ def resolve_link_target(source_id: str, target: str, kind: str | None = None) ->
     return joined
 
 
+@lru_cache(maxsize=65536)
+def _classified(source_dir: str, target: str) -> tuple[str, str | None, str | None]:
+    """(kind, target id, fragment) of a stripped target seen from a source directory.
+
+    Pure and shared: bundles repeat the same targets (``/concepts/x.md``) thousands of times."""
+    kind = classify_link(target)
+    hash_pos = target.find("#")
+    fragment = target[hash_pos + 1 :] if hash_pos >= 0 else None
+    source = f"{source_dir}/_" if source_dir else "_"
+    return kind, resolve_link_target(source, target, kind), fragment
+
+
 def resolve_navigation(source_id: str, raw_links) -> list[NavLink]:
     """NavLinks for a concept's extracted links (every link, resolved or not)."""
+    source_dir = source_id.rpartition("/")[0]
     out = []
     for raw in raw_links:
-        t = raw.target.strip()
-        kind = classify_link(t)
-        hash_pos = t.find("#")
-        fragment = t[hash_pos + 1 :] if hash_pos >= 0 else None
-        out.append(NavLink(raw.target, kind, resolve_link_target(source_id, t, kind), fragment, raw.line))
+        kind, target_id, fragment = _classified(source_dir, raw.target.strip())
+        out.append(NavLink(raw.target, kind, target_id, fragment, raw.line))
     return out

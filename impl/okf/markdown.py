@@ -266,6 +266,9 @@ def _apply_mask(data: bytes, spans: list[tuple[int, int]]) -> bytes:
     return bytes(buf)
 
 
+_QUOTE_PREFIX = re.compile(rb"^[ \t]*(?:>[ \t]?)+")
+
+
 def _headings(data: bytes, lines: _LineIndex, raw: list) -> list[Heading]:
     bases = []
     for level, start, end, _texts in raw:
@@ -275,7 +278,7 @@ def _headings(data: bytes, lines: _LineIndex, raw: list) -> list[Heading]:
             source = atx_content(first)
         else:
             parts = block.split(b"\n")
-            source = parts[-2] if len(parts) >= 2 else parts[0]
+            source = _QUOTE_PREFIX.sub(b"", parts[-2]) if len(parts) >= 2 else parts[0]
         bases.append(heading_id_base(source))
     ids = unique_heading_ids(bases)
     return [

@@ -27,7 +27,7 @@ class Block:
     end: int
     level: int = 0
     text: str = ""
-    items: list[tuple[int, int, bool, bool]] = field(default_factory=list)
+    items: list[tuple[int, int, bool, int | None]] = field(default_factory=list)  # start, end, link, nested at
 
 
 def top_level_blocks(body: str) -> list[Block]:
@@ -47,15 +47,16 @@ def top_level_blocks(body: str) -> list[Block]:
                 blocks.append(current)
             elif current is not None and current.kind == "list":
                 if name == "Item" and depth == 1:
-                    item = [rng["start"], rng["end"], False, False]
+                    item = [rng["start"], rng["end"], False, None]
                     item_depth = depth
                 elif item is not None:
                     if name in ("Link", "Image"):
                         item[2] = True
-                    elif name not in ("Paragraph", "Emphasis", "Strong", "Strikethrough") and depth == item_depth + 1:
-                        item[3] = True
-                    elif name == "List":
-                        item[3] = True
+                    elif item[3] is None and (
+                        name == "List"
+                        or (name not in ("Paragraph", "Emphasis", "Strong", "Strikethrough") and depth == item_depth + 1)
+                    ):
+                        item[3] = rng["start"]  # first nested block: quoted by the log rules
             depth += 1
         elif isinstance(event, dict) and "End" in event:
             depth -= 1
@@ -161,8 +162,12 @@ def log_findings(body: str) -> list[tuple[str, str]]:
             for start, _end, _link, nested in block.items:
                 line_start = _line_start(data, start)
                 raw = _first_line(data, line_start)
-                if start != line_start or raw[:1] in (" ", "\t") or nested:
+                if start != line_start or raw[:1] in (" ", "\t"):
                     out.append(("body", f"log date group contains non-list entry: {go_quote(raw.strip())}"))
+                elif nested is not None:
+                    inner = _first_line(data, _line_start(data, nested)).strip()
+                    out.append(("body", f"log date group contains non-list entry: {go_quote(inner)}"))
+                    group["entries"] += 1
                 else:
                     group["entries"] += 1
             continue

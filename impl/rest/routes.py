@@ -20,6 +20,7 @@ from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS, tool_error_response
 from knowspec.impl.rest.endpoint_table import Endpoint, cached_table
 from knowspec.impl.rest.openapi import cached_openapi
 from knowspec.impl.rest.sessions import SessionStore
+from knowspec.impl.server.pipeline import ToolRuntime
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -37,7 +38,7 @@ def _guarded(handler: Handler) -> Handler:
     return endpoint
 
 
-def _handler_for(ep: Endpoint, settings, sessions: SessionStore) -> Handler:
+def _handler_for(ep: Endpoint, settings, sessions: SessionStore, runtime: ToolRuntime) -> Handler:
     if ep.operation_id == "login":
         assert ep.request is not None
         schema = ep.request
@@ -47,19 +48,28 @@ def _handler_for(ep: Endpoint, settings, sessions: SessionStore) -> Handler:
     if ep.operation_id == "exec_command":
         return lambda request: admin.exec_command(request, ep, settings, sessions)
     if ep.tool:
-        return lambda request: tool_endpoints.call_tool(request, ep, settings, sessions)
+        return lambda request: tool_endpoints.call_tool(request, ep, sessions, runtime)
     raise ValueError(f"endpoint {ep.operation_id} has no handler")
 
 
-def rest_routes(settings, sessions: SessionStore | None = None) -> list[BaseRoute]:
-    """Every endpoint of ``spec/rest/endpoints.toml`` plus ``GET /openapi.json``."""
+def rest_routes(
+    settings, sessions: SessionStore | None = None, runtime: ToolRuntime | None = None
+) -> list[BaseRoute]:
+    """Every endpoint of ``spec/rest/endpoints.toml`` plus ``GET /openapi.json``.
+
+    ``runtime`` is the MCP call pipeline the Help*/Doc* endpoints go through (the server's own,
+    when the HTTP app passes it; a new one over ``settings`` otherwise).
+    """
     if sessions is None:
         sessions = SessionStore(settings.session_ttl_seconds)
+    if runtime is None:
+        runtime = ToolRuntime(settings)
     _, endpoints = cached_table()
     document = cached_openapi()
     by_path: dict[str, dict[str, Handler]] = {}
     for ep in endpoints:
-        by_path.setdefault(ep.path, {})[ep.method] = _guarded(_handler_for(ep, settings, sessions))
+        handler = _handler_for(ep, settings, sessions, runtime)
+        by_path.setdefault(ep.path, {})[ep.method] = _guarded(handler)
     routes: list[BaseRoute] = [
         Route(path, _dispatch(methods), methods=sorted(methods), name=path)
         for path, methods in by_path.items()
@@ -81,5 +91,9 @@ def _dispatch(methods: dict[str, Handler]) -> Handler:
     return endpoint
 
 
-def rest_app(settings, sessions: SessionStore | None = None) -> Starlette:
-    return Starlette(routes=rest_routes(settings, sessions), exception_handlers=EXCEPTION_HANDLERS)
+def rest_app(
+    settings, sessions: SessionStore | None = None, runtime: ToolRuntime | None = None
+) -> Starlette:
+    return Starlette(
+        routes=rest_routes(settings, sessions, runtime), exception_handlers=EXCEPTION_HANDLERS
+    )

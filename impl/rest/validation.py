@@ -1,8 +1,9 @@
 """Request bodies checked against the advertised JSON Schemas before any handler runs.
 
-The same split as the MCP pipeline: a failing limit keyword (``maximum``, ``maxLength``, ...)
-answers ``resource_limit``, any other failure ``schema_validation``. Integral floats such as
-``35.0`` are integers in JSON Schema, so they are accepted and handed on as ``int``.
+The MCP pipeline's own check (``impl/server/validation.py``): a failing limit keyword answers
+``resource_limit``, any other failure ``schema_validation``, with the same diagnostics.
+Integral floats such as ``35.0`` are integers in JSON Schema, so they are accepted and handed
+on as ``int``.
 """
 
 from __future__ import annotations
@@ -11,15 +12,8 @@ import json
 from functools import lru_cache
 from typing import Any
 
-from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import best_match
-
-from knowspec.impl.errors import ToolError, diagnostic
-
-_LIMIT_KEYWORDS = {
-    "maximum", "exclusiveMaximum", "maxLength", "maxItems", "maxProperties", "maxContains",
-}
-MAX_ERRORS = 50
+from knowspec.impl.errors import ToolError
+from knowspec.impl.server.validation import SchemaCheck, input_error
 
 
 def is_json_media_type(content_type: str | None) -> bool:
@@ -46,33 +40,15 @@ def parse_json_body(raw: bytes, content_type: str | None = None) -> Any:
 
 
 @lru_cache(maxsize=64)
-def _validator(schema_json: str) -> Draft202012Validator:
-    return Draft202012Validator(json.loads(schema_json), format_checker=FormatChecker())
+def _check(schema_json: str) -> SchemaCheck:
+    return SchemaCheck(json.loads(schema_json))
 
 
 def validate_body(schema: dict[str, Any], body: Any) -> None:
-    """Raise ``ToolError`` listing every schema failure of ``body``."""
-    validator = _validator(json.dumps(schema, sort_keys=True))
-    errors = sorted(validator.iter_errors(body), key=lambda e: list(e.absolute_path))
-    if not errors:
-        return
-    leaves = [_deepest(e) for e in errors]
-    code = "resource_limit" if all(e.validator in _LIMIT_KEYWORDS for e in leaves) else (
-        "schema_validation"
-    )
-    diags = [
-        diagnostic(code, e.message, field="/" + "/".join(str(p) for p in e.absolute_path))
-        for e in leaves[:MAX_ERRORS]
-    ]
-    raise ToolError(code, f"request body does not match the schema: {leaves[0].message}",
-                    diagnostics=diags)
-
-
-def _deepest(error):
-    """For oneOf/anyOf failures, the most specific sub-error (best match)."""
-    if error.context:
-        return best_match(error.context)
-    return error
+    """Raise the MCP pipeline's input error (same codes and diagnostics) when ``body`` fails."""
+    errors = _check(json.dumps(schema, sort_keys=True)).errors(body)
+    if errors:
+        raise input_error(errors)
 
 
 def integral_floats_to_int(value: Any) -> Any:

@@ -21,6 +21,7 @@ boundary it uses is a character boundary, so the cut text is the same).
 
 from __future__ import annotations
 
+import re
 import sqlite3
 import threading
 import unicodedata
@@ -34,7 +35,7 @@ _SEPARATOR = None  # class of a code point that ends (or never starts) a token
 _ASCII: dict[int, str | None] = {
     c: (chr(c).lower() if chr(c).isalnum() else _SEPARATOR) for c in range(128)
 }
-_CLASSES: dict[int, str | None] = dict(_ASCII)
+_CLASSES: dict[int, str | None] = {}
 _LOCK = threading.Lock()
 
 
@@ -80,6 +81,21 @@ def _fallback_class(cp: int) -> str | None:
     return _SEPARATOR
 
 
+_KIND: dict[int, str] = {}   # code point -> 'a' token character, 'd' diacritic, ' ' separator
+_FOLDED: dict[int, str] = {}  # code point -> its folded form inside a token
+_RUN = re.compile(r"a[ad]*")
+
+
+def _remember(classes: dict[int, str | None]) -> None:
+    for cp, folded in classes.items():
+        _CLASSES[cp] = folded
+        _KIND[cp] = " " if folded is _SEPARATOR else ("d" if folded == "" else "a")
+        _FOLDED[cp] = folded or ""
+
+
+_remember(_ASCII)
+
+
 def learn_characters(text: str) -> None:
     """Make sure every code point of ``text`` has a known class (one SQLite probe per batch)."""
     unknown = {ord(c) for c in set(text)} - _CLASSES.keys()
@@ -91,34 +107,21 @@ def learn_characters(text: str) -> None:
             learned = _probe_sqlite(encodable) if encodable else {}
         except sqlite3.Error:
             learned = {cp: _fallback_class(cp) for cp in encodable}
-        _CLASSES.update(learned)
-        for cp in unknown - learned.keys():
-            _CLASSES[cp] = _SEPARATOR
+        learned.update({cp: _SEPARATOR for cp in unknown - learned.keys()})
+        _remember(learned)
 
 
 def tokenize(text: str) -> list[Token]:
-    """``unicode61 remove_diacritics 2`` tokens of ``text`` with their character spans."""
+    """``unicode61 remove_diacritics 2`` tokens of ``text`` with their character spans.
+
+    A token is a run of token characters and diacritics that starts with a token character
+    (a lone diacritic does not start one); its text is the folded characters, diacritics dropped.
+    """
     if not text:
         return []
     learn_characters(text)
-    classes = _CLASSES
-    tokens: list[Token] = []
-    i, n = 0, len(text)
-    while i < n:
-        # Skip to the first token character (a lone diacritic does not start a token).
-        while i < n and not classes[ord(text[i])]:
-            i += 1
-        if i >= n:
-            break
-        start, parts = i, []
-        while i < n:
-            folded = classes[ord(text[i])]
-            if folded is _SEPARATOR:
-                break
-            parts.append(folded)
-            i += 1
-        tokens.append(Token("".join(parts), start, i))
-    return tokens
+    kinds = text.translate(_KIND)
+    return [Token(text[m.start():m.end()].translate(_FOLDED), m.start(), m.end()) for m in _RUN.finditer(kinds)]
 
 
 def token_texts(text: str) -> list[str]:

@@ -19,7 +19,8 @@ _URL = re.compile(r"https?://[A-Za-z0-9.-]+(?::\d+)?(?:/[A-Za-z0-9._~!$&'()*+,;=
 _SLASH_PATH = re.compile(_BOUNDARY + r"/")
 _BACKSLASH_PATH = re.compile(_BOUNDARY + r"\\\\")
 _DRIVE_PATH = re.compile(r"(?:^|[^A-Za-z0-9])[A-Za-z]:[\\/]")
-_FILE_SCHEME = re.compile(r"file:", re.I)
+# A file: URI scheme (file:///x, file:x), not the word "file:" in prose ("target file: a.md").
+_FILE_SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])file:(?=[^\s])", re.I)
 
 
 def _decoded_forms(text: str, rounds: int = 8) -> list[str]:

@@ -17,6 +17,7 @@ BROKEN = {
     "no_validation": "input_invalid_rejected",
     "jsonrpc_errors": "input_invalid_rejected",
     "wrong_limit_code": "boundary_limits",
+    "echo_value": "boundary_limits",
     "bad_output": "output_schema",
     "bad_envelope": "output_schema",
     "text_mismatch": "text_fallback",

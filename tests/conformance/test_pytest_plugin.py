@@ -9,8 +9,6 @@ from conftest import toy_target
 pytest_plugins = ["pytester"]
 
 TEST_FILE = """
-pytest_plugins = ["knowspec.conformance.pytest_plugin"]
-
 def test_conformance(conform_case):
     conform_case.check()
 """
@@ -19,7 +17,7 @@ def test_conformance(conform_case):
 def test_plugin_reports_failing_cases_by_check_id(pytester: pytest.Pytester, toy_contract):
     pytester.makepyfile(TEST_FILE)
     result = pytester.runpytest_subprocess(
-        "--conform-target", toy_target("flip_truncated"), "--conform-contract", str(toy_contract),
+        "-p", "knowspec.conformance.pytest_plugin", "--conform-target", toy_target("flip_truncated"), "--conform-contract", str(toy_contract),
         "--conform-max-examples", "5", "-k", "truncation or tools_list", "-q")
     result.assert_outcomes(passed=3, failed=1, skipped=0)
     result.stdout.fnmatch_lines(["*truncation*search_concepts*"])
@@ -27,5 +25,5 @@ def test_plugin_reports_failing_cases_by_check_id(pytester: pytest.Pytester, toy
 
 def test_plugin_skips_everything_without_a_target(pytester: pytest.Pytester, toy_contract):
     pytester.makepyfile(TEST_FILE)
-    result = pytester.runpytest_subprocess("--conform-contract", str(toy_contract), "-q", "-k", "tools_list")
+    result = pytester.runpytest_subprocess("-p", "knowspec.conformance.pytest_plugin", "--conform-contract", str(toy_contract), "-q", "-k", "tools_list")
     result.assert_outcomes(skipped=2)

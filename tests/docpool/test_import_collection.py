@@ -204,17 +204,24 @@ def _cli(argv):
 
 def test_cli_pool_import_imports_and_reports_counts(settings, tmp_path, capsys):
     source = make_pool(tmp_path / "src.db", "manuals", topics_of(2))
-    args = _cli(["import", "--database", "sales", "--collection", "manuals", str(source)])
-    assert args.func(args, settings) == 0
+    args = _cli(["import", "--appdir", str(tmp_path), "--database", "sales",
+                 "--collection", "manuals", str(source)])
+    assert args.func(args) == 0
     assert "2 topics, 4 chunks" in capsys.readouterr().out
 
 
 def test_cli_pool_import_refusal_exits_2_and_error_exits_1(settings, tmp_path):
-    args = _cli(["import", "--database", "sales", "--collection", "manuals", str(tmp_path / "no.db")])
-    assert args.func(args, settings) == 2
+    common = ["import", "--appdir", str(tmp_path), "--collection", "manuals"]
+    args = _cli([*common, "--database", "sales", str(tmp_path / "no.db")])
+    assert args.func(args) == 2
     source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
-    args = _cli(["import", "--database", "nosuch", "--collection", "manuals", str(source)])
-    assert args.func(args, settings) == 1
+    args = _cli([*common, "--database", "nosuch", str(source)])
+    assert args.func(args) == 1
+
+
+def test_cli_pool_import_requires_database(tmp_path):
+    with pytest.raises(SystemExit):
+        _cli(["import", "--appdir", str(tmp_path), "--collection", "manuals", "src.db"])
 
 
 @pytest.fixture()

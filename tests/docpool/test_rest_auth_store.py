@@ -2,10 +2,8 @@
 
 from __future__ import annotations
 
-import argparse
 import io
 import sqlite3
-import types
 
 import pytest
 
@@ -65,13 +63,14 @@ def test_schema_creation_is_idempotent(catalog):
     assert roles == [("SYSADMIN",)]
 
 
-def test_cli_user_add_reads_password_from_stdin(catalog, monkeypatch, capsys):
-    parser = argparse.ArgumentParser(prog="knowspec")
-    auth.add_user_parser(parser.add_subparsers(dest="command"))
-    args = parser.parse_args(["user", "add", "admin", "--password-stdin", "--role", "SYSADMIN"])
+def test_cli_user_add_reads_password_from_stdin(tmp_path, monkeypatch, capsys):
+    from knowspec.impl.cli import main
+
     monkeypatch.setattr("sys.stdin", io.StringIO("pässword\n"))
-    settings = types.SimpleNamespace(catalog_path=catalog)
-    assert args.func(args, settings) == 0
-    user = auth.authenticate(catalog, "admin", "pässword")
+    argv = ["user", "add", "admin", "--password-stdin", "--role", "SYSADMIN",
+            "--appdir", str(tmp_path)]
+    assert main(argv) == 0
+    user = auth.authenticate(tmp_path / "catalog.db", "admin", "pässword")
     assert user is not None and user.is_sysadmin
-    assert "admin" in capsys.readouterr().out
+    assert main(["user", "list", "--appdir", str(tmp_path)]) == 0
+    assert "admin\tSYSADMIN" in capsys.readouterr().out

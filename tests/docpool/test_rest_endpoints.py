@@ -242,3 +242,16 @@ def test_non_json_body_is_415_envelope(client):
     headers = {**login(client, "fatma", READER_PW), "content-type": "text/plain"}
     response = client.post("/ClientREST/DocStats", headers=headers, content=b"hello")
     assert_envelope(response, 415, "unsupported_media_type")
+
+
+def test_collection_and_stats_counts_follow_the_session_identity(client, restricted_pool):
+    finance = login(client, "fatma", READER_PW)
+    other = login(client, "ali", READER_PW)
+
+    def topics(headers):
+        rows = client.post("/ClientREST/DocCollections", headers=headers, json={}).json()["results"]
+        return {r["id"]: r["topics"] for r in rows}
+
+    assert topics(finance)["manuals"] == 2 and topics(other)["manuals"] == 1
+    stats = [client.post("/ClientREST/DocStats", headers=h, json={}).json() for h in (finance, other)]
+    assert stats[0]["counts"]["topic"] == 2 and stats[1]["counts"]["topic"] == 1

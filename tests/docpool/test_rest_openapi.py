@@ -15,10 +15,10 @@ from knowspec.impl.config import Settings
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.docpool import auth
 from knowspec.impl.errors import ToolError
-from knowspec.impl.rest import tool_endpoints
 from knowspec.impl.rest.endpoint_table import ENDPOINTS_TOML, SPEC_DIR
 from knowspec.impl.rest.openapi import build_openapi
 from knowspec.impl.rest.routes import rest_app
+from knowspec.impl.server.pipeline import ToolRuntime
 from knowspec.impl.rest.validation import integral_floats_to_int, validate_body
 
 TABLE = tomllib.loads(ENDPOINTS_TOML.read_text("utf-8"))["endpoint"]
@@ -80,7 +80,7 @@ def test_limit_keyword_failure_is_resource_limit_other_failures_schema_validatio
     with pytest.raises(ToolError) as err:
         validate_body(LIMITED, {"limit": "x"})
     assert err.value.code == "schema_validation"
-    assert err.value.diagnostics[0]["field"] == "/limit"
+    assert err.value.diagnostics[0]["field"] == "limit"
 
 
 @given(st.integers(min_value=-(2**40), max_value=2**40))
@@ -95,7 +95,15 @@ def test_non_integral_floats_are_kept(x):
     assert integral_floats_to_int(x) == x
 
 
-def test_slow_handler_is_cancelled_at_the_deadline(tmp_path, monkeypatch):
+def _client_with(settings, tool, handler):
+    """A REST app whose pipeline binds ``tool`` to ``handler`` (other tools: not implemented)."""
+    runtime = ToolRuntime(settings, handlers={tool: handler})
+    client = TestClient(rest_app(settings, runtime=runtime))
+    token = client.post("/ClientREST/Login", json={"user": "u", "password": "pw"}).json()["token"]
+    return client, {"Authorization": f"Bearer {token}"}
+
+
+def test_slow_handler_is_cancelled_at_the_deadline(tmp_path):
     settings = Settings(appdir=tmp_path, call_timeout_seconds=0.2)
     auth.create_user(settings.catalog_path, "u", "pw")
     seen = {}
@@ -103,20 +111,17 @@ def test_slow_handler_is_cancelled_at_the_deadline(tmp_path, monkeypatch):
     def slow(args, ctx):
         seen["ctx"] = ctx
         time.sleep(0.6)
-        return ToolOutput({"results": []})
+        return ToolOutput({"meta": {}, "collections": {}, "counts": {}})
 
-    monkeypatch.setattr(tool_endpoints, "resolve_handler", lambda tool: slow)
-    client = TestClient(rest_app(settings))
-    token = client.post("/ClientREST/Login", json={"user": "u", "password": "pw"}).json()["token"]
-    response = client.post("/ClientREST/HelpStats", json={},
-                           headers={"Authorization": f"Bearer {token}"})
+    client, headers = _client_with(settings, "help_stats", slow)
+    response = client.post("/ClientREST/HelpStats", json={}, headers=headers)
     assert response.status_code == 503
     assert response.json()["code"] == "operation_cancelled"
     assert response.json()["retryable"] is True
     assert seen["ctx"].cancel_event.is_set()
 
 
-def test_handler_receives_schema_defaults_and_the_session_caller(tmp_path, monkeypatch):
+def test_handler_receives_schema_defaults_and_the_session_caller(tmp_path):
     settings = Settings(appdir=tmp_path)
     auth.create_user(settings.catalog_path, "u", "pw", ["Finance"])
     seen = {}
@@ -125,12 +130,31 @@ def test_handler_receives_schema_defaults_and_the_session_caller(tmp_path, monke
         seen["args"], seen["caller"] = args, ctx.caller
         return ToolOutput({"results": []})
 
-    monkeypatch.setattr(tool_endpoints, "resolve_handler", lambda tool: record)
-    client = TestClient(rest_app(settings))
-    token = client.post("/ClientREST/Login", json={"user": "u", "password": "pw"}).json()["token"]
-    client.post("/ClientREST/DocSearch", json={"query": "fatura", "limit": 7.0},
-                headers={"Authorization": f"Bearer {token}"})
+    client, headers = _client_with(settings, "doc_search", record)
+    response = client.post("/ClientREST/DocSearch", json={"query": "fatura", "limit": 7.0},
+                           headers=headers)
+    assert response.status_code == 200, response.text
     args = seen["args"]
     assert (args.query, args.limit, args.mode, args.database) == ("fatura", 7, "fts", None)
     assert type(args.limit) is int
     assert seen["caller"].roles == ("Finance",) and not seen["caller"].unrestricted
+
+
+def test_output_failing_its_schema_is_an_error_envelope(tmp_path):
+    settings = Settings(appdir=tmp_path)
+    auth.create_user(settings.catalog_path, "u", "pw")
+    client, headers = _client_with(settings, "doc_search",
+                                   lambda args, ctx: ToolOutput({"unexpected": 1}))
+    response = client.post("/ClientREST/DocSearch", json={"query": "x"}, headers=headers)
+    assert response.status_code == 400
+    assert response.json()["code"] == "schema_validation"
+
+
+def test_unbound_tool_is_501_not_implemented(tmp_path):
+    settings = Settings(appdir=tmp_path)
+    auth.create_user(settings.catalog_path, "u", "pw")
+    client, headers = _client_with(settings, "doc_search", lambda args, ctx: None)
+    response = client.post("/ClientREST/DocLinks", json={"kind": "form_class", "key": "X"},
+                           headers=headers)
+    assert response.status_code == 501
+    assert response.json()["code"] == "not_implemented"

@@ -9,6 +9,7 @@ from __future__ import annotations
 import tempfile
 from pathlib import Path
 
+import pytest
 import schemathesis
 from schemathesis.specs.openapi.checks import positive_data_acceptance
 from hypothesis import HealthCheck, settings as hyp_settings
@@ -25,7 +26,7 @@ ENVELOPE_KEYS = {"code", "message", "retryable", "diagnostics"}
 
 
 @schemathesis.check
-def error_envelope(ctx, response, case):
+def knowspec_rest_error_envelope(ctx, response, case):
     """Project rule: every error body is exactly the envelope {code, message, retryable, diagnostics}."""
     if response.status_code < 400:
         return None
@@ -109,3 +110,29 @@ def test_rest_conforms_to_its_openapi(case):
     session_call = case.operation.path != "/ClientREST/Login"
     if session_call and (case.headers or {}).get("Authorization") in ISSUED:
         assert response.status_code != 401, "a fresh SYSADMIN session was refused"
+
+
+class _Reply:
+    def __init__(self, status_code, body):
+        self.status_code, self._body = status_code, body
+
+    def json(self):
+        if isinstance(self._body, str):
+            raise ValueError("not JSON")
+        return self._body
+
+
+def test_envelope_check_rejects_framework_text_and_partial_envelopes():
+    good = {"code": "not_found", "message": "m", "retryable": False, "diagnostics": []}
+    assert knowspec_rest_error_envelope(None, _Reply(404, good), None) is None
+    assert knowspec_rest_error_envelope(None, _Reply(200, "plain ok"), None) is None
+    for bad in ("Method Not Allowed", {"detail": "x"}, {**good, "extra": 1},
+                {**good, "retryable": "no"}, {**good, "message": ""}):
+        with pytest.raises(AssertionError):
+            knowspec_rest_error_envelope(None, _Reply(405, bad), None)
+
+
+def test_unmutated_app_answers_framework_errors_with_the_envelope():
+    response = CLIENT.get("/ClientREST/Login")
+    assert response.status_code == 405 and response.headers["allow"] == "POST"
+    knowspec_rest_error_envelope(None, response, None)

@@ -165,3 +165,31 @@ def test_cancelled_call_fails_without_partial_result(tmp_path):
     with pytest.raises(ToolError) as exc:
         read_tools.list_concepts(list_args(kb), ctx)
     assert (exc.value.code, exc.value.retryable) == ("operation_cancelled", True)
+
+
+def test_captured_path_over_4096_bytes_is_resource_limit(tmp_path, monkeypatch):
+    monkeypatch.setattr(snap, "MAX_PATH_BYTES", 12)
+    kb = write_bundle(tmp_path / "kb", {"short.md": CONCEPT, "much-longer.md": CONCEPT})
+    err = _error(lambda: list_concepts(kb))
+    assert (err.code, err.message) == ("resource_limit", "bundle exceeds MCP resource limits")
+
+
+def test_real_4097_byte_captured_path_is_resource_limit(tmp_path):
+    segment = "s" * 200
+    rel = "/".join([segment] * 20) + "/" + "x" * 96 + ".md"  # 20*201 + 99 = 4119 bytes
+    kb = write_bundle(tmp_path / "kb", {})
+    fd = os.open(kb, os.O_RDONLY | os.O_DIRECTORY)
+    try:  # the absolute path exceeds PATH_MAX, so build it through directory descriptors
+        for part in rel.split("/")[:-1]:
+            os.mkdir(part, dir_fd=fd)
+            child = os.open(part, os.O_RDONLY | os.O_DIRECTORY, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        leaf = os.open(rel.rsplit("/", 1)[1], os.O_WRONLY | os.O_CREAT, 0o644, dir_fd=fd)
+        os.write(leaf, CONCEPT.encode())
+        os.close(leaf)
+    finally:
+        os.close(fd)
+    assert len(rel.encode()) > 4096
+    err = _error(lambda: list_concepts(kb))
+    assert (err.code, err.message) == ("resource_limit", "bundle exceeds MCP resource limits")

@@ -197,3 +197,46 @@ def test_duplicate_keys_are_recorded_and_explicit_keys_override_merges():
     fm = load_yaml_mapping("type: a\ntype: b\nbase: &b {x: 1, y: 2}\nm:\n  <<: *b\n  x: 3\n")
     assert "type" in fm.duplicates
     assert fm["m"] == {"x": "3", "y": "2"} and "x" not in fm["m"].duplicates
+
+
+@pytest.mark.parametrize(
+    ("source", "target", "resolved"),
+    [("a", "b.md#x", "b"), ("a", "/c/d.md", "c/d"), ("a", "../e.md", "e"), ("x/y/a", "b.md#x", "x/y/b"),
+     ("x/y/a", "../e.md", "x/e"), ("x/a", "https://h/x.md", None)],
+)
+def test_resolve_navigation_matches_single_link_resolution(source, target, resolved):
+    from knowspec.impl.okf.links import resolve_navigation
+    from knowspec.impl.okf.markdown import RawLink
+
+    (link,) = resolve_navigation(source, [RawLink(target, 1)])
+    assert link.target_id == resolved == resolve_link_target(source, target)
+
+
+@pytest.mark.parametrize(
+    ("body", "messages"),
+    [
+        ("## 2026-06-21\n* entry\n  wrapped line\n* second\n", []),
+        ("## 2026-06-21\n* entry\n  - nested\n", ['log date group contains non-list entry: "- nested"']),
+        ("# Log\n\nintro\n\n## 2026-06-21\n- a\n\n## 2026-06-21\n- b\n", []),
+        ("just text\n", ["log.md should contain ISO-8601 date headings"]),
+        ("", []),
+    ],
+)
+def test_log_structure_rules(body, messages):
+    from knowspec.impl.okf.validator_reserved import log_findings
+
+    assert [m for _f, m in log_findings(body)] == messages
+
+
+@pytest.mark.parametrize(
+    ("body", "messages"),
+    [
+        ("# Title\n\nIntro prose.\n\n## Group\n\n- [a](a.md)\n", []),
+        ("# Title\n\n## Group\n\n- [a](a.md)\n", []),
+        ("# Title\n\n## Empty\n\n## Group\n\n- [a](a.md)\n", ['index.md section has no entries: "Empty"']),
+    ],
+)
+def test_index_structure_rules(body, messages):
+    from knowspec.impl.okf.validator_reserved import index_findings
+
+    assert [m for _f, m in index_findings(body)] == messages

@@ -15,6 +15,7 @@ from knowspec.impl.rules.redaction import REDACTED, redact_message, safe_file, t
         'broken link to "/x.md"',
         "see ../secret",
         "file:///tmp/a",
+        "see file:relative.md",
         "C:\\Users\\ana",
         "path=%2Fetc%2Fshadow",
         "double %252Fetc%252Fshadow",
@@ -33,6 +34,7 @@ def test_messages_with_paths_are_redacted(message):
         "tool input does not match the advertised schema",
         "see https://example.invalid/docs/page for details",
         "ratio 1/2 of files",
+        "anchor not found in target file: ops/retry.md",
     ],
 )
 def test_clean_messages_pass(message):

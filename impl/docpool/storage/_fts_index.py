@@ -25,6 +25,7 @@ class ChunkRow:
     chunk_id: int
     topic_id: int
     columns: tuple[list[str], ...]  # folded tokens per column
+    texts: tuple[str, ...]          # the original column texts (snippets cut these)
 
 
 @dataclass
@@ -43,9 +44,10 @@ class FtsIndex:
         """Index ``(chunk_id, topic_id, title, heading, body)`` rows (original text; folded here)."""
         index = cls(stamp)
         for chunk_id, topic_id, *texts in chunks:
-            columns = tuple(fts5.token_texts(fold(t or "")) for t in texts)
+            originals = tuple(t or "" for t in texts)
+            columns = tuple(fts5.token_texts(fold(t)) for t in originals)
             row = len(index.rows)
-            index.rows.append(ChunkRow(int(chunk_id), int(topic_id), columns))
+            index.rows.append(ChunkRow(int(chunk_id), int(topic_id), columns, originals))
             index.by_chunk[int(chunk_id)] = row
             for c, tokens in enumerate(columns):
                 index.total_tokens += len(tokens)

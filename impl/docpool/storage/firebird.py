@@ -14,6 +14,7 @@ import; the index is checked against the stamp inside that snapshot.
 
 from __future__ import annotations
 
+import atexit
 import ctypes
 import os
 import threading
@@ -37,6 +38,9 @@ _API_LOCK = threading.Lock()
 _API_LOADED = False
 _INDEX_LOCK = threading.Lock()
 _INDEXES: dict[str, FtsIndex] = {}
+_IDLE_LOCK = threading.Lock()
+_IDLE: dict[str, list[Any]] = {}
+IDLE_PER_POOL = 4  # attaching to an embedded database costs ~30 ms, detaching the last one as much
 
 
 class ImportFailed(RuntimeError):
@@ -102,6 +106,45 @@ def connect(dsn: str, *, create: bool = False):
     return fb_connect(database, **kwargs)
 
 
+def acquire(dsn: str):
+    """A connection to ``dsn``: an idle one kept from an earlier request, else a new one."""
+    with _IDLE_LOCK:
+        idle = _IDLE.get(dsn)
+        con = idle.pop() if idle else None
+    return con if con is not None else connect(dsn)
+
+
+def release(dsn: str, con) -> None:
+    """End the request's transaction and keep the connection for the next request."""
+    try:
+        if con.main_transaction.is_active():
+            con.rollback()
+    except Exception:
+        con.close()
+        return
+    with _IDLE_LOCK:
+        idle = _IDLE.setdefault(dsn, [])
+        if len(idle) < IDLE_PER_POOL:
+            idle.append(con)
+            return
+    con.close()
+
+
+def close_connections() -> None:
+    """Close every kept connection (tests, shutdown; also at exit)."""
+    with _IDLE_LOCK:
+        cons = [c for idle in _IDLE.values() for c in idle]
+        _IDLE.clear()
+    for con in cons:
+        try:
+            con.close()
+        except Exception:
+            pass
+
+
+atexit.register(close_connections)
+
+
 def schema_statements() -> list[str]:
     text = resources.files("knowspec.impl.docpool.sql").joinpath("firebird_schema.sql").read_text("utf-8")
     out = []
@@ -132,9 +175,14 @@ class FirebirdPool(SqlPool):
 
         self.dsn = dsn
         self.location = location or parse_dsn(dsn)[3]
-        self._con = connect(dsn)
+        self._con = acquire(dsn)
         try:
-            self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
+            try:
+                self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
+            except Exception:  # a kept connection that went stale: attach afresh
+                self._con.close()
+                self._con = connect(dsn)
+                self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
             self._cur = self._con.cursor()
             if not _has_schema(self._cur):
                 raise LookupError(f"{self.location} has no doc$ tables")
@@ -143,11 +191,10 @@ class FirebirdPool(SqlPool):
             raise
 
     def close(self) -> None:
-        try:
-            if self._con.main_transaction.is_active():
-                self._con.rollback()
-        finally:
-            self._con.close()
+        if self._con is not None:
+            self._cur.close()
+            release(self.dsn, self._con)
+            self._con = None
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         self._cur.execute(sql, list(params))
@@ -184,13 +231,12 @@ class FirebirdPool(SqlPool):
                 best[topic_id] = (score, chunk_id)
         info = self._topic_keys(list(best))
         ranked = sorted(best.items(), key=lambda kv: (kv[1][0], info[kv[0]][0], info[kv[0]][1]))[: max(limit, 0)]
-        texts = self._chunk_columns([chunk_id for _, (_, chunk_id) in ranked])
         col = COLUMNS.index(snippet_column) if snippet_column in COLUMNS else -1
         sizes = [p.size for p in phrases]
         out = []
         for topic_id, (score, chunk_id) in ranked:
             inst, cols = found[chunk_id][1], index.column_sizes(chunk_id)
-            args = (texts[chunk_id], cols, inst, sizes)
+            args = (index.rows[index.by_chunk[chunk_id]].texts, cols, inst, sizes)
             snip = fts5.snippet(*args, col, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
             if not snip:  # an empty snippet column (a heading-only section): the best column
                 snip = fts5.snippet(*args, -1, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
@@ -206,13 +252,6 @@ class FirebirdPool(SqlPool):
                                 f"where id in ({marks(len(part))})", part):
                 out[int(r[0])] = (r[1], r[2], r[3], r[4])
         return out
-
-    def _chunk_columns(self, chunk_ids: list[int]) -> dict[int, tuple[str, str, str]]:
-        if not chunk_ids:
-            return {}
-        rows = self._rows(f"select id, title, heading, body from doc$chunk where id in ({marks(len(chunk_ids))})",
-                          chunk_ids)
-        return {int(r[0]): (r[1] or "", r[2] or "", r[3] or "") for r in rows}
 
 
 def open_pool(location: PoolLocation) -> FirebirdPool:

@@ -39,12 +39,15 @@ from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool, acl_sql
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
-from knowspec.impl.rules.fold import fold_char
+from knowspec.impl.rules.fold import ascii_lower, fold_char
 from knowspec.impl.rules.fts_query import parse_match
 
 SCHEMA = "ivd$docs"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter=…"
+
+HEADLINE_CONFIG_EXISTS = ("select exists (select 1 from pg_ts_config c join pg_namespace n on n.oid = c.cfgnamespace "
+                          "where n.nspname = %s and c.cfgname = 'doc$fold_headline')")
 
 _POOLS: dict[str, Any] = {}
 _POOLS_LOCK = threading.Lock()
@@ -88,7 +91,7 @@ create or replace function doc$fold(t text) returns text language sql immutable 
 as $fold$
 select case when octet_length(t) = char_length(t) then translate(t, {lower})
 else (select string_agg(case when octet_length(c) = char_length(c) then translate(c, {lower})
-                             else coalesce(doc$fold_map() ->> c, c) end, '' order by n)
+                             else coalesce("ivd$docs".doc$fold_map() ->> c, c) end, '' order by n)
       from regexp_split_to_table(t, '(?=[^\\x01-\\x7f])|(?<=[^\\x01-\\x7f])') with ordinality as s(c, n))
 end
 $fold$;
@@ -193,7 +196,7 @@ class PostgresPool(SqlPool):
             params.append(collection)
         if linked_to is not None:
             where.append("exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? and l.key_ci = ?)")
-            params.extend([linked_to[0], linked_to[1].translate(str.maketrans(UPPER, UPPER.lower()))])
+            params.extend([linked_to[0], ascii_lower(linked_to[1])])
         where.append(acl_sql(access, params))
         params.append(int(limit))
         column = snippet_column if snippet_column in ("title", "heading", "body") else "body"
@@ -225,7 +228,7 @@ class PostgresPool(SqlPool):
         return {int(r[0]): r[1] for r in rows}
 
     def _headline_config(self) -> str:
-        rows = self._rows("select to_regconfig(?) is not null", [f'"{SCHEMA}".doc$fold_headline'])
+        rows = self._rows(HEADLINE_CONFIG_EXISTS.replace("%s", "?"), [SCHEMA])
         return f"'\"{SCHEMA}\".doc$fold_headline'::regconfig" if rows[0][0] else "'pg_catalog.simple'::regconfig"
 
 
@@ -272,8 +275,7 @@ def ensure_schema(con) -> None:
 def _ensure_headline_config(con) -> None:
     """A text search configuration for ``ts_headline``: ``unaccent`` then ``simple`` (lower-case),
     so the original accented words are found by folded query lexemes. Skipped without unaccent."""
-    exists = con.execute("select to_regconfig(%s) is not null", [f'"{SCHEMA}".doc$fold_headline']).fetchone()[0]
-    if exists:
+    if con.execute(HEADLINE_CONFIG_EXISTS, [SCHEMA]).fetchone()[0]:
         return
     try:
         with con.transaction():
@@ -332,8 +334,6 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
     """IMPORTDOC into the PostgreSQL pool at ``dsn``: replace ``collection`` with the source's
     rows in ONE transaction (``recipe.import_collection``'s refusals and result)."""
     src = _source.read_collection(source, collection)  # refusals before the target is touched
-    import psycopg
-
     with connection_pool(dsn).connection() as con:
         ensure_schema(con)
         try:
@@ -349,6 +349,6 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
                 rows = _source.target_rows(src, next_topic_id=nxt[0], next_chunk_id=nxt[1], next_entity_id=nxt[2])
                 for name, sql in INSERTS:
                     _insert(cur, name, sql, getattr(rows, name))
-        except (psycopg.Error, Exception) as exc:
+        except Exception as exc:  # psycopg errors and injected failures alike
             raise ImportFailed(f"import of {collection} failed, nothing changed: {exc}") from exc
     return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))

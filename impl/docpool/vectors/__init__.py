@@ -4,6 +4,8 @@
   ``onnx_graph``, tokenizer in ``tokenizer_build``); see ``docs/model-pack.md``.
 - ``embedder``: ``query_vector(model_dir, query, prefix=..., pool_model=..., pool_dim=...)``;
   onnxruntime is imported lazily, on the first vector query.
+- ``pool_embed``: passage vectors for the pool builder (``knowspec pool build --model DIR``) and
+  the pool's model identity in ``doc$meta`` (``vec_model``, ``vec_dim``), checked by IMPORTDOC;
 - ``scoring``: ``vector_rank``, ``PoolVectors``, ``encode_vectors``/``decode_vectors``,
   ``cached_pool_vectors``; hybrid fusion is ``knowspec.impl.rules.rrf.hybrid_rank``.
 

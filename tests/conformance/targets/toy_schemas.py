@@ -28,10 +28,14 @@ CARD = {"type": "object", "additionalProperties": False, "required": ["id", "pat
 BUNDLE_PATH = {"type": "string", "minLength": 1, "maxLength": 4096}
 LIMIT = {"type": "integer", "minimum": 1, "maximum": 10, "default": 5}
 
-SEARCH_IN = {"type": "object", "additionalProperties": False, "required": ["bundle_path", "query"],
+# $id and a local $ref on purpose: the suite must generate from self-contained 2020-12 schemas
+SEARCH_IN = {"$schema": "https://json-schema.org/draft/2020-12/schema",
+             "$id": "https://toy.invalid/search_concepts.input.schema.json",
+             "type": "object", "additionalProperties": False, "required": ["bundle_path", "query"],
              "properties": {"bundle_path": BUNDLE_PATH,
                             "query": {"type": "string", "minLength": 1, "maxLength": 64, "pattern": "\\S"},
-                            "limit": LIMIT}}
+                            "limit": {"$ref": "#/$defs/Limit", "default": 5}},
+             "$defs": {"Limit": {"type": "integer", "minimum": 1, "maximum": 10}}}
 SEARCH_OUT = {"type": "object", "additionalProperties": False, "required": ["query", "total", "truncated", "hits"],
               "properties": {"query": {"type": "string"}, "total": {"type": "integer", "minimum": 0},
                              "truncated": {"type": "boolean"},

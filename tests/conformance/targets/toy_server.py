@@ -64,6 +64,8 @@ def validate(name, args):
     if VARIANT == "jsonrpc_errors":
         raise MCPError(code=types.INVALID_PARAMS, message="bad arguments")
     diags = sorted({(".".join(map(str, e.path)) or "arguments", e.validator) for e in errors})[:8]
+    if VARIANT == "echo_value":
+        diags = [(f"{field}: {json.dumps(args.get(field))}", kw) for field, kw in diags]
     raise Fail("resource_limit" if limit else "schema_validation",
                "tool input exceeds the advertised schema limits" if limit
                else "tool input does not match the advertised schema",
@@ -294,7 +296,11 @@ async def list_tools(ctx, params):
             continue
         schema = json.loads(json.dumps(t["input"]))
         if VARIANT == "schema_drift":
-            schema["properties"]["limit"]["maximum"] = 11
+            props = schema["properties"]
+            if "query" in props:
+                props["query"]["maxLength"] += 1
+            else:
+                props["limit"]["maximum"] += 1
         tools.append(types.Tool(name=name, description=name, input_schema=schema, output_schema=output_schema(name),
                                 annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True)))
     return types.ListToolsResult(tools=tools)

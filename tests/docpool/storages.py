@@ -1,0 +1,174 @@
+"""Real engines for the storage tests (not a test module): PostgreSQL, embedded Firebird, pools.
+
+- ``pg_dsn`` (session fixture): ``KNOWSPEC_TEST_PG_DSN`` when set (its ``ivd$docs`` schema is
+  dropped first: use a throwaway database), else a throwaway PostgreSQL cluster made with
+  ``initdb`` / ``pg_ctl`` in a temporary folder, listening on a unix socket only, removed at the
+  end. Skips loudly when the PostgreSQL binaries are absent.
+- ``fb_dsn_factory``: a Firebird DSN per pool (``KNOWSPEC_TEST_FB_DSN`` as a folder/prefix is not
+  supported for servers: embedded files under tmp), skipping loudly without the engine.
+- ``build_sources``: the sample help corpus (``examples/help``) and a generated corpus of
+  Turkish and accented text, built with ``builder.build_pool``, with synthetic vectors.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import random
+import shutil
+import sqlite3
+import struct
+import subprocess
+import tempfile
+from contextlib import closing
+from pathlib import Path
+
+import pytest
+
+from knowspec.impl.docpool.builder import build_pool
+
+REPO = Path(__file__).resolve().parents[2]
+SAMPLE = REPO / "examples" / "help"
+SAMPLE_COLLECTION = "ic-belgeler"
+GENERATED_COLLECTION = "uretilen"
+VECTOR_DIM = 16
+
+WORDS = ("istanbul boğazı köprü köprüler ışık ıslak sokak straße café crème zürich naïve œuvre smørrebrød "
+         "łódź çay şeker güneş ağaç İzmir IŞIK Ödeme fatura bordro kesim tarihi déjà über Ärger İşlem "
+         "kodu müşteri tedarikçi ünvan vergi numarası iletişim bilgileri kartı açmak için menü rapor "
+         "yazdır düğme gönder alıcı mükellef Çalışan izin günü resmî tatil çizelge Şube depo").split()
+PUNCT = [" ", " ", " ", ", ", ". ", ": ", "; ", "\n"]
+
+
+def _pg_bin() -> Path | None:
+    try:
+        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=True).stdout.strip()
+    except (OSError, subprocess.CalledProcessError):
+        out = ""
+    for cand in [out, *sorted(str(p) for p in Path("/usr/lib/postgresql").glob("*/bin"))]:
+        if cand and (Path(cand) / "initdb").is_file() and (Path(cand) / "pg_ctl").is_file():
+            return Path(cand)
+    return None
+
+
+def _as_postgres(cmd: list[str]) -> list[str]:
+    """initdb refuses to run as root: run it as the ``postgres`` user then."""
+    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
+
+
+@pytest.fixture(scope="session")
+def pg_dsn():
+    import psycopg
+
+    env = os.environ.get("KNOWSPEC_TEST_PG_DSN")
+    if env:
+        with psycopg.connect(env, autocommit=True) as con:
+            con.execute('drop schema if exists "ivd$docs" cascade')
+        yield env
+        return
+    bindir = _pg_bin()
+    if bindir is None:
+        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) are absent: run scripts/ci-services "
+                    "or set KNOWSPEC_TEST_PG_DSN -- PostgreSQL storage NOT TESTED")
+    base = Path(tempfile.mkdtemp(prefix="knowspec-pg-"))
+    if os.geteuid() == 0:
+        shutil.chown(base, "postgres", "postgres")
+    port = str(20000 + os.getpid() % 20000)
+    data = base / "data"
+    subprocess.run(_as_postgres([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
+                                 "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]), check=True, capture_output=True)
+    opts = (f"-k {base} -p {port} -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
+            "-c full_page_writes=off")
+    subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "pg.log"), "-w",
+                                 "-t", "30", "-o", opts, "start"]), check=True, capture_output=True)
+    try:
+        yield f"host={base} port={port} user=postgres dbname=postgres"
+    finally:
+        from knowspec.impl.docpool.storage import postgres
+
+        postgres.close_pools()
+        subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
+                       capture_output=True)
+        shutil.rmtree(base, ignore_errors=True)
+
+
+@pytest.fixture(scope="session")
+def fb_ready():
+    try:
+        from knowspec.impl.docpool.storage import firebird
+
+        firebird.load_engine()
+    except Exception as exc:  # wheel or libtommath1 missing
+        pytest.skip(f"embedded Firebird is not loadable ({exc}): run scripts/ci-services -- "
+                    "Firebird storage NOT TESTED")
+    return True
+
+
+def fb_dsn(folder: Path, name: str) -> str:
+    """A Firebird pool DSN: ``KNOWSPEC_TEST_FB_DSN`` + name when set (a server prefix such as
+    ``localhost:/var/fb/``), else an embedded database file under ``folder``."""
+    prefix = os.environ.get("KNOWSPEC_TEST_FB_DSN")
+    return f"{prefix}{name}.fdb" if prefix else str(folder / f"{name}.fdb")
+
+
+# -- source pools ---------------------------------------------------------------------------------
+
+def _sentence(r: random.Random, n: int) -> str:
+    return "".join(r.choice(WORDS) + r.choice(PUNCT) for _ in range(n)).strip()
+
+
+def write_generated_corpus(folder: Path, seed: int = 7, topics: int = 40) -> None:
+    """Markdown topics of Turkish and accented words, with sections, links and ACLs."""
+    r = random.Random(seed)
+    (folder / "topics").mkdir(parents=True)
+    for i in range(topics):
+        sections = "\n\n".join(f"## {_sentence(r, r.randint(1, 3))}\n\n{_sentence(r, r.randint(5, 80))}"
+                               for _ in range(r.randint(1, 3)))
+        acl = "acl: [muhasebe]\n" if i % 5 == 0 else ""
+        form = f"form_class: TfrmUretilen{i % 7}\n"
+        (folder / "topics" / f"t{i:03d}.md").write_text(
+            f"---\nslug: konu-{i:03d}\ntitle: {json.dumps(_sentence(r, r.randint(1, 4)))}\n"
+            f"breadcrumb: {json.dumps(f'Üretilen > {i}')}\n"
+            f"{acl}{form}---\n# Başlık {i}\n\n{_sentence(r, r.randint(3, 40))}\n\n{sections}\n", "utf-8")
+
+
+def add_vectors(pool: Path, seed: int) -> None:
+    """Synthetic L2-normalised float32 vectors for every topic and chunk (no model needed)."""
+    r = random.Random(seed)
+
+    def vec() -> bytes:
+        v = [r.gauss(0, 1) for _ in range(VECTOR_DIM)]
+        n = sum(x * x for x in v) ** 0.5
+        return struct.pack(f"<{VECTOR_DIM}f", *(x / n for x in v))
+
+    with closing(sqlite3.connect(pool)) as con:
+        con.executemany('insert into "doc$topic_vec"(topic_id, vec) values (?, ?)',
+                        [(t, vec()) for (t,) in con.execute('select id from "doc$topic" order by id').fetchall()])
+        con.executemany('insert into "doc$chunk_vec"(chunk_id, vec) values (?, ?)',
+                        [(c, vec()) for (c,) in con.execute('select id from "doc$chunk" order by id').fetchall()])
+        con.commit()
+
+
+def build_sources(root: Path) -> dict[str, Path]:
+    """Source pools: collection -> file (sample corpus restricted, generated corpus public)."""
+    src = root / "sources"
+    src.mkdir(parents=True, exist_ok=True)
+    sample = src / "sample.db"
+    build_pool(SAMPLE, sample, SAMPLE_COLLECTION, title="İç belgeler", erisim="kisitli")
+    add_vectors(sample, 1)
+    corpus = root / "generated-corpus"
+    write_generated_corpus(corpus)
+    generated = src / "generated.db"
+    build_pool(corpus, generated, GENERATED_COLLECTION, title="Üretilen", erisim="herkes")
+    add_vectors(generated, 2)
+    return {SAMPLE_COLLECTION: sample, GENERATED_COLLECTION: generated}
+
+
+def query_words(seed: int, n: int) -> list[str]:
+    """``n`` generated queries: 1-3 words from the corpus vocabulary, some cut to prefixes."""
+    r = random.Random(seed)
+    out = []
+    for _ in range(n):
+        words = [r.choice(WORDS) for _ in range(r.randint(1, 3))]
+        out.append(" ".join(w[: r.randint(2, len(w))] if r.random() < 0.4 else w for w in words))
+    return out

@@ -1,0 +1,165 @@
+"""The same pool on SQLite, PostgreSQL and Firebird answers the doc_* tools alike.
+
+One environment: three registered databases (``sq`` SQLite, ``pg`` PostgreSQL, ``fb`` Firebird),
+each with SET DOCUMENTS INTERNAL and the same two collections imported (the sample help corpus,
+ACL-restricted, and a generated corpus of Turkish and accented text). Firebird must equal SQLite
+exactly on full text; PostgreSQL must find the same topics (its ranking is ts_rank_cd, see
+``storage/postgres.py``); every other tool must answer identically everywhere.
+"""
+
+from __future__ import annotations
+
+import struct
+
+import numpy as np
+import pytest
+
+from docpool_sample import call
+from knowspec.impl.config import Settings
+from knowspec.impl.context import CallContext, Caller
+from knowspec.impl.docpool import catalog, recipe
+from knowspec.impl.docpool.pools import open_location
+from knowspec.impl.docpool.storage import firebird, postgres
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
+from storages import (GENERATED_COLLECTION, SAMPLE, SAMPLE_COLLECTION, build_sources, fb_dsn, fb_ready,  # noqa: F401
+                      pg_dsn, query_words)
+
+pytestmark = [pytest.mark.postgres, pytest.mark.firebird]
+
+DATABASES = ("sq", "pg", "fb")
+RESTRICTED_CALLER = Caller(user="ayse", roles=("muhasebe",), unrestricted=False)
+STRANGER = Caller(user="kimse", roles=(), unrestricted=False)
+
+
+@pytest.fixture(scope="module")
+def env(tmp_path_factory, pg_dsn, fb_ready):
+    from knowspec.impl.docpool.builder import build_pool
+
+    root = tmp_path_factory.mktemp("parity")
+    settings = Settings(appdir=root)
+    build_pool(SAMPLE, settings.help_db_path, "netsim-help", title="Netsim Yardım", erisim="herkes")
+    sources = build_sources(root)
+    dsns = {"sq": str(root / "pool.db"), "pg": pg_dsn, "fb": fb_dsn(root, "pool")}
+    importers = {"sq": recipe.import_collection, "pg": postgres.import_collection, "fb": firebird.import_collection}
+    for db, kind in zip(DATABASES, ("SQLITE", "POSTGRESQL", "FIREBIRD")):
+        catalog.register_database(settings.catalog_path, db, kind, dsns[db])
+        catalog.execute_alter(settings.catalog_path, f"ALTER DATABASE {db} SET DOCUMENTS INTERNAL")
+        for collection, source in sources.items():
+            importers[db](dsns[db], source, collection)
+    return settings
+
+
+def ctx(settings, caller: Caller | None = None) -> CallContext:
+    return CallContext(caller=caller or Caller(), settings=settings)
+
+
+def search(settings, db, query, caller=None, **kw):
+    return call("doc_search", ctx(settings, caller), database=db, query=query, limit=50, **kw)
+
+
+def test_firebird_full_text_equals_sqlite_on_generated_queries(env):
+    queries = query_words(11, 220) + ["fatura", "stok kart", "cari hesap", "rapor yazdır", "kartı", "form"]
+    nonempty = 0
+    for q in queries:
+        want, got = search(env, "sq", q), search(env, "fb", q)
+        assert [(h["slug"], h["snippet"]) for h in got] == [(h["slug"], h["snippet"]) for h in want], q
+        assert all(abs(a["score"] - b["score"]) <= 1e-9 for a, b in zip(got, want)), q
+        nonempty += bool(want)
+    assert nonempty >= 150  # the queries really exercise ranking, not empty lists
+
+
+@pytest.mark.parametrize("caller", [RESTRICTED_CALLER, STRANGER], ids=["role", "stranger"])
+def test_firebird_full_text_filters_acl_before_ranking_like_sqlite(env, caller):
+    for q in query_words(12, 40):
+        assert search(env, "fb", q, caller) == search(env, "sq", q, caller), q
+
+
+def test_firebird_full_text_per_collection_equals_sqlite(env):
+    for q in query_words(13, 30):
+        for coll in (SAMPLE_COLLECTION, GENERATED_COLLECTION):
+            assert search(env, "fb", q, collection=coll) == search(env, "sq", q, collection=coll)
+
+
+def test_postgres_finds_the_same_topics_as_sqlite(env):
+    single = [w for w in query_words(14, 200) if " " not in w][:60]
+    multi = [w for w in query_words(15, 200) if " " in w][:60]
+    assert len(single) >= 30 and len(multi) >= 30
+    for q in single + multi + ["fatura", "stok kart", "cari hesap", "kartı"]:
+        want = {(h["collection"], h["slug"]) for h in search(env, "sq", q)}
+        got = {(h["collection"], h["slug"]) for h in search(env, "pg", q)}
+        assert got == want, q
+
+
+def test_postgres_scores_are_negated_rank_and_sorted(env):
+    hits = search(env, "pg", "fatura")
+    assert hits and all(h["score"] < 0 for h in hits)
+    assert [h["score"] for h in hits] == sorted(h["score"] for h in hits)
+    assert any("[" in h["snippet"] for h in hits)
+
+
+def test_postgres_headline_marks_the_original_accented_word(env):
+    hits = search(env, "pg", "kopru")  # folded query, accented text: köprü
+    assert hits and any("[köprü" in h["snippet"].lower() or "[köprü" in h["snippet"] for h in hits)
+
+
+NON_FTS_CALLS = [
+    ("doc_collections", {}),
+    ("doc_stats", {}),
+    ("doc_entities", {}),
+    ("doc_entities", {"q": "kart"}),
+    ("doc_entities", {"kind": "form_class", "q": "ı"}),
+    ("doc_entities", {"kind": "module", "limit": 2}),
+    ("doc_entity", {"kind": "form_class", "key": "tfrmcarikart"}),
+    ("doc_entity", {"kind": "module", "key": "FIN"}),
+    ("doc_links", {"kind": "form_class", "key": "TfrmFatura"}),
+    ("doc_links", {"kind": "form_class", "key": "TfrmUretilen3"}),
+    ("doc_get", {"slug": "cari-hesap-karti"}),
+    ("doc_get", {"slug": "konu-005"}),
+    ("doc_get", {"kind": "form_class", "key": "TfrmStokKart"}),
+]
+
+
+@pytest.mark.parametrize("caller", [None, RESTRICTED_CALLER, STRANGER], ids=["stdio", "role", "stranger"])
+@pytest.mark.parametrize("tool,kw", NON_FTS_CALLS, ids=[f"{t}-{i}" for i, (t, _) in enumerate(NON_FTS_CALLS)])
+def test_non_fts_tools_answer_identically_on_every_storage(env, tool, kw, caller):
+    def answer(db):
+        try:
+            return call(tool, ctx(env, caller), database=db, **kw)
+        except Exception as exc:  # a not-found must be the same not-found everywhere
+            return (type(exc).__name__, getattr(exc, "code", None), getattr(exc, "message", str(exc)))
+
+    want = answer("sq")
+    assert answer("pg") == want
+    assert answer("fb") == want
+
+
+def test_every_generated_topic_reads_back_identically(env):
+    for i in range(0, 40, 3):
+        want = call("doc_get", ctx(env), database="sq", slug=f"konu-{i:03d}")
+        assert call("doc_get", ctx(env), database="pg", slug=f"konu-{i:03d}") == want
+        assert call("doc_get", ctx(env), database="fb", slug=f"konu-{i:03d}") == want
+
+
+def _location(settings, db):
+    return catalog.resolve_pool_location(settings.catalog_path, db)
+
+
+def test_vectors_read_back_byte_identical_and_score_alike(env):
+    from knowspec.impl.docpool.vectors.scoring import PoolVectors, vector_rank
+
+    rows = {}
+    for db in DATABASES:
+        with open_location(_location(env, db)) as pool:
+            rows[db] = (pool.vectors("topic", UNRESTRICTED), pool.vectors("chunk", UNRESTRICTED))
+    assert rows["sq"][0] and rows["sq"][1]
+    assert rows["pg"] == rows["sq"] and rows["fb"] == rows["sq"]
+    q = np.random.default_rng(3).normal(size=len(rows["sq"][1][0].vec) // 4).astype(np.float32)
+    q /= np.linalg.norm(q)
+    ranked = {}
+    for db in DATABASES:
+        pv = PoolVectors.from_vector_rows(*rows[db], len(q))
+        ranked[db] = [(h.topic_id, h.score) for h in vector_rank(pv, q, None, 20)]
+    for db in ("pg", "fb"):
+        assert [t for t, _ in ranked[db]] == [t for t, _ in ranked["sq"]]
+        assert all(abs(a - b) <= 1e-6 for (_, a), (_, b) in zip(ranked[db], ranked["sq"]))
+    assert struct.calcsize("<f") * (len(q)) == len(rows["fb"][1][0].vec)
