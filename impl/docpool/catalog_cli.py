@@ -38,24 +38,24 @@ def _settings(args):
     return settings
 
 
-def _register(args: argparse.Namespace) -> int:
+def _print_entry(action) -> int:
     try:
-        entry = catalog.register_database(_settings(args).catalog_path, args.name, args.storage.upper(), args.dsn)
+        entry = action()
     except (catalog.CatalogError, ToolError) as exc:
         print(f"knowspec: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(entry.__dict__, default=str))
     return 0
+
+
+def _register(args: argparse.Namespace) -> int:
+    path = _settings(args).catalog_path
+    return _print_entry(lambda: catalog.register_database(path, args.name, args.storage.upper(), args.dsn))
 
 
 def _alter(args: argparse.Namespace) -> int:
-    try:
-        entry = catalog.execute_alter(_settings(args).catalog_path, args.statement)
-    except (catalog.CatalogError, ToolError) as exc:
-        print(f"knowspec: {exc}", file=sys.stderr)
-        return 2
-    print(json.dumps(entry.__dict__, default=str))
-    return 0
+    path = _settings(args).catalog_path
+    return _print_entry(lambda: catalog.execute_alter(path, args.statement))
 
 
 def _list(args: argparse.Namespace) -> int:

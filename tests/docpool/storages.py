@@ -172,3 +172,28 @@ def query_words(seed: int, n: int) -> list[str]:
         words = [r.choice(WORDS) for _ in range(r.randint(1, 3))]
         out.append(" ".join(w[: r.randint(2, len(w))] if r.random() < 0.4 else w for w in words))
     return out
+
+
+def build_versions(root: Path) -> tuple[Path, Path]:
+    """Two versions of the generated collection (different topics and sizes), for imports."""
+    out = []
+    for version, (seed, topics) in enumerate(((7, 40), (8, 25)), 1):
+        corpus = root / f"corpus-v{version}"
+        write_generated_corpus(corpus, seed=seed, topics=topics)
+        pool = root / f"generated-v{version}.db"
+        build_pool(corpus, pool, GENERATED_COLLECTION, title=f"Üretilen v{version}", erisim="herkes")
+        add_vectors(pool, version)
+        out.append(pool)
+    return out[0], out[1]
+
+
+def observe(pool) -> tuple:
+    """What a reader sees of a pool in one request: counts, topics, recipe, a search, a topic."""
+    from knowspec.impl.docpool.search import fts_ranked
+    from knowspec.impl.docpool.storage.base import UNRESTRICTED
+
+    hits = fts_ranked(pool, "köprü", UNRESTRICTED, limit=50)
+    return (pool.counts(UNRESTRICTED), pool.collection_counts(UNRESTRICTED),
+            [c.title for c in pool.collections(UNRESTRICTED)],
+            len(pool.topic_ids(UNRESTRICTED)), [(h.slug, h.score) for h in hits],
+            len(pool.vectors("chunk", UNRESTRICTED)))

@@ -64,12 +64,13 @@ def validate(name, args):
     if VARIANT == "jsonrpc_errors":
         raise MCPError(code=types.INVALID_PARAMS, message="bad arguments")
     diags = sorted({(".".join(map(str, e.path)) or "arguments", e.validator) for e in errors})[:8]
-    if VARIANT == "echo_value":
-        diags = [(f"{field}: {json.dumps(args.get(field))}", kw) for field, kw in diags]
+    def explain(field, kw):
+        echo = f" (got {args.get(field)})" if VARIANT == "echo_value" and isinstance(args.get(field), str) else ""
+        return f"argument fails the {kw} rule{echo}"
     raise Fail("resource_limit" if limit else "schema_validation",
                "tool input exceeds the advertised schema limits" if limit
                else "tool input does not match the advertised schema",
-               [diag("invalid_input", f"argument fails the {kw} rule", field) for field, kw in diags])
+               [diag("invalid_input", explain(field, kw), field) for field, kw in diags])
 
 
 # ---- bundle reading ---------------------------------------------------------------------------

@@ -1,0 +1,153 @@
+"""Firebird pool storage: IMPORTDOC semantics, snapshot reads and the seed's error texts."""
+
+from __future__ import annotations
+
+import threading
+
+import pytest
+
+from knowspec.impl.docpool import recipe
+from knowspec.impl.docpool.catalog import PoolLocation
+from knowspec.impl.docpool.storage import firebird
+from knowspec.impl.errors import ToolError
+from storages import GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready, observe  # noqa: F401
+
+pytestmark = pytest.mark.firebird
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory, fb_ready):
+    return build_versions(tmp_path_factory.mktemp("fb-src"))
+
+
+@pytest.fixture
+def dsn(tmp_path, fb_ready):
+    return fb_dsn(tmp_path, "pool")
+
+
+def _open(dsn):
+    return firebird.open_pool(PoolLocation("db", "db", "FIREBIRD", dsn))
+
+
+def test_import_reports_like_the_sqlite_recipe_and_is_visible_to_the_next_read(tmp_path, dsn, versions):
+    v1, v2 = versions
+    want = recipe.import_collection(tmp_path / "ref.db", v1, GENERATED_COLLECTION)
+    assert firebird.import_collection(dsn, v1, GENERATED_COLLECTION) == want
+    with _open(dsn) as pool:
+        first = observe(pool)
+    assert firebird.import_collection(dsn, v2, GENERATED_COLLECTION).topics < want.topics
+    with _open(dsn) as pool:
+        assert observe(pool) != first
+        assert pool.counts(pool_access())["topic"] == firebird.import_collection(dsn, v2, GENERATED_COLLECTION).topics
+
+
+def pool_access():
+    from knowspec.impl.docpool.storage.base import UNRESTRICTED
+    return UNRESTRICTED
+
+
+def test_a_failing_import_changes_nothing(dsn, versions, monkeypatch):
+    v1, v2 = versions
+    firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        before, stamp = observe(pool), pool.change_stamp()
+    real = firebird._insert
+
+    def failing(cur, name, sql, rows):
+        real(cur, name, sql, rows)
+        if name == "chunk_vecs":  # topics, chunks, links, ACLs and topic vectors are written by now
+            raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(firebird, "_insert", failing)
+    with pytest.raises(firebird.ImportFailed, match="nothing changed: injected failure"):
+        firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        assert observe(pool) == before
+        assert pool.change_stamp() == stamp
+
+
+def test_a_reader_keeps_its_snapshot_while_an_import_commits(dsn, versions):
+    v1, v2 = versions
+    firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
+    with _open(dsn) as old_reader:
+        before = observe(old_reader)
+        firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
+        assert observe(old_reader) == before  # old, never a mix
+        with _open(dsn) as new_reader:
+            after = observe(new_reader)
+    assert after != before
+
+
+def test_concurrent_readers_see_old_or_new_never_a_mix(dsn, versions):
+    v1, v2 = versions
+    firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        old = observe(pool)
+    firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        new = observe(pool)
+    seen, stop, errors = [], threading.Event(), []
+
+    def read():
+        try:
+            while not stop.is_set():
+                with _open(dsn) as pool:
+                    seen.append(observe(pool))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for source in (v1, v2, v1, v2):
+            firebird.import_collection(dsn, source, GENERATED_COLLECTION)
+    finally:
+        stop.set()
+        reader.join()
+    assert not errors
+    assert seen and all(s in (old, new) for s in seen)
+
+
+def test_full_text_index_follows_the_change_stamp(dsn, versions):
+    v1, v2 = versions
+    firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        index_v1 = pool._index()
+        assert pool._index() is index_v1  # built once per stamp
+    firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        index_v2 = pool._index()
+    assert index_v2 is not index_v1 and len(index_v2.rows) != len(index_v1.rows)
+
+
+def test_missing_pool_file_says_document_pool_not_imported(tmp_path, fb_ready):
+    with pytest.raises(ToolError) as err:
+        _open(str(tmp_path / "absent.fdb"))
+    assert err.value.code == "pool_unavailable"
+    assert err.value.message.startswith("document pool not imported (db: ")
+
+
+def test_a_database_without_doc_tables_is_not_imported(tmp_path, fb_ready):
+    con = firebird.connect(str(tmp_path / "bare.fdb"), create=True)
+    con.close()
+    with pytest.raises(ToolError, match="document pool not imported"):
+        _open(str(tmp_path / "bare.fdb"))
+
+
+@pytest.mark.parametrize("collection,source_name", [
+    ("Bad Name", "generated-v1.db"), ("uretilen", "absent.db"), ("yok", "generated-v1.db")])
+def test_refusals_match_the_sqlite_recipe_and_leave_the_target_alone(tmp_path, dsn, versions,
+                                                                    collection, source_name):
+    source = versions[0].parent / source_name
+    with pytest.raises(recipe.ImportRefused) as want:
+        recipe.import_collection(tmp_path / "ref.db", source, collection)
+    with pytest.raises(recipe.ImportRefused) as got:
+        firebird.import_collection(dsn, source, collection)
+    assert str(got.value) == str(want.value)
+    assert not (tmp_path / "pool.fdb").exists()  # the target was not even created
+
+
+def test_server_dsn_urls_keep_the_password_out_of_messages():
+    database, user, password, shown = firebird.parse_dsn("firebird://ana:s3cret@db.example:3051/var/fb/pool.fdb")
+    assert (database, user, password) == ("db.example/3051:/var/fb/pool.fdb", "ana", "s3cret")
+    assert "s3cret" not in shown
