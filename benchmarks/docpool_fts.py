@@ -49,14 +49,14 @@ async def measure(args: list[str], labelled: list[dict], short: list[str], slugs
         ranked, samples_long = [], []
         for q in labelled:
             ms, result = await timed(session, "doc_search", {"query": q["query"], "collection": "databricks"})
-            assert not result.isError, result.content
+            assert not result.is_error, result.content
             samples_long.append(ms)
-            hits = result.structuredContent["results"]
+            hits = result.structured_content["results"]
             ranked.append(([h["slug"] for h in hits], set(q["relevant"])))
         samples_short = []
         for q in short[:calls]:
             ms, result = await timed(session, "doc_search", {"query": q, "collection": "databricks"})
-            assert not result.isError, result.content
+            assert not result.is_error, result.content
             samples_short.append(ms)
         out["doc_search_fts"] = percentiles(samples_long + samples_short)
         out["doc_search_fts_labelled_queries"] = percentiles(samples_long)
@@ -64,7 +64,7 @@ async def measure(args: list[str], labelled: list[dict], short: list[str], slugs
         get_samples = []
         for slug in slugs[:calls]:
             ms, result = await timed(session, "doc_get", {"collection": "databricks", "slug": slug})
-            assert not result.isError, result.content
+            assert not result.is_error, result.content
             get_samples.append(ms)
         out["doc_get"] = percentiles(get_samples)
         out["server_peak_rss_mib"] = server_peak_rss_mib()

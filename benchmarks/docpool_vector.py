@@ -142,14 +142,14 @@ async def server_latency(args: list[str], queries: list[str], calls: int) -> dic
     out: dict = {}
     async with stdio_session(*args) as session:
         cold, result = await timed(session, "doc_search", {"query": queries[0], "mode": "vector"})
-        if result.isError:
+        if result.is_error:
             raise SystemExit(f"vector search failed: {result.content}")
         out["vector_cold_first_call_ms"] = round(cold, 1)
         for mode in ("vector", "hybrid", "fts"):
             samples = []
             for i in range(calls):
                 ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)], "mode": mode})
-                assert not result.isError, result.content
+                assert not result.is_error, result.content
                 samples.append(ms)
             out[mode] = percentiles(samples)
         out["server_peak_rss_mib"] = server_peak_rss_mib()

@@ -7,7 +7,7 @@ from pathlib import Path
 
 from knowspec.codegen.load import load_spec
 from knowspec.codegen.model import Problem, SpecModel
-from knowspec.codegen.openapi import openapi_document
+from knowspec.codegen.openapi import openapi_document, rest_endpoint_table
 from knowspec.codegen.pydantic_models import find_class_module, generate_models
 from knowspec.codegen.render import contract_document, dump_json, render_templates, schema_files
 
@@ -40,6 +40,7 @@ def produce(spec_dir: Path) -> dict[str, str]:
     files.update(render_templates(spec, models, sources))
     files["contract.json"] = dump_json(contract_document(spec, sources))
     files["openapi.json"] = dump_json(openapi_document(spec))
+    files["rest_endpoints.json"] = dump_json(rest_endpoint_table(spec))
     return files
 
 

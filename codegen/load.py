@@ -227,5 +227,6 @@ def _load_endpoints(path: Path, spec_dir: Path, problems: list[Problem]) -> tupl
             response=schema_of(row, "response", "response_schema"),
             accepted=schema_of(row, "accepted", "accepted_schema"),
             errors=tuple(int(s) for s in row.get("errors", [])),
+            omit=tuple(row.get("omit", [])),
         ))
     return dict(data.get("api", {})), out

@@ -75,6 +75,7 @@ class EndpointSpec:
     response: dict[str, Any] | None     # 200 body
     accepted: dict[str, Any] | None     # 202 body
     errors: tuple[int, ...]             # statuses answered with the error envelope
+    omit: tuple[str, ...] = ()          # tool input properties taken from the session, not the body
 
 
 @dataclass

@@ -12,7 +12,7 @@ from typing import Any
 from knowspec.codegen.model import SpecModel
 
 STATUS_TEXT = {
-    200: "OK", 202: "Accepted but not done: result false with a message, target untouched",
+    200: "OK", 409: "Not possible in this server state (e.g. no model pack)", 202: "Accepted but not done: result false with a message, target untouched",
     400: "Bad request: arguments missing or not matching the schema", 401: "No valid session",
     403: "The session's roles do not allow this", 404: "Not found (an item the caller may not see answers the same)",
     405: "Method not allowed", 415: "Body is not JSON", 422: "Arguments do not match the schema",
@@ -57,7 +57,9 @@ def openapi_document(spec: SpecModel) -> dict[str, Any]:
             op["tags"] = [ep.tag]
         op["security"] = [] if ep.auth == "none" else [{"session": []}]
         if ep.request is not None:
-            op["requestBody"] = {"required": True, "content": {"application/json": {
+            # A session endpoint whose arguments are all optional also takes an empty body.
+            required = ep.auth != "session" or bool(ep.request.get("required"))
+            op["requestBody"] = {"required": required, "content": {"application/json": {
                 "schema": _embed(ep.request, f"{ep.operation_id}.request", components)}}}
         responses: dict[str, Any] = {}
         ok: dict[str, Any] = {"description": STATUS_TEXT[200]}
@@ -83,4 +85,19 @@ def openapi_document(spec: SpecModel) -> dict[str, Any]:
             "schemas": components,
             "securitySchemes": {"session": {"type": "http", "scheme": "bearer"}},
         },
+    }
+
+
+def rest_endpoint_table(spec: SpecModel) -> dict[str, Any]:
+    """The endpoint table the REST routes are built from at run time (schemas self-contained)."""
+    return {
+        "api": spec.api,
+        "endpoints": [
+            {
+                "method": ep.method, "path": ep.path, "operation_id": ep.operation_id, "summary": ep.summary,
+                "tag": ep.tag, "auth": ep.auth, "tool": ep.tool, "omit": list(ep.omit),
+                "request": ep.request, "response": ep.response, "accepted": ep.accepted, "errors": list(ep.errors),
+            }
+            for ep in spec.endpoints
+        ],
     }

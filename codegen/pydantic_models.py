@@ -5,7 +5,9 @@ Root models get deterministic names (``<Tool>Input`` / ``<Tool>Output``) by stam
 
 The copy also drops ``format`` and ``pattern``: the server enforces both with JSON Schema before
 a model is built, and keeping them would turn ``as_of`` into a ``datetime.date`` (handlers work on
-the string the client sent) and hand ECMA regexes to pydantic's Rust regex engine.
+the string the client sent) and hand ECMA regexes to pydantic's Rust regex engine. Likewise
+presence-only ``anyOf`` branches ("slug, or kind and key") are dropped: they would turn the input
+model into a union root model, and the server has already enforced them.
 """
 
 from __future__ import annotations
@@ -86,10 +88,16 @@ def _stamp_title(path: Path, title: str) -> None:
     path.write_text(json.dumps(schema, indent=2, ensure_ascii=False) + "\n", encoding="utf-8")
 
 
+def _presence_only(value: Any) -> bool:
+    """``anyOf: [{required: [a]}, {required: [b]}]``: which arguments must be present, nothing else."""
+    return isinstance(value, list) and all(isinstance(b, dict) and set(b) <= {"required"} for b in value)
+
+
 def _strip_checked_keywords(node: Any) -> Any:
     if isinstance(node, dict):
         return {k: _strip_checked_keywords(v) for k, v in node.items()
-                if not (k in ("format", "pattern") and isinstance(v, str))}
+                if not (k in ("format", "pattern") and isinstance(v, str))
+                and not (k in ("anyOf", "oneOf") and _presence_only(v))}
     if isinstance(node, list):
         return [_strip_checked_keywords(v) for v in node]
     return node

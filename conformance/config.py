@@ -23,4 +23,5 @@ class RunConfig:
     admin_password: str | None = None
     unknown_tool: str = "jsonrpc"       # profile: jsonrpc (-32602) | result (isError) | either
     checks: tuple[str, ...] = ()        # empty: every registered check
+    tools: tuple[str, ...] = ()         # empty: every contract tool of the family
     exclude: tuple[str, ...] = field(default_factory=tuple)

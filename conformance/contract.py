@@ -67,6 +67,16 @@ class Contract:
         kept = tuple(t for t in self.tools if t.family == family)
         return Contract(kept, self.error_codes, self.error_schema, self.revision, self.source)
 
+    def only(self, names: tuple[str, ...]) -> "Contract":
+        """The contract narrowed to the named tools (empty: unchanged); unknown names are an error."""
+        if not names:
+            return self
+        unknown = sorted(set(names) - {t.name for t in self.tools})
+        if unknown:
+            raise ContractError(f"tool(s) not in the contract: {', '.join(unknown)}")
+        kept = tuple(t for t in self.tools if t.name in names)
+        return Contract(kept, self.error_codes, self.error_schema, self.revision, self.source)
+
     def retryable(self, code: str) -> bool | None:
         entry = self.error_codes.get(code)
         return None if entry is None else bool(entry.get("retryable", False))

@@ -55,7 +55,7 @@ def planned_case_ids(run_config: RunConfig) -> list[str]:
     """``check[tool]`` ids known before running, from the contract and the check registry."""
     from knowspec.conformance.runner import plan, selected_checks
 
-    contract = load_contract(run_config.contract_path).for_family(run_config.family)
+    contract = load_contract(run_config.contract_path).for_family(run_config.family).only(run_config.tools)
     return [f"{spec.id}[{tool.name}]" if tool else spec.id for spec, tool in plan(selected_checks(run_config), contract)]
 
 

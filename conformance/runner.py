@@ -89,7 +89,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     t0 = time.monotonic()
     results: list[CheckFinished] = []
     try:
-        contract = load_contract(config.contract_path).for_family(config.family)
+        contract = load_contract(config.contract_path).for_family(config.family).only(config.tools)
         baseline = load_baseline(config.baseline)
         checks = selected_checks(config)
         target = Target(config.target, config.era, config.call_timeout)

@@ -8,7 +8,7 @@
 #   docpool/schemas/doc_entities.output.schema.json 25aa355b4a80d5eafc450a324a8c514123098f407f2b940c82393fd6bb24d486
 #   docpool/schemas/doc_entity.input.schema.json 2db89aba536bd2741f343d43bf935067ce9066be0c4897544285339efcf74d4c
 #   docpool/schemas/doc_entity.output.schema.json ddd74f30442f5563253ff4bee3e1805eef5450a46c51a1820d345f7b15b68675
-#   docpool/schemas/doc_get.input.schema.json 2fa7389071291cb417465073193d537c3068f22f9f74f21c5325574234dafbdd
+#   docpool/schemas/doc_get.input.schema.json 93928c4b3850b1e41c8e73ae2ef32877bb33c89fc1ddd2a0e182d6a3753d1c58
 #   docpool/schemas/doc_get.output.schema.json 454c8f40d71bf95067acd04fd4fa817911fe24a9eebf32ef4e245239bd766258
 #   docpool/schemas/doc_links.input.schema.json 6d6ca6784c01b03819c7c8ce03901d2f2792bc37238673cadb9423908a615744
 #   docpool/schemas/doc_links.output.schema.json 267b9412acc456904e49f998418d112e37ab0fe3b8ec4a4a19f2fcd5eb47487f
@@ -19,7 +19,7 @@
 #   docpool/schemas/docpool.schema.json 1b1f3dfeaf6ce0c04d143d4784a77dea2ba165de74594f1fc1207a2a00c2660b
 #   docpool/schemas/help_form_info.input.schema.json 2b637dc6e93b051e2fadd2d45f52afd61011cde6a98cd6f25a46feed405cc0c6
 #   docpool/schemas/help_form_info.output.schema.json 5b95774cc0ff691fd3fc7d91b3dca4cc229b4e0ff579a531ae8a711fbfa1ed9d
-#   docpool/schemas/help_get_topic.input.schema.json bfc22a921c51cd11b72645fdbdf283e5a3848acad24f8da66f520e591da9ff73
+#   docpool/schemas/help_get_topic.input.schema.json 4bb40e82ddda2827ca41dc6719bcfa9c476115e79168c03f7b8f2e0c234b610a
 #   docpool/schemas/help_get_topic.output.schema.json a51abeefb991fc79702d296bc859d0e3ebf92fa40a0f41d8e54fa80f914c4657
 #   docpool/schemas/help_search.input.schema.json 4b584ec93e9e360cc679d6ec89ad756a18d6e6fbd35d29312ef1063a080eb99b
 #   docpool/schemas/help_search.output.schema.json eba212c1ca6f68eac1ed767ccba00a4e29215e3132c9054f3c18b0ad83f10b53
@@ -28,7 +28,7 @@
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
 #   docpool/tools.toml acb5ea71c16a0dcaa09716003d02e33c8e85a96cec3042a333339c56949c94b7
-#   errors.toml d41ffb9b56209bdb43fb7d784d83a2fbbcc56e8ed0d637dfc99a0ef9f217071b
+#   errors.toml e332e9654c8053217ae4e381d51d9eb8b28269ce76a2241343a9071cd4c2c089
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
 #   okf/schemas/apply_temporal_upgrade.input.schema.json 357501ba7e2645fd7a6e85e42f435552574953fe97187d7a6400b94160868afb

@@ -20,6 +20,8 @@ def add_mutants_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-examples", type=int, default=10)
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="append", default=[], dest="checks")
+    p.add_argument("--tool", action="append", default=[], dest="tools",
+                   help="check only this tool (repeatable); default: every tool of the family")
     p.add_argument("--kill-rate", action="store_true", help="exit 1 unless every mutant is killed")
     p.add_argument("--json", type=Path, default=None, help="write the per-mutant results here")
     p.add_argument("--list", action="store_true", help="list the mutants and the rule each breaks")
@@ -40,7 +42,7 @@ def run_mutants(ns: argparse.Namespace) -> int:
         console.print(f"[red]unknown mutant(s): {', '.join(unknown)}")
         return 2
     base = RunConfig(target="", family=ns.family, seed=ns.seed, max_examples=ns.max_examples,
-                     contract_path=ns.contract, checks=tuple(ns.checks))
+                     contract_path=ns.contract, checks=tuple(ns.checks), tools=tuple(ns.tools))
     results = []
     for res in kill_rate(base, shlex.split(ns.server), ns.mutant or None):
         results.append(res)

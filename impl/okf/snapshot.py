@@ -4,9 +4,16 @@ Capture (§1.1): walk the pinned root through directory descriptors, never follo
 keep regular files only (type from ``lstat``); exclude the root-level ``.okf``; fail on
 transaction crash evidence; validate every revision path; enforce the file, byte, depth and path
 limits. Reuse: a process-wide cache keyed by the pinned root path keeps, per file, its identity
-``(dev, ino, size, mtime_ns, ctime_ns)``, bytes and parsed :class:`Document`. Every call walks
-and ``lstat``s again; only new or changed files are read and parsed again, and an unchanged
-tree returns the very same :class:`Snapshot`.
+``(dev, ino, size, mtime_ns, ctime_ns)``, bytes and parsed :class:`Document` (a file whose
+identity changed but whose bytes did not keeps its parse).
+
+Revalidation: on Linux every captured directory is watched with inotify (:mod:`watch`), armed
+before it is listed. A call that finds the event queue empty answers from the cached snapshot
+(nothing under the tree changed since it was captured); events make it re-check only the named
+entries. Files with several hard links (writable through a path outside the tree) are re-checked
+on every call. Anything inotify cannot vouch for, any error and any non-Linux or unwatchable
+tree falls back to the full ``lstat`` walk, which is also the test oracle. The root's identity
+and the §5.2 ``bundle_path`` checks run on every call.
 """
 
 from __future__ import annotations
@@ -16,9 +23,10 @@ import re
 import stat
 import threading
 from collections import OrderedDict
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
 from knowspec.impl.errors import ToolError
+from knowspec.impl.okf import watch as inotify
 from knowspec.impl.okf.frontmatter import YamlLimitError
 from knowspec.impl.okf.gcpause import gc_paused
 from knowspec.impl.okf.model import Document, Snapshot, document_for
@@ -37,10 +45,12 @@ _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
 class Stats:
-    """Counters for tests and diagnostics (documents parsed, files read)."""
+    """Counters for tests and diagnostics."""
 
     parsed_documents = 0
     files_read = 0
+    full_walks = 0  # complete lstat walks of a tree
+    incremental = 0  # revalidations that re-checked only the entries named by events
 
 
 @dataclass
@@ -51,12 +61,32 @@ class _Entry:
 
 
 @dataclass
+class _Walk:
+    """What one capture produces: files, directory identities, hard-linked files, the watch."""
+
+    previous: dict[str, _Entry] | None
+    ctx: object
+    watch: inotify.DirectoryWatch | None = None
+    root_dev: int = 0
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    dirs: dict[str, tuple[int, int]] = field(default_factory=dict)  # prefix -> (dev, ino)
+    shared: set[str] = field(default_factory=set)
+    total: int = 0
+
+
+@dataclass
 class _CacheSlot:
-    entries: dict[str, _Entry]
-    snapshot: Snapshot
+    lock: threading.Lock = field(default_factory=threading.Lock)
+    snapshot: Snapshot | None = None
+    entries: dict[str, _Entry] = field(default_factory=dict)
+    dirs: dict[str, tuple[int, int]] = field(default_factory=dict)
+    shared: set[str] = field(default_factory=set)
+    watch: inotify.DirectoryWatch | None = None  # None: the next call walks everything
+    root_id: tuple[int, int] | None = None
+    limits: tuple = ()
 
 
-MAX_CACHED_ROOTS = 8  # least recently used roots beyond this are dropped
+MAX_CACHED_ROOTS = 8  # least recently used roots beyond this are dropped (their watches close)
 _cache: OrderedDict[str, _CacheSlot] = OrderedDict()
 _cache_lock = threading.Lock()
 
@@ -64,6 +94,10 @@ _cache_lock = threading.Lock()
 def clear_cache() -> None:
     with _cache_lock:
         _cache.clear()
+
+
+def _limits() -> tuple:
+    return (MAX_FILES, MAX_TOTAL_BYTES, MAX_FILE_BYTES, MAX_DEPTH, MAX_PATH_BYTES)
 
 
 def _limit() -> ToolError:
@@ -85,16 +119,35 @@ def _check(ctx, operation: str = "load bundle") -> None:
         ctx.check_cancelled(operation)
 
 
-def _capture(root_fd: int, previous: dict[str, _Entry] | None, ctx) -> dict[str, _Entry]:
-    """Capture every regular file under the pinned root (at most MAX_DEPTH descriptors open)."""
-    entries: dict[str, _Entry] = {}
-    total = [0]
-    _capture_dir(root_fd, "", 0, previous, entries, total, ctx)
-    return entries
+def _check_path(rel: str, depth: int) -> None:
+    """Revision-path and path/depth limit checks of one captured entry (``depth`` of its dir)."""
+    try:
+        encoded = rel.encode("utf-8")
+    except UnicodeEncodeError:
+        raise ToolError("invalid_request", "load bundle: invalid revision path")
+    if len(encoded) > MAX_PATH_BYTES or depth + 1 > MAX_DEPTH:
+        raise _limit()
+    if not valid_revision_path(rel):
+        raise ToolError("invalid_request", "load bundle: invalid revision path")
 
 
-def _capture_dir(dir_fd, prefix, depth, previous, entries, total, ctx) -> None:
-    _check(ctx)
+def _arm(walk: _Walk, dir_fd: int, prefix: str, ident: tuple[int, int]) -> None:
+    """Record the directory and watch it before it is listed (a racing write queues an event)."""
+    walk.dirs[prefix] = ident
+    if walk.watch is None:
+        return
+    try:
+        if ident[0] != walk.root_dev:
+            raise inotify.WatchUnavailable("directory on another filesystem")
+        walk.watch.add(dir_fd, prefix)
+    except inotify.WatchUnavailable:
+        walk.watch.close()
+        walk.watch = None
+
+
+def _capture_dir(walk: _Walk, dir_fd: int, prefix: str, depth: int, ident: tuple[int, int]) -> None:
+    _check(walk.ctx)
+    _arm(walk, dir_fd, prefix, ident)
     try:
         with os.scandir(dir_fd) as it:
             names = sorted(e.name for e in it)
@@ -113,38 +166,47 @@ def _capture_dir(dir_fd, prefix, depth, previous, entries, total, ctx) -> None:
         mode = st.st_mode
         if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             continue
-        try:
-            encoded = rel.encode("utf-8")
-        except UnicodeEncodeError:
-            raise ToolError("invalid_request", "load bundle: invalid revision path")
-        if len(encoded) > MAX_PATH_BYTES or depth + 1 > MAX_DEPTH:
-            raise _limit()
-        if not valid_revision_path(rel):
-            raise ToolError("invalid_request", "load bundle: invalid revision path")
+        _check_path(rel, depth)
         if stat.S_ISDIR(mode):
-            try:
-                child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
-            except OSError as exc:
-                raise ToolError("invalid_request", f"load bundle: {exc.strerror}")
-            try:
-                cst = os.fstat(child)
-                if (cst.st_ino, cst.st_dev) != (st.st_ino, st.st_dev):
-                    raise ToolError("invalid_request", "load bundle: file changed while reading")
-                _capture_dir(child, rel + "/", depth + 1, previous, entries, total, ctx)
-            finally:
-                os.close(child)
+            _capture_child(walk, dir_fd, name, rel + "/", depth + 1, st)
             continue
-        if len(entries) + 1 > MAX_FILES or st.st_size > MAX_FILE_BYTES:
-            raise _limit()
-        key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-        old = previous.get(rel) if previous else None
-        entry = old if old is not None and old.key == key else _Entry(key, _read_file(dir_fd, name, st), None)
-        total[0] += len(entry.data)
-        if total[0] > MAX_TOTAL_BYTES:
-            raise _limit()
-        entries[rel] = entry
-        if len(entries) % 256 == 0:
-            _check(ctx)
+        _capture_file(walk, dir_fd, name, rel, st)
+        if len(walk.entries) % 256 == 0:
+            _check(walk.ctx)
+
+
+def _capture_child(walk: _Walk, dir_fd: int, name: str, prefix: str, depth: int, st: os.stat_result) -> None:
+    try:
+        child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
+    except OSError as exc:
+        raise ToolError("invalid_request", f"load bundle: {exc.strerror}")
+    try:
+        cst = os.fstat(child)
+        if (cst.st_ino, cst.st_dev) != (st.st_ino, st.st_dev):
+            raise ToolError("invalid_request", "load bundle: file changed while reading")
+        _capture_dir(walk, child, prefix, depth, (cst.st_dev, cst.st_ino))
+    finally:
+        os.close(child)
+
+
+def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_result) -> None:
+    if len(walk.entries) + 1 > MAX_FILES or st.st_size > MAX_FILE_BYTES:
+        raise _limit()
+    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    old = walk.previous.get(rel) if walk.previous else None
+    if old is not None and old.key == key:
+        entry = old
+    else:
+        data = _read_file(dir_fd, name, st)
+        entry = _Entry(key, old.data, old.document) if old is not None and old.data == data else _Entry(key, data, None)
+    walk.total += len(entry.data)
+    if walk.total > MAX_TOTAL_BYTES:
+        raise _limit()
+    walk.entries[rel] = entry
+    if st.st_nlink > 1:
+        walk.shared.add(rel)
+    else:
+        walk.shared.discard(rel)
 
 
 def _read_file(dir_fd: int, name: str, st: os.stat_result) -> bytes:
@@ -189,35 +251,217 @@ def _build_documents(entries: dict[str, _Entry], ctx) -> dict[str, Document]:
     return documents
 
 
+def _walk_order(rel: str) -> list[str]:
+    """Sort key giving the full walk's order (names sorted per directory, depth first)."""
+    return rel.split("/")
+
+
+class _Fallback(Exception):
+    """The event-driven update cannot vouch for its result: walk the whole tree instead."""
+
+
+def _full_walk(slot: _CacheSlot, root_fd: int, root_id: tuple[int, int], ctx) -> _Walk:
+    Stats.full_walks += 1
+    walk = _Walk(slot.entries or None, ctx, root_dev=root_id[0])
+    if inotify.available() and inotify.watchable(root_fd):
+        try:
+            walk.watch = inotify.DirectoryWatch()
+        except inotify.WatchUnavailable:
+            walk.watch = None
+    try:
+        _capture_dir(walk, root_fd, "", 0, root_id)
+    except BaseException:
+        if walk.watch is not None:
+            walk.watch.close()
+        raise
+    return walk
+
+
+class _DirFds:
+    """Descriptors of already-captured directories, reopened from the root and identity-checked."""
+
+    def __init__(self, root_fd: int, dirs: dict[str, tuple[int, int]]) -> None:
+        self.fds = {"": root_fd}
+        self.dirs = dirs
+        self.owned: list[int] = []
+
+    def get(self, prefix: str) -> int:
+        fd = self.fds.get(prefix)
+        if fd is not None:
+            return fd
+        parent, _, name = prefix[:-1].rpartition("/")
+        parent_fd = self.get(parent + "/" if parent else "")
+        try:
+            fd = os.open(name, DIR_FLAGS, dir_fd=parent_fd)
+        except OSError:
+            raise _Fallback
+        self.owned.append(fd)
+        st = os.fstat(fd)
+        if (st.st_dev, st.st_ino) != self.dirs.get(prefix):
+            raise _Fallback
+        self.fds[prefix] = fd
+        return fd
+
+    def close(self) -> None:
+        for fd in self.owned:
+            os.close(fd)
+
+
+def _drop(walk: _Walk, rel: str) -> None:
+    """Forget a file or a whole directory subtree that left the tree."""
+    walk.entries.pop(rel, None)
+    walk.shared.discard(rel)
+    sub = rel + "/"
+    if sub in walk.dirs:
+        for prefix in [p for p in walk.dirs if p.startswith(sub)]:
+            del walk.dirs[prefix]
+        for path in [p for p in walk.entries if p.startswith(sub)]:
+            del walk.entries[path]
+        walk.shared = {p for p in walk.shared if not p.startswith(sub)}
+        if walk.watch is not None:
+            walk.watch.remove_under(sub)
+
+
+def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, str]], ctx) -> _Walk:
+    """Re-check only the named entries; removals first so a moved directory is re-armed cleanly."""
+    walk = _Walk(slot.entries, ctx, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
+                 set(slot.shared))
+    fds = _DirFds(root_fd, walk.dirs)
+    try:
+        found = []
+        for prefix, name in sorted(names):
+            if prefix not in walk.dirs or (prefix == "" and name == ".okf"):
+                continue
+            dir_fd = fds.get(prefix)
+            try:
+                st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
+            except FileNotFoundError:
+                _drop(walk, prefix + name)
+                continue
+            except OSError:
+                raise _Fallback
+            if name.lower().startswith(_CRASH_PREFIXES):
+                raise _Fallback  # the full walk raises the canonical error
+            rel = prefix + name
+            if stat.S_ISDIR(st.st_mode) and walk.dirs.get(rel + "/") == (st.st_dev, st.st_ino):
+                continue  # the same directory; its contents report through its own watch
+            if stat.S_ISREG(st.st_mode) and rel + "/" not in walk.dirs:
+                found.append((prefix, name, st))
+                continue
+            _drop(walk, rel)
+            if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
+                found.append((prefix, name, st))
+        for prefix, name, st in found:
+            _check(ctx)
+            rel, depth = prefix + name, prefix.count("/")
+            _check_path(rel, depth)
+            if stat.S_ISDIR(st.st_mode):
+                _capture_child(walk, fds.get(prefix), name, rel + "/", depth + 1, st)
+            else:
+                walk.entries.pop(rel, None)
+                _capture_file(walk, fds.get(prefix), name, rel, st)
+    except ToolError as exc:
+        if exc.code == "operation_cancelled":
+            raise
+        raise _Fallback  # let the full walk report the first problem in its own order
+    finally:
+        fds.close()
+    if walk.watch is None or len(walk.entries) > MAX_FILES:
+        raise _Fallback
+    if sum(len(e.data) for e in walk.entries.values()) > MAX_TOTAL_BYTES:
+        raise _Fallback
+    walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
+    Stats.incremental += 1
+    return walk
+
+
+def _build_documents(entries: dict[str, _Entry], ctx) -> dict[str, Document]:
+    documents: dict[str, Document] = {}
+    for i, (rel, entry) in enumerate(entries.items()):
+        if not rel.endswith(".md"):
+            continue
+        if entry.document is None:
+            if i % 64 == 0:
+                _check(ctx)
+            try:
+                entry.document = document_for(rel, entry.data)
+            except YamlLimitError:
+                raise _limit()
+            Stats.parsed_documents += 1
+        documents[rel] = entry.document
+    return documents
+
+
+def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int], ctx) -> Snapshot:
+    """Install the walk's result in the slot; an unchanged file set keeps the same Snapshot."""
+    entries = walk.entries
+    old = slot.entries
+    if slot.snapshot is not None and entries.keys() == old.keys() and all(
+        entries[k].data is old[k].data for k in entries
+    ):
+        snapshot = slot.snapshot
+    else:
+        documents = _build_documents(entries, ctx)
+        _check(ctx)
+        snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
+    slot.snapshot, slot.entries, slot.dirs, slot.shared = snapshot, entries, walk.dirs, walk.shared
+    slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limits()
+    return snapshot
+
+
+def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, int], ctx) -> Snapshot:
+    watch, slot.watch = slot.watch, None  # any failure below leaves the slot needing a full walk
+    walk = None
+    if watch is not None and slot.snapshot is not None and slot.root_id == root_id and slot.limits == _limits():
+        changes = watch.drain()
+        if not changes.full:
+            names = changes.names | {_split(rel) for rel in slot.shared}
+            if not names:
+                slot.watch = watch
+                return slot.snapshot
+            try:
+                walk = _apply_changes(slot, watch, root_fd, names, ctx)
+            except _Fallback:
+                walk = None
+            except BaseException:
+                watch.close()
+                raise
+    if walk is None:
+        if watch is not None:
+            watch.close()
+        walk = _full_walk(slot, root_fd, root_id, ctx)
+    return _publish(slot, walk, path, root_id, ctx)
+
+
+def _split(rel: str) -> tuple[str, str]:
+    prefix, _, name = rel.rpartition("/")
+    return (prefix + "/" if prefix else "", name)
+
+
 def capture_snapshot(bundle_path: str, ctx) -> Snapshot:
-    """Pin, capture (reusing the cache), parse; the snapshot every read tool answers from."""
+    """Pin, revalidate (cache, watch or walk), parse; the snapshot every read tool answers from."""
     with gc_paused():
         return _capture_snapshot(bundle_path, ctx)
+
+
+def _slot_for(path: str) -> _CacheSlot:
+    with _cache_lock:
+        slot = _cache.get(path)
+        if slot is None:
+            slot = _cache[path] = _CacheSlot()
+        _cache.move_to_end(path)
+        while len(_cache) > MAX_CACHED_ROOTS:
+            _cache.popitem(last=False)
+        return slot
 
 
 def _capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     _check(ctx)
     path = check_bundle_path(bundle_path)
-    root_fd, _root_stat = pin_root(path)
+    root_fd, root_stat = pin_root(path)
     try:
-        with _cache_lock:
-            slot = _cache.get(path)
-            if slot is not None:
-                _cache.move_to_end(path)
-        previous = slot.entries if slot else None
-        entries = _capture(root_fd, previous, ctx)
+        slot = _slot_for(path)
+        with slot.lock:
+            return _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
     finally:
         os.close(root_fd)
-    if slot is not None and entries.keys() == slot.entries.keys() and all(
-        entries[k] is slot.entries[k] for k in entries
-    ):
-        return slot.snapshot
-    documents = _build_documents(entries, ctx)
-    _check(ctx)
-    snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
-    with _cache_lock:
-        _cache[path] = _CacheSlot(entries, snapshot)
-        _cache.move_to_end(path)
-        while len(_cache) > MAX_CACHED_ROOTS:
-            _cache.popitem(last=False)
-    return snapshot

@@ -2,8 +2,8 @@
 
 Each handler only decodes arguments, wires cancellation and returns the structured result;
 the rules live in ``knowspec.impl.okf.write`` (planning is pure, I/O sits in the store).
-The v0.1 -> v0.2 migration does not convert legacy ``# Citations`` sections yet: such
-bundles are reported ``blocked`` with the ``normalize_citations_section`` manual action.
+The v0.1 -> v0.2 migration converts legacy ``# Citations`` sections with explicit
+``citation_mappings`` only; what it cannot convert losslessly is reported ``blocked``.
 """
 
 from __future__ import annotations

@@ -1,25 +1,17 @@
-"""The REST endpoint table, ``spec/rest/endpoints.toml``, loaded with its schemas resolved.
+"""The REST endpoint table, as codegen wrote it to ``generated/rest_endpoints.json``.
 
-Request and response schemas are the spec's own JSON Schemas (tool input/output schemas reused
-by path), made self-contained by inlining every ``$ref``; properties the REST surface takes from
-the session (``omit``) are removed from the advertised request schema. Routes and the OpenAPI
-document are both built from what ``load_table`` answers.
+``spec/rest/endpoints.toml`` is the source; codegen resolves every schema (tool input and output
+schemas reused by path, ``omit`` properties removed from request bodies) so the server never reads
+``spec/`` at run time.
 """
 
 from __future__ import annotations
 
-import copy
 import json
-import tomllib
 from dataclasses import dataclass, field
 from functools import lru_cache
-from pathlib import Path
+from importlib import resources
 from typing import Any
-
-SPEC_DIR = Path(__file__).resolve().parents[2] / "spec"
-ENDPOINTS_TOML = SPEC_DIR / "rest" / "endpoints.toml"
-
-_DROP_KEYS = ("$schema", "$id", "$defs", "definitions")
 
 
 @dataclass(frozen=True)
@@ -38,105 +30,32 @@ class Endpoint:
     accepted: dict[str, Any] | None
     errors: tuple[int, ...]
     omit: tuple[str, ...] = field(default=())
-    tool_input: dict[str, Any] | None = None  # the full input schema (before omit)
+
+    @property
+    def tool_input(self) -> dict[str, Any] | None:
+        """The tool's full input schema (before ``omit``)."""
+        if self.tool is None:
+            return None
+        from knowspec.generated.registry import BY_NAME
+
+        return BY_NAME[self.tool].input_schema
 
 
-def _load_json(path: Path) -> Any:
-    return json.loads(path.read_text(encoding="utf-8"))
-
-
-def _pointer(doc: Any, fragment: str) -> Any:
-    node = doc
-    for part in [p for p in fragment.lstrip("/").split("/") if p]:
-        node = node[part.replace("~1", "/").replace("~0", "~")]
-    return node
-
-
-def inline_refs(schema: Any, base: Path, root: Any | None = None, stack: tuple = ()) -> Any:
-    """``schema`` with every relative ``$ref`` replaced by its target (recursion refused)."""
-    root = schema if root is None else root
-    if isinstance(schema, list):
-        return [inline_refs(item, base, root, stack) for item in schema]
-    if not isinstance(schema, dict):
-        return schema
-    if "$ref" in schema:
-        ref = schema["$ref"]
-        file_part, _, fragment = ref.partition("#")
-        target_base, target_root = base, root
-        if file_part:
-            target_base = (base.parent / file_part).resolve()
-            target_root = _load_json(target_base)
-        key = (str(target_base), fragment)
-        if key in stack:
-            raise ValueError(f"recursive $ref {ref} in {base}")
-        target = _pointer(target_root, fragment) if fragment else target_root
-        resolved = inline_refs(copy.deepcopy(target), target_base, target_root, stack + (key,))
-        siblings = {k: v for k, v in schema.items() if k != "$ref"}
-        if siblings:
-            resolved = {"allOf": [resolved, inline_refs(siblings, base, root, stack)]}
-        return _strip(resolved)
-    return {k: inline_refs(v, base, root, stack) for k, v in schema.items()}
-
-
-def _strip(schema: Any) -> Any:
-    if isinstance(schema, dict):
-        return {k: v for k, v in schema.items() if k not in _DROP_KEYS}
-    return schema
-
-
-def load_schema(ref: str) -> dict[str, Any]:
-    """A spec schema file (path relative to ``spec/``) made self-contained."""
-    path = (SPEC_DIR / ref).resolve()
-    return _strip(inline_refs(_load_json(path), path))
-
-
-def _without(schema: dict[str, Any], names: tuple[str, ...]) -> dict[str, Any]:
-    if not names:
-        return schema
-    schema = copy.deepcopy(schema)
-    for name in names:
-        schema.get("properties", {}).pop(name, None)
-        if name in schema.get("required", []):
-            schema["required"] = [r for r in schema["required"] if r != name]
-    return schema
-
-
-def _schema(row: dict[str, Any], key: str) -> dict[str, Any] | None:
-    if f"{key}_schema" in row:
-        return row[f"{key}_schema"]
-    if key in row:
-        return load_schema(row[key])
-    return None
-
-
-def load_table(path: Path = ENDPOINTS_TOML) -> tuple[dict[str, Any], list[Endpoint]]:
-    """The ``[api]`` header and the endpoints, schemas resolved."""
-    data = tomllib.loads(path.read_text(encoding="utf-8"))
-    endpoints = []
-    for row in data["endpoint"]:
-        omit = tuple(row.get("omit", ()))
-        request = _schema(row, "request")
-        endpoints.append(
-            Endpoint(
-                method=row["method"].upper(),
-                path=row["path"],
-                operation_id=row["operation_id"],
-                summary=row["summary"],
-                tag=row.get("tag", ""),
-                auth=row.get("auth", "session"),
-                tool=row.get("tool"),
-                request=_without(request, omit) if request is not None else None,
-                response=_schema(row, "response"),
-                accepted=_schema(row, "accepted"),
-                errors=tuple(row.get("errors", ())),
-                omit=omit,
-                tool_input=request,
-            )
+def load_table() -> tuple[dict[str, Any], list[Endpoint]]:
+    """The ``[api]`` header and the endpoints."""
+    data = json.loads((resources.files("knowspec.generated") / "rest_endpoints.json").read_text(encoding="utf-8"))
+    endpoints = [
+        Endpoint(
+            method=row["method"], path=row["path"], operation_id=row["operation_id"], summary=row["summary"],
+            tag=row["tag"], auth=row["auth"], tool=row["tool"], request=row["request"], response=row["response"],
+            accepted=row["accepted"], errors=tuple(row["errors"]), omit=tuple(row["omit"]),
         )
+        for row in data["endpoints"]
+    ]
     return data["api"], endpoints
 
 
-@lru_cache(maxsize=4)
-def cached_table(path: Path = ENDPOINTS_TOML) -> tuple[dict[str, Any], list[Endpoint]]:
-    """``load_table`` once per process (the spec does not change while serving)."""
-    return load_table(path)
+@lru_cache(maxsize=1)
+def cached_table() -> tuple[dict[str, Any], list[Endpoint]]:
+    """``load_table`` once per process (generated files do not change while serving)."""
+    return load_table()

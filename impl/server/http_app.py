@@ -2,33 +2,23 @@
 
 from __future__ import annotations
 
-import json
-from importlib import resources
-from typing import Any
-
 from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS
+from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 
 
-def _openapi() -> dict[str, Any]:
-    return json.loads((resources.files("knowspec.generated") / "openapi.json").read_text(encoding="utf-8"))
-
-
-def _rest_routes(runtime: ToolRuntime) -> list[BaseRoute]:
-    try:
-        from knowspec.impl.rest.routes import rest_routes
-    except ModuleNotFoundError:
-        return []
-    return list(rest_routes(runtime.settings))
-
-
 def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_protection: bool = True) -> Starlette:
-    """The SDK builds the app (and runs its session manager in the lifespan); REST rides along."""
+    """The SDK builds the app (and runs its session manager in the lifespan); REST rides along.
+
+    REST shares the runtime, so a Help*/Doc* request goes through the same call pipeline as an
+    MCP ``tools/call``; every HTTP error body, framework ones included, is the error envelope.
+    """
     from mcp.server.transport_security import TransportSecuritySettings
 
     server = build_server(runtime)
@@ -37,18 +27,14 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         return JSONResponse({"status": "ok", "tools": len(runtime.order),
                              "implemented": sum(runtime.implemented().values())})
 
-    async def openapi(request: Request) -> JSONResponse:
-        return JSONResponse(_openapi())
-
     routes: list[BaseRoute] = [
         Route("/healthz", health, methods=["GET"]),
-        Route("/openapi.json", openapi, methods=["GET"]),
-        *_rest_routes(runtime),
+        *rest_routes(runtime.settings, runtime=runtime),
     ]
-    security = TransportSecuritySettings(enable_dns_rebinding_protection=dns_rebinding_protection)
-    return server.streamable_http_app(
-        streamable_http_path="/mcp",
-        transport_security=security if not dns_rebinding_protection else None,
-        host=host,
-        custom_starlette_routes=routes,
+    security = None if dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    app = server.streamable_http_app(
+        streamable_http_path="/mcp", transport_security=security, host=host, custom_starlette_routes=routes,
     )
+    for exc_class, handler in EXCEPTION_HANDLERS.items():
+        app.add_exception_handler(exc_class, handler)
+    return app

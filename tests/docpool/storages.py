@@ -197,3 +197,20 @@ def observe(pool) -> tuple:
             [c.title for c in pool.collections(UNRESTRICTED)],
             len(pool.topic_ids(UNRESTRICTED)), [(h.slug, h.score) for h in hits],
             len(pool.vectors("chunk", UNRESTRICTED)))
+
+
+def fresh_pg_database(pg_dsn: str, name: str) -> str:
+    """A new empty database in the test cluster (or, when not allowed, ``pg_dsn`` with its
+    ``ivd$docs`` schema dropped): each test imports into an empty pool."""
+    import psycopg
+    from psycopg import sql
+    from psycopg.conninfo import conninfo_to_dict, make_conninfo
+
+    with psycopg.connect(pg_dsn, autocommit=True) as con:
+        try:
+            con.execute(sql.SQL("drop database if exists {}").format(sql.Identifier(name)))
+            con.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
+        except psycopg.Error:
+            con.execute('drop schema if exists "ivd$docs" cascade')
+            return pg_dsn
+    return make_conninfo(**{**conninfo_to_dict(pg_dsn), "dbname": name})

@@ -11,7 +11,6 @@ from pathlib import Path
 
 import pytest
 import schemathesis
-from schemathesis.specs.openapi.checks import positive_data_acceptance
 from hypothesis import HealthCheck, settings as hyp_settings
 from starlette.testclient import TestClient
 
@@ -96,17 +95,10 @@ def _negates_authorization(case) -> bool:
     return getattr(data, "parameter", None) == "Authorization"
 
 
-# Input schemas (spec/docpool, not this module's) that accept {} although the handler needs one
-# of several properties: schema-valid bodies answer 400 there. Reported to the schema owner;
-# remove an entry once its schema says "anyOf required".
-ONE_OF_SEVERAL_REQUIRED = {"/ClientREST/HelpGetTopic", "/ClientREST/DocGet"}
-
-
 @schema.parametrize()
 @hyp_settings(max_examples=15, deadline=None, suppress_health_check=list(HealthCheck))
 def test_rest_conforms_to_its_openapi(case):
-    excluded = [positive_data_acceptance] if case.operation.path in ONE_OF_SEVERAL_REQUIRED else []
-    response = case.call_and_validate(excluded_checks=excluded)
+    response = case.call_and_validate()
     session_call = case.operation.path != "/ClientREST/Login"
     if session_call and (case.headers or {}).get("Authorization") in ISSUED:
         assert response.status_code != 401, "a fresh SYSADMIN session was refused"

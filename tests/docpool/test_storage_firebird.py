@@ -9,6 +9,7 @@ import pytest
 from knowspec.impl.docpool import recipe
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.storage import firebird
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
 from storages import GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready, observe  # noqa: F401
 
@@ -35,15 +36,13 @@ def test_import_reports_like_the_sqlite_recipe_and_is_visible_to_the_next_read(t
     assert firebird.import_collection(dsn, v1, GENERATED_COLLECTION) == want
     with _open(dsn) as pool:
         first = observe(pool)
-    assert firebird.import_collection(dsn, v2, GENERATED_COLLECTION).topics < want.topics
+    second = firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
+    assert second.topics < want.topics
     with _open(dsn) as pool:
         assert observe(pool) != first
-        assert pool.counts(pool_access())["topic"] == firebird.import_collection(dsn, v2, GENERATED_COLLECTION).topics
-
-
-def pool_access():
-    from knowspec.impl.docpool.storage.base import UNRESTRICTED
-    return UNRESTRICTED
+        assert pool.counts(UNRESTRICTED)["topic"] == second.topics
+        assert pool.collection_counts(UNRESTRICTED)[GENERATED_COLLECTION] == {"topic": second.topics,
+                                                                             "chunk": second.chunks}
 
 
 def test_a_failing_import_changes_nothing(dsn, versions, monkeypatch):

@@ -8,6 +8,7 @@ import socket
 import subprocess
 import sys
 import time
+import urllib.error
 import urllib.request
 from contextlib import asynccontextmanager
 
@@ -116,3 +117,20 @@ def test_tools_list_is_byte_identical_across_restarts():
             return json.dumps([t.model_dump(mode="json", by_alias=True) for t in tools])
 
     assert anyio.run(listing) == anyio.run(listing)
+
+
+def test_http_app_serves_rest_and_envelopes_beside_mcp(http_server):
+    base = http_server.removesuffix("/mcp")
+    spec = json.loads(urllib.request.urlopen(base + "/openapi.json", timeout=5).read())
+    assert spec["openapi"].startswith("3.1") and "/ClientREST/DocSearch" in spec["paths"]
+    for path, method in (("/no-such-path", "GET"), ("/ClientREST/DocSearch", "POST")):
+        request = urllib.request.Request(base + path, method=method, data=b"{}" if method == "POST" else None,
+                                         headers={"Content-Type": "application/json"})
+        try:
+            urllib.request.urlopen(request, timeout=5)
+        except urllib.error.HTTPError as err:
+            body = json.loads(err.read())
+            assert err.code in (401, 404)
+            Draft202012Validator(error_schema()).validate(body)
+        else:
+            pytest.fail(f"{method} {path} answered 2xx without a session")

@@ -433,22 +433,7 @@ class GeneratedAtEntry(BaseModel):
     at: str
 
 
-class CitationEntry1(BaseModel):
-    """
-    Maps one legacy # Citations entry, selected by number and/or exact raw text, to a source id.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    legacy_number: Annotated[int, Field(ge=1, le=1000000)]
-    legacy_entry: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    source_id: Annotated[str, Field(max_length=4096, min_length=1)]
-    title: Annotated[str | None, Field(max_length=4096)] = None
-    resource: Annotated[str | None, Field(max_length=4096)] = None
-
-
-class CitationEntry2(BaseModel):
+class CitationEntry(BaseModel):
     """
     Maps one legacy # Citations entry, selected by number and/or exact raw text, to a source id.
     """
@@ -457,7 +442,7 @@ class CitationEntry2(BaseModel):
         extra="forbid",
     )
     legacy_number: Annotated[int | None, Field(ge=1, le=1000000)] = None
-    legacy_entry: Annotated[str, Field(max_length=4096, min_length=1)]
+    legacy_entry: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
     source_id: Annotated[str, Field(max_length=4096, min_length=1)]
     title: Annotated[str | None, Field(max_length=4096)] = None
     resource: Annotated[str | None, Field(max_length=4096)] = None
@@ -472,9 +457,7 @@ class CitationMapping(BaseModel):
         extra="forbid",
     )
     path: Annotated[str, Field(max_length=4096, min_length=1)]
-    entries: Annotated[
-        list[CitationEntry1 | CitationEntry2], Field(max_length=10000, min_length=1)
-    ]
+    entries: Annotated[list[CitationEntry], Field(max_length=10000, min_length=1)]
 
 
 class ComputationAsset(BaseModel):

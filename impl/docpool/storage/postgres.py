@@ -44,6 +44,7 @@ from knowspec.impl.rules.fts_query import parse_match
 
 SCHEMA = "ivd$docs"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+CONNECT_TIMEOUT = 10.0  # seconds a request waits for a connection (an unreachable server fails then)
 HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter=…"
 
 HEADLINE_CONFIG_EXISTS = ("select exists (select 1 from pg_ts_config c join pg_namespace n on n.oid = c.cfgnamespace "
@@ -155,7 +156,7 @@ class PostgresPool(SqlPool):
         self.dsn = dsn
         self.location = location or display(dsn)
         self._pool = connection_pool(dsn)
-        self._con = self._pool.getconn()
+        self._con = self._pool.getconn(timeout=CONNECT_TIMEOUT)
         try:
             self._con.execute("begin isolation level repeatable read read only")
             self._cur = self._con.cursor()
@@ -291,7 +292,9 @@ def _ensure_headline_config(con) -> None:
 INSERTS = (
     ("topics", "insert into doc$topic(id, collection, slug, title, breadcrumb, category, description, "
                "source_uri, mime, mtime, body_md) values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
-    ("chunks", "insert into doc$chunk(id, topic_id, ord, title, heading, body) values (%s, %s, %s, %s, %s, %s)"),
+    # One statement for all chunks: doc$fold (the fts column) is planned once per statement.
+    ("chunks", "insert into doc$chunk(id, topic_id, ord, title, heading, body) select * from "
+               "unnest(%s::bigint[], %s::bigint[], %s::integer[], %s::text[], %s::text[], %s::text[])"),
     ("links", "insert into doc$link(topic_id, kind, key, key_ci, confidence, source) values (%s, %s, %s, %s, %s, %s)"),
     ("acl", "insert into doc$acl(topic_id, principal, principal_ci) values (%s, %s, %s)"),
     ("topic_vecs", "insert into doc$topic_vec(topic_id, vec) values (%s, %s)"),
@@ -326,7 +329,9 @@ DELETES = (
 
 def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
     """One table's rows (a seam the atomicity tests break on purpose)."""
-    if rows:
+    if rows and "unnest(" in sql:
+        cur.execute(sql, [list(column) for column in zip(*rows)])
+    elif rows:
         cur.executemany(sql, rows)
 
 

@@ -16,7 +16,8 @@ from knowspec.impl.okf.envelopes import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.encoding import is_digest
 from knowspec.impl.okf.write.migration_plan import (
-    build_proof, decode_migration, migration_change_set, plan_migration, proof_digest, proof_is_canonical,
+    build_proof, decode_migration, label_collisions, migration_change_set, plan_migration, proof_digest,
+    proof_is_canonical,
 )
 from knowspec.impl.okf.write.migration_source import resolution_digest, resolve_source
 from knowspec.impl.okf.write.plan import MAX_DIFF_BYTES, Plan, plan_idempotency_key, render_diff
@@ -108,6 +109,8 @@ def _check_expected(expected: Any, selector: str) -> dict:
 
 def apply(args: Any, check: Callable[[], None]) -> dict[str, Any]:
     inp, data = decode_migration(args)
+    for collision in label_collisions(inp):
+        raise ToolError(collision["code"], collision["message"])
     expected = _check_expected(data.get("expected_source"), inp.selector)
     proof, digest = data.get("proof"), data.get("expected_plan_digest")
     with bundle_io.pinned(data.get("bundle_path") or "") as root_fd:

@@ -5,8 +5,8 @@ Pure: from the captured files and the caller's explicit inputs it builds the pos
 producer, explicit computations), or the blockers and manual actions that stop it. The proof
 is content-free and its digest binds preview and apply.
 
-Not supported yet (fails closed with a blocker and the ``normalize_citations_section``
-manual action): converting a legacy ``# Citations`` section to ``sources`` and footnotes.
+Legacy ``# Citations`` sections are converted by ``citations`` (explicit mappings only);
+blockers carry the file byte span of the text that stops the migration.
 """
 
 from __future__ import annotations
@@ -18,13 +18,15 @@ from typing import Any
 
 from ruamel.yaml.nodes import MappingNode
 
-from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.write.changeset import ChangeSet, request_digest
 from knowspec.impl.okf.write.computation_body import ComputationBodyRejected
 from knowspec.impl.okf.write.document import Document, DocumentError, split_document
 from knowspec.impl.okf.write.encoding import ZERO_REVISION, enc_str, enc_strs, sha256_hex, u64
 from knowspec.impl.okf.write.inputs import (
-    check_actor, check_computation, check_text, invalid, is_rfc3339, plain, valid_actor,
+    check_actor, check_computation, invalid, is_rfc3339, plain, valid_actor,
+)
+from knowspec.impl.okf.write.migration_citations import (
+    convert_document, decode_citations, frontmatter_span, has_section, label_collisions, node_span, section_span,
 )
 from knowspec.impl.okf.write.patch import PatchRejected, put_attested_computation, set_bundle_version
 from knowspec.impl.okf.write.paths import concept_id_problem, is_revision_path
@@ -82,21 +84,7 @@ def decode_migration(args: Any) -> tuple[MigrationInput, dict]:
         if path in generated_at:
             raise invalid(f"generated_at[{i}] repeats a concept")
         generated_at[path] = entry["at"]
-    citations = data.get("citation_mappings") or []
-    seen = set()
-    total = 0
-    for i, m in enumerate(citations):
-        if not is_revision_path(m.get("path") or "") or not m["path"].endswith(".md") or m["path"] in seen:
-            raise invalid(f"citation_mappings[{i}].path must be a unique bundle Markdown path")
-        seen.add(m["path"])
-        total += len(m.get("entries") or [])
-        for j, e in enumerate(m.get("entries") or []):
-            check_text(f"citation_mappings[{i}].entries[{j}].source_id", e.get("source_id"))
-            for key in ("legacy_entry", "title", "resource"):
-                if e.get(key):
-                    check_text(f"citation_mappings[{i}].entries[{j}].{key}", e[key].replace("\t", " "))
-    if total > 10_000:
-        raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
+    citations = decode_citations(data.get("citation_mappings") or [])
     computations, paths = [], set()
     for i, c in enumerate(data.get("computations") or []):
         problem = concept_id_problem(c.get("concept_id") or "")
@@ -137,8 +125,11 @@ class Outcome:
     actions: list = field(default_factory=list)
     diagnostics: list = field(default_factory=list)
 
-    def block(self, code: str, path: str, message: str, action: str | None = None) -> None:
-        self.blockers.append({"code": code, "path": path, "location": {"start": 0, "end": 0}, "message": message})
+    def block(self, code: str, path: str, message: str, action: str | None = None,
+              span: tuple[int, int] = (0, 0)) -> None:
+        """``span``: file byte offsets of the text at fault (0..0 when there is none)."""
+        self.blockers.append({"code": code, "path": path, "location": {"start": span[0], "end": span[1]},
+                              "message": message})
         if action:
             self.actions.append({"code": action, "path": path, "message": message})
 
@@ -155,6 +146,7 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
     root = ed.root
     ts_node = lookup(root, "timestamp") if root is not None else None
     gen_node = lookup(root, "generated") if root is not None else None
+    ts_span, gen_span = node_span(doc, ts_node), node_span(doc, gen_node)
     ts = scalar(ts_node[1]) if ts_node else None
     explicit = inp.generated_at.get(path)
     text = doc.frontmatter
@@ -162,16 +154,17 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
         if ts is None and explicit is None:
             return doc
         if ts is not None and not is_rfc3339(ts) and explicit is None:
-            out.block("invalid_generated_at", path, "legacy timestamp is not RFC3339", "provide_generated_at")
+            out.block("invalid_generated_at", path, "legacy timestamp is not RFC3339", "provide_generated_at", ts_span)
             return doc
         at = explicit or ts
         if explicit and ts and is_rfc3339(ts) and not _same_instant(explicit, ts):
             if inp.conflict_policy == "reject":
-                out.block("migration_blocked", path, "generated_at disagrees with the legacy timestamp")
+                out.block("migration_blocked", path, "generated_at disagrees with the legacy timestamp", span=ts_span)
                 return doc
             at = explicit if inp.conflict_policy == "use_generated" else ts
         if not inp.generated_by:
-            out.block("missing_generated_by", path, "a producer is needed to record generated", "provide_generated_by")
+            out.block("missing_generated_by", path, "a producer is needed to record generated", "provide_generated_by",
+                      ts_span if ts_node else frontmatter_span(doc))
             return doc
         text = ed.set_key(root, ed.nlines, "generated", {"by": inp.generated_by, "at": at})
     else:
@@ -179,17 +172,17 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
         by = scalar(lookup(node, "by")[1]) if isinstance(node, MappingNode) and lookup(node, "by") else None
         at = scalar(lookup(node, "at")[1]) if isinstance(node, MappingNode) and lookup(node, "at") else None
         if by is None or not valid_actor(by):
-            out.block("missing_generated_by", path, "existing generated has no valid by", "provide_generated_by")
+            out.block("missing_generated_by", path, "existing generated has no valid by", "provide_generated_by", gen_span)
             return doc
         if at is None:
-            out.block("missing_generated_at", path, "existing generated has no at", "provide_generated_at")
+            out.block("missing_generated_at", path, "existing generated has no at", "provide_generated_at", gen_span)
             return doc
         if not is_rfc3339(at):
-            out.block("invalid_generated_at", path, "existing generated.at is not RFC3339", "provide_generated_at")
+            out.block("invalid_generated_at", path, "existing generated.at is not RFC3339", "provide_generated_at", gen_span)
             return doc
         if ts is not None and is_rfc3339(ts) and not _same_instant(ts, at):
             if inp.conflict_policy == "reject":
-                out.block("migration_blocked", path, "generated.at disagrees with the legacy timestamp")
+                out.block("migration_blocked", path, "generated.at disagrees with the legacy timestamp", span=gen_span)
                 return doc
             if inp.conflict_policy == "use_timestamp":
                 text = ed.set_key(node, ed.entry_end(root, ed.nlines, "generated"), "at", ts)
@@ -208,41 +201,56 @@ def _read_side(path: str, raw: bytes):
     return document_for(path, raw)
 
 
-def plan_migration(files: dict[str, bytes], inp: MigrationInput) -> Outcome:
-    from knowspec.impl.okf.write.migration_source import citations_heading_spans
+def _split(path: str, raw: bytes, out: Outcome) -> Document | None:
+    try:
+        return split_document(raw)
+    except DocumentError as exc:
+        if exc.code == "invalid_encoding":
+            try:
+                raw.decode("utf-8")
+            except UnicodeDecodeError as bad:
+                out.block("invalid_utf8", path, exc.message, "repair_invalid_utf8", (bad.start, bad.end))
+            return None
+        out.block("migration_document_invalid", path, exc.message, span=(0, len(raw.split(b"\n", 1)[0])))
+        return None
 
+
+def plan_migration(files: dict[str, bytes], inp: MigrationInput) -> Outcome:
     out = Outcome()
     docs: dict[str, Document] = {}
-    for path in list(inp.generated_at) + [c["path"] for c in inp.computations] + [m["path"] for m in inp.citations]:
+    mapped = {m["path"]: m["entries"] for m in inp.citations}
+    for path in list(inp.generated_at) + [c["path"] for c in inp.computations] + list(mapped):
         if path not in files:
             out.block("migration_document_missing", path, "the named document does not exist")
+    for blocker in label_collisions(inp):
+        out.blockers.append(blocker)
+        out.actions.append({"code": "disambiguate_citation_entry", "path": blocker["path"], "message": blocker["message"]})
     for path in sorted((p for p in files if p.endswith(".md")), key=_B):
         base = path.rsplit("/", 1)[-1]
         out.reads.add(path)
-        try:
-            doc = split_document(files[path])
-        except DocumentError as exc:
-            code, action = ("invalid_utf8", "repair_invalid_utf8") if exc.code == "invalid_encoding" else ("migration_document_invalid", None)
-            out.block(code, path, exc.message, action)
+        doc = _split(path, files[path], out)
+        if doc is None:
             continue
-        if citations_heading_spans(0, doc.body) or any(m["path"] == path for m in inp.citations):
-            out.block("migration_blocked", path, "converting # Citations is not supported by this server yet",
-                      "normalize_citations_section")
-            continue
+        cites = "Citations" in doc.body or path in mapped
         if base in ("index.md", "log.md") or not doc.has_frontmatter:
+            if cites and has_section(doc):
+                out.block("unsupported_citations_document", path, "# Citations is only converted in concepts",
+                          "normalize_citations_section", section_span(doc))
             docs[path] = doc
             continue
         parsed = _read_side(path, files[path])
         if parsed.parse_error is not None:
-            out.block("migration_document_invalid", path, "the document does not parse")
+            out.block("migration_document_invalid", path, "the document does not parse", span=frontmatter_span(doc))
             continue
-        if path not in inp.generated_at and "timestamp" not in parsed.frontmatter:
-            docs[path] = doc
-            continue
+        original = doc
         try:
-            docs[path] = _timestamps(path, doc, inp, out)
-        except YamlRejected as exc:
-            out.block("migration_document_invalid", path, exc.message)
+            if path in inp.generated_at or "timestamp" in parsed.frontmatter:
+                doc = _timestamps(path, doc, inp, out)
+            if cites:
+                doc = convert_document(path, original, doc, mapped.get(path, []), out)
+        except (YamlRejected, PatchRejected) as exc:
+            out.block("migration_document_invalid", path, exc.message, span=frontmatter_span(original))
+        docs[path] = doc
     for c in inp.computations:
         doc = docs.get(c["path"])
         if doc is None or c["path"].rsplit("/", 1)[-1] in ("index.md", "log.md"):

@@ -9,6 +9,7 @@ whose digest binds preview and apply.
 from __future__ import annotations
 
 from dataclasses import dataclass
+from typing import Callable
 
 from knowspec.impl.errors import diagnostic
 from knowspec.impl.okf.write.changeset import ChangeSet, Operation
@@ -72,43 +73,62 @@ def _apply(overlay: _Overlay, op: Operation, path: str) -> None:
     overlay.docs[path] = apply_concept_operation(doc, op)
 
 
-def _mini_snapshot(files: dict[str, bytes], paths: list[str]):
-    """The root index plus ``paths``: enough for per-document validation (links and orphans
-    are not checked by the write side, so the rest of the bundle is not needed)."""
+_BUNDLE_CODES = frozenset({"link_target_missing", "link_anchor_missing", "orphan_unlisted", "orphan_index_missing"})
+
+
+def _snapshots(files: dict[str, bytes], writes: dict[str, bytes]):
+    """(base, staged) snapshots of the whole bundle; the staged one reuses every unedited
+    parsed document of the base, so only the written documents are parsed twice."""
     from knowspec.impl.okf.model import Snapshot, document_for
 
-    chosen = {p: files[p] for p in [ROOT_INDEX, *paths] if p in files}
-    docs = {p: document_for(p, b) for p, b in chosen.items() if p.endswith(".md")}
-    return Snapshot("", chosen, docs)
+    base_docs = {p: document_for(p, b) for p, b in files.items() if p.endswith(".md")}
+    staged_files = dict(files)
+    staged_files.update(writes)
+    staged_docs = dict(base_docs)
+    staged_docs.update({p: document_for(p, b) for p, b in writes.items() if p.endswith(".md")})
+    return Snapshot("", files, base_docs), Snapshot("", staged_files, staged_docs)
 
 
 def _finding(d: dict) -> tuple:
     return (d["file"], d["code"], d["field"], d["message"])
 
 
-def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = "date-3fcbb9f"
-                      ) -> tuple[list[dict], list[dict]]:
-    """(blocking, advisory) findings of the read side's strict 0.2 validator for the written
-    documents. Blocking = ERRORs the edit introduces; errors already in the base are not the
-    edit's fault and never block it. Advisory = WARN/INFO on the written documents."""
-    from knowspec.impl.context import CallContext
+def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = "date-3fcbb9f",
+                      check: Callable[[], None] = lambda: None) -> tuple[list[dict], list[dict]]:
+    """(blocking, advisory) findings of the read side's strict 0.2 validator, with links and
+    orphans, over the whole staged bundle compared with the base bundle.
+
+    Blocking = ERRORs the edit introduces anywhere (errors already in the base are not the
+    edit's fault and never block it). Advisory = the WARN/INFO findings of the written
+    documents, plus link and orphan findings the edit introduces (links to and from the
+    edited documents); pre-existing link and orphan findings of the base are not repeated."""
     from knowspec.impl.okf.frontmatter import YamlLimitError
     from knowspec.impl.okf.validator import validate_snapshot
 
-    paths = sorted(writes)
-    staged = dict(files)
-    staged.update(writes)
-    ctx = CallContext()
+    ctx = _Cancellation(check)
+    options = {"strict": True, "check_links": True, "check_orphans": True, "selector": "0.2", "profile": profile}
     try:
-        after = validate_snapshot(_mini_snapshot(staged, paths), ctx, strict=True, selector="0.2", profile=profile)
-        before = validate_snapshot(_mini_snapshot(files, paths), ctx, strict=True, selector="0.2", profile=profile)
+        base, staged = _snapshots(files, writes)
+        after = validate_snapshot(staged, ctx, **options).diagnostics
+        before = validate_snapshot(base, ctx, **options).diagnostics
     except YamlLimitError:
         return [diagnostic("resource_limit", "staged document exceeds the YAML limits")], []
-    old_errors = {_finding(d) for d in before.diagnostics if d["severity"] == "ERROR"}
-    mine = [d for d in after.diagnostics if d["file"] in writes]
-    blocking = [d for d in mine if d["severity"] == "ERROR" and _finding(d) not in old_errors]
-    advisory = [d for d in mine if d["severity"] != "ERROR"]
+    old = {_finding(d) for d in before}
+    blocking = [d for d in after if d["severity"] == "ERROR" and _finding(d) not in old]
+    advisory = [d for d in after if d["severity"] != "ERROR" and (
+        (d["file"] in writes and d["code"] not in _BUNDLE_CODES)
+        or (d["code"] in _BUNDLE_CODES and _finding(d) not in old))]
     return blocking, advisory
+
+
+class _Cancellation:
+    """The validator's ``ctx``: its cancellation polls call the flow's checker."""
+
+    def __init__(self, check: Callable[[], None]) -> None:
+        self._check = check
+
+    def check_cancelled(self, operation: str = "") -> None:
+        self._check()
 
 
 def plan_change_set(files: dict[str, bytes], cs: ChangeSet, request_digest: str,

@@ -73,11 +73,13 @@ def test_missing_producer_blocks_with_a_manual_action(legacy):
     assert tree_bytes(legacy) == before
 
 
-def test_legacy_citations_are_blocked_not_guessed(tmp_path):
+def test_unmapped_legacy_citations_are_blocked_not_guessed(tmp_path):
     b = make_bundle(tmp_path / "c", {"index.md": INDEX_01, "a.md": B + "\n# Citations\n\n[1] [X](https://x)\n"})
     p = _preview(b)
     assert p["status"] == "blocked"
-    assert p["manual_actions"][0]["code"] == "normalize_citations_section"
+    assert p["manual_actions"][0]["code"] == "provide_citation_mapping"
+    entry = (B + "\n# Citations\n\n").encode()
+    assert p["blockers"][0]["location"] == {"start": len(entry), "end": len(entry) + len(b"[1] [X](https://x)")}
 
 
 def test_undeclared_bundle_with_legacy_evidence_is_probed(tmp_path):

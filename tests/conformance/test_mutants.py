@@ -1,0 +1,83 @@
+"""Mutants break something on the wire, and the suite kills them through the proxy."""
+
+from __future__ import annotations
+
+import json
+import sys
+
+import pytest
+
+from conftest import TARGETS
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.mutants.catalogue import MUTANTS
+from knowspec.conformance.mutants.killrate import kill_rate
+
+
+def _call(tool: str, args: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": tool, "arguments": args}}
+
+
+def _ok(structured: dict) -> dict:
+    return {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": json.dumps(structured)}],
+                                                  "structuredContent": structured, "isError": False}}
+
+
+def _card(cid: str) -> dict:
+    return {"id": cid}
+
+
+SEARCH = _ok({"query": "q", "total": 3, "truncated": True, "hits": [
+    {"concept": _card("a"), "match": "id"}, {"concept": _card("b"), "match": "title"}]})
+NEIGHBORS = _ok({"total": 2, "truncated": False, "sources": [{"id": "a", "resource": "r", "title": ""},
+                                                             {"id": "b", "resource": "r", "title": ""}],
+                 "edges": [{"kind": "navigation", "from": "a", "to": "b", "relation_type": None},
+                           {"kind": "relation", "from": "b", "to": "a", "relation_type": "uses"}]})
+ENVELOPE = {"code": "resource_limit", "message": "too big", "retryable": False, "diagnostics": [
+    {"code": "invalid_input", "severity": "ERROR", "file": "", "field": "limit", "message": "m", "spec_ref": "",
+     "policy_failure": False}]}
+ERROR = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "text": "too big"}],
+                                               "structuredContent": ENVELOPE, "isError": True}}
+SCHEMA_ERROR = json.loads(json.dumps(ERROR).replace("resource_limit", "schema_validation"))
+UNKNOWN = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "unknown tool"}}
+LISTING = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [
+    {"name": "search_concepts", "inputSchema": {"type": "object", "properties": {"limit": {"maximum": 100}}}},
+    {"name": "get_neighbors", "inputSchema": {"type": "object"}}]}}
+ARGS = {"bundle_path": "/abs/bundle", "query": "q"}
+SAMPLES = [(_call("search_concepts", ARGS), SEARCH), (_call("get_neighbors", ARGS), NEIGHBORS),
+           (_call("search_concepts", ARGS), ERROR), (_call("search_concepts", ARGS), SCHEMA_ERROR),
+           (_call("search_concepts", {**ARGS, "query": "z"}), _ok({"query": "z", "total": 0, "truncated": False,
+                                                                   "hits": []})),
+           (_call("nope", {}), UNKNOWN), ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, LISTING)]
+
+
+@pytest.mark.parametrize("name", sorted(MUTANTS))
+def test_every_mutation_changes_some_response(name):
+    mutate = MUTANTS[name].mutate
+    state: dict = {}
+    changed = False
+    for _ in range(2):  # stateful mutants (cache, alternation) act on a repeat
+        for request, response in SAMPLES:
+            before = json.dumps(response, sort_keys=False)
+            after = json.dumps(mutate(request, json.loads(before), state), sort_keys=False)
+            changed |= before != after
+    assert changed
+
+
+def test_catalogue_names_the_breaking_rule_and_expected_killers():
+    from knowspec.conformance.checks import CHECKS
+
+    assert len(MUTANTS) >= 15
+    for m in MUTANTS.values():
+        assert m.rule and m.killed_by and set(m.killed_by) <= set(CHECKS)
+
+
+@pytest.mark.parametrize("mutants,checks", [
+    (["search_reverse_hits"], ("result_ordering",)),
+    (["leak_bundle_path", "list_drops_get_neighbors"], ("no_path_leakage", "tools_list")),
+    (["swap_concurrent_answers"], ("concurrent_calls",)),
+])
+def test_mutants_are_killed_through_the_proxy(mutants, checks, toy_contract):
+    base = RunConfig(target="", contract_path=toy_contract, max_examples=6, checks=checks)
+    results = list(kill_rate(base, [sys.executable, str(TARGETS / "toy_server.py")], mutants))
+    assert results[0].name == "identity" and results[0].killed_by == ()
+    assert {r.name: r.killed for r in results[1:]} == dict.fromkeys(mutants, True)

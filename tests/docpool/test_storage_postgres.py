@@ -1,0 +1,191 @@
+"""PostgreSQL pool storage: doc$fold, IMPORTDOC semantics, snapshot reads, the seed's errors."""
+
+from __future__ import annotations
+
+import itertools
+import threading
+
+import psycopg
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from knowspec.impl.docpool import recipe
+from knowspec.impl.docpool.catalog import PoolLocation
+from knowspec.impl.docpool.storage import postgres
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
+from knowspec.impl.errors import ToolError
+from knowspec.impl.rules.fold import fold
+from storages import GENERATED_COLLECTION, build_versions, fresh_pg_database, observe, pg_dsn  # noqa: F401
+
+pytestmark = pytest.mark.postgres
+_names = itertools.count()
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory):
+    return build_versions(tmp_path_factory.mktemp("pg-src"))
+
+
+@pytest.fixture
+def dsn(pg_dsn):
+    return fresh_pg_database(pg_dsn, f"knowspec_t{next(_names)}")
+
+
+def _open(dsn):
+    return postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", dsn))
+
+
+# -- doc$fold ------------------------------------------------------------------------------------
+
+@pytest.fixture(scope="module")
+def fold_con(pg_dsn):
+    dsn = fresh_pg_database(pg_dsn, "knowspec_fold")
+    with psycopg.connect(dsn, autocommit=True) as con:
+        postgres.ensure_schema(con)
+        con.execute('set search_path to "ivd$docs"')
+        yield con
+
+
+TEXT = st.text(alphabet=st.sampled_from(list("aAzZ09 .-_'\"%?\\İIıiŞşĞğÜüÖöÇçÂâßẞŒœÆæØøŁłĐđÐðÞþﬁﬃÉéÅåÑñ"
+                                               "ΣσΆά가각ÀÁ\u0301\u0308\u0130\u00a0\t\n")), max_size=40)
+
+
+@settings(max_examples=150, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(text=TEXT)
+def test_doc_fold_equals_the_python_rule(fold_con, text):
+    assert fold_con.execute("select doc$fold(%s)", [text]).fetchone()[0] == fold(text)
+
+
+def test_doc_fold_folds_turkish_and_latin_accents(fold_con):
+    got = fold_con.execute("select doc$fold(%s)", ["İSTANBUL Boğazı IŞIK Straße ŒUVRE Łódź"]).fetchone()[0]
+    assert got == "istanbul bogazi isik strasse oeuvre lodz"
+
+
+# -- import -------------------------------------------------------------------------------------
+
+def test_import_reports_like_the_sqlite_recipe_and_is_visible_to_the_next_read(tmp_path, dsn, versions):
+    v1, v2 = versions
+    want = recipe.import_collection(tmp_path / "ref.db", v1, GENERATED_COLLECTION)
+    assert postgres.import_collection(dsn, v1, GENERATED_COLLECTION) == want
+    with _open(dsn) as pool:
+        first = observe(pool)
+    second = postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
+    assert second.topics < want.topics
+    with _open(dsn) as pool:
+        assert observe(pool) != first
+        assert pool.collection_counts(UNRESTRICTED)[GENERATED_COLLECTION] == {"topic": second.topics,
+                                                                             "chunk": second.chunks}
+
+
+def test_a_failing_import_changes_nothing(dsn, versions, monkeypatch):
+    v1, v2 = versions
+    postgres.import_collection(dsn, v1, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        before, stamp = observe(pool), pool.change_stamp()
+    real = postgres._insert
+
+    def failing(cur, name, sql, rows):
+        real(cur, name, sql, rows)
+        if name == "chunk_vecs":  # topics, chunks, links, ACLs and topic vectors are written by now
+            raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(postgres, "_insert", failing)
+    with pytest.raises(postgres.ImportFailed, match="nothing changed: injected failure"):
+        postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        assert observe(pool) == before
+        assert pool.change_stamp() == stamp
+
+
+def test_a_reader_keeps_its_snapshot_while_an_import_commits(dsn, versions):
+    v1, v2 = versions
+    postgres.import_collection(dsn, v1, GENERATED_COLLECTION)
+    with _open(dsn) as old_reader:
+        before = observe(old_reader)
+        postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
+        assert observe(old_reader) == before  # old, never a mix
+        with _open(dsn) as new_reader:
+            after = observe(new_reader)
+    assert after != before
+
+
+def test_concurrent_readers_see_old_or_new_never_a_mix(dsn, versions):
+    v1, v2 = versions
+    postgres.import_collection(dsn, v1, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        old = observe(pool)
+    postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
+    with _open(dsn) as pool:
+        new = observe(pool)
+    seen, stop, errors = [], threading.Event(), []
+
+    def read():
+        try:
+            while not stop.is_set():
+                with _open(dsn) as pool:
+                    seen.append(observe(pool))
+        except Exception as exc:  # pragma: no cover - reported below
+            errors.append(exc)
+
+    reader = threading.Thread(target=read)
+    reader.start()
+    try:
+        for source in (v1, v2, v1, v2):
+            postgres.import_collection(dsn, source, GENERATED_COLLECTION)
+    finally:
+        stop.set()
+        reader.join()
+    assert not errors
+    assert seen and all(s in (old, new) for s in seen)
+
+
+def test_full_text_uses_the_gin_index(dsn, versions):
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    with psycopg.connect(dsn) as con:
+        con.execute('set search_path to "ivd$docs"')
+        con.execute("set enable_seqscan = off")
+        plan = "\n".join(r[0] for r in con.execute(
+            "explain select id from doc$chunk where fts @@ to_tsquery('simple', doc$fold(%s))", ["'kopru':*"]))
+    assert "doc$chunk_fts" in plan
+
+
+# -- errors -------------------------------------------------------------------------------------
+
+def test_a_database_without_the_schema_says_document_pool_not_imported(dsn):
+    with pytest.raises(ToolError) as err:
+        _open(dsn)
+    assert err.value.code == "pool_unavailable"
+    assert err.value.message.startswith("document pool not imported (db: ")
+
+
+def test_an_unreachable_server_says_document_pool_not_imported(tmp_path, monkeypatch):
+    monkeypatch.setattr(postgres, "CONNECT_TIMEOUT", 1.0)
+    with pytest.raises(ToolError, match="document pool not imported"):
+        _open(f"host={tmp_path} port=1 user=nobody dbname=none connect_timeout=1")
+
+
+@pytest.mark.parametrize("collection,source_name", [
+    ("Bad Name", "generated-v1.db"), ("uretilen", "absent.db"), ("yok", "generated-v1.db")])
+def test_refusals_match_the_sqlite_recipe_and_leave_the_target_alone(tmp_path, dsn, versions,
+                                                                    collection, source_name):
+    source = versions[0].parent / source_name
+    with pytest.raises(recipe.ImportRefused) as want:
+        recipe.import_collection(tmp_path / "ref.db", source, collection)
+    with pytest.raises(recipe.ImportRefused) as got:
+        postgres.import_collection(dsn, source, collection)
+    assert str(got.value) == str(want.value)
+    with psycopg.connect(dsn) as con:  # not even the schema was created
+        assert con.execute("select count(*) from pg_namespace where nspname = 'ivd$docs'").fetchone()[0] == 0
+
+
+def test_messages_never_show_the_password():
+    assert "s3cret" not in postgres.display("host=db.example user=ana password=s3cret dbname=pool")
+
+
+def test_rank_weights_scale_the_pool_weights_to_one():
+    assert postgres.rank_weights([10.0, 5.0, 1.0]) == [0.1, 0.1, 0.5, 1.0]
+
+
+def test_tsquery_terms_are_quoted_and_prefixed():
+    assert postgres.tsquery_text([("kopru", True), ("o'n", False)], "AND") == "'kopru':* & 'o''n'"
+    assert postgres.tsquery_text([("a", False), ("bc", False)], "OR") == "'a' | 'bc'"

@@ -1,0 +1,78 @@
+"""Property: on any sequence of edits, the watch-maintained snapshot equals a fresh stat walk."""
+
+from __future__ import annotations
+
+import os
+import shutil
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf import snapshot as snap
+from knowspec.impl.okf import watch
+from knowspec.impl.okf.model import load_snapshot
+from okf_helpers import ctx
+from test_perf_watch import oracle_files
+
+pytestmark = pytest.mark.skipif(not watch.available(), reason="inotify is Linux only")
+
+DIRS = ["", "d1/", "d2/", "d1/e/"]
+NAMES = ["a.md", "b.md", "c.txt", "d1", "e"]
+
+paths = st.tuples(st.sampled_from(DIRS), st.sampled_from(NAMES)).map(lambda t: t[0] + t[1])
+ops = st.one_of(
+    st.tuples(st.just("write"), paths, st.binary(max_size=24)),
+    st.tuples(st.just("append"), paths, st.binary(min_size=1, max_size=8)),
+    st.tuples(st.just("remove"), paths, st.none()),
+    st.tuples(st.just("mkdir"), paths, st.none()),
+    st.tuples(st.just("rename"), paths, paths),
+    st.tuples(st.just("symlink"), paths, paths),
+    st.tuples(st.just("load"), st.none(), st.none()),
+)
+
+
+def _apply(root: Path, op: str, a, b) -> None:
+    try:
+        if op in ("write", "append"):
+            (root / a).parent.mkdir(parents=True, exist_ok=True)
+            with open(root / a, "ab" if op == "append" else "wb") as fh:
+                fh.write(b"---\ntype: N\n---\n" + b if op == "write" else b)
+        elif op == "remove":
+            target = root / a
+            shutil.rmtree(target) if target.is_dir() and not target.is_symlink() else target.unlink()
+        elif op == "mkdir":
+            (root / a).mkdir(parents=True)
+        elif op == "rename":
+            os.rename(root / a, root / b)
+        elif op == "symlink":
+            os.symlink(root / b, root / a)
+    except OSError:
+        pass  # impossible edits (missing parent, non-empty target …) are simply skipped
+
+
+def _outcome(load):
+    try:
+        return load()
+    except ToolError as exc:
+        return (exc.code, exc.message)
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ops, max_size=14))
+def test_watch_and_stat_walk_agree_on_random_edits(edits):
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "kb"
+        (root / "d1").mkdir(parents=True)
+        (root / "a.md").write_bytes(b"---\ntype: N\n---\nstart\n")
+        load_snapshot(str(root), ctx())
+        for op, a, b in edits + [("load", None, None)]:
+            if op != "load":
+                _apply(root, op, a, b)
+                continue
+            got = _outcome(lambda: load_snapshot(str(root), ctx()).files)
+            want = _outcome(lambda: oracle_files(root))
+            assert got == want
+        snap.clear_cache()
