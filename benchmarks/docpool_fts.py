@@ -23,7 +23,7 @@ import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
-from docpool_setup import CACHE, DATABRICKS, cached_pool, load_queries, make_appdir, metrics  # noqa: E402
+from docpool_setup import CACHE, DATABRICKS, cached_pool, load_queries, machine_load, make_appdir, metrics  # noqa: E402
 
 
 def title_queries(pool: Path, n: int, seed: int = 7) -> tuple[list[str], list[str]]:
@@ -85,12 +85,14 @@ def main() -> None:
     short, slugs = title_queries(source, ns.calls)
     labelled = load_queries("databricks")["queries"]
     start = time.perf_counter()
+    load_before = machine_load()
     served = anyio.run(measure, app.server_args(), labelled, short, slugs, ns.calls)
     write_results("docpool_fts", {
         "corpus": str(DATABRICKS), "pool": info["counts"], "pool_build_s": info["build_s"],
         "pool_file_mib": round(source.stat().st_size / 2**20, 1),
         "importdoc_s": app.import_s["databricks"], **served,
         "wall_s": round(time.perf_counter() - start, 1),
+        "machine_load_before": load_before, "machine_load_after": machine_load(),
     })
 
 

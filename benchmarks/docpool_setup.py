@@ -41,6 +41,12 @@ def default_model_dir() -> Path:
     raise SystemExit("no model pack: set KNOWSPEC_MODEL_CACHE or run `knowspec model build --out DIR`")
 
 
+def machine_load() -> dict[str, float]:
+    """The 1/5/15-minute load averages: the machine is shared, so timings depend on them."""
+    one, five, fifteen = os.getloadavg()
+    return {"load_1m": round(one, 2), "load_5m": round(five, 2), "load_15m": round(fifteen, 2)}
+
+
 def load_queries(name: str) -> dict[str, Any]:
     return json.loads((QUERIES / f"{name}.json").read_text("utf-8"))
 

@@ -36,7 +36,7 @@ import numpy as np
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
 from docpool_setup import (CACHE, DATABRICKS, SAMPLE, CachedEmbedder, cached_pool, default_model_dir,  # noqa: E402
-                           first_relevant_rank, load_queries, make_appdir, metrics, subset_bundle)
+                           first_relevant_rank, load_queries, machine_load, make_appdir, metrics, subset_bundle)
 
 from knowspec.impl.context import CallContext  # noqa: E402
 from knowspec.impl.docpool import tools  # noqa: E402
@@ -213,8 +213,10 @@ def main() -> None:
         size = fill_synthetic_vectors(pool_file, subset_vec, embedder.info.model or "", embedder.info.dim)
         queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
         results["latency_pool"] = {**size, "import_s": big.import_s}
+        results["machine_load_before"] = machine_load()
         results["server"] = anyio.run(server_latency, big.server_args(), queries, ns.calls)
         results["in_process"] = in_process_breakdown(pool_file, model_dir, queries, ns.calls)
+        results["machine_load_after"] = machine_load()
     write_results("docpool_vector", results)
 
 

@@ -9,6 +9,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from jsonschema import Draft202012Validator
+
 from knowspec.codegen.model import SpecModel
 
 STATUS_TEXT = {
@@ -57,8 +59,8 @@ def openapi_document(spec: SpecModel) -> dict[str, Any]:
             op["tags"] = [ep.tag]
         op["security"] = [] if ep.auth == "none" else [{"session": []}]
         if ep.request is not None:
-            # A session endpoint whose arguments are all optional also takes an empty body.
-            required = ep.auth != "session" or bool(ep.request.get("required"))
+            # A session endpoint whose arguments are all optional also takes no body at all.
+            required = ep.auth != "session" or not Draft202012Validator(ep.request).is_valid({})
             op["requestBody"] = {"required": required, "content": {"application/json": {
                 "schema": _embed(ep.request, f"{ep.operation_id}.request", components)}}}
         responses: dict[str, Any] = {}

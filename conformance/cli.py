@@ -52,6 +52,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="profile: how the target answers an unknown tool")
     p.add_argument("--check", action="append", default=[], dest="checks", help="run only this check id")
     p.add_argument("--exclude", action="append", default=[], help="skip this check id")
+    p.add_argument("--shared-session", action="store_true",
+                   help="one MCP session for the whole run (faster; a crash then affects later checks)")
     p.add_argument("--tool", action="append", default=[], dest="tools", help="check only this tool (repeatable)")
     p.add_argument("--list-checks", action="store_true", help="print the check ids and rules, then exit")
     p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
@@ -63,7 +65,7 @@ def config_from_args(ns: argparse.Namespace) -> RunConfig:
                      contract_path=ns.contract, baseline=ns.baseline, bundle_dir=ns.bundle_dir,
                      rest_url=ns.rest_url, admin_user=ns.admin_user, admin_password=ns.admin_password,
                      unknown_tool=ns.unknown_tool, checks=tuple(ns.checks), exclude=tuple(ns.exclude),
-                     tools=tuple(ns.tools))
+                     tools=tuple(ns.tools), shared_session=ns.shared_session)
 
 
 def run_from_args(ns: argparse.Namespace) -> int:

@@ -24,4 +24,5 @@ class RunConfig:
     unknown_tool: str = "jsonrpc"       # profile: jsonrpc (-32602) | result (isError) | either
     checks: tuple[str, ...] = ()        # empty: every registered check
     tools: tuple[str, ...] = ()         # empty: every contract tool of the family
+    shared_session: bool = False        # one session for the whole run (fast) instead of one per check
     exclude: tuple[str, ...] = field(default_factory=tuple)

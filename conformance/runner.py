@@ -7,6 +7,7 @@ accepted, 1 contract failures, 2 target unreachable or misconfigured.
 
 from __future__ import annotations
 
+import contextlib
 import shutil
 import tempfile
 import time
@@ -113,9 +114,12 @@ def run(config: RunConfig) -> Iterator[Event]:
             yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
             return
         store = BundleStore(bundle_root.absolute())
-        for spec in checks:
-            spec_cases = [tool for s, tool in cases if s is spec]
-            yield from _run_check(spec, spec_cases, target, contract, config, advertised, store, deadline, results)
+        with contextlib.ExitStack() as stack:
+            shared = stack.enter_context(connect(target)) if config.shared_session else None
+            for spec in checks:
+                spec_cases = [tool for s, tool in cases if s is spec]
+                yield from _run_check(spec, spec_cases, target, contract, config, advertised, store, deadline,
+                                      results, shared)
     finally:
         if own_dir:
             shutil.rmtree(bundle_root, ignore_errors=True)
@@ -133,7 +137,7 @@ def _apply_baseline(result: CheckFinished, baseline: set[tuple[str, str]]) -> Ch
 
 def _run_check(spec: CheckSpec, tools: list[ToolContract | None], target: Target, contract: Contract,
                config: RunConfig, advertised: dict, store: BundleStore, deadline: float | None,
-               results: list[CheckFinished]) -> Iterator[Event]:
+               results: list[CheckFinished], shared: Connection | None = None) -> Iterator[Event]:
     def skipped(tool: ToolContract | None, reason: str) -> CheckFinished:
         return CheckFinished(spec.id, spec.rule, tool.name if tool else "", "skipped", 0.0, reason=reason)
 
@@ -143,7 +147,7 @@ def _run_check(spec: CheckSpec, tools: list[ToolContract | None], target: Target
             yield results[-1]
         return
     try:
-        with connect(target) as conn:
+        with (contextlib.nullcontext(shared) if shared is not None else connect(target)) as conn:
             for tool in tools:
                 yield CheckStarted(spec.id, tool.name if tool else "")
                 if deadline is not None and time.monotonic() > deadline:

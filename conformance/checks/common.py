@@ -74,7 +74,7 @@ def fail(message: str, outcome: CallOutcome) -> None:
 
 # ---- meaningful valid inputs ------------------------------------------------------------------
 
-FIXED_QUERIES = ("needle", "e", "a", "café", "CAFE\u0301", "title", "zz-no-match")
+FIXED_QUERIES = ("needle", "e", "a", "café", "CAFE\u0301", "title", "zz-no-match", "data", "table")
 
 
 def overrides(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:

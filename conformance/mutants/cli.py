@@ -42,7 +42,8 @@ def run_mutants(ns: argparse.Namespace) -> int:
         console.print(f"[red]unknown mutant(s): {', '.join(unknown)}")
         return 2
     base = RunConfig(target="", family=ns.family, seed=ns.seed, max_examples=ns.max_examples,
-                     contract_path=ns.contract, checks=tuple(ns.checks), tools=tuple(ns.tools))
+                     contract_path=ns.contract, checks=tuple(ns.checks), tools=tuple(ns.tools),
+                     shared_session=True)
     results = []
     for res in kill_rate(base, shlex.split(ns.server), ns.mutant or None):
         results.append(res)

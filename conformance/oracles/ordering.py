@@ -40,9 +40,10 @@ def _results(out: dict, wrap: str) -> list:
 
 def _doc_search(out: dict, args: dict, wrap: str = "results") -> list[tuple[str, list, Key, bool]]:
     items = _results(out, wrap)
-    methods = {i.get("method") for i in items}
+    methods = {i.get("method") for i in items if isinstance(i, dict) and i.get("method")}
     # fts scores are bm25-like (smaller is better); vector and fused scores: larger is better.
-    descending = methods != {"fts"}
+    # help_search carries no method: it is full text over the help pool.
+    descending = bool(methods) and methods != {"fts"}
     return [(wrap or "results", items, lambda i: i.get("score", 0), descending)]
 
 

@@ -6,6 +6,7 @@ import json
 from typing import Any
 
 from rich.console import Console
+from rich.markup import escape
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 from rich.table import Table
 
@@ -24,25 +25,25 @@ class ConsoleReporter:
 
     def handle(self, event: Any) -> None:
         if isinstance(event, RunStarted):
-            self.console.print(f"[bold]knowspec conform[/] {event.target} (era {event.era}, family {event.family},"
-                               f" seed {event.seed}, contract {event.contract})")
+            self.console.print(f"[bold]knowspec conform[/] {escape(event.target)} (era {event.era}, family"
+                               f" {event.family}, seed {event.seed}, contract {escape(event.contract)})")
             self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
                                      TimeElapsedColumn(), console=self.console, transient=True)
             self.progress.start()
             self.task = self.progress.add_task("starting", total=event.planned)
         elif isinstance(event, CheckStarted) and self.progress:
-            self.progress.update(self.task, description=f"{event.check_id} {event.tool}")
+            self.progress.update(self.task, description=escape(f"{event.check_id} {event.tool}"))
         elif isinstance(event, CheckFinished):
             if self.progress:
                 self.progress.advance(self.task)
             if event.status in ("failed", "error") or self.verbose:
                 colour = COLOURS[event.status]
                 msg = event.failure.message if event.failure else event.reason
-                self.console.print(f"[{colour}]{event.status:8}[/] {event.case_id} {msg[:160]}", markup=True,
-                                   highlight=False)
+                self.console.print(f"[{colour}]{event.status:8}[/] {escape(event.case_id)} {escape(msg[:160])}",
+                                   markup=True, highlight=False)
         elif isinstance(event, TargetUnreachable):
             self._stop()
-            self.console.print(f"[red bold]target unreachable or misconfigured:[/] {event.message}")
+            self.console.print(f"[red bold]target unreachable or misconfigured:[/] {escape(event.message)}")
         elif isinstance(event, RunFinished):
             self._stop()
             self._summary(event)
@@ -64,7 +65,7 @@ class ConsoleReporter:
         self.console.print(table)
         for r in finished.results:
             if r.status == "failed" and r.failure:
-                self.console.rule(f"[red]{r.case_id}")
+                self.console.rule(f"[red]{escape(r.case_id)}")
                 self.console.print(r.failure.message[:1000], highlight=False, markup=False)
                 self.console.print("input: " + json.dumps(r.failure.arguments, ensure_ascii=False)[:600],
                                    highlight=False, markup=False)

@@ -184,7 +184,8 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
     fence_unclosed_from: int | None = None
     fences: list[tuple[int, int, bool]] = []
     footnotes = "[^" in body
-    for event, rng in pyromark.events_with_range(body):
+    # Adjacent Text events are merged: only heading texts are read, and only concatenated.
+    for event, rng in pyromark.events_with_range(body, merge_text=True):
         # Most frequent first; string events (SoftBreak, Rule, …) contain neither key.
         if "Text" in event:
             if current_heading is not None:

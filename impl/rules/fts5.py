@@ -218,7 +218,7 @@ def sentence_starts(text: str, tokens: Sequence[Token]) -> list[int]:
             if c not in " \t\n\r":
                 break
             i -= 1
-        if c in ".:":
+        if i != tok.start - 1 and c in ".:":
             starts.append(pos)
     return starts
 

@@ -163,3 +163,17 @@ def test_vectors_read_back_byte_identical_and_score_alike(env):
         assert [t for t, _ in ranked[db]] == [t for t, _ in ranked["sq"]]
         assert all(abs(a - b) <= 1e-6 for (_, a), (_, b) in zip(ranked[db], ranked["sq"]))
     assert struct.calcsize("<f") * (len(q)) == len(rows["fb"][1][0].vec)
+
+
+def test_search_linked_to_an_entity_filters_alike(env):
+    from knowspec.impl.docpool.search import fts_ranked
+
+    results = {}
+    for db in DATABASES:
+        with open_location(_location(env, db)) as pool:
+            results[db] = [fts_ranked(pool, q, UNRESTRICTED, limit=50, linked_to=("form_class", key))
+                           for q in ("kart", "köprü çay", "fatura")
+                           for key in ("tfrmfatura", "TfrmUretilen3", "TfrmStokKart")]
+    assert any(results["sq"])
+    assert results["fb"] == results["sq"]
+    assert [{r.slug for r in rs} for rs in results["pg"]] == [{r.slug for r in rs} for rs in results["sq"]]

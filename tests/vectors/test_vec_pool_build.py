@@ -14,14 +14,16 @@ from types import SimpleNamespace
 
 import numpy as np
 import pytest
+from hypothesis import given, strategies as st
 
 from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext
-from knowspec.impl.docpool import catalog, tools
+from knowspec.impl.docpool import tools
 from knowspec.impl.docpool.builder import add_pool_build_parser, build_pool
 from knowspec.impl.docpool.recipe import ImportRefused, import_collection
 from knowspec.impl.docpool.vectors import embedder as emb
-from knowspec.impl.docpool.vectors.pool_embed import chunk_passage, topic_passage
+from knowspec.impl.docpool.vectors.pool_embed import (MAX_PASSAGE_CHARS, PoolModelIdentity, chunk_passage,
+                                                     identity_conflict, topic_passage)
 from knowspec.impl.docpool.vectors.scoring import decode_vectors
 from knowspec.impl.errors import ToolError
 
@@ -192,3 +194,19 @@ def test_a_pack_of_another_model_is_refused_at_query_time(vec_pool, tmp_path):
         assert err.value.message == "embedding model does not match the pool"
         assert "someone/else" in err.value.diagnostics[0]["message"]
     assert _search(ctx, "fts")  # full text is not affected
+
+
+@given(st.sampled_from([None, "a/model", "b/model"]), st.sampled_from([None, "a/model", "b/model"]),
+       st.sampled_from([128, 384]), st.sampled_from([128, 384]))
+def test_identity_conflict_only_on_known_differences(model_a, model_b, dim_a, dim_b):
+    conflict = identity_conflict(PoolModelIdentity(model_a, dim_a), PoolModelIdentity(model_b, dim_b))
+    expected = dim_a != dim_b or (model_a is not None and model_b is not None and model_a != model_b)
+    assert (conflict is not None) == expected
+    assert identity_conflict(None, PoolModelIdentity(model_b, dim_b)) is None
+
+
+@given(st.text(max_size=3000), st.text(max_size=300), st.text(max_size=3000))
+def test_passages_are_capped_and_start_with_the_title(title, middle, body):
+    for passage in (topic_passage(title, middle, body), chunk_passage(title, middle, body)):
+        assert len(passage) <= MAX_PASSAGE_CHARS
+        assert passage.startswith(title.strip()[:MAX_PASSAGE_CHARS])

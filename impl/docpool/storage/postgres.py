@@ -82,19 +82,25 @@ def _literal(text: str) -> str:
 
 
 def fold_function_sql() -> str:
-    """``doc$fold_map()`` and ``doc$fold(text)`` (generated DDL: the map is a jsonb constant)."""
+    """``doc$fold_map()``, ``doc$fold_mapped(text)`` and ``doc$fold(text)`` (generated DDL).
+
+    The map is a jsonb constant; ``doc$fold`` is a plain expression (inlined by the planner), so
+    an ASCII text (every folded query) never plans the map: only non-ASCII text pays for it."""
     mapping = json.dumps(fold_map(), ensure_ascii=False, sort_keys=True)
     lower = f"{_literal(UPPER)}, {_literal(UPPER.lower())}"
     return f"""
 create or replace function doc$fold_map() returns jsonb language sql immutable parallel safe
 as $fold_map$ select {_literal(mapping)}::jsonb $fold_map$;
+create or replace function doc$fold_mapped(t text) returns text language sql immutable strict parallel safe
+as $fold_mapped$
+select string_agg(case when octet_length(c) = char_length(c) then translate(c, {lower})
+                       else coalesce("ivd$docs".doc$fold_map() ->> c, c) end, '' order by n)
+from regexp_split_to_table(t, '(?=[^\\x01-\\x7f])|(?<=[^\\x01-\\x7f])') with ordinality as s(c, n)
+$fold_mapped$;
 create or replace function doc$fold(t text) returns text language sql immutable strict parallel safe
 as $fold$
 select case when octet_length(t) = char_length(t) then translate(t, {lower})
-else (select string_agg(case when octet_length(c) = char_length(c) then translate(c, {lower})
-                             else coalesce("ivd$docs".doc$fold_map() ->> c, c) end, '' order by n)
-      from regexp_split_to_table(t, '(?=[^\\x01-\\x7f])|(?<=[^\\x01-\\x7f])') with ordinality as s(c, n))
-end
+            else coalesce("ivd$docs".doc$fold_mapped(t), '') end
 $fold$;
 """
 

@@ -2,7 +2,8 @@
 
 Pure and byte-exact. A v0.1 concept cites with numeric markers (``claim.[1]``) and one H1
 ``# Citations`` section of entries (``[1] [Title](https://…)``, ``[2] https://…``, or
-unnumbered bullets). The conversion needs an explicit mapping per entry (selected by
+unnumbered bullet / ordered-list items, whose list numbers are presentation, not citation
+numbers). The conversion needs an explicit mapping per entry (selected by
 ``legacy_number``, exact ``legacy_entry`` text, or both) naming the ``source_id``; nothing is
 guessed. Title and resource come from the mapping, else from the entry itself (so the
 structured source shows what the legacy fallback showed); when both are given they must
@@ -23,7 +24,7 @@ from knowspec.impl.okf.markdown import analyse_body
 from knowspec.impl.okf.projection import normalize_label
 
 _NUMBER_LIMIT = 1_000_000
-_ENTRY = re.compile(r"^ {0,3}(?:[-*+][ \t]+)?(?:\[(\d+)\][ \t]*)?(.*?)[ \t]*$")
+_ENTRY = re.compile(r"^ {0,3}(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?:\[(\d+)\][ \t]*)?(.*?)[ \t]*$")
 _LINK = re.compile(r'^\[([^\[\]\r\n]*)\]\(([^()\s<>]+)(?:[ \t]+"([^"\\\r\n]*)")?\)$')
 _AUTOLINK = re.compile(r"^<([A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>]+)>$")
 _BARE_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.-]{1,31}:[^\s<>()\[\]]+$")

@@ -23,6 +23,17 @@ def test_entry_forms_are_parsed_with_their_projection():
     assert all(data[e.start:e.end].decode().strip() == e.raw for e in section.entries)
 
 
+def test_ordered_list_numbers_are_presentation_not_citation_numbers():
+    body = "x ^[a.md]\n\n# Citations\n\n1. [a.md](/references/a.md)\n"
+    (entry,) = find_section(body).entries
+    assert (entry.number, entry.raw, entry.resource) == (0, "1. [a.md](/references/a.md)", "/references/a.md")
+    with pytest.raises(CitationBlocked) as err:
+        convert(body, [{"source_id": "a", "legacy_number": 1}])
+    assert err.value.code == "unmatched_citation_mapping"
+    out = convert(body, [{"source_id": "a", "legacy_entry": "1. [a.md](/references/a.md)"}])
+    assert out.body == "x ^[a.md]\n\n[^a]: [a.md](/references/a.md)\n"
+
+
 def test_body_without_a_section_is_untouched_unless_mapped():
     assert convert("plain text [1]\n", []) is None
     with pytest.raises(CitationBlocked) as err:

@@ -108,7 +108,7 @@ def test_undeclared_fixture_needs_a_root_index_to_migrate(tmp_path):
     assert _validate(bundle)["conformance"]["conformant"] is True
 
 
-def test_markers_become_keyed_footnotes_and_sources_keep_first_use_order(tmp_path):
+def test_markers_become_keyed_footnotes_and_sources_keep_entry_order(tmp_path):
     bundle = make_bundle(tmp_path / "b", {"index.md": INDEX_01, "a.md": LEGACY})
     mappings = [{"path": "a.md", "entries": [{"source_id": "two", "legacy_number": 2, "title": "Two"},
                                              {"source_id": "one", "legacy_number": 1}]}]

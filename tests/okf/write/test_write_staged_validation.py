@@ -1,0 +1,98 @@
+"""Staged validation covers the whole staged bundle (strict 0.2, links, orphans) and blocks
+only on ERRORs the edit introduces."""
+
+from __future__ import annotations
+
+import types
+
+import pytest
+
+from knowspec.impl.context import CallContext
+from knowspec.impl.errors import ToolError
+from knowspec.impl.okf import write_tools
+from knowspec.impl.okf.write.planner import staged_validation
+from write_helpers import make_bundle, preview, visible_bytes
+
+INDEX = '---\nokf_version: "0.2"\n---\n# Index\n\n- [A](a.md)\n- [B](b.md)\n'
+A = "---\ntype: Note\n---\n# A\n\n## Details\n\nSee [B](b.md#usage).\n"
+B = "---\ntype: Note\n---\n# B\n\n## Usage\n\nText.\n"
+
+
+def _files(**extra: str) -> dict[str, bytes]:
+    files = {"index.md": INDEX, "a.md": A, "b.md": B}
+    files.update(extra)
+    return {p: t.encode() for p, t in files.items()}
+
+
+def _codes(findings):
+    return sorted((d["file"], d["code"]) for d in findings)
+
+
+def test_a_clean_edit_has_no_findings():
+    files = _files()
+    assert staged_validation(files, {"b.md": B.replace("Text.", "More text.").encode()}) == ([], [])
+
+
+def test_breaking_an_anchor_other_documents_link_to_is_reported_on_the_linking_document():
+    files = _files()
+    blocking, advisory = staged_validation(files, {"b.md": B.replace("## Usage", "## Use").encode()})
+    assert blocking == [] and _codes(advisory) == [("a.md", "link_anchor_missing")]
+
+
+def test_a_new_broken_link_from_the_edited_document_is_reported():
+    files = _files()
+    blocking, advisory = staged_validation(files, {"b.md": (B + "\n[gone](missing.md)\n").encode()})
+    assert blocking == [] and _codes(advisory) == [("b.md", "link_target_missing")]
+
+
+def test_link_and_orphan_findings_already_in_the_base_are_not_repeated():
+    files = _files(**{"c.md": "---\ntype: Note\n---\n[gone](missing.md)\n"})
+    blocking, advisory = staged_validation(files, {"b.md": B.replace("Text.", "Other.").encode()})
+    assert blocking == [] and advisory == []
+
+
+def test_errors_elsewhere_in_the_base_never_block_an_edit():
+    files = _files(**{"broken.md": "no frontmatter here\n"})
+    blocking, _ = staged_validation(files, {"b.md": B.replace("Text.", "Other.").encode()})
+    assert blocking == []
+
+
+def test_a_new_error_in_the_edited_document_blocks():
+    files = _files()
+    blocking, _ = staged_validation(files, {"b.md": b"---\ntitle: no type\n---\nx\n"})
+    assert _codes(blocking) == [("b.md", "concept_type_invalid")]
+
+
+def test_set_bundle_version_without_a_root_index_is_rejected(tmp_path):
+    """The created root index has frontmatter only: no heading and no linked entry, a new
+    structural ERROR of the staged bundle, so the preview is a diagnostic-only rejection."""
+    bundle = make_bundle(tmp_path / "b", {"a.md": A, "b.md": B})
+    before = visible_bytes(bundle)
+    out = preview(bundle, [{"kind": "set_bundle_version", "version": "0.2"}])
+    assert out["status"] == "rejected" and out["result_revision"] is None
+    assert {(d["file"], d["code"]) for d in out["diagnostics"] if d["severity"] == "ERROR"} == {
+        ("index.md", "index_structure_invalid")}
+    assert visible_bytes(bundle) == before
+
+
+def test_set_bundle_version_with_a_valid_root_index_is_applicable(tmp_path):
+    bundle = make_bundle(tmp_path / "b", {"index.md": "# Index\n\n- [A](a.md)\n- [B](b.md)\n", "a.md": A, "b.md": B})
+    out = preview(bundle, [{"kind": "set_bundle_version", "version": "0.2"}])
+    assert out["status"] == "applicable" and out["affected_paths"] == ["index.md"]
+
+
+def test_write_concept_that_breaks_an_incoming_anchor_reports_it(tmp_path):
+    bundle = make_bundle(tmp_path / "b", {"index.md": INDEX, "a.md": A, "b.md": B})
+    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id="b", frontmatter="type: Note\n", body="# B\n")
+    out = write_tools.write_concept(args, CallContext()).structured
+    assert out["status"] == "success"
+    assert [(d["severity"], d["file"]) for d in out["diagnostics"]] == [("WARN", "a.md")]
+
+
+def test_write_concept_that_introduces_an_error_is_rejected(tmp_path):
+    bundle = make_bundle(tmp_path / "b", {"index.md": INDEX, "a.md": A, "b.md": B})
+    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id="b", frontmatter="title: T\n", body="x\n")
+    with pytest.raises(ToolError) as err:
+        write_tools.write_concept(args, CallContext())
+    assert err.value.code == "operation_rejected"
+    assert (bundle / "b.md").read_text() == B
