@@ -5,7 +5,7 @@ Run: .venv/bin/python benchmarks/okf_write.py [--bundle ../shared/corpora/databr
 Writes benchmarks/results/okf_write.json. Every bundle is a copy under --workdir (the shared
 corpus is never written). Reports, client-side through the real stdio server:
 - per cut size (N concept documents plus the root index): p50/p95 of preview_concept_patch and
-  apply_concept_patch of a one-concept ``set_lifecycle`` patch (the status toggles each round so
+  apply_concept_patch of a one-concept ``set_lifecycle`` patch (``stale_after`` moves each round so
   every apply publishes);
 - on the full copy: the v0.1 -> v0.2 migration with explicit timestamp producer and one citation
   mapping per legacy entry. The preview's whole-file diff of ~5,000 rewritten documents exceeds
@@ -119,7 +119,7 @@ async def patch_rounds(session, bundle: Path, rounds: int) -> dict:
     previews, applies = [], []
     for i in range(rounds):
         op = {"kind": "set_lifecycle", "concept_id": f"concepts/{concept}",
-              "lifecycle": {"status": "stable" if i % 2 == 0 else "draft", "stale_after": None}}
+              "lifecycle": {"status": "stable", "stale_after": f"{2031 + i}-01-01"}}
         args = {"bundle_path": str(bundle), "actor": "human:bench", "operations": [op]}
         ms, result = await timed(session, "preview_concept_patch", args)
         p = result.structured_content

@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import time
 from dataclasses import dataclass, field
-from typing import Any
 
 from knowspec.conformance.failures import Failure
 
@@ -54,6 +53,7 @@ class RunFinished:
     results: tuple[CheckFinished, ...]
     duration: float
     exit_code: int
+    stale_baseline: tuple[tuple[str, str], ...] = ()   # accepted (check, tool) pairs that now pass
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}
@@ -64,6 +64,3 @@ class RunFinished:
 
 Event = RunStarted | CheckStarted | CheckFinished | TargetUnreachable | RunFinished
 
-
-def describe(event: Any) -> str:
-    return type(event).__name__

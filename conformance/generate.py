@@ -129,7 +129,7 @@ class BoundaryCase:
     arguments: dict[str, Any]
 
 
-def _base_valid(tool: ToolContract, fill: dict[str, Any]) -> dict[str, Any]:
+def base_arguments(tool: ToolContract, fill: dict[str, Any]) -> dict[str, Any]:
     """The smallest valid-looking arguments: required properties from ``fill`` or a simple value."""
     args: dict[str, Any] = {}
     for name in tool.required_inputs:
@@ -162,7 +162,7 @@ def _simple_value(prop: dict[str, Any]) -> Any:
 
 def boundary_cases(tool: ToolContract, fill: dict[str, Any]) -> list[BoundaryCase]:
     """0, 1, max and max+1 for numeric limits; lengths at and over maxLength; items at and over maxItems."""
-    base = _base_valid(tool, fill)
+    base = base_arguments(tool, fill)
     cases = []
     props = tool.input_properties
     for name, limit in sorted(tool.limits.items()):

@@ -22,7 +22,7 @@ from knowspec.conformance.events import (
     CheckFinished, CheckStarted, Event, RunFinished, RunStarted, TargetUnreachable,
 )
 from knowspec.conformance.failures import CheckFailed, CheckSkipped, Failure
-from knowspec.conformance.reporters.baseline import BaselineError, load_baseline
+from knowspec.conformance.reporters.baseline import BaselineError, load_baseline, stale_entries
 from knowspec.conformance.target import Connection, Target, TargetError, connect
 
 EXIT_OK, EXIT_FAILURES, EXIT_UNREACHABLE = 0, 1, 2
@@ -125,7 +125,8 @@ def run(config: RunConfig) -> Iterator[Event]:
             shutil.rmtree(bundle_root, ignore_errors=True)
     results = [_apply_baseline(r, baseline) for r in results]
     failed = any(r.status in ("failed", "error") for r in results)
-    yield RunFinished(tuple(results), time.monotonic() - t0, EXIT_FAILURES if failed else EXIT_OK)
+    yield RunFinished(tuple(results), time.monotonic() - t0, EXIT_FAILURES if failed else EXIT_OK,
+                      tuple(stale_entries(baseline, tuple(results))))
 
 
 def _apply_baseline(result: CheckFinished, baseline: set[tuple[str, str]]) -> CheckFinished:
@@ -176,5 +177,4 @@ def run_to_end(config: RunConfig, consumers: list = ()) -> RunFinished:
     return last
 
 
-__all__ = ["run", "run_to_end", "plan", "selected_checks", "EXIT_OK", "EXIT_FAILURES", "EXIT_UNREACHABLE",
-           "Connection"]
+__all__ = ["run", "run_to_end", "plan", "selected_checks", "EXIT_OK", "EXIT_FAILURES", "EXIT_UNREACHABLE"]

@@ -10,8 +10,8 @@ from hypothesis import strategies as st
 from knowspec.conformance.checks.registry import CheckContext
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle
-from knowspec.conformance.fixtures.strategies import cafe_bundle, neighbors_bundle, wide_bundle
-from knowspec.conformance.generate import arguments, validator
+from knowspec.conformance.fixtures.strategies import cafe_bundle, neighbors_bundle, sources_bundle, wide_bundle
+from knowspec.conformance.generate import arguments, base_arguments, validator
 from knowspec.conformance.target import CallOutcome
 
 MAX_INPUT_DIAGNOSTICS = 8
@@ -77,15 +77,37 @@ def fail(message: str, outcome: CallOutcome) -> None:
 FIXED_QUERIES = ("needle", "e", "a", "café", "CAFE\u0301", "title", "zz-no-match", "data", "table")
 
 
+def fixture_bundles(ctx: CheckContext) -> list[Bundle]:
+    """The fixed bundles valid calls point at; a writing tool gets its own copies."""
+    fixtures = [neighbors_bundle(), wide_bundle(30, "wide30"), cafe_bundle(), sources_bundle()]
+    tool = ctx.require_tool()
+    if not tool.read_only:
+        fixtures = [Bundle(f"{b.name}-{tool.name}", b.concepts) for b in fixtures]
+    return fixtures
+
+
+def probe_calls(ctx: CheckContext) -> list[dict[str, Any]]:
+    """A few fixed, schema-valid calls on rich fixtures (many hits, edges, sources) run before fuzzing."""
+    tool = ctx.require_tool()
+    props = tool.input_properties
+    check = validator(tool.input_schema)
+    calls: list[dict[str, Any]] = []
+    for bundle in fixture_bundles(ctx):
+        for query, concept_id in (("needle", sorted(bundle.ids)[0]), ("e", sorted(bundle.ids)[-1])):
+            args = base_arguments(tool, {})
+            extra = {"bundle_path": str(ctx.bundles.path_of(bundle)), "query": query, "concept_id": concept_id}
+            args.update({k: v for k, v in extra.items() if k in props})
+            if check.is_valid(args) and args not in calls:
+                calls.append(args)
+    return calls
+
+
 def overrides(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
     """Values for well-known argument names that point the call at fixture data.
 
     A ``None`` value means "keep the generated value" (so generated queries still run).
     """
-    fixtures = [neighbors_bundle(), wide_bundle(30, "wide30"), cafe_bundle()]
-    tool = ctx.require_tool()
-    if not tool.read_only:  # a writing tool gets its own copies, so shared fixtures stay as written
-        fixtures = [Bundle(f"{b.name}-{tool.name}", b.concepts) for b in fixtures]
+    fixtures = fixture_bundles(ctx)
 
     def for_bundle(bundle: Any) -> st.SearchStrategy[dict[str, Any]]:
         ids = sorted(bundle.ids) + ["missing"]

@@ -11,7 +11,7 @@ from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.fixtures.strategies import (
-    bundles, cafe_bundle, neighbors_bundle, queries_for, wide_bundle,
+    bundles, cafe_bundle, neighbors_bundle, queries_for, sources_bundle, wide_bundle,
 )
 from knowspec.conformance.oracles.neighbors import ALL_KINDS, expected_neighbors
 from knowspec.conformance.oracles.search import expected_search
@@ -35,8 +35,8 @@ def _limit_range(ctx: CheckContext) -> tuple[int, int]:
     return int(prop.get("minimum", 1)), int(prop.get("maximum", 100))
 
 
-def _call_on(ctx: CheckContext, bundle: Bundle, args: dict[str, Any]):
-    path = ctx.bundles.path_of(bundle, fresh=True)
+def _call_on(ctx: CheckContext, bundle: Bundle, args: dict[str, Any], path: Any = None):
+    path = path or ctx.bundles.path_of(bundle, fresh=True)
     full = {"bundle_path": str(path), **args}
     outcome = ctx.call(full)
     require_result(outcome)
@@ -49,8 +49,8 @@ def _describe(bundle: Bundle) -> dict[str, Any]:
     return {c.path: render_document(c) for c in bundle.concepts}
 
 
-def check_search(ctx: CheckContext, bundle: Bundle, query: str, limit: int) -> None:
-    args, outcome = _call_on(ctx, bundle, {"query": query, "limit": limit})
+def check_search(ctx: CheckContext, bundle: Bundle, query: str, limit: int, path: Any = None) -> None:
+    args, outcome = _call_on(ctx, bundle, {"query": query, "limit": limit}, path)
     expected = expected_search(bundle, query, limit)
     if outcome.is_error:
         fail(f"search failed with {(outcome.structured or {}).get('code')}; the oracle expects "
@@ -83,14 +83,23 @@ def differential_search(ctx: CheckContext) -> None:
              (Bundle("empty"), "needle", hi), (wide_bundle(1), "needle", lo)]
     for bundle, query, limit in fixed:
         check_search(ctx, bundle, query, limit)
-    strategy = bundles().flatmap(lambda b: st.tuples(st.just(b), queries_for(b), st.integers(lo, hi)))
-    ctx.run_property(strategy, lambda t: check_search(ctx, *t))
+    # several queries per written bundle: an answer must follow its own arguments, not a cached one
+    strategy = bundles().flatmap(lambda b: st.tuples(
+        st.just(b), st.lists(st.tuples(queries_for(b), st.integers(lo, hi)), min_size=1, max_size=3)))
+
+    def test(case: tuple[Bundle, list[tuple[str, int]]]) -> None:
+        bundle, calls = case
+        path = ctx.bundles.path_of(bundle, fresh=True)
+        for query, limit in calls:
+            check_search(ctx, bundle, query, limit, path)
+
+    ctx.run_property(strategy, test)
 
 
 def check_neighbors(ctx: CheckContext, bundle: Bundle, concept_id: str, direction: str,
-                    kinds: tuple[str, ...], limit: int) -> None:
+                    kinds: tuple[str, ...], limit: int, path: Any = None) -> None:
     args, outcome = _call_on(ctx, bundle, {"concept_id": concept_id, "direction": direction,
-                                           "kinds": list(kinds), "limit": limit})
+                                           "kinds": list(kinds), "limit": limit}, path)
     if concept_id not in bundle.ids:
         if not outcome.is_error or (outcome.structured or {}).get("code") != "concept_not_found":
             fail("an unknown concept must give concept_not_found", _with_bundle(outcome, bundle))
@@ -120,12 +129,16 @@ def check_neighbors(ctx: CheckContext, bundle: Bundle, concept_id: str, directio
 
 @st.composite
 def _neighbor_cases(draw: st.DrawFn, lo: int, hi: int):
+    """A bundle and one to three neighbour queries on it."""
     bundle = draw(bundles())
     ids = sorted(bundle.ids) or ["missing"]
-    concept_id = draw(st.sampled_from(ids))
-    direction = draw(st.sampled_from(("both", "in", "out")))
-    kinds = tuple(k for k in ALL_KINDS if k in draw(st.sets(st.sampled_from(ALL_KINDS), min_size=1)))
-    return bundle, concept_id, direction, kinds, draw(st.integers(lo, hi))
+    calls = []
+    for _ in range(draw(st.integers(1, 3))):
+        concept_id = draw(st.sampled_from(ids))
+        direction = draw(st.sampled_from(("both", "in", "out")))
+        kinds = tuple(k for k in ALL_KINDS if k in draw(st.sets(st.sampled_from(ALL_KINDS), min_size=1)))
+        calls.append((concept_id, direction, kinds, draw(st.integers(lo, hi))))
+    return bundle, calls
 
 
 @check("differential_neighbors", RULE_NEIGHBORS, applies=_for_tool("get_neighbors"))
@@ -135,4 +148,12 @@ def differential_neighbors(ctx: CheckContext) -> None:
     check_neighbors(ctx, neighbors_bundle(), "a", "both", ALL_KINDS, hi)
     check_neighbors(ctx, neighbors_bundle(), "a", "in", ALL_KINDS, hi)
     check_neighbors(ctx, wide_bundle(101), "c001", "both", ALL_KINDS, lo)
-    ctx.run_property(_neighbor_cases(lo, hi), lambda t: check_neighbors(ctx, *t))
+    check_neighbors(ctx, sources_bundle(), "s", "out", ALL_KINDS, hi)
+
+    def test(case: tuple[Bundle, list]) -> None:
+        bundle, calls = case
+        path = ctx.bundles.path_of(bundle, fresh=True)
+        for call in calls:
+            check_neighbors(ctx, bundle, *call, path=path)
+
+    ctx.run_property(_neighbor_cases(lo, hi), test)

@@ -7,8 +7,9 @@ from pathlib import Path
 from typing import Any
 
 from knowspec.conformance.checks.common import advertised_only, fail, valid_calls
-from knowspec.conformance.checks.registry import CheckContext, check, skip
+from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.fixtures.model import Bundle, Concept
+from knowspec.conformance.generate import base_arguments
 from knowspec.conformance.target import CallOutcome
 
 RULE = "okf-contracts/read.md#4.4 (redaction: no local path in messages; file fields relative)"
@@ -68,9 +69,7 @@ def no_path_leakage(ctx: CheckContext) -> None:
     root = ctx.bundles.root
     secrets = sorted({str(root), str(root.resolve())}, key=len, reverse=True)
     base = {k: v for k, v in ctx.fill().items() if k in tool.input_properties}
-    from knowspec.conformance.generate import _base_valid
-
-    base = {**_base_valid(tool, base), **base}
+    base = {**base_arguments(tool, base), **base}
     for path in error_probes(root, ctx):
         args = {**base, "bundle_path": path}
         outcome = ctx.call(args)
@@ -89,5 +88,3 @@ def no_path_leakage(ctx: CheckContext) -> None:
             fail("the response contains the absolute bundle dir path", outcome)
 
     ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 3))
-    if not secrets:
-        skip("no bundle dir")

@@ -8,7 +8,8 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from knowspec.conformance.checks.common import (
-    advertised_only, envelope_problems, fail, json_text, require_result, success_problems, valid_calls,
+    advertised_only, envelope_problems, fail, json_text, probe_calls, require_result, success_problems,
+    valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.oracles.ordering import ORDERINGS, ordering_violations
@@ -36,6 +37,9 @@ def _over_successes(ctx: CheckContext, judge: Callable[[dict[str, Any], CallOutc
         seen["success"] += 1
         judge(args, outcome)
 
+    if strategy is None:
+        for args in probe_calls(ctx):
+            test(args)
     ctx.run_property(strategy or valid_calls(ctx), test)
     if not seen["success"]:
         codes = ", ".join(sorted(c for c in seen["error_codes"] if c)) or "none"
@@ -53,6 +57,8 @@ def output_schema(ctx: CheckContext) -> None:
         if problems:
             fail("; ".join(problems), outcome)
 
+    for args in probe_calls(ctx):
+        test(args)
     ctx.run_property(valid_calls(ctx), test)
 
 

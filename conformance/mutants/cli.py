@@ -8,6 +8,7 @@ import shlex
 from pathlib import Path
 
 from rich.console import Console
+from rich.markup import escape
 
 from knowspec.conformance.config import RunConfig
 
@@ -54,7 +55,7 @@ def run_mutants(ns: argparse.Namespace) -> int:
             console.print(f"baseline (identity proxy): {len(res.killed_by)} failing case(s)")
             continue
         verdict = "[green]killed[/]" if res.killed else "[red]survived[/]"
-        console.print(f"{res.name:36} {verdict} {', '.join(res.killed_by[:4])}", highlight=False)
+        console.print(f"{res.name:36} {verdict} {escape(', '.join(res.killed_by[:4]))}", highlight=False)
     mutants = [r for r in results if r.name != "identity"]
     killed = sum(r.killed for r in mutants)
     console.print(f"baseline failures (identity proxy): {len(results[0].killed_by)}")

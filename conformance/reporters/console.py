@@ -69,6 +69,9 @@ class ConsoleReporter:
                 self.console.print(r.failure.message[:1000], highlight=False, markup=False)
                 self.console.print("input: " + json.dumps(r.failure.arguments, ensure_ascii=False)[:600],
                                    highlight=False, markup=False)
+        for check_id, tool in finished.stale_baseline:
+            self.console.print(f"baseline entry {escape(check_id)} {escape(tool)} now passes: remove it",
+                               highlight=False)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(finished.counts().items()))
         colour = "green" if finished.exit_code == 0 else "red"
         self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s")

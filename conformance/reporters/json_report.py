@@ -31,4 +31,5 @@ def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
     return {"knowspec_conformance_report": 1, "run": meta, "exit_code": finished.exit_code,
             "duration": round(finished.duration, 3), "counts": finished.counts(),
             "by_tool": counts_by(finished.results, "tool"), "by_check": counts_by(finished.results, "check_id"),
+            "stale_baseline": [{"check": c, "tool": t} for c, t in finished.stale_baseline],
             "results": [result_dict(r) for r in finished.results]}

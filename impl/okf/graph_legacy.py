@@ -17,6 +17,7 @@ Shape (contract notes §1.11, read-gaps §4):
 from __future__ import annotations
 
 import json
+from json.encoder import encode_basestring as _quote
 from typing import Any, Callable
 
 from knowspec.impl.okf.ids import escape_ref_id
@@ -95,7 +96,64 @@ def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda:
 
 def render_legacy(document: dict[str, Any]) -> str:
     """Pretty JSON with the legacy writer's escaping and a trailing newline."""
-    text = json.dumps(document, ensure_ascii=False, indent=2, separators=(",", ": "))
+    try:
+        out: list[str] = []
+        _pretty(document, out, "\n")
+        text = "".join(out)
+    except _Unsupported:
+        text = json.dumps(document, ensure_ascii=False, indent=2, separators=(",", ": "))
     for raw, escaped in _HTML_ESCAPES:
         text = text.replace(raw, escaped)
     return text + "\n"
+
+
+class _Unsupported(Exception):
+    """A value the direct writer does not render (floats, non-string keys): use ``json``."""
+
+
+def _pretty(value: Any, out: list[str], newline: str) -> None:
+    """Byte-identical to ``json.dumps(value, ensure_ascii=False, indent=2, separators=(",", ": "))``.
+
+    ``json`` drops to its pure-Python generator encoder whenever ``indent`` is set; writing the
+    few JSON types of this document directly (strings through the C string encoder) is several
+    times faster on a whole bundle. ``newline`` is a newline plus the current indentation.
+    """
+    kind = type(value)
+    if kind is str:
+        out.append(_quote(value))
+    elif kind is dict:
+        if not value:
+            out.append("{}")
+            return
+        inner = newline + "  "
+        sep = "{" + inner
+        for key, item in value.items():
+            if type(key) is not str:
+                raise _Unsupported
+            out.append(sep)
+            out.append(_quote(key))
+            out.append(": ")
+            _pretty(item, out, inner)
+            sep = "," + inner
+        out.append(newline + "}")
+    elif kind is list:
+        if not value:
+            out.append("[]")
+            return
+        inner = newline + "  "
+        sep = "[" + inner
+        for item in value:
+            out.append(sep)
+            _pretty(item, out, inner)
+            sep = "," + inner
+        out.append(newline + "]")
+    elif value is True:
+        out.append("true")
+    elif value is False:
+        out.append("false")
+    elif value is None:
+        out.append("null")
+    elif kind is int:
+        out.append(int.__repr__(value))
+    else:
+        raise _Unsupported

@@ -16,7 +16,8 @@ from __future__ import annotations
 import base64
 import json
 from dataclasses import dataclass, field
-from typing import Any
+from functools import lru_cache
+from typing import Any, NamedTuple
 from urllib.parse import quote
 
 NAMESPACE = "https://github.com/skosovsky/okf/ns/projection/v0.2#"
@@ -36,7 +37,9 @@ CONTEXT_ALIASES = (
 PATH_SEGMENT_SAFE = "-_.~$&+:=@"
 
 
+@lru_cache(maxsize=65536)
 def concept_iri(concept_id: str) -> str:
+    """Pure and repeated once per edge end: cached (``quote`` is slow)."""
     return "local:bundle:" + quote(concept_id, safe=PATH_SEGMENT_SAFE)
 
 
@@ -55,9 +58,10 @@ def ordinal(index: int) -> str:
 # --- values --------------------------------------------------------------------------------
 
 
-@dataclass(frozen=True)
-class Value:
-    """One property value: ``kind`` is iri | string | boolean | integer | date | dateTime."""
+class Value(NamedTuple):
+    """One property value: ``kind`` is iri | string | boolean | integer | date | dateTime.
+
+    A named tuple (hashed and compared in C): graphs put ~100,000 values into property sets."""
 
     kind: str
     lexical: Any
@@ -114,9 +118,10 @@ class Node:
     def jsonld(self) -> dict[str, Any]:
         out: dict[str, Any] = {"@id": self.iri, "@type": f"proj:{self.type}"}
         for predicate in sorted(self.properties):
-            values = sorted(self.properties[predicate], key=Value.sort_key)
+            values = self.properties[predicate]
             if not values:
                 continue
+            values = list(values) if len(values) == 1 else sorted(values, key=Value.sort_key)
             out[predicate] = values[0].jsonld() if len(values) == 1 else [v.jsonld() for v in values]
         return out
 

@@ -11,17 +11,25 @@ substring containment, best field wins. Two speed-ups, neither of which changes 
   bodies are searched.
 
 Substring search on UTF-8 bytes is exact for code-point substrings (UTF-8 is self-synchronising),
-and the folded text is stored as bytes to halve the memory of wide Python strings.
+and non-ASCII folded bodies are stored as bytes to halve the memory of wide Python strings (an
+ASCII body is kept as the folded ``str`` itself: one byte per character, and no second copy).
+
+:func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
+are the very same objects as in the root's previous index (same bytes, hence same derivation)
+are copied; only new or changed concepts are folded and hashed again.
 """
 
 from __future__ import annotations
 
 import bisect
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
-from typing import Callable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
+from knowspec.impl.okf.gcpause import gc_paused
 from knowspec.impl.okf.search_concepts import FIELD_RANKS, SearchableConcept, SearchResult
 from knowspec.impl.rules.ordering import search_hit_key, truncate
 
@@ -67,31 +75,53 @@ class _Blob:
         return found
 
 
+def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
+    return (f.id.encode(), f.title.encode(), f.description.encode(), tuple(t.encode() for t in f.tags))
+
+
+def _stored_body(folded: str) -> bytes | str:
+    """The folded body as searched: the ``str`` itself when ASCII, else its UTF-8 bytes."""
+    return folded if folded.isascii() else folded.encode("utf-8", "surrogatepass")
+
+
+def _sign(out: np.ndarray, body: bytes | str, scratch: np.ndarray) -> None:
+    """Write the packed trigram signature of ``body`` into the zeroed row ``out``."""
+    hashes = trigram_hashes(body.encode("ascii") if type(body) is str else body)
+    if len(hashes):
+        scratch[:] = False
+        scratch[hashes] = True
+        out[:] = np.packbits(scratch)
+
+
 class ConceptSearchIndex:
     """Folded fields of every concept of one snapshot, ready for repeated queries."""
 
     def __init__(self, entries: Sequence[tuple[str, SearchableConcept]]) -> None:
-        self.ids = [cid for cid, _ in entries]
-        enc = [(i, f) for i, (_, f) in enumerate(entries)]
-        self.small = [
-            (f.id.encode(), f.title.encode(), f.description.encode(), tuple(t.encode() for t in f.tags))
-            for _, f in enc
-        ]
+        bodies = [_stored_body(f.body) for _, f in entries]
+        signatures = np.zeros((len(bodies), SIGNATURE_BITS // 8), dtype=np.uint8)
+        scratch = np.zeros(SIGNATURE_BITS, dtype=bool)
+        for i, body in enumerate(bodies):
+            _sign(signatures[i], body, scratch)
+        self._assemble([cid for cid, _ in entries], [_small(f) for _, f in entries], bodies, signatures, [])
+
+    @classmethod
+    def _of_rows(cls, ids, small, bodies, signatures, concepts) -> "ConceptSearchIndex":
+        index = cls.__new__(cls)
+        index._assemble(ids, small, bodies, signatures, concepts)
+        return index
+
+    def _assemble(self, ids: list[str], small: list, bodies: list, signatures: np.ndarray, concepts: list) -> None:
+        self.ids = ids
+        self.small = small
+        self.bodies = bodies
+        self.signatures = signatures
+        self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
         self.fields = {
-            "id": _Blob.of([(i, small[0]) for i, small in enumerate(self.small)]),
-            "title": _Blob.of([(i, f.title.encode()) for i, f in enc if f.title]),
-            "description": _Blob.of([(i, f.description.encode()) for i, f in enc if f.description]),
-            "tags": _Blob.of([(i, t.encode()) for i, f in enc for t in f.tags]),
+            "id": _Blob.of([(i, row[0]) for i, row in enumerate(small)]),
+            "title": _Blob.of([(i, row[1]) for i, row in enumerate(small) if row[1]]),
+            "description": _Blob.of([(i, row[2]) for i, row in enumerate(small) if row[2]]),
+            "tags": _Blob.of([(i, t) for i, row in enumerate(small) for t in row[3]]),
         }
-        self.bodies = [f.body.encode("utf-8", "surrogatepass") for _, f in enc]
-        self.signatures = np.zeros((len(self.bodies), SIGNATURE_BITS // 8), dtype=np.uint8)
-        row = np.zeros(SIGNATURE_BITS, dtype=bool)
-        for i, body in enumerate(self.bodies):
-            hashes = trigram_hashes(body)
-            if len(hashes):
-                row[:] = False
-                row[hashes] = True
-                self.signatures[i] = np.packbits(row)
 
     def _body_candidates(self, needle: bytes) -> np.ndarray:
         hashes = np.unique(trigram_hashes(needle))
@@ -104,7 +134,7 @@ class ConceptSearchIndex:
     def search(self, folded_query: str, limit: int, check_cancelled: Callable[[], None] = lambda: None) -> SearchResult:
         needle = folded_query.encode("utf-8", "surrogatepass")
         if _SEP in needle:
-            return self._scan(needle, limit, check_cancelled)
+            return self._scan(folded_query, needle, limit, check_cancelled)
         rank_of: dict[int, str] = {}
         for field in ("id", "title", "description", "tags"):
             for owner in self.fields[field].owners_matching(needle):
@@ -113,14 +143,16 @@ class ConceptSearchIndex:
         for n, i in enumerate(self._body_candidates(needle).tolist()):
             if n % 512 == 0:
                 check_cancelled()
-            if i not in rank_of and needle in self.bodies[i]:
-                rank_of[i] = "body"
+            if i not in rank_of:
+                body = self.bodies[i]
+                if (folded_query if type(body) is str else needle) in body:
+                    rank_of[i] = "body"
         matches = [(self.ids[i], field) for i, field in rank_of.items()]
         matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
         page, total, truncated = truncate(matches, limit)
         return SearchResult(page, total, truncated)
 
-    def _scan(self, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
+    def _scan(self, query: str, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
         """Per-concept scan, used when the query holds the blob separator (NUL)."""
         matches = []
         for i, (cid, (id_, title, description, tags)) in enumerate(zip(self.ids, self.small)):
@@ -134,8 +166,60 @@ class ConceptSearchIndex:
                 matches.append((cid, "description"))
             elif any(needle in t for t in tags):
                 matches.append((cid, "tags"))
-            elif needle in self.bodies[i]:
+            elif (query if type(self.bodies[i]) is str else needle) in self.bodies[i]:
                 matches.append((cid, "body"))
         matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
         page, total, truncated = truncate(matches, limit)
         return SearchResult(page, total, truncated)
+
+
+MAX_REMEMBERED_ROOTS = 8
+_previous: OrderedDict[str, ConceptSearchIndex] = OrderedDict()
+_previous_lock = threading.Lock()
+
+
+def index_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None) -> ConceptSearchIndex:
+    """The search index of ``snapshot``, reusing the rows of unchanged concepts.
+
+    A row is reused only for the very same :class:`model.Concept` object the previous index of
+    this root was built from; the snapshot cache keeps that object exactly while the file's
+    bytes are unchanged, so a changed file is always folded and hashed again.
+    """
+    with gc_paused():
+        return _build_for_snapshot(snapshot, check_cancelled)
+
+
+def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
+    with _previous_lock:
+        previous = _previous.get(snapshot.root)
+    position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
+    n = len(snapshot.concepts)
+    ids, small, bodies, concepts = [], [], [], []
+    signatures = np.zeros((n, SIGNATURE_BITS // 8), dtype=np.uint8)
+    scratch = np.zeros(SIGNATURE_BITS, dtype=bool)
+    copy_from, copy_to = [], []
+    for row, (cid, concept) in enumerate(snapshot.concepts.items()):
+        if row % 256 == 0:
+            check_cancelled()
+        j = position.get(id(concept))
+        if j is not None and previous.concepts[j] is concept:
+            small.append(previous.small[j])
+            bodies.append(previous.bodies[j])
+            copy_from.append(j)
+            copy_to.append(row)
+        else:
+            fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, concept.body)
+            small.append(_small(fields))
+            bodies.append(_stored_body(fields.body))
+            _sign(signatures[row], bodies[-1], scratch)
+        ids.append(cid)
+        concepts.append(concept)
+    if copy_from:
+        signatures[copy_to] = previous.signatures[copy_from]
+    index = ConceptSearchIndex._of_rows(ids, small, bodies, signatures, concepts)
+    with _previous_lock:
+        _previous[snapshot.root] = index
+        _previous.move_to_end(snapshot.root)
+        while len(_previous) > MAX_REMEMBERED_ROOTS:
+            _previous.popitem(last=False)
+    return index

@@ -37,3 +37,17 @@ def test_reports_and_baseline(toy_contract, target_for, tmp_path):
     assert "truncation[search_concepts]" in (tmp_path / "r.html").read_text()
     # the written baseline accepts the failure: the same run now exits 0
     assert main(common + ["--baseline", str(tmp_path / "baseline.json")]) == 0
+
+
+def test_baseline_entries_that_now_pass_are_reported(toy_contract, target_for, tmp_path):
+    baseline = tmp_path / "baseline.json"
+    baseline.write_text(json.dumps({"accepted": [{"check": "tools_list", "tool": "search_concepts"}]}))
+    rc = main(["--target", target_for("good"), "--contract", str(toy_contract), "--check", "tools_list",
+               "--baseline", str(baseline), "--json", str(tmp_path / "r.json")])
+    assert rc == 0
+    report = json.loads((tmp_path / "r.json").read_text())
+    assert report["stale_baseline"] == [{"check": "tools_list", "tool": "search_concepts"}]
+
+
+def test_unknown_check_id_is_a_misconfiguration(toy_contract, target_for):
+    assert main(["--target", target_for("good"), "--contract", str(toy_contract), "--check", "no_such_check"]) == 2

@@ -38,6 +38,15 @@ def test_neighbour_example_from_the_spec():
     assert incoming.total == 2 and incoming.sources == ()
 
 
+def test_sources_sort_by_id_then_resource_then_title_and_only_outgoing():
+    from knowspec.conformance.fixtures.strategies import sources_bundle
+
+    out = expected_neighbors(sources_bundle(), "s", "out")
+    assert out.sources == (("", "docs/readme.md", ""), ("a", "https://example.com/a", ""),
+                           ("a", "https://example.com/a", "T"), ("b", "https://example.com/z", ""))
+    assert expected_neighbors(sources_bundle(), "s", "in").sources == ()
+
+
 def test_relation_refs_escape_hash_in_ids():
     bundle = Bundle("h", (Concept("hash#name", fragments=("p",)),
                           Concept("src", relations=(Relation("uses", "hash#name", "p"),))))

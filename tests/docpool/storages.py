@@ -4,8 +4,9 @@
   dropped first: use a throwaway database), else a throwaway PostgreSQL cluster made with
   ``initdb`` / ``pg_ctl`` in a temporary folder, listening on a unix socket only, removed at the
   end. Skips loudly when the PostgreSQL binaries are absent.
-- ``fb_dsn_factory``: a Firebird DSN per pool (``KNOWSPEC_TEST_FB_DSN`` as a folder/prefix is not
-  supported for servers: embedded files under tmp), skipping loudly without the engine.
+- ``fb_ready`` (session fixture) loads the embedded Firebird engine or skips loudly; ``fb_dsn``
+  names a pool: an embedded database file under tmp, or ``KNOWSPEC_TEST_FB_DSN`` + name when that
+  server prefix is set (e.g. ``localhost:/var/lib/firebird/data/``).
 - ``build_sources``: the sample help corpus (``examples/help``) and a generated corpus of
   Turkish and accented text, built with ``builder.build_pool``, with synthetic vectors.
 """
@@ -56,6 +57,13 @@ def _as_postgres(cmd: list[str]) -> list[str]:
     return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
 
+def unavailable(reason: str):
+    """Skip loudly on a developer's machine; in CI (CI=true) a missing engine is a failure."""
+    if os.environ.get("CI"):
+        pytest.fail(f"{reason} (CI must install it: .ci/run calls scripts/ci-services)")
+    pytest.skip(reason)
+
+
 @pytest.fixture(scope="session")
 def pg_dsn():
     import psycopg
@@ -68,7 +76,7 @@ def pg_dsn():
         return
     bindir = _pg_bin()
     if bindir is None:
-        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) are absent: run scripts/ci-services "
+        unavailable("PostgreSQL binaries (initdb, pg_ctl) are absent: run scripts/ci-services "
                     "or set KNOWSPEC_TEST_PG_DSN -- PostgreSQL storage NOT TESTED")
     base = Path(tempfile.mkdtemp(prefix="knowspec-pg-"))
     if os.geteuid() == 0:
@@ -99,7 +107,7 @@ def fb_ready():
 
         firebird.load_engine()
     except Exception as exc:  # wheel or libtommath1 missing
-        pytest.skip(f"embedded Firebird is not loadable ({exc}): run scripts/ci-services -- "
+        unavailable(f"embedded Firebird is not loadable ({exc}): run scripts/ci-services -- "
                     "Firebird storage NOT TESTED")
     return True
 

@@ -19,6 +19,11 @@ from typing import Any
 from knowspec.impl.docpool.recipe import COLLECTION_NAME, ImportRefused
 from knowspec.impl.rules.fold import ascii_lower, fold
 
+class ImportFailed(RuntimeError):
+    """An import failed inside its transaction and was rolled back: nothing changed. The
+    message is the underlying error (IMPORTDOC words it as for SQLite's ``sqlite3.Error``)."""
+
+
 DEFAULT_META = (
     ("", "schema_version", "2"),
     ("", "search_bm25_weights", "10.0, 5.0, 1.0"),

@@ -71,6 +71,7 @@ class SqlPool:
         return expr
 
     def _blob(self, value: Any) -> Any:
+        """A column value as plain ``str`` / ``bytes``."""
         return value
 
     def __enter__(self):
@@ -84,8 +85,8 @@ class SqlPool:
         return ", ".join(e[1:] + " desc" if e.startswith("-") else self._text_order(e) for e in exprs)
 
     def _text(self, value: Any) -> Any:
-        value = self._blob(value)
-        return value
+        """A text column's value (Firebird BLOB text may arrive as a reader)."""
+        return self._blob(value)
 
     # -- collections and recipes -----------------------------------------------------------
     def collections(self, access: Access) -> list[CollectionInfo]:

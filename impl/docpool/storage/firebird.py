@@ -27,7 +27,7 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._fts_index import COLUMNS, FtsIndex
-from knowspec.impl.docpool.storage._sqlpool import SqlPool, acl_sql, marks
+from knowspec.impl.docpool.storage._sqlpool import SqlPool, marks
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules import fts5
@@ -43,8 +43,7 @@ _IDLE: dict[str, list[Any]] = {}
 IDLE_PER_POOL = 4  # attaching to an embedded database costs ~30 ms, detaching the last one as much
 
 
-class ImportFailed(RuntimeError):
-    """The import failed inside its transaction and was rolled back: nothing changed."""
+ImportFailed = _source.ImportFailed  # raised by import_collection: rolled back, nothing changed
 
 
 # -- engine and connections -------------------------------------------------------------------
@@ -205,7 +204,7 @@ class FirebirdPool(SqlPool):
 
     # -- full text ---------------------------------------------------------------------------
     def _index(self) -> FtsIndex:
-        stamp = self.change_stamp()
+        stamp = self.change_stamp()[1:]  # the import counter (location names may differ per caller)
         key = parse_dsn(self.dsn)[0]
         with _INDEX_LOCK:
             index = _INDEXES.get(key)
@@ -273,7 +272,13 @@ def open_pool(location: PoolLocation) -> FirebirdPool:
 def ensure_pool(dsn: str):
     """A write connection to the pool at ``dsn``, creating the file and the schema if needed."""
     database = parse_dsn(dsn)[0]
-    con = connect(dsn, create=is_local_file(database) and not Path(database).exists())
+    if is_local_file(database):
+        con = connect(dsn, create=not Path(database).exists())
+    else:
+        try:
+            con = connect(dsn)
+        except Exception:  # a server DSN naming a database that does not exist yet (untested)
+            con = connect(dsn, create=True)
     cur = con.cursor()
     if not _has_schema(cur):
         for sql in schema_statements():
@@ -337,7 +342,10 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
     """IMPORTDOC into the Firebird pool at ``dsn``: replace ``collection`` with the source's rows
     in one transaction (``recipe.import_collection``'s refusals and result)."""
     src = _source.read_collection(source, collection)  # refusals before the target is touched
-    con = ensure_pool(dsn)
+    try:
+        con = ensure_pool(dsn)
+    except Exception as exc:  # cannot attach or create the database
+        raise ImportFailed(str(exc) or type(exc).__name__) from exc
     try:
         cur = con.cursor()
         try:
@@ -353,7 +361,7 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
             con.commit()
         except Exception as exc:
             con.rollback()
-            raise ImportFailed(f"import of {collection} failed, nothing changed: {exc}") from exc
+            raise ImportFailed(str(exc) or type(exc).__name__) from exc
         return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))
     finally:
         con.close()

@@ -24,6 +24,7 @@ file paths are single tokens), which can change the matching set for such words.
 
 from __future__ import annotations
 
+import atexit
 import json
 import sys
 import threading
@@ -54,8 +55,7 @@ _POOLS: dict[str, Any] = {}
 _POOLS_LOCK = threading.Lock()
 
 
-class ImportFailed(RuntimeError):
-    """The import failed inside its transaction and was rolled back: nothing changed."""
+ImportFailed = _source.ImportFailed  # raised by import_collection: rolled back, nothing changed
 
 
 # -- doc$fold, generated from rules.fold --------------------------------------------------------
@@ -84,18 +84,21 @@ def _literal(text: str) -> str:
 def fold_function_sql() -> str:
     """``doc$fold_map()``, ``doc$fold_mapped(text)`` and ``doc$fold(text)`` (generated DDL).
 
-    The map is a jsonb constant; ``doc$fold`` is a plain expression (inlined by the planner), so
-    an ASCII text (every folded query) never plans the map: only non-ASCII text pays for it."""
+    The map is a jsonb constant. ``doc$fold`` is a plain expression (inlined by the planner): an
+    ASCII text (every folded query) never touches the map. ``doc$fold_mapped`` is PL/pgSQL so
+    its plan, with the map parsed once, is cached per session instead of per call."""
     mapping = json.dumps(fold_map(), ensure_ascii=False, sort_keys=True)
     lower = f"{_literal(UPPER)}, {_literal(UPPER.lower())}"
     return f"""
 create or replace function doc$fold_map() returns jsonb language sql immutable parallel safe
 as $fold_map$ select {_literal(mapping)}::jsonb $fold_map$;
-create or replace function doc$fold_mapped(t text) returns text language sql immutable strict parallel safe
+create or replace function doc$fold_mapped(t text) returns text language plpgsql immutable strict parallel safe
 as $fold_mapped$
-select string_agg(case when octet_length(c) = char_length(c) then translate(c, {lower})
-                       else coalesce("ivd$docs".doc$fold_map() ->> c, c) end, '' order by n)
-from regexp_split_to_table(t, '(?=[^\\x01-\\x7f])|(?<=[^\\x01-\\x7f])') with ordinality as s(c, n)
+begin
+  return (select string_agg(case when octet_length(c) = char_length(c) then translate(c, {lower})
+                                 else coalesce("ivd$docs".doc$fold_map() ->> c, c) end, '' order by n)
+          from regexp_split_to_table(t, '(?=[^\\x01-\\x7f])|(?<=[^\\x01-\\x7f])') with ordinality as s(c, n));
+end
 $fold_mapped$;
 create or replace function doc$fold(t text) returns text language sql immutable strict parallel safe
 as $fold$
@@ -137,6 +140,9 @@ def close_pools() -> None:
         _POOLS.clear()
 
 
+atexit.register(close_pools)
+
+
 def display(dsn: str) -> str:
     """The DSN without its password, for messages."""
     from psycopg.conninfo import conninfo_to_dict
@@ -162,6 +168,7 @@ class PostgresPool(SqlPool):
         self.dsn = dsn
         self.location = location or display(dsn)
         self._pool = connection_pool(dsn)
+        self._headline: str | None = None
         self._con = self._pool.getconn(timeout=CONNECT_TIMEOUT)
         try:
             self._con.execute("begin isolation level repeatable read read only")
@@ -196,7 +203,7 @@ class PostgresPool(SqlPool):
         tsquery = tsquery_text([(w.text, w.prefix) for w in words], joiner)
         if not tsquery:
             return []
-        params: list[Any] = [rank_weights(weights), tsquery]
+        params: list[Any] = [tsquery, rank_weights(weights)]  # bound in the order the SQL names them
         where = ["ch.fts @@ q.tq"]
         if collection is not None:
             where.append("t.collection = ?")
@@ -218,7 +225,7 @@ class PostgresPool(SqlPool):
                 select h.topic_id, h.chunk_id, h.score, t.collection, t.slug, t.title, t.breadcrumb
                 from hits h join doc$topic t on t.id = h.topic_id where h.rn = 1
                 order by h.score, {self._o('t.collection', 't.slug')} fetch first ? rows only""",
-            [params[1], params[0], *params[2:]])
+            params)
         snippets = self._headlines(tsquery, [r[1] for r in rows], column)
         return [SearchHit(int(r[0]), int(r[1]), r[3], r[4], r[5], r[6], float(r[2]), snippets.get(int(r[1]), ""))
                 for r in rows]
@@ -235,8 +242,12 @@ class PostgresPool(SqlPool):
         return {int(r[0]): r[1] for r in rows}
 
     def _headline_config(self) -> str:
-        rows = self._rows(HEADLINE_CONFIG_EXISTS.replace("%s", "?"), [SCHEMA])
-        return f"'\"{SCHEMA}\".doc$fold_headline'::regconfig" if rows[0][0] else "'pg_catalog.simple'::regconfig"
+        """The unaccent configuration when the import could create it, else 'simple'."""
+        if self._headline is None:
+            rows = self._rows(HEADLINE_CONFIG_EXISTS.replace("%s", "?"), [SCHEMA])
+            self._headline = (f"'\"{SCHEMA}\".doc$fold_headline'::regconfig" if rows[0][0]
+                              else "'pg_catalog.simple'::regconfig")
+        return self._headline
 
 
 def tsquery_text(words: Sequence[tuple[str, bool]], joiner: str) -> str:
@@ -341,25 +352,31 @@ def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
         cur.executemany(sql, rows)
 
 
+def _replace_collection(cur, src: _source.CollectionRows, collection: str) -> _source.TargetRows:
+    """Inside the import's transaction: bump the stamp (serialising imports), delete the
+    collection, insert the source's rows with fresh ids."""
+    cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+    for sql in DELETES:
+        cur.execute(sql, {"c": collection})
+    cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
+                "values (%s, %s, %s, %s, %s, %s)", list(src.collection))
+    nxt = [cur.execute(f"select coalesce(max(id), 0) + 1 from {t}").fetchone()[0]
+           for t in ("doc$topic", "doc$chunk", "doc$entity")]
+    rows = _source.target_rows(src, next_topic_id=nxt[0], next_chunk_id=nxt[1], next_entity_id=nxt[2])
+    for name, sql in INSERTS:
+        _insert(cur, name, sql, getattr(rows, name))
+    return rows
+
+
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
     """IMPORTDOC into the PostgreSQL pool at ``dsn``: replace ``collection`` with the source's
     rows in ONE transaction (``recipe.import_collection``'s refusals and result)."""
     src = _source.read_collection(source, collection)  # refusals before the target is touched
-    with connection_pool(dsn).connection() as con:
-        ensure_schema(con)
-        try:
+    try:
+        with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
+            ensure_schema(con)
             with con.transaction():
-                cur = con.cursor()
-                cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
-                for sql in DELETES:
-                    cur.execute(sql, {"c": collection})
-                cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
-                            "values (%s, %s, %s, %s, %s, %s)", list(src.collection))
-                nxt = [cur.execute(f"select coalesce(max(id), 0) + 1 from {t}").fetchone()[0]
-                       for t in ("doc$topic", "doc$chunk", "doc$entity")]
-                rows = _source.target_rows(src, next_topic_id=nxt[0], next_chunk_id=nxt[1], next_entity_id=nxt[2])
-                for name, sql in INSERTS:
-                    _insert(cur, name, sql, getattr(rows, name))
-        except Exception as exc:  # psycopg errors and injected failures alike
-            raise ImportFailed(f"import of {collection} failed, nothing changed: {exc}") from exc
+                rows = _replace_collection(con.cursor(), src, collection)
+    except Exception as exc:  # connection, psycopg and injected failures alike: rolled back
+        raise ImportFailed(str(exc) or type(exc).__name__) from exc
     return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))

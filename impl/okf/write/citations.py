@@ -90,11 +90,11 @@ def _parse_entry(line: str, start: int, end: int) -> Entry | None:
     return None
 
 
-def find_section(body: str) -> Section | None:
+def find_section(body: str, analysis=None) -> Section | None:
     """The single H1 ``# Citations`` section, its entries, or ``CitationBlocked``."""
     if "Citations" not in body:
         return None
-    analysis = analyse_body(body)
+    analysis = analysis or analyse_body(body)
     data = body.encode("utf-8")
     prose = analysis.prose.encode("utf-8")
     if len(prose) != len(data):
@@ -229,14 +229,15 @@ def definition(item: dict) -> str:
 
 def convert(body: str, mappings: list[dict]) -> Converted | None:
     """The converted body and the sources to record; None when the body has no section."""
-    section = find_section(body)
+    analysis = analyse_body(body) if "Citations" in body else None
+    section = find_section(body, analysis)
     if section is None:
         if mappings:
             raise _blocked("missing_citations_section", "citation mappings name a document without # Citations",
                            (0, 0), "provide_citation_mapping")
         return None
     data = body.encode("utf-8")
-    prose = analyse_body(body).prose.encode("utf-8")
+    prose = analysis.prose.encode("utf-8")
     resolved = resolve(section.entries, mappings)
     number_to_id = {item["entry"].number: item["id"] for item in resolved if item["entry"].number}
     markers = _markers(prose, section)

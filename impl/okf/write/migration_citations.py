@@ -12,7 +12,7 @@ from typing import Any
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.write.document import Document
 from knowspec.impl.okf.write.inputs import check_text, invalid
-from knowspec.impl.okf.write.patch import put_source
+from knowspec.impl.okf.write.patch import desired_source
 from knowspec.impl.okf.write.paths import is_revision_path
 from knowspec.impl.okf.write.yaml_edit import Editor
 from knowspec.impl.okf.write.yaml_text import lookup
@@ -114,6 +114,11 @@ def convert_document(path: str, original: Document, doc: Document, mappings: lis
     from knowspec.impl.okf.write.citations import CitationBlocked, convert
 
     body_at = len((original.open_line + original.frontmatter + original.close_line).encode("utf-8"))
+    ed = Editor(doc.frontmatter, doc.newline) if doc.has_frontmatter else None
+    if ed is not None and ed.root is not None and lookup(ed.root, "sources") is not None:
+        out.block("sources_citations_conflict", path, "the concept has both sources and # Citations",
+                  "reconcile_sources_and_citations", node_span(original, lookup(Editor(original.frontmatter).root, "sources")))
+        return doc
     try:
         converted = convert(doc.body, mappings)
     except CitationBlocked as exc:
@@ -122,16 +127,10 @@ def convert_document(path: str, original: Document, doc: Document, mappings: lis
         return doc
     if converted is None:
         return doc
-    head = (body_at, body_at)
-    if not doc.has_frontmatter:
-        out.block("migration_document_invalid", path, "a concept without frontmatter cannot record sources", None, head)
+    if ed is None:
+        out.block("migration_document_invalid", path, "a concept without frontmatter cannot record sources", None,
+                  (body_at, body_at))
         return doc
-    ed = Editor(doc.frontmatter, doc.newline)
-    if ed.root is not None and lookup(ed.root, "sources") is not None:
-        out.block("sources_citations_conflict", path, "the concept has both sources and # Citations",
-                  "reconcile_sources_and_citations", node_span(original, lookup(Editor(original.frontmatter).root, "sources")))
-        return doc
-    text = doc.frontmatter
-    for source in converted.sources:
-        text = put_source(text, doc.newline, {"kind": "put_source", "source": source})
+    # One edit for the whole family (the family is absent: checked above).
+    text = ed.set_key(ed.root, ed.nlines, "sources", [desired_source(s) for s in converted.sources])
     return Document(doc.open_line, text, doc.close_line, converted.body)

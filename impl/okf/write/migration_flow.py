@@ -72,7 +72,7 @@ def preview(args: Any, check: Callable[[], None]) -> dict[str, Any]:
     plan = Plan(proof["request_digest"], base, proof["result_revision"], tuple(proof["reads"]), out.writes,
                 {p: files.get(p) for p in out.writes})
     diff = render_diff(plan) if paths else ""
-    if len(diff.encode("utf-8")) > MAX_DIFF_BYTES or len(paths) > _LIMIT:
+    if len(diff.encode("utf-8")) > MAX_DIFF_BYTES or len(paths) > _LIMIT or len(out.diagnostics) > _LIMIT:
         raise ToolError("resource_limit", "migration preview exceeds the MCP output limits")
     return {"status": "applicable" if paths else "noop", "source": source, "proof": proof,
             "base_revision": base, "result_revision": proof["result_revision"],

@@ -196,9 +196,9 @@ def _read_side(path: str, raw: bytes):
     """The read side's parse; only documents with legacy or explicit timestamps are then
     composed for editing, so an unrelated document in a shape the editor refuses (but the
     reader accepts) does not block the migration."""
-    from knowspec.impl.okf.model import document_for
+    from knowspec.impl.okf.write.planner import parsed_document
 
-    return document_for(path, raw)
+    return parsed_document(path, raw)
 
 
 def _split(path: str, raw: bytes, out: Outcome) -> Document | None:

@@ -1,13 +1,17 @@
 """Plan a patch change set against a captured snapshot: pure, no I/O.
 
-Operations are applied in order to an overlay of the snapshot; the edited documents are then
-re-read with the read side's parser as a staged validation (a document that no longer
-parses, or a concept that lost its ``type``, blocks the plan). The result is a ``Plan``
-whose digest binds preview and apply.
+Operations are applied in order to an overlay of the snapshot; the whole staged bundle is
+then validated by the read side's strict 0.2 validator with links and orphans, against the
+same validation of the base (an ERROR the edit introduces, such as a document that no longer
+parses or a concept that lost its ``type``, blocks the plan). The result is a ``Plan`` whose
+digest binds preview and apply. Parsed documents and findings are cached by content, so a
+preview and its apply (or successive edits) do not re-parse an unchanged bundle.
 """
 
 from __future__ import annotations
 
+import threading
+from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
@@ -76,17 +80,59 @@ def _apply(overlay: _Overlay, op: Operation, path: str) -> None:
 _BUNDLE_CODES = frozenset({"link_target_missing", "link_anchor_missing", "orphan_unlisted", "orphan_index_missing"})
 
 
-def _snapshots(files: dict[str, bytes], writes: dict[str, bytes]):
-    """(base, staged) snapshots of the whole bundle; the staged one reuses every unedited
-    parsed document of the base, so only the written documents are parsed twice."""
-    from knowspec.impl.okf.model import Snapshot, document_for
+class _ParsedCache:
+    """Parsed read-side documents and validation findings of recent bundles, reused across
+    calls of one server process: a patch preview and its apply validate the same base and the
+    same staged bundle, and consecutive edits share every unedited document. Keys are exact
+    bytes (documents) and content digests (findings), so a hit is always the same input."""
 
-    base_docs = {p: document_for(p, b) for p, b in files.items() if p.endswith(".md")}
-    staged_files = dict(files)
-    staged_files.update(writes)
-    staged_docs = dict(base_docs)
-    staged_docs.update({p: document_for(p, b) for p, b in writes.items() if p.endswith(".md")})
-    return Snapshot("", files, base_docs), Snapshot("", staged_files, staged_docs)
+    DOC_LIMIT = 40_000
+    FINDINGS_LIMIT = 8
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._docs: dict[str, tuple[bytes, object]] = {}
+        self._findings: OrderedDict[tuple, list[dict]] = OrderedDict()
+
+    def document(self, path: str, raw: bytes):
+        from knowspec.impl.okf.model import document_for
+
+        hit = self._docs.get(path)
+        if hit is not None and (hit[0] is raw or hit[0] == raw):
+            return hit[1]
+        doc = document_for(path, raw)
+        with self._lock:
+            if len(self._docs) >= self.DOC_LIMIT:
+                self._docs.clear()
+            self._docs[path] = (raw, doc)
+        return doc
+
+    def findings(self, key: tuple, compute: Callable[[], list[dict]]) -> list[dict]:
+        with self._lock:
+            hit = self._findings.get(key)
+            if hit is not None:
+                self._findings.move_to_end(key)
+                return hit
+        value = compute()
+        with self._lock:
+            self._findings[key] = value
+            while len(self._findings) > self.FINDINGS_LIMIT:
+                self._findings.popitem(last=False)
+        return value
+
+
+_CACHE = _ParsedCache()
+
+
+def parsed_document(path: str, raw: bytes):
+    """The read side's parse of one captured document, shared with staged validation."""
+    return _CACHE.document(path, raw)
+
+
+def _snapshot(files: dict[str, bytes]):
+    from knowspec.impl.okf.model import Snapshot
+
+    return Snapshot("", files, {p: _CACHE.document(p, b) for p, b in files.items() if p.endswith(".md")})
 
 
 def _finding(d: dict) -> tuple:
@@ -107,10 +153,17 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
 
     ctx = _Cancellation(check)
     options = {"strict": True, "check_links": True, "check_orphans": True, "selector": "0.2", "profile": profile}
+    staged_files = dict(files)
+    staged_files.update(writes)
+
+    def report(bundle: dict[str, bytes]) -> list[dict]:
+        snapshot = _snapshot(bundle)
+        return _CACHE.findings((snapshot.revision, profile),
+                               lambda: validate_snapshot(snapshot, ctx, **options).diagnostics)
+
     try:
-        base, staged = _snapshots(files, writes)
-        after = validate_snapshot(staged, ctx, **options).diagnostics
-        before = validate_snapshot(base, ctx, **options).diagnostics
+        after = report(staged_files)
+        before = report(files)
     except YamlLimitError:
         return [diagnostic("resource_limit", "staged document exceeds the YAML limits")], []
     old = {_finding(d) for d in before}

@@ -224,3 +224,18 @@ def test_invalid_utf8_blocker_spans_the_bad_bytes(tmp_path):
     b = p["blockers"][0]
     assert b["code"] == "invalid_utf8" and raw[b["location"]["start"]:b["location"]["end"]] == b"\xff"
     assert p["manual_actions"][0]["code"] == "repair_invalid_utf8"
+
+
+def test_mixed_provenance_fixture_is_already_v02_and_stays_byte_identical(tmp_path):
+    bundle = _copy("mixed-provenance", tmp_path)
+    before = visible_bytes(bundle)
+    p = _preview(bundle, [])
+    assert p["status"] == "noop" and p["source"]["transition"] == "target-noop"
+    out = write_tools.apply_v02_migration(_args(bundle, [], expected_source=p["source"]), CallContext()).structured
+    assert out["status"] == "noop" and visible_bytes(bundle) == before
+
+
+def test_future_version_fixture_is_blocked_at_the_declaration(tmp_path):
+    bundle = _copy("future-version", tmp_path)
+    p = _preview(bundle, [])
+    assert p["status"] == "blocked" and p["blockers"][0]["code"] == "unsupported_migration_source"

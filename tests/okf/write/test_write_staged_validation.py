@@ -96,3 +96,16 @@ def test_write_concept_that_introduces_an_error_is_rejected(tmp_path):
         write_tools.write_concept(args, CallContext())
     assert err.value.code == "operation_rejected"
     assert (bundle / "b.md").read_text() == B
+
+
+def test_cached_parses_never_leak_between_bundles_with_the_same_paths():
+    """Documents are cached by exact bytes: the same path with other bytes is parsed again."""
+    good = _files()
+    bad = _files(**{"b.md": "---\ntitle: no type\n---\nx\n"})
+    edit = {"a.md": A.replace("See", "Read").encode()}
+    assert staged_validation(good, edit) == ([], [])
+    blocking, _ = staged_validation(bad, edit)
+    assert blocking == []  # b.md's error is in the base: not the edit's fault
+    fixed = {"b.md": B.encode()}
+    assert staged_validation(bad, fixed)[0] == []
+    assert _codes(staged_validation(good, {"b.md": bad["b.md"]})[0]) == [("b.md", "concept_type_invalid")]

@@ -1,0 +1,64 @@
+"""rest_importdoc passes on a conforming REST app and fails, under its id, on broken ones."""
+
+from __future__ import annotations
+
+import socket
+import threading
+import time
+
+import pytest
+import uvicorn
+from toy_rest import build
+
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.runner import run_to_end
+
+
+@pytest.fixture
+def rest_url():
+    servers = []
+
+    def start(variant: str) -> str:
+        with socket.socket() as sock:
+            sock.bind(("127.0.0.1", 0))
+            port = sock.getsockname()[1]
+        server = uvicorn.Server(uvicorn.Config(build(variant), host="127.0.0.1", port=port, log_level="error"))
+        threading.Thread(target=server.run, daemon=True).start()
+        for _ in range(100):
+            if server.started:
+                break
+            time.sleep(0.05)
+        servers.append(server)
+        return f"http://127.0.0.1:{port}"
+
+    yield start
+    for server in servers:
+        server.should_exit = True
+
+
+def _run(target: str, contract, url: str, **creds):
+    finished = run_to_end(RunConfig(target=target, contract_path=contract, rest_url=url, checks=("rest_importdoc",),
+                                    **creds))
+    return {r.case_id: r for r in finished.results}
+
+
+def test_conforming_rest_app_passes(rest_url, toy_contract, target_for):
+    results = _run(target_for("good"), toy_contract, rest_url("good"), admin_user="admin", admin_password="secret")
+    assert results["rest_importdoc"].status == "passed", results["rest_importdoc"]
+
+
+@pytest.mark.parametrize("variant", ["plain_401", "leak_path"])
+def test_broken_rest_app_fails_rest_importdoc(variant, rest_url, toy_contract, target_for):
+    results = _run(target_for("good"), toy_contract, rest_url(variant), admin_user="admin", admin_password="secret")
+    assert results["rest_importdoc"].status == "failed"
+
+
+def test_wrong_admin_password_is_reported(rest_url, toy_contract, target_for):
+    results = _run(target_for("good"), toy_contract, rest_url("good"), admin_user="admin", admin_password="nope")
+    assert results["rest_importdoc"].status == "failed"
+    assert "login" in results["rest_importdoc"].failure.message
+
+
+def test_without_rest_url_the_check_skips(toy_contract, target_for):
+    finished = run_to_end(RunConfig(target=target_for("good"), contract_path=toy_contract, checks=("rest_importdoc",)))
+    assert [r.status for r in finished.results] == ["skipped"]

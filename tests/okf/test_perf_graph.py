@@ -1,0 +1,47 @@
+"""The fast legacy JSON-LD writer is byte-identical to ``json.dumps(indent=2)``."""
+
+from __future__ import annotations
+
+import json
+
+from hypothesis import given, strategies as st
+
+from knowspec.impl.okf import graph_legacy
+from knowspec.impl.okf.graph_nodes import Node, Value, concept_iri
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers() | st.text(alphabet=st.characters(blacklist_categories=("Cs",))),
+    lambda children: st.lists(children, max_size=4) | st.dictionaries(st.text(max_size=6), children, max_size=4),
+    max_leaves=25,
+)
+
+
+def _reference(document) -> str:
+    text = json.dumps(document, ensure_ascii=False, indent=2, separators=(",", ": "))
+    for raw, escaped in graph_legacy._HTML_ESCAPES:
+        text = text.replace(raw, escaped)
+    return text + "\n"
+
+
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5))
+def test_legacy_writer_matches_json_dumps(document):
+    assert graph_legacy.render_legacy(document) == _reference(document)
+
+
+def test_floats_and_non_string_keys_fall_back_to_json():
+    for document in ({"a": 1.5, "b": [0.1]}, {"x": {1: "one"}}):
+        assert graph_legacy.render_legacy(document) == _reference(document)
+
+
+def test_single_value_property_compacts_to_a_scalar_and_many_sort():
+    node = Node("local:bundle:a", "Concept")
+    node.add("title", Value("string", "T"))
+    node.add("tag", Value("string", "b"))
+    node.add("tag", Value("string", "a"))
+    out = node.jsonld()
+    assert out["title"] == "T" and out["tag"] == ["a", "b"]
+
+
+def test_concept_iri_escapes_like_path_escape_and_is_stable():
+    assert concept_iri("a b/ç") == "local:bundle:a%20b%2F%C3%A7"
+    assert concept_iri("a b/ç") == concept_iri("a b/ç")

@@ -1,0 +1,141 @@
+"""Incremental per-snapshot indexes answer exactly like a from-scratch build, after any edit."""
+
+from __future__ import annotations
+
+import tempfile
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from knowspec.impl.okf import neighbors as nb
+from knowspec.impl.okf import search_concepts as sc
+from knowspec.impl.okf import search_concepts_index as sci
+from knowspec.impl.okf.model import load_snapshot
+from knowspec.impl.rules.text import fold
+from okf_helpers import FIXTURES, ctx, write_bundle
+
+QUERIES = ["a", "b", "note", "é", "ab", "ss", "x y", "title", "[", "\x00"]
+
+
+def reference(snapshot, query: str, limit: int = 100):
+    entries = [(cid, sc.SearchableConcept.of(cid, c.title or "", c.description or "", c.tags, c.body))
+               for cid, c in snapshot.concepts.items()]
+    return sc.search(entries, fold(query), limit)
+
+
+def _doc(title: str, body: str, tags=()) -> str:
+    tag_text = "".join(f"\n  - {t}" for t in tags)
+    return f"---\ntype: Note\ntitle: \"{title}\"\ntags:{tag_text or ' []'}\n---\n{body}\n"
+
+
+def test_edited_concept_is_refolded_and_only_it(tmp_path, monkeypatch):
+    kb = write_bundle(tmp_path / "kb", {f"c{i}.md": _doc(f"T{i}", f"body {i}") for i in range(6)})
+    sci.index_for_snapshot(load_snapshot(str(kb), ctx()))
+    calls = []
+    real = sc.SearchableConcept.of.__func__
+    monkeypatch.setattr(sc.SearchableConcept, "of", classmethod(lambda cls, *a: calls.append(a[0]) or real(cls, *a)))
+    (kb / "c3.md").write_text(_doc("T3", "Changed Needle"))
+    snapshot = load_snapshot(str(kb), ctx())
+    index = sci.index_for_snapshot(snapshot)
+    assert calls == ["c3"]
+    assert index.search(fold("needle"), 10).hits == [("c3", "body")]
+    assert index.search(fold("body"), 10) == reference(snapshot, "body", 10)
+
+
+def test_ascii_and_non_ascii_bodies_are_both_searched():
+    entries = [("a", sc.SearchableConcept.of("a", "", "", [], "plain ascii words")),
+               ("b", sc.SearchableConcept.of("b", "", "", [], "Straße café und ascii"))]
+    index = sci.ConceptSearchIndex(entries)
+    assert isinstance(index.bodies[0], str) and isinstance(index.bodies[1], bytes)
+    assert index.search(fold("ASCII"), 10).hits == [("a", "body"), ("b", "body")]
+    assert index.search(fold("STRASSE CAFÉ"), 10).hits == [("b", "body")]
+
+
+bodies = st.text(alphabet="abxyéß\u0301 [\x00", max_size=30)
+edits = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["write", "remove"]), bodies, bodies), max_size=6)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(edits, min_size=1, max_size=3))
+def test_incremental_search_index_equals_reference_after_random_edits(rounds):
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = write_bundle(Path(tmp) / "kb", {"c0.md": _doc("start", "ab")})
+        for round_edits in rounds:
+            for n, op, title, body in round_edits:
+                path = kb / f"c{n}.md"
+                if op == "write":
+                    path.write_text(_doc(title.replace("\x00", "").replace('"', ""), body, tags=[f"t{n}"]))
+                elif path.exists():
+                    path.unlink()
+            snapshot = load_snapshot(str(kb), ctx())
+            if snapshot.parse_errors:
+                continue
+            index = sci.index_for_snapshot(snapshot)
+            for q in QUERIES:
+                assert index.search(fold(q), 3) == reference(snapshot, q, 3)
+
+
+def reference_edges(snapshot) -> nb.EdgeIndex:
+    """The navigation/relation walk through the model's public API (independent of the builder)."""
+    edges = []
+    for cid in snapshot.concepts:
+        for nav in snapshot.navigation(cid):
+            if nav.exists:
+                edges.append(nb.Edge("navigation", cid, nav.link.target_id, None, cid, nav.link.target_id))
+        for rel in snapshot.relations(cid):
+            if rel.target_exists:
+                r = rel.relation
+                edges.append(nb.Edge("relation", r.from_ref, r.to_ref, r.relation_type, cid, r.target_id))
+    return nb.EdgeIndex.of(edges)
+
+
+def _edges(index: nb.EdgeIndex):
+    return ({k: v for k, v in index.outgoing.items() if v}, {k: v for k, v in index.incoming.items() if v})
+
+
+@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.iterdir()) if FIXTURES.exists() else [])
+def test_edge_index_matches_the_navigation_walk_on_fixtures(fixture):
+    for bundle in sorted(p for p in (FIXTURES / fixture).rglob("*") if p.is_dir() and (p / "index.md").exists()):
+        try:
+            snapshot = load_snapshot(str(bundle), ctx())
+        except Exception:
+            continue
+        if snapshot.parse_errors:
+            continue
+        assert _edges(nb.edge_index_for(snapshot)) == _edges(reference_edges(snapshot))
+
+
+def test_edge_index_follows_an_added_target(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: N\n---\n[b](b.md) [c](c.md)\n",
+                                         "b.md": "---\ntype: N\nrelations:\n  uses:\n    - target: a\n---\n"})
+    first = nb.edge_index_for(load_snapshot(str(kb), ctx()))
+    assert [e.target for e in first.outgoing["a"]] == ["b"]
+    (kb / "c.md").write_text("---\ntype: N\n---\n")
+    snapshot = load_snapshot(str(kb), ctx())
+    second = nb.edge_index_for(snapshot)
+    assert [e.target for e in second.outgoing["a"]] == ["b", "c"]
+    assert [(e.kind, e.target) for e in second.outgoing["b"]] == [("relation", "a")]
+    assert _edges(second) == _edges(reference_edges(snapshot))
+
+
+NAMES = ["a", "b", "sub/c", "sub/d"]
+links = st.lists(st.tuples(st.sampled_from(["nav", "rel"]), st.sampled_from(NAMES + ["gone"]),
+                           st.sampled_from([None, "sec", "other"])), max_size=5)
+
+
+def _linked_doc(name: str, out) -> str:
+    rels = [f"    - target: {t}{'#' + f if f else ''}" for kind, t, f in out if kind == "rel"]
+    nav = " ".join(f"[x](/{t}.md{'#' + f if f else ''})" for kind, t, f in out if kind == "nav")
+    front = "type: N\nparts:\n  - id: sec\n" + ("relations:\n  uses:\n" + "\n".join(rels) + "\n" if rels else "")
+    return f"---\n{front}---\n# {name}\n\n{nav}\n"
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.dictionaries(st.sampled_from(NAMES), links, min_size=1))
+def test_edge_index_matches_the_navigation_walk_on_random_bundles(graph):
+    with tempfile.TemporaryDirectory() as tmp:
+        kb = write_bundle(Path(tmp) / "kb", {f"{n}.md": _linked_doc(n, out) for n, out in graph.items()})
+        snapshot = load_snapshot(str(kb), ctx())
+        assert not snapshot.parse_errors
+        assert _edges(nb.edge_index_for(snapshot)) == _edges(reference_edges(snapshot))
