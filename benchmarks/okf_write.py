@@ -34,7 +34,7 @@ import anyio
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, stdio_session, timed, write_results  # noqa: E402
 
-from knowspec.impl.okf.write.citations import CitationBlocked, find_section  # noqa: E402
+from knowspec.impl.okf.write.citations import CitationBlocked, convert, find_section  # noqa: E402
 from knowspec.impl.okf.write.document import split_document  # noqa: E402
 
 DEFAULT_BUNDLE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "databricks-okf"
@@ -64,29 +64,40 @@ def citation_mappings(bundle: Path) -> tuple[list[dict], int]:
         rel = path.relative_to(bundle).as_posix()
         if path.name in ("index.md", "log.md"):
             continue
-        raw = path.read_bytes()
-        doc = split_document(raw)
+        doc = split_document(path.read_bytes())
+        entries = _entries(doc.body)
         try:
-            section = find_section(doc.body)
+            if entries is not None:
+                convert(doc.body, entries)  # the pure rule: refuses what the migration would block
         except CitationBlocked:
-            section = None
+            entries = None
+        if entries is None:
             start = doc.body.find("\n# Citations")
             if start >= 0:
                 path.write_bytes((doc.open_line + doc.frontmatter + doc.close_line + doc.body[:start + 1]).encode())
                 normalized += 1
-        if section is None:
             continue
-        entries, ids = [], {}
-        for e in section.entries:
-            slug = _SLUG.sub("-", Path(e.resource).stem.lower()).strip("-")[:80] or "source"
-            key = (e.title, e.resource, e.link_title)
-            sid = ids.get(key)
-            if sid is None:
-                sid = slug if slug not in ids.values() else f"{slug}-{len(ids)}"
-                ids[key] = sid
-            entries.append({"source_id": sid, "legacy_entry": e.raw})
-        mappings.append({"path": rel, "entries": entries})
+        if entries:
+            mappings.append({"path": rel, "entries": entries})
     return mappings, normalized
+
+
+def _entries(body: str) -> list[dict] | None:
+    """One mapping entry per legacy citation ([] without a section, None when refused)."""
+    try:
+        section = find_section(body)
+    except CitationBlocked:
+        return None
+    if section is None:
+        return []
+    entries, ids = [], {}
+    for e in section.entries:
+        slug = _SLUG.sub("-", Path(e.resource).stem.lower()).strip("-")[:80] or "source"
+        key = (e.title, e.resource, e.link_title)
+        if key not in ids:
+            ids[key] = slug if slug not in ids.values() else f"{slug}-{len(ids)}"
+        entries.append({"source_id": ids[key], "legacy_entry": e.raw})
+    return entries
 
 
 def migration_args(bundle: Path, mappings: list[dict]) -> dict:

@@ -11,7 +11,9 @@ BENCHMARKS = Path(__file__).resolve().parent.parent / "benchmarks"
 
 
 def available() -> list[str]:
-    return sorted(p.stem.replace("_", "-") for p in BENCHMARKS.glob("*.py") if p.stem != "common")
+    """Benchmark scripts: every module with a ``main()`` entry point (helpers like common.py have none)."""
+    return sorted(p.stem.replace("_", "-") for p in BENCHMARKS.glob("*.py")
+                  if "\ndef main(" in p.read_text(encoding="utf-8"))
 
 
 def add_bench_parser(subparsers: argparse._SubParsersAction) -> None:

@@ -51,3 +51,13 @@ def test_baseline_entries_that_now_pass_are_reported(toy_contract, target_for, t
 
 def test_unknown_check_id_is_a_misconfiguration(toy_contract, target_for):
     assert main(["--target", target_for("good"), "--contract", str(toy_contract), "--check", "no_such_check"]) == 2
+
+
+def test_an_exhausted_time_budget_skips_the_remaining_cases(toy_contract, target_for):
+    from knowspec.conformance.config import RunConfig
+    from knowspec.conformance.runner import run_to_end
+
+    finished = run_to_end(RunConfig(target=target_for("good"), contract_path=toy_contract, time_budget=1e-6,
+                                    checks=("tools_list", "truncation")))
+    assert {r.status for r in finished.results} == {"skipped"}
+    assert all("time budget" in r.reason for r in finished.results)

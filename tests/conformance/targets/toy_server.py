@@ -330,7 +330,13 @@ async def call_tool(ctx, params):
 
 server = Server("toy-okf", version="0.0.1", on_list_tools=list_tools, on_call_tool=call_tool)
 
-if __name__ == "__main__":
+if __name__ == "__main__" and "--http" in sys.argv:
+    import uvicorn
+
+    port = int(sys.argv[sys.argv.index("--http") + 1])
+    uvicorn.run(server.streamable_http_app(streamable_http_path="/mcp"), host="127.0.0.1", port=port,
+                log_level="error")
+elif __name__ == "__main__":
     from mcp.server.stdio import stdio_server
 
     async def main():
