@@ -64,6 +64,8 @@ def check_search(ctx: CheckContext, bundle: Bundle, query: str, limit: int, path
         problems.append(f"total {out.get('total')} != expected {expected.total}")
     if out.get("truncated") != expected.truncated:
         problems.append(f"truncated {out.get('truncated')} != expected {expected.truncated}")
+    if "query" in out and out["query"] != query:
+        problems.append("the query echo differs from the query sent")
     if problems:
         fail("; ".join(problems), _with_bundle(outcome, bundle))
 
@@ -122,6 +124,10 @@ def check_neighbors(ctx: CheckContext, bundle: Bundle, concept_id: str, directio
         problems.append(f"sources {got_sources} != expected {list(expected.sources)}")
     if (out.get("concept") or {}).get("id") != concept_id:
         problems.append("concept card is not the selected concept")
+    if "direction" in out and out["direction"] != direction:
+        problems.append(f"direction echo {out['direction']!r} != {direction!r}")
+    if "kinds" in out and out["kinds"] != list(kinds):
+        problems.append(f"kinds echo {out['kinds']} != {list(kinds)} (navigation, relation, source order)")
     if problems:
         raise CheckFailed("; ".join(problems), arguments={"arguments": args, "bundle_files": _describe(bundle)},
                           response=outcome.summary())

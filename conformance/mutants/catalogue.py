@@ -328,3 +328,144 @@ def _alternate(request: dict, response: dict, state: dict) -> dict:
     copied = copy.deepcopy(response)
     copied["result"]["structuredContent"] = dict(reversed(list(out.items())))
     return copied
+
+
+# ---- second batch: echoes, cards, envelopes, content, listing details ---------------------------
+
+
+def _set(key: str, value: Callable[[Any], Any]) -> Callable[[dict], bool]:
+    def edit(out: dict) -> bool:
+        if key not in out:
+            return False
+        new = value(out[key])
+        changed = new != out[key]
+        out[key] = new
+        return changed
+
+    return edit
+
+
+def _first_card_loses(field: str) -> Callable[[dict], bool]:
+    def edit(out: dict) -> bool:
+        for hit in out.get("hits", []):
+            card = hit.get("concept")
+            if isinstance(card, dict) and field in card:
+                del card[field]
+                return True
+        return False
+
+    return edit
+
+
+def _swap_first_tie(out: dict) -> bool:
+    hits = out.get("hits", [])
+    for i in range(len(hits) - 1):
+        if hits[i].get("match") == hits[i + 1].get("match"):
+            hits[i], hits[i + 1] = hits[i + 1], hits[i]
+            return True
+    return False
+
+
+def _relation_type_null(out: dict) -> bool:
+    for edge in out.get("edges", []):
+        if edge.get("kind") == "relation" and edge.get("relation_type") is not None:
+            edge["relation_type"] = None
+            return True
+    return False
+
+
+def _concept_card_other(out: dict) -> bool:
+    card = out.get("concept")
+    if isinstance(card, dict) and isinstance(card.get("id"), str):
+        card["id"] = card["id"] + "-other"
+        return True
+    return False
+
+
+mutant("search_query_echo_changed", "the response echoes the query", ("differential_search",))(
+    edit_success("search_concepts", _set("query", lambda q: f"{q} " if isinstance(q, str) else q)))
+mutant("search_card_loses_title", "cards carry every required field", ("output_schema",))(
+    edit_success("search_concepts", _first_card_loses("title")))
+mutant("search_ties_not_by_id", "equal priority hits are ordered by id", ("result_ordering",))(
+    edit_success("search_concepts", _swap_first_tie))
+mutant("neighbors_direction_echo_wrong", "the response echoes the direction", ("differential_neighbors",))(
+    edit_success("get_neighbors", _set("direction", lambda d: {"in": "out", "out": "in", "both": "in"}.get(d, d))))
+mutant("neighbors_kinds_echo_unsorted", "the kinds echo is navigation, relation, source",
+       ("differential_neighbors",))(edit_success("get_neighbors", _set("kinds", lambda k: list(reversed(k)))))
+mutant("neighbors_relation_type_null", "relation edges carry their declared type", ("differential_neighbors",))(
+    edit_success("get_neighbors", _relation_type_null))
+mutant("neighbors_drop_sources", "sources list every valid provenance entry", ("differential_neighbors",))(
+    edit_success("get_neighbors", _drop_last("sources")))
+mutant("neighbors_wrong_concept_card", "the concept card is the selected concept", ("differential_neighbors",))(
+    edit_success("get_neighbors", _concept_card_other))
+mutant("neighbors_total_minus_one", "total counts the selected edges", ("differential_neighbors", "truncation"))(
+    edit_success("get_neighbors", _set("total", lambda t: t - 1 if isinstance(t, int) and t > 0 else t)))
+
+
+def _empty_message(env: dict, request: dict) -> bool:
+    env["message"] = ""
+    return True
+
+
+def _upper_code(env: dict, request: dict) -> bool:
+    env["code"] = str(env.get("code", "")).upper()
+    return True
+
+
+mutant("envelope_empty_message", "the envelope message is non-empty", ("output_schema", "input_invalid_rejected"))(
+    edit_error(_empty_message))
+mutant("envelope_code_uppercase", "codes match ^[a-z0-9_]+$", ("output_schema", "input_invalid_rejected"))(
+    edit_error(_upper_code))
+
+
+@mutant("success_without_text", "a success carries its text-compatible content", ("text_fallback",))
+def _no_text(request: dict, response: dict, state: dict) -> dict:
+    if success(response) is None:
+        return response
+    out = copy.deepcopy(response)
+    out["result"]["content"] = []
+    return out
+
+
+@mutant("error_without_text", "an isError result carries text content", ("output_schema",))
+def _error_no_text(request: dict, response: dict, state: dict) -> dict:
+    if envelope(response) is None:
+        return response
+    out = copy.deepcopy(response)
+    out["result"]["content"] = []
+    return out
+
+
+@mutant("success_flagged_as_error", "isError results carry the envelope", ("output_schema",))
+def _success_as_error(request: dict, response: dict, state: dict) -> dict:
+    if success(response) is None:
+        return response
+    out = copy.deepcopy(response)
+    out["result"]["isError"] = True
+    return out
+
+
+@mutant("unknown_tool_wrong_rpc_code", "unknown tool is JSON-RPC -32602", ("unknown_tool",))
+def _unknown_code(request: dict, response: dict, state: dict) -> dict:
+    if request.get("method") == "tools/call" and isinstance(response.get("error"), dict):
+        out = copy.deepcopy(response)
+        out["error"]["code"] = -32601
+        return out
+    return response
+
+
+def _drop_output_schema(tools: list) -> None:
+    for t in tools:
+        t.pop("outputSchema", None)
+
+
+def _flip_read_only(tools: list) -> None:
+    for t in tools:
+        hints = t.setdefault("annotations", {})
+        hints["readOnlyHint"] = not hints.get("readOnlyHint", True)
+
+
+mutant("list_drops_output_schemas", "every tool advertises its output schema", ("tools_list",))(
+    _listing(_drop_output_schema))
+mutant("list_flips_read_only_hint", "annotations follow the tool table", ("tools_list",))(
+    _listing(_flip_read_only))

@@ -415,10 +415,10 @@ def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, i
     if watch is not None and slot.snapshot is not None and slot.root_id == root_id and slot.limits == _limits():
         changes = watch.drain()
         if not changes.full:
-            names = changes.names | {_split(rel) for rel in slot.shared}
-            if not names:
+            if not changes.names and _shared_unchanged(slot, root_fd):
                 slot.watch = watch
                 return slot.snapshot
+            names = changes.names | {_split(rel) for rel in slot.shared}
             try:
                 walk = _apply_changes(slot, watch, root_fd, names, ctx)
             except _Fallback:
@@ -431,6 +431,26 @@ def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, i
             watch.close()
         walk = _full_walk(slot, root_fd, root_id, ctx)
     return _publish(slot, walk, path, root_id, ctx)
+
+
+def _shared_unchanged(slot: _CacheSlot, root_fd: int) -> bool:
+    """Whether every hard-linked file (no event covers writes through its other links) still
+    has its captured identity; cheap when there are none."""
+    if not slot.shared:
+        return True
+    fds = _DirFds(root_fd, slot.dirs)
+    try:
+        for rel in slot.shared:
+            prefix, name = _split(rel)
+            st = os.stat(name, dir_fd=fds.get(prefix), follow_symlinks=False)
+            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+            if not stat.S_ISREG(st.st_mode) or key != slot.entries[rel].key:
+                return False
+        return True
+    except (OSError, KeyError, _Fallback):
+        return False
+    finally:
+        fds.close()
 
 
 def _split(rel: str) -> tuple[str, str]:

@@ -107,10 +107,6 @@ class Changes:
     full: bool = False
     names: set[tuple[str, str]] = field(default_factory=set)
 
-    @property
-    def empty(self) -> bool:
-        return not self.full and not self.names
-
 
 class DirectoryWatch:
     """One inotify instance; ``prefixes`` maps each watch descriptor to its directory prefix

@@ -23,12 +23,14 @@ def _ok(structured: dict) -> dict:
 
 
 def _card(cid: str) -> dict:
-    return {"id": cid}
+    return {"id": cid, "title": cid.upper()}
 
 
-SEARCH = _ok({"query": "q", "total": 3, "truncated": True, "hits": [
-    {"concept": _card("a"), "match": "id"}, {"concept": _card("b"), "match": "title"}]})
-NEIGHBORS = _ok({"total": 2, "truncated": False, "sources": [{"id": "a", "resource": "r", "title": ""},
+SEARCH = _ok({"query": "q", "total": 4, "truncated": True, "hits": [
+    {"concept": _card("a"), "match": "id"}, {"concept": _card("b"), "match": "title"},
+    {"concept": _card("c"), "match": "title"}]})
+NEIGHBORS = _ok({"concept": _card("a"), "direction": "both", "kinds": ["navigation", "relation", "source"],
+                 "total": 2, "truncated": False, "sources": [{"id": "a", "resource": "r", "title": ""},
                                                              {"id": "b", "resource": "r", "title": ""}],
                  "edges": [{"kind": "navigation", "from": "a", "to": "b", "relation_type": None},
                            {"kind": "relation", "from": "b", "to": "a", "relation_type": "uses"}]})
@@ -40,8 +42,9 @@ ERROR = {"jsonrpc": "2.0", "id": 1, "result": {"content": [{"type": "text", "tex
 SCHEMA_ERROR = json.loads(json.dumps(ERROR).replace("resource_limit", "schema_validation"))
 UNKNOWN = {"jsonrpc": "2.0", "id": 1, "error": {"code": -32602, "message": "unknown tool"}}
 LISTING = {"jsonrpc": "2.0", "id": 1, "result": {"tools": [
-    {"name": "search_concepts", "inputSchema": {"type": "object", "properties": {"limit": {"maximum": 100}}}},
-    {"name": "get_neighbors", "inputSchema": {"type": "object"}}]}}
+    {"name": "search_concepts", "inputSchema": {"type": "object", "properties": {"limit": {"maximum": 100}}},
+     "outputSchema": {"type": "object"}, "annotations": {"readOnlyHint": True}},
+    {"name": "get_neighbors", "inputSchema": {"type": "object"}, "outputSchema": {"type": "object"}}]}}
 ARGS = {"bundle_path": "/abs/bundle", "query": "q"}
 SAMPLES = [(_call("search_concepts", ARGS), SEARCH), (_call("get_neighbors", ARGS), NEIGHBORS),
            (_call("search_concepts", ARGS), ERROR), (_call("search_concepts", ARGS), SCHEMA_ERROR),
@@ -66,7 +69,7 @@ def test_every_mutation_changes_some_response(name):
 def test_catalogue_names_the_breaking_rule_and_expected_killers():
     from knowspec.conformance.checks import CHECKS
 
-    assert len(MUTANTS) >= 15
+    assert len(MUTANTS) >= 40
     for m in MUTANTS.values():
         assert m.rule and m.killed_by and set(m.killed_by) <= set(CHECKS)
 

@@ -259,3 +259,11 @@ def test_limit_crossed_by_an_event_fails_like_the_walk(kb, monkeypatch):
     assert err.value.code == "resource_limit"
     (kb / "d.md").unlink()
     assert_current(kb)
+
+
+def test_unchanged_hard_linked_file_keeps_the_cached_snapshot(kb, tmp_path):
+    os.link(kb / "a.md", tmp_path / "elsewhere.md")
+    first = load(kb)
+    walks, incremental = _counts()
+    assert load(kb) is first
+    assert _counts() == (walks, incremental)

@@ -9,8 +9,10 @@ Pure planning (no I/O):
 - ``document``: byte-exact frontmatter/body spans;
 - ``yaml_text`` / ``yaml_edit``: fail-closed YAML composition and surgical text edits;
 - ``patch`` / ``computation_body``: the nine lossless patch operations;
-- ``planner``: operations over a snapshot overlay plus staged validation -> ``Plan``;
+- ``planner``: operations over a snapshot overlay plus whole-bundle staged validation -> ``Plan``;
 - ``temporal``: date -> instant upgrade planning;
+- ``citations`` / ``migration_citations``: legacy ``# Citations`` -> ``sources`` + keyed footnotes;
+- ``migration_source`` / ``migration_plan``: the v0.1 -> v0.2 source tuple, plan and proof;
 - ``inputs``: argument checks beyond the JSON Schema.
 
 I/O at the edge:
@@ -18,5 +20,6 @@ I/O at the edge:
 - ``lock`` / ``journal`` / ``receipts`` / ``store``: exclusive lock, journal with a durable
   boundary and recovery, commit receipts, compare-and-swap commit with replay;
 - ``bundle_io`` / ``store_errors``: opening a bundle for a tool, mapping store failures;
-- ``patch_flow`` / ``replace`` / ``temporal_flow``: the tool flows behind ``write_tools``.
+- ``patch_flow`` / ``replace`` / ``migration_flow`` / ``temporal_flow``: the tool flows behind
+  ``write_tools``.
 """
