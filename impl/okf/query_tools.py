@@ -21,13 +21,13 @@ from knowspec.impl.okf import graph
 from knowspec.impl.okf import query_cards as cards
 from knowspec.impl.okf import search_concepts as sc
 from knowspec.impl.okf import search_sections as ss
-from knowspec.impl.okf.search_concepts_index import ConceptSearchIndex
+from knowspec.impl.okf.search_concepts_index import ConceptSearchIndex, index_for_snapshot
 from knowspec.impl.okf.envelopes import concept_not_found, too_many_concepts
 from knowspec.impl.okf.ids import canonical_id_error
 from knowspec.impl.okf.model import Snapshot, load_snapshot
 from knowspec.impl.okf.neighbors import (
-    Edge,
     EdgeIndex,
+    edge_index_for,
     SourceEntry,
     check_direction,
     neighbourhood,
@@ -100,12 +100,8 @@ def _arg(args: Any, name: str, default: Any = None) -> Any:
 
 
 def _search_index(snapshot: Snapshot, ctx: CallContext) -> ConceptSearchIndex:
-    entries = []
-    for n, (cid, c) in enumerate(snapshot.concepts.items()):
-        if n % 256 == 0:
-            ctx.check_cancelled("search concepts")
-        entries.append((cid, sc.SearchableConcept.of(cid, c.title or "", c.description or "", c.tags, c.body)))
-    return ConceptSearchIndex(entries)
+    """Rows of unchanged concepts are reused from the previous index of this root."""
+    return index_for_snapshot(snapshot, lambda: ctx.check_cancelled("search concepts"))
 
 
 def search_concepts(args: Any, ctx: CallContext) -> ToolOutput:
@@ -135,17 +131,7 @@ def search_concepts(args: Any, ctx: CallContext) -> ToolOutput:
 
 
 def _edge_index(snapshot: Snapshot, ctx: CallContext) -> EdgeIndex:
-    edges: list[Edge] = []
-    for cid in snapshot.concepts:
-        ctx.check_cancelled("get neighbors")
-        for nav in snapshot.navigation(cid):
-            if nav.exists:
-                edges.append(Edge("navigation", cid, nav.link.target_id, None, cid, nav.link.target_id))
-        for rel in snapshot.relations(cid):
-            if rel.target_exists:
-                r = rel.relation
-                edges.append(Edge("relation", r.from_ref, r.to_ref, r.relation_type, cid, r.target_id))
-    return EdgeIndex.of(edges)
+    return edge_index_for(snapshot, lambda: ctx.check_cancelled("get neighbors"))
 
 
 def _sources(concept: Any) -> list[SourceEntry]:

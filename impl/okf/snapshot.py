@@ -343,8 +343,11 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
             if name.lower().startswith(_CRASH_PREFIXES):
                 raise _Fallback  # the full walk raises the canonical error
             rel = prefix + name
-            if stat.S_ISDIR(st.st_mode) and walk.dirs.get(rel + "/") == (st.st_dev, st.st_ino):
-                continue  # the same directory; its contents report through its own watch
+            if (stat.S_ISDIR(st.st_mode) and walk.dirs.get(rel + "/") == (st.st_dev, st.st_ino)
+                    and walk.watch is not None and walk.watch.watches(rel + "/")):
+                # The same, still-watched directory: its contents report through its own watch.
+                # (A deleted and recreated directory can reuse the inode but has lost its watch.)
+                continue
             if stat.S_ISREG(st.st_mode) and rel + "/" not in walk.dirs:
                 found.append((prefix, name, st))
                 continue

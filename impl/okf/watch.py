@@ -133,6 +133,10 @@ class DirectoryWatch:
             raise WatchUnavailable("directory watched under two prefixes")
         self.prefixes[wd] = prefix
 
+    def watches(self, prefix: str) -> bool:
+        """Whether the directory ``prefix`` still has a live watch (not deleted, not dropped)."""
+        return prefix in self.prefixes.values()
+
     def remove_under(self, prefix: str) -> None:
         """Stop watching ``prefix`` and every directory below it (they left the tree)."""
         for wd, known in list(self.prefixes.items()):

@@ -8,9 +8,9 @@ from pathlib import Path
 
 import pytest
 
-TARGETS = Path(__file__).parent / "targets"
-sys.path.insert(0, str(TARGETS))
+sys.path.insert(0, str(Path(__file__).parent / "targets"))
 
+from toy_paths import toy_target  # noqa: E402
 from toy_schemas import contract  # noqa: E402
 
 
@@ -19,10 +19,6 @@ def toy_contract(tmp_path_factory: pytest.TempPathFactory) -> Path:
     path = tmp_path_factory.mktemp("contract") / "contract.json"
     path.write_text(json.dumps(contract()), encoding="utf-8")
     return path
-
-
-def toy_target(variant: str = "good") -> str:
-    return f"stdio:{sys.executable} {TARGETS / 'toy_server.py'} --variant {variant}"
 
 
 @pytest.fixture(scope="session")

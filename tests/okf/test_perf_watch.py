@@ -114,6 +114,19 @@ def test_deleted_directory_drops_its_files(kb):
     assert_current(kb)
 
 
+def test_directory_deleted_and_recreated_between_calls_is_recaptured(kb):
+    """The new directory may reuse the old inode; it has lost its watch all the same."""
+    (kb / "empty").mkdir()
+    load(kb)
+    (kb / "empty").rmdir()
+    (kb / "empty").mkdir()
+    (kb / "empty" / "x.md").write_text(_concept("X"))
+    assert "empty/x" in load(kb).concepts
+    (kb / "empty" / "x.md").write_text(_concept("X2"))
+    assert load(kb).concepts["empty/x"].title == "X2"
+    assert_current(kb)
+
+
 def test_renamed_directory_moves_its_files_and_stays_watched(kb):
     load(kb)
     os.rename(kb / "sub", kb / "other")

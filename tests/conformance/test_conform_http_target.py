@@ -9,7 +9,7 @@ import time
 
 import pytest
 
-from conftest import TARGETS
+from toy_paths import TARGETS
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.runner import run_to_end
 from knowspec.conformance.target import Target, connect

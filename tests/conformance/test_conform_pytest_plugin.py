@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import pytest
 
-from conftest import toy_target
+from toy_paths import toy_target
 
 pytest_plugins = ["pytester"]
 

@@ -7,7 +7,7 @@ import sys
 
 import pytest
 
-from conftest import TARGETS
+from toy_paths import TARGETS
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.mutants.catalogue import MUTANTS
 from knowspec.conformance.mutants.killrate import kill_rate
