@@ -10,8 +10,9 @@ from pathlib import Path
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf import read_tools
 
-FIXTURES = Path("/work/shared/okf-fixtures/fixtures")
-DATABRICKS = Path("/work/shared/corpora/databricks-okf")
+SHARED = Path(__file__).resolve().parents[3] / "shared"  # ../shared beside the checkout
+FIXTURES = SHARED / "okf-fixtures" / "fixtures"
+DATABRICKS = SHARED / "corpora" / "databricks-okf"
 
 
 def ctx() -> CallContext:

@@ -1,5 +1,6 @@
 """get_semantic_graph: the v0.2 projection (structured) and the legacy JSON-LD (text)."""
 
+from pathlib import Path
 import base64
 import json
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ from knowspec.impl.okf.graph_nodes import concept_iri, synthetic_iri
 from knowspec.impl.okf.graph_v02 import asset_path, resource_kind
 from knowspec.impl.okf.query_tools import get_semantic_graph
 
-APPENDIX_A = "/work/shared/okf-fixtures/fixtures/v02/positive/appendix-a"
+APPENDIX_A = str(Path(__file__).resolve().parents[3] / "shared" / "okf-fixtures" / "fixtures" / "v02" / "positive" / "appendix-a")
 
 
 def write_bundle(root, files):

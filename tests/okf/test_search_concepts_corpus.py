@@ -1,5 +1,6 @@
 """Slow: every query tool answers on the real databricks-okf bundle (read-only)."""
 
+from pathlib import Path
 import json
 import os
 from types import SimpleNamespace
@@ -10,7 +11,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.query_tools import get_neighbors, get_semantic_graph, search_concepts, search_sections
 
-CORPUS = "/work/shared/corpora/databricks-okf"
+CORPUS = str(Path(__file__).resolve().parents[3] / "shared" / "corpora" / "databricks-okf")
 
 pytestmark = [
     pytest.mark.slow,

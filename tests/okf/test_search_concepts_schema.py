@@ -1,5 +1,6 @@
 """The four query tools' structured results validate against their advertised output schemas."""
 
+from pathlib import Path
 import json
 import pathlib
 from types import SimpleNamespace
@@ -13,7 +14,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.okf import query_tools as q
 
 SCHEMAS = pathlib.Path(__file__).resolve().parents[2] / "spec" / "okf" / "schemas"
-APPENDIX_A = "/work/shared/okf-fixtures/fixtures/v02/positive/appendix-a"
+APPENDIX_A = str(Path(__file__).resolve().parents[3] / "shared" / "okf-fixtures" / "fixtures" / "v02" / "positive" / "appendix-a")
 
 
 def validator(tool):
