@@ -35,20 +35,6 @@ class CalendarDate(RootModel[Any]):
     ]
 
 
-class VersionDeclaration(BaseModel):
-    """
-    State of okf_version in the root index.md frontmatter.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    present: bool
-    valid: bool
-    raw: str | None
-    value: str | None
-
-
 class StatusState(BaseModel):
     """
     Lifecycle status as written and as it takes effect (absent means stable, malformed means null).
@@ -281,47 +267,6 @@ class LifecyclePatch(BaseModel):
         Literal["draft", "stable", "deprecated"] | None, Field(title="LifecycleStatus")
     ]
     stale_after: str | str | None
-
-
-class ConceptPatchOperation(BaseModel):
-    """
-    One typed, lossless metadata edit. concept_id is required except for set_bundle_version, which forbids it.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    kind: Annotated[
-        Literal["set_generated", "ensure_verification", "remove_verification", "put_source", "remove_source", "set_usage_window", "set_lifecycle", "put_attested_computation", "set_bundle_version"],
-        Field(
-            description="Selects the operation; each kind takes exactly its own payload field.",
-            title="PatchOperationKind",
-        ),
-    ]
-    concept_id: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    generated: GeneratedPatch | None = None
-    verification: VerificationPatch | None = None
-    source: PatchSource | None = None
-    source_id: Annotated[
-        str | None,
-        Field(
-            description="Exact source ID; never guessed from a title or URL.",
-            max_length=4096,
-            min_length=1,
-        ),
-    ] = None
-    usage_window: UsageWindow | None = None
-    lifecycle: LifecyclePatch | None = None
-    attested_computation: Annotated[
-        ComputationContract1 | ComputationContract2 | None,
-        Field(
-            description="An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.",
-            title="ComputationContract",
-        ),
-    ] = None
-    version: Annotated[
-        Literal["0.1", "0.2"] | None, Field(title="BundleVersionValue")
-    ] = None
 
 
 class UsageWindow1(BaseModel):
@@ -707,36 +652,6 @@ class MigrationBlocker(BaseModel):
     message: str
 
 
-class SourceResolution(BaseModel):
-    """
-    How the migration source version was resolved; apply must send back the tuple the preview returned.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    requested_selector: Annotated[
-        Literal["auto", "0.1", "0.2"], Field(title="VersionSelector")
-    ]
-    declaration_present: bool
-    declaration_valid: bool
-    declaration_raw: str
-    declared_version: str | None
-    resolved_source: str
-    resolution_source: Annotated[
-        Literal["explicit", "declared", "legacy-probe", "default", "future"],
-        Field(title="ResolutionSource"),
-    ]
-    from_version: str
-    to_version: str
-    transition: Annotated[
-        Literal["v0.1-to-v0.2", "target-noop", "blocked"],
-        Field(title="MigrationTransition"),
-    ]
-    candidates: Annotated[list[MigrationCandidate], Field(max_length=10000)]
-    blockers: Annotated[list[MigrationBlocker], Field(max_length=10000)]
-
-
 class MigrationTransition1(RootModel[Literal["v0.1-to-v0.2"]]):
     root: Annotated[Literal["v0.1-to-v0.2"], Field(title="MigrationTransition")]
 
@@ -775,6 +690,197 @@ class ApplicableV01SourceResolution4(BaseModel):
     declared_version: Annotated[None, Field(None)] = None
     resolution_source: Literal["legacy-probe"] | None = None
     candidates: Any | None = None
+
+
+class MigrationTransition2(RootModel[Literal["target-noop"]]):
+    root: Annotated[Literal["target-noop"], Field(title="MigrationTransition")]
+
+
+class ApplicableTargetSourceResolution1(BaseModel):
+    requested_selector: Literal["0.2"] | None = None
+    declaration_present: Literal[False] | None = None
+    declaration_raw: Literal[""] | None = None
+    declared_version: Annotated[None, Field(None)] = None
+    resolution_source: Literal["explicit"] | None = None
+    candidates: list[Any] = None
+
+
+class ApplicableTargetSourceResolution2(BaseModel):
+    requested_selector: Literal["0.2"] | None = None
+    declaration_present: Literal[True] | None = None
+    declaration_raw: Literal["0.2"] | None = None
+    declared_version: Literal["0.2"] | None = None
+    resolution_source: Literal["explicit"] | None = None
+    candidates: list[Any] = None
+
+
+class ApplicableTargetSourceResolution3(BaseModel):
+    requested_selector: Literal["auto"] | None = None
+    declaration_present: Literal[True] | None = None
+    declaration_raw: Literal["0.2"] | None = None
+    declared_version: Literal["0.2"] | None = None
+    resolution_source: Literal["declared"] | None = None
+    candidates: list[Any] = None
+
+
+class ApplicableTargetSourceResolution4(BaseModel):
+    requested_selector: Literal["auto"] | None = None
+    declaration_present: Literal[False] | None = None
+    declaration_raw: Literal[""] | None = None
+    declared_version: Annotated[None, Field(None)] = None
+    resolution_source: Literal["default"] | None = None
+    candidates: list[Any] = None
+
+
+class VersionSelector(RootModel[Literal["auto"]]):
+    root: Annotated[Literal["auto"], Field(title="VersionSelector")]
+
+
+class ResolutionSource1(RootModel[Literal["future"]]):
+    root: Annotated[Literal["future"], Field(title="ResolutionSource")]
+
+
+class MigrationTransition3(RootModel[Literal["blocked"]]):
+    root: Annotated[Literal["blocked"], Field(title="MigrationTransition")]
+
+
+class ByteSpan1(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    start: Annotated[Literal[0], Field(ge=0)]
+    end: Annotated[Literal[0], Field(ge=0)]
+
+
+class MigrationBlockerItem(BaseModel):
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    code: Annotated[Literal["unsupported_migration_source"], Field(min_length=1)]
+    path: Literal["index.md"]
+    location: Annotated[ByteSpan1, Field(title="ByteSpan")]
+    message: str
+
+
+class ManualAction(BaseModel):
+    """
+    Something the caller must supply or fix before the migration can proceed.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    code: Annotated[
+        Literal["provide_citation_mapping", "disambiguate_citation_entry", "disambiguate_citation_destination", "normalize_citations_section", "reconcile_sources_and_citations", "repair_invalid_utf8", "provide_generated_at", "provide_generated_by"],
+        Field(title="ManualActionCode"),
+    ]
+    path: str
+    message: str
+
+
+class TemporalMapping(BaseModel):
+    """
+    One explicit legacy date to instant rewrite of a frontmatter field of a concept.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    concept: Annotated[
+        str,
+        Field(
+            description="Concept ID holding the date, e.g. architecture/cache.",
+            min_length=1,
+        ),
+    ]
+    path: Annotated[
+        str,
+        Field(
+            description="Field path such as stale_after, usage_window.from or sources[0].last_modified.",
+            min_length=1,
+        ),
+    ]
+    from_: Annotated[
+        str,
+        Field(alias="from", description="The exact YYYY-MM-DD value now in the file."),
+    ]
+    to: Annotated[
+        str,
+        Field(
+            description="The instant to write; an explicit offset is required and never inferred."
+        ),
+    ]
+
+
+class ConceptPatchOperation(BaseModel):
+    """
+    One typed, lossless metadata edit. concept_id is required except for set_bundle_version, which forbids it.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    kind: Annotated[
+        Literal["set_generated", "ensure_verification", "remove_verification", "put_source", "remove_source", "set_usage_window", "set_lifecycle", "put_attested_computation", "set_bundle_version"],
+        Field(
+            description="Selects the operation; each kind takes exactly its own payload field.",
+            title="PatchOperationKind",
+        ),
+    ]
+    concept_id: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
+    generated: GeneratedPatch | None = None
+    verification: VerificationPatch | None = None
+    source: PatchSource | None = None
+    source_id: Annotated[
+        str | None,
+        Field(
+            description="Exact source ID; never guessed from a title or URL.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    usage_window: UsageWindow | None = None
+    lifecycle: LifecyclePatch | None = None
+    attested_computation: Annotated[
+        ComputationContract1 | ComputationContract2 | None,
+        Field(
+            description="An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.",
+            title="ComputationContract",
+        ),
+    ] = None
+    version: Annotated[
+        Literal["0.1", "0.2"] | None, Field(title="BundleVersionValue")
+    ] = None
+
+
+class SourceResolution(BaseModel):
+    """
+    How the migration source version was resolved; apply must send back the tuple the preview returned.
+    """
+
+    model_config = ConfigDict(
+        extra="forbid",
+    )
+    requested_selector: Annotated[
+        Literal["auto", "0.1", "0.2"], Field(title="VersionSelector")
+    ]
+    declaration_present: bool
+    declaration_valid: bool
+    declaration_raw: str
+    declared_version: str | None
+    resolved_source: str
+    resolution_source: Annotated[
+        Literal["explicit", "declared", "legacy-probe", "default", "future"],
+        Field(title="ResolutionSource"),
+    ]
+    from_version: str
+    to_version: str
+    transition: Annotated[
+        Literal["v0.1-to-v0.2", "target-noop", "blocked"],
+        Field(title="MigrationTransition"),
+    ]
+    candidates: Annotated[list[MigrationCandidate], Field(max_length=10000)]
+    blockers: Annotated[list[MigrationBlocker], Field(max_length=10000)]
 
 
 class ApplicableV01SourceResolution5(SourceResolution):
@@ -824,46 +930,6 @@ class ApplicableV01SourceResolution9(
     """
     A resolution that migrates from v0.1 to v0.2.
     """
-
-
-class MigrationTransition2(RootModel[Literal["target-noop"]]):
-    root: Annotated[Literal["target-noop"], Field(title="MigrationTransition")]
-
-
-class ApplicableTargetSourceResolution1(BaseModel):
-    requested_selector: Literal["0.2"] | None = None
-    declaration_present: Literal[False] | None = None
-    declaration_raw: Literal[""] | None = None
-    declared_version: Annotated[None, Field(None)] = None
-    resolution_source: Literal["explicit"] | None = None
-    candidates: list[Any] = None
-
-
-class ApplicableTargetSourceResolution2(BaseModel):
-    requested_selector: Literal["0.2"] | None = None
-    declaration_present: Literal[True] | None = None
-    declaration_raw: Literal["0.2"] | None = None
-    declared_version: Literal["0.2"] | None = None
-    resolution_source: Literal["explicit"] | None = None
-    candidates: list[Any] = None
-
-
-class ApplicableTargetSourceResolution3(BaseModel):
-    requested_selector: Literal["auto"] | None = None
-    declaration_present: Literal[True] | None = None
-    declaration_raw: Literal["0.2"] | None = None
-    declared_version: Literal["0.2"] | None = None
-    resolution_source: Literal["declared"] | None = None
-    candidates: list[Any] = None
-
-
-class ApplicableTargetSourceResolution4(BaseModel):
-    requested_selector: Literal["auto"] | None = None
-    declaration_present: Literal[False] | None = None
-    declaration_raw: Literal[""] | None = None
-    declared_version: Annotated[None, Field(None)] = None
-    resolution_source: Literal["default"] | None = None
-    candidates: list[Any] = None
 
 
 class ApplicableTargetSourceResolution5(SourceResolution):
@@ -933,36 +999,6 @@ class ApplicableSourceResolution(
     ]
 
 
-class VersionSelector1(RootModel[Literal["auto"]]):
-    root: Annotated[Literal["auto"], Field(title="VersionSelector")]
-
-
-class ResolutionSource1(RootModel[Literal["future"]]):
-    root: Annotated[Literal["future"], Field(title="ResolutionSource")]
-
-
-class MigrationTransition3(RootModel[Literal["blocked"]]):
-    root: Annotated[Literal["blocked"], Field(title="MigrationTransition")]
-
-
-class ByteSpan1(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    start: Annotated[Literal[0], Field(ge=0)]
-    end: Annotated[Literal[0], Field(ge=0)]
-
-
-class MigrationBlockerItem(BaseModel):
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    code: Annotated[Literal["unsupported_migration_source"], Field(min_length=1)]
-    path: Literal["index.md"]
-    location: Annotated[ByteSpan1, Field(title="ByteSpan")]
-    message: str
-
-
 class BlockedSourceResolution(SourceResolution):
     """
     A future declaration that cannot be rewritten as v0.2.
@@ -980,73 +1016,3 @@ class BlockedSourceResolution(SourceResolution):
     to_version: Literal[""]
     candidates: Annotated[list[MigrationCandidate], Field(max_length=10000)]
     blockers: Annotated[list[MigrationBlockerItem], Field(max_length=1, min_length=1)]
-
-
-class ManualAction(BaseModel):
-    """
-    Something the caller must supply or fix before the migration can proceed.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    code: Annotated[
-        Literal["provide_citation_mapping", "disambiguate_citation_entry", "disambiguate_citation_destination", "normalize_citations_section", "reconcile_sources_and_citations", "repair_invalid_utf8", "provide_generated_at", "provide_generated_by"],
-        Field(title="ManualActionCode"),
-    ]
-    path: str
-    message: str
-
-
-class TemporalMapping(BaseModel):
-    """
-    One explicit legacy date to instant rewrite of a frontmatter field of a concept.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    concept: Annotated[
-        str,
-        Field(
-            description="Concept ID holding the date, e.g. architecture/cache.",
-            min_length=1,
-        ),
-    ]
-    path: Annotated[
-        str,
-        Field(
-            description="Field path such as stale_after, usage_window.from or sources[0].last_modified.",
-            min_length=1,
-        ),
-    ]
-    from_: Annotated[
-        str,
-        Field(alias="from", description="The exact YYYY-MM-DD value now in the file."),
-    ]
-    to: Annotated[
-        str,
-        Field(
-            description="The instant to write; an explicit offset is required and never inferred."
-        ),
-    ]
-
-
-class Version(BaseModel):
-    """
-    Resolved OKF version of the bundle; every field is null when the root declaration is malformed.
-    """
-
-    model_config = ConfigDict(
-        extra="forbid",
-    )
-    declared: str | None
-    effective: str | None
-    resolution: Annotated[
-        Literal["declared", "default", "explicit", "future-best-effort"] | None,
-        Field(title="VersionResolution"),
-    ]
-    compatibility: Annotated[
-        Literal["native", "legacy", "best-effort"] | None,
-        Field(title="VersionCompatibility"),
-    ]

@@ -14,6 +14,24 @@ class MigrationPreviewStatus(RootModel[Literal["applicable"]]):
     root: Annotated[Literal["applicable"], Field(title="MigrationPreviewStatus")]
 
 
+class MigrationPreviewStatus1(RootModel[Literal["noop"]]):
+    root: Annotated[Literal["noop"], Field(title="MigrationPreviewStatus")]
+
+
+class OptionalSha256Digest(RootModel[Literal[""]]):
+    root: Annotated[
+        Literal[""],
+        Field(
+            description="A sha256: digest, or the empty string where no plan exists.",
+            title="OptionalSha256Digest",
+        ),
+    ]
+
+
+class MigrationPreviewStatus3(RootModel[Literal["blocked"]]):
+    root: Annotated[Literal["blocked"], Field(title="MigrationPreviewStatus")]
+
+
 class PreviewV02MigrationOutput1(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
@@ -56,20 +74,6 @@ class PreviewV02MigrationOutput1(BaseModel):
     blockers: Annotated[list[common_schema.MigrationBlocker], Field(max_length=0)]
     manual_actions: Annotated[list[common_schema.ManualAction], Field(max_length=0)]
     diagnostics: common_schema.NonErrorWireDiagnostics
-
-
-class MigrationPreviewStatus1(RootModel[Literal["noop"]]):
-    root: Annotated[Literal["noop"], Field(title="MigrationPreviewStatus")]
-
-
-class OptionalSha256Digest(RootModel[Literal[""]]):
-    root: Annotated[
-        Literal[""],
-        Field(
-            description="A sha256: digest, or the empty string where no plan exists.",
-            title="OptionalSha256Digest",
-        ),
-    ]
 
 
 class PreviewV02MigrationOutput2(BaseModel):
@@ -157,10 +161,6 @@ class PreviewV02MigrationOutput3(BaseModel):
     blockers: Annotated[list[common_schema.MigrationBlocker], Field(max_length=0)]
     manual_actions: Annotated[list[common_schema.ManualAction], Field(max_length=0)]
     diagnostics: common_schema.NonErrorWireDiagnostics
-
-
-class MigrationPreviewStatus3(RootModel[Literal["blocked"]]):
-    root: Annotated[Literal["blocked"], Field(title="MigrationPreviewStatus")]
 
 
 class PreviewV02MigrationOutput4(BaseModel):

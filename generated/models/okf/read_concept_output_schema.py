@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import common_schema
+from . import common_schema, version_schema
 
 
 class FootnoteReference(BaseModel):
@@ -136,8 +136,8 @@ class ReadConceptOutput(BaseModel):
     )
     id: Annotated[str, Field(min_length=1)]
     path: Annotated[str, Field(min_length=1)]
-    version: common_schema.Version
-    version_declaration: common_schema.VersionDeclaration
+    version: version_schema.Version
+    version_declaration: version_schema.VersionDeclaration
     temporal_profile: Annotated[
         Literal["date-3fcbb9f", "instant-0b87c52"] | None,
         Field(

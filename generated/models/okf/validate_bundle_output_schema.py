@@ -7,7 +7,7 @@ from typing import Annotated, Literal
 
 from pydantic import BaseModel, ConfigDict, Field
 
-from . import common_schema
+from . import common_schema, version_schema
 
 
 class Conformance(BaseModel):
@@ -30,8 +30,8 @@ class ValidateBundleOutput(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    version: common_schema.Version
-    version_declaration: common_schema.VersionDeclaration
+    version: version_schema.Version
+    version_declaration: version_schema.VersionDeclaration
     temporal_profile: Annotated[
         Literal["date-3fcbb9f", "instant-0b87c52"] | None,
         Field(
