@@ -132,9 +132,15 @@ class SqlitePool:
     # -- full text -----------------------------------------------------------------------
     def search_fts(self, match, access, *, limit, weights, snippet_column,
                    collection=None, linked_to=None) -> list[SearchHit]:
-        params: list[Any] = [match]
-        weight_sql = ", ".join(str(float(w)) for w in list(weights)[: len(FTS_COLUMNS)]) or "1.0"
-        where = ['"doc$chunk_fts" match ?']
+        """Best chunk per allowed topic, topics by (score, collection, slug), at most ``limit``.
+
+        FTS5 hands rows over in ``rank`` order (its bm25 with the recipe's weights), so rows are
+        read only until ``limit`` topics are known and the score has moved past the last of
+        them: equal scores are all seen, so ties break exactly as a full sort would (best chunk
+        by chunk id, topics by collection and slug).
+        """
+        params: list[Any] = [match, f"bm25({self._weights_sql(weights)})"]
+        where = ['"doc$chunk_fts" match ?', "rank match ?"]
         if collection is not None:
             where.append("t.collection = ?")
             params.append(collection)
@@ -143,26 +149,39 @@ class SqlitePool:
                          "and l.kind = ? and l.key = ? collate nocase)")
             params.extend(linked_to)
         where.append(_acl_sql(access, params))
-        params.append(limit)
-        rows = self._all(
-            f"""with hits as (
-                  select ch.topic_id, ch.id as chunk_id,
-                         bm25("doc$chunk_fts", {weight_sql}) as score
-                  from "doc$chunk_fts" join "doc$chunk" ch on ch.id = "doc$chunk_fts".rowid
-                  join "doc$topic" t on t.id = ch.topic_id
-                  join "doc$collection" c on c.id = t.collection
-                  where {' and '.join(where)}),
-                best as (
-                  select topic_id, chunk_id, score,
-                         row_number() over (partition by topic_id order by score, chunk_id) as rn
-                  from hits)
-                select b.topic_id, b.chunk_id, b.score, t.collection, t.slug, t.title, t.breadcrumb
-                from best b join "doc$topic" t on t.id = b.topic_id
-                where b.rn = 1 order by b.score, t.collection, t.slug limit ?""", params)
-        snippets = self._snippets(match, [r["chunk_id"] for r in rows], snippet_column)
+        cursor = self._con.execute(
+            f"""select ch.topic_id, ch.id as chunk_id, rank as score, t.collection, t.slug, t.title, t.breadcrumb
+                from "doc$chunk_fts" join "doc$chunk" ch on ch.id = "doc$chunk_fts".rowid
+                join "doc$topic" t on t.id = ch.topic_id
+                join "doc$collection" c on c.id = t.collection
+                where {' and '.join(where)} order by rank""", params)
+        best: dict[int, sqlite3.Row] = {}
+        cutoff: float | None = None
+        while True:
+            rows = cursor.fetchmany(256)
+            if not rows:
+                break
+            for r in rows:
+                if cutoff is not None and r["score"] > cutoff:
+                    break
+                known = best.get(r["topic_id"])
+                if known is None or (r["score"], r["chunk_id"]) < (known["score"], known["chunk_id"]):
+                    best[r["topic_id"]] = r
+                if cutoff is None and len(best) >= limit:
+                    cutoff = r["score"]
+            else:
+                continue
+            break
+        cursor.close()
+        ranked = sorted(best.values(), key=lambda r: (r["score"], r["collection"], r["slug"]))[:limit]
+        snippets = self._snippets(match, [r["chunk_id"] for r in ranked], snippet_column)
         return [SearchHit(r["topic_id"], r["chunk_id"], r["collection"], r["slug"], r["title"],
                           r["breadcrumb"], r["score"], snippets.get(r["chunk_id"], ""))
-                for r in rows]
+                for r in ranked]
+
+    @staticmethod
+    def _weights_sql(weights) -> str:
+        return ", ".join(repr(float(w)) for w in list(weights)[: len(FTS_COLUMNS)]) or "1.0"
 
     def _snippets(self, match: str, chunk_ids: list[int], column: str) -> dict[int, str]:
         if not chunk_ids:
