@@ -13,7 +13,7 @@ from knowspec.impl.docpool.recipe import import_collection
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 
-OKF = Path(__file__).resolve().parents[3] / "shared" / "corpora" / "databricks-okf"
+OKF = (Path(__file__).resolve().parents[3] / "shared").resolve() / "corpora" / "databricks-okf"
 
 
 def test_chunk_sections_splits_at_headings_with_paths():

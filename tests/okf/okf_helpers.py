@@ -10,7 +10,7 @@ from pathlib import Path
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf import read_tools
 
-SHARED = Path(__file__).resolve().parents[3] / "shared"  # ../shared beside the checkout
+SHARED = (Path(__file__).resolve().parents[3] / "shared").resolve()  # ../shared beside the checkout
 FIXTURES = SHARED / "okf-fixtures" / "fixtures"
 DATABRICKS = SHARED / "corpora" / "databricks-okf"
 

@@ -14,7 +14,7 @@ from knowspec.impl.okf.graph_nodes import concept_iri, synthetic_iri
 from knowspec.impl.okf.graph_v02 import asset_path, resource_kind
 from knowspec.impl.okf.query_tools import get_semantic_graph
 
-APPENDIX_A = str(Path(__file__).resolve().parents[3] / "shared" / "okf-fixtures" / "fixtures" / "v02" / "positive" / "appendix-a")
+APPENDIX_A = str((Path(__file__).resolve().parents[3] / "shared").resolve() / "okf-fixtures" / "fixtures" / "v02" / "positive" / "appendix-a")
 
 
 def write_bundle(root, files):

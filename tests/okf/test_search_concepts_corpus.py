@@ -11,7 +11,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.query_tools import get_neighbors, get_semantic_graph, search_concepts, search_sections
 
-CORPUS = str(Path(__file__).resolve().parents[3] / "shared" / "corpora" / "databricks-okf")
+CORPUS = str((Path(__file__).resolve().parents[3] / "shared").resolve() / "corpora" / "databricks-okf")
 
 pytestmark = [
     pytest.mark.slow,

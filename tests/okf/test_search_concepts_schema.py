@@ -14,7 +14,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.okf import query_tools as q
 
 SCHEMAS = pathlib.Path(__file__).resolve().parents[2] / "spec" / "okf" / "schemas"
-APPENDIX_A = str(Path(__file__).resolve().parents[3] / "shared" / "okf-fixtures" / "fixtures" / "v02" / "positive" / "appendix-a")
+APPENDIX_A = str((Path(__file__).resolve().parents[3] / "shared").resolve() / "okf-fixtures" / "fixtures" / "v02" / "positive" / "appendix-a")
 
 
 def validator(tool):

@@ -16,7 +16,7 @@ from knowspec.impl.okf.graph_v02 import citation_entries
 from knowspec.impl.okf.model import load_snapshot
 from write_helpers import assert_valid_output, make_bundle, visible_bytes
 
-COMPAT = Path(__file__).resolve().parents[4] / "shared" / "okf-fixtures" / "fixtures" / "v02" / "compat"
+COMPAT = (Path(__file__).resolve().parents[4] / "shared").resolve() / "okf-fixtures" / "fixtures" / "v02" / "compat"
 INDEX_01 = '---\nokf_version: "0.1"\n---\n# Index\n\n- [A](a.md)\n'
 LEGACY = "---\ntype: Note\n---\nClaim one.[1] Claim two.[2] Again.[1]\n\n# Citations\n\n[1] [One](https://one.test/x)\n[2] https://two.test/y\n"
 
