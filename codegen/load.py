@@ -15,6 +15,9 @@ from knowspec.codegen.bundle import BundleError, bundle_schema
 from knowspec.codegen.model import EndpointSpec, FamilySpec, Problem, SpecModel, ToolSpec
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
+# Handler-level re-checks a tool may apply to schema-valid input (answering schema_validation with
+# its own message, read.md §4.2); the conformance suite evaluates them itself.
+RECHECK_RULES = {"non_blank", "letter_or_number"}
 IMPL_PATH = re.compile(r"^knowspec\.impl(\.[a-z_][a-z0-9_]*)+:[a-z_][a-z0-9_]*$")
 LIMIT_KEYWORDS = {"default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"}
 REQUIRED_TOOL_KEYS = ("name", "title", "description", "impl", "read_only", "idempotent", "input", "output")
@@ -133,6 +136,11 @@ def _load_tool(row, family, table, spec_dir, codes, problems, pointer) -> ToolSp
         problems.append(Problem("ERROR", rel, pointer, "text_fallback must be 'json' or 'custom'"))
     limits = row.get("limits", {})
     _check_limits(limits, input_schema, rel, pointer, problems)
+    rechecks = tuple(row.get("rechecks", []))
+    for recheck in rechecks:
+        if recheck.get("rule") not in RECHECK_RULES or recheck.get("argument") not in input_schema.get("properties", {}):
+            problems.append(Problem("ERROR", rel, f"{pointer}/rechecks",
+                                    f"recheck {recheck!r} needs an input argument and a rule in {sorted(RECHECK_RULES)}"))
     return ToolSpec(
         name=name,
         family=family,
@@ -151,6 +159,7 @@ def _load_tool(row, family, table, spec_dir, codes, problems, pointer) -> ToolSp
         errors=tuple(row.get("errors", [])),
         limits=limits,
         ordering=dict(row.get("ordering", {})),
+        rechecks=rechecks,
     )
 
 

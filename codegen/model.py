@@ -39,6 +39,7 @@ class ToolSpec:
     errors: tuple[str, ...]
     limits: dict[str, Any]
     ordering: dict[str, str]
+    rechecks: tuple[dict[str, str], ...] = ()   # handler-level refusals of schema-valid input
 
     @property
     def class_stem(self) -> str:

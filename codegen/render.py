@@ -66,6 +66,7 @@ def contract_document(spec: SpecModel, sources: list[tuple[str, str]]) -> dict[s
                 "errors": list(t.errors),
                 "limits": t.limits,
                 "ordering": t.ordering,
+                "rechecks": list(t.rechecks),
             }
             for t in spec.tools
         ],

@@ -36,6 +36,7 @@ class ToolContract:
     description: str = ""
     limits: dict[str, dict[str, Any]] = field(default_factory=dict)
     ordering: dict[str, str] = field(default_factory=dict)
+    rechecks: tuple[dict[str, str], ...] = ()
 
     @property
     def input_properties(self) -> dict[str, Any]:
@@ -99,6 +100,7 @@ def _tool_from_dict(raw: dict[str, Any]) -> ToolContract:
             description=raw.get("description", ""),
             limits=dict(raw.get("limits", {})),
             ordering=dict(raw.get("ordering", {})),
+            rechecks=tuple(raw.get("rechecks", ())),
         )
     except KeyError as exc:
         raise ContractError(f"tool entry {raw.get('name', '?')!r} lacks {exc}") from exc

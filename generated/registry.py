@@ -59,7 +59,7 @@
 #   okf/schemas/version.schema.json 5faf5f263503fb8476dbada7ff52f2b1104a3604371aa4e8f7dceeff3d21561b
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
-#   okf/tools.toml 044445adc8d244d24a1344084a2e110762b37f843a6de59f1a238f084bca72e9
+#   okf/tools.toml a946475881365bab75ed68d76edc16c40249b9df523741a80088b6c33523953f
 #   rest/endpoints.toml cf6f57769d6dffed325f2ede090f38e150829d614781e3bab82ed9627fef00b0
 """The tool registry: every tool of every family, in tools/list order.
 

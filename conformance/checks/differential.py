@@ -142,7 +142,8 @@ def _neighbor_cases(draw: st.DrawFn, lo: int, hi: int):
     for _ in range(draw(st.integers(1, 3))):
         concept_id = draw(st.sampled_from(ids))
         direction = draw(st.sampled_from(("both", "in", "out")))
-        kinds = tuple(k for k in ALL_KINDS if k in draw(st.sets(st.sampled_from(ALL_KINDS), min_size=1)))
+        chosen = draw(st.sets(st.sampled_from(ALL_KINDS), min_size=1))  # drawn once, not per kind
+        kinds = tuple(k for k in ALL_KINDS if k in chosen)
         calls.append((concept_id, direction, kinds, draw(st.integers(lo, hi))))
     return bundle, calls
 

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import unicodedata
 from typing import Any
 
 from knowspec.conformance.checks.common import (
@@ -26,7 +27,7 @@ def judge(ctx: CheckContext, args: dict[str, Any], outcome: CallOutcome) -> None
         if outcome.is_error:
             problems = envelope_problems(ctx, outcome)
             code = (outcome.structured or {}).get("code")
-            if code == "schema_validation":
+            if code == "schema_validation" and not violates_recheck(ctx.require_tool().rechecks, args):
                 problems.append("schema-valid input was refused as schema_validation")
             if code == "resource_limit" and ctx.require_tool().limits and _within_limits(ctx, args):
                 problems.append("valid input within the advertised limits got resource_limit")
@@ -57,6 +58,21 @@ def _within_limits(ctx: CheckContext, args: dict[str, Any]) -> bool:
     return "bundle_path" not in ctx.require_tool().input_properties
 
 
+def violates_recheck(rechecks: tuple[dict[str, str], ...], args: dict[str, Any]) -> bool:
+    """Whether ``args`` breaks one of the handler re-checks the contract declares (read.md §4.2:
+    a blank query, a query without letters or digits), which may answer schema_validation."""
+    for recheck in rechecks:
+        value = args.get(recheck.get("argument", ""))
+        if not isinstance(value, str):
+            continue
+        if recheck.get("rule") == "non_blank" and not value.strip():
+            return True
+        if recheck.get("rule") == "letter_or_number" and not any(
+                unicodedata.category(ch)[0] in "LN" for ch in value):
+            return True
+    return False
+
+
 def _string_values(value: Any) -> list[str]:
     """String values anywhere in the arguments (keys are names, not values)."""
     if isinstance(value, str):
@@ -68,10 +84,18 @@ def _string_values(value: Any) -> list[str]:
     return []
 
 
+def _distinctive(text: str) -> bool:
+    """Long enough, and not a plain word a server's own wording could contain ("advertised")."""
+    stripped = text.strip()
+    if len(stripped) < 8:
+        return False
+    return len(stripped) >= 24 or not (stripped.isascii() and stripped.isalpha())
+
+
 def _echoed_values(args: dict[str, Any], messages: list[str], schema_text: str) -> str | None:
-    """A bad value (8+ characters, not a word the schema itself advertises) repeated in a message."""
+    """A distinctive bad value (not a word the schema itself advertises) repeated in a message."""
     for text in _string_values(args):
-        if len(text.strip()) >= 8 and text not in schema_text and any(text in m for m in messages):
+        if _distinctive(text) and text not in schema_text and any(text in m for m in messages):
             return text
     return None
 
