@@ -7,10 +7,16 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+from knowspec.impl.context import Caller
 from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
+from knowspec.impl.rest.session_endpoints import bearer_token
+from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
+
+
+ANONYMOUS = Caller(user="", roles=(), database=None, unrestricted=False)
 
 
 def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_protection: bool = True) -> Starlette:
@@ -18,10 +24,23 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     REST shares the runtime, so a Help*/Doc* request goes through the same call pipeline as an
     MCP ``tools/call``; every HTTP error body, framework ones included, is the error envelope.
+
+    Only a stdio caller is unrestricted (the seed). An HTTP MCP caller is the REST session named
+    by ``Authorization: Bearer <token>`` (log in at ``/ClientREST/Login``), or else an anonymous
+    caller whose principals are ``{*}``: it sees collections open to everyone and nothing else.
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
-    server = build_server(runtime)
+    sessions = SessionStore(runtime.settings.session_ttl_seconds)
+
+    def caller_for(ctx) -> Caller:
+        request = getattr(ctx, "request", None)
+        session = sessions.get(bearer_token(request)) if request is not None else None
+        if session is None:
+            return ANONYMOUS
+        return Caller(user=session.user, roles=session.roles, database=session.database, unrestricted=False)
+
+    server = build_server(runtime, caller_for=caller_for)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),
@@ -29,7 +48,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     routes: list[BaseRoute] = [
         Route("/healthz", health, methods=["GET"]),
-        *rest_routes(runtime.settings, runtime=runtime),
+        *rest_routes(runtime.settings, sessions=sessions, runtime=runtime),
     ]
     security = None if dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(
