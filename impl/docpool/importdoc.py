@@ -92,7 +92,7 @@ def importer_for(location: catalog.PoolLocation) -> Callable[[Path, str], recipe
 def import_collection(settings, database: str, collection: str, source_path: str) -> dict[str, Any]:
     """Import ``collection`` from the pool file ``source_path`` into ``database``'s pool."""
     require_params({"database": database, "collection": collection, "path": source_path})
-    if not recipe.COLLECTION_NAME.match(collection):
+    if not recipe.COLLECTION_NAME.fullmatch(collection):
         return refused(f"invalid collection name {collection!r}: must match ^[a-z0-9][a-z0-9-]*$")
     source = Path(source_path).expanduser()
     reason = source_refusal(source, collection)

@@ -61,26 +61,49 @@ def vector_model_conflict(con: sqlite3.Connection, collection: str) -> str | Non
     return identity_conflict(staying, incoming)
 
 
-def import_collection(target: Path | str, source: Path | str, collection: str) -> ImportResult:
-    """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``."""
-    if not COLLECTION_NAME.match(collection or ""):
-        raise ImportRefused(f"invalid collection name {collection!r}")
-    source = Path(source)
+def refusal(target: Path | str, source: Path | str, collection: str) -> str | None:
+    """Why ``source`` cannot bring ``collection`` into ``target``, decided read-only, or None.
+
+    Nothing here writes: a refused import leaves the target byte-identical (the seed's 202).
+    """
+    if not COLLECTION_NAME.fullmatch(collection or ""):
+        return f"invalid collection name {collection!r}"
+    source, target = Path(source), Path(target)
     if not source.is_file():
-        raise ImportRefused(f"source pool not found ({source})")
-    con = open_for_write(target)
+        return f"source pool not found ({source})"
+    has_target = target.is_file()
+    con = (sqlite3.connect(target.absolute().as_uri() + "?mode=ro", uri=True) if has_target
+           else sqlite3.connect(":memory:"))
     try:
         con.execute("attach database ? as src", [source.absolute().as_uri() + "?mode=ro"])
         try:
             found = con.execute('select count(*) from src."doc$collection" where id = ?',
                                 [collection]).fetchone()[0]
         except sqlite3.DatabaseError as exc:
-            raise ImportRefused(f"source is not a document pool ({source}): {exc}") from exc
+            return f"source is not a document pool ({source}): {exc}"
         if not found:
-            raise ImportRefused(f"collection {collection} not found in source ({source})")
-        conflict = vector_model_conflict(con, collection)
-        if conflict:
-            raise ImportRefused(f"embedding model does not match the pool ({source}): {conflict}")
+            return f"collection {collection} not found in source ({source})"
+        if has_target:
+            try:
+                conflict = vector_model_conflict(con, collection)
+            except sqlite3.DatabaseError:
+                conflict = None  # a target without the pool schema yet: nothing to conflict with
+            if conflict:
+                return f"embedding model does not match the pool ({source}): {conflict}"
+        return None
+    finally:
+        con.close()
+
+
+def import_collection(target: Path | str, source: Path | str, collection: str) -> ImportResult:
+    """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``."""
+    why = refusal(target, source, collection)
+    if why:
+        raise ImportRefused(why)
+    source = Path(source)
+    con = open_for_write(target)
+    try:
+        con.execute("attach database ? as src", [source.absolute().as_uri() + "?mode=ro"])
         con.execute("begin immediate")
         try:
             for sql in recipe_statements():
