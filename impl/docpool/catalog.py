@@ -152,7 +152,8 @@ def execute_alter(catalog_path: Path | str, command: str) -> DatabaseEntry:
 
 def _unavailable(message: str, name: str = "") -> ToolError:
     return ToolError("pool_unavailable", message,
-                     diagnostics=[diagnostic("pool_unavailable", message, field="database", spec_ref=name)]
+                     diagnostics=[diagnostic("pool_unavailable", message, field="database",
+                                             spec_ref="seeds/001_doc_pools#document-pool")]
                      if name else ())
 
 

@@ -18,7 +18,7 @@ def require_registered(settings, database: str) -> None:
         raise ToolError(
             "pool_unavailable", "database is not registered",
             diagnostics=[diagnostic("pool_unavailable", "database is not registered",
-                                    field="/database", spec_ref=database)],
+                                    field="/database", spec_ref="seeds/001_doc_pools#document-pool")],
         )
 
 

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from knowspec.impl.server.envelope import envelope_of
 from knowspec.impl.errors import Diagnostic, ToolError
 
 # HTTP status for each envelope code (spec/errors.toml plus the REST-only codes below).
@@ -52,12 +53,8 @@ _FRAMEWORK_CODES = {
 def envelope(
     code: str, message: str, *, retryable: bool = False, diagnostics: Iterable[Diagnostic] = ()
 ) -> dict[str, Any]:
-    return {
-        "code": code,
-        "message": message or code,
-        "retryable": retryable,
-        "diagnostics": list(diagnostics),
-    }
+    """The MCP envelope rules apply to REST too: redaction, 512-byte messages, safe codes."""
+    return envelope_of(ToolError(code, message or code, retryable=retryable, diagnostics=diagnostics))
 
 
 def error_response(
@@ -88,9 +85,9 @@ async def http_exception_handler(request: Request, exc: Exception) -> JSONRespon
     code = _FRAMEWORK_CODES.get(exc.status_code, "invalid_request")
     message = exc.detail if isinstance(exc.detail, str) and exc.detail else code
     if exc.status_code == 404:
-        message = f"no such endpoint: {request.method} {request.url.path}"
+        message = "no such endpoint"
     elif exc.status_code == 405:
-        message = f"method {request.method} not allowed on {request.url.path}"
+        message = "method not allowed on this endpoint"
     return error_response(code, message, status=exc.status_code, headers=dict(exc.headers or {}))
 
 

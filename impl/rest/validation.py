@@ -13,6 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from knowspec.impl.errors import ToolError
+from knowspec.impl.server.arguments import walk_arguments
 from knowspec.impl.server.validation import SchemaCheck, input_error
 
 
@@ -30,13 +31,15 @@ def parse_json_body(raw: bytes, content_type: str | None = None) -> Any:
     if not raw.strip():
         return {}
     if not is_json_media_type(content_type):
-        raise ToolError(
-            "unsupported_media_type", f"request body must be application/json, not {content_type}"
-        )
+        raise ToolError("unsupported_media_type", "request body must be application/json")
     try:
-        return json.loads(raw)
+        body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:
         raise ToolError("invalid_request", f"request body is not valid JSON: {exc}") from None
+    except RecursionError:
+        raise ToolError("resource_limit", "request body is nested too deeply") from None
+    walk_arguments(body)  # the MCP pipeline's raw-argument rules: UTF-8, depth, size
+    return body
 
 
 @lru_cache(maxsize=64)

@@ -16,7 +16,7 @@ from typing import Any
 import mcp.types as types
 
 from knowspec.impl.errors import ToolError, diagnostic
-from knowspec.impl.rules.redaction import MAX_MESSAGE_BYTES, redact_message, safe_file
+from knowspec.impl.rules.redaction import MAX_MESSAGE_BYTES, looks_like_path, redact_message, safe_file
 
 SAFE_CODE = re.compile(r"^[a-z0-9_]+$")
 MAX_ERROR_RESULT_BYTES = 64 * 1024
@@ -36,6 +36,19 @@ def success_result(structured: dict[str, Any], text: str) -> types.CallToolResul
     )
 
 
+def _redacted_or_empty(text: str) -> str:
+    """Short names (a field path, a spec section) pass; anything path-like or long is dropped."""
+    return "" if looks_like_path(text) or len(text.encode("utf-8")) > MAX_MESSAGE_BYTES else text
+
+
+_FIELD_PATH = re.compile(r"^/?[A-Za-z0-9_$-]*(?:[./][A-Za-z0-9_$-]+)*$")
+
+
+def _field_path(text: str) -> str:
+    """An argument path (``limit``, ``kinds.0``, ``/params/database``); anything else is dropped."""
+    return text if len(text) <= 256 and _FIELD_PATH.match(text) else ""
+
+
 def _clean_diagnostic(d: dict[str, Any]) -> dict[str, Any]:
     message = str(d.get("message", ""))
     if len(message.encode("utf-8")) > MAX_MESSAGE_BYTES:
@@ -47,8 +60,8 @@ def _clean_diagnostic(d: dict[str, Any]) -> dict[str, Any]:
         message,
         severity=d.get("severity", "ERROR") if d.get("severity") in ("ERROR", "WARN", "INFO") else "ERROR",
         file=safe_file(str(d.get("file", ""))),
-        field=str(d.get("field", "")),
-        spec_ref=str(d.get("spec_ref", "")),
+        field=_field_path(str(d.get("field", ""))),
+        spec_ref=_redacted_or_empty(str(d.get("spec_ref", ""))),
         policy_failure=bool(d.get("policy_failure", False)),
     )
 

@@ -201,3 +201,29 @@ def test_tools_list_is_stable_and_carries_raw_schemas(mini_registry):
     assert tool["inputSchema"] == mini_registry.load_schema("echo", "echo_text", "input")
     assert tool["outputSchema"]["anyOf"][1]["required"] == ["code", "message", "retryable", "diagnostics"]
     assert {k: v for k, v in tool["annotations"].items() if v is not None} == {"readOnlyHint": True, "destructiveHint": False, "idempotentHint": True, "openWorldHint": False}
+
+
+def test_diagnostic_spec_ref_and_field_never_carry_a_path(mini_registry):
+    from knowspec.impl.errors import diagnostic
+
+    def leaky(args, ctx):
+        raise ToolError("pool_unavailable", "database is not registered",
+                        diagnostics=[diagnostic("pool_unavailable", "database is not registered",
+                                                field="../../etc", spec_ref="/etc/passwd")])
+
+    result = call(mini_registry, {**HANDLERS, "echo_text": leaky}, "echo_text", {"text": "a"})
+    diag = result.structured_content["diagnostics"][0]
+    assert diag["spec_ref"] == "" and diag["field"] == ""
+
+
+def test_argument_paths_survive_in_field(mini_registry):
+    from knowspec.impl.errors import diagnostic
+
+    def pointed(args, ctx):
+        raise ToolError("invalid_request", "bad", diagnostics=[
+            diagnostic("invalid_request", "x", field="/params/database", spec_ref="seeds/001#import"),
+            diagnostic("invalid_input", "y", field="kinds.0")])
+
+    result = call(mini_registry, {**HANDLERS, "echo_text": pointed}, "echo_text", {"text": "a"})
+    fields = [(d["field"], d["spec_ref"]) for d in result.structured_content["diagnostics"]]
+    assert fields == [("/params/database", "seeds/001#import"), ("kinds.0", "")]
