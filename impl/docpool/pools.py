@@ -32,11 +32,12 @@ def help_pool(ctx: CallContext) -> PoolStorage:
     """The help pool (``settings.help_db_path``), read-only; ``help pool not found (...)`` if absent."""
     path = Path(ctx.settings.help_db_path)
     if not path.is_file():
-        raise ToolError("pool_unavailable", f"help pool not found ({path})")
+        # Name the pool, not the file: a message with a path would be redacted whole.
+        raise ToolError("pool_unavailable", f"help pool not found ({HELP_COLLECTION})")
     try:
         return SqlitePool(path, location=str(path))
     except (NotAPool, sqlite3.Error) as exc:
-        raise ToolError("pool_unavailable", f"help pool not found ({path}: {exc})") from exc
+        raise ToolError("pool_unavailable", f"help pool not found ({HELP_COLLECTION}: {exc})") from exc
 
 
 def requested_database(ctx: CallContext, database: str | None) -> str | None:
@@ -47,7 +48,7 @@ def requested_database(ctx: CallContext, database: str | None) -> str | None:
 def _open_sqlite(location: PoolLocation) -> PoolStorage:
     path = Path(location.dsn)
     if not path.is_file():
-        raise ToolError("pool_unavailable", f"document pool not imported ({location.docs_database}: {path})")
+        raise ToolError("pool_unavailable", f"document pool not imported ({location.docs_database})")
     try:
         return SqlitePool(path, location=location.docs_database)
     except (NotAPool, sqlite3.Error) as exc:

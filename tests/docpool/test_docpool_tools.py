@@ -295,3 +295,16 @@ def test_document_pool_through_another_database(env, tmp_path):
 def test_text_content_is_the_seed_array(ctx):
     out = _raw("doc_links", ctx, kind="form_class", key="TfrmFatura")
     assert list(out) == ["results"] and isinstance(json.loads(json.dumps(out["results"])), list)
+
+
+def test_pool_errors_name_the_pool_not_a_file_so_they_survive_redaction(tmp_path):
+    from knowspec.impl.errors import ToolError
+    from knowspec.impl.server.envelope import envelope_of
+    from knowspec.impl.config import Settings
+    from knowspec.impl.context import CallContext
+    from knowspec.impl.docpool import pools
+
+    ctx = CallContext(settings=Settings(appdir=tmp_path))
+    with pytest.raises(ToolError) as err:
+        pools.help_pool(ctx)
+    assert envelope_of(err.value)["message"] == "help pool not found (netsim-help)"
