@@ -14,9 +14,10 @@ from starlette.concurrency import run_in_threadpool
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from knowspec.impl.docpool import importdoc
+from knowspec.impl.docpool import auth, importdoc
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import catalog_bridge
+from knowspec.impl.docpool.auth import SYSADMIN
 from knowspec.impl.rest.endpoint_table import Endpoint
 from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import SessionStore
@@ -33,10 +34,20 @@ def documents_setting(params: dict[str, Any]) -> tuple[str, str, str | None]:
     return params["database"], documents, related
 
 
+def _still_sysadmin(settings, sessions: SessionStore, session) -> None:
+    """Roles are read again for every admin command: a revoked SYSADMIN or a deleted user loses
+    the power at once, not when the session expires."""
+    user = auth.get_user(settings.catalog_path, session.user)
+    if user is None or not any(role.upper() == SYSADMIN for role in user.roles):
+        sessions.close(session.token)
+        raise ToolError("forbidden", "the session's user no longer holds the SYSADMIN role")
+
+
 async def exec_command(
     request: Request, endpoint: Endpoint, settings, sessions: SessionStore
 ) -> JSONResponse:
-    require_session(request, sessions, sysadmin=True)
+    session = require_session(request, sessions, sysadmin=True)
+    await run_in_threadpool(_still_sysadmin, settings, sessions, session)
     body = parse_json_body(await request.body(), request.headers.get("content-type"))
     # The seed's own rule first: a missing IMPORTDOC parameter answers 400 by name.
     if isinstance(body, dict) and body.get("command") == "IMPORTDOC":

@@ -44,3 +44,15 @@ def test_unknown_path_is_not_echoed(client):
     response = client.get("/ClientREST/../../etc/passwd-probe")
     assert response.status_code == 404
     assert "passwd" not in response.text
+
+
+def test_revoked_sysadmin_loses_admin_at_once(tmp_path):
+    settings = Settings(appdir=tmp_path)
+    auth.create_user(settings.catalog_path, "root", "pw", ["SYSADMIN"])
+    app = TestClient(rest_app(settings, runtime=ToolRuntime(settings)), raise_server_exceptions=False)
+    token = app.post("/ClientREST/Login", json={"user": "root", "password": "pw"}).json()["token"]
+    headers = {"Authorization": f"Bearer {token}"}
+    body = {"command": "IMPORTDOC", "params": {"database": "db", "collection": "c"}}
+    assert app.post("/AdminREST/EXECCOMMAND", json=body, headers=headers).status_code == 400  # admitted
+    auth.revoke_role(settings.catalog_path, "root", "SYSADMIN")
+    assert app.post("/AdminREST/EXECCOMMAND", json=body, headers=headers).status_code == 403
