@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 from typing import Any
 
 from hypothesis import strategies as st
@@ -92,14 +93,44 @@ def probe_calls(ctx: CheckContext) -> list[dict[str, Any]]:
     props = tool.input_properties
     check = validator(tool.input_schema)
     calls: list[dict[str, Any]] = []
-    for bundle in fixture_bundles(ctx):
-        for query, concept_id in (("needle", sorted(bundle.ids)[0]), ("e", sorted(bundle.ids)[-1])):
-            args = base_arguments(tool, {})
-            extra = {"bundle_path": str(ctx.bundles.path_of(bundle)), "query": query, "concept_id": concept_id}
-            args.update({k: v for k, v in extra.items() if k in props})
-            if check.is_valid(args) and args not in calls:
-                calls.append(args)
+    extras: list[dict[str, Any]] = []
+    if tool.family == "docpool":
+        extras = pool_probe_values(ctx)
+    else:
+        for bundle in fixture_bundles(ctx):
+            for query, concept_id in (("needle", sorted(bundle.ids)[0]), ("e", sorted(bundle.ids)[-1])):
+                extras.append({"bundle_path": str(ctx.bundles.path_of(bundle)), "query": query,
+                               "concept_id": concept_id})
+    for extra in extras:
+        args = base_arguments(tool, {})
+        args.update({k: v for k, v in extra.items() if k in props and v is not None})
+        if check.is_valid(args) and args not in calls:
+            calls.append(args)
     return calls
+
+
+def pool_probe_values(ctx: CheckContext, per_kind: int = 6) -> list[dict[str, Any]]:
+    """Argument values discovered from the target's own document pool (no pool of ours exists
+    there): entity kinds and keys from ``doc_entities``, and title words as queries, so that
+    searches, links and lookups return results the ordering and truncation oracles can judge."""
+    if not ctx.is_advertised("doc_entities"):
+        return []
+    kinds = ctx.call({}, name="doc_entities")
+    if kinds.is_error or not isinstance(kinds.structured, dict):
+        return []
+    values: list[dict[str, Any]] = []
+    for row in (kinds.structured.get("results") or [])[:4]:
+        listed = ctx.call({"kind": row.get("kind"), "limit": per_kind}, name="doc_entities")
+        if listed.is_error or not isinstance(listed.structured, dict):
+            continue
+        for entity in listed.structured.get("results") or []:
+            words = re.findall(r"\w{3,}", str(entity.get("title") or ""))
+            kind, key = entity.get("kind"), entity.get("key")
+            values.append({"kind": kind, "key": key, "query": words[0] if words else None,
+                           "form_class": key if kind == "form_class" else None,
+                           "islem_kodu": key if kind == "islem_kodu" else None,
+                           "module": key if kind == "module" else None})
+    return values
 
 
 def overrides(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:

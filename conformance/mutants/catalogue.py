@@ -71,10 +71,14 @@ def set_structured(response: dict, new: dict) -> dict:
     for item in res.get("content", []):
         if item.get("type") == "text":
             try:
-                if json.loads(item["text"]) == old:
-                    item["text"] = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+                text = json.loads(item["text"])
             except (ValueError, TypeError):
-                pass
+                continue
+            if text == old:
+                item["text"] = json.dumps(new, ensure_ascii=False, separators=(",", ":"))
+            elif isinstance(old, dict) and "results" in old and text == old["results"]:
+                # a wrapped tool's text is the bare array (the tool table's ``wrap``)
+                item["text"] = json.dumps(new["results"], ensure_ascii=False, separators=(",", ":"))
     return out
 
 
@@ -469,3 +473,34 @@ mutant("list_drops_output_schemas", "every tool advertises its output schema", (
     _listing(_drop_output_schema))
 mutant("list_flips_read_only_hint", "annotations follow the tool table", ("tools_list",))(
     _listing(_flip_read_only))
+
+
+# ---- help and document pools ------------------------------------------------------------------
+def _swap_first_two(key: str) -> Callable[[dict], bool]:
+    """Swap the first two results when they differ in their ordering key (score, confidence)."""
+    def edit(out: dict) -> bool:
+        items = out.get(key)
+        if isinstance(items, list) and len(items) > 1 and items[0] != items[1]:
+            items[0], items[1] = items[1], items[0]
+            return True
+        return False
+
+    return edit
+
+
+def _results_over_limit(out: dict) -> bool:
+    items = out.get("results")
+    if isinstance(items, list) and items:
+        out["results"] = items + items[:1] * 60
+        return True
+    return False
+
+
+mutant("doc_search_reverse_results", "doc_search results ordered by score", ("result_ordering",))(
+    edit_success("doc_search", _reverse("results")))
+mutant("help_search_swap_results", "help_search results ordered by score", ("result_ordering",))(
+    edit_success("help_search", _swap_first_two("results")))
+mutant("doc_links_reverse", "doc_links most reliable first", ("result_ordering",))(
+    edit_success("doc_links", _reverse("results")))
+mutant("doc_search_over_limit", "at most limit results", ("output_schema", "truncation"))(
+    edit_success("doc_search", _results_over_limit))
