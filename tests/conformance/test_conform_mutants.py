@@ -51,6 +51,10 @@ SAMPLES = [(_call("search_concepts", ARGS), SEARCH), (_call("get_neighbors", ARG
            (_call("search_concepts", {**ARGS, "query": "z"}), _ok({"query": "z", "total": 0, "truncated": False,
                                                                    "hits": []})),
            (_call("nope", {}), UNKNOWN), ({"jsonrpc": "2.0", "id": 1, "method": "tools/list"}, LISTING)]
+_RESULTS = [{"collection": "c", "slug": "a", "score": -2.0, "confidence": 0.9},
+            {"collection": "c", "slug": "b", "score": -1.0, "confidence": 0.5}]
+SAMPLES += [(_call(tool, {"query": "q", "kind": "k", "key": "x"}), _ok({"results": _RESULTS}))
+            for tool in ("doc_search", "help_search", "doc_links")]
 
 
 @pytest.mark.parametrize("name", sorted(MUTANTS))
