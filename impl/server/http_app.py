@@ -16,6 +16,7 @@ from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 
 
+MAX_REQUEST_BYTES = 72 * 1024 * 1024
 ANONYMOUS = Caller(user="", roles=(), database=None, unrestricted=False)
 
 
@@ -53,6 +54,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     security = None if dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(
         streamable_http_path="/mcp", transport_security=security, host=host, custom_starlette_routes=routes,
+        # Above the 64 MiB argument cap, so an over-long argument reaches the pipeline and answers
+        # resource_limit instead of an HTTP 413 the client would see as a JSON-RPC error.
+        max_request_body_size=MAX_REQUEST_BYTES,
     )
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)

@@ -134,3 +134,16 @@ def test_http_app_serves_rest_and_envelopes_beside_mcp(http_server):
             Draft202012Validator(error_schema()).validate(body)
         else:
             pytest.fail(f"{method} {path} answered 2xx without a session")
+
+
+def test_http_over_long_argument_is_resource_limit_not_a_transport_error(http_server):
+    """An argument past maxLength (here several MiB) must reach the pipeline, not die as HTTP 413."""
+    async def go():
+        async with session_for("http", http_server) as session:
+            request = types.CallToolRequest(params=types.CallToolRequestParams(
+                name="write_concept",
+                arguments={"bundle_path": "/x", "concept_id": "a", "frontmatter": "x", "body": "n" * (17 * 1024 * 1024)}))
+            return await session.send_request(request, types.CallToolResult)
+
+    result = anyio.run(go)
+    assert result.is_error and result.structured_content["code"] == "resource_limit"
