@@ -1,0 +1,27 @@
+"""Every subcommand the issues name is mounted (the CLI skips a part only while it is unbuilt)."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowspec.impl.cli import build_parser
+
+
+def subcommands(parser) -> dict:
+    for action in parser._actions:
+        if action.__class__.__name__ == "_SubParsersAction":
+            return action.choices
+    return {}
+
+
+def test_top_level_commands():
+    assert set(subcommands(build_parser())) == {"serve", "codegen", "conform", "demo", "bench", "pool", "model", "user"}
+
+
+@pytest.mark.parametrize(("group", "expected"), [
+    ("pool", {"build", "import", "register", "alter", "databases"}),
+    ("model", {"build", "check"}),
+    ("user", {"add", "grant", "list"}),
+])
+def test_grouped_commands(group, expected):
+    assert set(subcommands(subcommands(build_parser())[group])) == expected
