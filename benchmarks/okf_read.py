@@ -10,7 +10,6 @@ RSS on a bundle padded to just under 64 MiB.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import random
 import shutil

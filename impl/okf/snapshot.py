@@ -378,23 +378,6 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
     return walk
 
 
-def _build_documents(entries: dict[str, _Entry], ctx) -> dict[str, Document]:
-    documents: dict[str, Document] = {}
-    for i, (rel, entry) in enumerate(entries.items()):
-        if not rel.endswith(".md"):
-            continue
-        if entry.document is None:
-            if i % 64 == 0:
-                _check(ctx)
-            try:
-                entry.document = document_for(rel, entry.data)
-            except YamlLimitError:
-                raise _limit()
-            Stats.parsed_documents += 1
-        documents[rel] = entry.document
-    return documents
-
-
 def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int], ctx) -> Snapshot:
     """Install the walk's result in the slot; an unchanged file set keeps the same Snapshot."""
     entries = walk.entries
