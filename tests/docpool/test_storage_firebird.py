@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 
 import pytest
 
@@ -11,6 +10,11 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.storage import firebird
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
+from storages import (
+    check_concurrent_readers_see_old_or_new,
+    check_failing_import_changes_nothing,
+    check_reader_keeps_its_snapshot,
+)
 from storages import GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready, observe  # noqa: F401
 
 pytestmark = pytest.mark.firebird
@@ -46,65 +50,15 @@ def test_import_reports_like_the_sqlite_recipe_and_is_visible_to_the_next_read(t
 
 
 def test_a_failing_import_changes_nothing(dsn, versions, monkeypatch):
-    v1, v2 = versions
-    firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        before, stamp = observe(pool), pool.change_stamp()
-    real = firebird._insert
-
-    def failing(cur, name, sql, rows):
-        real(cur, name, sql, rows)
-        if name == "chunk_vecs":  # topics, chunks, links, ACLs and topic vectors are written by now
-            raise RuntimeError("injected failure")
-
-    monkeypatch.setattr(firebird, "_insert", failing)
-    with pytest.raises(firebird.ImportFailed, match="^injected failure$"):
-        firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        assert observe(pool) == before
-        assert pool.change_stamp() == stamp
+    check_failing_import_changes_nothing(firebird, _open, dsn, versions, monkeypatch)
 
 
 def test_a_reader_keeps_its_snapshot_while_an_import_commits(dsn, versions):
-    v1, v2 = versions
-    firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
-    with _open(dsn) as old_reader:
-        before = observe(old_reader)
-        firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
-        assert observe(old_reader) == before  # old, never a mix
-        with _open(dsn) as new_reader:
-            after = observe(new_reader)
-    assert after != before
+    check_reader_keeps_its_snapshot(firebird, _open, dsn, versions)
 
 
 def test_concurrent_readers_see_old_or_new_never_a_mix(dsn, versions):
-    v1, v2 = versions
-    firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        old = observe(pool)
-    firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        new = observe(pool)
-    seen, stop, errors = [], threading.Event(), []
-
-    def read():
-        try:
-            while not stop.is_set():
-                with _open(dsn) as pool:
-                    seen.append(observe(pool))
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    try:
-        for source in (v1, v2, v1, v2):
-            firebird.import_collection(dsn, source, GENERATED_COLLECTION)
-    finally:
-        stop.set()
-        reader.join()
-    assert not errors
-    assert seen and all(s in (old, new) for s in seen)
+    check_concurrent_readers_see_old_or_new(firebird, _open, dsn, versions)
 
 
 def test_full_text_index_follows_the_change_stamp(dsn, versions):

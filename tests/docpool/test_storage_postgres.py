@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import itertools
-import threading
 
 import psycopg
 import pytest
@@ -15,6 +14,11 @@ from knowspec.impl.docpool.storage import postgres
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.fold import fold
+from storages import (
+    check_concurrent_readers_see_old_or_new,
+    check_failing_import_changes_nothing,
+    check_reader_keeps_its_snapshot,
+)
 from storages import GENERATED_COLLECTION, build_versions, fresh_pg_database, observe, pg_dsn  # noqa: F401
 
 pytestmark = pytest.mark.postgres
@@ -78,65 +82,15 @@ def test_import_reports_like_the_sqlite_recipe_and_is_visible_to_the_next_read(t
 
 
 def test_a_failing_import_changes_nothing(dsn, versions, monkeypatch):
-    v1, v2 = versions
-    postgres.import_collection(dsn, v1, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        before, stamp = observe(pool), pool.change_stamp()
-    real = postgres._insert
-
-    def failing(cur, name, sql, rows):
-        real(cur, name, sql, rows)
-        if name == "chunk_vecs":  # topics, chunks, links, ACLs and topic vectors are written by now
-            raise RuntimeError("injected failure")
-
-    monkeypatch.setattr(postgres, "_insert", failing)
-    with pytest.raises(postgres.ImportFailed, match="^injected failure$"):
-        postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        assert observe(pool) == before
-        assert pool.change_stamp() == stamp
+    check_failing_import_changes_nothing(postgres, _open, dsn, versions, monkeypatch)
 
 
 def test_a_reader_keeps_its_snapshot_while_an_import_commits(dsn, versions):
-    v1, v2 = versions
-    postgres.import_collection(dsn, v1, GENERATED_COLLECTION)
-    with _open(dsn) as old_reader:
-        before = observe(old_reader)
-        postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
-        assert observe(old_reader) == before  # old, never a mix
-        with _open(dsn) as new_reader:
-            after = observe(new_reader)
-    assert after != before
+    check_reader_keeps_its_snapshot(postgres, _open, dsn, versions)
 
 
 def test_concurrent_readers_see_old_or_new_never_a_mix(dsn, versions):
-    v1, v2 = versions
-    postgres.import_collection(dsn, v1, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        old = observe(pool)
-    postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
-    with _open(dsn) as pool:
-        new = observe(pool)
-    seen, stop, errors = [], threading.Event(), []
-
-    def read():
-        try:
-            while not stop.is_set():
-                with _open(dsn) as pool:
-                    seen.append(observe(pool))
-        except Exception as exc:  # pragma: no cover - reported below
-            errors.append(exc)
-
-    reader = threading.Thread(target=read)
-    reader.start()
-    try:
-        for source in (v1, v2, v1, v2):
-            postgres.import_collection(dsn, source, GENERATED_COLLECTION)
-    finally:
-        stop.set()
-        reader.join()
-    assert not errors
-    assert seen and all(s in (old, new) for s in seen)
+    check_concurrent_readers_see_old_or_new(postgres, _open, dsn, versions)
 
 
 def test_full_text_uses_the_gin_index(dsn, versions):
