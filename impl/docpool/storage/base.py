@@ -132,6 +132,13 @@ class EntityKindRecord:
     entities: int
 
 
+def pick_entity_kind(rows: list[EntityKindRecord], collection: str | None) -> EntityKindRecord | None:
+    """The kind row of ``collection`` when it has one, else the first (rows come by collection)."""
+    if collection is not None:
+        rows = [r for r in rows if r.collection == collection] or rows
+    return rows[0] if rows else None
+
+
 @dataclass(frozen=True)
 class VectorRow:
     """A stored embedding of an allowed topic (``chunk_id`` is None for a topic vector)."""

@@ -15,6 +15,7 @@ from pathlib import Path
 from typing import Any, Sequence
 
 from knowspec.impl.docpool.storage.base import (
+    pick_entity_kind,
     COUNT_NAMES,
     HERKES,
     Access,
@@ -319,10 +320,7 @@ class SqlitePool:
         return self._kinds()
 
     def entity_kind(self, kind, collection=None) -> EntityKindRecord | None:
-        rows = self._kinds("where k.kind = ?", [kind])
-        if collection is not None:
-            rows = [r for r in rows if r.collection == collection] or rows
-        return rows[0] if rows else None
+        return pick_entity_kind(self._kinds("where k.kind = ?", [kind]), collection)
 
     def find_entities(self, kind, text, limit) -> list[EntityRecord]:
         where, params = ["1"], []
