@@ -27,7 +27,7 @@ import threading
 import unicodedata
 from bisect import bisect_left
 from dataclasses import dataclass
-from typing import Iterable, Sequence
+from typing import Iterable, NamedTuple, Sequence
 
 from knowspec.impl.rules.bm25 import fts5_bm25
 
@@ -39,8 +39,7 @@ _CLASSES: dict[int, str | None] = {}
 _LOCK = threading.Lock()
 
 
-@dataclass(frozen=True)
-class Token:
+class Token(NamedTuple):
     """One token: its folded text and its ``[start, end)`` character span in the source text."""
 
     text: str
@@ -83,6 +82,7 @@ def _fallback_class(cp: int) -> str | None:
 
 _KIND: dict[int, str] = {}   # code point -> 'a' token character, 'd' diacritic, ' ' separator
 _FOLDED: dict[int, str] = {}  # code point -> its folded form inside a token
+_SPLIT: dict[int, str] = {}   # code point -> folded form, '' for a diacritic, ' ' for a separator
 _RUN = re.compile(r"a[ad]*")
 
 
@@ -91,6 +91,7 @@ def _remember(classes: dict[int, str | None]) -> None:
         _CLASSES[cp] = folded
         _KIND[cp] = " " if folded is _SEPARATOR else ("d" if folded == "" else "a")
         _FOLDED[cp] = folded or ""
+        _SPLIT[cp] = " " if folded is _SEPARATOR else folded
 
 
 _remember(_ASCII)
@@ -98,6 +99,8 @@ _remember(_ASCII)
 
 def learn_characters(text: str) -> None:
     """Make sure every code point of ``text`` has a known class (one SQLite probe per batch)."""
+    if text.isascii():
+        return  # every ASCII class is known from the start
     unknown = {ord(c) for c in set(text)} - _CLASSES.keys()
     if not unknown:
         return
@@ -125,7 +128,16 @@ def tokenize(text: str) -> list[Token]:
 
 
 def token_texts(text: str) -> list[str]:
-    return [t.text for t in tokenize(text)]
+    """The folded texts of ``tokenize(text)`` (no spans: the index and query side need only these).
+
+    One ``translate`` of the whole text (separator -> space, diacritic -> nothing, token
+    character -> its folded form) and a split on spaces give the same tokens: a diacritic that
+    does not continue a token follows a separator or the start, so dropping it joins nothing.
+    """
+    if not text:
+        return []
+    learn_characters(text)
+    return list(filter(None, text.translate(_SPLIT).split(" ")))
 
 
 # -- queries ---------------------------------------------------------------------------------
@@ -267,10 +279,12 @@ def snippet(texts: Sequence[str], column_sizes: Sequence[int], instances: Sequen
     """
     best_col = column if column >= 0 else 0
     best_start, best_score, col_size = 0, 0, 0
+    tokens: dict[int, list[Token]] = {}
     for c, text in enumerate(texts):
         if column >= 0 and c != column:
             continue
-        firsts = sentence_starts(text, tokenize(text))
+        tokens[c] = tokenize(text)
+        firsts = sentence_starts(text, tokens[c])
         doc_size = column_sizes[c]
         for inst in instances:
             if inst.column != c:
@@ -289,11 +303,14 @@ def snippet(texts: Sequence[str], column_sizes: Sequence[int], instances: Sequen
                         best_score, best_col, best_start, col_size = score, c, firsts[jj], doc_size
     if col_size == 0:
         col_size = column_sizes[best_col]
-    return _highlight(texts[best_col], _coalesced(instances, phrase_sizes, best_col),
+    if best_col not in tokens:
+        tokens[best_col] = tokenize(texts[best_col])
+    return _highlight(texts[best_col], tokens[best_col], _coalesced(instances, phrase_sizes, best_col),
                       best_start, best_start + n_token - 1, col_size, open_mark, close_mark, ellipsis)
 
 
-def _highlight(text: str, ranges: list[tuple[int, int]], range_start: int, range_end: int, col_size: int,
+def _highlight(text: str, tokens: Sequence[Token], ranges: list[tuple[int, int]], range_start: int,
+               range_end: int, col_size: int,
                open_mark: str, close_mark: str, ellipsis: str) -> str:
     """``fts5HighlightCb`` over the window ``[range_start, range_end]`` (SQLite 3.40 rules)."""
     out: list[str] = [ellipsis] if range_start > 0 else []
@@ -302,9 +319,11 @@ def _highlight(text: str, ranges: list[tuple[int, int]], range_start: int, range
         k += 1
     it_start, it_end = ranges[k] if k < len(ranges) else (-1, -1)
     off = 0
-    for pos, tok in enumerate(tokenize(text)):
+    for pos, tok in enumerate(tokens):
         if range_end > 0:
-            if pos < range_start or pos > range_end:
+            if pos > range_end:
+                break  # nothing after the window is emitted
+            if pos < range_start:
                 continue
             if range_start and pos == range_start:
                 off = tok.start

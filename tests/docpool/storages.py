@@ -3,7 +3,8 @@
 - ``pg_dsn`` (session fixture): ``KNOWSPEC_TEST_PG_DSN`` when set (its ``ivd$docs`` schema is
   dropped first: use a throwaway database), else a throwaway PostgreSQL cluster made with
   ``initdb`` / ``pg_ctl`` in a temporary folder, listening on a unix socket only, removed at the
-  end. Skips loudly when the PostgreSQL binaries are absent.
+  end (``benchmarks/engines.py``, shared with the benchmarks). Skips loudly when the PostgreSQL
+  binaries are absent.
 - ``fb_ready`` (session fixture) loads the embedded Firebird engine or skips loudly; ``fb_dsn``
   names a pool: an embedded database file under tmp, or ``KNOWSPEC_TEST_FB_DSN`` + name when that
   server prefix is set (e.g. ``localhost:/var/lib/firebird/data/``).
@@ -16,11 +17,9 @@ from __future__ import annotations
 import json
 import os
 import random
-import shutil
 import sqlite3
 import struct
-import subprocess
-import tempfile
+import sys
 import threading
 from contextlib import closing
 from pathlib import Path
@@ -30,6 +29,9 @@ import pytest
 from knowspec.impl.docpool.builder import build_pool
 
 REPO = Path(__file__).resolve().parents[2]
+sys.path.insert(0, str(REPO / "benchmarks"))
+import engines  # noqa: E402  (the throwaway PostgreSQL cluster, shared with the benchmarks)
+from engines import fresh_pg_database  # noqa: E402,F401  (re-exported for the storage tests)
 SAMPLE = REPO / "examples" / "help"
 SAMPLE_COLLECTION = "ic-belgeler"
 GENERATED_COLLECTION = "uretilen"
@@ -40,22 +42,6 @@ WORDS = ("istanbul boğazı köprü köprüler ışık ıslak sokak straße caf�
          "kodu müşteri tedarikçi ünvan vergi numarası iletişim bilgileri kartı açmak için menü rapor "
          "yazdır düğme gönder alıcı mükellef Çalışan izin günü resmî tatil çizelge Şube depo").split()
 PUNCT = [" ", " ", " ", ", ", ". ", ": ", "; ", "\n"]
-
-
-def _pg_bin() -> Path | None:
-    try:
-        out = subprocess.run(["pg_config", "--bindir"], capture_output=True, text=True, check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        out = ""
-    for cand in [out, *sorted(str(p) for p in Path("/usr/lib/postgresql").glob("*/bin"))]:
-        if cand and (Path(cand) / "initdb").is_file() and (Path(cand) / "pg_ctl").is_file():
-            return Path(cand)
-    return None
-
-
-def _as_postgres(cmd: list[str]) -> list[str]:
-    """initdb refuses to run as root: run it as the ``postgres`` user then."""
-    return ["runuser", "-u", "postgres", "--", *cmd] if os.geteuid() == 0 else cmd
 
 
 def unavailable(reason: str):
@@ -75,30 +61,14 @@ def pg_dsn():
             con.execute('drop schema if exists "ivd$docs" cascade')
         yield env
         return
-    bindir = _pg_bin()
-    if bindir is None:
+    cluster = engines.PgCluster()
+    if not cluster.available:
         unavailable("PostgreSQL binaries (initdb, pg_ctl) are absent: run scripts/ci-services "
                     "or set KNOWSPEC_TEST_PG_DSN -- PostgreSQL storage NOT TESTED")
-    base = Path(tempfile.mkdtemp(prefix="knowspec-pg-"))
-    if os.geteuid() == 0:
-        shutil.chown(base, "postgres", "postgres")
-    port = str(20000 + os.getpid() % 20000)
-    data = base / "data"
-    subprocess.run(_as_postgres([str(bindir / "initdb"), "-D", str(data), "-U", "postgres", "-A", "trust",
-                                 "-E", "UTF8", "--locale=C.UTF-8", "--no-sync"]), check=True, capture_output=True)
-    opts = (f"-k {base} -p {port} -c listen_addresses='' -c fsync=off -c synchronous_commit=off "
-            "-c full_page_writes=off")
-    subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-l", str(base / "pg.log"), "-w",
-                                 "-t", "30", "-o", opts, "start"]), check=True, capture_output=True)
     try:
-        yield f"host={base} port={port} user=postgres dbname=postgres"
+        yield cluster.start()
     finally:
-        from knowspec.impl.docpool.storage import postgres
-
-        postgres.close_pools()
-        subprocess.run(_as_postgres([str(bindir / "pg_ctl"), "-D", str(data), "-m", "immediate", "-w", "stop"]),
-                       capture_output=True)
-        shutil.rmtree(base, ignore_errors=True)
+        cluster.stop()
 
 
 @pytest.fixture(scope="session")
@@ -206,23 +176,6 @@ def observe(pool) -> tuple:
             [c.title for c in pool.collections(UNRESTRICTED)],
             len(pool.topic_ids(UNRESTRICTED)), [(h.slug, h.score) for h in hits],
             len(pool.vectors("chunk", UNRESTRICTED)))
-
-
-def fresh_pg_database(pg_dsn: str, name: str) -> str:
-    """A new empty database in the test cluster (or, when not allowed, ``pg_dsn`` with its
-    ``ivd$docs`` schema dropped): each test imports into an empty pool."""
-    import psycopg
-    from psycopg import sql
-    from psycopg.conninfo import conninfo_to_dict, make_conninfo
-
-    with psycopg.connect(pg_dsn, autocommit=True) as con:
-        try:
-            con.execute(sql.SQL("drop database if exists {}").format(sql.Identifier(name)))
-            con.execute(sql.SQL("create database {}").format(sql.Identifier(name)))
-        except psycopg.Error:
-            con.execute('drop schema if exists "ivd$docs" cascade')
-            return pg_dsn
-    return make_conninfo(**{**conninfo_to_dict(pg_dsn), "dbname": name})
 
 
 # -- import atomicity, the same three scenarios for every storage module ------------------------

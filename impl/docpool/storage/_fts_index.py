@@ -1,31 +1,40 @@
 """An in-memory full-text index that answers like the SQLite pool's ``doc$chunk_fts``.
 
 Firebird has no FTS5, so its storage keeps this index in process memory: every chunk's folded
-title / heading / body tokenised by ``rules.fts5.tokenize`` (unicode61), an inverted index
-term -> {row: [(column, offset)]} and a sorted vocabulary for prefix phrases. Matching, ``bm25``
-and ``snippet`` come from ``rules.fts5``, with the table-wide statistics FTS5 uses (row count,
-total tokens, rows per phrase over ALL chunks, whatever the caller may see), so scores, order and
-snippets equal SQLite's. Built once per pool and change stamp; read-only afterwards.
+title / heading / body tokenised by ``rules.fts5.token_texts`` (unicode61) into the array layout
+of ``_fts_arrays.FtsArrays`` (sorted vocabulary, postings term -> rows with per-column counts,
+tokens per row, topics), built with numpy. Ranking is ``_fts_arrays.rank`` -- the same code
+that answers a SQLite pool from its FTS5 index -- with the table-wide statistics FTS5 uses (row
+count, total tokens, rows per phrase over ALL chunks, whatever the caller may see), so scores,
+order and snippets equal SQLite's. Snippets are cut only for the returned chunks, from their
+original text kept here (``_fts_arrays.chunk_snippet`` / ``rules.fts5.snippet``).
+
+A query word that unicode61 splits into several tokens (or none) is a phrase the arrays cannot
+answer; such a query takes ``_search_phrases``, which finds the phrase instances by tokenising
+the candidate rows again and scores them one row at a time with ``rules.fts5.bm25``.
+
+Built once per pool and change stamp (topic titles, slugs and collections included: only an
+import changes them, and an import moves the stamp); read-only afterwards.
 """
 
 from __future__ import annotations
 
+from array import array
 from dataclasses import dataclass, field
 from typing import Iterable, Sequence
 
+import numpy as np
+
+from knowspec.impl.docpool.storage import _fts_arrays
+from knowspec.impl.docpool.storage._fts_arrays import FtsArrays
+from knowspec.impl.docpool.storage.base import Access, SearchHit
 from knowspec.impl.rules import fts5
 from knowspec.impl.rules.fold import fold
 from knowspec.impl.rules.fts_query import parse_match
 
 COLUMNS = ("title", "heading", "body")
-
-
-@dataclass
-class ChunkRow:
-    chunk_id: int
-    topic_id: int
-    columns: tuple[list[str], ...]  # folded tokens per column
-    texts: tuple[str, ...]          # the original column texts (snippets cut these)
+MARKS = ("[", "]", "…")  # snippet open, close, ellipsis: the SQLite pool's
+SNIPPET_TOKENS = 16
 
 
 @dataclass
@@ -33,76 +42,173 @@ class FtsIndex:
     """The index of one pool at one change stamp."""
 
     stamp: tuple
-    rows: list[ChunkRow] = field(default_factory=list)
-    postings: dict[str, dict[int, list[tuple[int, int]]]] = field(default_factory=dict)
-    vocabulary: list[str] = field(default_factory=list)
-    total_tokens: int = 0
-    by_chunk: dict[int, int] = field(default_factory=dict)
+    arrays: FtsArrays
+    texts: list[tuple[str, str, str]]           # original column texts per row (row = arrays.row_chunk)
+    topic_title: list[str]                      # per topic index (arrays.topic_id)
+    topic_breadcrumb: list[str]
+    _masks: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
-    def build(cls, stamp: tuple, chunks: Iterable[tuple[int, int, str, str, str]]) -> "FtsIndex":
-        """Index ``(chunk_id, topic_id, title, heading, body)`` rows (original text; folded here)."""
-        index = cls(stamp)
-        for chunk_id, topic_id, *texts in chunks:
-            originals = tuple(t or "" for t in texts)
-            columns = tuple(fts5.token_texts(fold(t)) for t in originals)
-            row = len(index.rows)
-            index.rows.append(ChunkRow(int(chunk_id), int(topic_id), columns, originals))
-            index.by_chunk[int(chunk_id)] = row
-            for c, tokens in enumerate(columns):
-                index.total_tokens += len(tokens)
-                for off, tok in enumerate(tokens):
-                    index.postings.setdefault(tok, {}).setdefault(row, []).append((c, off))
-        index.vocabulary = sorted(index.postings)
-        return index
+    def build(cls, stamp: tuple, chunks: Iterable[tuple[int, int, str, str, str]],
+              topics: Iterable[tuple[int, str, str, str, str]]) -> "FtsIndex":
+        """Index ``(chunk_id, topic_id, title, heading, body)`` rows (original text, folded here)
+        of the topics ``(topic_id, collection, slug, title, breadcrumb)``."""
+        rows = sorted((int(c[0]), int(c[1]), tuple(t or "" for t in c[2:5])) for c in chunks)
+        topic_rows = sorted((int(t[0]), *t[1:5]) for t in topics)
+        n_cols, n = len(COLUMNS), max(len(rows), 1)  # n: the row stride of the (term, row) keys
+        seen: dict[str, int] = {}  # term -> id in order of first sight (token strings are not kept)
+        ids = array("q")
+        lengths = np.zeros(len(rows) * n_cols, dtype=np.int64)
+        k = 0
+        for _, _, texts in rows:
+            for text in texts:
+                toks = fts5.token_texts(fold(text))
+                ids.extend([seen.setdefault(t, len(seen)) for t in toks])
+                lengths[k] = len(toks)
+                k += 1
+        first_seen = list(seen)
+        del seen
+        order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
+        terms = [first_seen[i] for i in order]
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+        term = rank[np.frombuffer(ids, dtype=np.int64)] if len(ids) else np.zeros(0, dtype=np.int64)
+        del ids
+        cells = np.arange(len(rows) * n_cols, dtype=np.int64)
+        key = term * (n * n_cols) + np.repeat(cells, lengths)   # (term, row, column) of each token
+        del term
+        uniq, counts = np.unique(key, return_counts=True)       # sorted by term, row, column
+        del key
+        pair = uniq // n_cols
+        new_pair = np.ones(len(pair), dtype=bool)
+        new_pair[1:] = pair[1:] != pair[:-1]
+        post_tf = np.zeros((int(new_pair.sum()), n_cols), dtype=np.int32)
+        post_tf[np.cumsum(new_pair) - 1, uniq % n_cols] = counts
+        pair = pair[new_pair]
+        post_term, post_row = pair // n, (pair % n).astype(np.int32)
+        topic_id = np.array([t[0] for t in topic_rows], dtype=np.int64)
+        chunk_topic = np.array([r[1] for r in rows], dtype=np.int64)
+        arrays = FtsArrays(
+            terms=terms, term_start=np.searchsorted(post_term, np.arange(len(terms) + 1)),
+            post_row=post_row, post_tf=post_tf,
+            row_chunk=np.array([r[0] for r in rows], dtype=np.int64),
+            row_topic=_topic_index(topic_id, chunk_topic),
+            row_len=lengths.reshape(len(rows), n_cols).sum(axis=1).astype(np.float64),
+            topic_id=topic_id, topic_collection=[t[1] for t in topic_rows], topic_slug=[t[2] for t in topic_rows],
+            n_rows=len(rows), total_tokens=int(lengths.sum()))
+        return cls(stamp, arrays, [r[2] for r in rows], [t[3] or "" for t in topic_rows],
+                   [t[4] or "" for t in topic_rows])
 
-    # -- matching ------------------------------------------------------------------------------
-    def _phrase_hits(self, phrase: fts5.Phrase) -> dict[int, list[tuple[int, int]]]:
-        """Rows holding ``phrase`` -> its (column, offset) instances there."""
-        if not phrase.tokens:
-            return {}
-        first = phrase.tokens[0]
-        if phrase.size == 1 and phrase.prefix:
-            hits: dict[int, list[tuple[int, int]]] = {}
-            for k in fts5.prefix_range(self.vocabulary, first):
-                for row, where in self.postings[self.vocabulary[k]].items():
-                    hits.setdefault(row, []).extend(where)
-            return {row: sorted(where) for row, where in hits.items()}
-        if phrase.size == 1:
-            return {row: list(where) for row, where in self.postings.get(first, {}).items()}
-        candidates = self.postings.get(first, {})  # a multi-token phrase's first token is exact
-        out: dict[int, list[tuple[int, int]]] = {}
-        for row in candidates:
-            where = [(c, off) for c, col in enumerate(self.rows[row].columns)
-                     for off in fts5.phrase_offsets(phrase, col)]
-            if where:
-                out[row] = where
+    # -- filters -------------------------------------------------------------------------------
+    def collection_mask(self, collection: str) -> np.ndarray:
+        """Topics of ``collection`` (a boolean mask over ``arrays.topic_id``), kept per collection."""
+        mask = self._masks.get(collection)
+        if mask is None:
+            a = self.arrays
+            mask = np.fromiter((c == collection for c in a.topic_collection), bool, len(a.topic_id))
+            self._masks[collection] = mask
+        return mask
+
+    def topics_mask(self, topic_ids: Sequence[int]) -> np.ndarray:
+        return np.isin(self.arrays.topic_id, np.asarray(list(topic_ids), dtype=np.int64))
+
+    def allowed(self, storage, access: Access, collection: str | None,
+                linked_to: tuple[str, str] | None) -> np.ndarray | None:
+        """The topics a search may return (``None``: all): an unrestricted caller's collection
+        is known here; ACLs and entity links come from ``storage.topic_ids`` (the pool's tables,
+        in the request's snapshot)."""
+        if access.unrestricted and linked_to is None:
+            return None if collection is None else self.collection_mask(collection)
+        return self.topics_mask(storage.topic_ids(access, collection=collection, linked_to=linked_to))
+
+    # -- search --------------------------------------------------------------------------------
+    def search(self, match: str, allowed: np.ndarray | None, weights: Sequence[float], *, limit: int,
+               snippet_column: str) -> list[SearchHit]:
+        """The best chunk of each allowed matching topic for a ``rules.fts_query`` expression,
+        ranked by bm25 then (collection, slug), ``limit`` of them, with snippets.
+
+        ``allowed``: a boolean mask over ``arrays.topic_id`` (``None``: every topic)."""
+        weights = list(weights)[: len(COLUMNS)] or [1.0]
+        column = COLUMNS.index(snippet_column) if snippet_column in COLUMNS else -1
+        parsed = _fts_arrays.query_phrases(match)
+        if parsed is None:
+            return self._search_phrases(match, allowed, weights, limit, column)
+        phrases, joiner = parsed
+        out = []
+        for r in _fts_arrays.rank(self.arrays, phrases, joiner, weights, allowed, limit):
+            row = self._row(r.chunk_id)
+            snippet = _fts_arrays.chunk_snippet(self.texts[row], phrases, column, MARKS, SNIPPET_TOKENS)
+            out.append(self._hit(row, r.score, snippet))
         return out
 
-    def search(self, match: str, allowed_chunks: set[int] | None, weights: Sequence[float]
-               ) -> tuple[list[fts5.Phrase], dict[int, tuple[float, list[fts5.Instance]]]]:
-        """Matching allowed chunks -> (bm25, instances) for a ``rules.fts_query`` expression."""
+    def _row(self, chunk_id: int) -> int:
+        return int(np.searchsorted(self.arrays.row_chunk, chunk_id))
+
+    def _hit(self, row: int, score: float, snippet: str) -> SearchHit:
+        a = self.arrays
+        t = int(a.row_topic[row])
+        return SearchHit(int(a.topic_id[t]), int(a.row_chunk[row]), a.topic_collection[t], a.topic_slug[t],
+                         self.topic_title[t], self.topic_breadcrumb[t], float(score), snippet)
+
+    def _rows_with(self, token: str, prefix: bool) -> set[int]:
+        lo, hi = self.arrays.term_range(token, prefix)
+        start, stop = self.arrays.term_start[lo], self.arrays.term_start[hi]
+        return set(self.arrays.post_row[start:stop].tolist())
+
+    def _search_phrases(self, match: str, allowed: np.ndarray | None, weights: list[float], limit: int,
+                        column: int) -> list[SearchHit]:
+        """Any phrases (several tokens, or none), row by row: candidates from the postings, the
+        instances from tokenising those rows again, ``rules.fts5.bm25`` per matching row."""
+        a = self.arrays
         words, joiner = parse_match(match)
         phrases = [fts5.phrase(w.text, w.prefix) for w in words]
-        hits = [self._phrase_hits(p) for p in phrases]
-        counts = [len(h) for h in hits]
-        if not hits:
-            return phrases, {}
+        if not phrases:
+            return []
+        tokenised: dict[int, list[list[str]]] = {}
+        hits: list[dict[int, list[tuple[int, int]]]] = []
+        for p in phrases:
+            candidates: set[int] = set()
+            for k, tok in enumerate(p.tokens):
+                found = self._rows_with(tok, p.prefix and k == p.size - 1)
+                candidates = found if k == 0 else candidates & found
+            where: dict[int, list[tuple[int, int]]] = {}
+            for row in sorted(candidates):
+                if row not in tokenised:
+                    tokenised[row] = [fts5.token_texts(fold(t)) for t in self.texts[row]]
+                found_at = [(c, off) for c, col in enumerate(tokenised[row]) for off in fts5.phrase_offsets(p, col)]
+                if found_at:
+                    where[row] = found_at
+            hits.append(where)
         rows = set(hits[0])
         for h in hits[1:]:
             rows = rows & set(h) if joiner == "AND" else rows | set(h)
-        out: dict[int, tuple[float, list[fts5.Instance]]] = {}
-        n_rows = len(self.rows)
+        counts = [len(h) for h in hits]
+        best: dict[int, tuple[float, int, list[fts5.Instance]]] = {}
         for row in rows:
-            chunk = self.rows[row]
-            if allowed_chunks is not None and chunk.chunk_id not in allowed_chunks:
+            t = int(a.row_topic[row])
+            if t < 0 or (allowed is not None and not allowed[t]):
                 continue
             instances = sorted(fts5.Instance(c, off, i) for i, h in enumerate(hits) for c, off in h.get(row, ()))
-            row_tokens = sum(len(col) for col in chunk.columns)
-            score = fts5.bm25(instances, len(phrases), weights, counts, row_tokens, self.total_tokens, n_rows)
-            out[chunk.chunk_id] = (score, instances)
-        return phrases, out
+            score = fts5.bm25(instances, len(phrases), weights, counts, int(a.row_len[row]), a.total_tokens,
+                              a.n_rows)
+            chunk = int(a.row_chunk[row])
+            if t not in best or (score, chunk) < best[t][:2]:
+                best[t] = (score, chunk, instances)
+        ranked = sorted(best.items(), key=lambda kv: (kv[1][0], a.topic_collection[kv[0]], a.topic_slug[kv[0]]))
+        sizes = [p.size for p in phrases]
+        out = []
+        for t, (score, chunk, instances) in ranked[: max(limit, 0)]:
+            row = self._row(chunk)
+            args = (self.texts[row], [len(c) for c in tokenised[row]], instances, sizes)
+            snippet = (fts5.snippet(*args, column, *MARKS, SNIPPET_TOKENS)
+                       or fts5.snippet(*args, -1, *MARKS, SNIPPET_TOKENS))
+            out.append(self._hit(row, score, snippet))
+        return out
 
-    def column_sizes(self, chunk_id: int) -> list[int]:
-        row = self.by_chunk.get(chunk_id)
-        return [len(c) for c in self.rows[row].columns] if row is not None else [0] * len(COLUMNS)
+
+def _topic_index(topic_id: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """The index into the sorted ``topic_id`` of each ``wanted`` id, -1 where absent."""
+    if not len(topic_id):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(topic_id, wanted), len(topic_id) - 1)
+    return np.where(topic_id[at] == wanted, at, -1).astype(np.int64)

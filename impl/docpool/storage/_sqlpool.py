@@ -12,7 +12,7 @@ code-point collation for ORDER BY, as SQLite compares text).
 from __future__ import annotations
 
 import json
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from knowspec.impl.docpool.storage.base import (
     pick_entity_kind,
@@ -67,6 +67,10 @@ class SqlPool:
     # -- to be supplied --------------------------------------------------------------------
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         raise NotImplementedError
+
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
+        """Rows of a query one at a time, never the whole result in memory (the vector loader)."""
+        yield from self._rows(sql, params)
 
     def _text_order(self, expr: str) -> str:
         return expr
@@ -277,17 +281,32 @@ class SqlPool:
                               where {cond} group by t.collection""", params)
         return {r[0]: {"topic": int(r[1]), "chunk": int(r[2])} for r in rows}
 
-    def vectors(self, which, access) -> list[VectorRow]:
+    def _vector_sql(self, which: str, access: Access, select: str) -> tuple[str, list[Any]]:
+        """FROM/WHERE of the allowed topic or chunk vectors; ``select`` may name ``{topic}``
+        and ``{chunk}`` (the row's topic id and chunk id)."""
         params: list[Any] = []
         cond = acl_sql(access, params)
         if which == "topic":
-            sql = f"""select v.topic_id, v.vec from doc$topic_vec v join doc$topic t on t.id = v.topic_id
-                      join doc$collection c on c.id = t.collection where {cond} order by v.topic_id"""
-            return [VectorRow(int(r[0]), None, bytes(self._blob(r[1]))) for r in self._rows(sql, params)]
-        sql = f"""select ch.topic_id, v.chunk_id, v.vec from doc$chunk_vec v join doc$chunk ch on ch.id = v.chunk_id
-                  join doc$topic t on t.id = ch.topic_id join doc$collection c on c.id = t.collection
-                  where {cond} order by v.chunk_id"""
-        return [VectorRow(int(r[0]), int(r[1]), bytes(self._blob(r[2]))) for r in self._rows(sql, params)]
+            cols = select.format(topic="v.topic_id", chunk="cast(null as bigint)")
+            return (f"""select {cols} from doc$topic_vec v join doc$topic t on t.id = v.topic_id
+                        join doc$collection c on c.id = t.collection where {cond}""", params)
+        cols = select.format(topic="ch.topic_id", chunk="v.chunk_id")
+        return (f"""select {cols} from doc$chunk_vec v join doc$chunk ch on ch.id = v.chunk_id
+                    join doc$topic t on t.id = ch.topic_id join doc$collection c on c.id = t.collection
+                    where {cond}""", params)
+
+    def vectors(self, which, access) -> list[VectorRow]:
+        return list(self.iter_vectors(which, access))
+
+    def vector_count(self, which, access) -> int:
+        sql, params = self._vector_sql(which, access, "count(*)")
+        return int(self._rows(sql, params)[0][0])
+
+    def iter_vectors(self, which, access) -> Iterator[VectorRow]:
+        sql, params = self._vector_sql(which, access, "{topic}, {chunk}, v.vec")
+        order = "v.topic_id" if which == "topic" else "v.chunk_id"
+        for r in self._stream(f"{sql} order by {order}", params):
+            yield VectorRow(int(r[0]), None if r[1] is None else int(r[1]), bytes(self._blob(r[2])))
 
     def topic_ids(self, access, *, collection=None, linked_to=None) -> list[int]:
         where, params = [], []

@@ -12,7 +12,7 @@ method is part of the contract: storages must break ties the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Protocol, Sequence, runtime_checkable
+from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
 
 HERKES = "herkes"  # doc$collection.erisim value meaning "everyone"
 
@@ -244,6 +244,14 @@ class PoolStorage(Protocol):
 
     def vectors(self, which: str, access: Access) -> list[VectorRow]:
         """``which`` = 'topic' | 'chunk': stored vectors of allowed topics, by id."""
+
+    def vector_count(self, which: str, access: Access) -> int:
+        """How many rows ``vectors`` holds: sizes the in-memory matrix before it is filled."""
+
+    def iter_vectors(self, which: str, access: Access) -> Iterator[VectorRow]:
+        """The rows of ``vectors``, same order, streamed from the database one at a time, so a
+        100k-chunk pool never sits in memory as a list (the vector loader fills preallocated
+        arrays from it). Consume it before the next call on this storage."""
 
     def topic_ids(self, access: Access, *, collection: str | None = None,
                   linked_to: tuple[str, str] | None = None) -> list[int]:

@@ -4,10 +4,12 @@ The DSN is a database file (the embedded engine of the ``firebird-embedded`` whe
 through ``firebird-driver``) or a server DSN (``host[/port]:path``); ``user`` / ``password``
 come from ``firebird://user:password@host[:port]/path`` or ISC_USER / ISC_PASSWORD (SYSDBA).
 
-Firebird has no FTS5, so ``search_fts`` runs on an in-memory index (``_fts_index.FtsIndex``)
-built at the first search of a pool and rebuilt when an import moves ``doc$pool_state.stamp``.
-Scores and snippets come from ``rules.fts5``, the reproduction of FTS5's ``bm25()`` and
-``snippet()``: results equal a SQLite pool's (same topics, order, scores, snippets). Every
+Firebird has no FTS5, so ``search_fts`` runs on an in-memory index (``_fts_index.FtsIndex``:
+numpy postings ranked by ``_fts_arrays.rank``) built at the first search of a pool -- its chunk
+texts read in one ``list()`` (``_chunk_texts``) -- and rebuilt when an import moves
+``doc$pool_state.stamp``. Scores and snippets follow ``rules.fts5``, the reproduction of FTS5's
+``bm25()`` and ``snippet()``: results equal a SQLite pool's (same topics, order, scores,
+snippets); a warm search sends no full-text SQL (only ``topic_ids`` for ACLs and links). Every
 request reads one snapshot (a read-only SNAPSHOT transaction), so a reader never sees half an
 import; the index is checked against the stamp inside that snapshot.
 """
@@ -20,19 +22,16 @@ import os
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlsplit
 
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.storage._fts_index import COLUMNS, FtsIndex
-from knowspec.impl.docpool.storage._sqlpool import SqlPool, marks
+from knowspec.impl.docpool.storage._fts_index import FtsIndex
+from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
-from knowspec.impl.rules import fts5
-
-SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS = "[", "]", "…", 16
 
 _API_LOCK = threading.Lock()
 _API_LOADED = False
@@ -199,6 +198,16 @@ class FirebirdPool(SqlPool):
         self._cur.execute(sql, list(params))
         return [tuple(_value(v) for v in row) for row in self._cur.fetchall()]
 
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
+        """Rows fetched one at a time from a cursor of the request's transaction."""
+        cur = self._con.cursor()
+        try:
+            cur.execute(sql, list(params))
+            for row in cur:
+                yield tuple(_value(v) for v in row)
+        finally:
+            cur.close()
+
     def _blob(self, value: Any) -> Any:
         return _value(value)
 
@@ -209,48 +218,56 @@ class FirebirdPool(SqlPool):
         with _INDEX_LOCK:
             index = _INDEXES.get(key)
             if index is None or index.stamp != stamp:
-                rows = self._rows("select id, topic_id, title, heading, body from doc$chunk order by id")
-                index = FtsIndex.build(stamp, rows)
+                topics = self._rows("select id, collection, slug, title, breadcrumb from doc$topic")
+                index = FtsIndex.build(stamp, self._chunk_texts(), topics)
                 _INDEXES[key] = index
         return index
+
+    def _chunk_texts(self) -> list[tuple[int, int, str, str, str]]:
+        """Every chunk's ``(id, topic_id, title, heading, body)``, for the index.
+
+        Fetching 50k rows of three BLOBs costs ~60 us a BLOB in the driver, so the short chunks
+        (nearly all) come as ONE text: ``list()`` of ``id,topic,len,len,len:`` headers each
+        followed by the three texts cast to VARCHAR, split here by the lengths (characters, as
+        Python counts them in UTF8). The long ones, and everything if that text does not parse
+        back into exactly the rows counted, are fetched row by row."""
+        short = " and ".join(f"char_length({c}) <= {n}" for c, n in LIST_LIMITS)
+        framed = " || ".join(["id || ',' || topic_id || ',' || char_length(title) || ',' || char_length(heading) "
+                              "|| ',' || char_length(body) || ':'"] +
+                             [f"cast({c} as varchar({n}))" for c, n in LIST_LIMITS])
+        rows = self._rows(f"select count(*), list({framed}, '') from doc$chunk where {short}")
+        count, text = int(rows[0][0]), rows[0][1] or ""
+        parsed = _parse_framed(text, count)
+        if parsed is None:
+            return self._rows("select id, topic_id, title, heading, body from doc$chunk")
+        return parsed + self._rows(f"select id, topic_id, title, heading, body from doc$chunk where not ({short})")
 
     def search_fts(self, match, access, *, limit, weights, snippet_column,
                    collection=None, linked_to=None) -> list[SearchHit]:
         index = self._index()
-        allowed: set[int] | None = None
-        if not access.unrestricted or collection is not None or linked_to is not None:
-            topics = set(self.topic_ids(access, collection=collection, linked_to=linked_to))
-            allowed = {r.chunk_id for r in index.rows if r.topic_id in topics}
-        w = list(weights)[: len(COLUMNS)] or [1.0]
-        phrases, found = index.search(match, allowed, w)
-        best: dict[int, tuple[float, int]] = {}
-        for chunk_id, (score, _) in found.items():
-            topic_id = index.rows[index.by_chunk[chunk_id]].topic_id
-            if topic_id not in best or (score, chunk_id) < best[topic_id]:
-                best[topic_id] = (score, chunk_id)
-        info = self._topic_keys(list(best))
-        ranked = sorted(best.items(), key=lambda kv: (kv[1][0], info[kv[0]][0], info[kv[0]][1]))[: max(limit, 0)]
-        col = COLUMNS.index(snippet_column) if snippet_column in COLUMNS else -1
-        sizes = [p.size for p in phrases]
-        out = []
-        for topic_id, (score, chunk_id) in ranked:
-            inst, cols = found[chunk_id][1], index.column_sizes(chunk_id)
-            args = (index.rows[index.by_chunk[chunk_id]].texts, cols, inst, sizes)
-            snip = fts5.snippet(*args, col, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
-            if not snip:  # an empty snippet column (a heading-only section): the best column
-                snip = fts5.snippet(*args, -1, SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS)
-            coll, slug, title, crumb = info[topic_id]
-            out.append(SearchHit(topic_id, chunk_id, coll, slug, title, crumb, score, snip))
-        return out
+        return index.search(match, index.allowed(self, access, collection, linked_to), weights, limit=limit,
+                            snippet_column=snippet_column)
 
-    def _topic_keys(self, topic_ids: list[int]) -> dict[int, tuple[str, str, str, str]]:
-        out: dict[int, tuple[str, str, str, str]] = {}
-        for k in range(0, len(topic_ids), 500):
-            part = topic_ids[k:k + 500]
-            for r in self._rows(f"select id, collection, slug, title, breadcrumb from doc$topic "
-                                f"where id in ({marks(len(part))})", part):
-                out[int(r[0])] = (r[1], r[2], r[3], r[4])
-        return out
+
+LIST_LIMITS = (("title", 1000), ("heading", 1000), ("body", 4000))  # characters; 6000 * 4 bytes < 32k
+
+
+def _parse_framed(text: str, count: int) -> list[tuple[int, int, str, str, str]] | None:
+    """The rows of ``_chunk_texts``' framed text, or ``None`` unless exactly ``count`` parse."""
+    out: list[tuple[int, int, str, str, str]] = []
+    i, end = 0, len(text)
+    try:
+        while i < end:
+            colon = text.index(":", i)
+            chunk_id, topic_id, a, b, c = map(int, text[i:colon].split(","))
+            s = colon + 1
+            if min(a, b, c) < 0 or s + a + b + c > end:
+                return None
+            out.append((chunk_id, topic_id, text[s:s + a], text[s + a:s + a + b], text[s + a + b:s + a + b + c]))
+            i = s + a + b + c
+    except ValueError:
+        return None
+    return out if len(out) == count else None
 
 
 def open_pool(location: PoolLocation) -> FirebirdPool:

@@ -32,7 +32,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
@@ -46,6 +46,7 @@ from knowspec.impl.rules.fts_query import parse_match
 SCHEMA = "ivd$docs"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 CONNECT_TIMEOUT = 10.0  # seconds a request waits for a connection (an unreachable server fails then)
+STREAM_ROWS = 2000      # rows per round trip when streaming vectors (~3 MB of 384-d BLOBs)
 HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter=…"
 
 HEADLINE_CONFIG_EXISTS = ("select exists (select 1 from pg_ts_config c join pg_namespace n on n.oid = c.cfgnamespace "
@@ -155,10 +156,10 @@ def display(dsn: str) -> str:
     return " ".join(f"{k}={v}" for k, v in sorted(parts.items()))
 
 
-def _has_schema(cur) -> bool:
-    cur.execute("select to_regclass(%s) is not null and to_regclass(%s) is not null",
-                [f'"{SCHEMA}".doc$topic', f'"{SCHEMA}".doc$pool_state'])
-    return bool(cur.fetchone()[0])
+# One round trip opens a request: its snapshot and the check that the pool's tables exist.
+OPEN_SQL = ("begin isolation level repeatable read read only; "
+            f"select to_regclass('\"{SCHEMA}\".doc$topic') is not null "
+            f"and to_regclass('\"{SCHEMA}\".doc$pool_state') is not null")
 
 
 class PostgresPool(SqlPool):
@@ -168,27 +169,44 @@ class PostgresPool(SqlPool):
         self.dsn = dsn
         self.location = location or display(dsn)
         self._pool = connection_pool(dsn)
-        self._headline: str | None = None
         self._con = self._pool.getconn(timeout=CONNECT_TIMEOUT)
         try:
-            self._con.execute("begin isolation level repeatable read read only")
+            # The BEGIN is ours (sent with the check): autocommit keeps psycopg from sending its own.
+            self._con.autocommit = True
             self._cur = self._con.cursor()
-            if not _has_schema(self._cur):
+            self._cur.execute(OPEN_SQL, prepare=False)  # several statements: never a prepared one
+            self._cur.nextset()
+            if not self._cur.fetchone()[0]:
                 raise LookupError(f"{self.location} has no {SCHEMA} schema")
         except BaseException:
-            self._con.rollback()
-            self._pool.putconn(self._con)
+            self._release()
             raise
 
     def close(self) -> None:
         if self._con is not None:
-            self._con.rollback()
-            self._pool.putconn(self._con)
-            self._con = None
+            self._release()
+
+    def _release(self) -> None:
+        con, self._con = self._con, None
+        try:
+            con.rollback()
+            con.autocommit = False
+        except Exception:
+            con.close()  # a broken connection: the pool replaces it
+        self._pool.putconn(con)
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         self._cur.execute(sql.replace("?", "%s"), list(params))
         return [tuple(r) for r in self._cur.fetchall()]
+
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
+        """A server-side cursor, ``STREAM_ROWS`` rows per round trip, inside the request's
+        transaction: a client cursor would first hold the whole result in libpq's memory."""
+        with self._con.cursor(name="knowspec_stream", binary=True) as cur:
+            cur.itersize = STREAM_ROWS
+            cur.execute(sql.replace("?", "%s"), list(params))
+            for row in cur:
+                yield tuple(row)
 
     def _text_order(self, expr: str) -> str:
         return f'{expr} collate "C"'
@@ -199,12 +217,18 @@ class PostgresPool(SqlPool):
     # -- full text ---------------------------------------------------------------------------
     def search_fts(self, match, access, *, limit, weights, snippet_column,
                    collection=None, linked_to=None) -> list[SearchHit]:
+        """One statement, one round trip: rank every matching chunk once (``ts_rank_cd`` named
+        ``r`` so the DISTINCT ON sort reuses it; the GIN index finds the chunks), keep each
+        topic's best chunk, filter and order the topics, and cut ``ts_headline`` snippets for
+        the ``limit`` survivors only. The collection / link / ACL filters are topic-level, so
+        applying them after the best-chunk step gives the same topics and chunks (no per-chunk
+        topic lookups)."""
         words, joiner = parse_match(match)
         tsquery = tsquery_text([(w.text, w.prefix) for w in words], joiner)
         if not tsquery:
             return []
         params: list[Any] = [tsquery, rank_weights(weights)]  # bound in the order the SQL names them
-        where = ["ch.fts @@ q.tq"]
+        where = []
         if collection is not None:
             where.append("t.collection = ?")
             params.append(collection)
@@ -212,42 +236,33 @@ class PostgresPool(SqlPool):
             where.append("exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? and l.key_ci = ?)")
             params.extend([linked_to[0], ascii_lower(linked_to[1])])
         where.append(acl_sql(access, params))
-        params.append(int(limit))
+        params.extend([int(limit), tsquery, HEADLINE_OPTIONS])
         column = snippet_column if snippet_column in ("title", "heading", "body") else "body"
         rows = self._rows(
             f"""with q as (select to_tsquery('pg_catalog.simple'::regconfig, doc$fold(?)) as tq, ?::float4[] as w),
-                hits as (
-                  select t.id as topic_id, ch.id as chunk_id, -ts_rank_cd(q.w, ch.fts, q.tq) as score,
-                         row_number() over (partition by t.id order by ts_rank_cd(q.w, ch.fts, q.tq) desc, ch.id) as rn
-                  from doc$chunk ch join doc$topic t on t.id = ch.topic_id
-                  join doc$collection c on c.id = t.collection, q
-                  where {' and '.join(where)})
-                select h.topic_id, h.chunk_id, h.score, t.collection, t.slug, t.title, t.breadcrumb
-                from hits h join doc$topic t on t.id = h.topic_id where h.rn = 1
-                order by h.score, {self._o('t.collection', 't.slug')} fetch first ? rows only""",
+                best as (
+                  select distinct on (ch.topic_id) ch.topic_id, ch.id as chunk_id, ts_rank_cd(q.w, ch.fts, q.tq) as r
+                  from doc$chunk ch, q where ch.fts @@ q.tq
+                  order by ch.topic_id, r desc, ch.id),
+                top as (
+                  select b.topic_id, b.chunk_id, -b.r as score, t.collection, t.slug, t.title, t.breadcrumb
+                  from best b join doc$topic t on t.id = b.topic_id join doc$collection c on c.id = t.collection
+                  where {' and '.join(where)}
+                  order by score, {self._o('t.collection', 't.slug')} fetch first ? rows only),
+                hc as ({HEADLINE_CONFIG})
+                select top.topic_id, top.chunk_id, top.score, top.collection, top.slug, top.title, top.breadcrumb,
+                       ts_headline(hc.cfg, coalesce(nullif(ch.{column}, ''), ch.body, ''),
+                                   to_tsquery(hc.cfg, doc$fold(?)), ?)
+                from top join doc$chunk ch on ch.id = top.chunk_id, hc
+                order by top.score, {self._o('top.collection', 'top.slug')}""",
             params)
-        snippets = self._headlines(tsquery, [r[1] for r in rows], column)
-        return [SearchHit(int(r[0]), int(r[1]), r[3], r[4], r[5], r[6], float(r[2]), snippets.get(int(r[1]), ""))
-                for r in rows]
+        return [SearchHit(int(r[0]), int(r[1]), r[3], r[4], r[5], r[6], float(r[2]), r[7] or "") for r in rows]
 
-    def _headlines(self, tsquery: str, chunk_ids: list[int], column: str) -> dict[int, str]:
-        """``ts_headline`` over the original text of the surviving chunks only (it is costly)."""
-        if not chunk_ids:
-            return {}
-        config = self._headline_config()
-        rows = self._rows(
-            f"""select ch.id, ts_headline({config}, coalesce(nullif(ch.{column}, ''), ch.body, ''),
-                                          to_tsquery({config}, doc$fold(?)), ?)
-                from doc$chunk ch where ch.id = any(?)""", [tsquery, HEADLINE_OPTIONS, chunk_ids])
-        return {int(r[0]): r[1] for r in rows}
 
-    def _headline_config(self) -> str:
-        """The unaccent configuration when the import could create it, else 'simple'."""
-        if self._headline is None:
-            rows = self._rows(HEADLINE_CONFIG_EXISTS.replace("%s", "?"), [SCHEMA])
-            self._headline = (f"'\"{SCHEMA}\".doc$fold_headline'::regconfig" if rows[0][0]
-                              else "'pg_catalog.simple'::regconfig")
-        return self._headline
+# ``ts_headline``'s configuration: the unaccent one when the import could create it, else 'simple'.
+HEADLINE_CONFIG = ("select coalesce((select cfg.oid::regconfig from pg_ts_config cfg join pg_namespace n "
+                   f"on n.oid = cfg.cfgnamespace where n.nspname = '{SCHEMA}' and cfg.cfgname = 'doc$fold_headline'), "
+                   "'pg_catalog.simple'::regconfig) as cfg")
 
 
 def tsquery_text(words: Sequence[tuple[str, bool]], joiner: str) -> str:
@@ -368,6 +383,18 @@ def _replace_collection(cur, src: _source.CollectionRows, collection: str) -> _s
     return rows
 
 
+def _settle(con) -> None:
+    """After an import commits: flush the GIN index's pending list (a fresh import leaves up to
+    ``gin_pending_list_limit`` of entries that every search would scan linearly until autovacuum
+    runs) and refresh the planner's statistics (the search plans depend on them). Best effort."""
+    try:
+        with con.transaction():
+            con.execute("select gin_clean_pending_list('doc$chunk_fts'::regclass)")
+            con.execute("analyze doc$chunk, doc$topic, doc$collection, doc$link, doc$acl")
+    except Exception:  # the import itself is committed; autovacuum will do this later
+        pass
+
+
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
     """IMPORTDOC into the PostgreSQL pool at ``dsn``: replace ``collection`` with the source's
     rows in ONE transaction (``recipe.import_collection``'s refusals and result)."""
@@ -377,6 +404,7 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
             ensure_schema(con)
             with con.transaction():
                 rows = _replace_collection(con.cursor(), src, collection)
+            _settle(con)
     except Exception as exc:  # connection, psycopg and injected failures alike: rolled back
         raise ImportFailed(str(exc) or type(exc).__name__) from exc
     return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))

@@ -12,9 +12,13 @@ import json
 import sqlite3
 from importlib import resources
 from pathlib import Path
-from typing import Any, Sequence
+from typing import Any, Iterator, Sequence
 
+import numpy as np
+
+from knowspec.impl.docpool.storage import _fts_arrays
 from knowspec.impl.docpool.storage.base import (
+    UNRESTRICTED,
     pick_entity_kind,
     COUNT_NAMES,
     HERKES,
@@ -140,6 +144,10 @@ class SqlitePool:
         them: equal scores are all seen, so ties break exactly as a full sort would (best chunk
         by chunk id, topics by collection and slug).
         """
+        fast = self._search_arrays(match, access, limit=limit, weights=weights, snippet_column=snippet_column,
+                                   collection=collection, linked_to=linked_to)
+        if fast is not None:
+            return fast
         params: list[Any] = [match, f"bm25({self._weights_sql(weights)})"]
         where = ['"doc$chunk_fts" match ?', "rank match ?"]
         if collection is not None:
@@ -179,6 +187,40 @@ class SqlitePool:
         return [SearchHit(r["topic_id"], r["chunk_id"], r["collection"], r["slug"], r["title"],
                           r["breadcrumb"], r["score"], snippets.get(r["chunk_id"], ""))
                 for r in ranked]
+
+    def _search_arrays(self, match, access, *, limit, weights, snippet_column,
+                       collection, linked_to) -> list[SearchHit] | None:
+        """``search_fts`` from the pool's FTS5 index held as arrays (``_fts_arrays``): the same
+        answer, computed without FTS5's per-row scoring. ``None``: let FTS5 answer."""
+        parsed = _fts_arrays.query_phrases(match)
+        if parsed is None:
+            return None
+        arrays = _fts_arrays.fts_arrays_cache.get(self.path, self.change_stamp())
+        if arrays is None:
+            return None
+        phrases, joiner = parsed
+        allowed = None
+        if access.unrestricted and linked_to is None and collection is not None:
+            allowed = arrays.collection_mask(collection)
+        elif not access.unrestricted or linked_to is not None:
+            allowed = np.isin(arrays.topic_id, self.topic_ids(access, collection=collection, linked_to=linked_to))
+        weights = list(weights)[: len(FTS_COLUMNS)] or [1.0]
+        ranked = _fts_arrays.rank(arrays, phrases, joiner, weights, allowed, limit)
+        topics = self.topics_by_id([r.topic_id for r in ranked], UNRESTRICTED)
+        chunks = {r["id"]: (r["title"], r["heading"], r["body"]) for r in self._all(
+            'select id, title, heading, body from "doc$chunk" where id in (select value from json_each(?))',
+            [json.dumps([r.chunk_id for r in ranked])])}
+        column = FTS_COLUMNS.index(snippet_column) if snippet_column in FTS_COLUMNS else -1
+        out = []
+        for r in ranked:
+            t, texts = topics.get(r.topic_id), chunks.get(r.chunk_id)
+            if t is None or texts is None:  # the file changed under the arrays: let FTS5 answer
+                return None
+            snippet = _fts_arrays.chunk_snippet([x or "" for x in texts], phrases, column,
+                                                (SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS), SNIPPET_TOKENS)
+            out.append(SearchHit(r.topic_id, r.chunk_id, t.collection, t.slug, t.title, t.breadcrumb,
+                                 r.score, snippet))
+        return out
 
     @staticmethod
     def _weights_sql(weights) -> str:
@@ -366,18 +408,36 @@ class SqlitePool:
                 where {cond} group by t.collection""", params)
         return {r["collection"]: {"topic": r["topics"], "chunk": r["chunks"]} for r in rows}
 
-    def vectors(self, which, access) -> list[VectorRow]:
+    def _vector_sql(self, which: str, access: Access, select: str) -> tuple[str, list[Any]]:
+        """FROM/WHERE of the allowed topic or chunk vectors; ``select`` may name ``{topic}``
+        and ``{chunk}`` (the row's topic id and chunk id)."""
         params: list[Any] = []
         cond = _acl_sql(access, params)
         if which == "topic":
-            sql = f"""select v.topic_id, null, v.vec from "doc$topic_vec" v
-                      join "doc$topic" t on t.id = v.topic_id join "doc$collection" c on c.id = t.collection
-                      where {cond} order by v.topic_id"""
-        else:
-            sql = f"""select ch.topic_id, v.chunk_id, v.vec from "doc$chunk_vec" v
-                      join "doc$chunk" ch on ch.id = v.chunk_id join "doc$topic" t on t.id = ch.topic_id
-                      join "doc$collection" c on c.id = t.collection where {cond} order by v.chunk_id"""
-        return [VectorRow(r[0], r[1], bytes(r[2])) for r in self._all(sql, params)]
+            cols = select.format(topic="v.topic_id", chunk="null")
+            return (f"""select {cols} from "doc$topic_vec" v join "doc$topic" t on t.id = v.topic_id
+                        join "doc$collection" c on c.id = t.collection where {cond}""", params)
+        cols = select.format(topic="ch.topic_id", chunk="v.chunk_id")
+        return (f"""select {cols} from "doc$chunk_vec" v join "doc$chunk" ch on ch.id = v.chunk_id
+                    join "doc$topic" t on t.id = ch.topic_id join "doc$collection" c on c.id = t.collection
+                    where {cond}""", params)
+
+    def vectors(self, which, access) -> list[VectorRow]:
+        return list(self.iter_vectors(which, access))
+
+    def vector_count(self, which, access) -> int:
+        sql, params = self._vector_sql(which, access, "count(*)")
+        return self._con.execute(sql, params).fetchone()[0]
+
+    def iter_vectors(self, which, access) -> Iterator[VectorRow]:
+        sql, params = self._vector_sql(which, access, "{topic}, {chunk}, v.vec")
+        order = "v.topic_id" if which == "topic" else "v.chunk_id"
+        cursor = self._con.execute(f"{sql} order by {order}", params)  # sqlite steps row by row
+        try:
+            for r in cursor:
+                yield VectorRow(r[0], r[1], bytes(r[2]))
+        finally:
+            cursor.close()
 
     def topic_ids(self, access, *, collection=None, linked_to=None) -> list[int]:
         where, params = ["1"], []

@@ -1,0 +1,298 @@
+"""doc_search (fts) and doc_get per storage (SQLite, PostgreSQL, Firebird) on the databricks pool.
+
+Run: .venv/bin/python benchmarks/docpool_storages.py [--calls 200] [--profile]
+     (or ``knowspec bench docpool-storages [--calls N] [--profile]``)
+
+One run: a throwaway PostgreSQL cluster (``engines.PgCluster``: initdb / pg_ctl in a temporary
+folder, unix socket only, fsync off) and the embedded Firebird engine; a fresh appdir whose
+catalog registers three databases, ``sq`` (SQLITE), ``pg`` (POSTGRESQL) and ``fb`` (FIREBIRD),
+each with SET DOCUMENTS INTERNAL; the cached databricks source pool (``docpool_setup.cached_pool``)
+IMPORTDOC'ed into each, timed per storage.
+
+Then ONE real stdio server answers every storage (the ``database`` argument of each call picks
+the pool). That is the fair setup on a shared 2-CPU machine: the same process, pipeline and
+client serve all three, and the calls are interleaved -- each query is sent to the three
+storages back to back, in an order rotated per query -- so a load spike hits every storage
+alike instead of whichever happened to run then. The first search of each storage is timed
+apart: for Firebird it builds the in-memory full-text index (``storage/_fts_index.py``) of the
+pool, and for SQLite (``KNOWSPEC_FTS_ARRAYS=sync`` unless set, as in ``docpool_fts``) it reads
+the FTS5 index into arrays; the "warm" figures exclude it. Queries: ``docpool_fts``'s (the labelled databricks set
+plus 2-3 words of random concept titles), at the default limit (10).
+
+Agreement (limit 50, over the same server): Firebird must equal SQLite exactly (slugs, order,
+snippets, scores within 1e-9); PostgreSQL must find the same set of topics for single words
+whenever the set is complete (SQLite returned fewer than 50), and its agreement on multi-word
+queries is reported (PostgreSQL ranks with ts_rank_cd, so only sets are comparable).
+
+``--profile`` afterwards profiles each storage's ``search_fts`` in-process (cProfile, same pool,
+same queries) and prints the top functions to stderr, with in-process p50s in the JSON.
+
+Writes benchmarks/results/docpool_storages.json and prints a short table. Removes the cluster.
+"""
+
+from __future__ import annotations
+
+import argparse
+import cProfile
+import io
+import os
+import pstats
+import shutil
+import sys
+import time
+from pathlib import Path
+from typing import Any
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
+from docpool_fts import title_queries  # noqa: E402
+from docpool_setup import CACHE, DATABRICKS, cached_pool, load_queries, machine_load  # noqa: E402
+from engines import PgCluster, fresh_pg_database  # noqa: E402
+
+from knowspec.impl.config import Settings  # noqa: E402
+from knowspec.impl.docpool import catalog, importdoc  # noqa: E402
+
+COLLECTION = "databricks"
+STORAGES = (("sq", "SQLITE"), ("pg", "POSTGRESQL"), ("fb", "FIREBIRD"))
+FIRST_QUERY = "delta table"
+AGREE_LIMIT = 50
+
+
+# -- setup -----------------------------------------------------------------------------------
+
+def make_storages_appdir(root: Path, source: Path, pg_dsn: str) -> tuple[Settings, dict[str, float]]:
+    """A fresh appdir whose catalog registers sq / pg / fb with a document pool each, the source
+    collection IMPORTDOC'ed into every one (seconds per storage)."""
+    from knowspec.impl.docpool.storage import firebird, postgres
+
+    if root.exists():
+        shutil.rmtree(root)
+    root.mkdir(parents=True)
+    settings = Settings(appdir=root)
+    settings.default_database = "sq"
+    dsns = {"sq": str(root / "pool-sq.db"), "pg": pg_dsn, "fb": str(root / "pool-fb.fdb")}
+    firebird.load_engine()
+    times = {}
+    for db, kind in STORAGES:
+        catalog.register_database(settings.catalog_path, db, kind, dsns[db])
+        catalog.execute_alter(settings.catalog_path, f"ALTER DATABASE {db} SET DOCUMENTS INTERNAL")
+        start = time.perf_counter()
+        outcome = importdoc.import_collection(settings, db, COLLECTION, str(source))
+        times[db] = round(time.perf_counter() - start, 2)
+        if not outcome["result"]:
+            raise SystemExit(f"IMPORTDOC refused {COLLECTION} into {db}: {outcome['message']}")
+        print(f"IMPORTDOC {db}: {times[db]} s ({outcome['topics']} topics, {outcome['chunks']} chunks)",
+              file=sys.stderr, flush=True)
+    # The server process opens these pools next: an embedded Firebird file takes one process.
+    firebird.close_connections()
+    postgres.close_pools()
+    return settings, times
+
+
+def server_args(settings: Settings) -> list[str]:
+    return ["--appdir", str(settings.appdir), "--catalog", str(settings.catalog_path), "--database", "sq"]
+
+
+# -- measuring through the server -------------------------------------------------------------
+
+def rotated(i: int) -> list[str]:
+    names = [db for db, _ in STORAGES]
+    k = i % len(names)
+    return names[k:] + names[:k]
+
+
+async def search(session, db: str, query: str, limit: int | None = None) -> tuple[float, list[dict]]:
+    args: dict[str, Any] = {"query": query, "collection": COLLECTION, "database": db}
+    if limit is not None:
+        args["limit"] = limit
+    ms, result = await timed(session, "doc_search", args)
+    assert not result.is_error, (db, query, result.content)
+    return ms, result.structured_content["results"]
+
+
+async def measure(args: list[str], labelled: list[str], short: list[str], singles: list[str],
+                  slugs: list[str]) -> dict[str, Any]:
+    out: dict[str, Any] = {db: {} for db, _ in STORAGES}
+    async with stdio_session(*args) as session:
+        for db, _ in STORAGES:  # the first search of each pool (Firebird: builds its fts index)
+            ms, _ = await search(session, db, FIRST_QUERY)
+            out[db]["first_search_ms"] = round(ms, 1)
+            print(f"first search {db}: {ms:.0f} ms", file=sys.stderr, flush=True)
+        samples: dict[str, dict[str, list[float]]] = {db: {"labelled": [], "title": []} for db, _ in STORAGES}
+        for kind, queries in (("labelled", labelled), ("title", short)):
+            for i, q in enumerate(queries):
+                for db in rotated(i):
+                    ms, _ = await search(session, db, q)
+                    samples[db][kind].append(ms)
+        gets: dict[str, list[float]] = {db: [] for db, _ in STORAGES}
+        for i, slug in enumerate(slugs):
+            for db in rotated(i):
+                ms, result = await timed(session, "doc_get", {"collection": COLLECTION, "slug": slug, "database": db})
+                assert not result.is_error, (db, slug, result.content)
+                gets[db].append(ms)
+        for db, _ in STORAGES:
+            out[db]["doc_search_fts"] = percentiles(samples[db]["labelled"] + samples[db]["title"])
+            out[db]["doc_search_fts_labelled_queries"] = percentiles(samples[db]["labelled"])
+            out[db]["doc_search_fts_title_words"] = percentiles(samples[db]["title"])
+            out[db]["doc_get"] = percentiles(gets[db])
+        out["agreement"] = await agreement(session, labelled + short, singles)
+        out["server_peak_rss_mib"] = server_peak_rss_mib()
+    return out
+
+
+def _hit_key(h: dict) -> tuple:
+    return (h["collection"], h["slug"])
+
+
+async def agreement(session, queries: list[str], singles: list[str]) -> dict[str, Any]:
+    """Firebird vs SQLite (identical lists) and PostgreSQL vs SQLite (same topic sets)."""
+    fb_same, fb_diff = 0, []
+    pg_multi_same, pg_multi_complete, pg_multi_diff = 0, 0, []
+    for q in queries:
+        _, sq = await search(session, "sq", q, AGREE_LIMIT)
+        _, fb = await search(session, "fb", q, AGREE_LIMIT)
+        same = ([(h["slug"], h["snippet"]) for h in fb] == [(h["slug"], h["snippet"]) for h in sq]
+                and all(abs(a["score"] - b["score"]) <= 1e-9 for a, b in zip(fb, sq)))
+        fb_same += same
+        if not same:
+            fb_diff.append(q)
+        if len(q.split()) > 1 and len(sq) < AGREE_LIMIT:
+            _, pg = await search(session, "pg", q, AGREE_LIMIT)
+            pg_multi_complete += 1
+            if {_hit_key(h) for h in pg} == {_hit_key(h) for h in sq}:
+                pg_multi_same += 1
+            else:
+                pg_multi_diff.append(q)
+    single_complete, single_same, single_diff = 0, 0, []
+    for w in singles:
+        _, sq = await search(session, "sq", w, AGREE_LIMIT)
+        if len(sq) >= AGREE_LIMIT:
+            continue  # a top-50 cut of different rankings: sets are not comparable
+        _, pg = await search(session, "pg", w, AGREE_LIMIT)
+        single_complete += 1
+        if {_hit_key(h) for h in pg} == {_hit_key(h) for h in sq}:
+            single_same += 1
+        else:
+            single_diff.append(w)
+    return {
+        "firebird_identical_to_sqlite": {"queries": len(queries), "identical": fb_same, "differ": fb_diff[:20]},
+        "postgres_single_word_sets": {"words": len(singles), "complete_sets_compared": single_complete,
+                                      "same": single_same, "differ": single_diff[:20]},
+        "postgres_multi_word_sets": {"complete_sets_compared": pg_multi_complete, "same": pg_multi_same,
+                                     "differ": pg_multi_diff[:20]},
+    }
+
+
+# -- in-process profile ----------------------------------------------------------------------
+
+def profile_in_process(settings: Settings, queries: list[str], top: int = 25) -> dict[str, Any]:
+    """Each storage's ``fts_ranked`` in-process over ``queries`` (warm): p50/p95 and a cProfile."""
+    from knowspec.impl.docpool.pools import open_location
+    from knowspec.impl.docpool.search import fts_ranked
+    from knowspec.impl.docpool.storage.base import UNRESTRICTED
+
+    out = {}
+    for db, _ in STORAGES:
+        location = catalog.resolve_pool_location(settings.catalog_path, db)
+        with open_location(location) as pool:
+            fts_ranked(pool, FIRST_QUERY, UNRESTRICTED, limit=10, collection=COLLECTION)  # index, caches
+        samples = []
+        prof = cProfile.Profile()
+        for q in queries:
+            start = time.perf_counter()
+            prof.enable()
+            with open_location(location) as pool:
+                fts_ranked(pool, q, UNRESTRICTED, limit=10, collection=COLLECTION)
+            prof.disable()
+            samples.append((time.perf_counter() - start) * 1000)
+        out[db] = percentiles(samples)
+        text = io.StringIO()
+        pstats.Stats(prof, stream=text).sort_stats("cumulative").print_stats(top)
+        print(f"\n===== {db}: in-process fts_ranked, {len(queries)} queries =====\n{text.getvalue()}",
+              file=sys.stderr)
+    return out
+
+
+# -- report ----------------------------------------------------------------------------------
+
+def ratios(served: dict[str, Any]) -> dict[str, Any]:
+    base = served["sq"]["doc_search_fts"]
+    out = {}
+    for db in ("pg", "fb"):
+        own = served[db]["doc_search_fts"]
+        out[db] = {"fts_p50_vs_sqlite": round(own["p50_ms"] / base["p50_ms"], 2),
+                   "fts_p95_vs_sqlite": round(own["p95_ms"] / base["p95_ms"], 2)}
+    out["targets"] = {"postgres_p50_at_most_2x": out["pg"]["fts_p50_vs_sqlite"] <= 2.0,
+                      "firebird_warm_p50_at_most_3x": out["fb"]["fts_p50_vs_sqlite"] <= 3.0}
+    return out
+
+
+def table(import_s: dict[str, float], served: dict[str, Any], rat: dict[str, Any]) -> str:
+    head = (f"{'storage':<11}{'import s':>9}{'first ms':>10}{'fts p50':>9}{'fts p95':>9}"
+            f"{'p50/sq':>8}{'p95/sq':>8}{'get p50':>9}")
+    lines = [head, "-" * len(head)]
+    for db, kind in STORAGES:
+        s = served[db]
+        r = rat.get(db, {"fts_p50_vs_sqlite": 1.0, "fts_p95_vs_sqlite": 1.0})
+        lines.append(f"{kind:<11}{import_s[db]:>9.2f}{s['first_search_ms']:>10.1f}{s['doc_search_fts']['p50_ms']:>9.2f}"
+                     f"{s['doc_search_fts']['p95_ms']:>9.2f}{r['fts_p50_vs_sqlite']:>8.2f}"
+                     f"{r['fts_p95_vs_sqlite']:>8.2f}{s['doc_get']['p50_ms']:>9.2f}")
+    lines.append("(ms, client-side over stdio; 'first' = the first search of the pool, for Firebird "
+                 "the fts index build; p50/p95 are warm searches)")
+    return "\n".join(lines)
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--calls", type=int, default=200, help="title-word queries and doc_get calls per storage")
+    parser.add_argument("--profile", action="store_true", help="also profile search_fts in-process per storage")
+    ns = parser.parse_args()
+    os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")  # as docpool_fts: SQLite's arrays build in its first search
+    source, info = cached_pool("databricks", DATABRICKS, COLLECTION)
+    short, slugs = title_queries(source, ns.calls)
+    labelled = [q["query"] for q in load_queries("databricks")["queries"]]
+    singles = sorted({w for q in short for w in q.split() if len(w) >= 2})
+    start = time.perf_counter()
+    load_before = machine_load()
+    cluster = PgCluster()
+    try:
+        pg_dsn = fresh_pg_database(cluster.start(), "knowspec_bench")
+        settings, import_s = make_storages_appdir(CACHE / "storages-run", source, pg_dsn)
+        load_served = machine_load()
+        served = anyio.run(measure, server_args(settings), labelled, short, singles, slugs)
+        load_after = machine_load()
+        inproc = profile_in_process(settings, labelled + short) if ns.profile else None
+    finally:
+        cluster.stop()
+    rat = ratios(served)
+    data = {
+        "corpus": str(DATABRICKS), "pool": info["counts"], "collection": COLLECTION,
+        "setup": "one stdio server for all three storages; calls interleaved per query, order rotated",
+        "sqlite_fts_arrays_mode": os.environ["KNOWSPEC_FTS_ARRAYS"],
+        "queries": {"labelled": len(labelled), "title_words": len(short), "single_words": len(singles),
+                    "first_search": FIRST_QUERY, "limit": 10, "agreement_limit": AGREE_LIMIT},
+        "importdoc_s": {kind.lower(): import_s[db] for db, kind in STORAGES},
+        "storages": {kind.lower(): served[db] for db, kind in STORAGES},
+        "ratios_vs_sqlite": {"postgresql": rat["pg"], "firebird": rat["fb"], "targets": rat["targets"]},
+        "agreement": served["agreement"],
+        "server_peak_rss_mib": served["server_peak_rss_mib"],
+        **({"in_process_fts_ranked": {kind.lower(): inproc[db] for db, kind in STORAGES}} if inproc else {}),
+        "wall_s": round(time.perf_counter() - start, 1),
+        "machine_load_before": load_before, "machine_load_at_serving": load_served,
+        "machine_load_after": load_after,
+    }
+    write_results("docpool_storages", data)
+    print()
+    print(table(import_s, served, rat))
+    fb, single, multi = (served["agreement"][k] for k in ("firebird_identical_to_sqlite", "postgres_single_word_sets",
+                                                           "postgres_multi_word_sets"))
+    print(f"agreement: firebird identical {fb['identical']}/{fb['queries']}; postgres single-word sets "
+          f"{single['same']}/{single['complete_sets_compared']}; multi-word sets "
+          f"{multi['same']}/{multi['complete_sets_compared']}")
+    print(f"targets: {rat['targets']}; load {load_before} -> {load_after}")
+
+
+if __name__ == "__main__":
+    main()

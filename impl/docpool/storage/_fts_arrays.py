@@ -1,0 +1,310 @@
+"""FTS5 ranking of a SQLite pool from numpy arrays: the same answers, without FTS5's per-row cost.
+
+FTS5 scores every matching row of a broad prefix query one row at a time (a docsize lookup and a
+position-list walk each: ~15 ms for ``"table"*`` over 50k chunks), and its ``snippet()`` rebuilds
+the prefix doclist per call. This module reads the pool's FTS5 index once per change stamp
+(``fts5vocab`` instances and the table's averages record), keeps it as compressed postings
+(term -> rows with per-column counts), and answers single-token phrases, AND / OR, exactly as
+``bm25()`` would: the arithmetic is ``rules.bm25``'s FTS5 rule, elementwise.
+
+Anything it cannot answer exactly (a query word FTS5 splits into several tokens, an index still
+being built, a failed build) returns ``None`` and the caller runs the FTS5 query instead, so FTS5
+stays the reference. ``KNOWSPEC_FTS_ARRAYS`` = ``background`` (default: built in a thread while
+FTS5 answers), ``sync`` (built by the first search that needs it) or ``off``.
+"""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+import threading
+from bisect import bisect_left
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Sequence
+
+import numpy as np
+
+from knowspec.impl.rules import fts5
+from knowspec.impl.rules.bm25 import fts5_avg_len, fts5_frequency, fts5_phrase_score, idf_fts5
+from knowspec.impl.rules.fold import fold
+from knowspec.impl.rules.fts_query import parse_match
+
+FTS_TABLE = "doc$chunk_fts"
+COLUMNS = ("title", "heading", "body")
+MODE_ENV = "KNOWSPEC_FTS_ARRAYS"
+MAX_CACHED_POOLS = 4
+
+
+@dataclass(frozen=True)
+class FtsArrays:
+    """One pool's FTS5 index as arrays (rows = indexed chunks, sorted by chunk id)."""
+
+    terms: list[str]            # sorted vocabulary
+    term_start: np.ndarray      # postings of terms[k]: [term_start[k], term_start[k + 1])
+    post_row: np.ndarray        # int32 row of each posting
+    post_tf: np.ndarray         # uint16 (int32 if needed) (postings, columns): instances per column
+    row_chunk: np.ndarray       # int64 chunk id per row
+    row_topic: np.ndarray       # int64 index into ``topic_id`` per row
+    row_len: np.ndarray         # float64 tokens per row over all columns (FTS5's ``D``)
+    topic_id: np.ndarray        # int64 topic ids, sorted
+    topic_collection: list[str]
+    topic_slug: list[str]
+    n_rows: int                 # FTS5's row count (averages record)
+    total_tokens: int           # FTS5's token total over all columns (averages record)
+    _masks: dict[str, np.ndarray] = field(default_factory=dict, compare=False, repr=False)
+
+    def collection_mask(self, collection: str) -> np.ndarray:
+        """Boolean mask over ``topic_id``: the topics of ``collection`` (remembered)."""
+        mask = self._masks.get(collection)
+        if mask is None:
+            mask = np.fromiter((c == collection for c in self.topic_collection), bool, len(self.topic_id))
+            self._masks[collection] = mask
+        return mask
+
+    def term_range(self, token: str, prefix: bool) -> tuple[int, int]:
+        """Vocabulary indexes ``[lo, hi)`` of ``token`` (every term starting with it when ``prefix``)."""
+        if prefix:
+            found = fts5.prefix_range(self.terms, token)
+            return found.start, found.stop
+        lo = bisect_left(self.terms, token)
+        return lo, (lo + 1 if lo < len(self.terms) and self.terms[lo] == token else lo)
+
+
+@dataclass(frozen=True)
+class RankedChunk:
+    topic_id: int
+    chunk_id: int
+    score: float
+
+
+def _varints(blob: bytes) -> list[int]:
+    """SQLite varints (FTS5's record encoding): 7 bits a byte, big-endian, 9th byte whole."""
+    out, i = [], 0
+    while i < len(blob):
+        value = 0
+        for k in range(9):
+            byte = blob[i]
+            i += 1
+            if k == 8:
+                value = (value << 8) | byte
+                break
+            value = (value << 7) | (byte & 0x7F)
+            if not byte & 0x80:
+                break
+        out.append(value)
+    return out
+
+
+def read_totals(con: sqlite3.Connection, schema: str = "main") -> tuple[int, int]:
+    """(rows, tokens over all columns) from FTS5's averages record, the numbers ``bm25`` uses."""
+    row = con.execute(f'select block from {schema}."{FTS_TABLE}_data" where id = 1').fetchone()
+    values = _varints(bytes(row[0])) if row and row[0] else [0]
+    return values[0], sum(values[1:1 + len(COLUMNS)])
+
+
+def build(path: Path | str) -> FtsArrays:
+    """Read a pool file's FTS5 index into ``FtsArrays`` (its own read-only connection)."""
+    con = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+    try:
+        con.execute("begin")  # one snapshot for the index, the chunks and the topics
+        con.execute(f"create virtual table temp.v using fts5vocab(main, '{FTS_TABLE}', 'instance')")
+        cases = " ".join(f"when '{c}' then {i}" for i, c in enumerate(COLUMNS))
+        terms: list[str] = []
+        lengths: list[int] = []
+        doc_parts: list[str] = []
+        col_parts: list[str] = []
+        # fts5vocab scans in (term, doc, col, offset) order, so this GROUP BY streams.
+        for term, docs, cols in con.execute(
+                f"select term, group_concat(doc), group_concat(case col {cases} end, '') "
+                "from temp.v group by term order by term"):
+            terms.append(term)
+            lengths.append(len(cols))
+            doc_parts.append(docs)
+            col_parts.append(cols)
+        n_rows, total_tokens = read_totals(con)
+        chunk_topic = np.array(con.execute('select id, topic_id from "doc$chunk" order by id').fetchall(),
+                               dtype=np.int64).reshape(-1, 2)
+        topics = con.execute('select id, collection, slug from "doc$topic" order by id').fetchall()
+    finally:
+        con.close()
+    docs = np.fromstring(",".join(doc_parts), dtype=np.int64, sep=",") if doc_parts else np.zeros(0, np.int64)
+    del doc_parts
+    cols = np.frombuffer("".join(col_parts).encode("ascii"), dtype=np.uint8) - ord("0")
+    del col_parts
+    term = np.repeat(np.arange(len(terms), dtype=np.int32), lengths)
+    if not _sorted_by(term, docs, cols):  # fts5vocab's own order; sort only if it ever differs
+        order = np.lexsort((cols, docs, term))
+        term, docs, cols = term[order], docs[order], cols[order]
+    new_pair = np.ones(len(term), dtype=bool)
+    new_pair[1:] = (term[1:] != term[:-1]) | (docs[1:] != docs[:-1])
+    pair = np.cumsum(new_pair) - 1
+    n_pairs = int(pair[-1]) + 1 if len(pair) else 0
+    post_tf = np.bincount(pair * len(COLUMNS) + cols, minlength=n_pairs * len(COLUMNS))
+    del pair
+    post_tf = post_tf.reshape(n_pairs, len(COLUMNS))
+    post_tf = post_tf.astype(np.uint16 if post_tf.max(initial=0) < 2 ** 16 else np.int32)
+    post_doc, post_term = docs[new_pair], term[new_pair]
+    row_chunk = np.unique(post_doc)
+    post_row = np.searchsorted(row_chunk, post_doc).astype(np.int32)
+    row_len = np.bincount(post_row, weights=post_tf.sum(axis=1), minlength=len(row_chunk)).astype(np.float64)
+    topic_id = np.array([t[0] for t in topics], dtype=np.int64)
+    row_topic_id = _lookup(chunk_topic[:, 0], chunk_topic[:, 1], row_chunk)
+    row_topic = _lookup(topic_id, np.arange(len(topic_id)), row_topic_id)
+    return FtsArrays(
+        terms=terms, term_start=np.searchsorted(post_term, np.arange(len(terms) + 1)),
+        post_row=post_row, post_tf=post_tf, row_chunk=row_chunk, row_topic=row_topic, row_len=row_len,
+        topic_id=topic_id, topic_collection=[t[1] for t in topics], topic_slug=[t[2] for t in topics],
+        n_rows=n_rows, total_tokens=total_tokens)
+
+
+def _sorted_by(term: np.ndarray, docs: np.ndarray, cols: np.ndarray) -> bool:
+    """Whether instances come ordered by (term, doc, col)."""
+    same_term = term[1:] == term[:-1]
+    later_doc = docs[1:] > docs[:-1]
+    same_doc = docs[1:] == docs[:-1]
+    return bool(np.all((term[1:] > term[:-1]) | (same_term & (later_doc | (same_doc & (cols[1:] >= cols[:-1]))))))
+
+
+def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+    """``values[keys == w]`` for each ``w`` of ``wanted`` (``keys`` sorted), -1 where absent."""
+    if not len(keys):
+        return np.full(len(wanted), -1, dtype=np.int64)
+    at = np.minimum(np.searchsorted(keys, wanted), len(keys) - 1)
+    return np.where(keys[at] == wanted, values[at], -1).astype(np.int64)
+
+
+def query_phrases(match: str) -> tuple[list[tuple[str, bool]], str] | None:
+    """(token, prefix) per phrase of a ``rules.fts_query`` expression and its joiner, or ``None``
+    when a word is not exactly one FTS5 token (FTS5 must answer that query itself)."""
+    words, joiner = parse_match(match)
+    phrases = []
+    for w in words:
+        tokens = fts5.token_texts(w.text)
+        if len(tokens) != 1:
+            return None
+        phrases.append((tokens[0], w.prefix))
+    return (phrases, joiner) if phrases else None
+
+
+def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, weights: Sequence[float],
+         allowed_topics: np.ndarray | None, limit: int) -> list[RankedChunk]:
+    """The best chunk of each allowed matching topic, topics by (bm25, collection, slug), ``limit`` of them.
+
+    ``allowed_topics``: a boolean mask over ``arrays.topic_id`` (``None`` = every topic). Ties
+    break as the FTS5 path does: a topic's best chunk by (score, chunk id).
+    """
+    n = len(arrays.row_chunk)
+    freqs, hits = [], []
+    for token, prefix in phrases:
+        lo, hi = arrays.term_range(token, prefix)
+        a, b = arrays.term_start[lo], arrays.term_start[hi]
+        rows, tf = arrays.post_row[a:b], arrays.post_tf[a:b]
+        counts = [np.bincount(rows, weights=tf[:, c], minlength=n) for c in range(len(COLUMNS))]
+        present = (counts[0] + counts[1] + counts[2]) > 0
+        freqs.append(counts)
+        hits.append(present)
+    if not hits:
+        return []
+    match = np.logical_and.reduce(hits) if joiner == "AND" else np.logical_or.reduce(hits)
+    valid = arrays.row_topic >= 0
+    if allowed_topics is not None:
+        valid &= allowed_topics[np.maximum(arrays.row_topic, 0)]
+    rows = np.flatnonzero(match & valid)
+    if not len(rows) or limit <= 0:
+        return []
+    avg = fts5_avg_len(arrays.total_tokens, arrays.n_rows)
+    row_len = arrays.row_len[rows]
+    score = np.zeros(len(rows))
+    for counts, present in zip(freqs, hits):
+        idf = idf_fts5(arrays.n_rows, int(np.count_nonzero(present)))
+        freq = fts5_frequency([c[rows] for c in counts], weights)
+        score = score + fts5_phrase_score(idf, freq, row_len, avg)
+    score = -1.0 * score
+    topic = arrays.row_topic[rows]
+    chunk = arrays.row_chunk[rows]
+    order = np.lexsort((chunk, score, topic))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = topic[order][1:] != topic[order][:-1]
+    best = order[first]                     # one row per topic: its best chunk
+    best_score = score[best]
+    if len(best) > limit:
+        cutoff = np.partition(best_score, limit - 1)[limit - 1]
+        best = best[best_score <= cutoff]   # every topic tied with the last place competes
+    ranked = sorted(best.tolist(), key=lambda i: (score[i], arrays.topic_collection[topic[i]],
+                                                  arrays.topic_slug[topic[i]]))[:limit]
+    return [RankedChunk(int(arrays.topic_id[topic[i]]), int(chunk[i]), float(score[i])) for i in ranked]
+
+
+# -- the per-process cache -----------------------------------------------------------------------
+
+@dataclass
+class _Entry:
+    stamp: tuple
+    arrays: FtsArrays | None = None
+    done: threading.Event | None = None
+
+
+class FtsArraysCache:
+    """Arrays per pool file and change stamp; a changed stamp starts a new build."""
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._entries: dict[str, _Entry] = {}
+
+    def get(self, path: Path | str, stamp: tuple, mode: str | None = None) -> FtsArrays | None:
+        """The arrays for ``stamp`` if ready (``sync``: build them now); ``None`` = use FTS5."""
+        mode = mode or os.environ.get(MODE_ENV, "background")
+        if mode == "off":
+            return None
+        key = str(Path(path).absolute())
+        with self._lock:
+            entry = self._entries.get(key)
+            if entry is None or entry.stamp != stamp:
+                entry = _Entry(stamp, done=threading.Event())
+                self._entries[key] = entry
+                while len(self._entries) > MAX_CACHED_POOLS:
+                    self._entries.pop(next(iter(self._entries)))
+                threading.Thread(target=self._build, args=(entry, key), daemon=True,
+                                 name="knowspec-fts-arrays").start()
+        if mode == "sync" and entry.done is not None:
+            entry.done.wait()
+        return entry.arrays
+
+    @staticmethod
+    def _build(entry: _Entry, path: str) -> None:
+        try:
+            entry.arrays = build(path)
+        except (sqlite3.Error, ValueError, OSError):
+            entry.arrays = None  # FTS5 keeps answering for this stamp
+        finally:
+            assert entry.done is not None
+            entry.done.set()
+
+    def clear(self) -> None:
+        with self._lock:
+            self._entries.clear()
+
+
+fts_arrays_cache = FtsArraysCache()
+
+
+def chunk_snippet(texts: Sequence[str], phrases: Sequence[tuple[str, bool]], column: int,
+                  marks: tuple[str, str, str], n_token: int) -> str:
+    """FTS5 ``snippet()`` of one chunk: its original column texts, the index's folded tokens.
+
+    A snippet of one column needs only that column's tokens; an empty snippet column (a
+    heading-only section) falls back to the best column, as the FTS5 query does with
+    ``snippet(..., -1, ...)``, and only then are all columns tokenised.
+    """
+    parsed = [fts5.Phrase((token,), prefix) for token, prefix in phrases]
+    sizes = [1] * len(parsed)
+    if 0 <= column < len(texts) and texts[column]:
+        only = [fts5.token_texts(fold(t)) if c == column else [] for c, t in enumerate(texts)]
+        lengths = [len(c) for c in only]
+        found = fts5.snippet(list(texts), lengths, fts5.row_instances(parsed, only), sizes, column, *marks, n_token)
+        if found:
+            return found
+    columns = [fts5.token_texts(fold(t)) for t in texts]
+    args = (list(texts), [len(c) for c in columns], fts5.row_instances(parsed, columns), sizes)
+    return fts5.snippet(*args, column, *marks, n_token) or fts5.snippet(*args, -1, *marks, n_token)

@@ -1,0 +1,144 @@
+"""The SQLite pool's array-backed full text (``storage._fts_arrays``) answers exactly like FTS5.
+
+FTS5 is the reference: every comparison runs the same ``search_fts`` call once with the arrays
+(``KNOWSPEC_FTS_ARRAYS=sync``) and once without (``off``), and demands identical hits: same topics,
+order, best chunks, scores to the last bit and snippets.
+"""
+
+from __future__ import annotations
+
+import threading
+from pathlib import Path
+
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
+
+from knowspec.impl.docpool.builder import build_pool
+from knowspec.impl.docpool.storage import _fts_arrays
+from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
+from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write
+from knowspec.impl.rules.fts_query import build_fts_query
+from storages import SAMPLE, SAMPLE_COLLECTION, WORDS, query_words, write_generated_corpus
+
+ACCESSES = [UNRESTRICTED, Access(frozenset({"muhasebe"})), Access(frozenset({"*"})), Access(frozenset())]
+
+
+@pytest.fixture(scope="module")
+def pools(tmp_path_factory) -> dict[str, Path]:
+    root = tmp_path_factory.mktemp("fts-arrays")
+    corpus = root / "corpus"
+    write_generated_corpus(corpus, seed=11, topics=60)
+    generated, sample = root / "generated.db", root / "sample.db"
+    build_pool(corpus, generated, "uretilen", title="Üretilen", erisim="kisitli")
+    build_pool(SAMPLE, sample, SAMPLE_COLLECTION, title="İç belgeler", erisim="kisitli")
+    return {"uretilen": generated, SAMPLE_COLLECTION: sample}
+
+
+def _both(path: Path, monkeypatch, match: str, access, **kw):
+    monkeypatch.setenv(_fts_arrays.MODE_ENV, "off")
+    with SqlitePool(path) as pool:
+        want = pool.search_fts(match, access, **kw)
+    monkeypatch.setenv(_fts_arrays.MODE_ENV, "sync")
+    with SqlitePool(path) as pool:
+        got = pool._search_arrays(match, access, collection=kw.pop("collection", None),
+                                  linked_to=kw.pop("linked_to", None), **kw)
+    return want, got
+
+
+@pytest.mark.parametrize("collection", ["uretilen", SAMPLE_COLLECTION])
+@pytest.mark.parametrize("weights", [(10.0, 5.0, 1.0), (1.0, 1.0, 1.0), (0.1, 2.5, 0.3)])
+def test_arrays_rank_and_cut_snippets_exactly_like_fts5(pools, monkeypatch, collection, weights):
+    queries = query_words(5, 60) + ["köprü ışık", "straße", "istanbul", "zz", "ka", "İSTANBUL Boğazı"]
+    for query in queries:
+        built = build_fts_query(query)
+        for match in filter(None, (built.all_words, built.any_word) if built else ()):
+            for access in ACCESSES:
+                for only in (None, collection):
+                    want, got = _both(pools[collection], monkeypatch, match, access, limit=10, weights=weights,
+                                      snippet_column="body", collection=only)
+                    assert got == want, (match, access, only)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(words=st.lists(st.sampled_from(WORDS).flatmap(lambda w: st.integers(2, len(w)).map(lambda n: w[:n])),
+                      min_size=1, max_size=4),
+       limit=st.integers(0, 15), column=st.sampled_from(["title", "heading", "body", "nothing"]),
+       weights=st.lists(st.sampled_from([0.5, 1.0, 3.0, 10.0, 0.3]), max_size=4))
+def test_arrays_equal_fts5_for_any_words_limit_column_and_weights(pools, monkeypatch, words, limit, column, weights):
+    built = build_fts_query(" ".join(words))
+    for match in filter(None, (built.all_words, built.any_word)):
+        want, got = _both(pools["uretilen"], monkeypatch, match, UNRESTRICTED, limit=limit,
+                          weights=tuple(weights), snippet_column=column)
+        assert got == want
+
+
+def test_arrays_filter_by_linked_entity_like_fts5(pools, monkeypatch):
+    for form in ("TfrmUretilen0", "TfrmUretilen3"):
+        for access in ACCESSES:
+            want, got = _both(pools["uretilen"], monkeypatch, '"köprü"*', access, limit=10,
+                              weights=(10.0, 5.0, 1.0), snippet_column="body", linked_to=("form_class", form))
+            assert got == want
+
+
+def test_totals_are_those_of_the_index(pools):
+    arrays = _fts_arrays.build(pools["uretilen"])
+    assert arrays.n_rows == len(arrays.row_chunk) > 0
+    assert arrays.total_tokens == int(arrays.row_len.sum())
+    assert list(arrays.terms) == sorted(arrays.terms)
+
+
+def test_a_word_fts5_splits_into_two_tokens_is_left_to_fts5():
+    assert _fts_arrays.query_phrases('"köprü ışık"*') is None
+    assert _fts_arrays.query_phrases('"kopru"* AND "isik"') == ([("kopru", True), ("isik", False)], "AND")
+
+
+def test_off_mode_never_builds(pools, monkeypatch):
+    cache = _fts_arrays.FtsArraysCache()
+    monkeypatch.setattr(_fts_arrays, "build", lambda path: pytest.fail("built in off mode"))
+    assert cache.get(pools["uretilen"], ("stamp",), mode="off") is None
+
+
+def test_background_mode_answers_from_fts5_until_the_arrays_are_built(pools, monkeypatch):
+    release, real_build = threading.Event(), _fts_arrays.build
+
+    def slow_build(path):
+        release.wait(10)
+        return real_build(path)
+
+    monkeypatch.setattr(_fts_arrays, "build", slow_build)
+    cache = _fts_arrays.FtsArraysCache()
+    assert cache.get(pools["uretilen"], ("v1",), mode="background") is None
+    assert cache.get(pools["uretilen"], ("v1",), mode="background") is None  # still building, no second build
+    release.set()
+    assert cache.get(pools["uretilen"], ("v1",), mode="sync") is not None
+
+
+def test_a_changed_pool_is_read_again(tmp_path, pools, monkeypatch):
+    path = tmp_path / "pool.db"
+    path.write_bytes(pools["uretilen"].read_bytes())
+    monkeypatch.setenv(_fts_arrays.MODE_ENV, "sync")
+    kw = dict(limit=5, weights=(10.0, 5.0, 1.0), snippet_column="body")
+    with SqlitePool(path) as pool:
+        assert pool.search_fts('"zeplin"*', UNRESTRICTED, **kw) == []
+    con = open_for_write(path)
+    topic = con.execute('select id from "doc$topic" order by id limit 1').fetchone()[0]
+    con.execute('insert into "doc$chunk"(topic_id, ord, title, heading, body) values (?, 999, ?, ?, ?)',
+                [topic, "Zeplin", "", "zeplinler uçar"])
+    chunk = con.execute("select last_insert_rowid()").fetchone()[0]
+    con.execute('insert into "doc$chunk_fts"(rowid, title, heading, body) values (?, ?, ?, ?)',
+                [chunk, "zeplin", "", "zeplinler ucar"])
+    con.close()
+    with SqlitePool(path) as pool:
+        hits = pool.search_fts('"zeplin"*', UNRESTRICTED, **kw)
+    assert [h.chunk_id for h in hits] == [chunk]
+    assert hits[0].snippet == "[zeplinler] uçar"
+
+
+def test_instance_order_check_sees_any_step_back():
+    import numpy as np
+
+    term, docs, cols = np.array([0, 0, 0, 1]), np.array([5, 5, 7, 1]), np.array([0, 2, 1, 0])
+    assert _fts_arrays._sorted_by(term, docs, cols)
+    assert not _fts_arrays._sorted_by(term, docs, np.array([2, 0, 1, 0]))
+    assert not _fts_arrays._sorted_by(term, np.array([5, 7, 5, 1]), cols)
+    assert not _fts_arrays._sorted_by(np.array([1, 0, 0, 1]), docs, cols)
