@@ -1,7 +1,7 @@
 """Vector and hybrid doc_search: retrieval quality on labelled queries, and latency at 100k chunks.
 
 Run: .venv/bin/python benchmarks/docpool_vector.py [--model DIR] [--calls 60] [--skip-latency]
-Writes benchmarks/results/docpool_vector.json.
+[--skip-quality] [--reuse-pool]. Writes benchmarks/results/docpool_vector.json.
 
 Quality (in-process through the ``doc_search`` handler, the same code the server runs):
 ``benchmarks/queries/sample_help.json`` over the sample help pool (``examples/help``) and
@@ -13,14 +13,17 @@ one with the rank of their first labelled topic in each mode.
 
 Latency (client-side, through the real stdio server): a pool of the full databricks corpus
 imported twice (two collections, 100k+ chunks) whose vectors are the real subset vectors
-repeated with noise (cached under the bench cache); vector and hybrid p50/p95 include query
-embedding; embedding alone and ``vector_rank`` alone are timed in-process; the vectors' memory
-is the size of the in-memory matrices.
+repeated with noise (``--reuse-pool`` keeps the one a previous run built); vector and hybrid
+p50/p95 include query embedding; embedding alone and ``vector_rank`` alone are timed in-process.
+Memory: the vectors' arrays (float32 matrices, int8 sketch, indices), the peak the streaming
+loader adds in-process while it fills them, and the server's RSS before its first vector call
+and its peak after the run (the embedder's tokenizer and session are part of it).
 """
 
 from __future__ import annotations
 
 import argparse
+import os
 import random
 import shutil
 import sqlite3
@@ -35,8 +38,11 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
-from docpool_setup import (CACHE, DATABRICKS, SAMPLE, CachedEmbedder, cached_pool, default_model_dir,  # noqa: E402
-                           first_relevant_rank, load_queries, machine_load, make_appdir, metrics, subset_bundle)
+from docpool_setup import (CACHE, DATABASE, DATABRICKS, SAMPLE, Appdir, CachedEmbedder, cached_pool,  # noqa: E402
+                           default_model_dir, first_relevant_rank, load_queries, machine_load, make_appdir, metrics,
+                           subset_bundle)
+
+from knowspec.impl.config import Settings  # noqa: E402
 
 from knowspec.impl.context import CallContext  # noqa: E402
 from knowspec.impl.docpool import tools  # noqa: E402
@@ -45,6 +51,7 @@ from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write  # n
 from knowspec.impl.docpool.vectors.embedder import load_embedder  # noqa: E402
 from knowspec.impl.docpool.vectors.pool_embed import embed_pool  # noqa: E402
 from knowspec.impl.docpool.vectors.scoring import PoolVectors, encode_vector, vector_rank  # noqa: E402
+from knowspec.impl.docpool.vectors.scoring import pool_vector_cache as vector_cache  # noqa: E402
 
 MODES = ("fts", "vector", "hybrid")
 DISTRACTORS = 40
@@ -98,6 +105,13 @@ def quality(ctx: CallContext) -> dict:
 
 # -- the 100k-chunk latency pool ---------------------------------------------------------------
 
+def reuse_appdir(root: Path) -> Appdir:
+    """The latency appdir a previous run made (catalog, pool with vectors, model link), as is."""
+    settings = Settings(appdir=root)
+    settings.default_database = DATABASE
+    return Appdir(settings, {"reused": 0.0})
+
+
 def renamed_copy(source: Path, out: Path, collection: str) -> Path:
     """``source`` with its one collection renamed (so the same corpus can be imported twice)."""
     shutil.copy(source, out)
@@ -138,21 +152,68 @@ def fill_synthetic_vectors(pool_file: Path, real_pool: Path, model: str, dim: in
     return {"chunks": len(chunk_ids), "topics": len(topic_ids)}
 
 
+def _server_pid() -> int | None:
+    """The newest child process of this one (the stdio server)."""
+    me, pids = str(os.getpid()), []
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            if f"\nPPid:\t{me}\n" in status.read_text():
+                pids.append(int(status.parent.name))
+        except (OSError, ValueError):
+            continue
+    return max(pids) if pids else None
+
+
+def server_cpu_ms(pid: int | None) -> float:
+    """User + system CPU the server has used (clock ticks of /proc/PID/stat, in ms)."""
+    if pid is None:
+        return float("nan")
+    fields = Path(f"/proc/{pid}/stat").read_text().rsplit(")", 1)[1].split()
+    return (int(fields[11]) + int(fields[12])) * 1000 / os.sysconf("SC_CLK_TCK")
+
+
+def server_memory_mib() -> dict[str, float]:
+    """VmRSS and VmHWM of the newest child process (the stdio server), in MiB."""
+    me, found = os.getpid(), {}
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == str(me) and "VmHWM" in fields:
+            found = {k: round(int(fields[k].split()[0]) / 1024, 1) for k in ("VmRSS", "VmHWM")}
+    return found
+
+
 async def server_latency(args: list[str], queries: list[str], calls: int) -> dict:
     out: dict = {}
     async with stdio_session(*args) as session:
+        await timed(session, "doc_collections", {})  # pool opened; no vectors, no full-text state yet
+        before = server_memory_mib()
         cold, result = await timed(session, "doc_search", {"query": queries[0], "mode": "vector"})
         if result.is_error:
             raise SystemExit(f"vector search failed: {result.content}")
         out["vector_cold_first_call_ms"] = round(cold, 1)
+        out["server_rss_before_first_vector_call_mib"] = before.get("VmRSS")
+        pid = _server_pid()
         for mode in ("vector", "hybrid", "fts"):
             samples = []
+            cpu0 = server_cpu_ms(pid)
             for i in range(calls):
                 ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)], "mode": mode})
                 assert not result.is_error, result.content
                 samples.append(ms)
             out[mode] = percentiles(samples)
+            # CPU time holds still when other work on the shared host makes wall time wander
+            out[mode]["server_cpu_ms_per_call"] = round((server_cpu_ms(pid) - cpu0) / calls, 2)
+            if mode == "vector":  # before hybrid's full-text half allocates anything
+                after = server_memory_mib()
+                out["server_after_vector_calls_mib"] = {"rss": after.get("VmRSS"), "peak": after.get("VmHWM")}
+                # The full-text arrays are read here (KNOWSPEC_FTS_ARRAYS=sync), not inside a timed call.
+                first_fts, _ = await timed(session, "doc_search", {"query": queries[0], "mode": "fts"})
+                out["fts_first_call_ms"] = round(first_fts, 1)
         out["server_peak_rss_mib"] = server_peak_rss_mib()
+        out["server_rss_after_mib"] = server_memory_mib().get("VmRSS")
     return out
 
 
@@ -181,10 +242,11 @@ def in_process_breakdown(settings, pool_file: Path, model_dir: Path, queries: li
     for mode in ("vector", "hybrid"):
         search(ctx, queries[0], mode, None)  # warm: vectors cached
         out[f"doc_search_{mode}_handler"] = _both(*_timed(lambda i: search(ctx, queries[i % len(queries)], mode, None), calls))
+    vector_cache.clear()  # the handler's copy
     with SqlitePool(pool_file) as pool:
         start = time.perf_counter()
-        vectors = PoolVectors.from_vector_rows(pool.vectors("topic", UNRESTRICTED),
-                                               pool.vectors("chunk", UNRESTRICTED), embedder.info.dim)
+        vectors = PoolVectors.from_streams(
+            *((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED)) for w in ("topic", "chunk")))
         load_s = time.perf_counter() - start
         passages = list(pool.chunk_texts([int(c) for c in vectors.chunk_ids[:400:20]]).values())
     q_vectors = [embedder.embed_query(q, "query: ") for q in queries]
@@ -193,9 +255,45 @@ def in_process_breakdown(settings, pool_file: Path, model_dir: Path, queries: li
     out["passage_embedding"] = _both(*_timed(  # real databricks chunks, never cached
         lambda i: embedder.embed_passages([passages[i % len(passages)]], "passage: "), len(passages)))
     matrices = [vectors.chunk_matrix, vectors.topic_matrix, vectors.chunk_ids, vectors.chunk_topic_ids, vectors.topic_ids]
+    sketches = [s.nbytes for s in (vectors.chunk_sketch, vectors.topic_sketch) if s is not None]
+    mib = lambda n: round(n / 2**20, 1)  # noqa: E731
     return {**out, "vectors_load_s": round(load_s, 2),
-            "vectors_memory_mib": round(sum(m.nbytes for m in matrices) / 2**20, 1),
+            "vectors_memory_mib": {"total": mib(vectors.nbytes), "float32_matrices_and_ids": mib(sum(m.nbytes for m in matrices)),
+                                   "int8_sketches": mib(sum(sketches))},
+            "vectors_loading_alone": loading_memory(pool_file),
             "chunks": int(len(vectors.chunk_ids)), "topics": int(len(vectors.topic_ids))}
+
+
+LOADING_PROBE = """
+import json, sys
+from pathlib import Path
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
+from knowspec.impl.docpool.storage.sqlite import SqlitePool
+from knowspec.impl.docpool.vectors.scoring import PoolVectors
+from knowspec.impl.docpool.vectors.int8_scan import int8_kernel
+def mem():
+    f = dict(l.split(":", 1) for l in Path("/proc/self/status").read_text().splitlines() if ":" in l)
+    return {k: int(f[k].split()[0]) / 1024 for k in ("VmRSS", "VmHWM")}
+int8_kernel()
+with SqlitePool(sys.argv[1]) as pool:
+    before = mem()
+    Path("/proc/self/clear_refs").write_text("5")  # VmHWM starts again from here
+    v = PoolVectors.from_streams(*((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED))
+                                   for w in ("topic", "chunk")))
+    after = mem()
+print(json.dumps({"rss_before": before["VmRSS"], "peak": after["VmHWM"], "arrays": v.nbytes / 2**20}))
+"""
+
+
+def loading_memory(pool_file: Path) -> dict[str, float]:
+    """In a fresh process: the RSS the streaming loader adds at its peak, against the arrays it keeps."""
+    import json
+    import subprocess
+
+    run = subprocess.run([sys.executable, "-c", LOADING_PROBE, str(pool_file)], capture_output=True, text=True, check=True)
+    m = json.loads(run.stdout)
+    return {"arrays_mib": round(m["arrays"], 1), "peak_over_rss_before_mib": round(m["peak"] - m["rss_before"], 1),
+            "transient_over_arrays_mib": round(m["peak"] - m["rss_before"] - m["arrays"], 1)}
 
 
 def main() -> None:
@@ -203,7 +301,11 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="model pack (default: KNOWSPEC_MODEL_CACHE/e5-int8)")
     parser.add_argument("--calls", type=int, default=60, help="timed calls per mode")
     parser.add_argument("--skip-latency", action="store_true")
+    parser.add_argument("--skip-quality", action="store_true", help="latency only (no labelled-query runs)")
+    parser.add_argument("--reuse-pool", action="store_true",
+                        help="keep the latency appdir a previous run built (skips two imports and the vector fill)")
     ns = parser.parse_args()
+    os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")  # the server reads the FTS5 index in one known call
     model_dir = ns.model or default_model_dir()
     embedder = CachedEmbedder(load_embedder(model_dir), CACHE / "passage_vectors.npz")
     work = CACHE / "vector-run"
@@ -217,17 +319,24 @@ def main() -> None:
                  "databricks_subset": with_vectors(subset_plain, subset_vec, embedder),
                  "passages_embedded_this_run": embedder.computed,
                  "ms_per_passage_this_run": round(1000 * embedder.seconds / embedder.computed, 1) if embedder.computed else None}
-    app = make_appdir(work / "quality", {"databricks": subset_vec}, help_db=sample_vec, model_dir=model_dir)
     results: dict = {"model": embedder.info.model, "dim": embedder.info.dim, "embedding": embedding,
-                     "databricks_subset_pool": subset_info["counts"],
-                     "quality": quality(CallContext(settings=app.settings))}
+                     "databricks_subset_pool": subset_info["counts"]}
+    if not ns.skip_quality:
+        app = make_appdir(work / "quality", {"databricks": subset_vec}, help_db=sample_vec, model_dir=model_dir)
+        results["quality"] = quality(CallContext(settings=app.settings))
 
     if not ns.skip_latency:
-        full, full_info = cached_pool("databricks", DATABRICKS, "databricks")
-        second = renamed_copy(full, CACHE / "databricks-2.db", "databricks-2")
-        big = make_appdir(work / "latency", {"databricks": full, "databricks-2": second}, model_dir=model_dir)
+        latency_dir = work / "latency"
+        if ns.reuse_pool and (latency_dir / "bench-docs.db").is_file():
+            big = reuse_appdir(latency_dir)
+            size = {"reused": True}
+        else:
+            full, full_info = cached_pool("databricks", DATABRICKS, "databricks")
+            second = renamed_copy(full, CACHE / "databricks-2.db", "databricks-2")
+            big = make_appdir(latency_dir, {"databricks": full, "databricks-2": second}, model_dir=model_dir)
+            size = fill_synthetic_vectors(big.settings.appdir / "bench-docs.db", subset_vec,
+                                          embedder.info.model or "", embedder.info.dim)
         pool_file = big.settings.appdir / "bench-docs.db"
-        size = fill_synthetic_vectors(pool_file, subset_vec, embedder.info.model or "", embedder.info.dim)
         queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
         results["latency_pool"] = {**size, "import_s": big.import_s}
         results["machine_load_before"] = machine_load()

@@ -145,14 +145,26 @@ def _location(settings, db):
 
 
 def test_vectors_read_back_byte_identical_and_score_alike(env):
+    from knowspec.impl.docpool.storage.base import Access
     from knowspec.impl.docpool.vectors.scoring import PoolVectors, vector_rank
 
-    rows = {}
+    rows, streamed, restricted = {}, {}, {}
+    ayse = Access(frozenset({"ayse", "muhasebe", "*"}))
     for db in DATABASES:
         with open_location(_location(env, db)) as pool:
             rows[db] = (pool.vectors("topic", UNRESTRICTED), pool.vectors("chunk", UNRESTRICTED))
+            assert [pool.vector_count(w, UNRESTRICTED) for w in ("topic", "chunk")] == [len(r) for r in rows[db]]
+            streamed[db] = PoolVectors.from_streams(
+                *((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED)) for w in ("topic", "chunk")))
+            restricted[db] = [(pool.vector_count(w, ayse), list(pool.iter_vectors(w, ayse))) for w in ("topic", "chunk")]
     assert rows["sq"][0] and rows["sq"][1]
     assert rows["pg"] == rows["sq"] and rows["fb"] == rows["sq"]
+    assert restricted["pg"] == restricted["sq"] and restricted["fb"] == restricted["sq"]
+    assert 0 < restricted["sq"][1][0] < len(rows["sq"][1]) and restricted["sq"][1][0] == len(restricted["sq"][1][1])
+    for db in DATABASES:  # the streaming loader builds what the row lists build
+        whole = PoolVectors.from_vector_rows(*rows[db], streamed[db].dim)
+        for name in ("topic_ids", "topic_matrix", "chunk_ids", "chunk_topic_ids", "chunk_matrix"):
+            np.testing.assert_array_equal(getattr(streamed[db], name), getattr(whole, name))
     q = np.random.default_rng(3).normal(size=len(rows["sq"][1][0].vec) // 4).astype(np.float32)
     q /= np.linalg.norm(q)
     ranked = {}

@@ -174,8 +174,9 @@ def test_missing_runtime_is_reported_and_fts_still_answers(settings, monkeypatch
 
 def test_vectors_are_read_once_per_pool_state(settings, fixed_query, monkeypatch):
     reads = []
-    original = SqlitePool.vectors
-    monkeypatch.setattr(SqlitePool, "vectors", lambda self, which, access: reads.append(which) or original(self, which, access))
+    original = SqlitePool.iter_vectors
+    monkeypatch.setattr(SqlitePool, "iter_vectors",
+                        lambda self, which, access: reads.append(which) or original(self, which, access))
     pool_vector_cache.clear()
     for user in (None, "zeynep", "patron"):
         _search(_ctx(settings, user))

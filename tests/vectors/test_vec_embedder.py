@@ -88,6 +88,12 @@ def test_prefix_changes_the_embedded_text(hf_pack):
     assert not np.allclose(plain, prefixed, atol=1e-3)
 
 
+def test_query_path_equals_the_batch_path(hf_pack):
+    embedder = emb.load_embedder(hf_pack[0])
+    for text in ("stok", "İstanbul Boğazı naïve café's e-mail", ""):
+        np.testing.assert_array_equal(embedder.embed_query(text, "query: "), embedder.embed([text], "query: ")[0])
+
+
 def test_a_text_embeds_identically_alone_and_in_a_list(hf_pack):
     embedder = emb.load_embedder(hf_pack[0])
     texts = ["stok", "the warehouse transfer form moves stock between depots"]

@@ -6,8 +6,11 @@
   onnxruntime is imported lazily, on the first vector query.
 - ``pool_embed``: passage vectors for the pool builder (``knowspec pool build --model DIR``) and
   the pool's model identity in ``doc$meta`` (``vec_model``, ``vec_dim``), checked by IMPORTDOC;
-- ``scoring``: ``vector_rank``, ``PoolVectors``, ``encode_vectors``/``decode_vectors``,
-  ``cached_pool_vectors``; hybrid fusion is ``knowspec.impl.rules.rrf.hybrid_rank``.
+- ``scoring``: ``vector_rank``, ``PoolVectors`` (streamed from the storage into preallocated
+  arrays by ``from_streams``), ``encode_vectors``/``decode_vectors``, ``cached_pool_vectors``;
+  hybrid fusion is ``knowspec.impl.rules.rrf.hybrid_rank``;
+- ``int8_scan``: the exact int8 shortcut to each matrix's top 80 (ONNX Runtime's
+  ``MatMulInteger``, loaded lazily; without it the scan is plain float32).
 
 Importing this package imports neither onnx nor onnxruntime.
 """

@@ -7,20 +7,25 @@ first 200 characters of the topic's best chunk.
 
 How the pool helper calls it (``impl/docpool/search.py``)::
 
-    vectors = cached_pool_vectors(pool_key, change_stamp,
-                                  lambda: PoolVectors.from_rows(topic_rows, chunk_rows, dim))
+    vectors = cached_pool_vectors(pool_key, change_stamp, lambda: PoolVectors.from_streams(
+        (pool.vector_count("topic", UNRESTRICTED), pool.iter_vectors("topic", UNRESTRICTED)),
+        (pool.vector_count("chunk", UNRESTRICTED), pool.iter_vectors("chunk", UNRESTRICTED))))
     hits = vector_rank(vectors, q, allowed_topic_ids, limit)        # [VectorHit]
     # hybrid: knowspec.impl.rules.rrf.hybrid_rank(fts_topic_ids,
     #                                             [(h.topic_id, h.score) for h in hits], limit)
 
-- ``topic_rows``: ``(topic_id, blob)``; ``chunk_rows``: ``(chunk_id, topic_id, blob)``; ids are
-  integers (the pool's row ids).
+- Rows stream from the storage straight into preallocated float32 matrices (``from_streams``):
+  a 100k-chunk pool never exists as 100k Python objects, so loading peaks near the matrices' size.
 - ``allowed_topic_ids``: the topics the caller may see *and* that pass the collection filter,
   or ``None`` for all. The mask is applied before the top-80 cut, so a forbidden topic never
-  appears and never pushes an allowed one out.
+  appears and never pushes an allowed one out. It becomes a boolean mask over the pool's topics
+  (``searchsorted`` on sorted ids), then over chunk rows by one gather.
+- The top 80 of each matrix is exact and, for large matrices, found through an int8 copy
+  (``int8_scan``): the same rows, order and float32 scores as a full float32 scan, at about a
+  quarter of the memory traffic.
 - ``VectorHit.chunk_id`` is the best chunk of the topic (``None`` if it has no chunk vector);
   the snippet is ``vector_snippet(chunk_text)``.
-- Ties are broken by topic id ascending, so the order is deterministic.
+- Ties are broken by topic id ascending (chunk rows: lower row first), so the order is deterministic.
 
 BLOB layout (all backends: SQLite BLOB, PostgreSQL ``bytea``, Firebird BLOB): the ``dim``
 components of one unit-length vector as IEEE-754 float32, little-endian, packed with no header
@@ -30,14 +35,17 @@ and no padding, so ``len(blob) == 4 * dim`` (1,536 bytes for e5-small's 384 dime
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
-from typing import Callable, Collection, Hashable, Iterable
+from dataclasses import InitVar, dataclass, field
+from typing import Any, Callable, Collection, Hashable, Iterable
 
 import numpy as np
+
+from knowspec.impl.docpool.vectors import int8_scan
 
 TOP_K = 80
 TOPIC_BONUS = 0.02
 SNIPPET_CHARS = 200
+SKETCH_MIN_ROWS = 4096   # below this a float32 scan takes well under a millisecond
 _LE_F32 = np.dtype("<f4")
 
 
@@ -51,24 +59,122 @@ def encode_vectors(matrix: np.ndarray) -> list[bytes]:
     return [encode_vector(row) for row in np.asarray(matrix)]
 
 
+def _wrong_size(i: int, size: int, dim: int) -> ValueError:
+    return ValueError(f"vector {i} has {size} bytes, expected {4 * dim} (dimension {dim})")
+
+
 def decode_vectors(blobs: Iterable[bytes], dim: int) -> np.ndarray:
     """BLOBs -> float32 ``[n, dim]`` matrix; a BLOB of the wrong size is an error, never padded."""
-    parts = list(blobs)  # references only: a 100k-chunk pool's BLOBs are ~150 MB, never copied whole
-    out = np.empty((len(parts), dim), dtype=np.float32)
+    parts = list(blobs)  # references only
+    out = np.empty((len(parts), dim), dtype=_LE_F32)
     for i, blob in enumerate(parts):
         if len(blob) != 4 * dim:
-            raise ValueError(f"vector {i} has {len(blob)} bytes, expected {4 * dim} (dimension {dim})")
+            raise _wrong_size(i, len(blob), dim)
         out[i] = np.frombuffer(blob, dtype=_LE_F32)
     return out
+
+
+def read_vector_stream(count: int, rows: Iterable[Any], dim: int | None,
+                       with_chunks: bool) -> tuple[int | None, np.ndarray, np.ndarray, np.ndarray]:
+    """``(dim, topic_ids, chunk_ids, matrix)`` from storage rows (``topic_id``, ``chunk_id``,
+    ``vec``), copied one BLOB at a time into arrays sized by ``count``.
+
+    ``count`` only sizes the arrays: extra rows grow them, missing rows shrink them, so a count
+    taken outside the rows' snapshot cannot corrupt the result. ``dim`` None: the first BLOB's.
+    ``chunk_ids`` is empty unless ``with_chunks``.
+    """
+    cap = max(int(count), 0)
+    topic_ids = np.empty(cap, dtype=np.int64)
+    chunk_ids = np.empty(cap if with_chunks else 0, dtype=np.int64)
+    matrix = np.empty((cap, dim or 0), dtype=_LE_F32)
+    flat = memoryview(matrix.reshape(-1).view(np.uint8)) if dim else None
+    n = 0
+    for row in rows:
+        blob = row.vec
+        if dim is None:
+            dim = len(blob) // 4
+            matrix = np.empty((cap, dim), dtype=_LE_F32)
+            flat = memoryview(matrix.reshape(-1).view(np.uint8))
+        width = 4 * dim
+        if len(blob) != width:
+            raise _wrong_size(n, len(blob), dim)
+        if n == cap:  # more rows than counted: grow (rare; copies once per doubling)
+            cap = max(16, 2 * cap)
+            topic_ids = np.resize(topic_ids, cap)
+            chunk_ids = np.resize(chunk_ids, cap) if with_chunks else chunk_ids
+            grown = np.empty((cap, dim), dtype=_LE_F32)
+            grown[:n] = matrix[:n]
+            matrix = grown
+            flat = memoryview(matrix.reshape(-1).view(np.uint8))
+        flat[n * width:(n + 1) * width] = blob
+        topic_ids[n] = row.topic_id
+        if with_chunks:
+            chunk_ids[n] = row.chunk_id
+        n += 1
+    if n < cap:  # fewer rows than counted
+        topic_ids, matrix = topic_ids[:n].copy(), matrix[:n].copy()
+        chunk_ids = chunk_ids[:n].copy() if with_chunks else chunk_ids
+    return dim, topic_ids, chunk_ids, matrix
 
 
 def vector_snippet(chunk_text: str) -> str:
     return chunk_text[:SNIPPET_CHARS]
 
 
-@dataclass(frozen=True)
+def matrix_dot(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
+    """``matrix @ q`` on the calling thread, each row's dot product independent of the others.
+
+    ``einsum`` does the same float32 dot products without OpenBLAS, whose worker threads spin
+    while they wait (on the shared 2-core host the server's vector p50 at 100k chunks was 96 ms
+    with OpenBLAS's default threads and 49 ms with one). A row's result does not depend on which
+    other rows are in ``matrix``, so scoring a gathered subset gives the full scan's values.
+    """
+    return np.einsum("ij,j->i", matrix, q)
+
+
+def top_rows(scores: np.ndarray, mask: np.ndarray | None, k: int) -> np.ndarray:
+    """Indices of the ``k`` best allowed rows, best first (ties: lower row index first)."""
+    candidates = np.arange(len(scores)) if mask is None else np.flatnonzero(mask)
+    if len(candidates) > k:
+        cut = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
+        candidates = candidates[scores[candidates] >= cut]
+    order = np.lexsort((candidates, -scores[candidates].astype(np.float64)))
+    return candidates[order][:k]
+
+
+def exact_top(matrix: np.ndarray, sketch: int8_scan.Int8Sketch | None, q: np.ndarray,
+              mask: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, scores)``: the ``k`` best rows of ``matrix @ q`` among ``mask``, best first, with
+    their float32 scores. Exactly a full float32 scan's answer; only the rows scored differ:
+    every allowed row when few are allowed, else the int8 sketch's candidates."""
+    n = len(matrix)
+    allowed = n if mask is None else int(np.count_nonzero(mask))
+    kernel = int8_scan.int8_kernel() if sketch is not None else None
+    rows = None
+    if allowed * 4 <= n:  # gathering the allowed rows costs less than scanning the int8 copy
+        rows = np.arange(n) if mask is None else np.flatnonzero(mask)
+    elif kernel is not None:
+        rows = int8_scan.candidate_rows(sketch, kernel, q, mask, k)
+        if rows is not None and len(rows) * 4 > n:
+            rows = None
+    if rows is None:  # full float32 scan
+        scores = matrix_dot(matrix, q)
+        best = top_rows(scores, mask, k)
+        return best, scores[best]
+    scores = matrix_dot(matrix[rows], q)
+    best = top_rows(scores, None, k)
+    return rows[best], scores[best]
+
+
+@dataclass(frozen=True, eq=False)
 class PoolVectors:
-    """A pool's vectors in memory: topic rows and chunk rows with the topic each chunk belongs to."""
+    """A pool's vectors in memory: topic rows and chunk rows with the topic each chunk belongs to.
+
+    Derived at construction: the sorted ids of every topic with a vector (``topic_keys``), each
+    row's index into it (``topic_slot``, ``chunk_slot``), each topic's chunk rows
+    (``chunk_order`` / ``chunk_bounds``) and, for large matrices when the int8 kernel loads, the
+    int8 sketches. ``sketch``: None = automatic, False = never, True = whenever the kernel loads.
+    """
 
     dim: int
     topic_ids: np.ndarray        # int64 [n_topics]
@@ -76,10 +182,39 @@ class PoolVectors:
     chunk_ids: np.ndarray        # int64 [n_chunks]
     chunk_topic_ids: np.ndarray  # int64 [n_chunks]
     chunk_matrix: np.ndarray     # float32 [n_chunks, dim]
+    sketch: InitVar[bool | None] = None
+    topic_keys: np.ndarray = field(init=False, repr=False)
+    topic_slot: np.ndarray = field(init=False, repr=False)
+    chunk_slot: np.ndarray = field(init=False, repr=False)
+    chunk_order: np.ndarray = field(init=False, repr=False)
+    chunk_bounds: np.ndarray = field(init=False, repr=False)
+    topic_sketch: int8_scan.Int8Sketch | None = field(init=False, repr=False)
+    chunk_sketch: int8_scan.Int8Sketch | None = field(init=False, repr=False)
+
+    def __post_init__(self, sketch: bool | None) -> None:
+        keys = np.union1d(self.topic_ids, self.chunk_topic_ids).astype(np.int64)
+        chunk_slot = np.searchsorted(keys, self.chunk_topic_ids)
+        order = np.argsort(chunk_slot, kind="stable")
+        bounds = np.searchsorted(chunk_slot[order], np.arange(len(keys) + 1))
+        sets = object.__setattr__
+        sets(self, "topic_keys", keys)
+        sets(self, "topic_slot", np.searchsorted(keys, self.topic_ids))
+        sets(self, "chunk_slot", chunk_slot)
+        sets(self, "chunk_order", order)
+        sets(self, "chunk_bounds", bounds)
+        use = sketch is not False and int8_scan.int8_kernel() is not None
+
+        def build(matrix: np.ndarray) -> int8_scan.Int8Sketch | None:
+            big = len(matrix) >= SKETCH_MIN_ROWS or sketch is True
+            return int8_scan.build_sketch(matrix) if use and big and len(matrix) else None
+
+        sets(self, "topic_sketch", build(self.topic_matrix))
+        sets(self, "chunk_sketch", build(self.chunk_matrix))
 
     @classmethod
     def from_rows(cls, topic_rows: Iterable[tuple[int, bytes]],
-                  chunk_rows: Iterable[tuple[int, int, bytes]], dim: int) -> "PoolVectors":
+                  chunk_rows: Iterable[tuple[int, int, bytes]], dim: int, *,
+                  sketch: bool | None = None) -> "PoolVectors":
         topics = list(topic_rows)
         chunks = list(chunk_rows)
         return cls(
@@ -89,13 +224,67 @@ class PoolVectors:
             chunk_ids=np.array([c for c, _, _ in chunks], dtype=np.int64),
             chunk_topic_ids=np.array([t for _, t, _ in chunks], dtype=np.int64),
             chunk_matrix=decode_vectors((b for _, _, b in chunks), dim),
+            sketch=sketch,
         )
 
     @classmethod
-    def from_vector_rows(cls, topic_rows: Iterable, chunk_rows: Iterable, dim: int) -> "PoolVectors":
+    def from_vector_rows(cls, topic_rows: Iterable, chunk_rows: Iterable, dim: int, *,
+                         sketch: bool | None = None) -> "PoolVectors":
         """From storage rows with ``topic_id``, ``chunk_id`` and ``vec`` attributes."""
         return cls.from_rows(((r.topic_id, r.vec) for r in topic_rows),
-                             ((r.chunk_id, r.topic_id, r.vec) for r in chunk_rows), dim)
+                             ((r.chunk_id, r.topic_id, r.vec) for r in chunk_rows), dim, sketch=sketch)
+
+    @classmethod
+    def from_streams(cls, topics: tuple[int, Iterable], chunks: tuple[int, Iterable], *,
+                     dim: int | None = None, default_dim: int = 0,
+                     sketch: bool | None = None) -> "PoolVectors":
+        """From ``(count, rows)`` pairs as the storage streams them (``vector_count`` and
+        ``iter_vectors``); ``dim`` None: the first BLOB's, else ``default_dim`` for an empty pool."""
+        dim, topic_ids, _, topic_matrix = read_vector_stream(*topics, dim, with_chunks=False)
+        dim, chunk_topic_ids, chunk_ids, chunk_matrix = read_vector_stream(*chunks, dim, with_chunks=True)
+        dim = dim or default_dim
+        shape = (0, dim)
+        return cls(dim=dim, topic_ids=topic_ids,
+                   topic_matrix=topic_matrix if len(topic_ids) else np.empty(shape, _LE_F32),
+                   chunk_ids=chunk_ids, chunk_topic_ids=chunk_topic_ids,
+                   chunk_matrix=chunk_matrix if len(chunk_ids) else np.empty(shape, _LE_F32),
+                   sketch=sketch)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held: matrices, ids, derived indices and sketches."""
+        arrays = (self.topic_ids, self.topic_matrix, self.chunk_ids, self.chunk_topic_ids, self.chunk_matrix,
+                  self.topic_keys, self.topic_slot, self.chunk_slot, self.chunk_order, self.chunk_bounds)
+        sketches = (s for s in (self.topic_sketch, self.chunk_sketch) if s is not None)
+        return sum(a.nbytes for a in arrays) + sum(s.nbytes for s in sketches)
+
+    def allowed_slots(self, allowed_topic_ids: Collection[int] | np.ndarray) -> np.ndarray:
+        """Boolean mask over ``topic_keys``: which of the pool's topics are allowed."""
+        allowed = np.asarray(allowed_topic_ids if isinstance(allowed_topic_ids, np.ndarray)
+                             else np.fromiter(allowed_topic_ids, dtype=np.int64), dtype=np.int64)
+        mask = np.zeros(len(self.topic_keys), dtype=bool)
+        if len(allowed) and len(self.topic_keys):
+            at = np.searchsorted(self.topic_keys, allowed)
+            found = at < len(self.topic_keys)
+            found[found] = self.topic_keys[at[found]] == allowed[found]
+            mask[at[found]] = True
+        return mask
+
+    def best_chunks(self, topic_ids: list[int], q: np.ndarray) -> list[int | None]:
+        """Row of each topic's highest-scoring chunk (ties: lower row), None if it has none;
+        all topics' chunks scored in one gather."""
+        slots = np.searchsorted(self.topic_keys, np.asarray(topic_ids, dtype=np.int64)).tolist()
+        keys, bounds = self.topic_keys, self.chunk_bounds
+        spans = [(int(bounds[s]), int(bounds[s + 1])) if s < len(keys) and keys[s] == t else (0, 0)
+                 for s, t in zip(slots, topic_ids)]
+        rows = np.concatenate([self.chunk_order[a:b] for a, b in spans] or [np.zeros(0, np.intp)])
+        scores = matrix_dot(self.chunk_matrix[rows], q)
+        out: list[int | None] = []
+        at = 0
+        for a, b in spans:  # rows of a topic ascend, so argmax (first maximum) is the lower row
+            out.append(int(rows[at + int(np.argmax(scores[at:at + b - a]))]) if b > a else None)
+            at += b - a
+        return out
 
 
 @dataclass(frozen=True)
@@ -105,46 +294,10 @@ class VectorHit:
     chunk_id: int | None
 
 
-def matrix_dot(matrix: np.ndarray, q: np.ndarray) -> np.ndarray:
-    """``matrix @ q`` on the calling thread.
-
-    ``einsum`` does the same float32 dot products without OpenBLAS, whose worker threads spin
-    while they wait. On the shared 2-core project host the server's vector p50 at 100k chunks was
-    96 ms with OpenBLAS's default threads and 49 ms with one; einsum costs the same CPU as
-    single-threaded BLAS (~10 ms for 100k x 384) and needs no environment variable.
-    """
-    return np.einsum("ij,j->i", matrix, q)
-
-
-def _allowed_mask(ids: np.ndarray, allowed: np.ndarray | None) -> np.ndarray:
-    return np.ones(len(ids), dtype=bool) if allowed is None else np.isin(ids, allowed)
-
-
-def top_rows(scores: np.ndarray, mask: np.ndarray, k: int) -> np.ndarray:
-    """Indices of the ``k`` best allowed rows, best first (ties: lower row index first)."""
-    candidates = np.flatnonzero(mask)
-    if len(candidates) > k:
-        cut = np.partition(scores[candidates], len(candidates) - k)[len(candidates) - k]
-        candidates = candidates[scores[candidates] >= cut]
-    order = np.lexsort((candidates, -scores[candidates].astype(np.float64)))
-    return candidates[order][:k]
-
-
-def _best_chunk_per_topic(pool: PoolVectors, chunk_scores: np.ndarray, rows: np.ndarray) -> dict[int, int]:
-    """``{topic_id: chunk row}`` of each topic's best-scoring chunk among ``rows``."""
-    if len(rows) == 0:
-        return {}
-    topics = pool.chunk_topic_ids[rows]
-    order = np.lexsort((rows, -chunk_scores[rows].astype(np.float64), topics))
-    first = np.unique(topics[order], return_index=True)[1]
-    best_rows = rows[order][first]
-    return dict(zip(pool.chunk_topic_ids[best_rows].tolist(), best_rows.tolist()))
-
-
 def vector_rank(
     pool: PoolVectors,
     query: np.ndarray,
-    allowed_topic_ids: Collection[int] | None,
+    allowed_topic_ids: Collection[int] | np.ndarray | None,
     limit: int,
     *,
     top_k: int = TOP_K,
@@ -154,26 +307,21 @@ def vector_rank(
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if q.shape[0] != pool.dim:
         raise ValueError(f"query vector has dimension {q.shape[0]}, the pool {pool.dim}")
-    allowed = None if allowed_topic_ids is None else np.fromiter(allowed_topic_ids, dtype=np.int64)
-    chunk_scores = matrix_dot(pool.chunk_matrix, q)
-    topic_scores = matrix_dot(pool.topic_matrix, q)
-    chunk_mask = _allowed_mask(pool.chunk_topic_ids, allowed)
+    chunk_mask = topic_mask = None
+    if allowed_topic_ids is not None:
+        slots = pool.allowed_slots(allowed_topic_ids)
+        chunk_mask, topic_mask = slots[pool.chunk_slot], slots[pool.topic_slot]
+    chunk_rows, chunk_scores = exact_top(pool.chunk_matrix, pool.chunk_sketch, q, chunk_mask, top_k)
+    topic_rows, topic_scores = exact_top(pool.topic_matrix, pool.topic_sketch, q, topic_mask, top_k)
     best: dict[int, float] = {}
-    for row in top_rows(chunk_scores, chunk_mask, top_k):
-        tid = int(pool.chunk_topic_ids[row])
-        best[tid] = max(best.get(tid, -np.inf), float(chunk_scores[row]))
-    for row in top_rows(topic_scores, _allowed_mask(pool.topic_ids, allowed), top_k):
-        tid = int(pool.topic_ids[row])
-        best[tid] = max(best.get(tid, -np.inf), float(topic_scores[row]) + topic_bonus)
+    for tid, score in zip(pool.chunk_topic_ids[chunk_rows].tolist(), chunk_scores.tolist()):
+        best[tid] = max(best.get(tid, -np.inf), score)
+    for tid, score in zip(pool.topic_ids[topic_rows].tolist(), topic_scores.tolist()):
+        best[tid] = max(best.get(tid, -np.inf), score + topic_bonus)
     ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:limit]
-    if not ranked:
-        return []
-    wanted = np.isin(pool.chunk_topic_ids, np.array([t for t, _ in ranked], dtype=np.int64)) & chunk_mask
-    best_chunk = _best_chunk_per_topic(pool, chunk_scores, np.flatnonzero(wanted))
-    return [
-        VectorHit(tid, score, int(pool.chunk_ids[best_chunk[tid]]) if tid in best_chunk else None)
-        for tid, score in ranked
-    ]
+    rows = pool.best_chunks([tid for tid, _ in ranked], q)
+    return [VectorHit(tid, score, None if row is None else int(pool.chunk_ids[row]))
+            for (tid, score), row in zip(ranked, rows)]
 
 
 class PoolVectorCache:
@@ -188,6 +336,7 @@ class PoolVectorCache:
             entry = self._entries.get(pool_key)
             if entry is not None and entry[0] == stamp:
                 return entry[1]
+            self._entries.pop(pool_key, None)  # drop the stale matrices before loading new ones
             vectors = loader()
             self._entries[pool_key] = (stamp, vectors)
             return vectors

@@ -1,0 +1,289 @@
+"""The fast vector paths answer exactly what the plain ones answer.
+
+- the int8 sketch (``vectors/int8_scan``) only chooses which rows get scored in float32: ranking
+  with it equals a full float32 scan (rows, order, scores), masks and ties included;
+- allowed topics as a boolean mask (``allowed_slots``) equal set membership;
+- the streaming loader (``from_streams`` over ``iter_vectors``) builds the matrices the row lists
+  build, whatever the count it was given;
+- the hand-written MatMulInteger model is the one ``onnx.helper`` writes, and a kernel that
+  saturates is refused.
+
+No timing here: speed is measured by ``benchmarks/docpool_vector.py``.
+"""
+
+from __future__ import annotations
+
+from types import SimpleNamespace as Row
+
+import numpy as np
+import pytest
+from hypothesis import given, settings
+from hypothesis import strategies as st
+
+from knowspec.impl.docpool.builder import build_pool
+from knowspec.impl.docpool.recipe import import_collection
+from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
+from knowspec.impl.docpool.storage.sqlite import SqlitePool
+from knowspec.impl.docpool.vectors import int8_scan, scoring
+from knowspec.impl.docpool.vectors.scoring import (PoolVectors, encode_vector, exact_top, read_vector_stream,
+                                                   top_rows, vector_rank)
+
+needs_kernel = pytest.mark.skipif(int8_scan.int8_kernel() is None, reason="no onnxruntime int8 kernel")
+
+
+def unit_rows(rng: np.random.Generator, n: int, dim: int, clustered: bool = True) -> np.ndarray:
+    """Unit rows; ``clustered`` puts them near a few directions, like real embeddings (close scores)."""
+    if clustered:
+        centres = rng.standard_normal((4, dim))
+        m = centres[rng.integers(0, 4, n)] + 0.3 * rng.standard_normal((n, dim))
+    else:
+        m = rng.standard_normal((n, dim))
+    return (m / np.linalg.norm(m, axis=1, keepdims=True)).astype(np.float32)
+
+
+def random_pool(seed: int, n_topics: int, n_chunks: int, dim: int, *, sketch: bool | None,
+                duplicates: bool = False) -> PoolVectors:
+    rng = np.random.default_rng(seed)
+    topics = unit_rows(rng, n_topics, dim)
+    chunks = unit_rows(rng, n_chunks, dim)
+    if duplicates and n_chunks > 4:  # exact ties across topics
+        chunks[1::3] = chunks[0]
+    topic_ids = np.sort(rng.choice(10 * n_topics + 10, n_topics, replace=False)).astype(np.int64)
+    chunk_topics = topic_ids[rng.integers(0, n_topics, n_chunks)]
+    return PoolVectors(dim=dim, topic_ids=topic_ids, topic_matrix=topics,
+                       chunk_ids=np.arange(1000, 1000 + n_chunks, dtype=np.int64), chunk_topic_ids=chunk_topics,
+                       chunk_matrix=chunks, sketch=sketch)
+
+
+def plain_rank(pool: PoolVectors, q: np.ndarray, allowed, limit: int, top_k: int = 80):
+    """The rule written the straightforward way: full float32 scans, set filtering, full sorts."""
+    allowed_set = None if allowed is None else {int(t) for t in allowed}
+    ok = (lambda tid: True) if allowed_set is None else (lambda tid: tid in allowed_set)
+    cs = scoring.matrix_dot(pool.chunk_matrix, q)
+    ts = scoring.matrix_dot(pool.topic_matrix, q)
+    chunk_rows = sorted((r for r in range(len(cs)) if ok(int(pool.chunk_topic_ids[r]))),
+                        key=lambda r: (-float(cs[r]), r))[:top_k]
+    topic_rows = sorted((r for r in range(len(ts)) if ok(int(pool.topic_ids[r]))),
+                        key=lambda r: (-float(ts[r]), r))[:top_k]
+    best: dict[int, float] = {}
+    for r in chunk_rows:
+        tid = int(pool.chunk_topic_ids[r])
+        best[tid] = max(best.get(tid, -np.inf), float(cs[r]))
+    for r in topic_rows:
+        tid = int(pool.topic_ids[r])
+        best[tid] = max(best.get(tid, -np.inf), float(ts[r]) + scoring.TOPIC_BONUS)
+    out = []
+    for tid, score in sorted(best.items(), key=lambda kv: (-kv[1], kv[0]))[:limit]:
+        rows = [r for r in range(len(cs)) if int(pool.chunk_topic_ids[r]) == tid]
+        row = min(rows, key=lambda r: (-float(cs[r]), r)) if rows else None
+        out.append((tid, score, None if row is None else int(pool.chunk_ids[row])))
+    return out
+
+
+def hits(pool, q, allowed, limit, top_k=80):
+    return [(h.topic_id, h.score, h.chunk_id) for h in vector_rank(pool, q, allowed, limit, top_k=top_k)]
+
+
+# -- the sketch changes nothing ---------------------------------------------------------------
+
+@needs_kernel
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 10_000), n_chunks=st.integers(0, 400), n_topics=st.integers(1, 60),
+       dim=st.sampled_from([3, 8, 32]), limit=st.integers(1, 30), top_k=st.sampled_from([1, 5, 80]),
+       share=st.sampled_from([None, 0.1, 0.5, 0.9]), duplicates=st.booleans())
+def test_sketch_ranks_exactly_like_the_plain_rule(seed, n_chunks, n_topics, dim, limit, top_k, share, duplicates):
+    with_sketch = random_pool(seed, n_topics, n_chunks, dim, sketch=True, duplicates=duplicates)
+    without = random_pool(seed, n_topics, n_chunks, dim, sketch=False, duplicates=duplicates)
+    assert (with_sketch.chunk_sketch is not None) == (n_chunks > 0)
+    rng = np.random.default_rng(seed + 1)
+    q = unit_rows(rng, 1, dim)[0]
+    allowed = None
+    if share is not None:
+        allowed = [int(t) for t in with_sketch.topic_ids if rng.random() < share] + [999_999]  # unknown id: ignored
+    want = plain_rank(without, q, allowed, limit, top_k)
+    assert hits(with_sketch, q, allowed, limit, top_k) == want
+    assert hits(without, q, allowed, limit, top_k) == want
+
+
+@needs_kernel
+def test_sketch_on_a_large_clustered_pool_equals_the_full_scan():
+    pool = random_pool(7, 300, 20_000, 64, sketch=None)
+    plain = random_pool(7, 300, 20_000, 64, sketch=False)
+    assert pool.chunk_sketch is not None and plain.chunk_sketch is None  # automatic above SKETCH_MIN_ROWS
+    rng = np.random.default_rng(8)
+    for q in list(unit_rows(rng, 5, 64)) + [pool.chunk_matrix[17].copy()]:  # a query equal to a row too
+        for allowed in (None, pool.topic_ids[::2], pool.topic_ids[:5]):
+            assert hits(pool, q, allowed, 20) == hits(plain, q, allowed, 20)
+
+
+@needs_kernel
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 300), k=st.integers(1, 90), masked=st.booleans())
+def test_candidates_hold_the_true_top_k(seed, n, k, masked):
+    rng = np.random.default_rng(seed)
+    matrix = unit_rows(rng, n, 16)
+    q = unit_rows(rng, 1, 16)[0]
+    mask = rng.random(n) < 0.5 if masked else None
+    rows = int8_scan.candidate_rows(int8_scan.build_sketch(matrix), int8_scan.int8_kernel(), q, mask, k)
+    want = top_rows(scoring.matrix_dot(matrix, q), mask, k)
+    assert set(want.tolist()) <= set(rows.tolist())
+    assert list(rows) == sorted(rows)
+    if mask is not None:
+        assert mask[rows].all()
+
+
+@needs_kernel
+def test_odd_rows_and_queries_fall_back_safely():
+    rng = np.random.default_rng(3)
+    matrix = unit_rows(rng, 50, 8)
+    matrix[4] = 0.0  # a zero row
+    matrix[9, 2] = np.nan  # a broken row is always scored exactly
+    sketch = int8_scan.build_sketch(matrix)
+    assert np.isinf(sketch.err[9]) and sketch.scale[4] == 1.0
+    rows = int8_scan.candidate_rows(sketch, int8_scan.int8_kernel(), unit_rows(rng, 1, 8)[0], None, 3)
+    assert 9 in rows
+    assert int8_scan.candidate_rows(sketch, int8_scan.int8_kernel(), np.zeros(8, np.float32), None, 3) is None
+    got_rows, got_scores = exact_top(matrix, sketch, np.zeros(8, np.float32), None, 3)  # zero query: full scan
+    assert len(got_rows) == 3
+
+
+def test_without_the_kernel_the_sketch_is_skipped_and_results_stay(monkeypatch):
+    q = unit_rows(np.random.default_rng(4), 1, 8)[0]
+    want = hits(random_pool(5, 20, 300, 8, sketch=False), q, None, 10)
+    monkeypatch.setattr(int8_scan, "_kernel", [None])
+    pool = random_pool(5, 20, 300, 8, sketch=True)
+    assert pool.chunk_sketch is None and pool.topic_sketch is None
+    assert hits(pool, q, None, 10) == want
+
+
+def test_a_saturating_kernel_is_refused():
+    def saturating(shifted, codes):  # int16 pair sums, as AVX2's vpmaddubsw would with 8-bit queries
+        a, b = shifted.astype(np.int64), codes.astype(np.int64)
+        pairs = a[:, 0::2, None] * b[None, 0::2] + a[:, 1::2, None] * b[None, 1::2]
+        return np.clip(pairs, -32768, 32767).sum(axis=1) // 2  # and wrong besides
+
+    def exact(shifted, codes):
+        return shifted.astype(np.int64) @ codes.astype(np.int64)
+
+    assert int8_scan._probe(exact)
+    assert not int8_scan._probe(saturating)
+
+
+def test_matmul_integer_model_is_what_onnx_helper_writes():
+    onnx = pytest.importorskip("onnx")
+    from onnx import TensorProto, helper
+
+    graph = helper.make_graph(
+        [helper.make_node("MatMulInteger", ["q", "codes"], ["s"])], "int8_scan",
+        [helper.make_tensor_value_info("q", TensorProto.UINT8, ["m", "dim"]),
+         helper.make_tensor_value_info("codes", TensorProto.INT8, ["dim", "n"])],
+        [helper.make_tensor_value_info("s", TensorProto.INT32, ["m", "n"])])
+    model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
+    model.ClearField("producer_name")
+    assert int8_scan.matmul_integer_model() == model.SerializeToString()
+    onnx.checker.check_model(onnx.load_from_string(int8_scan.matmul_integer_model()))
+
+
+# -- masks instead of sets ------------------------------------------------------------------
+
+@settings(max_examples=60, deadline=None)
+@given(ids=st.lists(st.integers(-5, 60), max_size=40, unique=True),
+       chunk_topics=st.lists(st.integers(-5, 60), max_size=40),
+       allowed=st.one_of(st.sets(st.integers(-10, 70)), st.lists(st.integers(-10, 70))))
+def test_allowed_slots_equal_set_membership(ids, chunk_topics, allowed):
+    ids = sorted(ids)
+    pool = PoolVectors(dim=2, topic_ids=np.array(ids, np.int64), topic_matrix=np.zeros((len(ids), 2), np.float32),
+                       chunk_ids=np.arange(len(chunk_topics), dtype=np.int64),
+                       chunk_topic_ids=np.array(chunk_topics, np.int64),
+                       chunk_matrix=np.zeros((len(chunk_topics), 2), np.float32), sketch=False)
+    slots = pool.allowed_slots(allowed)
+    allowed_set = set(allowed)
+    assert slots[pool.topic_slot].tolist() == [t in allowed_set for t in ids]
+    assert slots[pool.chunk_slot].tolist() == [t in allowed_set for t in chunk_topics]
+    np.testing.assert_array_equal(pool.allowed_slots(np.array(sorted(allowed_set), np.int64)), slots)
+
+
+# -- the streaming loader ---------------------------------------------------------------------
+
+def rows_of(pool: PoolVectors, which: str) -> list[Row]:
+    if which == "topic":
+        return [Row(topic_id=int(t), chunk_id=None, vec=encode_vector(v)) for t, v in zip(pool.topic_ids, pool.topic_matrix)]
+    return [Row(topic_id=int(t), chunk_id=int(c), vec=encode_vector(v))
+            for c, t, v in zip(pool.chunk_ids, pool.chunk_topic_ids, pool.chunk_matrix)]
+
+
+def same_vectors(a: PoolVectors, b: PoolVectors) -> None:
+    assert a.dim == b.dim
+    for name in ("topic_ids", "topic_matrix", "chunk_ids", "chunk_topic_ids", "chunk_matrix"):
+        np.testing.assert_array_equal(getattr(a, name), getattr(b, name), err_msg=name)
+
+
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 1000), n_topics=st.integers(0, 30), n_chunks=st.integers(0, 70),
+       topic_skew=st.integers(-40, 40), chunk_skew=st.integers(-80, 80))
+def test_streams_build_what_row_lists_build_whatever_the_count(seed, n_topics, n_chunks, topic_skew, chunk_skew):
+    source = random_pool(seed, max(n_topics, 1), n_chunks, 6, sketch=False)
+    topics, chunks = rows_of(source, "topic")[:n_topics], rows_of(source, "chunk")
+    whole = PoolVectors.from_vector_rows(topics, chunks, 6, sketch=False)
+    streamed = PoolVectors.from_streams((max(0, n_topics + topic_skew), iter(topics)),
+                                        (max(0, n_chunks + chunk_skew), iter(chunks)), default_dim=6, sketch=False)
+    same_vectors(streamed, whole)
+
+
+def test_stream_takes_its_dimension_from_the_first_blob_and_refuses_a_wrong_one():
+    rows = [Row(topic_id=1, chunk_id=5, vec=encode_vector(np.ones(3))), Row(topic_id=1, chunk_id=6, vec=b"\x00" * 8)]
+    with pytest.raises(ValueError, match="vector 1 has 8 bytes, expected 12"):
+        read_vector_stream(2, iter(rows), None, with_chunks=True)
+    dim, topic_ids, chunk_ids, matrix = read_vector_stream(5, iter(rows[:1]), None, with_chunks=True)
+    assert (dim, topic_ids.tolist(), chunk_ids.tolist(), matrix.shape) == (3, [1], [5], (1, 3))
+    empty = PoolVectors.from_streams((0, iter(())), (3, iter(())), default_dim=4)
+    assert empty.dim == 4 and empty.chunk_matrix.shape == (0, 4) and empty.topic_matrix.shape == (0, 4)
+    assert hits(empty, np.ones(4, np.float32) / 2, None, 5) == []
+
+
+@pytest.fixture(scope="module")
+def sqlite_pool(tmp_path_factory):
+    """A pool with two collections, one ACL-restricted, and vectors on every topic and chunk."""
+    import sqlite3
+
+    root = tmp_path_factory.mktemp("speedpaths")
+    for name, erisim in (("acik", "herkes"), ("kapali", "kisitli")):
+        folder = root / name
+        folder.mkdir()
+        for i in range(12):
+            acl = "acl: [patron]\n" if i % 3 == 0 else ""
+            body = "\n\n".join(f"## Bölüm {j}\n\nmetin {name} {i} {j} " * 3 for j in range(1 + i % 4))
+            (folder / f"{name}-{i:02d}.md").write_text(f"---\nslug: {name}-{i:02d}\ntitle: {name} {i}\n{acl}---\n{body}\n", "utf-8")
+        build_pool(folder, root / f"{name}.db", name, erisim=erisim)
+    pool_file = root / "pool.db"
+    for name in ("acik", "kapali"):
+        import_collection(pool_file, root / f"{name}.db", name)
+    rng = np.random.default_rng(11)
+    with sqlite3.connect(pool_file) as con:
+        for table, key in (("doc$topic_vec", "topic_id"), ("doc$chunk_vec", "chunk_id")):
+            source = "doc$topic" if table == "doc$topic_vec" else "doc$chunk"
+            ids = [r[0] for r in con.execute(f'select id from "{source}" order by id')]
+            con.executemany(f'insert into "{table}"({key}, vec) values (?, ?)',
+                            [(i, encode_vector(v)) for i, v in zip(ids, unit_rows(rng, len(ids), 12))])
+    return pool_file
+
+
+@pytest.mark.parametrize("access", [UNRESTRICTED, Access(frozenset({"patron", "*"})), Access(frozenset({"*"}))])
+def test_sqlite_stream_equals_its_row_lists(sqlite_pool, access):
+    with SqlitePool(sqlite_pool) as pool:
+        lists = {w: pool.vectors(w, access) for w in ("topic", "chunk")}
+        assert {w: pool.vector_count(w, access) for w in lists} == {w: len(r) for w, r in lists.items()}
+        assert {w: list(pool.iter_vectors(w, access)) for w in lists} == lists
+        streamed = PoolVectors.from_streams(*((pool.vector_count(w, access), pool.iter_vectors(w, access))
+                                              for w in ("topic", "chunk")))
+    assert lists["chunk"] and [r.chunk_id for r in lists["chunk"]] == sorted(r.chunk_id for r in lists["chunk"])
+    same_vectors(streamed, PoolVectors.from_vector_rows(lists["topic"], lists["chunk"], 12))
+
+
+def test_restricted_streams_hold_only_allowed_topics(sqlite_pool):
+    with SqlitePool(sqlite_pool) as pool:
+        everyone = Access(frozenset({"*"}))
+        allowed = set(pool.topic_ids(everyone))
+        rows = list(pool.iter_vectors("chunk", everyone))
+        assert rows and {r.topic_id for r in rows} <= allowed
+        assert pool.vector_count("chunk", everyone) < pool.vector_count("chunk", UNRESTRICTED)
