@@ -18,10 +18,9 @@ setup(
     packages=packages,
     package_dir={f"knowspec.{folder}": folder for folder in FOLDERS},
     package_data={
-        "knowspec.generated": ["*.json", "*.md", "schemas/*.json", "schemas/*/*.json"],
+        "knowspec.generated": ["*.json", "*.md", "schemas/*.json", "schemas/*/*.json", "docpool/*.sql"],
         "knowspec.codegen": ["templates/*.j2"],
         "knowspec.impl.docpool.sql": ["*.sql"],
-        "knowspec.conformance": ["data/*", "data/**/*"],
     },
     include_package_data=False,
 )

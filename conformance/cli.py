@@ -48,6 +48,13 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--rest-url", default=None, help="REST base URL (doc-pool IMPORTDOC path)")
     p.add_argument("--admin-user", default=None)
     p.add_argument("--admin-password", default=None)
+    p.add_argument("--pool-dir", type=Path, default=None,
+                   help="where the generated source pool is written for IMPORTDOC (the target must read it); "
+                        "default: the bundle dir")
+    p.add_argument("--pool-database", default=None,
+                   help="registered database the fixture pool is imported into (default: the admin session's)")
+    p.add_argument("--reader-user", default=None, help="a REST user without SYSADMIN (non-admin and ACL checks)")
+    p.add_argument("--reader-password", default=None)
     p.add_argument("--unknown-tool", choices=("jsonrpc", "result", "either"), default="jsonrpc",
                    help="profile: how the target answers an unknown tool")
     p.add_argument("--check", action="append", default=[], dest="checks", help="run only this check id")
@@ -64,6 +71,8 @@ def config_from_args(ns: argparse.Namespace) -> RunConfig:
                      max_examples=ns.max_examples, time_budget=ns.time_budget, call_timeout=ns.call_timeout,
                      contract_path=ns.contract, baseline=ns.baseline, bundle_dir=ns.bundle_dir,
                      rest_url=ns.rest_url, admin_user=ns.admin_user, admin_password=ns.admin_password,
+                     pool_dir=ns.pool_dir, pool_database=ns.pool_database, reader_user=ns.reader_user,
+                     reader_password=ns.reader_password,
                      unknown_tool=ns.unknown_tool, checks=tuple(ns.checks), exclude=tuple(ns.exclude),
                      tools=tuple(ns.tools), shared_session=ns.shared_session)
 

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Any
 
 
 @dataclass
@@ -26,3 +27,10 @@ class RunConfig:
     tools: tuple[str, ...] = ()         # empty: every contract tool of the family
     shared_session: bool = False        # one session for the whole run (fast) instead of one per check
     exclude: tuple[str, ...] = field(default_factory=tuple)
+    # The document-pool fixture (checks/docpool_import.py): imported only with rest_url + admin.
+    pool_dir: Path | None = None        # where the source pool is written; None: the bundle dir
+    pool_database: str | None = None    # database IMPORTDOC writes; None: the admin session's
+    pool_token: str | None = None       # names the fixture's collections and keys; None: fresh per run
+    reader_user: str | None = None      # a REST user without SYSADMIN (non-admin and ACL checks)
+    reader_password: str | None = None
+    pool: Any = None                    # set by the runner: this run's PoolRun (imported, failed, discovered)

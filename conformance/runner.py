@@ -2,12 +2,15 @@
 
 Each check gets its own MCP session (a crash or a poisoned session stays inside one check);
 tool-scoped checks run once per contract tool. Exit codes are decided here: 0 all passed or
-accepted, 1 contract failures, 2 target unreachable or misconfigured.
+accepted, 1 contract failures, 2 target unreachable or misconfigured. Before the first check,
+the document-pool fixture is imported when the run has REST admin credentials (the checks see
+the outcome as ``config.pool``).
 """
 
 from __future__ import annotations
 
 import contextlib
+import dataclasses
 import shutil
 import tempfile
 import time
@@ -15,6 +18,7 @@ from pathlib import Path
 from typing import Iterator
 
 from knowspec.conformance.checks import CHECKS, CheckContext, CheckSpec
+from knowspec.conformance.checks.docpool_import import prepare_pool, release_pool
 from knowspec.conformance.checks.registry import BundleStore
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import Contract, ContractError, ToolContract, load_contract
@@ -114,12 +118,18 @@ def run(config: RunConfig) -> Iterator[Event]:
             yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
             return
         store = BundleStore(bundle_root.absolute())
-        with contextlib.ExitStack() as stack:
-            shared = stack.enter_context(connect(target)) if config.shared_session else None
-            for spec in checks:
-                spec_cases = [tool for s, tool in cases if s is spec]
-                yield from _run_check(spec, spec_cases, target, contract, config, advertised, store, deadline,
-                                      results, shared)
+        # The document-pool fixture goes in before any check reads the pool (or the run says why not).
+        config = dataclasses.replace(config, pool=prepare_pool(config, target, contract, [c.id for c in checks],
+                                                               bundle_root))
+        try:
+            with contextlib.ExitStack() as stack:
+                shared = stack.enter_context(connect(target)) if config.shared_session else None
+                for spec in checks:
+                    spec_cases = [tool for s, tool in cases if s is spec]
+                    yield from _run_check(spec, spec_cases, target, contract, config, advertised, store, deadline,
+                                          results, shared)
+        finally:
+            release_pool(config)
     finally:
         if own_dir:
             shutil.rmtree(bundle_root, ignore_errors=True)

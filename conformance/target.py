@@ -4,17 +4,24 @@
 blocking portal, so checks (and hypothesis, which is synchronous) can call tools directly
 and still shrink failing inputs. It bypasses the SDK's client-side output validation by
 sending raw ``CallToolRequest`` messages: classifying bad outputs is the suite's job.
+The transport is tapped: ``Connection.wire`` times every message, including answers the SDK
+drops because nobody waits for them any more (cancelled or timed-out requests).
 """
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import json
 import shlex
 import tempfile
+import threading
+import time
+from concurrent.futures import Future
 from dataclasses import dataclass, field
-from typing import Any, Iterator
+from typing import Any, AsyncIterator, Callable, Iterator
 
+import anyio
 import mcp.types as types
 from anyio.from_thread import BlockingPortal, start_blocking_portal
 from mcp import Client, StdioServerParameters
@@ -85,6 +92,144 @@ class CallOutcome:
         return {"transport_error": self.transport_error}
 
 
+@dataclass(frozen=True)
+class WireEvent:
+    """One JSON-RPC message where the client's transport saw it; ``at`` is ``time.monotonic()``.
+
+    ``id`` is the message's id, or for ``notifications/cancelled`` the id it names; ``code`` is
+    the envelope code of an ``isError`` result or the code of a JSON-RPC error.
+    """
+
+    seq: int
+    at: float
+    outgoing: bool
+    kind: str                 # request | notification | response | error
+    id: Any = None
+    method: str = ""
+    is_error: bool = False
+    code: Any = None
+
+
+def _wire_event(seq: int, message: Any, outgoing: bool) -> WireEvent | None:
+    at = time.monotonic()
+    if isinstance(message, types.JSONRPCRequest):
+        return WireEvent(seq, at, outgoing, "request", message.id, message.method)
+    if isinstance(message, types.JSONRPCNotification):
+        params = message.params or {}
+        named = params.get("requestId") if message.method == "notifications/cancelled" else None
+        return WireEvent(seq, at, outgoing, "notification", named, message.method)
+    if isinstance(message, types.JSONRPCResponse):
+        result = message.result if isinstance(message.result, dict) else {}
+        is_error = result.get("isError") is True
+        env = result.get("structuredContent") if is_error else None
+        return WireEvent(seq, at, outgoing, "response", message.id, is_error=is_error,
+                         code=env.get("code") if isinstance(env, dict) else None)
+    if isinstance(message, types.JSONRPCError):
+        return WireEvent(seq, at, outgoing, "error", message.id, code=message.error.code)
+    return None
+
+
+class WireLog:
+    """The session's messages with their times (the last few thousand), for timing-sensitive checks.
+
+    The SDK drops an answer to a request it stopped waiting for; only the wire shows whether a
+    cancelled request was answered anyway, and whether that answer came before the cancel.
+    """
+
+    def __init__(self, maxlen: int = 4096) -> None:
+        self._events: collections.deque[WireEvent] = collections.deque(maxlen=maxlen)
+        self._cond = threading.Condition()
+        self._seq = 0
+
+    def record(self, item: Any, outgoing: bool) -> None:
+        message = getattr(item, "message", None)
+        with self._cond:
+            event = _wire_event(self._seq, message, outgoing)
+            if event is not None:
+                self._seq += 1
+                self._events.append(event)
+                self._cond.notify_all()
+
+    def mark(self) -> int:
+        """A position: ``find``/``wait_for`` with ``after=mark()`` see only later messages."""
+        with self._cond:
+            return self._seq
+
+    def find(self, match: Callable[[WireEvent], bool], after: int = 0) -> WireEvent | None:
+        with self._cond:
+            return next((e for e in self._events if e.seq >= after and match(e)), None)
+
+    def wait_for(self, match: Callable[[WireEvent], bool], after: int, timeout: float) -> WireEvent | None:
+        end = time.monotonic() + timeout
+        with self._cond:
+            while True:
+                found = next((e for e in self._events if e.seq >= after and match(e)), None)
+                left = end - time.monotonic()
+                if found is not None or left <= 0:
+                    return found
+                self._cond.wait(left)
+
+
+class _TapRead:
+    """A read stream that logs each incoming message, otherwise the transport's own stream."""
+
+    def __init__(self, inner: Any, log: WireLog) -> None:
+        self._inner, self._log = inner, log
+
+    @property
+    def last_context(self) -> Any:
+        return getattr(self._inner, "last_context", None)
+
+    async def receive(self) -> Any:
+        item = await self._inner.receive()
+        self._log.record(item, outgoing=False)
+        return item
+
+    def __aiter__(self) -> "_TapRead":
+        return self
+
+    async def __anext__(self) -> Any:
+        try:
+            return await self.receive()
+        except anyio.EndOfStream:
+            raise StopAsyncIteration from None
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> "_TapRead":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+class _TapWrite:
+    """A write stream that logs each outgoing message once the transport has taken it."""
+
+    def __init__(self, inner: Any, log: WireLog) -> None:
+        self._inner, self._log = inner, log
+
+    async def send(self, item: Any) -> None:
+        await self._inner.send(item)
+        self._log.record(item, outgoing=True)
+
+    async def aclose(self) -> None:
+        await self._inner.aclose()
+
+    async def __aenter__(self) -> "_TapWrite":
+        return self
+
+    async def __aexit__(self, *exc: Any) -> None:
+        await self.aclose()
+
+
+@contextlib.asynccontextmanager
+async def _tapped(transport: Any, log: WireLog) -> AsyncIterator[tuple[_TapRead, _TapWrite]]:
+    async with transport as (read, write):
+        yield _TapRead(read, log), _TapWrite(write, log)
+
+
 def _transport(target: Target, errlog: Any) -> Any:
     if target.is_stdio:
         argv = target.argv()
@@ -97,6 +242,7 @@ class Connection:
     portal: BlockingPortal
     client: Client
     target: Target
+    wire: WireLog = field(default_factory=WireLog)
     _tools: list[dict[str, Any]] | None = field(default=None, init=False)
 
     async def _call(self, name: str, arguments: Any, timeout: float) -> CallOutcome:
@@ -121,6 +267,26 @@ class Connection:
 
     def call(self, name: str, arguments: Any, timeout: float | None = None) -> CallOutcome:
         return self.portal.call(self._call, name, arguments, timeout or self.target.timeout)
+
+    def start_call(self, name: str, arguments: Any, timeout: float | None = None) -> tuple[Future, WireEvent]:
+        """Send a tools/call without waiting: its future outcome and its request as written on the wire."""
+        mark = self.wire.mark()
+        future = self.portal.start_task_soon(self._call, name, arguments, timeout or self.target.timeout)
+        sent = self.wire.wait_for(lambda e: e.outgoing and e.kind == "request" and e.method == "tools/call",
+                                  mark, timeout=10.0)
+        if sent is None:
+            future.cancel()
+            raise TimeoutError("the tools/call request was not written within 10 s")
+        return future, sent
+
+    def cancel(self, request_id: Any, reason: str) -> WireEvent | None:
+        """Send ``notifications/cancelled`` for ``request_id``; the cancel as written (None: not written)."""
+        mark = self.wire.mark()
+        note = types.CancelledNotification(params=types.CancelledNotificationParams(request_id=request_id,
+                                                                                    reason=reason))
+        self.portal.call(self.client.session.send_notification, note)
+        return self.wire.wait_for(lambda e: e.outgoing and e.method == "notifications/cancelled"
+                                  and e.id == request_id, mark, timeout=5.0)
 
     def call_many(self, calls: list[tuple[str, Any]], timeout: float | None = None) -> list[CallOutcome]:
         """Send the calls concurrently on this one session and return outcomes in call order."""
@@ -167,8 +333,9 @@ def connect(target: Target) -> Iterator[Connection]:
     """Open one MCP session to the target; ``TargetError`` when it cannot be reached."""
     target.validate()
     errlog = tempfile.TemporaryFile(mode="w+")  # the server's stderr: kept off the terminal
+    wire = WireLog()
     with start_blocking_portal() as portal:
-        client = Client(_transport(target, errlog), mode=ERAS[target.era], cache=None,
+        client = Client(_tapped(_transport(target, errlog), wire), mode=ERAS[target.era], cache=None,
                         read_timeout_seconds=target.timeout)
         try:
             cm = portal.wrap_async_context_manager(client)
@@ -179,7 +346,7 @@ def connect(target: Target) -> Iterator[Connection]:
             detail = f"{type(exc).__name__}: {exc}" + (f" (server stderr: {tail})" if tail else "")
             raise TargetError(f"cannot open an MCP session to {target.spec}: {detail}") from None
         try:
-            yield Connection(portal, entered, target)
+            yield Connection(portal, entered, target, wire)
         finally:
             with contextlib.suppress(BaseException):
                 cm.__exit__(None, None, None)

@@ -65,7 +65,10 @@ def _mount(subparsers: argparse._SubParsersAction, module: str, func: str) -> No
 def _serve(args: argparse.Namespace) -> int:
     from knowspec.impl.server.pipeline import ToolRuntime
 
-    runtime = ToolRuntime(settings_from(args))
+    settings = settings_from(args)
+    if args.call_timeout:
+        settings.call_timeout_seconds = args.call_timeout
+    runtime = ToolRuntime(settings)
     if args.http:
         import uvicorn
 
@@ -94,6 +97,8 @@ def build_parser() -> argparse.ArgumentParser:
     mode.add_argument("--stdio", action="store_true", help="MCP over standard input/output")
     mode.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP at /mcp plus REST routes")
     add_settings_options(serve)
+    serve.add_argument("--call-timeout", type=float, metavar="SECONDS",
+                       help="deadline per tool call; a call past it answers operation_cancelled (default 120)")
     serve.set_defaults(func=_serve)
 
     for module, func in SUBCOMMANDS:

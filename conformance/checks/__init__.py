@@ -3,5 +3,7 @@
 from knowspec.conformance.checks.registry import CHECKS, CheckContext, CheckSpec, check, skip
 # import order is run order: listing first, the costly differential checks last
 from knowspec.conformance.checks import listing, inputs, outputs, leakage, differential, rest  # noqa: F401,I001
+from knowspec.conformance.checks import docpool_import  # noqa: F401,I001
+from knowspec.conformance.checks import cancellation  # noqa: F401,I001
 
 __all__ = ["CHECKS", "CheckContext", "CheckSpec", "check", "skip"]

@@ -504,3 +504,66 @@ mutant("doc_links_reverse", "doc_links most reliable first", ("result_ordering",
     edit_success("doc_links", _reverse("results")))
 mutant("doc_search_over_limit", "at most limit results", ("output_schema", "truncation"))(
     edit_success("doc_search", _results_over_limit))
+
+
+# ---- cancellation: edits of the client's messages ---------------------------------------------
+# A good server never answers a cancelled request, so no edit of a response can break the rule.
+# These mutants act on what the client sends (the proxy's client hook). They live outside
+# MUTANTS, whose members must each change some response on their own.
+
+ClientEdit = Callable[[dict, dict, dict], tuple[list[dict], list[dict]]]
+"""(client message, requests still awaiting an answer by id, state) -> (to the server, to the client)."""
+
+
+@dataclass(frozen=True)
+class ClientMutant:
+    name: str
+    rule: str
+    edit: ClientEdit
+    killed_by: tuple[str, ...] = ()
+
+
+CLIENT_MUTANTS: dict[str, ClientMutant] = {}
+
+
+def client_mutant(name: str, rule: str, killed_by: tuple[str, ...] = ()) -> Callable[[ClientEdit], ClientEdit]:
+    def register(func: ClientEdit) -> ClientEdit:
+        CLIENT_MUTANTS[name] = ClientMutant(name, rule, func, killed_by)
+        return func
+
+    return register
+
+
+def _is_cancel(message: dict) -> bool:
+    return message.get("method") == "notifications/cancelled"
+
+
+@client_mutant("cancel_ignored", "a cancelled call is never answered with a success", ("cancellation",))
+def _ignore_cancel(message: dict, pending: dict, state: dict) -> tuple[list[dict], list[dict]]:
+    """The cancel never reaches the server, which runs the call to the end and answers it."""
+    return ([], []) if _is_cancel(message) else ([message], [])
+
+
+@client_mutant("cancel_answered_wrong_code", "a cancelled call answers nothing or operation_cancelled",
+               ("cancellation",))
+def _wrong_cancel_code(message: dict, pending: dict, state: dict) -> tuple[list[dict], list[dict]]:
+    """The cancel is honoured, but the call is also answered with operation_rejected."""
+    rid = (message.get("params") or {}).get("requestId") if _is_cancel(message) else None
+    if rid is None or pending.pop(rid, None) is None:
+        return [message], []
+    env = {"code": "operation_rejected", "message": "tool operation was rejected", "retryable": False,
+           "diagnostics": []}
+    answer = {"jsonrpc": "2.0", "id": rid, "result": {
+        "content": [{"type": "text", "text": json.dumps(env)}], "structuredContent": env, "isError": True}}
+    return [message], [answer]
+
+
+@client_mutant("cancel_breaks_session", "the session stays usable after a cancel", ("cancellation",))
+def _drop_after_cancel(message: dict, pending: dict, state: dict) -> tuple[list[dict], list[dict]]:
+    """After a cancel the next tool call is lost, as if the server's reader had wedged."""
+    if _is_cancel(message):
+        state["drop_next"] = True
+    elif state.get("drop_next") and message.get("method") == "tools/call":
+        state["drop_next"] = False
+        return [], []
+    return [message], []

@@ -29,13 +29,13 @@ def add_mutants_arguments(p: argparse.ArgumentParser) -> None:
 
 
 def run_mutants(ns: argparse.Namespace) -> int:
-    from knowspec.conformance.mutants.catalogue import MUTANTS
+    from knowspec.conformance.mutants.catalogue import CLIENT_MUTANTS, MUTANTS
     from knowspec.conformance.mutants.killrate import ALL_MUTANTS, kill_rate
 
     console = Console(stderr=True)
     if ns.list:
         for name in ALL_MUTANTS:
-            m = MUTANTS.get(name)
+            m = MUTANTS.get(name) or CLIENT_MUTANTS.get(name)
             console.print(f"{name:36} {m.rule if m else 'concurrent answers are swapped'}", highlight=False)
         return 0
     unknown = [m for m in ns.mutant if m not in ALL_MUTANTS]

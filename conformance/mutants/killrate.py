@@ -12,11 +12,11 @@ from dataclasses import dataclass, replace
 from typing import Iterator
 
 from knowspec.conformance.config import RunConfig
-from knowspec.conformance.mutants.catalogue import MUTANTS
+from knowspec.conformance.mutants.catalogue import CLIENT_MUTANTS, MUTANTS
 from knowspec.conformance.mutants.proxy import PAIRING
 from knowspec.conformance.runner import run_to_end
 
-ALL_MUTANTS = (*MUTANTS, PAIRING)
+ALL_MUTANTS = (*MUTANTS, *CLIENT_MUTANTS, PAIRING)
 
 
 @dataclass(frozen=True)

@@ -4,6 +4,7 @@
 remembered by id so a response can be mutated knowing which tool and arguments it answers.
 ``identity`` forwards unchanged (the baseline for kill rates). ``swap_concurrent_answers``
 holds a tools/call answer briefly and swaps it with the next one (breaks concurrent calls).
+A client mutant (``CLIENT_MUTANTS``) edits what the client sends instead, e.g. its cancels.
 """
 
 from __future__ import annotations
@@ -15,7 +16,7 @@ import sys
 import threading
 from typing import Any, IO
 
-from knowspec.conformance.mutants.catalogue import MUTANTS
+from knowspec.conformance.mutants.catalogue import CLIENT_MUTANTS, MUTANTS
 
 PAIRING = "swap_concurrent_answers"
 SPECIAL = ("identity", PAIRING)
@@ -24,6 +25,7 @@ SPECIAL = ("identity", PAIRING)
 class Proxy:
     def __init__(self, mutant: str, argv: list[str]) -> None:
         self.mutate = MUTANTS[mutant].mutate if mutant in MUTANTS else None
+        self.client_edit = CLIENT_MUTANTS[mutant].edit if mutant in CLIENT_MUTANTS else None
         self.pairing = mutant == PAIRING
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr)
         self.requests: dict[Any, dict] = {}
@@ -41,13 +43,20 @@ class Proxy:
     def client_to_server(self, stream: IO[str]) -> None:
         assert self.proc.stdin is not None
         for line in stream:
+            lines = [line]
             try:
                 message = json.loads(line)
                 if isinstance(message, dict) and "method" in message and "id" in message:
                     self.requests[message["id"]] = message
+                if isinstance(message, dict) and self.client_edit is not None:
+                    forward, answers = self.client_edit(message, self.requests, self.state)
+                    for answer in answers:
+                        self.write_client(answer)
+                    lines = [json.dumps(m, ensure_ascii=False, separators=(",", ":")) + "\n" for m in forward]
             except ValueError:
                 pass
-            self.proc.stdin.write(line.encode())
+            for out in lines:
+                self.proc.stdin.write(out.encode())
             self.proc.stdin.flush()
         self.proc.stdin.close()
 
@@ -101,7 +110,7 @@ class Proxy:
 
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="knowspec-mutant-proxy")
-    parser.add_argument("--mutant", required=True, choices=sorted([*MUTANTS, *SPECIAL]))
+    parser.add_argument("--mutant", required=True, choices=sorted([*MUTANTS, *CLIENT_MUTANTS, *SPECIAL]))
     parser.add_argument("server", nargs=argparse.REMAINDER, help="-- then the real server's argv")
     ns = parser.parse_args(argv)
     server = ns.server[1:] if ns.server[:1] == ["--"] else ns.server

@@ -320,6 +320,11 @@ async def call_tool(ctx, params):
             await anyio.sleep(0.01)
             args = STATE["current"]
         out = HANDLERS[params.name](args)
+        if VARIANT == "dies_on_cancel":
+            try:
+                await anyio.sleep(1)
+            except anyio.get_cancelled_exc_class():
+                os._exit(3)  # a cancelled call takes the whole server down
     except Fail as exc:
         return envelope(exc.code, exc.message, exc.diagnostics)
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
