@@ -41,7 +41,8 @@ WORDS = ("istanbul boğazı köprü köprüler ışık ıslak sokak straße caf�
          "łódź çay şeker güneş ağaç İzmir IŞIK Ödeme fatura bordro kesim tarihi déjà über Ärger İşlem "
          "kodu müşteri tedarikçi ünvan vergi numarası iletişim bilgileri kartı açmak için menü rapor "
          "yazdır düğme gönder alıcı mükellef Çalışan izin günü resmî tatil çizelge Şube depo").split()
-PUNCT = [" ", " ", " ", ", ", ". ", ": ", "; ", "\n"]
+PUNCT = [" ", " ", " ", ", ", ". ", ": ", "; ", "\n",
+         "/", "-", "_", "://", "@", "."]  # glue words the way URLs, paths and e-mail do
 
 
 def unavailable(reason: str):

@@ -141,8 +141,19 @@ def test_rank_weights_scale_the_pool_weights_to_one():
 
 
 def test_tsquery_terms_are_quoted_and_prefixed():
-    assert postgres.tsquery_text([("kopru", True), ("o'n", False)], "AND") == "'kopru':* & 'o''n'"
+    assert postgres.tsquery_text([("kopru", True), ("bc", False)], "AND") == "'kopru':* & 'bc'"
     assert postgres.tsquery_text([("a", False), ("bc", False)], "OR") == "'a' | 'bc'"
+
+
+def test_a_word_fts5_splits_is_a_phrase_with_the_prefix_on_its_last_token():
+    assert postgres.tsquery_text([("o'n", True), ("x", False)], "AND") == "('o' <-> 'n':*) & 'x'"
+    assert postgres.tsquery_text([("'", False), ("ab", False)], "OR") == "'ab'"
+
+
+def test_the_index_text_is_fts5s_tokens_of_the_folded_text():
+    text = "Köprü: https://örnek.com/yol/dosya_adı.md, e-mail user@host, snake_case, x1.2"
+    assert postgres.index_text(text) == ("kopru https ornek com yol dosya adi md e mail user host "
+                                         "snake case x1 2")
 
 
 def test_an_import_into_an_unreachable_server_fails_without_waiting_long(tmp_path, versions, monkeypatch):
