@@ -12,8 +12,9 @@ filters act before the top-80 cut. Hybrid fuses both lists with ``rules.rrf.hybr
 
 from __future__ import annotations
 
+from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
@@ -22,6 +23,7 @@ from knowspec.impl.rules.fts_query import build_fts_query, parse_stopwords
 
 DEFAULT_WEIGHTS = (10.0, 5.0, 1.0)
 HYBRID_TOP = 20          # each list's depth in the fusion (rules.rrf)
+_EMBEDDING_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="knowspec-embed")
 
 
 @dataclass(frozen=True)
@@ -76,24 +78,33 @@ def _from_fts(h: SearchHit) -> RankedTopic:
     return RankedTopic(h.topic_id, h.collection, h.slug, h.title, h.breadcrumb, h.snippet, h.score, "fts")
 
 
-def _vector_ranked(ctx: CallContext, pool: PoolStorage, query: str, access: Access, *, limit: int,
-                   collection: str | None, linked_to: tuple[str, str] | None) -> list[RankedTopic]:
-    """Vector results over allowed topics: the plug-in point of ``docpool.vectors``.
-
-    The query vector comes from ``vectors.embedder.query_vector`` (``embedding model not found``
-    / ``embedding runtime not found`` when the pack or ONNX Runtime is missing); the pool's
-    matrices are streamed from the storage into preallocated arrays once per process and cached
-    until the storage's change stamp moves (an import).
-    """
+def _query_embedder(ctx: CallContext, pool: PoolStorage, query: str, collection: str | None) -> Callable[[], Any]:
+    """A call that embeds ``query`` with the pool's pack (prefix, model and dimension read now, so
+    the call itself touches no storage and may run on another thread)."""
     try:
         from knowspec.impl.docpool.vectors.embedder import query_vector
-        from knowspec.impl.docpool.vectors.scoring import PoolVectors, cached_pool_vectors, vector_rank, vector_snippet
     except ImportError as exc:  # the vector layer is absent from this build
         raise ToolError("embedding_unavailable", "embedding model not found") from exc
     meta = pool.meta()
     dim = recipe(meta, "vec_dim", collection)
-    q = query_vector(ctx.settings.model_dir, query, prefix=recipe(meta, "vec_query_prefix", collection) or "",
-                     pool_model=recipe(meta, "vec_model", collection), pool_dim=int(dim) if dim else None)
+    prefix = recipe(meta, "vec_query_prefix", collection) or ""
+    model = recipe(meta, "vec_model", collection)
+    return lambda: query_vector(ctx.settings.model_dir, query, prefix=prefix, pool_model=model,
+                                pool_dim=int(dim) if dim else None)
+
+
+def _vector_ranked(ctx: CallContext, pool: PoolStorage, embed: Callable[[], Any], access: Access, *, limit: int,
+                   collection: str | None, linked_to: tuple[str, str] | None) -> list[RankedTopic]:
+    """Vector results over allowed topics: the plug-in point of ``docpool.vectors``.
+
+    ``embed()`` gives the query vector (``_query_embedder``: ``embedding model not found`` /
+    ``embedding runtime not found`` when the pack or ONNX Runtime is missing); the pool's
+    matrices are streamed from the storage into preallocated arrays once per process and cached
+    until the storage's change stamp moves (an import).
+    """
+    from knowspec.impl.docpool.vectors.scoring import PoolVectors, cached_pool_vectors, vector_rank, vector_snippet
+
+    q = embed()
     ctx.check_cancelled("doc_search")
 
     def load() -> "PoolVectors":
@@ -144,13 +155,16 @@ def search_pool(ctx: CallContext, pool: PoolStorage, query: str, access: Access,
     if mode == "fts":
         return fts_ranked(pool, query, access, limit=limit, collection=collection, linked_to=linked_to)
     if mode == "vector":
-        return _vector_ranked(ctx, pool, query, access, limit=limit, collection=collection, linked_to=linked_to)
+        embed = _query_embedder(ctx, pool, query, collection)
+        return _vector_ranked(ctx, pool, embed, access, limit=limit, collection=collection, linked_to=linked_to)
     if mode == "hybrid":
+        # The query is embedded on a worker thread (ONNX Runtime releases the GIL) while full text
+        # ranks on this one; the vector ranking then runs once, as deep as the fusion needs.
+        embedding = _EMBEDDING_POOL.submit(_query_embedder(ctx, pool, query, collection))
         fts = fts_ranked(pool, query, access, limit=HYBRID_TOP, collection=collection, linked_to=linked_to)
         # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
-        # One vector ranking either way (one embedding, one scan). Embedding on a worker thread
-        # beside full text gained nothing on the shared 2-core host (paired p50 +0.1 ms), so no.
         depth = HYBRID_TOP if fts else limit
-        vec = _vector_ranked(ctx, pool, query, access, limit=depth, collection=collection, linked_to=linked_to)
+        vec = _vector_ranked(ctx, pool, embedding.result, access, limit=depth, collection=collection,
+                             linked_to=linked_to)
         return fuse(fts, vec, limit, depth)
     raise ToolError("invalid_request", f"unknown search mode {mode!r}: fts, vector or hybrid")
