@@ -39,16 +39,32 @@ def pytest_addoption(parser: pytest.Parser) -> None:
     group.addoption("--conform-max-examples", type=int, default=15)
     group.addoption("--conform-seed", type=int, default=0)
     group.addoption("--conform-baseline", default=None)
+    # The document-pool fixture is imported through REST IMPORTDOC only with these (see the CLI).
+    group.addoption("--conform-rest-url", default=os.environ.get("KNOWSPEC_CONFORM_REST_URL"))
+    group.addoption("--conform-admin-user", default=os.environ.get("KNOWSPEC_CONFORM_ADMIN_USER"))
+    group.addoption("--conform-admin-password", default=os.environ.get("KNOWSPEC_CONFORM_ADMIN_PASSWORD"),
+                    help="prefer the environment variable: command lines are visible to other users")
+    group.addoption("--conform-reader-user", default=os.environ.get("KNOWSPEC_CONFORM_READER_USER"))
+    group.addoption("--conform-reader-password", default=os.environ.get("KNOWSPEC_CONFORM_READER_PASSWORD"))
+    group.addoption("--conform-pool-dir", default=os.environ.get("KNOWSPEC_CONFORM_POOL_DIR"),
+                    help="where the generated source pool is written (the target must read it)")
 
 
 def _config(config: pytest.Config) -> RunConfig:
     contract = config.getoption("--conform-contract")
     baseline = config.getoption("--conform-baseline")
+    pool_dir = config.getoption("--conform-pool-dir")
     return RunConfig(target=config.getoption("--conform-target") or "", family=config.getoption("--conform-family"),
                      era=config.getoption("--conform-era"), seed=config.getoption("--conform-seed"),
                      max_examples=config.getoption("--conform-max-examples"),
                      contract_path=Path(contract) if contract else None,
-                     baseline=Path(baseline) if baseline else None)
+                     baseline=Path(baseline) if baseline else None,
+                     rest_url=config.getoption("--conform-rest-url"),
+                     admin_user=config.getoption("--conform-admin-user"),
+                     admin_password=config.getoption("--conform-admin-password"),
+                     reader_user=config.getoption("--conform-reader-user"),
+                     reader_password=config.getoption("--conform-reader-password"),
+                     pool_dir=Path(pool_dir) if pool_dir else None)
 
 
 def planned_case_ids(run_config: RunConfig) -> list[str]:

@@ -27,3 +27,24 @@ def test_plugin_skips_everything_without_a_target(pytester: pytest.Pytester, toy
     pytester.makepyfile(TEST_FILE)
     result = pytester.runpytest_subprocess("-p", "knowspec.conformance.pytest_plugin", "--conform-contract", str(toy_contract), "-q", "-k", "tools_list")
     result.assert_outcomes(skipped=2)
+
+
+def test_pool_import_options_reach_the_run_config():
+    from pathlib import Path
+
+    from knowspec.conformance import pytest_plugin
+
+    options = {"--conform-target": "http://127.0.0.1:1/mcp", "--conform-contract": None, "--conform-family": "docpool",
+               "--conform-era": "legacy", "--conform-max-examples": 3, "--conform-seed": 7, "--conform-baseline": None,
+               "--conform-rest-url": "http://127.0.0.1:1", "--conform-admin-user": "admin",
+               "--conform-admin-password": "pw", "--conform-reader-user": "reader",
+               "--conform-reader-password": "rpw", "--conform-pool-dir": "/srv/pools"}
+
+    class Config:
+        @staticmethod
+        def getoption(name):
+            return options[name]
+
+    run = pytest_plugin._config(Config)
+    assert (run.rest_url, run.admin_user, run.admin_password, run.reader_user, run.reader_password, run.pool_dir) == (
+        "http://127.0.0.1:1", "admin", "pw", "reader", "rpw", Path("/srv/pools"))
