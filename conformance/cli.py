@@ -6,6 +6,7 @@ The lead's CLI mounts :func:`add_conform_parser` under ``knowspec``; :func:`main
 from __future__ import annotations
 
 import argparse
+import os
 import sys
 from pathlib import Path
 
@@ -47,14 +48,16 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                    help="where fixture bundles are written (the target must read it); default a temp dir")
     p.add_argument("--rest-url", default=None, help="REST base URL (doc-pool IMPORTDOC path)")
     p.add_argument("--admin-user", default=None)
-    p.add_argument("--admin-password", default=None)
+    p.add_argument("--admin-password", default=os.environ.get("KNOWSPEC_CONFORM_ADMIN_PASSWORD"),
+                   help="default: $KNOWSPEC_CONFORM_ADMIN_PASSWORD (command lines are visible to other users)")
     p.add_argument("--pool-dir", type=Path, default=None,
                    help="where the generated source pool is written for IMPORTDOC (the target must read it); "
                         "default: the bundle dir")
     p.add_argument("--pool-database", default=None,
                    help="registered database the fixture pool is imported into (default: the admin session's)")
     p.add_argument("--reader-user", default=None, help="a REST user without SYSADMIN (non-admin and ACL checks)")
-    p.add_argument("--reader-password", default=None)
+    p.add_argument("--reader-password", default=os.environ.get("KNOWSPEC_CONFORM_READER_PASSWORD"),
+                   help="default: $KNOWSPEC_CONFORM_READER_PASSWORD")
     p.add_argument("--unknown-tool", choices=("jsonrpc", "result", "either"), default="jsonrpc",
                    help="profile: how the target answers an unknown tool")
     p.add_argument("--check", action="append", default=[], dest="checks", help="run only this check id")
