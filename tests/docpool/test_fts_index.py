@@ -69,7 +69,7 @@ def _both(pool, index, monkeypatch, match, access, *, collection=None, linked_to
     monkeypatch.setenv(_fts_arrays.MODE_ENV, "off")
     with SqlitePool(pool) as sq:
         want = sq.search_fts(match, access, collection=collection, linked_to=linked_to, **kw)
-        got = index.search(match, index.allowed(sq, access, collection, linked_to), kw["weights"],
+        got = index.search(match, index.arrays.allowed(sq, access, collection, linked_to), kw["weights"],
                            limit=kw["limit"], snippet_column=kw["snippet_column"])
     return want, got
 

@@ -62,6 +62,16 @@ class FtsArrays:
             self._masks[collection] = mask
         return mask
 
+    def allowed(self, storage, access, collection: str | None,
+                linked_to: tuple[str, str] | None) -> np.ndarray | None:
+        """The topics a search may return, as a mask over ``topic_id`` (``None``: all). An
+        unrestricted caller's collection is known here; ACLs and entity links come from
+        ``storage.topic_ids`` (the pool's tables, in the request's snapshot)."""
+        if access.unrestricted and linked_to is None:
+            return None if collection is None else self.collection_mask(collection)
+        ids = storage.topic_ids(access, collection=collection, linked_to=linked_to)
+        return np.isin(self.topic_id, np.asarray(list(ids), dtype=np.int64))
+
     def term_range(self, token: str, prefix: bool) -> tuple[int, int]:
         """Vocabulary indexes ``[lo, hi)`` of ``token`` (every term starting with it when ``prefix``)."""
         if prefix:
@@ -133,40 +143,47 @@ def build(path: Path | str) -> FtsArrays:
     cols = np.frombuffer("".join(col_parts).encode("ascii"), dtype=np.uint8) - ord("0")
     del col_parts
     term = np.repeat(np.arange(len(terms), dtype=np.int32), lengths)
-    if not _sorted_by(term, docs, cols):  # fts5vocab's own order; sort only if it ever differs
-        order = np.lexsort((cols, docs, term))
-        term, docs, cols = term[order], docs[order], cols[order]
-    new_pair = np.ones(len(term), dtype=bool)
-    new_pair[1:] = (term[1:] != term[:-1]) | (docs[1:] != docs[:-1])
-    pair = np.cumsum(new_pair) - 1
-    n_pairs = int(pair[-1]) + 1 if len(pair) else 0
-    post_tf = np.bincount(pair * len(COLUMNS) + cols, minlength=n_pairs * len(COLUMNS))
-    del pair
-    post_tf = post_tf.reshape(n_pairs, len(COLUMNS))
-    post_tf = post_tf.astype(np.uint16 if post_tf.max(initial=0) < 2 ** 16 else np.int32)
-    post_doc, post_term = docs[new_pair], term[new_pair]
-    row_chunk = np.unique(post_doc)
-    post_row = np.searchsorted(row_chunk, post_doc).astype(np.int32)
-    row_len = np.bincount(post_row, weights=post_tf.sum(axis=1), minlength=len(row_chunk)).astype(np.float64)
+    row_chunk = np.unique(docs)
+    term_start, post_row, post_tf, row_len = postings(term, np.searchsorted(row_chunk, docs), cols,
+                                                      len(terms), len(row_chunk))
     topic_id = np.array([t[0] for t in topics], dtype=np.int64)
-    row_topic_id = _lookup(chunk_topic[:, 0], chunk_topic[:, 1], row_chunk)
-    row_topic = _lookup(topic_id, np.arange(len(topic_id)), row_topic_id)
+    row_topic_id = lookup(chunk_topic[:, 0], chunk_topic[:, 1], row_chunk)
+    row_topic = lookup(topic_id, np.arange(len(topic_id)), row_topic_id)
     return FtsArrays(
-        terms=terms, term_start=np.searchsorted(post_term, np.arange(len(terms) + 1)),
-        post_row=post_row, post_tf=post_tf, row_chunk=row_chunk, row_topic=row_topic, row_len=row_len,
+        terms=terms, term_start=term_start, post_row=post_row, post_tf=post_tf, row_chunk=row_chunk,
+        row_topic=row_topic, row_len=row_len,
         topic_id=topic_id, topic_collection=[t[1] for t in topics], topic_slug=[t[2] for t in topics],
         n_rows=n_rows, total_tokens=total_tokens)
 
 
-def _sorted_by(term: np.ndarray, docs: np.ndarray, cols: np.ndarray) -> bool:
-    """Whether instances come ordered by (term, doc, col)."""
+def postings(term: np.ndarray, row: np.ndarray, col: np.ndarray, n_terms: int, n_rows: int
+             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+    """``(term_start, post_row, post_tf, row_len)`` of ``FtsArrays`` from one (term id, row,
+    column) per token instance, in any order (FTS5's own order is kept without sorting)."""
+    if not _sorted_by(term, row, col):
+        order = np.lexsort((col, row, term))
+        term, row, col = term[order], row[order], col[order]
+    new_pair = np.ones(len(term), dtype=bool)
+    new_pair[1:] = (term[1:] != term[:-1]) | (row[1:] != row[:-1])
+    pair = np.cumsum(new_pair) - 1
+    n_pairs = int(pair[-1]) + 1 if len(pair) else 0
+    post_tf = np.bincount(pair * len(COLUMNS) + col, minlength=n_pairs * len(COLUMNS)).reshape(n_pairs, len(COLUMNS))
+    del pair
+    post_tf = post_tf.astype(np.uint16 if post_tf.max(initial=0) < 2 ** 16 else np.int32)
+    term_start = np.searchsorted(term[new_pair], np.arange(n_terms + 1))
+    row_len = np.bincount(row, minlength=n_rows).astype(np.float64)  # FTS5's D: tokens per row
+    return term_start, row[new_pair].astype(np.int32), post_tf, row_len
+
+
+def _sorted_by(term: np.ndarray, row: np.ndarray, col: np.ndarray) -> bool:
+    """Whether instances come ordered by (term, row, column)."""
     same_term = term[1:] == term[:-1]
-    later_doc = docs[1:] > docs[:-1]
-    same_doc = docs[1:] == docs[:-1]
-    return bool(np.all((term[1:] > term[:-1]) | (same_term & (later_doc | (same_doc & (cols[1:] >= cols[:-1]))))))
+    later_row = row[1:] > row[:-1]
+    same_row = row[1:] == row[:-1]
+    return bool(np.all((term[1:] > term[:-1]) | (same_term & (later_row | (same_row & (col[1:] >= col[:-1]))))))
 
 
-def _lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
+def lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarray:
     """``values[keys == w]`` for each ``w`` of ``wanted`` (``keys`` sorted), -1 where absent."""
     if not len(keys):
         return np.full(len(wanted), -1, dtype=np.int64)

@@ -20,14 +20,14 @@ import changes them, and an import moves the stamp); read-only afterwards.
 from __future__ import annotations
 
 from array import array
-from dataclasses import dataclass, field
+from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
 
 from knowspec.impl.docpool.storage import _fts_arrays
 from knowspec.impl.docpool.storage._fts_arrays import FtsArrays
-from knowspec.impl.docpool.storage.base import Access, SearchHit
+from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.rules import fts5
 from knowspec.impl.rules.fold import fold
 from knowspec.impl.rules.fts_query import parse_match
@@ -46,7 +46,6 @@ class FtsIndex:
     texts: list[tuple[str, str, str]]           # original column texts per row (row = arrays.row_chunk)
     topic_title: list[str]                      # per topic index (arrays.topic_id)
     topic_breadcrumb: list[str]
-    _masks: dict[str, np.ndarray] = field(default_factory=dict)
 
     @classmethod
     def build(cls, stamp: tuple, chunks: Iterable[tuple[int, int, str, str, str]],
@@ -55,7 +54,7 @@ class FtsIndex:
         of the topics ``(topic_id, collection, slug, title, breadcrumb)``."""
         rows = sorted((int(c[0]), int(c[1]), tuple(t or "" for t in c[2:5])) for c in chunks)
         topic_rows = sorted((int(t[0]), *t[1:5]) for t in topics)
-        n_cols, n = len(COLUMNS), max(len(rows), 1)  # n: the row stride of the (term, row) keys
+        n_cols = len(COLUMNS)
         seen: dict[str, int] = {}  # term -> id in order of first sight (token strings are not kept)
         ids = array("q")
         lengths = np.zeros(len(rows) * n_cols, dtype=np.int64)
@@ -74,52 +73,20 @@ class FtsIndex:
         rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
         term = rank[np.frombuffer(ids, dtype=np.int64)] if len(ids) else np.zeros(0, dtype=np.int64)
         del ids
-        cells = np.arange(len(rows) * n_cols, dtype=np.int64)
-        key = term * (n * n_cols) + np.repeat(cells, lengths)   # (term, row, column) of each token
-        del term
-        uniq, counts = np.unique(key, return_counts=True)       # sorted by term, row, column
-        del key
-        pair = uniq // n_cols
-        new_pair = np.ones(len(pair), dtype=bool)
-        new_pair[1:] = pair[1:] != pair[:-1]
-        post_tf = np.zeros((int(new_pair.sum()), n_cols), dtype=np.int32)
-        post_tf[np.cumsum(new_pair) - 1, uniq % n_cols] = counts
-        pair = pair[new_pair]
-        post_term, post_row = pair // n, (pair % n).astype(np.int32)
+        cells = np.repeat(np.arange(len(rows) * n_cols, dtype=np.int64), lengths)  # (row, column) of each token
+        term_start, post_row, post_tf, row_len = _fts_arrays.postings(term, cells // n_cols, cells % n_cols,
+                                                                      len(terms), len(rows))
+        del term, cells
         topic_id = np.array([t[0] for t in topic_rows], dtype=np.int64)
         chunk_topic = np.array([r[1] for r in rows], dtype=np.int64)
         arrays = FtsArrays(
-            terms=terms, term_start=np.searchsorted(post_term, np.arange(len(terms) + 1)),
-            post_row=post_row, post_tf=post_tf,
+            terms=terms, term_start=term_start, post_row=post_row, post_tf=post_tf,
             row_chunk=np.array([r[0] for r in rows], dtype=np.int64),
-            row_topic=_topic_index(topic_id, chunk_topic),
-            row_len=lengths.reshape(len(rows), n_cols).sum(axis=1).astype(np.float64),
+            row_topic=_fts_arrays.lookup(topic_id, np.arange(len(topic_id)), chunk_topic), row_len=row_len,
             topic_id=topic_id, topic_collection=[t[1] for t in topic_rows], topic_slug=[t[2] for t in topic_rows],
             n_rows=len(rows), total_tokens=int(lengths.sum()))
         return cls(stamp, arrays, [r[2] for r in rows], [t[3] or "" for t in topic_rows],
                    [t[4] or "" for t in topic_rows])
-
-    # -- filters -------------------------------------------------------------------------------
-    def collection_mask(self, collection: str) -> np.ndarray:
-        """Topics of ``collection`` (a boolean mask over ``arrays.topic_id``), kept per collection."""
-        mask = self._masks.get(collection)
-        if mask is None:
-            a = self.arrays
-            mask = np.fromiter((c == collection for c in a.topic_collection), bool, len(a.topic_id))
-            self._masks[collection] = mask
-        return mask
-
-    def topics_mask(self, topic_ids: Sequence[int]) -> np.ndarray:
-        return np.isin(self.arrays.topic_id, np.asarray(list(topic_ids), dtype=np.int64))
-
-    def allowed(self, storage, access: Access, collection: str | None,
-                linked_to: tuple[str, str] | None) -> np.ndarray | None:
-        """The topics a search may return (``None``: all): an unrestricted caller's collection
-        is known here; ACLs and entity links come from ``storage.topic_ids`` (the pool's tables,
-        in the request's snapshot)."""
-        if access.unrestricted and linked_to is None:
-            return None if collection is None else self.collection_mask(collection)
-        return self.topics_mask(storage.topic_ids(access, collection=collection, linked_to=linked_to))
 
     # -- search --------------------------------------------------------------------------------
     def search(self, match: str, allowed: np.ndarray | None, weights: Sequence[float], *, limit: int,
@@ -205,10 +172,3 @@ class FtsIndex:
             out.append(self._hit(row, score, snippet))
         return out
 
-
-def _topic_index(topic_id: np.ndarray, wanted: np.ndarray) -> np.ndarray:
-    """The index into the sorted ``topic_id`` of each ``wanted`` id, -1 where absent."""
-    if not len(topic_id):
-        return np.full(len(wanted), -1, dtype=np.int64)
-    at = np.minimum(np.searchsorted(topic_id, wanted), len(topic_id) - 1)
-    return np.where(topic_id[at] == wanted, at, -1).astype(np.int64)

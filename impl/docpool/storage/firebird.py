@@ -245,7 +245,7 @@ class FirebirdPool(SqlPool):
     def search_fts(self, match, access, *, limit, weights, snippet_column,
                    collection=None, linked_to=None) -> list[SearchHit]:
         index = self._index()
-        return index.search(match, index.allowed(self, access, collection, linked_to), weights, limit=limit,
+        return index.search(match, index.arrays.allowed(self, access, collection, linked_to), weights, limit=limit,
                             snippet_column=snippet_column)
 
 

@@ -14,8 +14,6 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
-import numpy as np
-
 from knowspec.impl.docpool.storage import _fts_arrays
 from knowspec.impl.docpool.storage.base import (
     UNRESTRICTED,
@@ -199,12 +197,8 @@ class SqlitePool:
         if arrays is None:
             return None
         phrases, joiner = parsed
-        allowed = None
-        if access.unrestricted and linked_to is None and collection is not None:
-            allowed = arrays.collection_mask(collection)
-        elif not access.unrestricted or linked_to is not None:
-            allowed = np.isin(arrays.topic_id, self.topic_ids(access, collection=collection, linked_to=linked_to))
         weights = list(weights)[: len(FTS_COLUMNS)] or [1.0]
+        allowed = arrays.allowed(self, access, collection, linked_to)
         ranked = _fts_arrays.rank(arrays, phrases, joiner, weights, allowed, limit)
         topics = self.topics_by_id([r.topic_id for r in ranked], UNRESTRICTED)
         chunks = {r["id"]: (r["title"], r["heading"], r["body"]) for r in self._all(
