@@ -26,7 +26,9 @@ from pathlib import Path
 
 import pytest
 
+from knowspec.impl.docpool import recipe
 from knowspec.impl.docpool.builder import build_pool
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
 
 REPO = Path(__file__).resolve().parents[2]
 sys.path.insert(0, str(REPO / "benchmarks"))
@@ -241,3 +243,28 @@ def check_concurrent_readers_see_old_or_new(storage, open_pool, dsn, versions) -
         reader.join()
     assert not errors
     assert seen and all(s in (old, new) for s in seen)
+
+
+def check_import_reports_like_the_recipe(storage, open_pool, dsn, versions, reference: Path) -> None:
+    """IMPORTDOC answers what the SQLite recipe answers, and the next read sees the new rows."""
+    v1, v2 = versions
+    want = recipe.import_collection(reference, v1, GENERATED_COLLECTION)
+    assert storage.import_collection(dsn, v1, GENERATED_COLLECTION) == want
+    with open_pool(dsn) as pool:
+        first = observe(pool)
+    second = storage.import_collection(dsn, v2, GENERATED_COLLECTION)
+    assert second.topics < want.topics
+    with open_pool(dsn) as pool:
+        assert observe(pool) != first
+        assert pool.counts(UNRESTRICTED)["topic"] == second.topics
+        assert pool.collection_counts(UNRESTRICTED)[GENERATED_COLLECTION] == {"topic": second.topics,
+                                                                             "chunk": second.chunks}
+
+
+def check_refusals_match_the_recipe(storage, dsn, source: Path, collection: str, reference: Path) -> None:
+    """A refused IMPORTDOC says exactly what the SQLite recipe says."""
+    with pytest.raises(recipe.ImportRefused) as want:
+        recipe.import_collection(reference, source, collection)
+    with pytest.raises(recipe.ImportRefused) as got:
+        storage.import_collection(dsn, source, collection)
+    assert str(got.value) == str(want.value)

@@ -5,17 +5,17 @@ from __future__ import annotations
 
 import pytest
 
-from knowspec.impl.docpool import recipe
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.storage import firebird
-from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
 from storages import (
     check_concurrent_readers_see_old_or_new,
+    check_import_reports_like_the_recipe,
+    check_refusals_match_the_recipe,
     check_failing_import_changes_nothing,
     check_reader_keeps_its_snapshot,
 )
-from storages import GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready, observe  # noqa: F401
+from storages import GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready  # noqa: F401
 
 pytestmark = pytest.mark.firebird
 
@@ -35,18 +35,7 @@ def _open(dsn):
 
 
 def test_import_reports_like_the_sqlite_recipe_and_is_visible_to_the_next_read(tmp_path, dsn, versions):
-    v1, v2 = versions
-    want = recipe.import_collection(tmp_path / "ref.db", v1, GENERATED_COLLECTION)
-    assert firebird.import_collection(dsn, v1, GENERATED_COLLECTION) == want
-    with _open(dsn) as pool:
-        first = observe(pool)
-    second = firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
-    assert second.topics < want.topics
-    with _open(dsn) as pool:
-        assert observe(pool) != first
-        assert pool.counts(UNRESTRICTED)["topic"] == second.topics
-        assert pool.collection_counts(UNRESTRICTED)[GENERATED_COLLECTION] == {"topic": second.topics,
-                                                                             "chunk": second.chunks}
+    check_import_reports_like_the_recipe(firebird, _open, dsn, versions, tmp_path / "ref.db")
 
 
 def test_a_failing_import_changes_nothing(dsn, versions, monkeypatch):
@@ -91,12 +80,7 @@ def test_a_database_without_doc_tables_is_not_imported(tmp_path, fb_ready):
     ("Bad Name", "generated-v1.db"), ("uretilen", "absent.db"), ("yok", "generated-v1.db")])
 def test_refusals_match_the_sqlite_recipe_and_leave_the_target_alone(tmp_path, dsn, versions,
                                                                     collection, source_name):
-    source = versions[0].parent / source_name
-    with pytest.raises(recipe.ImportRefused) as want:
-        recipe.import_collection(tmp_path / "ref.db", source, collection)
-    with pytest.raises(recipe.ImportRefused) as got:
-        firebird.import_collection(dsn, source, collection)
-    assert str(got.value) == str(want.value)
+    check_refusals_match_the_recipe(firebird, dsn, versions[0].parent / source_name, collection, tmp_path / "ref.db")
     assert not (tmp_path / "pool.fdb").exists()  # the target was not even created
 
 

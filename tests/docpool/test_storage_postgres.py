@@ -8,18 +8,18 @@ import psycopg
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from knowspec.impl.docpool import recipe
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.storage import postgres
-from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.fold import fold
 from storages import (
     check_concurrent_readers_see_old_or_new,
+    check_import_reports_like_the_recipe,
+    check_refusals_match_the_recipe,
     check_failing_import_changes_nothing,
     check_reader_keeps_its_snapshot,
 )
-from storages import GENERATED_COLLECTION, build_versions, fresh_pg_database, observe, pg_dsn  # noqa: F401
+from storages import GENERATED_COLLECTION, build_versions, fresh_pg_database, pg_dsn  # noqa: F401
 
 pytestmark = pytest.mark.postgres
 _names = itertools.count()
@@ -68,17 +68,7 @@ def test_doc_fold_folds_turkish_and_latin_accents(fold_con):
 # -- import -------------------------------------------------------------------------------------
 
 def test_import_reports_like_the_sqlite_recipe_and_is_visible_to_the_next_read(tmp_path, dsn, versions):
-    v1, v2 = versions
-    want = recipe.import_collection(tmp_path / "ref.db", v1, GENERATED_COLLECTION)
-    assert postgres.import_collection(dsn, v1, GENERATED_COLLECTION) == want
-    with _open(dsn) as pool:
-        first = observe(pool)
-    second = postgres.import_collection(dsn, v2, GENERATED_COLLECTION)
-    assert second.topics < want.topics
-    with _open(dsn) as pool:
-        assert observe(pool) != first
-        assert pool.collection_counts(UNRESTRICTED)[GENERATED_COLLECTION] == {"topic": second.topics,
-                                                                             "chunk": second.chunks}
+    check_import_reports_like_the_recipe(postgres, _open, dsn, versions, tmp_path / "ref.db")
 
 
 def test_a_failing_import_changes_nothing(dsn, versions, monkeypatch):
@@ -122,12 +112,7 @@ def test_an_unreachable_server_says_document_pool_not_imported(tmp_path, monkeyp
     ("Bad Name", "generated-v1.db"), ("uretilen", "absent.db"), ("yok", "generated-v1.db")])
 def test_refusals_match_the_sqlite_recipe_and_leave_the_target_alone(tmp_path, dsn, versions,
                                                                     collection, source_name):
-    source = versions[0].parent / source_name
-    with pytest.raises(recipe.ImportRefused) as want:
-        recipe.import_collection(tmp_path / "ref.db", source, collection)
-    with pytest.raises(recipe.ImportRefused) as got:
-        postgres.import_collection(dsn, source, collection)
-    assert str(got.value) == str(want.value)
+    check_refusals_match_the_recipe(postgres, dsn, versions[0].parent / source_name, collection, tmp_path / "ref.db")
     with psycopg.connect(dsn) as con:  # not even the schema was created
         assert con.execute("select count(*) from pg_namespace where nspname = 'ivd$docs'").fetchone()[0] == 0
 
