@@ -5,11 +5,8 @@ from __future__ import annotations
 
 import shlex
 import shutil
-import socket
-import subprocess
 import sys
 import tempfile
-import time
 from pathlib import Path
 
 import pytest
@@ -23,6 +20,7 @@ from knowspec.conformance.mutants.catalogue import CLIENT_MUTANTS
 from knowspec.conformance.mutants.killrate import proxy_target
 from knowspec.conformance.runner import run_to_end
 from knowspec.conformance.target import Target, WireEvent, connect
+from serving import free_port, serving
 
 KNOWSPEC = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
 SERVE = [KNOWSPEC, "serve", "--stdio"]
@@ -106,20 +104,9 @@ def test_passes_on_the_real_server_over_stdio(era):
 
 @pytest.fixture
 def http_url(tmp_path):
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([KNOWSPEC, "serve", "--http", f"127.0.0.1:{port}", "--appdir", str(tmp_path)],
-                            stderr=subprocess.DEVNULL)
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
+    port = free_port()
+    with serving([KNOWSPEC, "serve", "--http", f"127.0.0.1:{port}", "--appdir", str(tmp_path)], port) as base:
+        yield base + "/mcp"
 
 
 @needs_server

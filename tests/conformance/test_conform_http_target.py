@@ -2,10 +2,7 @@
 
 from __future__ import annotations
 
-import socket
-import subprocess
 import sys
-import time
 
 import pytest
 
@@ -13,23 +10,14 @@ from toy_paths import TARGETS
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.runner import run_to_end
 from knowspec.conformance.target import Target, connect
+from serving import free_port, serving
 
 
 @pytest.fixture(scope="module")
 def http_url():
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        port = sock.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, str(TARGETS / "toy_server.py"), "--http", str(port)])
-    deadline = time.monotonic() + 30
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.1)
-    yield f"http://127.0.0.1:{port}/mcp"
-    proc.terminate()
-    proc.wait(timeout=10)
+    port = free_port()
+    with serving([sys.executable, str(TARGETS / "toy_server.py"), "--http", str(port)], port) as base:
+        yield base + "/mcp"
 
 
 @pytest.mark.parametrize("era,version", [("legacy", "2025-11-25"), ("modern", "2026-07-28")])

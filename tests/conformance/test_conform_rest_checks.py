@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import socket
 import threading
 import time
 
@@ -12,6 +11,7 @@ from toy_rest import build
 
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.runner import run_to_end
+from serving import free_port
 
 
 @pytest.fixture
@@ -19,9 +19,7 @@ def rest_url():
     servers = []
 
     def start(variant: str) -> str:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            port = sock.getsockname()[1]
+        port = free_port()
         server = uvicorn.Server(uvicorn.Config(build(variant), host="127.0.0.1", port=port, log_level="error"))
         threading.Thread(target=server.run, daemon=True).start()
         for _ in range(100):

@@ -4,13 +4,9 @@ real HTTP server, and judged by the docpool_import checks, which also fail on a 
 from __future__ import annotations
 
 import json
-import os
-import socket
 import sqlite3
-import subprocess
 import sys
 import threading
-import time
 import urllib.error
 import urllib.request
 from http.server import BaseHTTPRequestHandler, ThreadingHTTPServer
@@ -22,16 +18,11 @@ from knowspec.conformance.checks.docpool_import import POOL_CHECKS
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.pool_fixture import fold, generate, schema_ddl
 from knowspec.conformance.runner import run_to_end
+from serving import free_port, serving
 
 REPO = Path(__file__).resolve().parents[2]
 ADMIN = {"admin_user": "admin", "admin_password": "admin-pw"}
 READER = {"reader_user": "okur", "reader_password": "okur-pw"}
-
-
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
 
 
 @pytest.fixture(scope="module")
@@ -50,20 +41,10 @@ def server(tmp_path_factory):
         auth.create_user(settings.catalog_path, READER["reader_user"], READER["reader_password"], ["Muhasebe"])
     finally:
         auth.SCRYPT_N = cost
-    port = _free_port()
-    proc = subprocess.Popen([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
-                             "--appdir", str(appdir), "--database", "demo"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(base + "/healthz", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield {"base": base, "appdir": appdir}
-    proc.terminate()
-    proc.wait(10)
+    port = free_port()
+    with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
+                  "--appdir", str(appdir), "--database", "demo"], port) as base:
+        yield {"base": base, "appdir": appdir}
 
 
 def _run(target: str, rest_url: str | None, tmp_path: Path, **options) -> dict:

@@ -3,10 +3,7 @@
 from __future__ import annotations
 
 import json
-import os
-import subprocess
 import sys
-import time
 import urllib.request
 
 import anyio
@@ -21,6 +18,7 @@ from knowspec.impl.demo import EXAMPLES, prepare
 from knowspec.impl.docpool import auth
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.importdoc import import_collection
+from serving import free_port, serving
 
 # A collection not open to everyone (erisim != herkes): only the topic's ACL principals see it.
 RESTRICTED = {"slug": "gizli-maas-raporu", "collection": "private-docs"}  # acl: [Muhasebe]
@@ -36,22 +34,10 @@ def server(tmp_path_factory):
     assert import_collection(settings, "demo", "private-docs", str(source))["result"] is True
     auth.create_user(settings.catalog_path, "ayse", "pw", ["Muhasebe"])
     auth.create_user(settings.catalog_path, "bob", "pw", [])
-    with __import__("socket").socket() as s:
-        s.bind(("127.0.0.1", 0))
-        port = s.getsockname()[1]
-    proc = subprocess.Popen([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
-                             "--appdir", str(appdir), "--database", "demo"],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL, env={**os.environ})
-    base = f"http://127.0.0.1:{port}"
-    for _ in range(150):
-        try:
-            urllib.request.urlopen(base + "/healthz", timeout=1)
-            break
-        except OSError:
-            time.sleep(0.2)
-    yield base
-    proc.terminate()
-    proc.wait(10)
+    port = free_port()
+    with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
+                  "--appdir", str(appdir), "--database", "demo"], port) as base:
+        yield base
 
 
 def login(base: str, user: str) -> str:

@@ -4,10 +4,7 @@ from __future__ import annotations
 
 import json
 import os
-import socket
-import subprocess
 import sys
-import time
 import urllib.error
 import urllib.request
 from contextlib import asynccontextmanager
@@ -20,35 +17,16 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from knowspec.generated.registry import TOOLS, error_schema
+from serving import free_port, serving
 
 SERVER = [sys.executable, "-m", "knowspec.impl.cli", "serve"]
 
 
-def free_port() -> int:
-    with socket.socket() as s:
-        s.bind(("127.0.0.1", 0))
-        return s.getsockname()[1]
-
-
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory):
-    port = free_port()
-    appdir = tmp_path_factory.mktemp("appdir")
-    proc = subprocess.Popen([*SERVER, "--http", f"127.0.0.1:{port}", "--appdir", str(appdir)],
-                            stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
-    url = f"http://127.0.0.1:{port}"
-    deadline = time.time() + 30
-    while time.time() < deadline:
-        try:
-            urllib.request.urlopen(url + "/healthz", timeout=1).read()
-            break
-        except OSError:
-            if proc.poll() is not None:
-                pytest.fail(proc.stderr.read().decode())
-            time.sleep(0.2)
-    yield url + "/mcp"
-    proc.terminate()
-    proc.wait(10)
+    port, appdir = free_port(), tmp_path_factory.mktemp("appdir")
+    with serving([*SERVER, "--http", f"127.0.0.1:{port}", "--appdir", str(appdir)], port) as url:
+        yield url + "/mcp"
 
 
 @asynccontextmanager
