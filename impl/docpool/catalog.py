@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import threading
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
@@ -18,6 +19,7 @@ from pathlib import Path
 from knowspec.impl.errors import ToolError, diagnostic
 
 STORAGE_KINDS = ("SQLITE", "POSTGRESQL", "FIREBIRD")
+MAX_OPEN_CATALOGS = 4   # catalogs whose database answers are kept (a server has one)
 DOCUMENT_MODES = ("INTERNAL", "DATABASE", "OFF")
 
 _SCHEMA = """
@@ -69,11 +71,12 @@ class PoolLocation:
     dsn: str
 
 
-def connect(catalog_path: Path | str) -> sqlite3.Connection:
-    """Open (creating if needed) the catalog with the ``db$`` tables in place."""
+def connect(catalog_path: Path | str, *, any_thread: bool = False) -> sqlite3.Connection:
+    """Open (creating if needed) the catalog with the ``db$`` tables in place; ``any_thread``
+    for a connection that several threads use in turn (under their own lock)."""
     path = Path(catalog_path)
     path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(str(path), isolation_level=None)
+    con = sqlite3.connect(str(path), isolation_level=None, check_same_thread=not any_thread)
     con.execute("pragma busy_timeout = 5000")
     con.executescript(_SCHEMA)
     return con
@@ -119,6 +122,61 @@ def get_database(catalog_path: Path | str, name: str) -> DatabaseEntry | None:
     return DatabaseEntry(*row) if row else None
 
 
+class _DatabaseReads:
+    """``get_database`` answers per catalog file, kept while SQLite's ``data_version`` holds still.
+
+    Every doc_* call resolves its database; opening the catalog for that cost about 0.4 ms. One
+    connection per catalog stays open here and asks ``pragma data_version``, which changes when
+    any other connection (any process) commits, so a registration or an ``ALTER DATABASE`` is
+    seen by the next call. A catalog file replaced by another (new inode) gets a new connection.
+    """
+
+    def __init__(self) -> None:
+        self._lock = threading.Lock()
+        self._open: dict[str, tuple[tuple[int, int], sqlite3.Connection, int, dict[str, DatabaseEntry | None]]] = {}
+
+    def get(self, catalog_path: Path | str, name: str) -> DatabaseEntry | None:
+        key = str(Path(catalog_path).absolute())
+        with self._lock:
+            try:
+                st = Path(key).stat()
+            except OSError:
+                self._drop(key)
+                return None
+            identity = (st.st_dev, st.st_ino)
+            held = self._open.pop(key, None)
+            if held is not None and held[0] != identity:
+                held[1].close()
+                held = None
+            if held is None:
+                while len(self._open) >= MAX_OPEN_CATALOGS:  # the oldest first (dicts keep order)
+                    self._drop(next(iter(self._open)))
+                held = (identity, connect(key, any_thread=True), -1, {})
+            con = held[1]
+            try:
+                version = con.execute("pragma data_version").fetchone()[0]
+                if version != held[2]:
+                    held = (identity, con, version, {})
+                answers = held[3]
+                if name not in answers:
+                    row = con.execute('select name, storage, dsn, documents, documents_db from "db$database" '
+                                      "where name = ?", [name]).fetchone()
+                    answers[name] = DatabaseEntry(*row) if row else None
+            except sqlite3.Error:
+                con.close()
+                raise
+            self._open[key] = held  # now the newest
+            return answers[name]
+
+    def _drop(self, key: str) -> None:
+        held = self._open.pop(key, None)
+        if held is not None:
+            held[1].close()
+
+
+_database_reads = _DatabaseReads()
+
+
 def list_databases(catalog_path: Path | str) -> list[DatabaseEntry]:
     if not Path(catalog_path).is_file():
         return []
@@ -162,14 +220,14 @@ def resolve_pool_location(catalog_path: Path | str, database: str | None) -> Poo
     if not database:
         raise ToolError("invalid_request", "database is required",
                         diagnostics=[diagnostic("invalid_request", "database is required", field="database")])
-    entry = get_database(catalog_path, database)
+    entry = _database_reads.get(catalog_path, database)
     if entry is None:
         raise _unavailable("database is not registered", database)
     if entry.documents not in ("INTERNAL", "DATABASE"):
         raise _unavailable("has no document pool", entry.name)
     holder = entry
     if entry.documents == "DATABASE":
-        holder = get_database(catalog_path, entry.documents_db or "")
+        holder = _database_reads.get(catalog_path, entry.documents_db or "")
         if holder is None:
             raise _unavailable("database is not registered", entry.documents_db or "")
     if holder.storage.upper() not in STORAGE_KINDS:

@@ -74,3 +74,42 @@ def test_resolve_without_catalog_file_is_not_registered(tmp_path):
         catalog.resolve_pool_location(tmp_path / "missing.db", "sales")
     assert (err.value.code, err.value.message) == ("pool_unavailable", "database is not registered")
     assert not (tmp_path / "missing.db").exists()
+
+
+def test_resolve_sees_a_change_committed_after_its_cached_answer(tmp_path):
+    cat = tmp_path / "catalog.db"
+    catalog.register_database(cat, "sales", "SQLITE", "sales.db")
+    catalog.execute_alter(cat, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
+    assert catalog.resolve_pool_location(cat, "sales").dsn == "sales.db"
+    catalog.register_database(cat, "sales", "SQLITE", "moved.db")
+    assert catalog.resolve_pool_location(cat, "sales").dsn == "moved.db"
+    catalog.execute_alter(cat, "ALTER DATABASE sales SET DOCUMENTS OFF")
+    with pytest.raises(ToolError, match="has no document pool"):
+        catalog.resolve_pool_location(cat, "sales")
+    with pytest.raises(ToolError, match="database is not registered"):
+        catalog.resolve_pool_location(cat, "later")
+    catalog.register_database(cat, "later", "SQLITE", "later.db")
+    catalog.execute_alter(cat, "ALTER DATABASE later SET DOCUMENTS INTERNAL")
+    assert catalog.resolve_pool_location(cat, "later").dsn == "later.db"
+
+
+def test_resolve_sees_a_catalog_file_replaced_by_another(tmp_path):
+    cat, other = tmp_path / "catalog.db", tmp_path / "next.db"
+    for path, dsn in ((cat, "old.db"), (other, "new.db")):
+        catalog.register_database(path, "sales", "SQLITE", dsn)
+        catalog.execute_alter(path, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
+    assert catalog.resolve_pool_location(cat, "sales").dsn == "old.db"
+    other.replace(cat)
+    assert catalog.resolve_pool_location(cat, "sales").dsn == "new.db"
+    cat.unlink()
+    with pytest.raises(ToolError, match="database is not registered"):
+        catalog.resolve_pool_location(cat, "sales")
+
+
+def test_cached_catalog_connections_are_bounded(tmp_path):
+    for i in range(catalog.MAX_OPEN_CATALOGS + 3):
+        path = tmp_path / f"catalog{i}.db"
+        catalog.register_database(path, "sales", "SQLITE", f"{i}.db")
+        catalog.execute_alter(path, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
+        assert catalog.resolve_pool_location(path, "sales").dsn == f"{i}.db"
+    assert len(catalog._database_reads._open) == catalog.MAX_OPEN_CATALOGS

@@ -133,6 +133,35 @@ def test_candidates_hold_the_true_top_k(seed, n, k, masked):
 
 
 @needs_kernel
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(0, 300), k=st.integers(1, 90), shards=st.integers(2, 5),
+       masked=st.booleans())
+def test_shards_give_the_candidates_one_sketch_gives(seed, n, k, shards, masked):
+    rng = np.random.default_rng(seed)
+    matrix = unit_rows(rng, n, 16) if n else np.zeros((0, 16), np.float32)
+    q = unit_rows(rng, 1, 16)[0]
+    mask = rng.random(n) < 0.5 if masked else None
+    whole = int8_scan.build_sketch(matrix)
+    split = int8_scan.build_sketch(matrix, block=7, shards=shards)  # blocks that straddle shard edges
+    assert sum(part.shape[1] for part in split.shards) == n
+    assert np.array_equal(np.concatenate(split.shards, axis=1), whole.shards[0])
+    kernel = int8_scan.int8_kernel()
+    np.testing.assert_array_equal(int8_scan.candidate_rows(split, kernel, q, mask, k),
+                                  int8_scan.candidate_rows(whole, kernel, q, mask, k))
+
+
+@needs_kernel
+def test_a_large_pool_is_sharded_per_query_thread_and_ranks_like_the_full_scan(monkeypatch):
+    monkeypatch.setenv("KNOWSPEC_VECTOR_THREADS", "3")
+    pool = random_pool(11, 50, scoring.SHARD_MIN_ROWS + 5, 8, sketch=None)
+    plain = random_pool(11, 50, scoring.SHARD_MIN_ROWS + 5, 8, sketch=False)
+    assert len(pool.chunk_sketch.shards) == 3 and pool.topic_sketch is None  # 50 topics: a float32 scan
+    q = unit_rows(np.random.default_rng(12), 1, 8)[0]
+    assert hits(pool, q, None, 20) == hits(plain, q, None, 20)
+    assert hits(pool, q, pool.topic_ids[::3], 20) == hits(plain, q, pool.topic_ids[::3], 20)
+
+
+@needs_kernel
 def test_odd_rows_and_queries_fall_back_safely():
     rng = np.random.default_rng(3)
     matrix = unit_rows(rng, 50, 8)

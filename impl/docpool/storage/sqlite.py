@@ -1,7 +1,8 @@
 """SQLite pool storage: a pool file in schema v2 with an FTS5 index over folded text.
 
-Readers open the file read-only (``mode=ro`` URI) for one request and close it, so a package
-update can replace ``help.db`` between calls and the next call sees the new file. Writers
+Readers open the file read-only (``mode=ro`` URI) for one request; the server keeps idle reader
+connections per file identity (``docpool.pools``), so a package update that replaces ``help.db``
+between calls is seen by the next call. Writers
 (``open_for_write``: the builder and IMPORTDOC) switch the file to WAL. Every connection has the
 SQL function ``doc_fold`` (``rules.fold``) so recipes can fold text the same way as queries.
 """
@@ -12,7 +13,7 @@ import json
 import sqlite3
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 from knowspec.impl.docpool.storage import _fts_arrays
 from knowspec.impl.docpool.storage.base import (
@@ -60,6 +61,15 @@ def register_functions(con: sqlite3.Connection) -> None:
     con.create_function("doc_fold", 1, fold, deterministic=True)
 
 
+def read_only_connection(path: Path | str) -> sqlite3.Connection:
+    """A read-only connection (``mode=ro``) with rows by name and ``doc_fold``; any thread may use
+    it, one at a time."""
+    con = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True, check_same_thread=False)
+    con.row_factory = sqlite3.Row
+    register_functions(con)
+    return con
+
+
 def open_for_write(path: Path | str) -> sqlite3.Connection:
     """A read-write connection in WAL mode with the schema ensured (builder, IMPORTDOC)."""
     con = sqlite3.connect(Path(path).absolute().as_uri(), uri=True, isolation_level=None)
@@ -83,13 +93,16 @@ def _acl_sql(access: Access, params: list[Any], topic: str = "t", coll: str = "c
 class SqlitePool:
     """``PoolStorage`` over one SQLite pool file, read-only."""
 
-    def __init__(self, path: Path | str, *, location: str | None = None) -> None:
+    def __init__(self, path: Path | str, *, location: str | None = None,
+                 connection: sqlite3.Connection | None = None,
+                 release: Callable[[sqlite3.Connection], None] | None = None) -> None:
+        """``connection``: a read-only connection to ``path`` that an earlier pool opened
+        (``read_only_connection``); ``release``: what ``close`` hands the connection to instead
+        of closing it (``pools`` keeps idle readers that way)."""
         self.path = Path(path)
         self.location = location or str(path)
-        uri = self.path.absolute().as_uri() + "?mode=ro"
-        self._con = sqlite3.connect(uri, uri=True, check_same_thread=False)
-        self._con.row_factory = sqlite3.Row
-        register_functions(self._con)
+        self._con = connection or read_only_connection(self.path)
+        self._release = release
         try:
             found = self._con.execute(
                 "select count(*) from sqlite_master where name in ('doc$topic', 'doc$chunk_fts', 'doc$collection')"
@@ -103,7 +116,10 @@ class SqlitePool:
 
     # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:
-        self._con.close()
+        if self._release is not None:
+            self._release(self._con)
+        else:
+            self._con.close()
 
     def __enter__(self) -> "SqlitePool":
         return self

@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.docpool.vectors.parallelism import query_threads
 from knowspec.impl.docpool.vectors.pooling import encode_batch, mean_pool_l2
 
 MODEL_FILE = "model_int8.onnx"
@@ -146,6 +147,8 @@ def _load(model_dir: Path, threads: int) -> Embedder:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Spinning worker threads burn a shared core while they wait: on the busy 2-core project host
     # two spinning threads doubled query latency (37 vs 17 ms p50), so idle threads sleep instead.
+    # (Spinning only inside a run, with session.force_spinning_stop, gave no steady gain either:
+    # 12.8-14.3 vs 13.7 ms for a vector call through the server.)
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
@@ -160,12 +163,12 @@ _cache: dict[Path, tuple[tuple[int, int], Embedder]] = {}
 _cache_lock = threading.Lock()
 
 
-def load_embedder(model_dir: Path | str, *, threads: int = 1) -> Embedder:
+def load_embedder(model_dir: Path | str, *, threads: int | None = None) -> Embedder:
     """The cached embedder for ``model_dir``; reloaded when ``model_int8.onnx`` changes on disk.
 
-    One intra-op thread by default: a ~20-token query gains little from a second thread
-    (research: 6.1 vs 4.3-6.3 ms; at load 1.8 on the 2-core host 6.6 vs 5.8 ms p50 with one),
-    and the server may answer several calls at once.
+    ``threads`` (intra-op threads) defaults to ``parallelism.query_threads()``: on a quiet
+    2-core host two took a 13-token query from 6.7 to 5.0 ms p50 with bit-identical vectors.
+    Idle threads sleep rather than spin (see ``_load``), so a busy host loses little.
     """
     model_dir = Path(model_dir).absolute()
     try:
@@ -177,7 +180,7 @@ def load_embedder(model_dir: Path | str, *, threads: int = 1) -> Embedder:
         hit = _cache.get(model_dir)
         if hit and hit[0] == stamp:
             return hit[1]
-        embedder = _load(model_dir, threads)
+        embedder = _load(model_dir, threads or query_threads())
         _cache[model_dir] = (stamp, embedder)
         return embedder
 

@@ -22,7 +22,7 @@ How the pool helper calls it (``impl/docpool/search.py``)::
   (``searchsorted`` on sorted ids), then over chunk rows by one gather.
 - The top 80 of each matrix is exact and, for large matrices, found through an int8 copy
   (``int8_scan``): the same rows, order and float32 scores as a full float32 scan, at about a
-  quarter of the memory traffic.
+  quarter of the memory traffic; a large sketch is scanned in shards, one per query thread.
 - ``VectorHit.chunk_id`` is the best chunk of the topic (``None`` if it has no chunk vector);
   the snippet is ``vector_snippet(chunk_text)``.
 - Ties are broken by topic id ascending (chunk rows: lower row first), so the order is deterministic.
@@ -41,11 +41,13 @@ from typing import Any, Callable, Collection, Hashable, Iterable
 import numpy as np
 
 from knowspec.impl.docpool.vectors import int8_scan
+from knowspec.impl.docpool.vectors.parallelism import query_threads
 
 TOP_K = 80
 TOPIC_BONUS = 0.02
 SNIPPET_CHARS = 200
 SKETCH_MIN_ROWS = 4096   # below this a float32 scan takes well under a millisecond
+SHARD_MIN_ROWS = 16_384  # below this one thread scans the sketch sooner than two can start
 _LE_F32 = np.dtype("<f4")
 
 
@@ -206,7 +208,10 @@ class PoolVectors:
 
         def build(matrix: np.ndarray) -> int8_scan.Int8Sketch | None:
             big = len(matrix) >= SKETCH_MIN_ROWS or sketch is True
-            return int8_scan.build_sketch(matrix) if use and big and len(matrix) else None
+            if not (use and big and len(matrix)):
+                return None
+            shards = query_threads() if len(matrix) >= SHARD_MIN_ROWS else 1
+            return int8_scan.build_sketch(matrix, shards=shards)
 
         sets(self, "topic_sketch", build(self.topic_matrix))
         sets(self, "chunk_sketch", build(self.chunk_matrix))

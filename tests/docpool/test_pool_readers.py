@@ -1,0 +1,87 @@
+"""Idle SQLite reader connections (``docpool.pools``): reused only for the very same file.
+
+A call's pool connection waits for the next call instead of being closed; these tests pin that
+it is handed out again only while the path names the same file, that a connection left inside
+a transaction is never reused (it would pin an old snapshot), and that the idle set is bounded.
+"""
+
+from __future__ import annotations
+
+import shutil
+
+import pytest
+
+from docpool_sample import SAMPLE
+from knowspec.impl.docpool import pools
+from knowspec.impl.docpool.builder import build_pool
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
+
+
+@pytest.fixture
+def readers():
+    idle = pools._IdleReaders()
+    yield idle
+    idle.close_all()
+
+
+@pytest.fixture(scope="module")
+def pool_file(tmp_path_factory):
+    path = tmp_path_factory.mktemp("readers") / "pool.db"
+    build_pool(SAMPLE, path, "netsim-help", title="v1", erisim="herkes")
+    return path
+
+
+def test_a_closed_pool_lends_its_connection_to_the_next_open_of_the_same_file(readers, pool_file):
+    first = readers.open(pool_file, "pool")
+    con = first._con
+    first.close()
+    second = readers.open(pool_file, "pool")
+    assert second._con is con
+    assert second.collections(UNRESTRICTED)[0].title == "v1"
+    second.close()
+
+
+def test_two_open_pools_never_share_a_connection(readers, pool_file):
+    a, b = readers.open(pool_file, "pool"), readers.open(pool_file, "pool")
+    assert a._con is not b._con
+    a.close()
+    b.close()
+
+
+def test_a_replaced_file_gets_a_new_connection_and_its_new_content(readers, pool_file, tmp_path):
+    path = tmp_path / "help.db"
+    shutil.copy(pool_file, path)
+    old = readers.open(path, "help")
+    old_con = old._con
+    old.close()
+    build_pool(SAMPLE, tmp_path / "next.db", "netsim-help", title="v2", erisim="herkes")
+    (tmp_path / "next.db").replace(path)
+    new = readers.open(path, "help")
+    assert new._con is not old_con
+    assert new.collections(UNRESTRICTED)[0].title == "v2"
+    new.close()
+    assert readers._idle and all(con is not old_con for _, _, con in readers._idle)
+
+
+def test_a_connection_left_in_a_transaction_is_closed_not_reused(readers, pool_file):
+    pool = readers.open(pool_file, "pool")
+    con = pool._con
+    con.execute("begin")
+    con.execute('select count(*) from "doc$topic"').fetchone()
+    pool.close()
+    again = readers.open(pool_file, "pool")
+    assert again._con is not con
+    again.close()
+
+
+def test_idle_connections_are_bounded(readers, pool_file, tmp_path):
+    opened = []
+    for i in range(readers.MAX_IDLE + 3):
+        path = tmp_path / f"p{i}.db"
+        shutil.copy(pool_file, path)
+        opened.append(readers.open(path, f"p{i}"))
+    for pool in opened:
+        pool.close()
+    assert len(readers._idle) == readers.MAX_IDLE
+    assert [key for key, _, _ in readers._idle] == [str((tmp_path / f"p{i}.db").absolute())
+                                                    for i in range(3, readers.MAX_IDLE + 3)]
