@@ -204,50 +204,77 @@ def query_phrases(match: str) -> tuple[list[tuple[str, bool]], str] | None:
     return (phrases, joiner) if phrases else None
 
 
+def phrase_postings(arrays: FtsArrays, token: str, prefix: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, counts)`` of one phrase: the ascending rows it occurs in and its instances per
+    column there (``counts[i, c]``); a prefix's terms are summed per row."""
+    lo, hi = arrays.term_range(token, prefix)
+    a, b = arrays.term_start[lo], arrays.term_start[hi]
+    rows, tf = arrays.post_row[a:b], arrays.post_tf[a:b]
+    if hi - lo <= 1:  # one term: its postings are already one per row, ascending
+        return rows, tf
+    n = len(arrays.row_chunk)
+    dense = [np.bincount(rows, weights=tf[:, c], minlength=n) for c in range(tf.shape[1])]
+    rows = np.flatnonzero(np.logical_or.reduce([d > 0 for d in dense]))
+    return rows, np.stack([d[rows] for d in dense], axis=1)
+
+
 def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, weights: Sequence[float],
          allowed_topics: np.ndarray | None, limit: int) -> list[RankedChunk]:
     """The best chunk of each allowed matching topic, topics by (bm25, collection, slug), ``limit`` of them.
 
     ``allowed_topics``: a boolean mask over ``arrays.topic_id`` (``None`` = every topic). Ties
-    break as the FTS5 path does: a topic's best chunk by (score, chunk id).
+    break as the FTS5 path does: a topic's best chunk by (score, chunk id). Each phrase is scored
+    on its own rows only: an absent phrase adds ``idf * 0.0 = 0.0``, so skipping it changes no bit.
     """
-    n = len(arrays.row_chunk)
-    freqs, hits = [], []
-    for token, prefix in phrases:
-        lo, hi = arrays.term_range(token, prefix)
-        a, b = arrays.term_start[lo], arrays.term_start[hi]
-        rows, tf = arrays.post_row[a:b], arrays.post_tf[a:b]
-        counts = [np.bincount(rows, weights=tf[:, c], minlength=n) for c in range(len(COLUMNS))]
-        present = (counts[0] + counts[1] + counts[2]) > 0
-        freqs.append(counts)
-        hits.append(present)
-    if not hits:
+    found = [phrase_postings(arrays, token, prefix) for token, prefix in phrases]
+    if not found:
         return []
-    match = np.logical_and.reduce(hits) if joiner == "AND" else np.logical_or.reduce(hits)
+    n = len(arrays.row_chunk)
+    if joiner == "AND":
+        seen = np.zeros(n, dtype=np.int32)
+        for rows_p, _ in found:
+            seen[rows_p] += 1  # rows_p has no repeats
+        match = seen == len(found)
+    else:
+        match = np.zeros(n, dtype=bool)
+        for rows_p, _ in found:
+            match[rows_p] = True
     valid = arrays.row_topic >= 0
     if allowed_topics is not None:
         valid &= allowed_topics[np.maximum(arrays.row_topic, 0)]
     rows = np.flatnonzero(match & valid)
     if not len(rows) or limit <= 0:
         return []
+    position = np.full(n, -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
     avg = fts5_avg_len(arrays.total_tokens, arrays.n_rows)
-    row_len = arrays.row_len[rows]
     score = np.zeros(len(rows))
-    for counts, present in zip(freqs, hits):
-        idf = idf_fts5(arrays.n_rows, int(np.count_nonzero(present)))
-        freq = fts5_frequency([c[rows] for c in counts], weights)
-        score = score + fts5_phrase_score(idf, freq, row_len, avg)
+    for rows_p, counts_p in found:
+        at = position[rows_p]
+        kept = at >= 0
+        at = at[kept]
+        if not len(at):
+            continue
+        idf = idf_fts5(arrays.n_rows, len(rows_p))
+        counts = counts_p[kept]
+        freq = fts5_frequency([counts[:, c] for c in range(len(COLUMNS))], weights)
+        score[at] = score[at] + fts5_phrase_score(idf, freq, arrays.row_len[rows[at]], avg)
     score = -1.0 * score
     topic = arrays.row_topic[rows]
+    # Only rows scoring at most the limit-th best topic score can be a competing topic's best
+    # chunk, so the sort below sees those few instead of every match (a broad OR matches most rows).
+    topic_best = np.full(len(arrays.topic_id), np.inf)
+    np.minimum.at(topic_best, topic, score)
+    topic_best = topic_best[np.isfinite(topic_best)]
+    if len(topic_best) > limit:
+        cutoff = np.partition(topic_best, limit - 1)[limit - 1]
+        near = np.flatnonzero(score <= cutoff)  # every topic tied with the last place competes
+        rows, score, topic = rows[near], score[near], topic[near]
     chunk = arrays.row_chunk[rows]
     order = np.lexsort((chunk, score, topic))
     first = np.ones(len(order), dtype=bool)
     first[1:] = topic[order][1:] != topic[order][:-1]
     best = order[first]                     # one row per topic: its best chunk
-    best_score = score[best]
-    if len(best) > limit:
-        cutoff = np.partition(best_score, limit - 1)[limit - 1]
-        best = best[best_score <= cutoff]   # every topic tied with the last place competes
     ranked = sorted(best.tolist(), key=lambda i: (score[i], arrays.topic_collection[topic[i]],
                                                   arrays.topic_slug[topic[i]]))[:limit]
     return [RankedChunk(int(arrays.topic_id[topic[i]]), int(chunk[i]), float(score[i])) for i in ranked]
