@@ -85,3 +85,14 @@ def test_idle_connections_are_bounded(readers, pool_file, tmp_path):
     assert len(readers._idle) == readers.MAX_IDLE
     assert [key for key, _, _ in readers._idle] == [str((tmp_path / f"p{i}.db").absolute())
                                                     for i in range(3, readers.MAX_IDLE + 3)]
+
+
+def test_closing_a_pool_twice_gives_its_connection_back_once(readers, pool_file):
+    pool = readers.open(pool_file, "pool")
+    pool.close()
+    pool.close()
+    assert len(readers._idle) == 1
+    a, b = readers.open(pool_file, "pool"), readers.open(pool_file, "pool")
+    assert a._con is not b._con
+    a.close()
+    b.close()

@@ -103,6 +103,7 @@ class SqlitePool:
         self.location = location or str(path)
         self._con = connection or read_only_connection(self.path)
         self._release = release
+        self._closed = False
         try:
             found = self._con.execute(
                 "select count(*) from sqlite_master where name in ('doc$topic', 'doc$chunk_fts', 'doc$collection')"
@@ -116,6 +117,11 @@ class SqlitePool:
 
     # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:
+        """Close the connection, or hand it to ``release``; a second close does nothing (the
+        connection may already serve another pool)."""
+        if self._closed:
+            return
+        self._closed = True
         if self._release is not None:
             self._release(self._con)
         else:
