@@ -96,3 +96,19 @@ def test_closing_a_pool_twice_gives_its_connection_back_once(readers, pool_file)
     assert a._con is not b._con
     a.close()
     b.close()
+
+
+def test_concurrent_calls_answer_what_serial_calls_answer(tmp_path):
+    """Idle readers and catalog lookups are shared by every worker thread of the server."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    from docpool_sample import call, make_env
+
+    env = make_env(tmp_path)
+    asks = [("doc_search", {"query": q}) for q in ("stok", "fatura", "kalem", "depo", "cari")]
+    asks += [("doc_collections", {}), ("help_search", {"query": "stok"}), ("doc_stats", {})]
+    serial = [call(tool, env.ctx(), **kw) for tool, kw in asks]
+    with ThreadPoolExecutor(6) as pool:
+        rounds = list(pool.map(lambda i: call(asks[i % len(asks)][0], env.ctx(), **asks[i % len(asks)][1]),
+                               range(12 * len(asks))))
+    assert rounds == [serial[i % len(asks)] for i in range(12 * len(asks))]

@@ -162,6 +162,20 @@ def test_a_large_pool_is_sharded_per_query_thread_and_ranks_like_the_full_scan(m
 
 
 @needs_kernel
+def test_concurrent_queries_on_a_sharded_pool_rank_as_serial_ones(monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    monkeypatch.setenv("KNOWSPEC_VECTOR_THREADS", "2")
+    pool = random_pool(13, 300, scoring.SHARD_MIN_ROWS + 100, 16, sketch=None)
+    assert len(pool.chunk_sketch.shards) == 2
+    queries = list(unit_rows(np.random.default_rng(14), 16, 16))
+    serial = [hits(pool, q, None, 10) for q in queries]
+    with ThreadPoolExecutor(4) as threads:
+        together = list(threads.map(lambda q: hits(pool, q, None, 10), queries * 3))
+    assert together == serial * 3
+
+
+@needs_kernel
 def test_odd_rows_and_queries_fall_back_safely():
     rng = np.random.default_rng(3)
     matrix = unit_rows(rng, 50, 8)
