@@ -153,8 +153,8 @@ def test_shards_give_the_candidates_one_sketch_gives(seed, n, k, shards, masked)
 @needs_kernel
 def test_a_large_pool_is_sharded_per_query_thread_and_ranks_like_the_full_scan(monkeypatch):
     monkeypatch.setenv("KNOWSPEC_VECTOR_THREADS", "3")
-    pool = random_pool(11, 50, scoring.SHARD_MIN_ROWS + 5, 8, sketch=None)
-    plain = random_pool(11, 50, scoring.SHARD_MIN_ROWS + 5, 8, sketch=False)
+    pool = random_pool(11, 50, scoring.SKETCH_MIN_ROWS + 5, 8, sketch=None)
+    plain = random_pool(11, 50, scoring.SKETCH_MIN_ROWS + 5, 8, sketch=False)
     assert len(pool.chunk_sketch.shards) == 3 and pool.topic_sketch is None  # 50 topics: a float32 scan
     q = unit_rows(np.random.default_rng(12), 1, 8)[0]
     assert hits(pool, q, None, 20) == hits(plain, q, None, 20)
@@ -166,13 +166,27 @@ def test_concurrent_queries_on_a_sharded_pool_rank_as_serial_ones(monkeypatch):
     from concurrent.futures import ThreadPoolExecutor
 
     monkeypatch.setenv("KNOWSPEC_VECTOR_THREADS", "2")
-    pool = random_pool(13, 300, scoring.SHARD_MIN_ROWS + 100, 16, sketch=None)
+    pool = random_pool(13, 300, scoring.SKETCH_MIN_ROWS + 100, 16, sketch=None)
     assert len(pool.chunk_sketch.shards) == 2
     queries = list(unit_rows(np.random.default_rng(14), 16, 16))
     serial = [hits(pool, q, None, 10) for q in queries]
     with ThreadPoolExecutor(4) as threads:
         together = list(threads.map(lambda q: hits(pool, q, None, 10), queries * 3))
     assert together == serial * 3
+
+
+@pytest.mark.parametrize("sketch", [False, True])
+def test_topics_with_equal_scores_rank_by_topic_id(sketch):
+    if sketch and int8_scan.int8_kernel() is None:
+        pytest.skip("no onnxruntime int8 kernel")
+    same = np.array([0.6, 0.8, 0.0, 0.0], np.float32)
+    pool = PoolVectors(dim=4, topic_ids=np.array([10, 20, 30, 40], np.int64),
+                       topic_matrix=np.tile(np.array([0.0, 0.0, 1.0, 0.0], np.float32), (4, 1)),
+                       chunk_ids=np.array([5, 6, 7, 8], np.int64), chunk_topic_ids=np.array([30, 10, 40, 20], np.int64),
+                       chunk_matrix=np.tile(same, (4, 1)), sketch=sketch)
+    got = hits(pool, np.array([1.0, 0.0, 0.0, 0.0], np.float32), None, 3)
+    assert [(tid, chunk) for tid, _, chunk in got] == [(10, 6), (20, 8), (30, 5)]
+    assert len({score for _, score, _ in got}) == 1
 
 
 @needs_kernel

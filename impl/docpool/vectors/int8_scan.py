@@ -132,21 +132,28 @@ def quantize_query(q: np.ndarray) -> tuple[np.ndarray, float, float, float, floa
 def candidate_rows(sketch: Int8Sketch, kernel: Kernel, q: np.ndarray, mask: np.ndarray | None,
                    k: int) -> np.ndarray | None:
     """Ascending rows that may hold the ``k`` best float32 scores among ``mask`` (a superset of
-    them), or None when the query cannot be quantized (the caller scans in float32).
+    them), or None when the query cannot be quantized (the caller scans in float32)."""
+    return candidate_rows_many([(sketch, mask)], kernel, q, k)[0]
 
-    Each shard's intervals are computed on its own thread (``parallelism.run_split``); the
-    k-th best lower end over all rows is the k-th best of the shards' own k best.
+
+def candidate_rows_many(sketches: Sequence[tuple[Int8Sketch, np.ndarray | None]], kernel: Kernel,
+                        q: np.ndarray, k: int) -> list[np.ndarray | None]:
+    """``candidate_rows`` for several ``(sketch, mask)`` pairs and one query, in one parallel step.
+
+    Thread ``j`` (``parallelism.run_split``) computes the intervals of shard ``j`` of every
+    sketch, so a vector query's chunk and topic sketches share the threads evenly. A sketch's
+    k-th best lower end over all its rows is the k-th best of its shards' own k best.
     """
-    n = sketch.rows
-    if k <= 0 or n == 0:
-        return np.zeros(0, dtype=np.intp)
     quantized = quantize_query(q)
+    out: list[np.ndarray | None] = [np.zeros(0, dtype=np.intp) if k <= 0 or sketch.rows == 0 else None
+                                    for sketch, _ in sketches]
     if quantized is None:
-        return None
+        return out  # the undecided ones: None, scan in float32
     shifted, s_q, s_r, e_r, q_norm = quantized
     offset = QUERY_SHIFT * (s_q + s_r)
+    todo = [i for i, rows in enumerate(out) if rows is None]
 
-    def intervals(shard: int) -> tuple[np.ndarray, np.ndarray]:
+    def intervals(sketch: Int8Sketch, mask: np.ndarray | None, shard: int) -> tuple[np.ndarray, np.ndarray]:
         """(the shard's k best lower ends, every row's upper end)"""
         a = sketch.starts[shard]
         b = a + sketch.shards[shard].shape[1]
@@ -164,13 +171,20 @@ def candidate_rows(sketch: Int8Sketch, kernel: Kernel, q: np.ndarray, mask: np.n
         approx += radius  # now the upper ends
         return best_low, approx
 
-    parts = run_split(intervals, range(len(sketch.shards)))
-    lows = np.concatenate([low for low, _ in parts])
-    kth_low = np.partition(lows, len(lows) - k)[len(lows) - k] if k < n else -np.inf
-    keep = np.concatenate([upper for _, upper in parts]) >= kth_low
-    if mask is not None:
-        keep &= mask
-    return np.flatnonzero(keep)
+    def thread_share(shard: int) -> dict[int, tuple[np.ndarray, np.ndarray]]:
+        return {i: intervals(*sketches[i], shard) for i in todo if shard < len(sketches[i][0].shards)}
+
+    shares = run_split(thread_share, range(max((len(sketches[i][0].shards) for i in todo), default=0)))
+    for i in todo:
+        sketch, mask = sketches[i]
+        parts = [share[i] for share in shares if i in share]
+        lows = np.concatenate([low for low, _ in parts])
+        kth_low = np.partition(lows, len(lows) - k)[len(lows) - k] if k < sketch.rows else -np.inf
+        keep = np.concatenate([upper for _, upper in parts]) >= kth_low
+        if mask is not None:
+            keep &= mask
+        out[i] = np.flatnonzero(keep)
+    return out
 
 
 # -- the kernel: ONNX Runtime's MatMulInteger, (1, dim) uint8 x (dim, n) int8 -> int32 (1, n) a run --

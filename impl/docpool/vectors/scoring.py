@@ -36,7 +36,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import InitVar, dataclass, field
-from typing import Any, Callable, Collection, Hashable, Iterable
+from typing import Any, Callable, Collection, Hashable, Iterable, Sequence
 
 import numpy as np
 
@@ -47,7 +47,6 @@ TOP_K = 80
 TOPIC_BONUS = 0.02
 SNIPPET_CHARS = 200
 SKETCH_MIN_ROWS = 4096   # below this a float32 scan takes well under a millisecond
-SHARD_MIN_ROWS = 16_384  # below this one thread scans the sketch sooner than two can start
 _LE_F32 = np.dtype("<f4")
 
 
@@ -149,23 +148,41 @@ def exact_top(matrix: np.ndarray, sketch: int8_scan.Int8Sketch | None, q: np.nda
     """``(rows, scores)``: the ``k`` best rows of ``matrix @ q`` among ``mask``, best first, with
     their float32 scores. Exactly a full float32 scan's answer; only the rows scored differ:
     every allowed row when few are allowed, else the int8 sketch's candidates."""
-    n = len(matrix)
-    allowed = n if mask is None else int(np.count_nonzero(mask))
-    kernel = int8_scan.int8_kernel() if sketch is not None else None
-    rows = None
-    if allowed * 4 <= n:  # gathering the allowed rows costs less than scanning the int8 copy
-        rows = np.arange(n) if mask is None else np.flatnonzero(mask)
-    elif kernel is not None:
-        rows = int8_scan.candidate_rows(sketch, kernel, q, mask, k)
-        if rows is not None and len(rows) * 4 > n:
-            rows = None
-    if rows is None:  # full float32 scan
-        scores = matrix_dot(matrix, q)
-        best = top_rows(scores, mask, k)
-        return best, scores[best]
-    scores = matrix_dot(matrix[rows], q)
-    best = top_rows(scores, None, k)
-    return rows[best], scores[best]
+    return exact_tops([(matrix, sketch, mask)], q, k)[0]
+
+
+def exact_tops(searches: Sequence[tuple[np.ndarray, int8_scan.Int8Sketch | None, np.ndarray | None]],
+               q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
+    """``exact_top`` for several ``(matrix, sketch, mask)`` with one query; the int8 scans of
+    all of them run as one parallel step (``int8_scan.candidate_rows_many``)."""
+    rows: list[np.ndarray | None] = []
+    scanned = []
+    kernel = int8_scan.int8_kernel()
+    for i, (matrix, sketch, mask) in enumerate(searches):
+        n = len(matrix)
+        allowed = n if mask is None else int(np.count_nonzero(mask))
+        if allowed * 4 <= n:  # gathering the allowed rows costs less than scanning the int8 copy
+            rows.append(np.arange(n) if mask is None else np.flatnonzero(mask))
+        else:
+            rows.append(None)
+            if sketch is not None and kernel is not None:
+                scanned.append(i)
+    if scanned:
+        found = int8_scan.candidate_rows_many([(searches[i][1], searches[i][2]) for i in scanned], kernel, q, k)
+        for i, candidates in zip(scanned, found):
+            if candidates is not None and len(candidates) * 4 <= len(searches[i][0]):
+                rows[i] = candidates
+    out = []
+    for (matrix, _, mask), chosen in zip(searches, rows):
+        if chosen is None:  # full float32 scan
+            scores = matrix_dot(matrix, q)
+            best = top_rows(scores, mask, k)
+            out.append((best, scores[best]))
+        else:
+            scores = matrix_dot(matrix[chosen], q)
+            best = top_rows(scores, None, k)
+            out.append((chosen[best], scores[best]))
+    return out
 
 
 @dataclass(frozen=True, eq=False)
@@ -210,8 +227,7 @@ class PoolVectors:
             big = len(matrix) >= SKETCH_MIN_ROWS or sketch is True
             if not (use and big and len(matrix)):
                 return None
-            shards = query_threads() if len(matrix) >= SHARD_MIN_ROWS else 1
-            return int8_scan.build_sketch(matrix, shards=shards)
+            return int8_scan.build_sketch(matrix, shards=query_threads())
 
         sets(self, "topic_sketch", build(self.topic_matrix))
         sets(self, "chunk_sketch", build(self.chunk_matrix))
@@ -316,14 +332,17 @@ def vector_rank(
     if allowed_topic_ids is not None:
         slots = pool.allowed_slots(allowed_topic_ids)
         chunk_mask, topic_mask = slots[pool.chunk_slot], slots[pool.topic_slot]
-    chunk_rows, chunk_scores = exact_top(pool.chunk_matrix, pool.chunk_sketch, q, chunk_mask, top_k)
-    topic_rows, topic_scores = exact_top(pool.topic_matrix, pool.topic_sketch, q, topic_mask, top_k)
-    best: dict[int, float] = {}
-    for tid, score in zip(pool.chunk_topic_ids[chunk_rows].tolist(), chunk_scores.tolist()):
-        best[tid] = max(best.get(tid, -np.inf), score)
-    for tid, score in zip(pool.topic_ids[topic_rows].tolist(), topic_scores.tolist()):
-        best[tid] = max(best.get(tid, -np.inf), score + topic_bonus)
-    ranked = sorted(best.items(), key=lambda item: (-item[1], item[0]))[:limit]
+    (chunk_rows, chunk_scores), (topic_rows, topic_scores) = exact_tops(
+        [(pool.chunk_matrix, pool.chunk_sketch, chunk_mask), (pool.topic_matrix, pool.topic_sketch, topic_mask)],
+        q, top_k)
+    tids = np.concatenate([pool.chunk_topic_ids[chunk_rows], pool.topic_ids[topic_rows]])
+    scores = np.concatenate([chunk_scores.astype(np.float64), topic_scores.astype(np.float64) + topic_bonus])
+    by_topic = np.lexsort((-scores, tids))  # each topic's best score first
+    first = np.ones(len(by_topic), dtype=bool)
+    first[1:] = tids[by_topic][1:] != tids[by_topic][:-1]
+    best = by_topic[first]
+    best = best[np.lexsort((tids[best], -scores[best]))][:limit]  # score descending, then topic id
+    ranked = list(zip(tids[best].tolist(), scores[best].tolist()))
     rows = pool.best_chunks([tid for tid, _ in ranked], q)
     return [VectorHit(tid, score, None if row is None else int(pool.chunk_ids[row]))
             for (tid, score), row in zip(ranked, rows)]
