@@ -157,7 +157,7 @@ def exact_tops(searches: Sequence[tuple[np.ndarray, int8_scan.Int8Sketch | None,
     all of them run as one parallel step (``int8_scan.candidate_rows_many``)."""
     rows: list[np.ndarray | None] = []
     scanned = []
-    kernel = int8_scan.int8_kernel()
+    kernel = int8_scan.int8_kernel() if any(sketch is not None for _, sketch, _ in searches) else None
     for i, (matrix, sketch, mask) in enumerate(searches):
         n = len(matrix)
         allowed = n if mask is None else int(np.count_nonzero(mask))
