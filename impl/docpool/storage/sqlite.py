@@ -2,9 +2,9 @@
 
 Readers open the file read-only (``mode=ro`` URI) for one request; the server keeps idle reader
 connections per file identity (``docpool.pools``), so a package update that replaces ``help.db``
-between calls is seen by the next call. Writers
-(``open_for_write``: the builder and IMPORTDOC) switch the file to WAL. Every connection has the
-SQL function ``doc_fold`` (``rules.fold``) so recipes can fold text the same way as queries.
+between calls is seen by the next call. Writers (``open_for_write``: the builder and IMPORTDOC)
+switch the file to WAL. Every connection has the SQL function ``doc_fold`` (``rules.fold``) so
+recipes can fold text the same way as queries.
 """
 
 from __future__ import annotations

@@ -147,8 +147,8 @@ def _load(model_dir: Path, threads: int) -> Embedder:
     options.graph_optimization_level = ort.GraphOptimizationLevel.ORT_ENABLE_ALL
     # Spinning worker threads burn a shared core while they wait: on the busy 2-core project host
     # two spinning threads doubled query latency (37 vs 17 ms p50), so idle threads sleep instead.
-    # (Spinning only inside a run, with session.force_spinning_stop, gave no steady gain either:
-    # 12.8-14.3 vs 13.7 ms for a vector call through the server.)
+    # (Spinning only inside a run, with session.force_spinning_stop, took 0.9 ms off a vector call
+    # but added 3 ms to hybrid ones, whose full-text half runs at the same time.)
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
