@@ -146,6 +146,12 @@ def _hit_key(h: dict) -> tuple:
     return (h["collection"], h["slug"])
 
 
+async def _postgres_same_set(session, query: str, sqlite_hits: list[dict]) -> bool:
+    """Whether PostgreSQL finds the same topics as SQLite did for ``query``."""
+    _, pg = await search(session, "pg", query, AGREE_LIMIT)
+    return {_hit_key(h) for h in pg} == {_hit_key(h) for h in sqlite_hits}
+
+
 async def agreement(session, queries: list[str], singles: list[str]) -> dict[str, Any]:
     """Firebird vs SQLite (identical lists) and PostgreSQL vs SQLite (same topic sets)."""
     fb_same, fb_diff = 0, []
@@ -159,9 +165,8 @@ async def agreement(session, queries: list[str], singles: list[str]) -> dict[str
         if not same:
             fb_diff.append(q)
         if len(q.split()) > 1 and len(sq) < AGREE_LIMIT:
-            _, pg = await search(session, "pg", q, AGREE_LIMIT)
             pg_multi_complete += 1
-            if {_hit_key(h) for h in pg} == {_hit_key(h) for h in sq}:
+            if await _postgres_same_set(session, q, sq):
                 pg_multi_same += 1
             else:
                 pg_multi_diff.append(q)
@@ -170,9 +175,8 @@ async def agreement(session, queries: list[str], singles: list[str]) -> dict[str
         _, sq = await search(session, "sq", w, AGREE_LIMIT)
         if len(sq) >= AGREE_LIMIT:
             continue  # a top-50 cut of different rankings: sets are not comparable
-        _, pg = await search(session, "pg", w, AGREE_LIMIT)
         single_complete += 1
-        if {_hit_key(h) for h in pg} == {_hit_key(h) for h in sq}:
+        if await _postgres_same_set(session, w, sq):
             single_same += 1
         else:
             single_diff.append(w)

@@ -32,6 +32,8 @@ create table if not exists "db$database" (
 );
 """
 
+_SELECT_DATABASE = 'select name, storage, dsn, documents, documents_db from "db$database" where name = ?'
+
 _ALTER = re.compile(
     r"^\s*ALTER\s+DATABASE\s+(?P<db>\"[^\"]+\"|[A-Za-z0-9_$.\-]+)\s+SET\s+DOCUMENTS\s+"
     r"(?:(?P<internal>INTERNAL)|(?P<off>OFF)|DATABASE\s+(?P<other>\"[^\"]+\"|[A-Za-z0-9_$.\-]+))\s*;?\s*$",
@@ -117,8 +119,7 @@ def get_database(catalog_path: Path | str, name: str) -> DatabaseEntry | None:
     if not Path(catalog_path).is_file():
         return None
     with closing(connect(catalog_path)) as con:
-        row = con.execute('select name, storage, dsn, documents, documents_db from "db$database" where name = ?',
-                          [name]).fetchone()
+        row = con.execute(_SELECT_DATABASE, [name]).fetchone()
     return DatabaseEntry(*row) if row else None
 
 
@@ -159,8 +160,7 @@ class _DatabaseReads:
                     held = (identity, con, version, {})
                 answers = held[3]
                 if name not in answers:
-                    row = con.execute('select name, storage, dsn, documents, documents_db from "db$database" '
-                                      "where name = ?", [name]).fetchone()
+                    row = con.execute(_SELECT_DATABASE, [name]).fetchone()
                     answers[name] = DatabaseEntry(*row) if row else None
             except sqlite3.Error:
                 con.close()

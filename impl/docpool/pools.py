@@ -48,15 +48,16 @@ class _IdleReaders:
         identity = (st.st_dev, st.st_ino)
         connection = None
         with self._lock:
-            for i in range(len(self._idle) - 1, -1, -1):
+            for i in range(len(self._idle) - 1, -1, -1):  # newest first
                 idle_key, idle_identity, con = self._idle[i]
                 if idle_key != key:
                     continue
-                del self._idle[i]
-                if idle_identity == identity and connection is None:
-                    connection = con
-                else:  # the path names another file now (replaced), or a spare of it
+                if idle_identity != identity:  # the path names another file now (replaced)
+                    del self._idle[i]
                     con.close()
+                elif connection is None:
+                    del self._idle[i]
+                    connection = con
 
         def release(con: sqlite3.Connection) -> None:
             self._give_back(key, identity, con)

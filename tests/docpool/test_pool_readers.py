@@ -112,3 +112,14 @@ def test_concurrent_calls_answer_what_serial_calls_answer(tmp_path):
         rounds = list(pool.map(lambda i: call(asks[i % len(asks)][0], env.ctx(), **asks[i % len(asks)][1]),
                                range(12 * len(asks))))
     assert rounds == [serial[i % len(asks)] for i in range(12 * len(asks))]
+
+
+def test_taking_one_idle_connection_leaves_its_spares_idle(readers, pool_file):
+    a, b = readers.open(pool_file, "pool"), readers.open(pool_file, "pool")
+    a.close()
+    b.close()
+    again = readers.open(pool_file, "pool")
+    assert len(readers._idle) == 1
+    spare = readers._idle[0][2]
+    assert spare.execute("select 1").fetchone()[0] == 1  # still open
+    again.close()
