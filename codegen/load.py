@@ -18,6 +18,7 @@ TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # Handler-level re-checks a tool may apply to schema-valid input (answering schema_validation with
 # its own message, read.md §4.2); the conformance suite evaluates them itself.
 RECHECK_RULES = {"non_blank", "letter_or_number"}
+TEXT_ENCODERS = {"go", "plain"}  # how a json text fallback is written: spec/README.md#text-encoders
 IMPL_PATH = re.compile(r"^knowspec\.impl(\.[a-z_][a-z0-9_]*)+:[a-z_][a-z0-9_]*$")
 LIMIT_KEYWORDS = {"default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"}
 REQUIRED_TOOL_KEYS = ("name", "title", "description", "impl", "read_only", "idempotent", "input", "output")
@@ -97,13 +98,14 @@ def _load_family(table: Path, spec_dir: Path, codes: dict[str, Any], problems: l
         return None
     tools = []
     for index, row in enumerate(data.get("tool", [])):
-        tool = _load_tool(row, name, table, spec_dir, codes, problems, f"tool/{index}")
+        tool = _load_tool(row, name, table, spec_dir, codes, problems, f"tool/{index}",
+                          fam.get("text_encoder", "plain"))
         if tool is not None:
             tools.append(tool)
     return FamilySpec(name=name, order=int(fam.get("order", 99)), folder=table.parent.name, tools=tuple(tools))
 
 
-def _load_tool(row, family, table, spec_dir, codes, problems, pointer) -> ToolSpec | None:
+def _load_tool(row, family, table, spec_dir, codes, problems, pointer, family_encoder) -> ToolSpec | None:
     rel = _rel(table, spec_dir)
     missing = [k for k in REQUIRED_TOOL_KEYS if k not in row]
     if missing:
@@ -134,6 +136,9 @@ def _load_tool(row, family, table, spec_dir, codes, problems, pointer) -> ToolSp
     text_fallback = row.get("text_fallback", "json")
     if text_fallback not in ("json", "custom"):
         problems.append(Problem("ERROR", rel, pointer, "text_fallback must be 'json' or 'custom'"))
+    text_encoder = row.get("text_encoder", family_encoder)
+    if text_encoder not in TEXT_ENCODERS:
+        problems.append(Problem("ERROR", rel, pointer, f"text_encoder must be one of {sorted(TEXT_ENCODERS)}"))
     limits = row.get("limits", {})
     _check_limits(limits, input_schema, rel, pointer, problems)
     rechecks = tuple(row.get("rechecks", []))
@@ -155,6 +160,7 @@ def _load_tool(row, family, table, spec_dir, codes, problems, pointer) -> ToolSp
         success_schema=success,
         text_fallback=text_fallback,
         text_fallback_doc=row.get("text_fallback_doc", "").strip(),
+        text_encoder=text_encoder,
         wrap=wrap,
         errors=tuple(row.get("errors", [])),
         limits=limits,

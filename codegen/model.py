@@ -35,6 +35,7 @@ class ToolSpec:
     success_schema: dict[str, Any]   # self-contained success output schema
     text_fallback: str               # "json" | "custom"
     text_fallback_doc: str
+    text_encoder: str                # "go" (encoding/json bytes) | "plain" (compact JSON, UTF-8 kept)
     wrap: str
     errors: tuple[str, ...]
     limits: dict[str, Any]

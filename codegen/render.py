@@ -62,6 +62,7 @@ def contract_document(spec: SpecModel, sources: list[tuple[str, str]]) -> dict[s
                 "output_schema": advertised_output_schema(t.success_schema, spec.error_schema),
                 "success_schema": t.success_schema,
                 "text_fallback": t.text_fallback,
+                "text_encoder": t.text_encoder,
                 "wrap": t.wrap,
                 "errors": list(t.errors),
                 "limits": t.limits,

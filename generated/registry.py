@@ -27,7 +27,7 @@
 #   docpool/schemas/help_stats.output.schema.json 4e7747fc49dfb03c551bd2218aadff7ed6147862a660401f1273164516f6fd8c
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
-#   docpool/tools.toml acb5ea71c16a0dcaa09716003d02e33c8e85a96cec3042a333339c56949c94b7
+#   docpool/tools.toml 7bd78bad60d0a5e78ec5d80f8945af5ad92051e78f9e9d56218890708eec1f5a
 #   errors.toml e332e9654c8053217ae4e381d51d9eb8b28269ce76a2241343a9071cd4c2c089
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
@@ -59,7 +59,7 @@
 #   okf/schemas/version.schema.json 5faf5f263503fb8476dbada7ff52f2b1104a3604371aa4e8f7dceeff3d21561b
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
-#   okf/tools.toml a946475881365bab75ed68d76edc16c40249b9df523741a80088b6c33523953f
+#   okf/tools.toml 23ea157c75c4e0bb53b9a46c45c78118e2182d28baf3b01637b5059a3c1adb96
 #   rest/endpoints.toml cf6f57769d6dffed325f2ede090f38e150829d614781e3bab82ed9627fef00b0
 """The tool registry: every tool of every family, in tools/list order.
 
@@ -109,6 +109,7 @@ class ToolEntry:
     input_model_path: str
     output_model_path: str
     text_fallback: str
+    text_encoder: str
     wrap: str
     errors: tuple[str, ...]
 
@@ -154,6 +155,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.list_concepts_input_schema:ListConceptsInput',
         output_model_path='models.okf.list_concepts_output_schema:ListConceptsOutput',
         text_fallback='custom',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
     ),
@@ -168,6 +170,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.search_sections_input_schema:SearchSectionsInput',
         output_model_path='models.okf.search_sections_output_schema:SearchSectionsOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
     ),
@@ -182,6 +185,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.search_concepts_input_schema:SearchConceptsInput',
         output_model_path='models.okf.search_concepts_output_schema:SearchConceptsOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
     ),
@@ -196,6 +200,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.read_concept_input_schema:ReadConceptInput',
         output_model_path='models.okf.read_concept_output_schema:ReadConceptOutput',
         text_fallback='custom',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'concept_not_found', 'invalid_yaml_graph'),
     ),
@@ -210,6 +215,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.get_neighbors_input_schema:GetNeighborsInput',
         output_model_path='models.okf.get_neighbors_output_schema:GetNeighborsOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'concept_not_found', 'invalid_yaml_graph'),
     ),
@@ -224,6 +230,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.validate_bundle_input_schema:ValidateBundleInput',
         output_model_path='models.okf.validate_bundle_output_schema:ValidateBundleOutput',
         text_fallback='custom',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
     ),
@@ -238,6 +245,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.get_semantic_graph_input_schema:GetSemanticGraphInput',
         output_model_path='models.okf.get_semantic_graph_output_schema:GetSemanticGraphOutput',
         text_fallback='custom',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_projection'),
     ),
@@ -252,6 +260,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.write_concept_input_schema:WriteConceptInput',
         output_model_path='models.okf.write_concept_output_schema:WriteConceptOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch'),
     ),
@@ -266,6 +275,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.preview_concept_patch_input_schema:PreviewConceptPatchInput',
         output_model_path='models.okf.preview_concept_patch_output_schema:PreviewConceptPatchOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph'),
     ),
@@ -280,6 +290,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.apply_concept_patch_input_schema:ApplyConceptPatchInput',
         output_model_path='models.okf.apply_concept_patch_output_schema:ApplyConceptPatchOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
     ),
@@ -294,6 +305,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.preview_v02_migration_input_schema:PreviewV02MigrationInput',
         output_model_path='models.okf.preview_v02_migration_output_schema:PreviewV02MigrationOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'unsupported_migration_source'),
     ),
@@ -308,6 +320,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.apply_v02_migration_input_schema:ApplyV02MigrationInput',
         output_model_path='models.okf.apply_v02_migration_output_schema:ApplyV02MigrationOutput',
         text_fallback='json',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'unsupported_migration_source', 'migration_blocked', 'source_conflict', 'invalid_revision', 'migration_document_missing'),
     ),
@@ -322,6 +335,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.preview_temporal_upgrade_input_schema:PreviewTemporalUpgradeInput',
         output_model_path='models.okf.preview_temporal_upgrade_output_schema:PreviewTemporalUpgradeOutput',
         text_fallback='custom',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument'),
     ),
@@ -336,6 +350,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.okf.apply_temporal_upgrade_input_schema:ApplyTemporalUpgradeInput',
         output_model_path='models.okf.apply_temporal_upgrade_output_schema:ApplyTemporalUpgradeOutput',
         text_fallback='custom',
+        text_encoder='go',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
     ),
@@ -350,6 +365,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.doc_collections_input_schema:DocCollectionsInput',
         output_model_path='models.docpool.doc_collections_output_schema:DocCollectionsOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='results',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -364,6 +380,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.doc_search_input_schema:DocSearchInput',
         output_model_path='models.docpool.doc_search_output_schema:DocSearchOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='results',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'pool_unavailable', 'embedding_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -378,6 +395,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.doc_get_input_schema:DocGetInput',
         output_model_path='models.docpool.doc_get_output_schema:DocGetOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'not_found', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -392,6 +410,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.doc_entity_input_schema:DocEntityInput',
         output_model_path='models.docpool.doc_entity_output_schema:DocEntityOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'not_found', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -406,6 +425,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.doc_entities_input_schema:DocEntitiesInput',
         output_model_path='models.docpool.doc_entities_output_schema:DocEntitiesOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='results',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -420,6 +440,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.doc_links_input_schema:DocLinksInput',
         output_model_path='models.docpool.doc_links_output_schema:DocLinksOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='results',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'not_found', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -434,6 +455,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.help_search_input_schema:HelpSearchInput',
         output_model_path='models.docpool.help_search_output_schema:HelpSearchOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='results',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -448,6 +470,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.help_get_topic_input_schema:HelpGetTopicInput',
         output_model_path='models.docpool.help_get_topic_output_schema:HelpGetTopicOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'not_found', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -462,6 +485,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.help_form_info_input_schema:HelpFormInfoInput',
         output_model_path='models.docpool.help_form_info_output_schema:HelpFormInfoOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'not_found', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -476,6 +500,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.help_stats_input_schema:HelpStatsInput',
         output_model_path='models.docpool.help_stats_output_schema:HelpStatsOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='',
         errors=('schema_validation', 'invalid_request', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),
@@ -490,6 +515,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         input_model_path='models.docpool.doc_stats_input_schema:DocStatsInput',
         output_model_path='models.docpool.doc_stats_output_schema:DocStatsOutput',
         text_fallback='json',
+        text_encoder='plain',
         wrap='',
         errors=('schema_validation', 'resource_limit', 'invalid_request', 'pool_unavailable', 'storage_error', 'operation_cancelled'),
     ),

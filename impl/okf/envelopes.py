@@ -2,9 +2,9 @@
 
 from __future__ import annotations
 
-import json
 
 from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.rules import go_json
 
 PARSE_MESSAGE = "unparseable concept document; inspect its frontmatter and encoding"
 ROOT_INDEX_PARSE_MESSAGE = "unparseable root index document; inspect its frontmatter and encoding"
@@ -28,7 +28,7 @@ def parse_error_envelope(errors, message: str = PARSE_MESSAGE) -> ToolError:
         file = err.file if len(err.file.encode("utf-8")) <= _MAX_FIELD_BYTES else ""
         structured.append(diagnostic(code, message, file=file))
         legacy.append({"code": code, "severity": "ERROR", "file": file, "message": message})
-    text = json.dumps({"status": "error", "diagnostics": legacy}, ensure_ascii=False, separators=(",", ":"))
+    text = go_json.dumps({"status": "error", "diagnostics": legacy})
     return ToolError("operation_rejected", "tool operation was rejected", diagnostics=structured, text=text)
 
 

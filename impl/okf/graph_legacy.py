@@ -22,10 +22,10 @@ from typing import Any, Callable
 
 from knowspec.impl.okf.ids import escape_ref_id
 from knowspec.impl.okf.typed import is_date_like, is_duplicated
+from knowspec.impl.rules import go_json
 
 OKF_NS = "https://okf.io/ontology/v0.1#"
 _PLAIN_KEYS = ("type", "title", "description", "resource", "tags", "timestamp", "references", "exists")
-_HTML_ESCAPES = (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029"))
 
 
 def _byte_sorted(mapping: dict[str, Any]) -> dict[str, Any]:
@@ -102,9 +102,7 @@ def render_legacy(document: dict[str, Any]) -> str:
         text = "".join(out)
     except _Unsupported:
         text = json.dumps(document, ensure_ascii=False, indent=2, separators=(",", ": "))
-    for raw, escaped in _HTML_ESCAPES:
-        text = text.replace(raw, escaped)
-    return text + "\n"
+    return go_json.escape_html(text) + "\n"
 
 
 class _Unsupported(Exception):

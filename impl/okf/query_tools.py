@@ -11,7 +11,6 @@ whose text is the legacy JSON-LD document).
 from __future__ import annotations
 
 import hashlib
-import json
 import threading
 from typing import Any, Callable
 
@@ -25,6 +24,7 @@ from knowspec.impl.okf.search_concepts_index import ConceptSearchIndex, index_fo
 from knowspec.impl.okf.envelopes import concept_not_found, too_many_concepts
 from knowspec.impl.okf.ids import canonical_id_error
 from knowspec.impl.okf.model import Snapshot, load_snapshot
+from knowspec.impl.rules import go_json
 from knowspec.impl.okf.neighbors import (
     EdgeIndex,
     edge_index_for,
@@ -45,8 +45,8 @@ _cache_lock = threading.Lock()
 
 
 def compact_json(value: Any) -> str:
-    """Compact JSON with non-ASCII kept: the text fallback of the query tools."""
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    """The text fallback of the query tools: Go's encoding/json bytes, as okf-mcp writes them."""
+    return go_json.dumps(value)
 
 
 def per_snapshot(snapshot: Snapshot, name: str, build: Callable[[], Any]) -> Any:
@@ -201,15 +201,7 @@ def snapshot_fingerprint(files: dict[str, bytes]) -> str:
         {"path": path, "size": len(files[path]), "sha256": hashlib.sha256(files[path]).hexdigest()}
         for path in sorted(files, key=lambda p: p.encode("utf-8", "surrogatepass"))
     ]
-    return hashlib.sha256(go_json(records).encode("utf-8")).hexdigest()
-
-
-def go_json(value: Any) -> str:
-    """Compact JSON as Go's ``encoding/json`` writes it (HTML characters and U+2028/9 escaped)."""
-    text = json.dumps(value, ensure_ascii=False, separators=(",", ":"))
-    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
-        text = text.replace(raw, escaped)
-    return text
+    return hashlib.sha256(go_json.dumps(records).encode("utf-8")).hexdigest()
 
 
 def _section_docs(snapshot: Snapshot):
@@ -234,7 +226,7 @@ def search_sections(args: Any, ctx: CallContext) -> ToolOutput:
     check()
     structured = ss.search_result(index, query, terms, limit, fingerprint)
     text = compact_json(structured)
-    if len(go_json(structured).encode("utf-8")) > ss.MAX_RESULT_BYTES:
+    if len(text.encode("utf-8")) > ss.MAX_RESULT_BYTES:
         raise ToolError("resource_limit", ss.BOUNDS_MESSAGE)
     return ToolOutput(structured, text)
 

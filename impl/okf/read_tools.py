@@ -6,7 +6,6 @@ Each handler takes one snapshot, applies the contract's argument checks in order
 
 from __future__ import annotations
 
-import json
 from typing import Any
 
 from knowspec.impl.context import CallContext, ToolOutput
@@ -21,6 +20,7 @@ from knowspec.impl.okf.envelopes import (
 from knowspec.impl.okf.ids import canonical_id_error
 from knowspec.impl.okf.model import Concept, Snapshot, load_snapshot
 from knowspec.impl.okf.temporal import check_profile, parse_as_of
+from knowspec.impl.rules import go_json
 
 MAX_CONCEPTS = 10_000
 MAX_FRONTMATTER_BYTES = 1 << 20
@@ -30,7 +30,7 @@ MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 
 
 def _compact(value: Any) -> str:
-    return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+    return go_json.dumps(value)
 
 
 def _arg(args: Any, name: str, default: Any = None) -> Any:

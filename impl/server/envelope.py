@@ -16,6 +16,7 @@ from typing import Any
 import mcp.types as types
 
 from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.rules import go_json
 from knowspec.impl.rules.redaction import MAX_MESSAGE_BYTES, looks_like_path, redact_message, safe_file
 
 SAFE_CODE = re.compile(r"^[a-z0-9_]+$")
@@ -26,6 +27,11 @@ LONG_DIAGNOSTIC = "diagnostic message exceeds MCP output limit; inspect the bund
 
 def compact_json(value: Any) -> str:
     return json.dumps(value, ensure_ascii=False, separators=(",", ":"))
+
+
+def fallback_text(value: Any, encoder: str) -> str:
+    """A ``json`` text fallback written with the tool's encoder (spec/README.md#text-encoders)."""
+    return go_json.dumps(value) if encoder == "go" else compact_json(value)
 
 
 def success_result(structured: dict[str, Any], text: str) -> types.CallToolResult:

@@ -20,7 +20,7 @@ from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext, Caller, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
 from knowspec.impl.server.arguments import walk_arguments
-from knowspec.impl.server.envelope import compact_json, error_result, success_result
+from knowspec.impl.server.envelope import error_result, fallback_text, success_result
 from knowspec.impl.server.validation import SchemaCheck, input_error, output_error
 
 if TYPE_CHECKING:
@@ -138,7 +138,7 @@ class ToolRuntime:
     def _success(self, entry: ToolEntry, output: ToolOutput) -> types.CallToolResult:
         text = output.text
         if text is None:
-            text = compact_json(output.structured[entry.wrap] if entry.wrap else output.structured)
+            text = fallback_text(output.structured[entry.wrap] if entry.wrap else output.structured, entry.text_encoder)
         if len(text.encode("utf-8")) > MAX_OUTPUT_BYTES:
             raise_limit = ToolError("resource_limit", "tool output exceeds MCP resource limits")
             return error_result(raise_limit)

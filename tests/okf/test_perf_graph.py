@@ -18,7 +18,7 @@ json_values = st.recursive(
 
 def _reference(document) -> str:
     text = json.dumps(document, ensure_ascii=False, indent=2, separators=(",", ": "))
-    for raw, escaped in graph_legacy._HTML_ESCAPES:
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026"), ("\u2028", "\\u2028"), ("\u2029", "\\u2029")):
         text = text.replace(raw, escaped)
     return text + "\n"
 

@@ -1,9 +1,9 @@
 """Plan a patch change set against a captured snapshot: pure, no I/O.
 
 Operations are applied in order to an overlay of the snapshot; the whole staged bundle is
-then validated by the read side's strict 0.2 validator with links and orphans, against the
-same validation of the base (an ERROR the edit introduces, such as a document that no longer
-parses or a concept that lost its ``type``, blocks the plan). The result is a ``Plan`` whose
+then validated by the read side's strict 0.2 validator, and any ERROR in it blocks the plan,
+including one the base already had: a change never publishes a non-conformant bundle
+(spec/okf/NOTES.md#write-gate). The result is a ``Plan`` whose
 digest binds preview and apply. Parsed documents and findings are cached by content, so a
 preview and its apply (or successive edits) do not re-parse an unchanged bundle.
 """
@@ -140,19 +140,21 @@ def _finding(d: dict) -> tuple:
 
 
 def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = "date-3fcbb9f",
-                      check: Callable[[], None] = lambda: None) -> tuple[list[dict], list[dict]]:
-    """(blocking, advisory) findings of the read side's strict 0.2 validator, with links and
-    orphans, over the whole staged bundle compared with the base bundle.
+                      check: Callable[[], None] = lambda: None, *,
+                      links: bool = True) -> tuple[list[dict], list[dict]]:
+    """(blocking, advisory) findings of the read side's strict 0.2 validator over the whole
+    staged bundle, with links and orphans checked when ``links`` is set.
 
-    Blocking = ERRORs the edit introduces anywhere (errors already in the base are not the
-    edit's fault and never block it). Advisory = the WARN/INFO findings of the written
-    documents, plus link and orphan findings the edit introduces (links to and from the
-    edited documents); pre-existing link and orphan findings of the base are not repeated."""
+    Blocking = every ERROR of the staged bundle, wherever it is: the contract validates the
+    whole staged bundle and publishes nothing unless it is conformant, so an ERROR the base
+    already had blocks too. Advisory = the WARN/INFO findings of the written documents, plus
+    link and orphan findings the edit introduces (links to and from the edited documents);
+    pre-existing link and orphan findings of the base are not repeated."""
     from knowspec.impl.okf.frontmatter import YamlLimitError
     from knowspec.impl.okf.validator import validate_snapshot
 
     ctx = _Cancellation(check)
-    options = {"strict": True, "check_links": True, "check_orphans": True, "selector": "0.2", "profile": profile}
+    options = {"strict": True, "check_links": links, "check_orphans": links, "selector": "0.2", "profile": profile}
     staged_files = dict(files)
     staged_files.update(writes)
 
@@ -167,7 +169,7 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
     except YamlLimitError:
         return [diagnostic("resource_limit", "staged document exceeds the YAML limits")], []
     old = {_finding(d) for d in before}
-    blocking = [d for d in after if d["severity"] == "ERROR" and _finding(d) not in old]
+    blocking = [d for d in after if d["severity"] == "ERROR"]
     advisory = [d for d in after if d["severity"] != "ERROR" and (
         (d["file"] in writes and d["code"] not in _BUNDLE_CODES)
         or (d["code"] in _BUNDLE_CODES and _finding(d) not in old))]
@@ -201,7 +203,8 @@ def plan_change_set(files: dict[str, bytes], cs: ChangeSet, request_digest: str,
         new = doc.render().encode("utf-8")
         if files.get(path) != new:
             writes[path] = new
-    blocking, advisory = staged_validation(files, writes, profile) if writes else ([], [])
+    # Patch plans check documents, not links or orphans (spec/okf/NOTES.md#write-gate).
+    blocking, advisory = staged_validation(files, writes, profile, links=False) if writes else ([], [])
     if blocking:
         raise PlanRejected("staged_validation_failed", blocking)
     post = dict(files)

@@ -7,7 +7,6 @@ a fresh snapshot and a conflict is retried twice before it is reported.
 
 from __future__ import annotations
 
-import json
 from typing import Any, Callable
 
 from knowspec.impl.errors import ToolError, diagnostic
@@ -21,6 +20,7 @@ from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.planner import staged_validation
 from knowspec.impl.okf.write.revision import revision_of
 from knowspec.impl.okf.write.store_errors import commit_or_raise
+from knowspec.impl.rules import go_json
 
 ACTOR = "okf-mcp"
 ATTEMPTS = 3
@@ -96,9 +96,9 @@ def identity(concept_id: str, fm: str, body: str, policy: tuple[str, str, str, s
 
 def _rejection(path: str, problems: list[dict]) -> ToolError:
     diags = [diagnostic("operation_rejected", p["message"], severity=p["severity"], file=p["file"]) for p in problems]
-    text = json.dumps({"status": "rejected", "path": path, "diagnostics": [
+    text = go_json.dumps({"status": "rejected", "path": path, "diagnostics": [
         {"code": "operation_rejected", "severity": d["severity"], "file": d["file"], "message": d["message"]}
-        for d in diags]}, ensure_ascii=False, separators=(",", ":"))
+        for d in diags]})
     return ToolError("operation_rejected", "tool operation was rejected", diagnostics=diags, text=text)
 
 

@@ -160,9 +160,11 @@ def test_strict_warnings_on_the_edited_document_are_reported_but_do_not_block(tm
     assert p["diagnostics"][0]["severity"] == "WARN"
 
 
-def test_errors_elsewhere_in_the_bundle_do_not_block_a_patch(tmp_path):
+def test_errors_elsewhere_in_the_bundle_block_a_patch(tmp_path):
+    """The staged bundle must be conformant as a whole: a base ERROR in another file rejects."""
     from write_helpers import make_bundle
 
     b = make_bundle(tmp_path / "e", {"c.md": "---\ntype: Note\n---\n", "broken.md": "---\ntitle: no type\n---\n"})
     p = preview(b, [{"kind": "set_lifecycle", "concept_id": "c", "lifecycle": {"status": "stable", "stale_after": None}}])
-    assert p["status"] == "applicable"
+    assert p["status"] == "rejected" and p["result_revision"] is None
+    assert ("broken.md", "concept_type_invalid") in {(d["file"], d["code"]) for d in p["diagnostics"]}

@@ -32,7 +32,7 @@ STEPS = 2 * FILES + 3  # staged per file, journal written, boundary, published p
 def _fresh(root):
     if root.exists():
         shutil.rmtree(root)
-    files = {"index.md": '---\nokf_version: "0.2"\n---\n'}
+    files = {"index.md": '---\nokf_version: "0.2"\n---\n# Index\n\n' + ''.join(f'- [N{i}](c/n{i}.md)\n' for i in range(FILES))}
     for i in range(FILES):
         files[f"c/n{i}.md"] = f"---\ntype: Note\ntitle: Note {i}  # t\nstatus: draft\n---\nBody {i}\n"
     return make_bundle(root, files)

@@ -51,10 +51,11 @@ def test_link_and_orphan_findings_already_in_the_base_are_not_repeated():
     assert blocking == [] and advisory == []
 
 
-def test_errors_elsewhere_in_the_base_never_block_an_edit():
-    files = _files(**{"broken.md": "no frontmatter here\n"})
+def test_errors_elsewhere_in_the_base_block_an_edit():
+    """The whole staged bundle must be conformant: an ERROR the base already has blocks too."""
+    files = _files(**{"broken.md": "---\ntitle: no type\n---\nx\n"})
     blocking, _ = staged_validation(files, {"b.md": B.replace("Text.", "Other.").encode()})
-    assert blocking == []
+    assert ("broken.md", "concept_type_invalid") in _codes(blocking)
 
 
 def test_a_new_error_in_the_edited_document_blocks():
@@ -89,6 +90,19 @@ def test_write_concept_that_breaks_an_incoming_anchor_reports_it(tmp_path):
     assert [(d["severity"], d["file"]) for d in out["diagnostics"]] == [("WARN", "a.md")]
 
 
+def test_write_concept_into_a_bundle_with_a_base_error_is_refused_and_names_it(tmp_path):
+    """A log.md with frontmatter is an ERROR of the base: the write is refused, nothing is written."""
+    bundle = make_bundle(tmp_path / "b", {"index.md": INDEX, "a.md": A, "b.md": B,
+                                          "log.md": "---\ntype: Log\n---\n# Log\n"})
+    before = visible_bytes(bundle)
+    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id="probe", frontmatter="type: Note\n", body="# P\n")
+    with pytest.raises(ToolError) as err:
+        write_tools.write_concept(args, CallContext())
+    assert err.value.code == "operation_rejected"
+    assert "log.md" in {d["file"] for d in err.value.diagnostics if d["severity"] == "ERROR"}
+    assert visible_bytes(bundle) == before and not (bundle / ".okf").exists()
+
+
 def test_write_concept_that_introduces_an_error_is_rejected(tmp_path):
     bundle = make_bundle(tmp_path / "b", {"index.md": INDEX, "a.md": A, "b.md": B})
     args = types.SimpleNamespace(bundle_path=str(bundle), concept_id="b", frontmatter="title: T\n", body="x\n")
@@ -105,7 +119,7 @@ def test_cached_parses_never_leak_between_bundles_with_the_same_paths():
     edit = {"a.md": A.replace("See", "Read").encode()}
     assert staged_validation(good, edit) == ([], [])
     blocking, _ = staged_validation(bad, edit)
-    assert blocking == []  # b.md's error is in the base: not the edit's fault
+    assert _codes(blocking) == [("b.md", "concept_type_invalid")]  # the base's error, parsed from bad
     fixed = {"b.md": B.encode()}
     assert staged_validation(bad, fixed)[0] == []
     assert _codes(staged_validation(good, {"b.md": bad["b.md"]})[0]) == [("b.md", "concept_type_invalid")]

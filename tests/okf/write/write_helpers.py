@@ -112,6 +112,6 @@ CONCEPT = (
     "\n"
     "Body text stays.\n"
 )
-INDEX = '---\nokf_version: "0.2"\n---\n# Index\n'
+INDEX = '---\nokf_version: "0.2"\n---\n# Index\n\n- [Cache](arch/cache.md)\n- [Other](other.md)\n'
 
 
