@@ -61,10 +61,31 @@ def _check_frontmatter(fm: str) -> None:
             "frontmatter", "Send YAML frontmatter text without --- fences that parses as a mapping.")]) from None
 
 
+_OPEN_FENCES = ("---\n", "---\r\n")
+_CLOSE_FENCES = ("---", "---\n", "---\r\n", "...", "...\n", "...\r\n")
+
+
+def unfenced(fm: str) -> str:
+    """The YAML of a frontmatter argument, without the ``---`` fences a caller may have kept.
+
+    okf-mcp parses the argument as one YAML document, so an opening ``---`` and a closing
+    ``---``/``...`` line are document markers, not content (spec/okf/NOTES.md#written-layout).
+    """
+    if fm.startswith(_OPEN_FENCES):
+        fm = fm.split("\n", 1)[1]
+        head, _, last = fm.rstrip("\n").rpartition("\n")
+        if last + "\n" in _CLOSE_FENCES or last in _CLOSE_FENCES:
+            fm = head + "\n" if head else ""
+    return "" if not fm.strip() else fm
+
+
 def serialize(fm: str, body: str) -> bytes:
+    """okf-mcp's layout: fences, a blank line after the closing one, a newline-terminated body."""
     if fm and not fm.endswith("\n"):
         fm += "\n"
-    return ("---\n" + fm + "---\n" + body).encode("utf-8")
+    if not body.endswith("\n"):
+        body += "\n"
+    return ("---\n" + fm + "---\n\n" + body).encode("utf-8")
 
 
 def _check_round_trip(data: bytes, fm: str) -> None:
@@ -108,9 +129,10 @@ def _conflict() -> Exception:
 
 def write_concept(args: Any, check: Callable[[], None]) -> dict[str, Any]:
     bundle_path, concept_id, fm, body = _decode(args)
-    _check_frontmatter(fm)
-    data = serialize(fm, body)
-    _check_round_trip(data, fm)
+    yaml_text = unfenced(fm)
+    _check_frontmatter(yaml_text)
+    data = serialize(yaml_text, body)
+    _check_round_trip(data, yaml_text)
     path = concept_path(concept_id)
     if not is_revision_path(path):
         raise invalid("concept_id does not name a writable bundle path")

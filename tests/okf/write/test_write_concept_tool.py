@@ -27,13 +27,35 @@ def test_creates_a_concept_with_exact_bytes(bundle):
     assert out == {"status": "success", "path": "notes/new.md", "diagnostics": [
         {"severity": "INFO", "file": "notes", "message": "missing index.md, skipping orphan check for this directory"}]}
     after = visible_bytes(bundle)
-    assert after.pop("notes/new.md") == b"---\ntype: Note\ntitle: New\n---\n# New\n\nText.\n"
+    # okf-mcp's layout: a blank line after the closing fence.
+    assert after.pop("notes/new.md") == b"---\ntype: Note\ntitle: New\n---\n\n# New\n\nText.\n"
     assert after == before
 
 
 def test_replaces_an_existing_concept_in_place(bundle):
     _write(bundle, "arch/cache", "type: Note\n", "new body\n")
-    assert (bundle / "arch/cache.md").read_bytes() == b"---\ntype: Note\n---\nnew body\n"
+    assert (bundle / "arch/cache.md").read_bytes() == b"---\ntype: Note\n---\n\nnew body\n"
+
+
+@pytest.mark.parametrize(("frontmatter", "body", "written"), [
+    ("type: Note\n", "no newline", b"---\ntype: Note\n---\n\nno newline\n"),
+    ("type: Note", "", b"---\ntype: Note\n---\n\n\n"),
+    ("---\ntype: Note\n---\n", "x\n", b"---\ntype: Note\n---\n\nx\n"),
+    ("---\ntype: Note\n...\n", "x\n", b"---\ntype: Note\n---\n\nx\n"),
+    ("---\ntype: Note\n", "x\n", b"---\ntype: Note\n---\n\nx\n"),
+])
+def test_written_layout_is_okf_mcps(bundle, frontmatter, body, written):
+    """Fences, a blank line, a newline-terminated body; fences in the argument are YAML markers."""
+    assert _write(bundle, "arch/cache", frontmatter, body)["status"] == "success"
+    assert (bundle / "arch/cache.md").read_bytes() == written
+
+
+def test_a_second_yaml_document_in_the_frontmatter_is_refused(bundle):
+    before = visible_bytes(bundle)
+    with pytest.raises(ToolError) as err:
+        _write(bundle, "arch/cache", "---\ntype: Note\n---\ntitle: smuggled\n", "x\n")
+    assert err.value.code == "invalid_request"
+    assert visible_bytes(bundle) == before
 
 
 def test_identical_write_is_success_and_changes_nothing(bundle):
