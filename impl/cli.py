@@ -68,6 +68,8 @@ def _serve(args: argparse.Namespace) -> int:
     settings = settings_from(args)
     if args.call_timeout:
         settings.call_timeout_seconds = args.call_timeout
+    settings.server_name = args.server_name
+    settings.server_version = args.server_version or ""
     runtime = ToolRuntime(settings)
     if args.http:
         import uvicorn
@@ -99,6 +101,10 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_options(serve)
     serve.add_argument("--call-timeout", type=float, metavar="SECONDS",
                        help="deadline per tool call; a call past it answers operation_cancelled (default 120)")
+    serve.add_argument("--server-name", default="knowspec",
+                       help="serverInfo.name in the initialize answer (okf-mcp's own is okf-mcp)")
+    serve.add_argument("--server-version", metavar="VERSION",
+                       help="serverInfo.version (default: the installed knowspec version; okf-mcp's is 0.2.0)")
     serve.set_defaults(func=_serve)
 
     for module, func in SUBCOMMANDS:

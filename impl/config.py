@@ -27,6 +27,10 @@ class Settings:
     agent_version: str = "5.1.1.1531"    # its third field is the <v3> fallback of help URLs
     session_ttl_seconds: int = 3600
     call_timeout_seconds: float = 120.0
+    # serverInfo in the initialize answer. knowspec names itself by default; an operator whose
+    # clients check okf-mcp's identity may say "okf-mcp" / "0.2.0" (spec/okf/NOTES.md#identity).
+    server_name: str = "knowspec"
+    server_version: str = ""             # "": the installed knowspec version
 
     @property
     def help_db_path(self) -> Path:

@@ -16,8 +16,19 @@ from mcp.shared.exceptions import MCPError
 from knowspec.impl.context import Caller
 from knowspec.impl.server.pipeline import ToolRuntime
 
-SERVER_NAME = "knowspec"
-SERVER_VERSION = "0.1.0"
+
+
+def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
+    """(name, version) for serverInfo: the settings' choice, else knowspec and its version."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    name, ver = runtime.settings.server_name, runtime.settings.server_version
+    if not ver:
+        try:
+            ver = version("knowspec")
+        except PackageNotFoundError:  # running from a source tree that was never installed
+            ver = "0+unknown"
+    return name, ver
 
 
 def build_server(runtime: ToolRuntime, caller_for: Any = None) -> Server:
@@ -34,9 +45,10 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None) -> Server:
         caller = caller_for(ctx) if caller_for else Caller()
         return await runtime.call(params.name, params.arguments, caller)
 
+    name, version = server_identity(runtime)
     return Server(
-        SERVER_NAME,
-        version=SERVER_VERSION,
+        name,
+        version=version,
         instructions=(
             "knowspec serves OKF concept bundles (pass an absolute bundle_path to each OKF tool) "
             "and help/document pools (help_* and doc_* tools). Results are bounded: when a result "
