@@ -29,6 +29,7 @@ class ToolContract:
     success_schema: dict[str, Any]
     errors: tuple[str, ...]
     text_fallback: str = "json"
+    text_encoder: str = "plain"     # "go": json text fallbacks are Go encoding/json bytes
     wrap: str = ""
     read_only: bool = True
     idempotent: bool = True
@@ -93,6 +94,7 @@ def _tool_from_dict(raw: dict[str, Any]) -> ToolContract:
             success_schema=raw.get("success_schema") or raw["output_schema"],
             errors=tuple(raw.get("errors", ())),
             text_fallback=raw.get("text_fallback", "json"),
+            text_encoder=raw.get("text_encoder", "plain"),
             wrap=raw.get("wrap", "") or "",
             read_only=bool(raw.get("read_only", True)),
             idempotent=bool(raw.get("idempotent", True)),

@@ -12,12 +12,14 @@ from knowspec.conformance.checks.common import (
     valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
+from knowspec.conformance.oracles.go_encoding import go_marshal
 from knowspec.conformance.oracles.ordering import ORDERINGS, ordering_violations
 from knowspec.conformance.oracles.truncation import truncation_violations
 from knowspec.conformance.target import CallOutcome
 
 RULE_OUTPUT = "spec/README.md#schema-rules (outputSchema = anyOf[success, envelope])"
-RULE_TEXT = "spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap)"
+RULE_TEXT = ("spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap; "
+             "#text-encoders: under go, the bytes of Go encoding/json)")
 RULE_ORDER = "seeds/000_concept_queries.en.md (hits: priority then id; edges: kind, from, to, type; sources)"
 RULE_TRUNC = "seeds/000_concept_queries.en.md (total counts all; at most limit; truncated = left out)"
 RULE_DET = "okf-contracts/read.md#1.1 (one immutable snapshot: the same call gives the same answer)"
@@ -75,6 +77,12 @@ def text_fallback(ctx: CheckContext) -> None:
         if text != expected:
             what = f"structuredContent.{tool.wrap}" if tool.wrap else "structuredContent"
             fail(f"text content differs from {what}", outcome)
+        if tool.text_encoder == "go":
+            raw, go = outcome.texts[0], go_marshal(text)
+            if raw != go:
+                at = next((i for i, (a, b) in enumerate(zip(raw, go)) if a != b), min(len(raw), len(go)))
+                fail(f"text content is not Go encoding/json output (first difference at character {at}: "
+                     f"{raw[at:at + 12]!r}, Go writes {go[at:at + 12]!r})", outcome)
 
     _over_successes(ctx, judge)
 

@@ -98,7 +98,7 @@ def contract() -> dict:
             "tools": [{"name": name, "family": "okf", "title": name, "description": name,
                        "read_only": True, "idempotent": True, "input_schema": t["input"],
                        "output_schema": output_schema(name), "success_schema": t["success"],
-                       "text_fallback": "json", "wrap": "", "errors": t["errors"], "limits": t["limits"],
+                       "text_fallback": "json", "text_encoder": "go", "wrap": "", "errors": t["errors"], "limits": t["limits"],
                        "ordering": t["ordering"]} for name, t in TOOLS.items()]}
 
 

@@ -328,6 +328,10 @@ async def call_tool(ctx, params):
     except Fail as exc:
         return envelope(exc.code, exc.message, exc.diagnostics)
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
+    for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):  # as Go writes them
+        text = text.replace(raw, escaped)
+    if VARIANT == "python_json_text":
+        text = json.dumps(out, ensure_ascii=False)  # equal as JSON, but not Go's bytes
     if VARIANT == "text_mismatch":
         text = json.dumps({k: v for k, v in out.items() if k != "total"})
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=out)
