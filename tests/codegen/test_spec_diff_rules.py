@@ -183,3 +183,13 @@ def test_a_change_and_its_inverse_classify_consistently(a, b, direction):
         # An edit never breaks nobody in both directions: a wider input is a narrower one undone.
         if inverse != kind:
             assert (RULES[kind].cls, RULES[inverse].cls) != (COMPATIBLE, COMPATIBLE)
+
+
+def test_spec_readme_documents_every_rule_with_its_class_and_example():
+    from pathlib import Path
+
+    readme = (Path(__file__).resolve().parents[2] / "spec" / "README.md").read_text()
+    labels = {BREAKING_CLIENTS: "breaking (clients)", BREAKING_IMPLEMENTATIONS: "breaking (implementations)",
+              COMPATIBLE: "compatible"}
+    for rule in RULES.values():
+        assert f"| `{rule.kind}` | {labels[rule.cls]} | {rule.example} | `{rule.inverse}` |" in readme, rule.kind
