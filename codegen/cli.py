@@ -21,6 +21,7 @@ def run(args: argparse.Namespace) -> int:
     from knowspec.codegen.build import SpecProblems, produce
     from knowspec.codegen.check import diff_summary, existing_files, write_tree
     from knowspec.codegen.pydantic_models import ModelGenerationError
+    from knowspec.codegen.revisions import CHANGES, UnannouncedBreakingChange, revision_files
 
     try:
         files = produce(args.spec)
@@ -33,13 +34,20 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 1
     if args.check:
-        lines = diff_summary(files, existing_files(args.out))
+        on_disk = existing_files(args.out)
+        on_disk.pop(CHANGES, None)  # a log kept over regenerations: not derivable from spec/ alone
+        lines = diff_summary(files, on_disk)
         if lines:
             print(f"generated/ is stale ({sum(1 for l in lines if not l.startswith(' '))} files); run `knowspec codegen`:")
             print("\n".join(lines))
             return 1
         print(f"generated/ is up to date ({len(files)} files)")
         return 0
+    try:
+        files.update(revision_files(args.spec, args.out))
+    except UnannouncedBreakingChange as exc:
+        print(str(exc), file=sys.stderr)
+        return 1
     changed = write_tree(files, args.out)
     print(f"wrote {len(changed)} changed files of {len(files)} into {args.out}" if changed
           else f"generated/ already up to date ({len(files)} files)")

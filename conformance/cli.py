@@ -38,7 +38,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--max-examples", type=int, default=25, help="hypothesis examples per property check")
     p.add_argument("--time-budget", type=float, default=None, help="seconds for the whole run")
     p.add_argument("--call-timeout", type=float, default=30.0, help="seconds per tool call")
-    p.add_argument("--contract", type=Path, default=None, help="contract.json (default: knowspec.generated)")
+    p.add_argument("--contract", default=None, metavar="FILE|git:REV",
+                   help="contract.json, or git:REV for the contract a revision of this repository generated "
+                        "(default: the installed knowspec.generated)")
     p.add_argument("--baseline", type=Path, default=None, help="accepted failures (JSON: check id + tool)")
     p.add_argument("--write-baseline", type=Path, default=None, help="write this run's failures as a baseline")
     p.add_argument("--junit", type=Path, default=None)

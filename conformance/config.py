@@ -16,7 +16,7 @@ class RunConfig:
     max_examples: int = 25
     time_budget: float | None = None    # seconds for the whole run
     call_timeout: float = 30.0
-    contract_path: Path | None = None
+    contract_path: Path | str | None = None   # a file, or git:REV
     baseline: Path | None = None
     bundle_dir: Path | None = None      # None: a temp dir the runner creates and removes
     rest_url: str | None = None

@@ -8,7 +8,8 @@ can check any server against any contract revision.
 from __future__ import annotations
 
 import json
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
+import subprocess
 from importlib import resources
 from pathlib import Path
 from typing import Any
@@ -122,8 +123,18 @@ def parse_contract(data: dict[str, Any], source: str = "") -> Contract:
 
 
 def load_contract(path: str | Path | None = None) -> Contract:
-    """Load ``path`` or, when ``None``, the packaged ``knowspec.generated/contract.json``."""
-    if path is not None:
+    """Load ``path``, ``git:REV`` (that revision's generated/contract.json in the repository of the
+    current folder) or, when ``None``, the packaged ``knowspec.generated/contract.json``."""
+    contract = _load(path)
+    number = contract.revision.get("contract-revision")
+    return contract if number is None else replace(contract, source=f"{contract.source} (contract revision {number})")
+
+
+def _load(path: str | Path | None) -> Contract:
+    if isinstance(path, str) and path.startswith("git:"):
+        text = _contract_at(path[4:])
+        source = f"{path}:generated/contract.json"
+    elif path is not None:
         file = Path(path)
         try:
             text = file.read_text(encoding="utf-8")
@@ -144,3 +155,15 @@ def load_contract(path: str | Path | None = None) -> Contract:
     except json.JSONDecodeError as exc:
         raise ContractError(f"{source}: invalid JSON ({exc.msg} at line {exc.lineno})") from exc
     return parse_contract(data, source)
+
+
+def _contract_at(rev: str) -> str:
+    """The contract a revision of this repository generated, read with ``git show`` (nothing checked out)."""
+    try:
+        done = subprocess.run(["git", "show", f"{rev}:generated/contract.json"], capture_output=True, text=True)
+    except FileNotFoundError:
+        raise ContractError("--contract git:REV needs git on PATH") from None
+    if done.returncode != 0:
+        detail = (done.stderr.strip().splitlines() or ["not readable"])[-1]
+        raise ContractError(f"git:{rev}: {detail} (run inside a knowspec checkout)")
+    return done.stdout

@@ -15,6 +15,7 @@ from knowspec.impl.config import Settings
 # (module, function) pairs that add a subcommand; each lives next to the code it drives.
 SUBCOMMANDS = (
     ("knowspec.codegen.cli", "add_codegen_parser"),
+    ("knowspec.codegen.spec_cli", "add_spec_parser"),
     ("knowspec.conformance.cli", "add_conform_parser"),
     ("knowspec.impl.demo", "add_demo_parser"),
     ("knowspec.impl.bench", "add_bench_parser"),
