@@ -24,7 +24,7 @@ RULE = ("read.md §3.0 (schema validation before the handler) — bounded: a hos
         "block other clients (HTTP) or run unbounded (stdio)")
 ITEMS = 12_000
 BOUND_SECONDS = 2.0
-STDIO_BOUND_SECONDS = 20.0
+STDIO_BOUND_SECONDS = 10.0
 CHEAP_TIMEOUT = 10.0
 MIN_BUDGET = 40.0
 
