@@ -29,6 +29,8 @@ def check_bundle_path(bundle_path: str) -> str:
         raise _invalid("bundle_path is required")
     if len(bundle_path) > MAX_BUNDLE_PATH_CHARS:
         raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
+    if "\x00" in bundle_path:  # no file system path holds a NUL; the OS would refuse it
+        raise _invalid(REDACTED)
     if bundle_path != bundle_path.strip():
         raise _invalid("bundle_path must not contain surrounding whitespace")
     if not os.path.isabs(bundle_path):
@@ -86,6 +88,8 @@ def pin_root(path: str) -> tuple[int, os.stat_result]:
             if (opened.st_ino, opened.st_dev) != (st.st_ino, st.st_dev):
                 raise _invalid("bundle_path changed while opening")
         return fd, os.fstat(fd)
+    except (OSError, ValueError):
+        raise _invalid(REDACTED) from None
     except BaseException:
         os.close(fd)
         raise

@@ -104,6 +104,11 @@ def _limit() -> ToolError:
     return ToolError("resource_limit", LIMIT_MESSAGE)
 
 
+def _io_failure(exc: OSError) -> ToolError:
+    """An I/O failure while loading is ``invalid_request`` "load bundle: …" (read.md §4.2)."""
+    return ToolError("invalid_request", f"load bundle: {exc.strerror or 'I/O error'}")
+
+
 def valid_revision_path(path: str) -> bool:
     """§1.1 revision-path validation (relative, clean, no backslash or control, not ``.okf``)."""
     if path == "" or path.startswith("/") or "\\" in path or _CONTROL.search(path):
@@ -163,6 +168,8 @@ def _capture_dir(walk: _Walk, dir_fd: int, prefix: str, depth: int, ident: tuple
             st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
         except FileNotFoundError:
             continue
+        except OSError as exc:
+            raise _io_failure(exc)
         mode = st.st_mode
         if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             continue
@@ -221,7 +228,10 @@ def _read_file(dir_fd: int, name: str, st: os.stat_result) -> bytes:
         chunks = []
         size = 0
         while True:
-            chunk = os.read(fd, 1 << 20)
+            try:
+                chunk = os.read(fd, 1 << 20)
+            except OSError as exc:  # e.g. EINVAL from a /proc file
+                raise _io_failure(exc)
             if not chunk:
                 break
             size += len(chunk)
@@ -445,9 +455,31 @@ def _split(rel: str) -> tuple[str, str]:
 
 
 def capture_snapshot(bundle_path: str, ctx) -> Snapshot:
-    """Pin, revalidate (cache, watch or walk), parse; the snapshot every read tool answers from."""
-    with gc_paused():
-        return _capture_snapshot(bundle_path, ctx)
+    """Pin, revalidate (cache, watch or walk), parse; the snapshot every read tool answers from.
+
+    A failure leaves without its traceback: the walk's frames hold every byte read so far, and
+    an exception kept alive by a reference cycle further up (the collector is paused here, and
+    rarely runs a full pass) would keep them all in memory.
+    """
+    try:
+        with gc_paused():
+            return _capture_snapshot(bundle_path, ctx)
+    except OSError as exc:  # any I/O failure not mapped where it happened
+        _forget_frames(exc)
+        raise _io_failure(exc) from None
+    except BaseException as exc:
+        _forget_frames(exc)
+        raise
+
+
+def _forget_frames(exc: BaseException) -> None:
+    """Drop the frames of ``exc`` and of the exceptions it chains to (each holds its own)."""
+    seen: set[int] = set()
+    current: BaseException | None = exc
+    while current is not None and id(current) not in seen:
+        seen.add(id(current))
+        current.__traceback__ = None
+        current = current.__cause__ or current.__context__
 
 
 def _slot_for(path: str) -> _CacheSlot:

@@ -12,6 +12,7 @@ from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.session_endpoints import bearer_token
 from knowspec.impl.rest.sessions import SessionStore
+from knowspec.impl.server.body_limits import BodyLimitMiddleware
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -60,4 +61,5 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     )
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
+    app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
     return app

@@ -60,8 +60,10 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None) -> Server:
 
 
 async def serve_stdio(runtime: ToolRuntime) -> None:
-    from mcp.server.stdio import stdio_server
+    from knowspec.impl.server.stdio_transport import stdio_transport
 
     server = build_server(runtime)
-    async with stdio_server() as (read, write):
+    # At end of input, calls in flight finish (each within the call deadline) and are answered.
+    drain = runtime.settings.call_timeout_seconds + 5
+    async with stdio_transport(drain_seconds=drain) as (read, write):
         await server.run(read, write, server.create_initialization_options())

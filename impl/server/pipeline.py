@@ -1,6 +1,6 @@
 """The one call pipeline every tool goes through (read.md §3.0).
 
-cancellation check → raw-argument walk → JSON Schema validation (format assertion on) → input
+cancellation check → (in a worker thread, under the call deadline) raw-argument walk → JSON Schema validation (format assertion on) → input
 model → handler in a worker thread (polling a cancellation flag) → output validation → result.
 Every failure on the way is a ``ToolError`` turned into an ``isError`` result by
 ``envelope.error_result``; nothing here raises to the transport.
@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import importlib
 import logging
+import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
@@ -55,6 +56,8 @@ class ToolRuntime:
         self.entries = {e.name: e for e in entries}
         self.order = [e.name for e in entries]
         self.handlers = handlers if handlers is not None else {e.name: resolve_handler(e) for e in entries}
+        # Tests set this to see a handler's unexpected exception instead of operation_rejected.
+        self.raise_unexpected = bool(os.environ.get("KNOWSPEC_RAISE_UNEXPECTED"))
         self._input_checks: dict[str, SchemaCheck] = {}
         self._output_checks: dict[str, SchemaCheck] = {}
 
@@ -85,17 +88,27 @@ class ToolRuntime:
         return self._output_checks[entry.name]
 
     async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None = None) -> types.CallToolResult:
-        """Run one tool call; ``name`` must be a known tool (the server checks that first)."""
+        """Run one tool call; ``name`` must be a known tool (the server checks that first).
+
+        Everything after the first cancellation check (argument walk, both validations, the
+        handler, serialisation) runs in a worker thread under the call deadline, so no request,
+        however hostile, holds the event loop.
+        """
         entry = self.entries[name]
         ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event())
         try:
-            output = await self._run(entry, {} if arguments is None else arguments, ctx)
-            return self._success(entry, output)
+            ctx.check_cancelled(f"{entry.name} request")
+            return await self._in_thread(entry, lambda: self._call_sync(entry, {} if arguments is None else arguments, ctx), ctx)
         except ToolError as err:
             return error_result(err)
 
-    async def _run(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> ToolOutput:
-        ctx.check_cancelled(f"{entry.name} request")
+    def _call_sync(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> types.CallToolResult:
+        try:
+            return self._success(entry, self._run(entry, arguments, ctx))
+        except ToolError as err:
+            return error_result(err)
+
+    def _run(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> ToolOutput:
         walk_arguments(arguments)
         errors = self._input_check(entry).errors(arguments)
         if errors:
@@ -104,25 +117,29 @@ class ToolRuntime:
         if handler is None:
             raise not_implemented(entry.name)
         args = entry.input_model.model_validate(arguments)
-        output = await self._in_thread(entry, handler, args, ctx)
+        output = handler(args, ctx)
         if output is None:
             raise ToolError("schema_validation", "tool handler returned no result")
         if not isinstance(output, ToolOutput):
             output = ToolOutput(structured=output)
+        ctx.check_cancelled(f"{entry.name} request")
         errors = self._output_check(entry).errors(output.structured)
         if errors:
             log.error("%s returned output that fails its schema: %s", entry.name, errors[0].message)
             raise output_error(errors)
         return output
 
-    async def _in_thread(self, entry: ToolEntry, handler: Handler, args: Any, ctx: CallContext) -> ToolOutput:
-        def work() -> ToolOutput:
+    async def _in_thread(self, entry: ToolEntry, call: Callable[[], types.CallToolResult],
+                         ctx: CallContext) -> types.CallToolResult:
+        def work() -> types.CallToolResult:
             try:
-                return handler(args, ctx)
+                return call()
             except ToolError:
                 raise
             except Exception:  # a bug must not crash the session or leak internals
                 log.exception("tool %s failed unexpectedly", entry.name)
+                if self.raise_unexpected:
+                    raise
                 raise ToolError("operation_rejected", "tool operation was rejected") from None
 
         try:

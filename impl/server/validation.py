@@ -8,16 +8,22 @@ that never echoes the offending value.
 
 from __future__ import annotations
 
-from typing import Any
+from itertools import islice
+from typing import Any, Iterator
 
 import jsonschema_rs
 from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
+from jsonschema.validators import extend
 
 from knowspec.impl.errors import ToolError, diagnostic
 
 LIMIT_KEYWORDS = frozenset({"maximum", "maxLength", "maxItems", "maxProperties"})
 MAX_INPUT_DIAGNOSTICS = 8
+# The detail pass only explains a verdict the fast validator already gave: this many errors are
+# plenty to pick 8 diagnostics from and to see a limit keyword (limit keywords are checked first
+# at every level, see ``_limits_first``), and the cap keeps a huge bad array cheap.
+MAX_DETAIL_ERRORS = 1024
 
 FIELD_GUIDANCE = {
     "temporal_profile": "Use date-3fcbb9f or instant-0b87c52; match as_of to that profile.",
@@ -34,18 +40,61 @@ REDUCE = "Reduce this field to the advertised limit; narrow the request before r
 FALLBACK = "Check this field against the advertised input schema, then retry with corrected arguments."
 
 
+def _json_key(value: Any) -> Any:
+    """A hashable key equal exactly when two JSON values are equal (1 == 1.0, true != 1)."""
+    if isinstance(value, bool):
+        return ("b", value)
+    if isinstance(value, (int, float)):
+        return ("n", value)
+    if isinstance(value, str):
+        return ("s", value)
+    if isinstance(value, list):
+        return ("l", tuple(_json_key(item) for item in value))
+    if isinstance(value, dict):
+        return ("d", frozenset((key, _json_key(item)) for key, item in value.items()))
+    return ("z", None)
+
+
+def _unique_items(validator: Any, unique: bool, instance: Any, schema: Any) -> Iterator[ValidationError]:
+    """``uniqueItems`` in linear time; the library's own check is quadratic on mixed-type arrays."""
+    if unique and validator.is_type(instance, "array"):
+        seen: set[Any] = set()
+        for item in instance:
+            key = _json_key(item)
+            if key in seen:
+                yield ValidationError("array has non-unique elements")
+                return
+            seen.add(key)
+
+
+def _limits_first(schema: Any) -> Any:
+    """The same schema with limit keywords first in every subschema, so they fail first."""
+    if isinstance(schema, list):
+        return [_limits_first(item) for item in schema]
+    if not isinstance(schema, dict):
+        return schema
+    ordered = sorted(schema.items(), key=lambda kv: kv[0] not in LIMIT_KEYWORDS)
+    return {key: _limits_first(value) for key, value in ordered}
+
+
+DetailValidator = extend(Draft202012Validator, {"uniqueItems": _unique_items})
+
+
 class SchemaCheck:
-    """Validators for one schema: a fast Rust check first, Python detail only on failure."""
+    """Validators for one schema: a fast Rust check first, Python detail only on failure.
+
+    The detail pass is bounded: linear ``uniqueItems`` and at most ``MAX_DETAIL_ERRORS`` errors.
+    """
 
     def __init__(self, schema: dict[str, Any]):
         self.schema = schema
         self.fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
-        self.detail = Draft202012Validator(schema, format_checker=FormatChecker())
+        self.detail = DetailValidator(_limits_first(schema), format_checker=FormatChecker())
 
     def errors(self, instance: Any) -> list[ValidationError]:
         if self.fast.is_valid(instance):
             return []
-        errors = list(self.detail.iter_errors(instance))
+        errors = list(islice(self.detail.iter_errors(instance), MAX_DETAIL_ERRORS))
         if not errors:  # the two engines disagree on a format: trust the stricter verdict
             errors = [ValidationError("does not match the schema", validator="format")]
         return errors

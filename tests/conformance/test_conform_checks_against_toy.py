@@ -31,6 +31,8 @@ BROKEN = {
     "drop_hit": "differential_search",
     "bad_neighbors_order": "differential_neighbors",
     "dies_on_cancel": "cancellation",
+    "drops_bad_lines": "every_line_answered",
+    "quadratic_validation": "hostile_validation_nonblocking",
 }
 
 

@@ -50,9 +50,21 @@ def diag(code, message, field="", file=""):
             "spec_ref": "", "policy_failure": False}
 
 
+def _over_max_items(schema, args):
+    """Array limits first, in linear time: a long array is refused before the full validation
+    (whose uniqueItems is quadratic on mixed types) ever sees it."""
+    return [name for name, prop in schema.get("properties", {}).items()
+            if isinstance(args, dict) and isinstance(args.get(name), list) and "maxItems" in prop
+            and len(args[name]) > prop["maxItems"]]
+
+
 def validate(name, args):
     if VARIANT == "no_validation":
         return
+    too_long = _over_max_items(TOOLS[name]["input"], args) if VARIANT != "quadratic_validation" else []
+    if too_long:
+        raise Fail("resource_limit", "tool input exceeds the advertised schema limits",
+                   [diag("invalid_input", "argument fails the maxItems rule", field) for field in too_long[:8]])
     errors = list(jsonschema.Draft202012Validator(TOOLS[name]["input"]).iter_errors(args))
     if VARIANT == "reject_unicode" and not errors and not str(args.get("query", "")).isascii():
         raise Fail("schema_validation", "query must be ASCII")
@@ -346,7 +358,10 @@ if __name__ == "__main__" and "--http" in sys.argv:
     uvicorn.run(server.streamable_http_app(streamable_http_path="/mcp"), host="127.0.0.1", port=port,
                 log_level="error")
 elif __name__ == "__main__":
-    from mcp.server.stdio import stdio_server
+    if VARIANT == "drops_bad_lines":  # the SDK transport ignores a line it cannot read
+        from mcp.server.stdio import stdio_server
+    else:  # a transport that answers every line (knowspec's; the toy has no reason to write its own)
+        from knowspec.impl.server.stdio_transport import stdio_transport as stdio_server
 
     async def main():
         async with stdio_server() as (r, w):

@@ -1,0 +1,157 @@
+"""Raw JSON-RPC lines to a target, below any MCP client library.
+
+The SDK client only sends well-formed messages; the protocol-edge checks need to send lines no
+client would (malformed JSON, batches, lone surrogate escapes, deep nesting) and to count the
+replies each one gets. ``RawStdio`` runs its own copy of a stdio target; ``RawHttp`` opens its
+own session on an HTTP target. Both initialize first, like any client.
+"""
+
+from __future__ import annotations
+
+import http.client
+import json
+import queue
+import subprocess
+import tempfile
+import threading
+import time
+from typing import Any
+from urllib.parse import urlsplit
+
+PROTOCOL_VERSION = "2025-06-18"
+
+
+def initialize_message(request_id: Any = "init") -> dict[str, Any]:
+    return {"jsonrpc": "2.0", "id": request_id, "method": "initialize",
+            "params": {"protocolVersion": PROTOCOL_VERSION, "capabilities": {},
+                       "clientInfo": {"name": "knowspec-conformance-raw", "version": "1"}}}
+
+
+INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+
+
+def _parse(line: bytes) -> dict[str, Any]:
+    try:
+        value = json.loads(line)
+    except ValueError:
+        return {"unparseable": line[:200].decode("utf-8", "replace")}
+    return value if isinstance(value, dict) else {"unparseable": repr(value)[:200]}
+
+
+class RawStdio:
+    """A private copy of the stdio target; lines in, parsed replies out (with arrival times)."""
+
+    def __init__(self, argv: list[str]):
+        self.stderr = tempfile.TemporaryFile()
+        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        self.replies: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
+        self._reader = threading.Thread(target=self._read, daemon=True)
+        self._reader.start()
+
+    def _read(self) -> None:
+        assert self.proc.stdout is not None
+        for line in self.proc.stdout:
+            if line.strip():
+                self.replies.put((time.monotonic(), _parse(line)))
+
+    def send(self, line: bytes) -> float:
+        assert self.proc.stdin is not None
+        self.proc.stdin.write(line.rstrip(b"\n") + b"\n")
+        self.proc.stdin.flush()
+        return time.monotonic()
+
+    def initialize(self, timeout: float) -> None:
+        self.send(json.dumps(initialize_message()).encode())
+        reply = self.wait_for(lambda r: r.get("id") == "init", timeout)
+        if reply is None:
+            raise TimeoutError("no answer to initialize")
+        self.send(json.dumps(INITIALIZED).encode())
+
+    def wait_for(self, match, timeout: float) -> dict[str, Any] | None:
+        end = time.monotonic() + timeout
+        while True:
+            left = end - time.monotonic()
+            if left <= 0:
+                return None
+            try:
+                _, reply = self.replies.get(timeout=left)
+            except queue.Empty:
+                return None
+            if match(reply):
+                return reply
+
+    def drain(self, quiet: float) -> list[dict[str, Any]]:
+        """Every reply until none arrives for ``quiet`` seconds."""
+        out = []
+        while True:
+            try:
+                out.append(self.replies.get(timeout=quiet)[1])
+            except queue.Empty:
+                return out
+
+    def close(self) -> None:
+        if self.proc.stdin is not None and not self.proc.stdin.closed:
+            try:
+                self.proc.stdin.close()
+            except OSError:
+                pass
+        try:
+            self.proc.wait(10)
+        except subprocess.TimeoutExpired:
+            self.proc.kill()
+            self.proc.wait(10)
+        self.stderr.close()
+
+    def __enter__(self) -> "RawStdio":
+        return self
+
+    def __exit__(self, *exc: Any) -> None:
+        self.close()
+
+
+def _replies_in(content_type: str, body: bytes) -> list[dict[str, Any]]:
+    if not body.strip():
+        return []
+    if content_type.startswith("text/event-stream"):
+        return [_parse(line[5:].strip().encode()) for line in body.decode("utf-8", "replace").splitlines()
+                if line.startswith("data:") and line[5:].strip()]
+    value = _parse(body) if not body.lstrip().startswith(b"[") else {"batch": json.loads(body)}
+    return [value]
+
+
+class RawHttp:
+    """One MCP session of its own on an HTTP target, one connection per thread of use."""
+
+    def __init__(self, url: str, timeout: float):
+        parts = urlsplit(url)
+        self.host, self.port = parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
+        self.https = parts.scheme == "https"
+        self.path = parts.path or "/"
+        self.timeout = timeout
+        self.session: dict[str, str] = {}
+
+    def _connection(self) -> http.client.HTTPConnection:
+        cls = http.client.HTTPSConnection if self.https else http.client.HTTPConnection
+        return cls(self.host, self.port, timeout=self.timeout)
+
+    def post(self, body: bytes) -> tuple[int, list[dict[str, Any]]]:
+        """(HTTP status, JSON-RPC replies in the response)."""
+        conn = self._connection()
+        try:
+            conn.request("POST", self.path, body=body, headers={
+                "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+                "MCP-Protocol-Version": PROTOCOL_VERSION, **self.session})
+            response = conn.getresponse()
+            data = response.read()
+            session = response.getheader("mcp-session-id")
+            if session and not self.session:
+                self.session = {"Mcp-Session-Id": session}
+            return response.status, _replies_in(response.getheader("content-type") or "", data)
+        finally:
+            conn.close()
+
+    def initialize(self) -> None:
+        status, replies = self.post(json.dumps(initialize_message()).encode())
+        if status >= 400 or not any(r.get("id") == "init" and "result" in r for r in replies):
+            raise ConnectionError(f"initialize failed with HTTP {status}")
+        self.post(json.dumps(INITIALIZED).encode())

@@ -1,0 +1,105 @@
+"""One hostile call must not stall the server for everyone else.
+
+Rule: the input schema is checked before a call runs (read.md §3.0), and checking it must stay
+bounded: a small request whose validation is expensive in a naive validator (``uniqueItems`` over
+a long array of mixed types is quadratic in some) must neither freeze the server for other
+clients nor run unbounded. Over HTTP, while that call is in flight on one connection, a cheap
+request on a second connection must be answered within ``BOUND_SECONDS``; over stdio (one
+client per process) the hostile call itself must be answered within ``STDIO_BOUND_SECONDS``.
+"""
+
+from __future__ import annotations
+
+import json
+import threading
+import time
+from typing import Any
+
+from knowspec.conformance.checks.raw_wire import RawHttp, RawStdio
+from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.generate import base_arguments
+
+RULE = ("read.md §3.0 (schema validation before the handler) — bounded: a hostile input must not "
+        "block other clients (HTTP) or run unbounded (stdio)")
+ITEMS = 12_000
+BOUND_SECONDS = 2.0
+STDIO_BOUND_SECONDS = 10.0
+CHEAP_TIMEOUT = 10.0
+MIN_BUDGET = 40.0
+
+
+def unique_items_target(ctx: CheckContext) -> tuple[str, str] | None:
+    """(tool, property) of the first advertised tool with a ``uniqueItems`` array input."""
+    for tool in ctx.contract.tools:
+        if not ctx.is_advertised(tool.name):
+            continue
+        for name, prop in tool.input_properties.items():
+            if isinstance(prop, dict) and prop.get("uniqueItems") and prop.get("type") == "array":
+                return tool.name, name
+    return None
+
+
+def _applies(ctx: CheckContext) -> str | None:
+    if unique_items_target(ctx) is None:
+        return "no advertised tool takes a uniqueItems array"
+    if ctx.deadline is not None and ctx.deadline - time.monotonic() < MIN_BUDGET:
+        return "time budget too short"
+    return None
+
+
+def hostile_call(ctx: CheckContext, request_id: Any) -> bytes:
+    tool_name, prop = unique_items_target(ctx)  # type: ignore[misc]
+    args = base_arguments(ctx.contract.tool(tool_name), ctx.fill())
+    args[prop] = [i if i % 2 == 0 else str(i) for i in range(ITEMS)]  # mixed types, all distinct
+    return json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                       "params": {"name": tool_name, "arguments": args}}).encode()
+
+
+def _over_http(ctx: CheckContext) -> None:
+    hostile, cheap = RawHttp(ctx.conn.target.spec, 300), RawHttp(ctx.conn.target.spec, CHEAP_TIMEOUT)
+    hostile.initialize()
+    cheap.initialize()
+    cheap.post(b'{"jsonrpc":"2.0","id":"warm","method":"ping"}')
+    body = hostile_call(ctx, "hostile")
+    done = threading.Event()
+    worker = threading.Thread(target=lambda: (hostile.post(body), done.set()), daemon=True)
+    worker.start()
+    time.sleep(0.3)  # the hostile request is on the wire and being validated
+    if done.is_set():
+        return  # answered before a second client could even ask: nothing was blocked
+    start = time.monotonic()
+    try:
+        status, replies = cheap.post(b'{"jsonrpc":"2.0","id":"cheap","method":"ping"}')
+    except OSError:  # socket timeout: blocked far past the bound
+        raise CheckFailed(f"a ping on a second connection got no answer within {CHEAP_TIMEOUT:.0f}s while one "
+                          f"hostile {ITEMS}-item uniqueItems call was validated (bound {BOUND_SECONDS}s)") from None
+    took = time.monotonic() - start
+    if not any(r.get("id") == "cheap" for r in replies):
+        raise CheckFailed(f"a ping on a second connection got no answer (HTTP {status})", response=replies[:2])
+    if took > BOUND_SECONDS and not done.is_set():
+        raise CheckFailed(f"a ping on a second connection took {took:.1f}s while one hostile "
+                          f"{ITEMS}-item uniqueItems call was validated (bound {BOUND_SECONDS}s)")
+
+
+def _over_stdio(ctx: CheckContext) -> None:
+    with RawStdio(ctx.conn.target.argv()) as raw:
+        raw.initialize(60)  # a cold server process may take a while to start
+        start = raw.send(hostile_call(ctx, "hostile"))
+        reply = raw.wait_for(lambda r: r.get("id") == "hostile", STDIO_BOUND_SECONDS)
+        if reply is None:
+            raise CheckFailed(f"one {ITEMS}-item mixed-type uniqueItems call was not answered within "
+                              f"{STDIO_BOUND_SECONDS}s: its validation is unbounded")
+        took = time.monotonic() - start
+        if "result" not in reply and "error" not in reply:
+            raise CheckFailed(f"the hostile call got no JSON-RPC response after {took:.1f}s", response=reply)
+
+
+@check("hostile_validation_nonblocking", RULE, scope="server", applies=_applies)
+def hostile_validation_nonblocking(ctx: CheckContext) -> None:
+    """An expensive-to-validate call neither blocks a second client nor runs unbounded."""
+    ctx.calls += 2
+    if ctx.conn.target.is_stdio:
+        _over_stdio(ctx)
+    else:
+        _over_http(ctx)

@@ -1,0 +1,148 @@
+"""Request body caps and deadlines for the HTTP app, enforced before anything reads a body.
+
+Without them an anonymous client could make the server buffer a body of any size (a 300 MB
+``POST /ClientREST/Login`` grew the process by 0.9 GB) or hold sockets open by trickling one.
+This ASGI middleware reads each body itself, counting as the chunks arrive:
+
+- a declared ``Content-Length`` over the cap is refused at once, an undeclared (chunked) body as
+  soon as the count passes the cap: HTTP 413;
+- a body that stalls longer than ``idle_seconds`` between chunks, or takes longer than
+  ``total_seconds`` overall, is refused: HTTP 408;
+- otherwise the app receives the body it would have read, then the live ``receive`` (so client
+  disconnects still reach it).
+
+REST paths answer with the error envelope (``resource_limit`` / ``invalid_request``), ``/mcp``
+with a JSON-RPC error (id null), each the shape that path's clients already parse. Requests
+without a body (``GET /mcp`` event streams among them) pass through untouched.
+"""
+
+from __future__ import annotations
+
+import json
+import time
+from dataclasses import dataclass
+from typing import Any, Awaitable, Callable
+
+import anyio
+
+from knowspec.impl.rest.envelope import envelope
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+MCP_MAX_BODY_BYTES = 72 * 1024 * 1024  # above the 64 MiB argument estimate (read.md §5.1)
+REST_MAX_BODY_BYTES = 1024 * 1024  # REST bodies are small JSON objects (IMPORTDOC names a file)
+IDLE_SECONDS = 5.0
+REST_TOTAL_SECONDS = 10.0
+MCP_TOTAL_SECONDS = 60.0
+
+
+@dataclass(frozen=True)
+class BodyRule:
+    max_bytes: int
+    total_seconds: float
+    idle_seconds: float = IDLE_SECONDS
+
+
+class _Refused(Exception):
+    def __init__(self, status: int, message: str):
+        self.status, self.message = status, message
+
+
+def _is_mcp(scope: Scope) -> bool:
+    path = scope.get("path", "")
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
+def _has_body(scope: Scope) -> bool:
+    headers = dict(scope.get("headers") or [])
+    length = headers.get(b"content-length")
+    if length is not None:
+        return length.strip() not in (b"", b"0")
+    return b"chunked" in headers.get(b"transfer-encoding", b"").lower()
+
+
+def _declared_length(scope: Scope) -> int | None:
+    for name, value in scope.get("headers") or []:
+        if name == b"content-length":
+            try:
+                return int(value)
+            except ValueError:
+                return None
+    return None
+
+
+async def read_body(receive: Receive, rule: BodyRule) -> bytes | None:
+    """The whole body within ``rule``; ``None`` when the client disconnected first."""
+    chunks: list[bytes] = []
+    size = 0
+    deadline = time.monotonic() + rule.total_seconds
+    while True:
+        wait = min(rule.idle_seconds, deadline - time.monotonic())
+        if wait <= 0:
+            raise _Refused(408, "request body was not received in time")
+        with anyio.move_on_after(wait) as timer:
+            message = await receive()
+        if timer.cancelled_caught:
+            raise _Refused(408, "request body was not received in time")
+        if message["type"] == "http.disconnect":
+            return None
+        chunk = message.get("body", b"")
+        size += len(chunk)
+        if size > rule.max_bytes:
+            raise _Refused(413, "request body exceeds the size limit")
+        chunks.append(chunk)
+        if not message.get("more_body", False):
+            return b"".join(chunks)
+
+
+async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
+    if _is_mcp(scope):
+        payload: dict[str, Any] = {"jsonrpc": "2.0", "id": None,
+                                   "error": {"code": -32600, "message": f"Invalid Request: {refused.message}"}}
+    else:
+        code = "resource_limit" if refused.status == 413 else "invalid_request"
+        payload = envelope(code, refused.message, retryable=refused.status == 408)
+    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
+    await send({"type": "http.response.start", "status": refused.status,
+                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+                            (b"connection", b"close")]})
+    await send({"type": "http.response.body", "body": body})
+
+
+class BodyLimitMiddleware:
+    """Caps and deadlines per path family: ``/mcp`` and everything else (REST)."""
+
+    def __init__(self, app: ASGIApp, mcp: BodyRule | None = None, rest: BodyRule | None = None):
+        self.app = app
+        self.mcp = mcp or BodyRule(MCP_MAX_BODY_BYTES, MCP_TOTAL_SECONDS)
+        self.rest = rest or BodyRule(REST_MAX_BODY_BYTES, REST_TOTAL_SECONDS)
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope["type"] != "http" or not _has_body(scope):
+            await self.app(scope, receive, send)
+            return
+        rule = self.mcp if _is_mcp(scope) else self.rest
+        try:
+            declared = _declared_length(scope)
+            if declared is not None and declared > rule.max_bytes:
+                raise _Refused(413, "request body exceeds the size limit")
+            body = await read_body(receive, rule)
+        except _Refused as refused:
+            await _refuse(scope, send, refused)
+            return
+        if body is None:
+            return  # the client left; there is no one to answer
+        replayed = False
+
+        async def replay() -> Message:
+            nonlocal replayed
+            if not replayed:
+                replayed = True
+                return {"type": "http.request", "body": body, "more_body": False}
+            return await receive()
+
+        await self.app(scope, replay, send)

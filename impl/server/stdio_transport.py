@@ -1,0 +1,254 @@
+"""MCP over stdin/stdout, one JSON-RPC message per line, where every request line gets one answer.
+
+The SDK's own stdio transport drops a line it cannot turn into a message (malformed JSON, a batch
+array, a lone surrogate escape, nesting past the decoder's depth) and, at end of input, answers
+calls still running with "Connection closed". This transport instead:
+
+- answers a line that is not JSON (or not UTF-8, or too deep to decode) with -32700 and id null;
+- answers JSON that is not one JSON-RPC message (a batch array, a scalar, a malformed object)
+  with -32600, echoing the id when the object has a usable one;
+- passes a lone surrogate inside ``tools/call`` arguments on to the call pipeline, whose raw
+  argument walk answers ``invalid_request`` (read.md §3.0); anywhere else in the message it is
+  -32600;
+- at end of input, waits for the calls in flight (up to ``drain_seconds``), writes their
+  answers, and only then ends the session.
+
+Decoding and encoding of large lines run in a worker thread, so a big request never holds the
+event loop. While serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray
+``print`` in a handler cannot corrupt the wire; both are restored on exit.
+"""
+
+from __future__ import annotations
+
+import json
+import logging
+import os
+import sys
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, BinaryIO
+
+import anyio
+import mcp_types as types
+from mcp.shared.message import SessionMessage
+
+log = logging.getLogger("knowspec.stdio")
+
+PARSE_ERROR = -32700
+INVALID_REQUEST = -32600
+INTERNAL_ERROR = -32603
+MAX_LINE_BYTES = 72 * 1024 * 1024  # the HTTP body cap: above the 64 MiB argument estimate
+INLINE_BYTES = 64 * 1024  # smaller lines are decoded on the loop; larger ones in a thread
+READ_CHUNK = 1024 * 1024
+
+
+def error_line(code: int, message: str, request_id: Any = None) -> bytes:
+    """A JSON-RPC error response as one wire line."""
+    body = {"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}}
+    return json.dumps(body, separators=(",", ":")).encode("utf-8") + b"\n"
+
+
+def _has_lone_surrogate(value: Any, depth: int = 0) -> bool:
+    if isinstance(value, str):
+        try:
+            value.encode("utf-8")
+        except UnicodeEncodeError:
+            return True
+        return False
+    if depth > 64:  # only the envelope is walked here; deep values live in arguments
+        return False
+    if isinstance(value, dict):
+        return any(_has_lone_surrogate(k) or _has_lone_surrogate(v, depth + 1) for k, v in value.items())
+    if isinstance(value, list):
+        return any(_has_lone_surrogate(v, depth + 1) for v in value)
+    return False
+
+
+def _usable_id(value: Any) -> Any:
+    if isinstance(value, bool):
+        return None
+    if isinstance(value, int) or (isinstance(value, str) and not _has_lone_surrogate(value)):
+        return value
+    return None
+
+
+def decode_line(line: bytes) -> types.JSONRPCMessage | bytes:
+    """One wire line → a JSON-RPC message, or the error line that answers it."""
+    try:
+        text = line.decode("utf-8")
+        value = json.loads(text)
+    except (UnicodeDecodeError, ValueError):
+        return error_line(PARSE_ERROR, "Parse error")
+    except RecursionError:
+        return error_line(PARSE_ERROR, "Parse error: nesting too deep")
+    if isinstance(value, list):
+        return error_line(INVALID_REQUEST, "Invalid Request: batch requests are not supported")
+    if not isinstance(value, dict):
+        return error_line(INVALID_REQUEST, "Invalid Request")
+    request_id = _usable_id(value.get("id"))
+    envelope = value
+    params = value.get("params")
+    if value.get("method") == "tools/call" and isinstance(params, dict) and "arguments" in params:
+        # Arguments are the pipeline's to judge (invalid UTF-8 there is invalid_request).
+        envelope = {**value, "params": {k: v for k, v in params.items() if k != "arguments"}}
+    if _has_lone_surrogate(envelope):
+        return error_line(INVALID_REQUEST, "Invalid Request: invalid UTF-8", request_id)
+    try:
+        return types.jsonrpc_message_adapter.validate_python(value, by_name=False)
+    except Exception:
+        return error_line(INVALID_REQUEST, "Invalid Request", request_id)
+
+
+def encode_message(message: types.JSONRPCMessage) -> bytes:
+    """A message as one wire line; an answer that cannot be encoded becomes an internal error."""
+    try:
+        return message.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + b"\n"
+    except Exception:
+        log.exception("could not encode an outgoing message")
+        request_id = getattr(message, "id", None)
+        if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+            return error_line(INTERNAL_ERROR, "Internal error: the answer could not be encoded", _usable_id(request_id))
+        return b""
+
+
+class _InFlight:
+    """Request ids forwarded to the server and not yet answered (nor cancelled by the client)."""
+
+    def __init__(self) -> None:
+        self.ids: set[Any] = set()
+        self.empty = anyio.Event()
+        self.empty.set()
+
+    def add(self, request_id: Any) -> None:
+        self.ids.add(request_id)
+        if self.empty.is_set():
+            self.empty = anyio.Event()
+
+    def discard(self, request_id: Any) -> None:
+        self.ids.discard(request_id)
+        if not self.ids:
+            self.empty.set()
+
+
+async def _lines(source: BinaryIO) -> AsyncIterator[bytes | None]:
+    """Lines without their newline; ``None`` for a line over ``MAX_LINE_BYTES`` (dropped whole)."""
+    buffer = bytearray()
+    overflow = False
+    while True:
+        # Abandoned on cancel: a read blocked on an open pipe must not hold up shutdown.
+        chunk = await anyio.to_thread.run_sync(source.read, READ_CHUNK, abandon_on_cancel=True)
+        if not chunk:
+            break
+        start = 0
+        while True:
+            end = chunk.find(b"\n", start)
+            if end < 0:
+                if not overflow:
+                    buffer += chunk[start:]
+                    if len(buffer) > MAX_LINE_BYTES:
+                        overflow, buffer = True, bytearray()
+                break
+            if overflow:
+                overflow = False
+                yield None
+            else:
+                buffer += chunk[start:end]
+                yield bytes(buffer)
+            buffer = bytearray()
+            start = end + 1
+    if overflow:
+        yield None
+    elif buffer.strip():
+        yield bytes(buffer)
+
+
+@asynccontextmanager
+async def _claimed_stdio() -> AsyncIterator[tuple[BinaryIO, BinaryIO]]:
+    """Private duplicates of fd 0/1; the originals point at /dev/null and stderr meanwhile."""
+    sys.stdout.flush()
+    wire_in, wire_out = os.dup(0), os.dup(1)
+    null = os.open(os.devnull, os.O_RDONLY)
+    try:
+        os.dup2(null, 0)
+        os.dup2(2, 1)
+    finally:
+        os.close(null)
+    try:
+        # closefd=False: a reader thread may still block on the descriptor after exit.
+        yield os.fdopen(wire_in, "rb", buffering=0, closefd=False), os.fdopen(wire_out, "wb", closefd=False)
+    finally:
+        sys.stdout.flush()
+        os.dup2(wire_in, 0)
+        os.dup2(wire_out, 1)
+
+
+@asynccontextmanager
+async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *,
+                          drain_seconds: float = 60.0):
+    """``(read_stream, write_stream)`` for ``Server.run``, over the given binary streams or stdio."""
+    if stdin is None or stdout is None:
+        async with _claimed_stdio() as (wire_in, wire_out):
+            async with stdio_transport(wire_in, wire_out, drain_seconds=drain_seconds) as streams:
+                yield streams
+        return
+
+    sink = anyio.wrap_file(stdout)
+    write_lock = anyio.Lock()
+    in_flight = _InFlight()
+    to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
+    write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+
+    async def emit(data: bytes) -> None:
+        if not data:
+            return
+        async with write_lock:
+            await sink.write(data)
+            await sink.flush()
+
+    async def reader() -> None:
+        async with to_server:
+            async for line in _lines(stdin):
+                if line is None:
+                    await emit(error_line(INVALID_REQUEST, "Invalid Request: message exceeds the size limit"))
+                    continue
+                if not line.strip():
+                    continue
+                if len(line) > INLINE_BYTES:
+                    decoded = await anyio.to_thread.run_sync(decode_line, line)
+                else:
+                    decoded = decode_line(line)
+                if isinstance(decoded, bytes):
+                    await emit(decoded)
+                    continue
+                if isinstance(decoded, types.JSONRPCRequest):
+                    in_flight.add(decoded.id)
+                elif isinstance(decoded, types.JSONRPCNotification) and decoded.method == "notifications/cancelled":
+                    in_flight.discard((decoded.params or {}).get("requestId"))
+                await to_server.send(SessionMessage(decoded))
+            # End of input: let the calls in flight finish and be answered before the server stops.
+            with anyio.move_on_after(drain_seconds):
+                await in_flight.empty.wait()
+
+    async def writer() -> None:
+        async with from_server:
+            async for session_message in from_server:
+                message = session_message.message
+                data = await anyio.to_thread.run_sync(encode_message, message)
+                await emit(data)
+                if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
+                    in_flight.discard(message.id)
+
+    async with anyio.create_task_group() as tg:
+        reading = anyio.CancelScope()
+
+        async def read_until_stopped() -> None:
+            with reading:
+                await reader()
+
+        tg.start_soon(read_until_stopped)
+        tg.start_soon(writer)
+        try:
+            yield read_stream, write_stream
+        finally:
+            # The server has stopped: stop reading, but let every answer it sent reach the wire.
+            reading.cancel()
+            await write_stream.aclose()

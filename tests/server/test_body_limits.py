@@ -1,0 +1,112 @@
+"""Every HTTP body is capped and timed before it is read whole (issue #19.5)."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import sys
+
+import anyio
+import pytest
+from jsonschema import Draft202012Validator
+
+from knowspec.generated.registry import error_schema
+from knowspec.impl.server.body_limits import REST_MAX_BODY_BYTES, BodyLimitMiddleware, BodyRule
+from serving import free_port, serving
+
+
+class Recorder:
+    """A downstream app that reads the whole body, and the responses sent upstream."""
+
+    def __init__(self):
+        self.bodies: list[bytes] = []
+
+    async def __call__(self, scope, receive, send):
+        body = b""
+        while True:
+            message = await receive()
+            body += message.get("body", b"")
+            if not message.get("more_body"):
+                break
+        self.bodies.append(body)
+        await send({"type": "http.response.start", "status": 200, "headers": []})
+        await send({"type": "http.response.body", "body": b"ok"})
+
+
+def _drive(path: str, chunks: list[bytes], headers: list[tuple[bytes, bytes]], *, stall_after: int | None = None,
+           rule: BodyRule | None = None):
+    app = Recorder()
+    middleware = BodyLimitMiddleware(app, mcp=rule, rest=rule)
+    pulled = []
+    sent = []
+
+    async def receive():
+        if stall_after is not None and len(pulled) >= stall_after:
+            await anyio.sleep(3600)
+        index = len(pulled)
+        pulled.append(index)
+        return {"type": "http.request", "body": chunks[index], "more_body": index < len(chunks) - 1}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "method": "POST", "path": path, "headers": headers}
+    anyio.run(middleware, scope, receive, send)
+    status = sent[0]["status"]
+    body = json.loads(sent[1]["body"]) if status != 200 else sent[1]["body"]
+    return status, body, len(pulled), app.bodies
+
+
+def test_declared_length_over_the_cap_is_413_before_any_byte_is_read():
+    status, body, pulled, bodies = _drive("/ClientREST/Login", [b"x"], [(b"content-length", b"300000000")])
+    assert status == 413 and pulled == 0 and bodies == []
+    Draft202012Validator(error_schema()).validate(body)
+    assert body["code"] == "resource_limit"
+
+
+def test_chunked_body_is_refused_as_soon_as_it_passes_the_cap():
+    chunk = b"x" * (256 * 1024)
+    status, body, pulled, bodies = _drive("/ClientREST/Login", [chunk] * 100, [(b"transfer-encoding", b"chunked")])
+    assert status == 413 and bodies == []
+    assert pulled == REST_MAX_BODY_BYTES // len(chunk) + 1
+
+
+def test_mcp_body_over_its_cap_is_a_json_rpc_error():
+    rule = BodyRule(max_bytes=10, total_seconds=5)
+    status, body, _, _ = _drive("/mcp", [b"x" * 11], [(b"content-length", b"11")], rule=rule)
+    assert status == 413 and body["error"]["code"] == -32600 and body["id"] is None
+
+
+def test_a_stalled_body_is_408_after_the_idle_limit():
+    rule = BodyRule(max_bytes=1000, total_seconds=30, idle_seconds=0.05)
+    status, body, pulled, bodies = _drive("/ClientREST/Login", [b"{", b"}"], [(b"content-length", b"2")],
+                                          stall_after=1, rule=rule)
+    assert status == 408 and bodies == [] and pulled == 1
+    assert body["code"] == "invalid_request" and body["retryable"] is True
+
+
+def test_a_body_within_limits_reaches_the_app_whole():
+    status, _, _, bodies = _drive("/ClientREST/Login", [b'{"user":', b'"a"}'], [(b"content-length", b"12")])
+    assert status == 200 and bodies == [b'{"user":"a"}']
+
+
+@pytest.fixture(scope="module")
+def http_base(tmp_path_factory):
+    port, appdir = free_port(), tmp_path_factory.mktemp("appdir")
+    with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
+                  "--appdir", str(appdir)], port) as url:
+        yield port
+
+
+def test_real_server_refuses_an_oversized_anonymous_login_with_the_envelope(http_base):
+    conn = http.client.HTTPConnection("127.0.0.1", http_base, timeout=30)
+    size = 8 * REST_MAX_BODY_BYTES
+    conn.putrequest("POST", "/ClientREST/Login")
+    conn.putheader("Content-Type", "application/json")
+    conn.putheader("Content-Length", str(size))
+    conn.endheaders()
+    response = conn.getresponse()  # answered before the body is sent
+    assert response.status == 413
+    body = json.loads(response.read())
+    Draft202012Validator(error_schema()).validate(body)
+    assert body["code"] == "resource_limit"
