@@ -15,7 +15,10 @@ import pytest
 import yaml
 
 from knowspec.impl.rules.redaction import REDACTED, redact_message
-from okf_helpers import FIXTURES, copy_tree, validate
+from okf_helpers import copy_tree, validate
+from optional_data import UPSTREAM_FIXTURES as FIXTURES, cases
+
+pytestmark = pytest.mark.upstream_fixtures
 
 # Fixtures from before 61e75e9 whose expectation the target revision changed (read.md §7).
 SUPERSEDED = {
@@ -63,7 +66,7 @@ def _message_matches(needle: str, message: str) -> bool:
     return needle in message
 
 
-@pytest.mark.parametrize("rel", _fixture_dirs(), ids=lambda r: r)
+@pytest.mark.parametrize("rel", cases(_fixture_dirs()), ids=lambda r: r)
 def test_fixture_reproduces_expected_diagnostics(rel, tmp_path):
     manifest, result = _run(rel, tmp_path)
     if rel in SUPERSEDED:  # the target revision's behaviour: no diagnostic at all
