@@ -27,7 +27,7 @@
 #   docpool/schemas/help_stats.output.schema.json 4e7747fc49dfb03c551bd2218aadff7ed6147862a660401f1273164516f6fd8c
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
-#   docpool/tools.toml acb5ea71c16a0dcaa09716003d02e33c8e85a96cec3042a333339c56949c94b7
+#   docpool/tools.toml 48e90e3bf4a93f098da18525c6a6c72eea9980ea5f44238ce98eae610dbabcbd
 #   errors.toml e332e9654c8053217ae4e381d51d9eb8b28269ce76a2241343a9071cd4c2c089
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
@@ -59,7 +59,7 @@
 #   okf/schemas/version.schema.json 5faf5f263503fb8476dbada7ff52f2b1104a3604371aa4e8f7dceeff3d21561b
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
-#   okf/tools.toml a946475881365bab75ed68d76edc16c40249b9df523741a80088b6c33523953f
+#   okf/tools.toml f15334eab49ba001e0ff9918f9a6396a6cbc13ab34fb5f00c62c2a93ffa4c8a3
 #   rest/endpoints.toml cf6f57769d6dffed325f2ede090f38e150829d614781e3bab82ed9627fef00b0
 """The tool registry: every tool of every family, in tools/list order.
 
