@@ -59,7 +59,7 @@ def _within_limits(ctx: CheckContext, args: dict[str, Any]) -> bool:
 
 
 def violates_recheck(rechecks: tuple[dict[str, str], ...], args: dict[str, Any]) -> bool:
-    """Whether ``args`` breaks one of the handler re-checks the contract declares (read.md §4.2:
+    """Whether ``args`` breaks one of the handler re-checks the contract declares (spec/okf/contract/read.md §4.2:
     a blank query, a query without letters or digits), which may answer schema_validation."""
     for recheck in rechecks:
         value = args.get(recheck.get("argument", ""))

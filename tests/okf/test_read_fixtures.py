@@ -20,7 +20,7 @@ from optional_data import UPSTREAM_FIXTURES as FIXTURES, cases
 
 pytestmark = pytest.mark.upstream_fixtures
 
-# Fixtures from before 61e75e9 whose expectation the target revision changed (read.md §7).
+# Fixtures from before 61e75e9 whose expectation the target revision changed (spec/okf/contract/read.md §7).
 SUPERSEDED = {
     "negative/root-index-extra-frontmatter-key": "superseded by positive/root-index-extension: unknown root keys are allowed",
 }
@@ -60,7 +60,7 @@ def _run(rel: str, tmp_path):
 
 
 def _message_matches(needle: str, message: str) -> bool:
-    """MCP redacts path-like messages (§4.4); the fixtures record the CLI's unredacted text."""
+    """MCP redacts path-like messages (spec/okf/contract/read.md §4.4); fixtures hold the CLI's text."""
     if redact_message(needle) == REDACTED:
         return message == REDACTED
     return needle in message

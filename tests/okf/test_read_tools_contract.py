@@ -1,4 +1,5 @@
-"""The contract examples of list_concepts (§3.1), read_concept (§3.2) and validate_bundle (§3.3)."""
+"""The contract examples of list_concepts, read_concept and validate_bundle
+(spec/okf/contract/read.md §3.1-3.3)."""
 
 from __future__ import annotations
 
