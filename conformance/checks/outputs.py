@@ -20,7 +20,7 @@ RULE_OUTPUT = "spec/README.md#schema-rules (outputSchema = anyOf[success, envelo
 RULE_TEXT = "spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap)"
 RULE_ORDER = "spec/okf/contract/queries.md §2-3 (hits: priority then id; edges: kind, from, to, type; sources)"
 RULE_TRUNC = "spec/okf/contract/queries.md §2-3 (total counts all; at most limit; truncated = left out)"
-RULE_DET = "okf-contracts/read.md#1.1 (one immutable snapshot: the same call gives the same answer)"
+RULE_DET = "spec/okf/contract/read.md §1.1 (one immutable snapshot: the same call gives the same answer)"
 
 
 def _over_successes(ctx: CheckContext, judge: Callable[[dict[str, Any], CallOutcome], None],
