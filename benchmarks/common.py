@@ -16,6 +16,24 @@ import mcp.types as types
 from mcp import ClientSession, StdioServerParameters, stdio_client
 
 RESULTS = Path(__file__).parent / "results"
+CORPUS_ENV = "KNOWSPEC_CORPUS_DIR"  # the corpora folder holding databricks-okf (not part of the repository)
+
+
+def databricks_path() -> Path:
+    """``$KNOWSPEC_CORPUS_DIR/databricks-okf``; a placeholder path when the setting is unset."""
+    return Path(os.environ.get(CORPUS_ENV) or "/KNOWSPEC_CORPUS_DIR-is-unset") / "databricks-okf"
+
+
+def require_bundle(bundle: Path | None = None) -> Path:
+    """The corpus bundle to measure: ``--bundle`` when given, else ``$KNOWSPEC_CORPUS_DIR/databricks-okf``.
+
+    Exits with what to set when the folder is absent: the corpus is not part of the repository.
+    """
+    path = bundle if bundle is not None else databricks_path()
+    if not path.is_dir():
+        raise SystemExit(f"corpus bundle not found ({path}): pass --bundle DIR, or set {CORPUS_ENV} "
+                         "to the corpora folder holding databricks-okf")
+    return path.resolve()
 
 
 @asynccontextmanager

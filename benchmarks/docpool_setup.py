@@ -26,8 +26,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from knowspec.impl.config import Settings  # noqa: E402
 from knowspec.impl.docpool import catalog, importdoc  # noqa: E402
 from knowspec.impl.docpool.builder import build_pool  # noqa: E402
+from common import databricks_path, require_bundle  # noqa: E402
 
-DATABRICKS = ROOT.parent / "shared" / "corpora" / "databricks-okf"
+DATABRICKS = databricks_path()  # $KNOWSPEC_CORPUS_DIR/databricks-okf; checked where it is read
 SAMPLE = ROOT / "examples" / "help"
 QUERIES = Path(__file__).parent / "queries"
 CACHE = Path(os.environ.get("KNOWSPEC_BENCH_CACHE", "/tmp/knowspec-bench"))
@@ -57,6 +58,7 @@ def cached_pool(name: str, source: Path, collection: str, **kwargs: Any) -> tupl
     out, info = CACHE / f"{name}.db", CACHE / f"{name}.json"
     if out.is_file() and info.is_file():
         return out, json.loads(info.read_text())
+    source = require_bundle(source)
     CACHE.mkdir(parents=True, exist_ok=True)
     start = time.perf_counter()
     counts = build_pool(source, out, collection, title=collection, **kwargs)
@@ -67,6 +69,7 @@ def cached_pool(name: str, source: Path, collection: str, **kwargs: Any) -> tupl
 
 def subset_bundle(slugs: Iterable[str], out: Path) -> Path:
     """An OKF bundle with only the named databricks concepts (for a pool small enough to embed)."""
+    require_bundle(DATABRICKS)
     if out.exists():
         shutil.rmtree(out)
     (out / "concepts").mkdir(parents=True)

@@ -1,6 +1,6 @@
 """OKF read-side benchmark on a real corpus (issue: OKF read side, performance).
 
-Run: .venv/bin/python benchmarks/okf_read.py [--bundle ../shared/corpora/databricks-okf]
+Run: .venv/bin/python benchmarks/okf_read.py [--bundle DIR]  (default: $KNOWSPEC_CORPUS_DIR/databricks-okf)
 Writes benchmarks/results/okf_read.json. Reports side by side: the floor (read every file +
 libyaml frontmatter + pyromark parse), the cold list_concepts through the real stdio server, warm
 p50s of search_concepts / get_neighbors / read_concept (client-side timing), and the server's peak
@@ -23,9 +23,8 @@ import pyromark
 import yaml
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
+from common import percentiles, require_bundle, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
 
-DEFAULT_BUNDLE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "databricks-okf"
 LOADER = getattr(yaml, "CSafeLoader", yaml.SafeLoader)
 
 
@@ -99,10 +98,11 @@ async def rss_run(bundle: Path) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser()
-    parser.add_argument("--bundle", type=Path, default=DEFAULT_BUNDLE)
+    parser.add_argument("--bundle", type=Path, default=None,
+                        help="OKF bundle (default: $KNOWSPEC_CORPUS_DIR/databricks-okf)")
     parser.add_argument("--skip-rss", action="store_true")
     args = parser.parse_args()
-    bundle = args.bundle.resolve()
+    bundle = require_bundle(args.bundle)
     size = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
     floor = min(floor_seconds(bundle) for _ in range(2))
     queries = ["delta", "spark", "unity catalog", "table", "streaming", "cluster", "sql warehouse", "notebook",

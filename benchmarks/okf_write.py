@@ -1,8 +1,8 @@
 """OKF write-side benchmark on the databricks corpus (issue 4: write side, performance).
 
-Run: .venv/bin/python benchmarks/okf_write.py [--bundle ../shared/corpora/databricks-okf]
+Run: .venv/bin/python benchmarks/okf_write.py [--bundle DIR]  (default: $KNOWSPEC_CORPUS_DIR/databricks-okf)
      [--sizes 500,2000,5000] [--rounds 5] [--workdir /tmp/okf-write-bench]
-Writes benchmarks/results/okf_write.json. Every bundle is a copy under --workdir (the shared
+Writes benchmarks/results/okf_write.json. Every bundle is a copy under --workdir (the
 corpus is never written). Reports, client-side through the real stdio server:
 - per cut size (N concept documents plus the root index): p50/p95 of preview_concept_patch and
   apply_concept_patch of a one-concept ``set_lifecycle`` patch (``stale_after`` moves each round so
@@ -32,12 +32,11 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import percentiles, stdio_session, timed, write_results  # noqa: E402
+from common import percentiles, require_bundle, stdio_session, timed, write_results  # noqa: E402
 
 from knowspec.impl.okf.write.citations import CitationBlocked, convert, find_section  # noqa: E402
 from knowspec.impl.okf.write.document import split_document  # noqa: E402
 
-DEFAULT_BUNDLE = Path(__file__).resolve().parents[2] / "shared" / "corpora" / "databricks-okf"
 PRODUCER = "process:okf-write-bench"
 _SLUG = re.compile(r"[^a-z0-9-]+")
 
@@ -180,13 +179,15 @@ async def run(args) -> dict:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
-    parser.add_argument("--bundle", type=Path, default=DEFAULT_BUNDLE)
+    parser.add_argument("--bundle", type=Path, default=None,
+                        help="OKF bundle (default: $KNOWSPEC_CORPUS_DIR/databricks-okf)")
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[500, 2000, 5000])
     parser.add_argument("--rounds", type=int, default=5)
     parser.add_argument("--workdir", default="/tmp/okf-write-bench")
     args = parser.parse_args()
+    args.bundle = require_bundle(args.bundle)
     if Path(args.workdir).resolve().is_relative_to(args.bundle.resolve().parent):
-        raise SystemExit("--workdir must not be inside the shared corpora")
+        raise SystemExit("--workdir must not be inside the corpora folder")
     result = anyio.run(run, args)
     write_results("okf_write", {"corpus": args.bundle.name, "rounds": args.rounds, **result})
 

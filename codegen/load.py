@@ -16,7 +16,7 @@ from knowspec.codegen.model import EndpointSpec, FamilySpec, Problem, SpecModel,
 
 TOOL_NAME = re.compile(r"^[a-z][a-z0-9_]{0,63}$")
 # Handler-level re-checks a tool may apply to schema-valid input (answering schema_validation with
-# its own message, read.md §4.2); the conformance suite evaluates them itself.
+# its own message, spec/okf/contract/read.md §4.2); the conformance suite evaluates them itself.
 RECHECK_RULES = {"non_blank", "letter_or_number"}
 TEXT_ENCODERS = {"go", "plain"}  # how a json text fallback is written: spec/README.md#text-encoders
 IMPL_PATH = re.compile(r"^knowspec\.impl(\.[a-z_][a-z0-9_]*)+:[a-z_][a-z0-9_]*$")

@@ -16,8 +16,8 @@ from knowspec.conformance.fixtures.strategies import (
 from knowspec.conformance.oracles.neighbors import ALL_KINDS, expected_neighbors
 from knowspec.conformance.oracles.search import expected_search
 
-RULE_SEARCH = "seeds/000_concept_queries.en.md#search_concepts (casefold+NFC substring; priority; id)"
-RULE_NEIGHBORS = "seeds/000_concept_queries.en.md#get_neighbors (resolved links and relations; order)"
+RULE_SEARCH = "spec/okf/contract/queries.md §2 (casefold+NFC substring; priority; id)"
+RULE_NEIGHBORS = "spec/okf/contract/queries.md §3 (resolved links and relations; order)"
 
 
 def _for_tool(name: str):

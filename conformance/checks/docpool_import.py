@@ -3,7 +3,7 @@
 With ``--rest-url`` and admin credentials the runner calls :func:`prepare_pool` before any check:
 it logs in, writes the fixture pool (``pool_fixture.py``) into the pool dir and imports its two
 collections through IMPORTDOC. The checks then compare the target's answers with answers computed
-here from the fixture by the seed's rules (seeds/001_doc_pools.en.md), never from the target.
+here from the fixture by the seed's rules (spec/docpool/contract.md §3), never from the target.
 Without those options nothing is imported: the doc-tool checks read the target's own pool and
 these checks skip, naming that mode.
 """
@@ -25,12 +25,12 @@ from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.pool_fixture import HERKES, Entity, PoolFixture, Topic, ascii_lower, fold, generate, tokens
 from knowspec.conformance.target import CallOutcome, Target, TargetError, connect
 
-SEED = "seeds/001_doc_pools.en.md"
-RULE_IMPORT = f"{SEED}#import (200 {{result: true, collection, topics, chunks, docsDb, source}})"
-RULE_ANSWERS = f"{SEED}#tools (doc_get, doc_entity, doc_links, doc_search fts, doc_entities, doc_stats on the fixture)"
-RULE_ACL = f"{SEED}#authorization (erisim herkes, or an ACL principal in {{user, roles..., *}}; stdio sees all)"
-RULE_REFUSALS = f"{SEED}#import (400 for a missing param; 202 result false for a bad name, absent collection or file)"
-RULE_NON_ADMIN = f"{SEED}#import (IMPORTDOC is SYSADMIN only)"
+SEED = "spec/docpool/contract.md"
+RULE_IMPORT = f"{SEED} §3 (200 {{result: true, collection, topics, chunks, docsDb, source}})"
+RULE_ANSWERS = f"{SEED} §5 (doc_get, doc_entity, doc_links, doc_search fts, doc_entities, doc_stats on the fixture)"
+RULE_ACL = f"{SEED} §4 (erisim herkes, or an ACL principal in {{user, roles..., *}}; stdio sees all)"
+RULE_REFUSALS = f"{SEED} §3 (400 for a missing param; 202 result false for a bad name, absent collection or file)"
+RULE_NON_ADMIN = f"{SEED} §3 (IMPORTDOC is SYSADMIN only)"
 LOGOUT, DOC_GET = "/ClientREST/Logout", "/ClientREST/DocGet"
 ANONYMOUS = frozenset({"*"})
 COUNT_NAMES = ("topic", "chunk", "topic_vec", "chunk_vec", "entity", "entity_rel", "alias", "link", "acl")

@@ -14,9 +14,9 @@ from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.generate import acceptable_error_codes, arguments, boundary_cases
 from knowspec.conformance.target import CallOutcome
 
-RULE_VALID = "okf-contracts/read.md#3.0 (valid input: success or a listed contract error)"
+RULE_VALID = "spec/okf/contract/read.md §3.0 (valid input: success or a listed contract error)"
 RULE_INVALID = "spec/README.md#schema-rules (limit keywords: resource_limit; others: schema_validation)"
-RULE_BOUNDARY = "okf-contracts/read.md#5.1 (limits: 0, 1, max, max+1; lengths at and over maxLength)"
+RULE_BOUNDARY = "spec/okf/contract/read.md §5.1 (limits: 0, 1, max, max+1; lengths at and over maxLength)"
 
 
 def judge(ctx: CheckContext, args: dict[str, Any], outcome: CallOutcome) -> None:
@@ -59,7 +59,7 @@ def _within_limits(ctx: CheckContext, args: dict[str, Any]) -> bool:
 
 
 def violates_recheck(rechecks: tuple[dict[str, str], ...], args: dict[str, Any]) -> bool:
-    """Whether ``args`` breaks one of the handler re-checks the contract declares (read.md §4.2:
+    """Whether ``args`` breaks one of the handler re-checks the contract declares (spec/okf/contract/read.md §4.2:
     a blank query, a query without letters or digits), which may answer schema_validation."""
     for recheck in rechecks:
         value = args.get(recheck.get("argument", ""))

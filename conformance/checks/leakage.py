@@ -12,7 +12,7 @@ from knowspec.conformance.fixtures.model import Bundle, Concept
 from knowspec.conformance.generate import base_arguments
 from knowspec.conformance.target import CallOutcome
 
-RULE = "okf-contracts/read.md#4.4 (redaction: no local path in messages; file fields relative)"
+RULE = "spec/okf/contract/read.md §4.4 (redaction: no local path in messages; file fields relative)"
 
 
 def _strings(value: Any) -> list[str]:

@@ -20,9 +20,9 @@ from knowspec.conformance.target import CallOutcome
 RULE_OUTPUT = "spec/README.md#schema-rules (outputSchema = anyOf[success, envelope])"
 RULE_TEXT = ("spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap; "
              "#text-encoders: under go, the bytes of Go encoding/json)")
-RULE_ORDER = "seeds/000_concept_queries.en.md (hits: priority then id; edges: kind, from, to, type; sources)"
-RULE_TRUNC = "seeds/000_concept_queries.en.md (total counts all; at most limit; truncated = left out)"
-RULE_DET = "okf-contracts/read.md#1.1 (one immutable snapshot: the same call gives the same answer)"
+RULE_ORDER = "spec/okf/contract/queries.md §2-3 (hits: priority then id; edges: kind, from, to, type; sources)"
+RULE_TRUNC = "spec/okf/contract/queries.md §2-3 (total counts all; at most limit; truncated = left out)"
+RULE_DET = "spec/okf/contract/read.md §1.1 (one immutable snapshot: the same call gives the same answer)"
 
 
 def _over_successes(ctx: CheckContext, judge: Callable[[dict[str, Any], CallOutcome], None],

@@ -11,7 +11,7 @@ from knowspec.conformance.checks.common import schema_errors
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.failures import CheckFailed
 
-RULE = "seeds/001_doc_pools.en.md#import (IMPORTDOC: SYSADMIN; 400 missing params; 202 result false)"
+RULE = "spec/docpool/contract.md §3 (IMPORTDOC: SYSADMIN; 400 missing params; 202 result false)"
 EXEC = "/AdminREST/EXECCOMMAND"
 LOGIN = "/ClientREST/Login"
 

@@ -1,4 +1,4 @@
-"""Read-side error envelopes shared by every OKF read tool (§4.3, read-gaps §3.2)."""
+"""Read-side error envelopes shared by every OKF read tool (spec/okf/contract/read.md §4.3, gaps.md §3.2)."""
 
 from __future__ import annotations
 

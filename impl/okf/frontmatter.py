@@ -312,7 +312,7 @@ def decode_utf8(raw: bytes) -> str:
 
 
 def split_document(text: str) -> SplitDocument:
-    """Apply the delimiter rules of §1.3 (first line exactly ``---``; LF, CRLF or EOF)."""
+    """Apply the delimiter rules of spec/okf/contract/read.md §1.3 (first line exactly ``---``; LF, CRLF or EOF)."""
     first_end = text.find("\n")
     first = text if first_end < 0 else text[:first_end]
     if first.endswith("\r"):

@@ -1,6 +1,6 @@
 """get_semantic_graph: render both JSON-LD documents of a snapshot and enforce their budgets.
 
-Order as upstream (contract notes §3.4, read-gaps §3.1-3.2): the legacy renderer runs first and
+Order as upstream (spec/okf/contract/read.md §3.4, gaps.md §3.1-3.2): the legacy renderer runs first and
 asserts the bundle version (a malformed or unparseable root declaration fails the call with
 ``invalid_request`` ``render JSON-LD: …``); each rendering is capped at 16 MiB; the v0.2 graph
 must hold at most 100,000 nodes, each ``@id`` at most 8192 runes and ``projectionVersion`` at

@@ -1,6 +1,6 @@
 """The legacy JSON-LD document: the byte-stable text fallback of get_semantic_graph.
 
-Shape (contract notes §1.11, read-gaps §4):
+Shape (spec/okf/contract/read.md §1.11, gaps.md §4):
 
 - ``{"@context": …, "@graph": [...]}``; every object's keys sorted byte-wise, except a
   ``references`` entry, always ``@type``, ``target``, ``exists``;

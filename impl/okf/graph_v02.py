@@ -1,6 +1,6 @@
 """The ``skosovsky/okf-v0.2`` projection of a snapshot (structured content of get_semantic_graph).
 
-Builds the closed classes of contract notes §1.11 from the typed reads of ``projection``:
+Builds the closed classes of spec/okf/contract/read.md §1.11 from the typed reads of ``projection``:
 Projection, Concept, Generation, Verification, ProvenanceSource, ClaimAttribution,
 AttestedComputationContract, ComputationParameter, ReferencedAsset, ToolkitExtensionRelation.
 Only complete valid observations are projected; dates and datetimes are typed only when valid

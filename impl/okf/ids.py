@@ -1,6 +1,6 @@
 """Concept IDs: derivation from paths, segment rules, the MCP canonical check, relation refs.
 
-Pure string rules (§1.2). Byte-wise ordering of IDs equals Python's code-point ordering for
+Pure string rules (spec/okf/contract/read.md §1.2). Byte-wise ordering of IDs equals Python's code-point ordering for
 valid UTF-8, so ``sorted()`` on IDs is the contract order.
 """
 

@@ -1,6 +1,6 @@
 """Inline link extraction (line scanner), classification and navigation resolution.
 
-Pure rules of read.md §1.6 and read-gaps §2.2-2.3. The scanner works on one prose-masked line
+Pure rules of spec/okf/contract/read.md §1.6 and gaps.md §2.2-2.3. The scanner works on one prose-masked line
 at a time, so links never span lines and never come from code.
 """
 

@@ -1,9 +1,9 @@
 """Markdown analysis of a concept body: headings with Goldmark IDs, prose mask, links, footnotes.
 
 pyromark (pulldown-cmark) gives block and inline events with UTF-8 *byte* ranges. From them we
-build the upstream "prose mask" (read-gaps §2.1): fenced/indented code, HTML blocks, inline raw
+build the upstream "prose mask" (spec/okf/contract/gaps.md §2.1): fenced/indented code, HTML blocks, inline raw
 HTML and code-span contents are blanked (newlines kept), so link and footnote scanners never see
-pseudo-syntax inside code. Heading IDs follow Goldmark's ``ids.Generate`` byte rules (§1.3).
+pseudo-syntax inside code. Heading IDs follow Goldmark's ``ids.Generate`` byte rules (spec/okf/contract/gaps.md §1.3).
 """
 
 from __future__ import annotations
@@ -119,7 +119,7 @@ def unique_heading_ids(bases: list[str]) -> list[str]:
 
 
 def atx_content(line: bytes) -> bytes:
-    """Heading text of an ATX line: after the ``#`` run, closing sequence removed (§1.2)."""
+    """Heading text of an ATX line: after the ``#`` run, closing sequence removed (spec/okf/contract/gaps.md §1.2)."""
     content = line.lstrip(b" ").lstrip(b"#").strip(_TRIM)
     stripped = content.rstrip(b"#")
     if not stripped:

@@ -64,7 +64,7 @@ class Document:
         frontmatter_yaml: exact text between the delimiters (``""`` without frontmatter).
         frontmatter: the loaded mapping (:class:`YamlMap`; scalars are ``str`` for ``!!str``,
             else ``frontmatter.YamlScalar`` with ``.tag``/``.value``); ``{}`` on error.
-        body: Markdown after the frontmatter (§1.3), or the whole text without frontmatter;
+        body: Markdown after the frontmatter (spec/okf/contract/read.md §1.3), or the whole text without frontmatter;
             ``""`` when the document failed to parse.
         body_start_line: 1-based file line of the body's first line.
         markdown: :class:`markdown.BodyAnalysis` of the body (headings, links, footnotes,
@@ -262,7 +262,7 @@ class Snapshot:
         return self.indexes.get("index.md")
 
     def require_parseable(self) -> None:
-        """Raise the §4.3 parse-error envelope when any concept failed to parse."""
+        """Raise the spec/okf/contract/read.md §4.3 parse-error envelope when any concept failed to parse."""
         from knowspec.impl.okf.envelopes import parse_error_envelope
 
         if self.parse_errors:
@@ -284,7 +284,7 @@ class Snapshot:
         ]
 
     def relations(self, concept_id: str) -> list[RelationEdge]:
-        """Syntactically valid relations of one concept with target existence (§1.7)."""
+        """Syntactically valid relations of one concept with target existence (spec/okf/contract/read.md §1.7)."""
         concept = self.concepts[concept_id]
         out = []
         for rel in concept.relations:

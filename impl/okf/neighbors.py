@@ -1,6 +1,6 @@
 """get_neighbors: bounded navigation and relation edges around one concept, sources apart.
 
-Pure rules over plain edge records (contract notes §3.6, seed 000):
+Pure rules over plain edge records (spec/okf/contract/read.md §3.6, seed 000):
 
 - navigation edges are resolved Markdown links whose target concept exists (fragments dropped,
   duplicates kept, one edge per occurrence); relation edges are resolved ``relations`` entries,

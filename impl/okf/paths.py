@@ -1,4 +1,4 @@
-"""``bundle_path`` rules (§5.2) and root pinning without following symlinks.
+"""``bundle_path`` rules (spec/okf/contract/read.md §5.2) and root pinning without following symlinks.
 
 The root is opened component by component from ``/`` with ``O_NOFOLLOW | O_DIRECTORY``
 relative to the parent's descriptor; each component is ``lstat``-ed first and its identity is
@@ -24,7 +24,7 @@ def _invalid(message: str) -> ToolError:
 
 
 def check_bundle_path(bundle_path: str) -> str:
-    """Checks 1-5 of §5.2 in order; returns the path to pin."""
+    """Checks 1-5 of spec/okf/contract/read.md §5.2 in order; returns the path to pin."""
     if not isinstance(bundle_path, str) or bundle_path == "":
         raise _invalid("bundle_path is required")
     if len(bundle_path) > MAX_BUNDLE_PATH_CHARS:

@@ -1,4 +1,4 @@
-"""Typed projection of a concept's frontmatter (§1.4, §1.8, §1.9, §2): pure rules.
+"""Typed projection of a concept's frontmatter (spec/okf/contract/read.md §1.4, §1.8, §1.9, §2): pure rules.
 
 Status and its state, trust tier, stale-after and staleness, sources under a profile, shared
 usage window, generated/verified events, the Attested Computation contract, footnote
@@ -21,7 +21,10 @@ _CITATION_ENTRY = re.compile(r"^\s{0,3}(?:[-*+]\s+)?\[(\d+)\]\s*\S")
 # --- actors, trust, status ------------------------------------------------------------------
 
 def valid_actor(value: Any) -> bool:
-    """§1.9: ``human:<x>``, ``process:<x>`` or ``<producer>/<version>``; no edge spaces/controls."""
+    """``human:<x>``, ``process:<x>`` or ``<producer>/<version>``; no edge spaces/controls.
+
+    spec/okf/contract/read.md §1.9.
+    """
     if type(value) is not str or value == "" or _CONTROL.search(value):
         return False
     if value[0].isspace() or value[-1].isspace():
@@ -69,7 +72,7 @@ def trust_tier(fm: dict) -> str:
 
 
 def status_state(fm: dict) -> dict[str, Any]:
-    """``{present, valid, raw, effective}`` (§2 table)."""
+    """``{present, valid, raw, effective}`` (spec/okf/contract/read.md §2 table)."""
     if not typed.present(fm, "status"):
         return {"present": False, "valid": True, "raw": None, "effective": "stable"}
     if typed.is_duplicated(fm, "status"):

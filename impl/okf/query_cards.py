@@ -1,7 +1,7 @@
 """Concept cards of search_concepts / get_neighbors, and the temporal inputs they depend on.
 
 A card is ``{id, path, type, title, description, tags, status, trust, stale, stale_after,
-status_state}`` (contract notes §2 "per-card projection", §3.5): text fields are ``""`` when
+status_state}`` (spec/okf/contract/read.md §2 "per-card fields", §3.5): text fields are ``""`` when
 absent or invalid; ``stale`` is a boolean only when ``as_of`` was given *and* ``stale_after``
 is valid under the selected profile (no list_concepts quirk here), never an invented claim.
 

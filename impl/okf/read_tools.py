@@ -1,4 +1,4 @@
-"""The read tools ``list_concepts``, ``read_concept`` and ``validate_bundle`` (§3.1-3.3).
+"""The read tools ``list_concepts``, ``read_concept`` and ``validate_bundle`` (spec/okf/contract/read.md §3.1-3.3).
 
 Each handler takes one snapshot, applies the contract's argument checks in order, and returns
 ``ToolOutput(structured, text)``; every failure is a ``ToolError`` with the contract code.

@@ -1,4 +1,4 @@
-"""The toolkit ``relations`` extension (§1.7): typed edges between concepts and fragments.
+"""The toolkit ``relations`` extension (spec/okf/contract/read.md §1.7): typed edges between concepts and fragments.
 
 A ``relations:`` mapping ``{<type>: [{target: "<ref>"}, …]}`` may sit at the top level or in
 nested non-standard mappings; a nested one's source fragment is the nearest enclosing mapping

@@ -1,6 +1,6 @@
 """search_concepts: literal, case-folded substring search over a snapshot's concepts.
 
-The rule (seed 000, contract notes §3.5): fold + NFC both the query and every searched field,
+The rule (seed 000, spec/okf/contract/read.md §3.5): fold + NFC both the query and every searched field,
 then test plain substring containment. A concept's ``match`` is its highest-ranked matching
 field (id 6, title 5, description 4, any single tag 3, body 1; ``type`` is not searched), and
 hits sort by rank descending, then canonical ID byte-wise.

@@ -1,6 +1,6 @@
 """search_sections: BM25 AND-of-terms search over heading sections, with line locators.
 
-Rules (contract notes §3.7):
+Rules (spec/okf/contract/read.md §3.7):
 
 - query: case fold + NFC, split on every rune that is not a letter, number or mark, dedupe in
   first-occurrence order; > 32 terms or a term > 4096 runes is ``resource_limit``;

@@ -1,6 +1,6 @@
 """Capture a bundle into an immutable snapshot, reusing unchanged files across calls.
 
-Capture (§1.1): walk the pinned root through directory descriptors, never following symlinks;
+Capture (spec/okf/contract/read.md §1.1): walk the pinned root through directory descriptors, never following symlinks;
 keep regular files only (type from ``lstat``); exclude the root-level ``.okf``; fail on
 transaction crash evidence; validate every revision path; enforce the file, byte, depth and path
 limits. Reuse: a process-wide cache keyed by the pinned root path keeps, per file, its identity
@@ -13,7 +13,7 @@ before it is listed. A call that finds the event queue empty answers from the ca
 entries. Files with several hard links (writable through a path outside the tree) are re-checked
 on every call. Anything inotify cannot vouch for, any error and any non-Linux or unwatchable
 tree falls back to the full ``lstat`` walk, which is also the test oracle. The root's identity
-and the §5.2 ``bundle_path`` checks run on every call.
+and the spec/okf/contract/read.md §5.2 ``bundle_path`` checks run on every call.
 """
 
 from __future__ import annotations
@@ -110,7 +110,10 @@ def _io_failure(exc: OSError) -> ToolError:
 
 
 def valid_revision_path(path: str) -> bool:
-    """§1.1 revision-path validation (relative, clean, no backslash or control, not ``.okf``)."""
+    """Revision-path validation (relative, clean, no backslash or control, not ``.okf``).
+
+    spec/okf/contract/read.md §1.1.
+    """
     if path == "" or path.startswith("/") or "\\" in path or _CONTROL.search(path):
         return False
     parts = path.split("/")

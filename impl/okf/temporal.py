@@ -1,4 +1,4 @@
-"""The two temporal profiles (§2): value validity, ``as_of`` parsing and echo, staleness.
+"""The two temporal profiles (spec/okf/contract/read.md §2): value validity, ``as_of`` parsing and echo, staleness.
 
 ``date-3fcbb9f`` uses calendar dates ``YYYY-MM-DD``; ``instant-0b87c52`` uses offset-bearing
 RFC 3339 datetimes compared to the nanosecond. ``generated.at``, ``verified[].at`` and

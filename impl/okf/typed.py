@@ -1,4 +1,4 @@
-"""Typed reads of frontmatter values (§1.3): what counts as a valid string, list, bool, int.
+"""Typed reads of frontmatter values (spec/okf/contract/read.md §1.3): what counts as a valid string, list, bool, int.
 
 A string field is valid only when it is a ``!!str`` scalar (plain ``str`` from our loader), not
 blank, and its key is not duplicated. These helpers never guess: anything else is invalid.

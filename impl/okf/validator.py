@@ -1,4 +1,4 @@
-"""``validate_bundle`` diagnostics over one snapshot (§3.3): base, links, orphans, strict.
+"""``validate_bundle`` diagnostics over one snapshot (spec/okf/contract/read.md §3.3): base, links, orphans, strict.
 
 Base conformance (concept parse/frontmatter/type, reserved files, root declaration) is always
 run; link, orphan and strict checks on request. Diagnostics come out in the contract order.

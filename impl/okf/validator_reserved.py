@@ -1,4 +1,4 @@
-"""Structure rules of the reserved files ``index.md`` and ``log.md`` (§1.10): pure functions.
+"""Structure rules of the reserved files ``index.md`` and ``log.md`` (spec/okf/contract/read.md §1.10): pure functions.
 
 Both return ``(field, message)`` findings; the caller turns them into ERROR diagnostics.
 Blocks come from pyromark's top-level events; raw source lines decide indentation questions.

@@ -1,4 +1,4 @@
-"""Strict checks: the legacy v0.1 set and the v0.2 set (§3.3, read-gaps §3.3). All WARN.
+"""Strict checks: the legacy v0.1 set and the v0.2 set (spec/okf/contract/read.md §3.3, gaps.md §3.3). All WARN.
 
 Each check reads one concept and reports through the validator's ``Collector``; messages and
 field paths are the contract's. Legacy spec refs are not pinned by the notes: ``okf-v0.1#11``.

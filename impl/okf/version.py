@@ -1,4 +1,7 @@
-"""OKF version declaration (root ``index.md`` ``okf_version``) and resolution (§1.5, read-gaps §3.1)."""
+"""OKF version declaration (root ``index.md`` ``okf_version``) and resolution.
+
+spec/okf/contract/read.md §1.5, gaps.md §3.1.
+"""
 
 from __future__ import annotations
 

@@ -1,4 +1,4 @@
-"""Path redaction for every error and diagnostic message (okf-mcp read.md §4.4).
+"""Path redaction for every error and diagnostic message (spec/okf/contract/read.md §4.4).
 
 A message that, after repeated percent-decoding, looks as if it contains a local path is
 replaced wholesale: an agent must never learn where a bundle or pool lives on the server.

@@ -1,4 +1,4 @@
-"""The raw-argument walk that runs before schema validation (read.md §3.0 step 2).
+"""The raw-argument walk that runs before schema validation (spec/okf/contract/read.md §3.0 step 2).
 
 JSON decoding already happened in the transport, so what is left to refuse is what JSON
 cannot faithfully carry (lone surrogates, NaN) and what is too big to validate safely.

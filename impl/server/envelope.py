@@ -1,6 +1,6 @@
 """Results on the wire: success, and ``ToolError`` → ``isError`` with the error envelope.
 
-This is the only place that decides how a failure looks to a client (read.md §4.1):
+This is the only place that decides how a failure looks to a client (spec/okf/contract/read.md §4.1):
 ``structuredContent`` is ``{code, message, retryable, diagnostics}``; the text content is the
 message (or the error's own text, e.g. the OKF parse-error JSON); codes outside ``[a-z0-9_]+``
 become ``operation_rejected``; messages are path-redacted and cut to 512 bytes; a result over

@@ -1,4 +1,4 @@
-"""The one call pipeline every tool goes through (read.md §3.0).
+"""The one call pipeline every tool goes through (spec/okf/contract/read.md §3.0).
 
 cancellation check → (in a worker thread, under the call deadline) raw-argument walk → JSON Schema validation (format assertion on) → input
 model → handler in a worker thread (polling a cancellation flag) → output validation → result.

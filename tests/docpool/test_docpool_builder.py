@@ -13,7 +13,9 @@ from knowspec.impl.docpool.recipe import import_collection
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 
-OKF = (Path(__file__).resolve().parents[3] / "shared").resolve() / "corpora" / "databricks-okf"
+from optional_data import DATABRICKS
+
+WIKI_EXPORT = Path(__file__).resolve().parents[1] / "fixtures" / "okf" / "wiki-export"
 
 
 def test_chunk_sections_splits_at_headings_with_paths():
@@ -81,10 +83,23 @@ def test_import_replaces_only_its_collection(tmp_path):
         assert {h.collection for h in hits} == {"alpha", "beta"}
 
 
+def test_okf_bundle_becomes_a_collection_with_concepts_tags_and_aliases(tmp_path):
+    counts = build_pool(WIKI_EXPORT, tmp_path / "wiki.db", "wiki", title="Wiki export", erisim="herkes")
+    assert counts["topic"] == 3
+    assert counts["chunk"] > counts["topic"]
+    with SqlitePool(tmp_path / "wiki.db") as pool:
+        hits = pool.search_fts('"reefer"*', UNRESTRICTED, limit=5, weights=[10, 5, 1], snippet_column="body")
+        assert [h.collection for h in hits] == ["wiki"]
+        assert pool.aliases_named("concept", "XD")[0].key == "cross-docking"
+        assert pool.aliases_named("concept", "temperature-controlled shipping")[0].key == "cold-chain"
+        assert pool.aliases_named("concept", "cold-chain") == []  # the slug itself is not an alias
+
+
 @pytest.mark.slow
+@pytest.mark.corpus
 def test_databricks_okf_bundle_becomes_a_collection(tmp_path):
-    counts = build_pool(OKF, tmp_path / "dbx.db", "databricks", title="Databricks", erisim="herkes")
-    concepts = len(list((OKF / "concepts").glob("*.md")))
+    counts = build_pool(DATABRICKS, tmp_path / "dbx.db", "databricks", title="Databricks", erisim="herkes")
+    concepts = len(list((DATABRICKS / "concepts").glob("*.md")))
     assert counts["topic"] == concepts > 5000
     assert counts["chunk"] > counts["topic"]
     with SqlitePool(tmp_path / "dbx.db") as pool:

@@ -10,9 +10,7 @@ from pathlib import Path
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf import read_tools
 
-SHARED = (Path(__file__).resolve().parents[3] / "shared").resolve()  # ../shared beside the checkout
-FIXTURES = SHARED / "okf-fixtures" / "fixtures"
-DATABRICKS = SHARED / "corpora" / "databricks-okf"
+OWN_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "okf"  # bundles the project writes
 
 
 def ctx() -> CallContext:

@@ -14,7 +14,10 @@ from knowspec.impl.okf.graph_nodes import concept_iri, synthetic_iri
 from knowspec.impl.okf.graph_v02 import asset_path, resource_kind
 from knowspec.impl.okf.query_tools import get_semantic_graph
 
-APPENDIX_A = str((Path(__file__).resolve().parents[3] / "shared").resolve() / "okf-fixtures" / "fixtures" / "v02" / "positive" / "appendix-a")
+from optional_data import UPSTREAM_FIXTURES
+
+SCORECARD = str(Path(__file__).resolve().parents[1] / "fixtures" / "okf" / "v02" / "scorecard")
+APPENDIX_A = str(UPSTREAM_FIXTURES / "v02" / "positive" / "appendix-a")
 
 
 def write_bundle(root, files):
@@ -57,7 +60,40 @@ def test_resource_kinds_and_asset_paths():
     assert asset_path("../../r.md", "relative", "x/y.md") is None
 
 
-def test_appendix_a_projection():
+def test_v02_scorecard_projection():
+    out = call(SCORECARD, as_of="2026-03-31")
+    graph = nodes(out)
+    late = graph["local:bundle:computations%2Flate-parcels"]
+    assert late["@type"] == "proj:Concept"
+    assert late["stale"] == {"@value": True, "@type": "xsd:boolean"}  # boundary is inclusive
+    assert late["staleAfter"] == {"@value": "2026-03-31", "@type": "xsd:date"}
+    assert late["trustTier"] == "machine-confirmed" and sorted(late["tag"]) == ["lateness", "logistics"]
+    on_time = graph["local:bundle:computations%2Fon-time-rate"]
+    assert on_time["stale"]["@value"] is False and on_time["trustTier"] == "human-reviewed"
+    scorecard = graph["local:bundle:metrics%2Fdelivery-scorecard"]
+    assert scorecard["references"] == [{"@id": "local:bundle:computations%2Flate-parcels"},
+                                       {"@id": "local:bundle:computations%2Fon-time-rate"}]
+    first_source = graph[synthetic_iri("source", "computations/on-time-rate", "000000")]
+    assert first_source["sourceID"] == "ops-board" and first_source["resourceKind"] == "ambiguous"
+    assert first_source["usageCount"] == {"@value": "1200", "@type": "xsd:integer"}
+    attribution = graph[synthetic_iri("attribution", "computations/on-time-rate", "ops-board")]
+    assert attribution["attributedSource"] == {"@id": first_source["@id"]}
+    assert attribution["resolved"]["@value"] is True
+    param = graph[synthetic_iri("parameter", "computations/late-parcels", "000000")]
+    assert param["name"] == "depot"
+    executor = graph[synthetic_iri("asset", "references/runbooks/run-notebook.md")]
+    assert executor["exists"]["@value"] is True and executor["resourceRole"] == "executor"
+    attester = graph[synthetic_iri("asset", "references/attesters/row-count.py")]
+    assert attester["exists"]["@value"] is False and attester["resourceRole"] == "attester"
+    projection = graph["urn:skosovsky:okf:graph:v0.2:projection"]
+    assert projection["profile"] == "skosovsky/okf-v0.2" and projection["versionSource"] == "declared"
+    ids = [n["@id"] for n in out.structured["@graph"]]
+    assert ids == sorted(ids, key=lambda i: i.encode())
+    assert set(out.structured) == {"@context", "@graph"}
+
+
+@pytest.mark.upstream_fixtures
+def test_upstream_appendix_a_projection():
     out = call(APPENDIX_A, as_of="2026-06-15")
     graph = nodes(out)
     profit = graph["local:bundle:computations%2Fprofit"]
@@ -86,9 +122,9 @@ def test_appendix_a_projection():
 
 
 def test_no_staleness_without_as_of():
-    graph = nodes(call(APPENDIX_A))
-    profit = graph["local:bundle:computations%2Fprofit"]
-    assert "stale" not in profit and "stalenessAsOf" not in profit and "staleAfter" in profit
+    graph = nodes(call(SCORECARD))
+    late = graph["local:bundle:computations%2Flate-parcels"]
+    assert "stale" not in late and "stalenessAsOf" not in late and "staleAfter" in late
 
 
 LEGACY_BUNDLE = {

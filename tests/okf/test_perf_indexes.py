@@ -13,7 +13,8 @@ from knowspec.impl.okf import search_concepts as sc
 from knowspec.impl.okf import search_concepts_index as sci
 from knowspec.impl.okf.model import load_snapshot
 from knowspec.impl.rules.text import fold
-from okf_helpers import FIXTURES, ctx, write_bundle
+from okf_helpers import OWN_FIXTURES, ctx, write_bundle
+from optional_data import UPSTREAM_FIXTURES, cases
 
 QUERIES = ["a", "b", "note", "é", "ab", "ss", "x y", "title", "[", "\x00"]
 
@@ -94,9 +95,8 @@ def _edges(index: nb.EdgeIndex):
     return ({k: v for k, v in index.outgoing.items() if v}, {k: v for k, v in index.incoming.items() if v})
 
 
-@pytest.mark.parametrize("fixture", sorted(p.name for p in FIXTURES.iterdir()) if FIXTURES.exists() else [])
-def test_edge_index_matches_the_navigation_walk_on_fixtures(fixture):
-    for bundle in sorted(p for p in (FIXTURES / fixture).rglob("*") if p.is_dir() and (p / "index.md").exists()):
+def _assert_edge_index_matches_walk(root):
+    for bundle in sorted(p for p in root.rglob("*") if p.is_dir() and (p / "index.md").exists()):
         try:
             snapshot = load_snapshot(str(bundle), ctx())
         except Exception:
@@ -104,6 +104,17 @@ def test_edge_index_matches_the_navigation_walk_on_fixtures(fixture):
         if snapshot.parse_errors:
             continue
         assert _edges(nb.edge_index_for(snapshot)) == _edges(reference_edges(snapshot))
+
+
+def test_edge_index_matches_the_navigation_walk_on_own_fixtures():
+    _assert_edge_index_matches_walk(OWN_FIXTURES)
+
+
+@pytest.mark.upstream_fixtures
+@pytest.mark.parametrize("fixture", cases(sorted(p.name for p in UPSTREAM_FIXTURES.iterdir())
+                                          if UPSTREAM_FIXTURES.is_dir() else []))
+def test_edge_index_matches_the_navigation_walk_on_upstream_fixtures(fixture):
+    _assert_edge_index_matches_walk(UPSTREAM_FIXTURES / fixture)
 
 
 def test_edge_index_follows_an_added_target(tmp_path):

@@ -1,4 +1,5 @@
-"""Whole bundles: the shipped sample, the foreign interoperability bundle, the databricks corpus."""
+"""Whole bundles: the shipped sample, a foreign producer's bundle, and (optional) the upstream
+interoperability fixture and the databricks corpus."""
 
 from __future__ import annotations
 
@@ -8,7 +9,8 @@ from pathlib import Path
 import pytest
 
 from knowspec.impl.okf.model import load_snapshot
-from okf_helpers import DATABRICKS, FIXTURES, copy_tree, ctx, list_concepts, read_concept, validate, write_bundle
+from okf_helpers import OWN_FIXTURES, copy_tree, ctx, list_concepts, read_concept, validate, write_bundle
+from optional_data import DATABRICKS, UPSTREAM_FIXTURES
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "okf-sample"
 
@@ -54,16 +56,28 @@ def test_sample_computation_projection():
 
 
 @pytest.mark.parametrize("profile", ["base", "strict", "strict_orphans"])
-def test_foreign_bundle_interoperability_profiles(profile, tmp_path):
-    manifest = json.loads((FIXTURES / "interoperability" / "manifest.json").read_text())
+def test_foreign_producer_bundle_diagnostics_per_profile(profile, tmp_path):
+    manifest = json.loads((OWN_FIXTURES / "interop" / "expected.json").read_text())
     spec = manifest["profiles"][profile]
-    kb = copy_tree(FIXTURES / "interoperability" / "foreign-68ce7a0", tmp_path / "kb")
+    kb = copy_tree(OWN_FIXTURES / "interop" / manifest["bundle"], tmp_path / "kb")
+    got = validate(kb, strict=spec["strict"], check_orphans=spec["check_orphans"]).structured["diagnostics"]
+    assert [(d["code"], d["severity"], d["file"], d["field"]) for d in got] == [
+        (d["code"], d["severity"], d["file"], d["field"]) for d in spec["diagnostics"]]
+
+
+@pytest.mark.upstream_fixtures
+@pytest.mark.parametrize("profile", ["base", "strict", "strict_orphans"])
+def test_upstream_foreign_bundle_interoperability_profiles(profile, tmp_path):
+    manifest = json.loads((UPSTREAM_FIXTURES / "interoperability" / "manifest.json").read_text())
+    spec = manifest["profiles"][profile]
+    kb = copy_tree(UPSTREAM_FIXTURES / "interoperability" / "foreign-68ce7a0", tmp_path / "kb")
     got = validate(kb, strict=spec["strict"], check_orphans=spec["check_orphans"]).structured["diagnostics"]
     assert sorted((d["code"], d["severity"], d["file"], d["field"]) for d in got) == sorted(
         (d["code"], d["severity"], d["file"], d["field_path"]) for d in spec["diagnostics"])
 
 
 @pytest.mark.slow
+@pytest.mark.corpus
 def test_databricks_corpus_loads_and_lists():
     out = list_concepts(DATABRICKS)
     concepts = out.structured["concepts"]
@@ -76,6 +90,7 @@ def test_databricks_corpus_loads_and_lists():
 
 
 @pytest.mark.slow
+@pytest.mark.corpus
 def test_databricks_navigation_is_mostly_resolved():
     snap = load_snapshot(str(DATABRICKS), ctx())
     edges = [e for cid in snap.concepts for e in snap.navigation(cid)]

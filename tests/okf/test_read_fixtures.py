@@ -15,9 +15,12 @@ import pytest
 import yaml
 
 from knowspec.impl.rules.redaction import REDACTED, redact_message
-from okf_helpers import FIXTURES, copy_tree, validate
+from okf_helpers import copy_tree, validate
+from optional_data import UPSTREAM_FIXTURES as FIXTURES, cases
 
-# Fixtures from before 61e75e9 whose expectation the target revision changed (read.md §7).
+pytestmark = pytest.mark.upstream_fixtures
+
+# Fixtures from before 61e75e9 whose expectation the target revision changed (spec/okf/contract/read.md §7).
 SUPERSEDED = {
     "negative/root-index-extra-frontmatter-key": "superseded by positive/root-index-extension: unknown root keys are allowed",
 }
@@ -57,13 +60,13 @@ def _run(rel: str, tmp_path):
 
 
 def _message_matches(needle: str, message: str) -> bool:
-    """MCP redacts path-like messages (§4.4); the fixtures record the CLI's unredacted text."""
+    """MCP redacts path-like messages (spec/okf/contract/read.md §4.4); fixtures hold the CLI's text."""
     if redact_message(needle) == REDACTED:
         return message == REDACTED
     return needle in message
 
 
-@pytest.mark.parametrize("rel", _fixture_dirs(), ids=lambda r: r)
+@pytest.mark.parametrize("rel", cases(_fixture_dirs()), ids=lambda r: r)
 def test_fixture_reproduces_expected_diagnostics(rel, tmp_path):
     manifest, result = _run(rel, tmp_path)
     if rel in SUPERSEDED:  # the target revision's behaviour: no diagnostic at all

@@ -1,4 +1,5 @@
-"""The contract examples of list_concepts (§3.1), read_concept (§3.2) and validate_bundle (§3.3)."""
+"""The contract examples of list_concepts, read_concept and validate_bundle
+(spec/okf/contract/read.md §3.1-3.3)."""
 
 from __future__ import annotations
 
@@ -186,20 +187,33 @@ def test_hidden_and_colon_concepts_are_listed_but_not_readable(tmp_path):
 
 
 
-def test_temporal_profile_fixture_instant_values_are_malformed_under_date_profile():
-    from okf_helpers import FIXTURES
-
-    bundle = FIXTURES / "v02" / "temporal-profiles" / "instant"
-    boundary = "2026-09-23T18:00:00.123456789+07:00"
+def _assert_instant_values_are_malformed_under_date_profile(bundle, concept_id, boundary, window):
     inst = list_concepts(bundle, temporal_profile="instant-0b87c52", as_of=boundary).structured
-    (card,) = inst["concepts"]
+    (card,) = [c for c in inst["concepts"] if c["id"] == concept_id]
     assert (card["stale_after"], card["stale"], card["source_count"]) == (boundary, True, 1)
     assert inst["as_of"] == boundary
-    date = list_concepts(bundle, as_of="2026-09-23").structured["concepts"][0]
+    date = [c for c in list_concepts(bundle, as_of=boundary[:10]).structured["concepts"] if c["id"] == concept_id][0]
     assert (date["stale_after"], date["source_count"]) == (None, 0)
-    projection = read_concept(bundle, "example", temporal_profile="instant-0b87c52").structured["projection"]
-    assert projection["usage_window"] == {"from": "2026-09-01T18:00:00+07:00", "to": "2026-09-23T12:00:00Z"}
-    assert read_concept(bundle, "example").structured["projection"]["usage_window"] is None
+    projection = read_concept(bundle, concept_id, temporal_profile="instant-0b87c52").structured["projection"]
+    assert projection["usage_window"] == window
+    assert read_concept(bundle, concept_id).structured["projection"]["usage_window"] is None
+
+
+def test_instant_values_are_malformed_under_date_profile():
+    from okf_helpers import OWN_FIXTURES
+
+    _assert_instant_values_are_malformed_under_date_profile(
+        OWN_FIXTURES / "v02" / "instant-profile", "cutover", "2026-11-05T09:30:00.250000001-03:00",
+        {"from": "2026-10-20T08:00:00-03:00", "to": "2026-11-04T18:00:00Z"})
+
+
+@pytest.mark.upstream_fixtures
+def test_upstream_temporal_profile_fixture_instant_values_are_malformed_under_date_profile():
+    from optional_data import UPSTREAM_FIXTURES
+
+    _assert_instant_values_are_malformed_under_date_profile(
+        UPSTREAM_FIXTURES / "v02" / "temporal-profiles" / "instant", "example", "2026-09-23T18:00:00.123456789+07:00",
+        {"from": "2026-09-01T18:00:00+07:00", "to": "2026-09-23T12:00:00Z"})
 
 
 def test_validate_strict_with_as_of_warns_stale(tmp_path):

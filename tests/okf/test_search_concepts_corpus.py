@@ -1,8 +1,6 @@
 """Slow: every query tool answers on the real databricks-okf bundle (read-only)."""
 
-from pathlib import Path
 import json
-import os
 from types import SimpleNamespace
 
 import pytest
@@ -11,12 +9,11 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.query_tools import get_neighbors, get_semantic_graph, search_concepts, search_sections
 
-CORPUS = str((Path(__file__).resolve().parents[3] / "shared").resolve() / "corpora" / "databricks-okf")
+from optional_data import DATABRICKS
 
-pytestmark = [
-    pytest.mark.slow,
-    pytest.mark.skipif(not os.path.isdir(CORPUS), reason="databricks-okf corpus not present"),
-]
+CORPUS = str(DATABRICKS)
+
+pytestmark = [pytest.mark.slow, pytest.mark.corpus]
 
 
 def test_search_concepts_answers_on_the_corpus():

@@ -1,4 +1,4 @@
-"""Path redaction (read.md §4.4) and message truncation."""
+"""Path redaction (spec/okf/contract/read.md §4.4) and message truncation."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The OKF half of spec/: schemas are valid, self-consistent, and say what okf-mcp 61e75e9 says.
 
-Examples below are the contract examples of /work/shared/okf-contracts/read.md and write.md,
+Examples below are the contract examples of spec/okf/contract/read.md and write.md,
 completed only where the notes abridge them ("…"), so a wrong field name, enum value or bound in a
 schema makes one of these tests fail.
 """
@@ -246,13 +246,13 @@ def test_codegen_pipeline_gives_plain_input_models() -> None:
         assert "RootModel" not in source and "datetime" not in source, tool
 
 
-# --- contract examples (read.md §3, write.md §4-6) ----------------------------------------------
+# --- contract examples (spec/okf/contract/read.md §3, write.md §4-6) ----------------------------
 
 VERSION_02 = {"declared": "0.2", "effective": "0.2", "resolution": "declared", "compatibility": "native"}
 DECLARED_02 = {"present": True, "valid": True, "raw": "0.2", "value": "0.2"}
 ABSENT_STATUS = {"present": False, "valid": True, "raw": None, "effective": "stable"}
 
-LIST_EXAMPLE = {  # read.md §3.1, verbatim
+LIST_EXAMPLE = {  # spec/okf/contract/read.md §3.1, verbatim
     "version": VERSION_02, "version_declaration": DECLARED_02,
     "temporal_profile": "date-3fcbb9f", "as_of": "2026-07-29",
     "concepts": [{
@@ -264,7 +264,7 @@ LIST_EXAMPLE = {  # read.md §3.1, verbatim
 
 SOURCE_REQ = {"id": "req", "resource": "https://example.invalid/req", "title": "", "author": "",
               "usage_count": None, "last_modified": None, "usage_window": None}
-READ_EXAMPLE = {  # read.md §3.2, with the abridged parts filled in
+READ_EXAMPLE = {  # spec/okf/contract/read.md §3.2, with the abridged parts filled in
     "id": "ops/retry", "path": "ops/retry.md", "version": VERSION_02, "version_declaration": DECLARED_02,
     "temporal_profile": "date-3fcbb9f", "frontmatter_yaml": "type: Policy\ntitle: Retry policy\n",
     "body": "Retry for 24 hours.[^req]\n\n[^req]: Requirements",
@@ -279,7 +279,7 @@ READ_EXAMPLE = {  # read.md §3.2, with the abridged parts filled in
         "status": "stable", "status_state": ABSENT_STATUS, "stale_after": "2026-12-31", "computation": None},
     "legacy_fallback": {"generated_from_timestamp": False, "sources_from_citations": False}}
 
-VALIDATE_EXAMPLE = {  # read.md §3.3, version filled in for an undeclared bundle
+VALIDATE_EXAMPLE = {  # spec/okf/contract/read.md §3.3, version filled in for an undeclared bundle
     "version": {"declared": None, "effective": "0.2", "resolution": "default", "compatibility": "native"},
     "version_declaration": {"present": False, "valid": True, "raw": None, "value": None},
     "temporal_profile": "date-3fcbb9f", "scanned_files": 1,
@@ -288,7 +288,7 @@ VALIDATE_EXAMPLE = {  # read.md §3.3, version filled in for an undeclared bundl
                      "field": "frontmatter", "message": "missing YAML frontmatter block",
                      "spec_ref": "okf-v0.2#11.1", "policy_failure": False}]}
 
-SECTIONS_EXAMPLE = {  # read.md §3.7, placeholders replaced by real hex
+SECTIONS_EXAMPLE = {  # spec/okf/contract/read.md §3.7, placeholders replaced by real hex
     "query": "jitter deadline", "terms": ["jitter", "deadline"], "snapshot_revision": HEX, "total": 1,
     "truncated": False,
     "hits": [{"concept_id": "a", "path": "a.md", "heading": "Retry", "locator": "a.md#L4-L5",
@@ -303,7 +303,7 @@ def card(cid: str) -> dict[str, Any]:
             "status_state": ABSENT_STATUS}
 
 
-NEIGHBORS_EXAMPLE = {  # read.md §3.6, direction both
+NEIGHBORS_EXAMPLE = {  # spec/okf/contract/read.md §3.6, direction both
     "concept": card("a"), "temporal_profile": "date-3fcbb9f", "as_of": None, "direction": "both",
     "kinds": ["navigation", "relation", "source"], "total": 3, "truncated": False,
     "edges": [

@@ -1,8 +1,8 @@
 """Patch operations as plain data, their canonical change-set bytes and the request digest.
 
 A change set is ``{version 1, id, actor, base_revision, operations}``; its canonical bytes
-(write notes §2.2) bind a request to exactly these operations, and the adapter-minted id
-(§2.5) is derived from a revision-independent sentinel so that the same operations get the
+(spec/okf/contract/write.md §2.2) bind a request to exactly these operations, and the adapter-minted id
+(spec/okf/contract/write.md §2.5) is derived from a revision-independent sentinel so that the same operations get the
 same id on every preview and apply.
 """
 

@@ -1,4 +1,4 @@
-"""Legacy ``# Citations`` -> ``sources[]`` plus keyed footnotes (write notes §5.5, read §1.8).
+"""Legacy ``# Citations`` -> ``sources[]`` plus keyed footnotes (spec/okf/contract/write.md §5.5, read.md §1.8).
 
 Pure and byte-exact. A v0.1 concept cites with numeric markers (``claim.[1]``) and one H1
 ``# Citations`` section of entries (``[1] [Title](https://…)``, ``[2] https://…``, or

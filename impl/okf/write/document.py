@@ -1,4 +1,4 @@
-"""Byte-exact frontmatter/body spans of a Markdown document (read notes §1.3).
+"""Byte-exact frontmatter/body spans of a Markdown document (spec/okf/contract/read.md §1.3).
 
 The editor only ever rewrites the frontmatter span (and, for inline computations, the
 body); the delimiters, line endings and every other byte are carried over unchanged.

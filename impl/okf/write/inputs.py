@@ -1,4 +1,4 @@
-"""Decode and check patch arguments beyond the JSON Schema (write notes §4.1, Go-side rules).
+"""Decode and check patch arguments beyond the JSON Schema (spec/okf/contract/write.md §4.1, Go-side rules).
 
 The call pipeline validates against the schema first; these checks repeat what a handler
 must never trust (it may be called directly) and add the rules a schema cannot state: byte

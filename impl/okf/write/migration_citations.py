@@ -1,4 +1,4 @@
-"""Migration inputs and document steps for legacy ``# Citations`` (write notes §5.1, §5.5).
+"""Migration inputs and document steps for legacy ``# Citations`` (spec/okf/contract/write.md §5.1, §5.5).
 
 Decoding applies the store-level mapping checks; the document step runs the pure
 ``citations`` conversion on one concept and records the converted sources in its
@@ -19,7 +19,7 @@ from knowspec.impl.okf.write.yaml_text import lookup
 
 
 def decode_citations(citations: list) -> list[dict]:
-    """Store-level mapping checks (§5.1): unique paths, a selector per entry, no duplicate
+    """Store-level mapping checks (spec/okf/contract/write.md §5.1): unique paths, a selector per entry, no duplicate
     numbers, no entry-only selector reusing raw text, one title/resource per source id."""
     seen, total, out = set(), 0, []
     for i, m in enumerate(citations):

@@ -1,4 +1,4 @@
-"""Preview and apply of the v0.1 -> v0.2 migration (write notes §5.3-5.7).
+"""Preview and apply of the v0.1 -> v0.2 migration (spec/okf/contract/write.md §5.3-5.7).
 
 The preview resolves the source, plans against the captured revision and returns a
 content-free proof whose digest the apply must echo. The apply checks the frozen source

@@ -1,4 +1,4 @@
-"""v0.1 -> v0.2 migration planning (write notes §5.1, §5.5, §2.6): decode, plan, prove.
+"""v0.1 -> v0.2 migration planning (spec/okf/contract/write.md §5.1, §5.5, §2.6): decode, plan, prove.
 
 Pure: from the captured files and the caller's explicit inputs it builds the post-state
 (root ``okf_version`` -> ``0.2``, legacy ``timestamp`` -> ``generated`` with an explicit
@@ -107,7 +107,7 @@ def decode_migration(args: Any) -> tuple[MigrationInput, dict]:
 
 
 def migration_change_set(inp: MigrationInput, base: str, source: dict) -> ChangeSet:
-    """The change set with the adapter-minted id (§2.5): sentinel digest + frozen source."""
+    """The change set with the adapter-minted id (spec/okf/contract/write.md §2.5): sentinel digest + frozen source."""
     import json
 
     op = inp.operation()

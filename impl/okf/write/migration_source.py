@@ -1,4 +1,4 @@
-"""Which version a migration starts from (write notes §5.2, §2.6): the source tuple.
+"""Which version a migration starts from (spec/okf/contract/write.md §5.2, §2.6): the source tuple.
 
 The tuple records the caller's selector, the root index declaration and how the source was
 resolved (explicit selector, declaration, legacy probe, default, or a future declaration that

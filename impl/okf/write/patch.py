@@ -1,6 +1,6 @@
 """The nine lossless patch operations as pure functions from document text to document text.
 
-Each operation states a desired state (write notes §4.2) and changes only what it names:
+Each operation states a desired state (spec/okf/contract/write.md §4.2) and changes only what it names:
 the smallest YAML entry that has to change is re-rendered, everything else is carried over
 byte for byte. A document whose shape makes that impossible to prove (flow collections that
 must be edited inside, aliases, duplicates, ambiguous selections) is rejected, never guessed.

@@ -1,4 +1,4 @@
-"""Preview and apply of a concept patch: the preview -> apply binding (write notes §4.3-4.6).
+"""Preview and apply of a concept patch: the preview -> apply binding (spec/okf/contract/write.md §4.3-4.6).
 
 A preview plans against the captured revision and reports the plan digest; it writes
 nothing. An apply rebuilds the same change set with ``expected_revision`` as base, re-plans

@@ -1,8 +1,8 @@
 """Revision-path grammar and the concept-id rules writers enforce.
 
 The read side owns how a bundle is *read*; these are the rules a writer needs before it may
-create or name a file: canonical revision paths (§2.1 of the write notes) and canonical
-concept ids (§3.1).
+create or name a file: canonical revision paths (spec/okf/contract/write.md §2.1) and canonical
+concept ids (spec/okf/contract/write.md §3.1).
 """
 
 from __future__ import annotations

@@ -1,6 +1,6 @@
 """A planned mutation and everything derived from it: plan digest, idempotency key, diff.
 
-The plan digest (``okf:mutation-plan:v1``, write notes §2.3) binds a request digest to the
+The plan digest (``okf:mutation-plan:v1``, spec/okf/contract/write.md §2.3) binds a request digest to the
 captured base revision and the exact post-state (per-file content digests), so an apply can
 prove it would publish precisely what the preview showed. Diagnostics and prose are not
 hashed on purpose.

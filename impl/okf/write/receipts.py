@@ -1,4 +1,4 @@
-"""Commit receipts: the durable proof that a change set was published (write notes §7.3).
+"""Commit receipts: the durable proof that a change set was published (spec/okf/contract/write.md §7.3).
 
 A receipt is canonical JSON with a fixed key set, stored under ``.okf/receipts`` and named
 by a hash of its idempotency key, so a replay finds it without scanning. Anything that does

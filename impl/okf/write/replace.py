@@ -1,4 +1,4 @@
-"""``write_concept``: compatibility whole-document create/replace (write notes §3).
+"""``write_concept``: compatibility whole-document create/replace (spec/okf/contract/write.md §3).
 
 No preview and no caller token: the identity is derived from the content and the resolved
 version policy, so an identical retry replays the first receipt; the base revision comes from

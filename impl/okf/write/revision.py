@@ -1,4 +1,4 @@
-"""The bundle revision: one digest over every revision-visible file (write notes §2.1)."""
+"""The bundle revision: one digest over every revision-visible file (spec/okf/contract/write.md §2.1)."""
 
 from __future__ import annotations
 

@@ -1,6 +1,6 @@
 """The transactional bundle store: snapshot, compare-and-swap commit, replay, recovery.
 
-One ``Store`` wraps one pinned root fd. ``commit`` follows write notes §7.2: under the
+One ``Store`` wraps one pinned root fd. ``commit`` follows spec/okf/contract/write.md §7.2: under the
 exclusive lock it recovers any interrupted commit, answers a replay from the receipt of the
 same idempotency key, re-snapshots and refuses when the bundle moved since the plan's base
 (the sole authorization to publish), then stages, crosses the durable journal boundary and

@@ -1,6 +1,6 @@
 """One place that runs a store commit for a tool and maps store failures to envelope codes.
 
-Mapping (write notes §4.5 step 6): conflict -> ``revision_conflict`` (retryable), idempotency
+Mapping (spec/okf/contract/write.md §4.5 step 6): conflict -> ``revision_conflict`` (retryable), idempotency
 or receipt mismatch -> ``plan_mismatch``, corruption -> ``operation_rejected``, cancellation
 before the durable boundary -> ``operation_cancelled``; a receipt carried by a post-boundary
 failure is success.

@@ -1,4 +1,4 @@
-"""Temporal upgrade planning (write notes §6): legacy calendar dates -> explicit instants.
+"""Temporal upgrade planning (spec/okf/contract/write.md §6): legacy calendar dates -> explicit instants.
 
 Pure rules: find the six temporal field forms in every concept's frontmatter, classify each
 value (legacy ``YYYY-MM-DD``, already an offset instant, or malformed), match the caller's

@@ -1,4 +1,4 @@
-"""Preview and apply of the temporal upgrade (write notes §6.2, §6.4).
+"""Preview and apply of the temporal upgrade (spec/okf/contract/write.md §6.2, §6.4).
 
 The preview binds the caller's id, actor and mappings to the captured revision through the
 plan digest; the apply recomputes that plan on the same base (or, when the bundle already

@@ -66,7 +66,7 @@ def test_identical_write_is_success_and_changes_nothing(bundle):
 
 
 def test_identical_request_replays_its_receipt_even_after_a_foreign_edit(bundle):
-    # Upstream identity excludes the base revision (write notes §3.3 step 5): the retry finds
+    # Upstream identity excludes the base revision (spec/okf/contract/write.md §3.3 step 5): the retry finds
     # the earlier receipt and publishes nothing new. Different content is a new request.
     _write(bundle)
     (bundle / "notes/new.md").write_text("---\ntype: Note\n---\nhand edit\n")

@@ -1,4 +1,4 @@
-"""v0.1 -> v0.2 migration of legacy ``# Citations``: shared compat fixtures round-trip through
+"""v0.1 -> v0.2 migration of legacy ``# Citations``: the compat fixture bundles round-trip through
 preview, apply, ``read_concept`` and strict ``validate_bundle``; unconvertible input blocks."""
 
 from __future__ import annotations
@@ -16,17 +16,14 @@ from knowspec.impl.okf.graph_v02 import citation_entries
 from knowspec.impl.okf.model import load_snapshot
 from write_helpers import assert_valid_output, make_bundle, visible_bytes
 
-COMPAT = (Path(__file__).resolve().parents[4] / "shared").resolve() / "okf-fixtures" / "fixtures" / "v02" / "compat"
+COMPAT = Path(__file__).resolve().parents[2] / "fixtures" / "okf" / "compat"
 INDEX_01 = '---\nokf_version: "0.1"\n---\n# Index\n\n- [A](a.md)\n'
 LEGACY = "---\ntype: Note\n---\nClaim one.[1] Claim two.[2] Again.[1]\n\n# Citations\n\n[1] [One](https://one.test/x)\n[2] https://two.test/y\n"
 
 
 def _copy(name: str, tmp_path: Path) -> Path:
-    if not (COMPAT / name).is_dir():
-        pytest.skip("shared compat fixtures are not available")
     dest = tmp_path / name
     shutil.copytree(COMPAT / name, dest)
-    (dest / "manifest.yaml").unlink()
     return dest
 
 
@@ -69,42 +66,44 @@ def _legacy_view(bundle, concept_id):
 
 def test_declared_v01_fixture_round_trips_with_the_same_sources(tmp_path):
     bundle = _copy("declared-v01", tmp_path)
-    assert _read(bundle, "legacy")["legacy_fallback"]["sources_from_citations"] is True
-    legacy_view = _legacy_view(bundle, "legacy")
-    mappings = [{"path": "legacy.md", "entries": [{"source_id": "legacy-source", "legacy_number": 1}]}]
+    assert _read(bundle, "depot-note")["legacy_fallback"]["sources_from_citations"] is True
+    legacy_view = _legacy_view(bundle, "depot-note")
+    assert legacy_view == [("Depot opening hours", "https://example.invalid/depots/hours")]
+    mappings = [{"path": "depot-note.md", "entries": [{"source_id": "opening-hours", "legacy_number": 1}]}]
     p = _preview(bundle, mappings)
-    assert p["status"] == "applicable" and p["affected_paths"] == ["index.md", "legacy.md"]
+    assert p["status"] == "applicable" and p["affected_paths"] == ["depot-note.md", "index.md"]
     a = _apply(bundle, mappings, p)
     assert a["status"] == "applied" and a["result_revision"] == p["result_revision"]
-    after = _read(bundle, "legacy")
+    after = _read(bundle, "depot-note")
     assert after["legacy_fallback"] == {"generated_from_timestamp": False, "sources_from_citations": False}
     assert [(s["title"], s["resource"]) for s in after["projection"]["sources"]] == legacy_view
-    assert [s["id"] for s in after["projection"]["sources"]] == ["legacy-source"]
+    assert [s["id"] for s in after["projection"]["sources"]] == ["opening-hours"]
     refs = after["projection"]["attributions"][0]
-    assert refs["normalized_id"] == "legacy-source" and refs["references"] and refs["definitions"]
+    assert refs["normalized_id"] == "opening-hours" and refs["references"] and refs["definitions"]
     report = _validate(bundle)
     assert report["version"]["effective"] == "0.2"
     assert report["conformance"] == {"conformant": True, "errors": 0}
-    assert not [d for d in report["diagnostics"] if d["file"] == "legacy.md"]
+    assert not [d for d in report["diagnostics"] if d["file"] == "depot-note.md"]
 
 
 def test_undeclared_fixture_needs_a_root_index_to_migrate(tmp_path):
     bundle = _copy("undeclared-v01", tmp_path)
-    mappings = [{"path": "legacy.md", "entries": [{"source_id": "legacy", "legacy_entry": "[1] https://example.test/legacy"}]}]
+    mappings = [{"path": "observation.md",
+                 "entries": [{"source_id": "observed", "legacy_entry": "[1] https://example.test/observation"}]}]
     p = _preview(bundle, mappings)
     assert p["source"]["resolution_source"] == "legacy-probe"
     assert [c["kind"] for c in p["source"]["candidates"]] == ["timestamp", "citations"]
     # The created root index has no heading: a new structural ERROR of the staged bundle.
     assert p["status"] == "blocked" and p["blockers"][0]["code"] == "index_structure_invalid"
-    (bundle / "index.md").write_text("# Legacy\n\n- [Legacy](legacy.md)\n")
+    (bundle / "index.md").write_text("# Observations\n\n- [Observation](observation.md)\n")
     p = _preview(bundle, mappings)
     assert p["status"] == "applicable"
     assert _apply(bundle, mappings, p)["status"] == "applied"
-    after = _read(bundle, "legacy")
+    after = _read(bundle, "observation")
     assert [(s["id"], s["title"], s["resource"]) for s in after["projection"]["sources"]] == [
-        ("legacy", "", "https://example.test/legacy")]
-    assert (bundle / "legacy.md").read_text().endswith(
-        "---\n\nUndeclared legacy claim.[^legacy]\n\n[^legacy]: https://example.test/legacy\n")
+        ("observed", "", "https://example.test/observation")]
+    assert (bundle / "observation.md").read_text().endswith(
+        "---\n\nUndeclared legacy observation.[^observed]\n\n[^observed]: https://example.test/observation\n")
     assert _validate(bundle)["conformance"]["conformant"] is True
 
 

@@ -1,0 +1,24 @@
+"""Suite-wide hooks: the optional data markers (see ``optional_data``)."""
+
+from __future__ import annotations
+
+import pytest
+
+import optional_data
+
+
+def pytest_configure(config):
+    for mark, reason in optional_data.SKIP_REASONS.items():
+        config.addinivalue_line("markers", f"{mark}: needs the {reason}")
+    if problems := optional_data.misconfigured():
+        raise pytest.UsageError("; ".join(problems))
+
+
+def pytest_collection_modifyitems(config, items):
+    for mark, reason in optional_data.SKIP_REASONS.items():
+        if optional_data.is_set(mark):
+            continue
+        skip = pytest.mark.skip(reason=reason)
+        for item in items:
+            if item.get_closest_marker(mark):
+                item.add_marker(skip)
