@@ -32,6 +32,7 @@ from knowspec.impl.docpool.storage._fts_index import FtsIndex
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
+from knowspec.impl.extras import require
 
 _API_LOCK = threading.Lock()
 _API_LOADED = False
@@ -54,7 +55,7 @@ def load_engine() -> None:
     with _API_LOCK:
         if _API_LOADED:
             return
-        from firebird.driver import load_api
+        load_api = require("firebird.driver").load_api
 
         try:
             from firebird.embedded.provider import FirebirdProvider
