@@ -94,7 +94,8 @@ def is_local_file(database: str) -> bool:
 def connect(dsn: str, *, create: bool = False):
     """A UTF8 connection (the embedded engine for a file path); ``create`` makes the file."""
     load_engine()
-    from firebird.driver import connect as fb_connect, create_database
+    driver = require("firebird.driver")
+    fb_connect, create_database = driver.connect, driver.create_database
 
     database, user, password, _ = parse_dsn(dsn)
     kwargs: dict[str, Any] = {"user": user, "charset": "UTF8"}
@@ -170,7 +171,8 @@ class FirebirdPool(SqlPool):
     """``PoolStorage`` over a Firebird pool: one read-only snapshot per request."""
 
     def __init__(self, dsn: str, *, location: str | None = None) -> None:
-        from firebird.driver import Isolation, TraAccessMode, tpb
+        driver = require("firebird.driver")
+        Isolation, TraAccessMode, tpb = driver.Isolation, driver.TraAccessMode, driver.tpb
 
         self.dsn = dsn
         self.location = location or parse_dsn(dsn)[3]
