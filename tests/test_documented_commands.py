@@ -229,3 +229,13 @@ def test_demo_http_serves_after_set_up(tmp_path):
     with serving(argv, port, timeout=120) as url:
         with urllib.request.urlopen(f"{url}/openapi.json", timeout=30) as answer:
             assert answer.status == 200 and json.loads(answer.read())["openapi"].startswith("3.")
+
+
+def test_mcp_client_configuration_names_absolute_paths_the_server_accepts():
+    from knowspec.impl.cli import build_parser
+
+    blocks = re.findall(r"^```json\n(.*?)^```", (REPO / "README.md").read_text("utf-8"), re.S | re.M)
+    (server,) = json.loads(blocks[0])["mcpServers"].values()
+    assert server["command"].startswith("/") and server["command"].endswith("/.venv/bin/knowspec")
+    args = build_parser().parse_args(server["args"])
+    assert args.stdio and args.appdir.is_absolute()
