@@ -1,4 +1,10 @@
-"""`knowspec codegen [--check]`: regenerate generated/ from spec/, or fail when it is stale."""
+"""`knowspec codegen [--check]`: regenerate generated/ from spec/, or fail when it is stale.
+
+In a source checkout both folders default to the repository's. An installed knowspec ships the
+spec it was generated from as ``knowspec/spec``; there ``--check`` compares what a spec (that
+copy, or ``--spec DIR``) produces with the package's own ``knowspec/generated`` code, and writing
+needs an explicit ``--out`` so the installed package is never rewritten.
+"""
 
 from __future__ import annotations
 
@@ -6,14 +12,21 @@ import argparse
 import sys
 from pathlib import Path
 
-REPO = Path(__file__).resolve().parent.parent
+REPO = Path(__file__).resolve().parent.parent  # the checkout, or site-packages/knowspec when installed
+
+
+def is_checkout(root: Path = REPO) -> bool:
+    return (root / "pyproject.toml").is_file()
 
 
 def add_codegen_parser(subparsers: argparse._SubParsersAction) -> None:
     p = subparsers.add_parser("codegen", help="regenerate generated/ from spec/ (or --check it)")
     p.add_argument("--check", action="store_true", help="exit 1 when generated/ differs from what spec/ produces")
-    p.add_argument("--spec", type=Path, default=REPO / "spec", help="spec folder (default: the repository's)")
-    p.add_argument("--out", type=Path, default=REPO / "generated", help="output folder (default: the repository's)")
+    p.add_argument("--spec", type=Path, default=REPO / "spec",
+                   help="spec folder (default: the checkout's spec/, or the copy the installed package ships)")
+    p.add_argument("--out", type=Path, default=None,
+                   help="generated folder to write or --check (default: the checkout's generated/; "
+                        "installed: the package's own generated code, for --check only)")
     p.set_defaults(func=run)
 
 
@@ -23,6 +36,11 @@ def run(args: argparse.Namespace) -> int:
     from knowspec.codegen.pydantic_models import ModelGenerationError
     from knowspec.codegen.revisions import CHANGES, UnannouncedBreakingChange, revision_files
 
+    out = args.out or REPO / "generated"
+    if args.out is None and not args.check and not is_checkout():
+        print("knowspec codegen: not a source checkout; writing would rewrite the installed package: "
+              "pass --out DIR (or use --check)", file=sys.stderr)
+        return 2
     try:
         files = produce(args.spec)
     except SpecProblems as exc:
@@ -34,7 +52,7 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 1
     if args.check:
-        on_disk = existing_files(args.out)
+        on_disk = existing_files(out)
         on_disk.pop(CHANGES, None)  # a log kept over regenerations: not derivable from spec/ alone
         lines = diff_summary(files, on_disk)
         if lines:
@@ -44,11 +62,11 @@ def run(args: argparse.Namespace) -> int:
         print(f"generated/ is up to date ({len(files)} files)")
         return 0
     try:
-        files.update(revision_files(args.spec, args.out))
+        files.update(revision_files(args.spec, out))
     except UnannouncedBreakingChange as exc:
         print(str(exc), file=sys.stderr)
         return 1
-    changed = write_tree(files, args.out)
-    print(f"wrote {len(changed)} changed files of {len(files)} into {args.out}" if changed
+    changed = write_tree(files, out)
+    print(f"wrote {len(changed)} changed files of {len(files)} into {out}" if changed
           else f"generated/ already up to date ({len(files)} files)")
     return 0

@@ -99,8 +99,12 @@ def run_from_args(ns: argparse.Namespace) -> int:
         print("knowspec conform: --target is required (stdio:\"<command>\" or an http(s) URL)", file=sys.stderr)
         return EXIT_USAGE
     consumers: list = [ConsoleReporter(verbose=ns.verbose)]
-    consumers += [cls(path) for cls, path in ((JunitReporter, ns.junit), (JsonReporter, ns.json),
-                                              (HtmlReporter, ns.html)) if path is not None]
+    try:
+        consumers += [cls(path) for cls, path in ((JunitReporter, ns.junit), (JsonReporter, ns.json),
+                                                  (HtmlReporter, ns.html)) if path is not None]
+    except OSError as exc:
+        print(f"knowspec conform: cannot write a report there: {exc.strerror} ({exc.filename})", file=sys.stderr)
+        return EXIT_USAGE
     finished = run_to_end(config_from_args(ns), consumers)
     if ns.write_baseline is not None and finished.results:
         from knowspec.conformance.reporters.baseline import write_baseline

@@ -90,8 +90,19 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _version() -> str:
+    """The installed distribution's version (package metadata), as pip shows it."""
+    from importlib.metadata import PackageNotFoundError, version
+
+    try:
+        return version("knowspec")
+    except PackageNotFoundError:  # imported from a source tree that was never installed
+        return "unknown (not installed)"
+
+
 def build_parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="knowspec", description=__doc__)
+    parser.add_argument("--version", action="version", version=f"knowspec {_version()}")
     parser.add_argument("--log-level", default="WARNING", help="logging level on stderr")
     sub = parser.add_subparsers(dest="command", required=True)
 
@@ -127,7 +138,16 @@ def main(argv: Sequence[str] | None = None) -> int:
     parser = build_parser()
     args = parser.parse_args(argv)
     logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
-    return int(args.func(args) or 0)
+    try:
+        return int(args.func(args) or 0)
+    except ImportError as exc:  # an optional library this command needs is not installed
+        from knowspec.impl.extras import missing_extra_message
+
+        text = missing_extra_message(exc)
+        if text is None:
+            raise
+        print(f"knowspec: {text}", file=sys.stderr)
+        return 2
 
 
 if __name__ == "__main__":

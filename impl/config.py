@@ -44,3 +44,12 @@ class Settings:
     def model_dir(self) -> Path:
         """The pool's model pack lives next to the help pool."""
         return self.help_db_path.parent / "models" / "e5-int8"
+
+    def in_appdir(self, path: Path | str) -> Path:
+        """Where a file named on the command line lives: a bare file name (``help.db``) is a file
+        in ``appdir``, so one command's output is the next one's input; a path with a folder part
+        is taken as given (from the current folder)."""
+        path = Path(path)
+        if path.is_absolute() or path.parent != Path("."):
+            return path.absolute()
+        return self.appdir / path

@@ -28,7 +28,7 @@ def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
     p.add_argument("--http", metavar="HOST:PORT", help="after set-up, serve over HTTP instead of running the client")
     p.add_argument("--rebuild", action="store_true", help="rebuild the sample pools even if they exist")
     add_settings_options(p)
-    p.set_defaults(func=run)
+    p.set_defaults(func=run, call_timeout=None)  # `--http` serves through `_serve`, which reads it
 
 
 def prepare(settings, rebuild: bool = False) -> list[str]:

@@ -11,6 +11,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from knowspec.conformance.config import RunConfig
+from knowspec.conformance.reporters import report_path
 
 
 def add_mutants_arguments(p: argparse.ArgumentParser) -> None:
@@ -61,7 +62,7 @@ def run_mutants(ns: argparse.Namespace) -> int:
     console.print(f"baseline failures (identity proxy): {len(results[0].killed_by)}")
     console.print(f"[bold]kill rate {killed}/{len(mutants)}")
     if ns.json:
-        ns.json.write_text(json.dumps({"killed": killed, "total": len(mutants), "baseline_failures":
+        report_path(ns.json).write_text(json.dumps({"killed": killed, "total": len(mutants), "baseline_failures":
                                        list(results[0].killed_by), "mutants": [
                                            {"name": r.name, "killed": r.killed, "by": list(r.killed_by)}
                                            for r in mutants]}, indent=2) + "\n", encoding="utf-8")

@@ -10,6 +10,7 @@ import json
 from pathlib import Path
 
 from knowspec.conformance.events import CheckFinished, RunFinished
+from knowspec.conformance.reporters import report_path
 
 
 class BaselineError(Exception):
@@ -37,5 +38,5 @@ def write_baseline(path: Path, finished: RunFinished) -> None:
     """Write every failing case of a run as accepted (a starting point for a new target)."""
     accepted = [{"check": r.check_id, "tool": r.tool, "why": r.failure.message[:200] if r.failure else r.reason}
                 for r in finished.results if r.status in ("failed", "error", "accepted")]
-    Path(path).write_text(json.dumps({"accepted": accepted}, indent=2, ensure_ascii=False) + "\n",
+    report_path(path).write_text(json.dumps({"accepted": accepted}, indent=2, ensure_ascii=False) + "\n",
                           encoding="utf-8")

@@ -8,6 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from knowspec.conformance.events import RunFinished, RunStarted
+from knowspec.conformance.reporters import report_path
 from knowspec.conformance.reporters.summary import STATUSES, counts_by
 
 STYLE = """body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
@@ -18,7 +19,7 @@ pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:24em}details{margin:
 
 class HtmlReporter:
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+        self.path = report_path(path)
         self.started: RunStarted | None = None
 
     def handle(self, event: Any) -> None:

@@ -7,12 +7,13 @@ from pathlib import Path
 from typing import Any
 
 from knowspec.conformance.events import RunFinished, RunStarted
+from knowspec.conformance.reporters import report_path
 from knowspec.conformance.reporters.summary import counts_by, result_dict
 
 
 class JsonReporter:
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+        self.path = report_path(path)
         self.started: RunStarted | None = None
 
     def handle(self, event: Any) -> None:

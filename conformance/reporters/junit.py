@@ -8,11 +8,12 @@ from pathlib import Path
 from typing import Any
 
 from knowspec.conformance.events import RunFinished
+from knowspec.conformance.reporters import report_path
 
 
 class JunitReporter:
     def __init__(self, path: Path) -> None:
-        self.path = Path(path)
+        self.path = report_path(path)
 
     def handle(self, event: Any) -> None:
         if isinstance(event, RunFinished):

@@ -305,16 +305,21 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
     return counts
 
 
+DEFAULT_PACK = Path("<APPDIR>/models/e5-int8")  # `--model` given without a folder
+
+
 def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Mount ``knowspec pool build`` (the lead adds it under the ``pool`` command)."""
     p = subparsers.add_parser("build", help="build a source pool (SQLite, schema v2) from Markdown topics or an OKF bundle")
     p.add_argument("source", type=Path, help="folder of Markdown help topics, or an OKF bundle")
-    p.add_argument("out", type=Path, help="pool file to write (replaced)")
+    p.add_argument("out", type=Path, help="pool file to write (replaced); a bare file name is written into APPDIR")
     p.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
     p.add_argument("--title", default="", help="collection title")
     p.add_argument("--erisim", default="herkes", help="'herkes' (everyone) or a restricted marker")
-    p.add_argument("--model", type=Path, default=None,
-                   help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors")
+    p.add_argument("--model", type=Path, nargs="?", const=DEFAULT_PACK, default=None,
+                   help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors "
+                        "(without a folder: APPDIR/models/e5-int8, where `knowspec model build` writes)")
+    p.add_argument("--appdir", type=Path, help="the server's ${APPDIR} (default: $KNOWSPEC_APPDIR or ./.knowspec)")
     p.set_defaults(func=_run_build)
     return p
 
@@ -328,15 +333,22 @@ def _run_build(ns: argparse.Namespace) -> int:
         if done == total or done % 200 == 0:
             print(f"\r{done}/{total} vectors", end="", file=sys.stderr, flush=True)
 
+    from knowspec.impl.config import Settings
     from knowspec.impl.errors import ToolError
 
+    settings = Settings()
+    if getattr(ns, "appdir", None):
+        settings.appdir = ns.appdir.absolute()
+    out = settings.in_appdir(ns.out)
+    model = settings.model_dir if ns.model is DEFAULT_PACK else ns.model
+    out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        counts = build_pool(ns.source, ns.out, ns.collection, title=ns.title, erisim=ns.erisim, progress=show,
-                            model_dir=ns.model, vector_progress=show_vectors)
+        counts = build_pool(ns.source, out, ns.collection, title=ns.title, erisim=ns.erisim, progress=show,
+                            model_dir=model, vector_progress=show_vectors)
     except ToolError as exc:
         detail = "; ".join(d["message"] for d in exc.diagnostics)
         print(f"pool build failed: {exc.message}" + (f" ({detail})" if detail else ""), file=sys.stderr)
         return 1
-    print(file=sys.stderr)
+    print(f"\nwrote {out}", file=sys.stderr)
     print(json.dumps(counts, sort_keys=True))
     return 0

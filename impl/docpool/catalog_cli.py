@@ -16,7 +16,8 @@ def add_db_parser(subparsers: argparse._SubParsersAction) -> None:
     reg = subparsers.add_parser("register", help="register a database and its storage in the catalog")
     reg.add_argument("name", help="database name")
     reg.add_argument("--storage", required=True, help="SQLITE, POSTGRESQL or FIREBIRD")
-    reg.add_argument("--dsn", required=True, help="SQLite file, PostgreSQL conninfo, or Firebird database/DSN")
+    reg.add_argument("--dsn", required=True, help="SQLite file (a bare file name is in APPDIR), PostgreSQL conninfo, "
+                                                  "or Firebird database/DSN")
     add_settings_options(reg)
     reg.set_defaults(func=_register)
 
@@ -49,8 +50,10 @@ def _print_entry(action) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
-    path = _settings(args).catalog_path
-    return _print_entry(lambda: catalog.register_database(path, args.name, args.storage.upper(), args.dsn))
+    settings = _settings(args)
+    storage = args.storage.upper()
+    dsn = str(settings.in_appdir(args.dsn)) if storage == "SQLITE" else args.dsn
+    return _print_entry(lambda: catalog.register_database(settings.catalog_path, args.name, storage, dsn))
 
 
 def _alter(args: argparse.Namespace) -> int:

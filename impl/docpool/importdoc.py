@@ -132,7 +132,7 @@ def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.A
         "import", help="import one collection of a source pool into a database's document pool"
     )
     cmd.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
-    cmd.add_argument("source", help="source pool file (SQLite, schema v2)")
+    cmd.add_argument("source", help="source pool file (SQLite, schema v2); a bare file name is read from APPDIR")
     add_settings_options(cmd)  # --appdir, --catalog, ... and --database
     for action in cmd._actions:  # the shared --database is the import target here
         if "--database" in action.option_strings:
@@ -159,7 +159,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
             f"importing {args.collection} into {args.database}", total=None
         )
         try:
-            outcome = import_collection(settings, args.database, args.collection, args.source)
+            outcome = import_collection(settings, args.database, args.collection, str(settings.in_appdir(args.source)))
         except ToolError as exc:
             progress.stop()
             console.print(f"[red]error[/red] {exc.code}: {exc.message}")

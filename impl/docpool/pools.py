@@ -21,6 +21,7 @@ from knowspec.impl.docpool.catalog import PoolLocation, resolve_pool_location
 from knowspec.impl.docpool.storage.base import PoolStorage
 from knowspec.impl.docpool.storage.sqlite import NotAPool, SqlitePool
 from knowspec.impl.errors import ToolError
+from knowspec.impl.extras import missing_extra_message
 
 HELP_COLLECTION = "netsim-help"
 
@@ -123,9 +124,9 @@ def open_location(location: PoolLocation) -> PoolStorage:
     try:
         opener: Callable[[PoolLocation], PoolStorage] = importlib.import_module(module_name).open_pool  # type: ignore[arg-type]
     except (ImportError, AttributeError, TypeError) as exc:
+        reason = missing_extra_message(exc) or f"{location.storage} storage is not available in this server"
         raise ToolError("pool_unavailable",
-                        f"document pool not imported ({location.docs_database}: "
-                        f"{location.storage} storage is not available in this server)") from exc
+                        f"document pool not imported ({location.docs_database}: {reason})") from exc
     return opener(location)
 
 

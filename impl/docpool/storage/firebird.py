@@ -32,6 +32,7 @@ from knowspec.impl.docpool.storage._fts_index import FtsIndex
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
+from knowspec.impl.extras import require
 
 _API_LOCK = threading.Lock()
 _API_LOADED = False
@@ -54,7 +55,7 @@ def load_engine() -> None:
     with _API_LOCK:
         if _API_LOADED:
             return
-        from firebird.driver import load_api
+        load_api = require("firebird.driver").load_api
 
         try:
             from firebird.embedded.provider import FirebirdProvider
@@ -93,7 +94,8 @@ def is_local_file(database: str) -> bool:
 def connect(dsn: str, *, create: bool = False):
     """A UTF8 connection (the embedded engine for a file path); ``create`` makes the file."""
     load_engine()
-    from firebird.driver import connect as fb_connect, create_database
+    driver = require("firebird.driver")
+    fb_connect, create_database = driver.connect, driver.create_database
 
     database, user, password, _ = parse_dsn(dsn)
     kwargs: dict[str, Any] = {"user": user, "charset": "UTF8"}
@@ -169,7 +171,8 @@ class FirebirdPool(SqlPool):
     """``PoolStorage`` over a Firebird pool: one read-only snapshot per request."""
 
     def __init__(self, dsn: str, *, location: str | None = None) -> None:
-        from firebird.driver import Isolation, TraAccessMode, tpb
+        driver = require("firebird.driver")
+        Isolation, TraAccessMode, tpb = driver.Isolation, driver.TraAccessMode, driver.tpb
 
         self.dsn = dsn
         self.location = location or parse_dsn(dsn)[3]

@@ -43,6 +43,7 @@ from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool, acl_sql
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
+from knowspec.impl.extras import require
 from knowspec.impl.rules import fts5
 from knowspec.impl.rules.fold import ascii_lower, fold, fold_char
 from knowspec.impl.rules.fts_query import parse_match
@@ -126,7 +127,7 @@ def _configure(con) -> None:
 
 def connection_pool(dsn: str):
     """The process's ``psycopg_pool.ConnectionPool`` for ``dsn`` (opened on first use)."""
-    from psycopg_pool import ConnectionPool
+    ConnectionPool = require("psycopg_pool").ConnectionPool
 
     with _POOLS_LOCK:
         pool = _POOLS.get(dsn)
@@ -150,7 +151,7 @@ atexit.register(close_pools)
 
 def display(dsn: str) -> str:
     """The DSN without its password, for messages."""
-    from psycopg.conninfo import conninfo_to_dict
+    conninfo_to_dict = require("psycopg.conninfo").conninfo_to_dict
 
     try:
         parts = conninfo_to_dict(dsn)

