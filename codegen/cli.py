@@ -10,10 +10,12 @@ REPO = Path(__file__).resolve().parent.parent
 
 
 def add_codegen_parser(subparsers: argparse._SubParsersAction) -> None:
+    from knowspec.impl.cli_args import existing_dir, writable_folder
+
     p = subparsers.add_parser("codegen", help="regenerate generated/ from spec/ (or --check it)")
     p.add_argument("--check", action="store_true", help="exit 1 when generated/ differs from what spec/ produces")
-    p.add_argument("--spec", type=Path, default=REPO / "spec", help="spec folder (default: the repository's)")
-    p.add_argument("--out", type=Path, default=REPO / "generated", help="output folder (default: the repository's)")
+    p.add_argument("--spec", type=existing_dir, default=REPO / "spec", help="spec folder (default: the repository's)")
+    p.add_argument("--out", type=writable_folder, default=REPO / "generated", help="output folder (default: the repository's)")
     p.set_defaults(func=run)
 
 

@@ -308,12 +308,15 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
 def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Mount ``knowspec pool build`` (the lead adds it under the ``pool`` command)."""
     p = subparsers.add_parser("build", help="build a source pool (SQLite, schema v2) from Markdown topics or an OKF bundle")
-    p.add_argument("source", type=Path, help="folder of Markdown help topics, or an OKF bundle")
-    p.add_argument("out", type=Path, help="pool file to write (replaced)")
-    p.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
+    from knowspec.impl.cli_args import collection_name, existing_dir, writable_file
+
+    p.add_argument("source", type=existing_dir, help="folder of Markdown help topics, or an OKF bundle")
+    p.add_argument("out", type=writable_file, help="pool file to write (replaced); its folder must exist")
+    p.add_argument("--collection", required=True, type=collection_name,
+                   help="collection id: lower-case letters, digits and '-' (^[a-z0-9][a-z0-9-]*$)")
     p.add_argument("--title", default="", help="collection title")
     p.add_argument("--erisim", default="herkes", help="'herkes' (everyone) or a restricted marker")
-    p.add_argument("--model", type=Path, default=None,
+    p.add_argument("--model", type=existing_dir, default=None,
                    help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors")
     p.set_defaults(func=_run_build)
     return p

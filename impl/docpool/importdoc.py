@@ -131,8 +131,11 @@ def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.A
     cmd = subparsers.add_parser(
         "import", help="import one collection of a source pool into a database's document pool"
     )
-    cmd.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
-    cmd.add_argument("source", help="source pool file (SQLite, schema v2)")
+    from knowspec.impl.cli_args import collection_name, existing_file
+
+    cmd.add_argument("--collection", required=True, type=collection_name,
+                     help="collection id: lower-case letters, digits and '-' (^[a-z0-9][a-z0-9-]*$)")
+    cmd.add_argument("source", type=existing_file, help="source pool file (SQLite, schema v2)")
     add_settings_options(cmd)  # --appdir, --catalog, ... and --database
     for action in cmd._actions:  # the shared --database is the import target here
         if "--database" in action.option_strings:
