@@ -7,6 +7,7 @@ import difflib
 import importlib
 import logging
 import os
+import socket
 import sys
 import traceback
 from pathlib import Path
@@ -101,8 +102,14 @@ def _serve(args: argparse.Namespace) -> int:
 
         host, port = args.http
         app = build_app(runtime, host=host)
+        try:
+            sock = _listening_socket(host, port)
+        except OSError as exc:
+            print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
         server = _uvicorn_server_class()(uvicorn.Config(app, host=host, port=port, log_level=args.log_level.lower()))
-        server.run()
+        with sock:
+            server.run(sockets=[sock])
         return 0 if server.started else 1
     import anyio
 
@@ -112,17 +119,34 @@ def _serve(args: argparse.Namespace) -> int:
     return 0
 
 
+def _authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
 def _announce(host: str, port: int, stream=None) -> None:
     """Where a listening ``serve --http`` answers, printed once the socket is bound."""
-    shown = f"[{host}]" if ":" in host else host
-    base = f"http://{shown}:{port}"
-    lines = (f"knowspec: listening on {base}",
+    wildcard = host in ("0.0.0.0", "::")
+    base = f"http://{_authority({'0.0.0.0': '127.0.0.1', '::': '::1'}.get(host, host), port)}"
+    lines = (f"knowspec: listening on {base}" + (" (and every other address of this machine)" if wildcard else ""),
              f"  MCP (streamable HTTP): {base}/mcp",
              f"  REST:                  {base}/ClientREST/ (POST Login first; admin: {base}/AdminREST/EXECCOMMAND)",
              f"  OpenAPI:               {base}/openapi.json",
              f"  health:                {base}/healthz",
              "  stop with Ctrl+C")
     print("\n".join(lines), file=stream or sys.stderr, flush=True)
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """Bind before uvicorn starts, so a taken port is one clear line instead of a log record."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
 
 
 def _uvicorn_server_class():

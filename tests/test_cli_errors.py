@@ -127,3 +127,15 @@ def test_conform_names_a_missing_stdio_command(capsys):
     code, err = run(["conform", "--target", "stdio:knowspec-no-such-command --x", "--family", "okf"], capsys)
     assert code == 2
     assert "stdio command not found: knowspec-no-such-command" in err
+
+
+def test_serve_on_a_taken_port_is_one_line(tmp_path, capsys):
+    import socket
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        port = taken.getsockname()[1]
+        code, err = run(["serve", "--http", f"127.0.0.1:{port}", "--appdir", str(tmp_path)], capsys)
+    assert code == 1
+    assert err.startswith(f"knowspec serve: cannot listen on 127.0.0.1:{port}: ") and err.count("\n") == 1, err
