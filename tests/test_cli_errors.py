@@ -54,6 +54,8 @@ def assert_one_line_error(code: int, err: str, fragment: str) -> None:
     (["--log-level", "verbose", "pool", "databases"], "unknown log level 'verbose'"),
     (["codegen", "--check", "--spec", "{tmp}/nospec"], "folder not found"),
     (["model", "check", "--dir", "{tmp}/nopack"], "folder not found"),
+    (["model", "build", "--source", "gpt", "--out", "{tmp}/pack"], "unknown model source 'gpt'"),
+    (["model", "build", "--source", "hf:{tmp}/nomodel", "--out", "{tmp}/pack"], "folder not found"),
     (["conform", "--target", "http://127.0.0.1:1/mcp", "--max-examples", "0"], "expected a number above 0"),
     (["conform", "--target", "http://127.0.0.1:1/mcp", "--time-budget", "soon"], "expected a number, got 'soon'"),
 ])
