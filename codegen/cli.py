@@ -20,11 +20,13 @@ def is_checkout(root: Path = REPO) -> bool:
 
 
 def add_codegen_parser(subparsers: argparse._SubParsersAction) -> None:
+    from knowspec.impl.cli_args import existing_dir, writable_folder
+
     p = subparsers.add_parser("codegen", help="regenerate generated/ from spec/ (or --check it)")
     p.add_argument("--check", action="store_true", help="exit 1 when generated/ differs from what spec/ produces")
-    p.add_argument("--spec", type=Path, default=REPO / "spec",
+    p.add_argument("--spec", type=existing_dir, default=REPO / "spec",
                    help="spec folder (default: the checkout's spec/, or the copy the installed package ships)")
-    p.add_argument("--out", type=Path, default=None,
+    p.add_argument("--out", type=writable_folder, default=None,
                    help="generated folder to write or --check (default: the checkout's generated/; "
                         "installed: the package's own generated code, for --check only)")
     p.set_defaults(func=run)

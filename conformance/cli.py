@@ -9,10 +9,24 @@ import argparse
 import os
 import sys
 from pathlib import Path
+from typing import Callable
 
 from knowspec.conformance.config import RunConfig
 
 EXIT_USAGE = 2
+
+
+def positive(cast: type) -> Callable[[str], float]:
+    """An argparse type: a number above zero, or a one-line error naming what was expected."""
+    def parse(text: str) -> float:
+        try:
+            value = cast(text)
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a {'whole ' if cast is int else ''}number, got {text!r}") from None
+        if not 0 < value < float("inf"):
+            raise argparse.ArgumentTypeError(f"expected a number above 0, got {text!r}")
+        return value
+    return parse
 
 
 def add_conform_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
@@ -35,9 +49,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--family", choices=("okf", "docpool", "all"), default="all")
     p.add_argument("--era", choices=("legacy", "modern"), default="legacy", help="client protocol era")
     p.add_argument("--seed", type=int, default=0)
-    p.add_argument("--max-examples", type=int, default=25, help="hypothesis examples per property check")
-    p.add_argument("--time-budget", type=float, default=None, help="seconds for the whole run")
-    p.add_argument("--call-timeout", type=float, default=30.0, help="seconds per tool call")
+    p.add_argument("--max-examples", type=positive(int), default=25, help="hypothesis examples per property check")
+    p.add_argument("--time-budget", type=positive(float), default=None, help="seconds for the whole run")
+    p.add_argument("--call-timeout", type=positive(float), default=30.0, help="seconds per tool call")
     p.add_argument("--contract", default=None, metavar="FILE|git:REV",
                    help="contract.json, or git:REV for the contract a revision of this repository generated "
                         "(default: the installed knowspec.generated)")

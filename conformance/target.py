@@ -14,6 +14,7 @@ import collections
 import contextlib
 import json
 import shlex
+import socket
 import tempfile
 import threading
 import time
@@ -328,6 +329,24 @@ class Connection:
         return self._tools
 
 
+def unreachable_reason(target: Target, exc: BaseException) -> str:
+    """One sentence naming why a session could not open, not the task group that wrapped it."""
+    while isinstance(exc, BaseExceptionGroup) and exc.exceptions:
+        exc = exc.exceptions[0]
+    if target.is_stdio and isinstance(exc, FileNotFoundError):
+        return f"stdio command not found: {target.argv()[0]}"
+    if target.is_stdio and isinstance(exc, PermissionError):
+        return f"stdio command is not executable: {target.argv()[0]}"
+    cause: BaseException | None = exc
+    while cause is not None and not isinstance(cause, (ConnectionRefusedError, socket.gaierror)):
+        cause = cause.__cause__ or cause.__context__
+    if isinstance(cause, ConnectionRefusedError):
+        return f"cannot reach {target.spec}: connection refused"
+    if isinstance(cause, socket.gaierror):
+        return f"cannot reach {target.spec}: host name not found"
+    return f"cannot open an MCP session to {target.spec}: {type(exc).__name__}: {exc}"
+
+
 @contextlib.contextmanager
 def connect(target: Target) -> Iterator[Connection]:
     """Open one MCP session to the target; ``TargetError`` when it cannot be reached."""
@@ -343,8 +362,7 @@ def connect(target: Target) -> Iterator[Connection]:
         except BaseException as exc:  # noqa: BLE001 - spawn/handshake failures of any kind
             errlog.seek(0)
             tail = errlog.read()[-400:].strip()
-            detail = f"{type(exc).__name__}: {exc}" + (f" (server stderr: {tail})" if tail else "")
-            raise TargetError(f"cannot open an MCP session to {target.spec}: {detail}") from None
+            raise TargetError(unreachable_reason(target, exc) + (f" (server stderr: {tail})" if tail else "")) from None
         try:
             yield Connection(portal, entered, target, wire)
         finally:

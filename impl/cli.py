@@ -3,14 +3,20 @@
 from __future__ import annotations
 
 import argparse
+import difflib
 import importlib
 import logging
 import os
+import socket
 import sys
+import traceback
 from pathlib import Path
 from typing import Sequence
 
+from knowspec.impl.cli_args import UsageError, host_port, log_level, positive_float
 from knowspec.impl.config import Settings
+
+DEBUG_HINT = "run again with --debug for the traceback"
 
 # (module, function) pairs that add a subcommand; each lives next to the code it drives.
 SUBCOMMANDS = (
@@ -29,6 +35,26 @@ OTHER_GROUPS = (
     ("model", "build and check vector model packs", (("knowspec.impl.docpool.vectors.cli", "add_model_parser"),)),
     ("user", "manage REST users and roles", (("knowspec.impl.docpool.auth", "add_user_parser"),)),
 )
+
+
+class Parser(argparse.ArgumentParser):
+    """argparse with one-line errors (exit 2) and a did-you-mean for a mistyped choice.
+
+    Subparsers inherit the class, so every ``knowspec`` command answers the same way.
+    """
+
+    def _check_value(self, action: argparse.Action, value) -> None:
+        if action.choices is None or value in action.choices:
+            return
+        names = [str(c) for c in action.choices]
+        close = difflib.get_close_matches(str(value), names, n=1, cutoff=0.6)
+        hint = f"; did you mean {close[0]!r}?" if close else ""
+        if isinstance(action, argparse._SubParsersAction):
+            raise argparse.ArgumentError(None, f"unknown command {value!r}{hint} (choose from {', '.join(names)})")
+        raise argparse.ArgumentError(action, f"invalid choice {value!r}{hint} (choose from {', '.join(names)})")
+
+    def error(self, message: str):
+        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
 
 
 def add_settings_options(p: argparse.ArgumentParser) -> None:
@@ -77,17 +103,68 @@ def _serve(args: argparse.Namespace) -> int:
 
         from knowspec.impl.server.http_app import build_app
 
-        host, _, port = args.http.rpartition(":")
-        host = host.strip("[]") or "127.0.0.1"
+        host, port = args.http
         app = build_app(runtime, host=host)
-        uvicorn.run(app, host=host, port=int(port), log_level=args.log_level.lower())
-        return 0
+        try:
+            sock = _listening_socket(host, port)
+        except OSError as exc:
+            print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        server = _uvicorn_server_class()(uvicorn.Config(app, host=host, port=port, log_level=args.log_level.lower()))
+        with sock:
+            server.run(sockets=[sock])
+        return 0 if server.started else 1
     import anyio
 
     from knowspec.impl.server.mcp_server import serve_stdio
 
     anyio.run(serve_stdio, runtime)
     return 0
+
+
+def _authority(host: str, port: int) -> str:
+    return f"[{host}]:{port}" if ":" in host else f"{host}:{port}"
+
+
+def _announce(host: str, port: int, stream=None) -> None:
+    """Where a listening ``serve --http`` answers, printed once the socket is bound."""
+    wildcard = host in ("0.0.0.0", "::")
+    base = f"http://{_authority({'0.0.0.0': '127.0.0.1', '::': '::1'}.get(host, host), port)}"
+    lines = (f"knowspec: listening on {base}" + (" (and every other address of this machine)" if wildcard else ""),
+             f"  MCP (streamable HTTP): {base}/mcp",
+             f"  REST:                  {base}/ClientREST/ (POST Login first; admin: {base}/AdminREST/EXECCOMMAND)",
+             f"  OpenAPI:               {base}/openapi.json",
+             f"  health:                {base}/healthz",
+             "  stop with Ctrl+C")
+    print("\n".join(lines), file=stream or sys.stderr, flush=True)
+
+
+def _listening_socket(host: str, port: int) -> socket.socket:
+    """Bind before uvicorn starts, so a taken port is one clear line instead of a log record."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
+def _uvicorn_server_class():
+    import uvicorn
+
+    class AnnouncingServer(uvicorn.Server):
+        """uvicorn's server that prints the URLs after it has bound its socket (not before)."""
+
+        async def startup(self, sockets=None) -> None:
+            await super().startup(sockets=sockets)
+            if self.started:
+                bound = self.servers[0].sockets[0].getsockname()
+                _announce(self.config.host, bound[1])
+
+    return AnnouncingServer
 
 
 def _version() -> str:
@@ -101,17 +178,20 @@ def _version() -> str:
 
 
 def build_parser() -> argparse.ArgumentParser:
-    parser = argparse.ArgumentParser(prog="knowspec", description=__doc__)
+    parser = Parser(prog="knowspec", description=__doc__)
     parser.add_argument("--version", action="version", version=f"knowspec {_version()}")
-    parser.add_argument("--log-level", default="WARNING", help="logging level on stderr")
+    parser.add_argument("--log-level", default="WARNING", type=log_level,
+                        help="logging level on stderr: DEBUG, INFO, WARNING (default), ERROR or CRITICAL")
+    parser.add_argument("--debug", action="store_true", help="show the full traceback when a command fails")
     sub = parser.add_subparsers(dest="command", required=True)
 
     serve = sub.add_parser("serve", help="serve all tools over MCP (stdio, or streamable HTTP with REST)")
     mode = serve.add_mutually_exclusive_group(required=True)
     mode.add_argument("--stdio", action="store_true", help="MCP over standard input/output")
-    mode.add_argument("--http", metavar="HOST:PORT", help="streamable HTTP at /mcp plus REST routes")
+    mode.add_argument("--http", metavar="HOST:PORT", type=host_port,
+                      help="streamable HTTP at /mcp plus REST routes (e.g. 127.0.0.1:8765; port 0 picks a free one)")
     add_settings_options(serve)
-    serve.add_argument("--call-timeout", type=float, metavar="SECONDS",
+    serve.add_argument("--call-timeout", type=positive_float, metavar="SECONDS",
                        help="deadline per tool call; a call past it answers operation_cancelled (default 120)")
     serve.add_argument("--server-name", default="knowspec",
                        help="serverInfo.name in the initialize answer (okf-mcp's own is okf-mcp)")
@@ -128,7 +208,35 @@ def build_parser() -> argparse.ArgumentParser:
         group = sub.add_parser(name, help=help_text).add_subparsers(dest=f"{name}_command", required=True)
         for module, func in adders:
             _mount(group, module, func)
+    _accept_debug_everywhere(parser)
     return parser
+
+
+def _accept_debug_everywhere(parser: argparse.ArgumentParser) -> None:
+    """``--debug`` works after the subcommand too (``knowspec pool build ... --debug``)."""
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                if "--debug" not in sub._option_string_actions:
+                    sub.add_argument("--debug", action="store_true", default=argparse.SUPPRESS, help=argparse.SUPPRESS)
+                _accept_debug_everywhere(sub)
+
+
+def _command_name(args: argparse.Namespace) -> str:
+    words = ["knowspec", args.command]
+    nested = getattr(args, f"{args.command}_command", None)
+    return " ".join(words + ([nested] if nested else []))
+
+
+def _one_line(exc: BaseException) -> str:
+    from knowspec.impl.errors import ToolError
+
+    if isinstance(exc, ToolError):
+        text = f"{exc.code}: {exc.message}"
+    else:
+        text = f"{type(exc).__name__}: {exc}" if str(exc) else type(exc).__name__
+    text = " ".join(text.split())
+    return text if len(text) <= 300 else text[:297] + "..."
 
 
 def main(argv: Sequence[str] | None = None) -> int:
@@ -137,17 +245,34 @@ def main(argv: Sequence[str] | None = None) -> int:
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
     args = parser.parse_args(argv)
-    logging.basicConfig(level=args.log_level.upper(), stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
+    command = _command_name(args)
     try:
         return int(args.func(args) or 0)
+    except UsageError as exc:
+        print(f"{command}: error: {exc}", file=sys.stderr)
+        return 2
+    except KeyboardInterrupt:
+        print(f"{command}: interrupted", file=sys.stderr)
+        return 130
     except ImportError as exc:  # an optional library this command needs is not installed
         from knowspec.impl.extras import missing_extra_message
 
         text = missing_extra_message(exc)
         if text is None:
-            raise
+            if args.debug:
+                traceback.print_exc()
+            else:
+                print(f"{command}: failed: {_one_line(exc)} ({DEBUG_HINT})", file=sys.stderr)
+            return 1
         print(f"knowspec: {text}", file=sys.stderr)
         return 2
+    except Exception as exc:  # noqa: BLE001 - the last word on anything a command did not expect
+        if args.debug:
+            traceback.print_exc()
+        else:
+            print(f"{command}: failed: {_one_line(exc)} ({DEBUG_HINT})", file=sys.stderr)
+        return 1
 
 
 if __name__ == "__main__":

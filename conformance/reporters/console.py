@@ -1,13 +1,20 @@
-"""Terminal output with rich: a progress bar while checks run, then a summary and failures."""
+"""Terminal output with rich: a progress bar while checks run, then a summary and failures.
+
+When stderr is not a terminal (CI, a pipe), plain progress lines stand in for the bar: one when
+the run starts, then every 5 s or 10 % of the cases, with rate and ETA. ``impl/progress.py``
+prints the same kind of line for the server's commands; conformance may not import impl.
+"""
 
 from __future__ import annotations
 
 import json
-from typing import Any
+import time
+from typing import Any, Callable
 
 from rich.console import Console
 from rich.markup import escape
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn,
+                           TimeRemainingColumn)
 from rich.table import Table
 
 from knowspec.conformance.events import CheckFinished, CheckStarted, RunFinished, RunStarted, TargetUnreachable
@@ -16,26 +23,67 @@ from knowspec.conformance.reporters.summary import STATUSES, counts_by
 COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow", "accepted": "cyan"}
 
 
+def _duration(seconds: float) -> str:
+    seconds = max(0, int(round(seconds)))
+    return f"{seconds}s" if seconds < 60 else f"{seconds // 60}m{seconds % 60:02d}s"
+
+
+class PlainTicker:
+    """``conform: 40/338 cases (11%), 2.1/s, ETA 2m21s, last inputs[doc_search]`` now and then."""
+
+    def __init__(self, console: Console, planned: int, *, interval: float = 5.0, step: float = 0.10,
+                 clock: Callable[[], float] = time.monotonic) -> None:
+        self.console, self.planned, self.interval, self.step, self.clock = console, planned, interval, step, clock
+        self.started = self.last_line = clock()
+        self.done = self.last_done = 0
+
+    def advance(self, case_id: str) -> None:
+        self.done += 1
+        now = self.clock()
+        quiet_for = now - self.last_line
+        stepped = self.done - self.last_done >= self.step * self.planned and quiet_for >= 1.0
+        if quiet_for >= self.interval or stepped or self.done == self.planned:
+            self.last_line, self.last_done = now, self.done
+            elapsed = now - self.started
+            rate = self.done / elapsed if elapsed >= 1.0 else 0.0
+            parts = [f"conform: {self.done}/{self.planned} cases ({100 * self.done // max(self.planned, 1)}%)"]
+            if rate:
+                parts.append(f"{rate:.1f}/s")
+                if self.done < self.planned:
+                    parts.append(f"ETA {_duration((self.planned - self.done) / rate)}")
+            parts.append(f"last {case_id}")
+            self.console.print(", ".join(parts), markup=False, highlight=False, soft_wrap=True)
+
+
 class ConsoleReporter:
     def __init__(self, console: Console | None = None, verbose: bool = False) -> None:
         self.console = console or Console(stderr=True)
         self.verbose = verbose
         self.progress: Progress | None = None
+        self.ticker: PlainTicker | None = None
         self.task: Any = None
 
     def handle(self, event: Any) -> None:
         if isinstance(event, RunStarted):
             self.console.print(f"[bold]knowspec conform[/] {escape(event.target)} (era {event.era}, family"
-                               f" {event.family}, seed {event.seed}, contract {escape(event.contract)})")
+                               f" {event.family}, seed {event.seed}, contract {escape(event.contract)})", soft_wrap=True)
+            if not self.console.is_terminal:
+                self.console.print(f"conform: {event.planned} cases planned; connecting and preparing fixtures",
+                                   markup=False, highlight=False, soft_wrap=True)
+                self.ticker = PlainTicker(self.console, event.planned)
+                return
             self.progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
-                                     TimeElapsedColumn(), console=self.console, transient=True)
+                                     TaskProgressColumn(), TimeElapsedColumn(), TextColumn("ETA"),
+                                     TimeRemainingColumn(), console=self.console, transient=True)
             self.progress.start()
-            self.task = self.progress.add_task("starting", total=event.planned)
+            self.task = self.progress.add_task("connecting, preparing fixtures", total=event.planned)
         elif isinstance(event, CheckStarted) and self.progress:
             self.progress.update(self.task, description=escape(f"{event.check_id} {event.tool}"))
         elif isinstance(event, CheckFinished):
             if self.progress:
                 self.progress.advance(self.task)
+            if self.ticker:
+                self.ticker.advance(event.case_id)
             if event.status in ("failed", "error") or self.verbose:
                 colour = COLOURS[event.status]
                 msg = event.failure.message if event.failure else event.reason
@@ -43,7 +91,8 @@ class ConsoleReporter:
                                    markup=True, highlight=False)
         elif isinstance(event, TargetUnreachable):
             self._stop()
-            self.console.print(f"[red bold]target unreachable or misconfigured:[/] {escape(event.message)}")
+            self.console.print(f"[red bold]target unreachable or misconfigured:[/] {escape(event.message)}",
+                               soft_wrap=True)
         elif isinstance(event, RunFinished):
             self._stop()
             self._summary(event)

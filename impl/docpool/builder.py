@@ -24,14 +24,14 @@ import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Iterable
 
 import yaml
 
 from knowspec.impl.docpool.storage.sqlite import open_for_write
+from knowspec.impl.progress import PhaseProgress, Report
 from knowspec.impl.rules.fold import fold
 
-Progress = Callable[[int, int], None]
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
 _HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
@@ -189,17 +189,20 @@ class _Writer:
             [t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, t.source_uri,
              t.mtime, t.body_md])
         tid = cur.lastrowid
-        for c in chunk_sections(t.title, t.body_md):
-            cid = self.con.execute('insert into "doc$chunk"(topic_id, ord, title, heading, body) values (?, ?, ?, ?, ?)',
-                                   [tid, c.ord, t.title, c.heading, c.body]).lastrowid
-            self.con.execute('insert into "doc$chunk_fts"(rowid, title, heading, body) values (?, ?, ?, ?)',
-                             [cid, fold(t.title), fold(c.heading), fold(c.body)])
         for link in t.links:
             self.con.execute('insert or replace into "doc$link"(topic_id, kind, key, confidence, source) '
                              "values (?, ?, ?, ?, ?)", [tid, link["kind"], link["key"], link["confidence"], link["source"]])
         for principal in t.acl:
             self.con.execute('insert or ignore into "doc$acl"(topic_id, principal) values (?, ?)', [tid, principal])
         return tid
+
+    def chunks(self, tid: int, title: str, body_md: str) -> None:
+        """The topic's sections as chunks, each indexed for full text."""
+        for c in chunk_sections(title, body_md):
+            cid = self.con.execute('insert into "doc$chunk"(topic_id, ord, title, heading, body) values (?, ?, ?, ?, ?)',
+                                   [tid, c.ord, title, c.heading, c.body]).lastrowid
+            self.con.execute('insert into "doc$chunk_fts"(rowid, title, heading, body) values (?, ?, ?, ?)',
+                             [cid, fold(title), fold(c.heading), fold(c.body)])
 
     def entity_kind(self, collection: str, k: dict[str, Any]) -> None:
         self.con.execute('insert or replace into "doc$entity_kind"(collection, kind, title, key_rule, url_template) '
@@ -229,9 +232,12 @@ class _Writer:
 
 
 def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *, title: str = "",
-               erisim: str = "herkes", progress: Progress | None = None,
-               model_dir: Path | str | None = None, vector_progress: Progress | None = None) -> dict[str, int]:
+               erisim: str = "herkes", progress: Report | None = None,
+               model_dir: Path | str | None = None) -> dict[str, int]:
     """Write a fresh pool file ``out_path`` from ``source_dir``; returns row counts.
+
+    ``progress(phase, done, total)`` hears three phases in turn: ``topics`` (files read and
+    written), ``chunking`` (topics split into indexed chunks) and, with a model, ``vectors``.
 
     ``collection``/``title``/``erisim`` name the main collection (``pool.yaml`` may add more,
     topics may choose one with their ``collection`` frontmatter). With ``model_dir`` (a model
@@ -270,7 +276,9 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
         if okf:
             w.entity_kind(collection, {"kind": "concept", "title": "Concept", "key_rule": "OKF concept path"})
             w.entity_kind(collection, {"kind": "tag", "title": "Tag", "key_rule": "OKF tag"})
+        report = progress or (lambda phase, done, total: None)
         tags: set[str] = set()
+        report("topics", 0, len(files))
         for n, path in enumerate(files, 1):
             if okf:
                 topic, entity = read_okf_concept(path, root, collection)
@@ -279,16 +287,26 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
             else:
                 topic = read_help_topic(path, root, collection)
             w.topic(topic)
-            if progress:
-                progress(n, len(files))
+            report("topics", n, len(files))
         for tag in sorted(tags):
             w.entity(collection, {"kind": "tag", "key": tag, "title": tag})
+        # Chunks are written after all topics, in topic order: the same ids as writing them
+        # topic by topic, and a phase of its own for the progress display.
+        topic_count = con.execute('select count(*) from "doc$topic"').fetchone()[0]
+        report("chunking", 0, topic_count)
+        rows = con.execute('select id, title, body_md from "doc$topic" order by id')
+        for n, (tid, topic_title, body_md) in enumerate(rows, 1):
+            w.chunks(tid, topic_title, body_md)
+            report("chunking", n, topic_count)
         if embedder is not None:
             from knowspec.impl.docpool.vectors.pool_embed import embed_pool
 
             recipe = config.get("meta") or {}
+            chunk_count = con.execute('select count(*) from "doc$chunk"').fetchone()[0]
+            report("vectors", 0, topic_count + chunk_count)
             embed_pool(con, embedder, passage_prefix=recipe.get("vec_passage_prefix"),
-                       query_prefix=recipe.get("vec_query_prefix"), progress=vector_progress)
+                       query_prefix=recipe.get("vec_query_prefix"),
+                       progress=lambda done, total: report("vectors", done, total))
         con.execute("commit")
         counts = {name: con.execute(f'select count(*) from "doc${name}"').fetchone()[0]
                   for name in ("topic", "chunk", "entity", "alias", "link", "acl", "topic_vec", "chunk_vec")}
@@ -311,9 +329,12 @@ DEFAULT_PACK = Path("<APPDIR>/models/e5-int8")  # `--model` given without a fold
 def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     """Mount ``knowspec pool build`` (the lead adds it under the ``pool`` command)."""
     p = subparsers.add_parser("build", help="build a source pool (SQLite, schema v2) from Markdown topics or an OKF bundle")
-    p.add_argument("source", type=Path, help="folder of Markdown help topics, or an OKF bundle")
+    from knowspec.impl.cli_args import collection_name, existing_dir
+
+    p.add_argument("source", type=existing_dir, help="folder of Markdown help topics, or an OKF bundle")
     p.add_argument("out", type=Path, help="pool file to write (replaced); a bare file name is written into APPDIR")
-    p.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
+    p.add_argument("--collection", required=True, type=collection_name,
+                   help="collection id: lower-case letters, digits and '-' (^[a-z0-9][a-z0-9-]*$)")
     p.add_argument("--title", default="", help="collection title")
     p.add_argument("--erisim", default="herkes", help="'herkes' (everyone) or a restricted marker")
     p.add_argument("--model", type=Path, nargs="?", const=DEFAULT_PACK, default=None,
@@ -325,14 +346,6 @@ def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.Ar
 
 
 def _run_build(ns: argparse.Namespace) -> int:
-    def show(done: int, total: int) -> None:
-        if done == total or done % 500 == 0:
-            print(f"\r{done}/{total} topics", end="", file=sys.stderr, flush=True)
-
-    def show_vectors(done: int, total: int) -> None:
-        if done == total or done % 200 == 0:
-            print(f"\r{done}/{total} vectors", end="", file=sys.stderr, flush=True)
-
     from knowspec.impl.config import Settings
     from knowspec.impl.errors import ToolError
 
@@ -343,12 +356,15 @@ def _run_build(ns: argparse.Namespace) -> int:
     model = settings.model_dir if ns.model is DEFAULT_PACK else ns.model
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
-        counts = build_pool(ns.source, out, ns.collection, title=ns.title, erisim=ns.erisim, progress=show,
-                            model_dir=model, vector_progress=show_vectors)
+        with PhaseProgress("pool build") as report:
+            counts = build_pool(ns.source, out, ns.collection, title=ns.title, erisim=ns.erisim,
+                                progress=report, model_dir=model)
     except ToolError as exc:
         detail = "; ".join(d["message"] for d in exc.diagnostics)
         print(f"pool build failed: {exc.message}" + (f" ({detail})" if detail else ""), file=sys.stderr)
         return 1
-    print(f"\nwrote {out}", file=sys.stderr)
+    if not counts["topic"]:
+        print(f"pool build: warning: no Markdown topics found in {ns.source}", file=sys.stderr)
+    print(f"wrote {out}", file=sys.stderr)
     print(json.dumps(counts, sort_keys=True))
     return 0

@@ -12,10 +12,11 @@ from knowspec.impl.errors import ToolError
 
 def add_db_parser(subparsers: argparse._SubParsersAction) -> None:
     from knowspec.impl.cli import add_settings_options
+    from knowspec.impl.cli_args import storage_name
 
     reg = subparsers.add_parser("register", help="register a database and its storage in the catalog")
     reg.add_argument("name", help="database name")
-    reg.add_argument("--storage", required=True, help="SQLITE, POSTGRESQL or FIREBIRD")
+    reg.add_argument("--storage", required=True, type=storage_name, help="SQLITE, POSTGRESQL or FIREBIRD")
     reg.add_argument("--dsn", required=True, help="SQLite file (a bare file name is in APPDIR), PostgreSQL conninfo, "
                                                   "or Firebird database/DSN")
     add_settings_options(reg)
@@ -50,10 +51,12 @@ def _print_entry(action) -> int:
 
 
 def _register(args: argparse.Namespace) -> int:
+    from knowspec.impl.cli_args import check_dsn
+
     settings = _settings(args)
-    storage = args.storage.upper()
-    dsn = str(settings.in_appdir(args.dsn)) if storage == "SQLITE" else args.dsn
-    return _print_entry(lambda: catalog.register_database(settings.catalog_path, args.name, storage, dsn))
+    dsn = str(settings.in_appdir(args.dsn)) if args.storage == "SQLITE" else args.dsn
+    dsn = check_dsn(args.storage, dsn)
+    return _print_entry(lambda: catalog.register_database(settings.catalog_path, args.name, args.storage, dsn))
 
 
 def _alter(args: argparse.Namespace) -> int:

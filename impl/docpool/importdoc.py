@@ -24,6 +24,7 @@ from typing import Any, Callable
 
 from knowspec.impl.docpool import catalog, pools, recipe
 from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.progress import PhaseProgress, Report
 
 PARAMS = ("database", "collection", "path")
 
@@ -73,11 +74,13 @@ def resolve_target(settings, database: str) -> catalog.PoolLocation:
     return catalog.resolve_pool_location(settings.catalog_path, database)
 
 
-def importer_for(location: catalog.PoolLocation) -> Callable[[Path, str], recipe.ImportResult]:
-    """How to import into ``location``: the SQLite recipe, else the storage module's
-    ``import_collection(dsn, source, collection) -> recipe.ImportResult`` (same refusals)."""
+def importer_for(location: catalog.PoolLocation, progress: Report | None = None
+                 ) -> Callable[[Path, str], recipe.ImportResult]:
+    """How to import into ``location``: the SQLite recipe (which reports ``progress``), else the
+    storage module's ``import_collection(dsn, source, collection) -> recipe.ImportResult`` (same refusals)."""
     if location.storage == "SQLITE":
-        return lambda source, collection: recipe.import_collection(location.dsn, source, collection)
+        return lambda source, collection: recipe.import_collection(location.dsn, source, collection,
+                                                                   progress=progress)
     module_name = pools.STORAGE_OPENERS.get(location.storage, "")
     try:
         module_import = importlib.import_module(module_name).import_collection
@@ -89,7 +92,8 @@ def importer_for(location: catalog.PoolLocation) -> Callable[[Path, str], recipe
     return lambda source, collection: module_import(location.dsn, source, collection)
 
 
-def import_collection(settings, database: str, collection: str, source_path: str) -> dict[str, Any]:
+def import_collection(settings, database: str, collection: str, source_path: str, *,
+                      progress: Report | None = None) -> dict[str, Any]:
     """Import ``collection`` from the pool file ``source_path`` into ``database``'s pool."""
     require_params({"database": database, "collection": collection, "path": source_path})
     if not recipe.COLLECTION_NAME.fullmatch(collection):
@@ -99,7 +103,7 @@ def import_collection(settings, database: str, collection: str, source_path: str
     if reason:
         return refused(reason)
     target = resolve_target(settings, database)
-    run_import = importer_for(target)
+    run_import = importer_for(target, progress)
     try:
         done = run_import(source, collection)
     except recipe.ImportRefused as exc:
@@ -131,7 +135,10 @@ def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.A
     cmd = subparsers.add_parser(
         "import", help="import one collection of a source pool into a database's document pool"
     )
-    cmd.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
+    from knowspec.impl.cli_args import collection_name
+
+    cmd.add_argument("--collection", required=True, type=collection_name,
+                     help="collection id: lower-case letters, digits and '-' (^[a-z0-9][a-z0-9-]*$)")
     cmd.add_argument("source", help="source pool file (SQLite, schema v2); a bare file name is read from APPDIR")
     add_settings_options(cmd)  # --appdir, --catalog, ... and --database
     for action in cmd._actions:  # the shared --database is the import target here
@@ -143,30 +150,22 @@ def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.A
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
-    from rich.console import Console
-
     from knowspec.impl.cli import settings_from
 
     settings = settings_from(args)
-    from rich.progress import BarColumn, Progress, SpinnerColumn, TextColumn, TimeElapsedColumn
+    from knowspec.impl.cli_args import UsageError
 
-    console = Console(stderr=True)
-    with Progress(
-        SpinnerColumn(), TextColumn("{task.description}"), BarColumn(), TimeElapsedColumn(),
-        console=console, transient=True,
-    ) as progress:
-        task = progress.add_task(
-            f"importing {args.collection} into {args.database}", total=None
-        )
-        try:
-            outcome = import_collection(settings, args.database, args.collection, str(settings.in_appdir(args.source)))
-        except ToolError as exc:
-            progress.stop()
-            console.print(f"[red]error[/red] {exc.code}: {exc.message}")
-            return 1
-        progress.update(task, total=1, completed=1)
+    source = settings.in_appdir(args.source)
+    if not source.is_file():
+        raise UsageError(f"source pool not found: {source}")
+    try:
+        with PhaseProgress("pool import") as report:
+            outcome = import_collection(settings, args.database, args.collection, str(source), progress=report)
+    except ToolError as exc:
+        print(f"pool import failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
     if not outcome["result"]:
-        console.print(f"[yellow]nothing imported[/yellow]: {outcome['message']}")
+        print(f"pool import: nothing imported: {outcome['message']}", file=sys.stderr)
         return 2
     print(
         f"imported {outcome['collection']}: {outcome['topics']} topics, "

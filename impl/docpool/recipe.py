@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import re
 import sqlite3
+from collections import Counter
 from dataclasses import dataclass
 from pathlib import Path
+from typing import Callable
 
 from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
 from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, read_identity
@@ -95,19 +97,39 @@ def refusal(target: Path | str, source: Path | str, collection: str) -> str | No
         con.close()
 
 
-def import_collection(target: Path | str, source: Path | str, collection: str) -> ImportResult:
-    """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``."""
+def step_phase(sql: str) -> str:
+    """The phase a recipe statement belongs to, as a progress display names it."""
+    if '"doc$chunk_fts"' in sql:
+        return "rebuilding full-text index"
+    return "removing the old collection" if sql.lstrip().lower().startswith("delete") else "copying rows"
+
+
+def import_collection(target: Path | str, source: Path | str, collection: str, *,
+                      progress: Callable[[str, int, int], None] | None = None) -> ImportResult:
+    """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``.
+
+    ``progress(phase, done, total)`` counts the recipe's statements within each phase.
+    """
     why = refusal(target, source, collection)
     if why:
         raise ImportRefused(why)
     source = Path(source)
+    statements = recipe_statements()
+    totals = Counter(step_phase(sql) for sql in statements)
+    done: Counter[str] = Counter()
     con = open_for_write(target)
     try:
         con.execute("attach database ? as src", [source.absolute().as_uri() + "?mode=ro"])
         con.execute("begin immediate")
         try:
-            for sql in recipe_statements():
+            for sql in statements:
+                phase = step_phase(sql)
+                if progress and not done[phase]:
+                    progress(phase, 0, totals[phase])
                 con.execute(sql, {"collection": collection})
+                done[phase] += 1
+                if progress:
+                    progress(phase, done[phase], totals[phase])
             con.execute("commit")
         except BaseException:
             con.execute("rollback")

@@ -212,8 +212,12 @@ def test_cli_pool_import_imports_and_reports_counts(settings, tmp_path, capsys):
 
 def test_cli_pool_import_refusal_exits_2_and_error_exits_1(settings, tmp_path):
     common = ["import", "--appdir", str(tmp_path), "--collection", "manuals"]
-    args = _cli([*common, "--database", "sales", str(tmp_path / "no.db")])
+    other = make_pool(tmp_path / "other.db", "guides", topics_of(1))
+    args = _cli([*common, "--database", "sales", str(other)])  # the source lacks the collection
     assert args.func(args) == 2
+    with pytest.raises(SystemExit) as exited:  # no such source file: refused before anything runs
+        _cli([*common, "--database", "sales", str(tmp_path / "no.db")])
+    assert exited.value.code == 2
     source = make_pool(tmp_path / "src.db", "manuals", topics_of(1))
     args = _cli([*common, "--database", "nosuch", str(source)])
     assert args.func(args) == 1

@@ -127,7 +127,11 @@ def test_model_build_command_reuses_an_up_to_date_pack(hf_pack, hf_folder):
 
 
 def test_model_build_command_fails_cleanly_on_a_bad_source(tmp_path):
-    args = _model_cli(["build", "--source", f"hf:{tmp_path / 'nothing'}", "--out", str(tmp_path / "o")])
+    with pytest.raises(SystemExit) as exited:  # no such folder: refused before the build starts
+        _model_cli(["build", "--source", f"hf:{tmp_path / 'nothing'}", "--out", str(tmp_path / "o")])
+    assert exited.value.code == 2
+    (tmp_path / "empty").mkdir()
+    args = _model_cli(["build", "--source", f"hf:{tmp_path / 'empty'}", "--out", str(tmp_path / "o")])
     assert args.func(args) == 1
 
 

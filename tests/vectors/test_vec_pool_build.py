@@ -107,8 +107,13 @@ def test_cli_build_reports_a_missing_pack_and_fails(tmp_path, capsys):
 
     parser = argparse.ArgumentParser()
     add_pool_build_parser(parser.add_subparsers())
+    with pytest.raises(SystemExit) as exited:
+        parser.parse_args(["build", str(SAMPLE), str(tmp_path / "h.db"), "--collection", "netsim-help",
+                           "--model", str(tmp_path / "nothing")])
+    assert exited.value.code == 2
+    assert "folder not found" in capsys.readouterr().err
     ns = parser.parse_args(["build", str(SAMPLE), str(tmp_path / "h.db"), "--collection", "netsim-help",
-                            "--model", str(tmp_path / "nothing")])
+                            "--model", str(tmp_path)])  # a folder, but no pack in it
     assert ns.func(ns) == 1
     assert "embedding model not found" in capsys.readouterr().err
 

@@ -15,7 +15,7 @@ class DocEntitiesInput(BaseModel):
     kind: Annotated[
         str | None,
         Field(
-            description="Entity kind, e.g. module, form_class, islem_kodu.",
+            description="Entity kind, e.g. module, form_class (a UI form, keyed by its class name) or islem_kodu (a transaction code that opens a form).",
             max_length=64,
             min_length=1,
             title="EntityKind",
@@ -29,11 +29,14 @@ class DocEntitiesInput(BaseModel):
             min_length=1,
         ),
     ] = None
-    limit: Annotated[int | None, Field(ge=1, le=200)] = 20
+    limit: Annotated[
+        int | None,
+        Field(description="Most rows to return (1-200, default 20).", ge=1, le=200),
+    ] = 20
     database: Annotated[
         str | None,
         Field(
-            description="Registered database whose document pool is read; default: the session's database, else the server's -DATABASE.",
+            description="Registered database whose document pool is read; default: the session's database, else the server's default database (knowspec serve --database).",
             max_length=128,
             min_length=1,
             title="Database",

@@ -15,7 +15,7 @@ class DocEntityInput(BaseModel):
     kind: Annotated[
         str,
         Field(
-            description="Entity kind, e.g. module, form_class, islem_kodu.",
+            description="Entity kind, e.g. module, form_class (a UI form, keyed by its class name) or islem_kodu (a transaction code that opens a form).",
             max_length=64,
             min_length=1,
             title="EntityKind",
@@ -33,7 +33,7 @@ class DocEntityInput(BaseModel):
     database: Annotated[
         str | None,
         Field(
-            description="Registered database whose document pool is read; default: the session's database, else the server's -DATABASE.",
+            description="Registered database whose document pool is read; default: the session's database, else the server's default database (knowspec serve --database).",
             max_length=128,
             min_length=1,
             title="Database",

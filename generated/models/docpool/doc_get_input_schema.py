@@ -17,15 +17,27 @@ class DocGetInput(BaseModel):
         extra="forbid",
     )
     collection: Annotated[
-        str | None, Field(max_length=64, min_length=1, title="CollectionId")
+        str | None,
+        Field(
+            description="Collection ID: lower-case letters, digits and '-'. netsim-help is the help pool's collection; doc_collections lists the others.",
+            max_length=64,
+            min_length=1,
+            title="CollectionId",
+        ),
     ] = None
-    slug: Annotated[str | None, Field(max_length=512, min_length=1, title="Slug")] = (
-        None
-    )
+    slug: Annotated[
+        str | None,
+        Field(
+            description="Topic slug: the topic's ID within its collection, e.g. sales-invoice.",
+            max_length=512,
+            min_length=1,
+            title="Slug",
+        ),
+    ] = None
     kind: Annotated[
         str | None,
         Field(
-            description="Entity kind, e.g. module, form_class, islem_kodu.",
+            description="Entity kind, e.g. module, form_class (a UI form, keyed by its class name) or islem_kodu (a transaction code that opens a form).",
             max_length=64,
             min_length=1,
             title="EntityKind",
@@ -43,7 +55,7 @@ class DocGetInput(BaseModel):
     database: Annotated[
         str | None,
         Field(
-            description="Registered database whose document pool is read; default: the session's database, else the server's -DATABASE.",
+            description="Registered database whose document pool is read; default: the session's database, else the server's default database (knowspec serve --database).",
             max_length=128,
             min_length=1,
             title="Database",

@@ -30,13 +30,20 @@ class DocSearchInput(BaseModel):
         ),
     ] = None
     mode: Annotated[
-        Literal["fts", "vector", "hybrid"] | None, Field(title="SearchMode")
+        Literal["fts", "vector", "hybrid"] | None,
+        Field(
+            description="fts (default): full-text search with bm25 ranking; vector: semantic similarity over the pool's embeddings; hybrid: both, fused by rank.",
+            title="SearchMode",
+        ),
     ] = "fts"
-    limit: Annotated[int | None, Field(ge=1, le=50)] = 10
+    limit: Annotated[
+        int | None,
+        Field(description="Most results to return (1-50, default 10).", ge=1, le=50),
+    ] = 10
     database: Annotated[
         str | None,
         Field(
-            description="Registered database whose document pool is read; default: the session's database, else the server's -DATABASE.",
+            description="Registered database whose document pool is read; default: the session's database, else the server's default database (knowspec serve --database).",
             max_length=128,
             min_length=1,
             title="Database",

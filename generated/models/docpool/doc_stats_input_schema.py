@@ -15,7 +15,7 @@ class DocStatsInput(BaseModel):
     database: Annotated[
         str | None,
         Field(
-            description="Registered database whose document pool is read; default: the session's database, else the server's -DATABASE.",
+            description="Registered database whose document pool is read; default: the session's database, else the server's default database (knowspec serve --database).",
             max_length=128,
             min_length=1,
             title="Database",

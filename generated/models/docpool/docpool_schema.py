@@ -12,7 +12,7 @@ class DocpoolDefinitions(RootModel[Any]):
     root: Annotated[
         Any,
         Field(
-            description="Shared definitions of the help_* / doc_* tools (seed 001, pool schema v2).",
+            description="Shared definitions of the help_* / doc_* tools (help and document pools, pool schema v2).",
             title="DocpoolDefinitions",
         ),
     ]
@@ -22,44 +22,63 @@ class LinkRef(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    kind: str
-    key: str
+    kind: Annotated[
+        str,
+        Field(
+            description="Entity kind the topic is linked to, e.g. module, form_class (a UI form) or islem_kodu (a transaction code)."
+        ),
+    ]
+    key: Annotated[str, Field(description="Entity key within that kind.")]
 
 
 class Link(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    kind: str
-    key: str
+    kind: Annotated[
+        str,
+        Field(
+            description="Entity kind the topic is linked to, e.g. module, form_class (a UI form) or islem_kodu (a transaction code)."
+        ),
+    ]
+    key: Annotated[str, Field(description="Entity key within that kind.")]
     confidence: Annotated[
         float,
         Field(
-            description="Link reliability, larger = more reliable.", title="Confidence"
+            description="How reliable the link is, 0 to 1 (1 = stated by the author).",
+            title="Confidence",
         ),
     ]
-    source: str
+    source: Annotated[
+        str, Field(description="Where the link came from, e.g. frontmatter.")
+    ]
 
 
 class Relation(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    rel: str
-    kind: str
-    key: str
+    rel: Annotated[
+        str,
+        Field(
+            description="Relation name, e.g. opens (a transaction code opens a form) or opens_mobile (opens its mobile form)."
+        ),
+    ]
+    kind: Annotated[str, Field(description="Kind of the related entity.")]
+    key: Annotated[str, Field(description="Key of the related entity.")]
 
 
 class Alias(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    alias: str
+    alias: Annotated[
+        str,
+        Field(description="An old or alternative name that resolves to this entity."),
+    ]
     confidence: Annotated[
         float,
-        Field(
-            description="Link reliability, larger = more reliable.", title="Confidence"
-        ),
+        Field(description="How reliable the alias is, 0 to 1.", title="Confidence"),
     ]
 
 
@@ -67,46 +86,62 @@ class RelatedTopic(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    collection: str
-    slug: str
-    title: str
+    collection: Annotated[str, Field(description="Collection of the related topic.")]
+    slug: Annotated[str, Field(description="Slug of the related topic.")]
+    title: Annotated[str, Field(description="Title of the related topic.")]
 
 
 class HelpRelatedTopic(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    slug: str
-    title: str
+    slug: Annotated[str, Field(description="Slug of the related help topic.")]
+    title: Annotated[str, Field(description="Title of the related help topic.")]
 
 
 class CollectionStats(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    title: str
-    kind: str
-    erisim: str
-    generated: str | None
-    help_url_v3: str | None
-    topics: Annotated[int, Field(ge=0)]
-    chunks: Annotated[int, Field(ge=0)]
-    meta: dict[str, str]
+    title: Annotated[str, Field(description="Collection title.")]
+    kind: Annotated[str, Field(description="Collection kind, e.g. help, docs or okf.")]
+    erisim: Annotated[
+        str,
+        Field(
+            description="Access marker (erisim): 'herkes' = everyone may read; anything else = only topics whose ACL admits the caller."
+        ),
+    ]
+    generated: Annotated[
+        str | None, Field(description="When the collection was built (ISO 8601).")
+    ]
+    help_url_v3: Annotated[
+        str | None,
+        Field(
+            description="Version part used in this collection's help URLs; null = taken from the agent version."
+        ),
+    ]
+    topics: Annotated[
+        int, Field(description="Number of topics the caller may read.", ge=0)
+    ]
+    chunks: Annotated[int, Field(description="Number of chunks of those topics.", ge=0)]
+    meta: Annotated[
+        dict[str, str], Field(description="This collection's own search settings.")
+    ]
 
 
 class Counts(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    topic: Annotated[int, Field(ge=0)]
-    chunk: Annotated[int, Field(ge=0)]
-    topic_vec: Annotated[int, Field(ge=0)]
-    chunk_vec: Annotated[int, Field(ge=0)]
-    entity: Annotated[int, Field(ge=0)]
-    entity_rel: Annotated[int, Field(ge=0)]
-    alias: Annotated[int, Field(ge=0)]
-    link: Annotated[int, Field(ge=0)]
-    acl: Annotated[int, Field(ge=0)]
+    topic: Annotated[int, Field(description="Topics.", ge=0)]
+    chunk: Annotated[int, Field(description="Chunks (topic sections).", ge=0)]
+    topic_vec: Annotated[int, Field(description="Topic vectors.", ge=0)]
+    chunk_vec: Annotated[int, Field(description="Chunk vectors.", ge=0)]
+    entity: Annotated[int, Field(description="Entities.", ge=0)]
+    entity_rel: Annotated[int, Field(description="Relations between entities.", ge=0)]
+    alias: Annotated[int, Field(description="Entity aliases (old names).", ge=0)]
+    link: Annotated[int, Field(description="Topic-entity links.", ge=0)]
+    acl: Annotated[int, Field(description="Access-control rows.", ge=0)]
 
 
 class PoolStats(BaseModel):
@@ -115,10 +150,16 @@ class PoolStats(BaseModel):
     )
     meta: Annotated[
         dict[str, str],
-        Field(description="The general recipe (doc$meta rows with collection = '')."),
+        Field(
+            description="The pool's general search settings (those that belong to no single collection)."
+        ),
     ]
     collections: Annotated[
-        dict[str, CollectionStats], Field(title="CollectionStatsMap")
+        dict[str, CollectionStats],
+        Field(
+            description="Each collection with its settings and counts.",
+            title="CollectionStatsMap",
+        ),
     ]
     counts: Annotated[
         Counts,

@@ -12,4 +12,11 @@ class HelpFormInfoInput(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    form_class: Annotated[str, Field(max_length=256, min_length=1)]
+    form_class: Annotated[
+        str,
+        Field(
+            description="Class name of the UI form; an old name resolves and is reported as legacy_alias.",
+            max_length=256,
+            min_length=1,
+        ),
+    ]

@@ -10,14 +10,34 @@ from pydantic import BaseModel, ConfigDict, Field
 
 class HelpGetTopicInput(BaseModel):
     """
-    Give one of slug, form_class or islem_kodu (checked in that order).
+    Give one of slug, form_class (a UI form's class name) or islem_kodu (a transaction code), checked in that order.
     """
 
     model_config = ConfigDict(
         extra="forbid",
     )
-    slug: Annotated[str | None, Field(max_length=512, min_length=1, title="Slug")] = (
-        None
-    )
-    form_class: Annotated[str | None, Field(max_length=256, min_length=1)] = None
-    islem_kodu: Annotated[str | None, Field(max_length=64, min_length=1)] = None
+    slug: Annotated[
+        str | None,
+        Field(
+            description="Topic slug in the help pool, e.g. sales-invoice.",
+            max_length=512,
+            min_length=1,
+            title="Slug",
+        ),
+    ] = None
+    form_class: Annotated[
+        str | None,
+        Field(
+            description="Class name of a UI form (an old name resolves): returns the form's most reliable help topic.",
+            max_length=256,
+            min_length=1,
+        ),
+    ] = None
+    islem_kodu: Annotated[
+        str | None,
+        Field(
+            description="Transaction code (islem_kodu): returns the topic linked to it, else the topic of the form it opens.",
+            max_length=64,
+            min_length=1,
+        ),
+    ] = None

@@ -28,4 +28,7 @@ class HelpSearchInput(BaseModel):
             min_length=1,
         ),
     ] = None
-    limit: Annotated[int | None, Field(ge=1, le=50)] = 10
+    limit: Annotated[
+        int | None,
+        Field(description="Most results to return (1-50, default 10).", ge=1, le=50),
+    ] = 10

@@ -16,10 +16,16 @@ class HelpStatsOutput(BaseModel):
     )
     meta: Annotated[
         dict[str, str],
-        Field(description="The general recipe (doc$meta rows with collection = '')."),
+        Field(
+            description="The pool's general search settings (those that belong to no single collection)."
+        ),
     ]
     collections: Annotated[
-        dict[str, docpool_schema.CollectionStats], Field(title="CollectionStatsMap")
+        dict[str, docpool_schema.CollectionStats],
+        Field(
+            description="Each collection with its settings and counts.",
+            title="CollectionStatsMap",
+        ),
     ]
     counts: Annotated[
         docpool_schema.Counts,

@@ -83,8 +83,15 @@ class UsageWindow(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    from_: Annotated[str, Field(alias="from")]
-    to: str
+    from_: Annotated[
+        str,
+        Field(
+            alias="from", description="First day (or instant) of the window, inclusive."
+        ),
+    ]
+    to: Annotated[
+        str, Field(description="Last day (or instant) of the window, inclusive.")
+    ]
 
 
 class SourceProjection(BaseModel):
@@ -144,9 +151,23 @@ class ComputationParameter(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    name: Annotated[str, Field(max_length=4096, min_length=1)]
-    type: Annotated[str, Field(max_length=4096, min_length=1)]
-    required: bool
+    name: Annotated[
+        str, Field(description="Parameter name.", max_length=4096, min_length=1)
+    ]
+    type: Annotated[
+        str,
+        Field(
+            description="Parameter type as the runtime names it, e.g. number or string.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    required: Annotated[
+        bool,
+        Field(
+            description="true when the computation cannot run without this parameter."
+        ),
+    ]
 
 
 class ReceiptItem(RootModel[str]):
@@ -157,15 +178,36 @@ class ComputationExecutor(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    resource: Annotated[str, Field(max_length=4096, min_length=1)]
-    receipt: Annotated[list[ReceiptItem], Field(max_length=256, min_length=1)]
+    resource: Annotated[
+        str,
+        Field(
+            description="Identifier (URL or name) of the executor.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    receipt: Annotated[
+        list[ReceiptItem],
+        Field(
+            description="Receipt identifiers of runs by this executor (at least one, each unique).",
+            max_length=256,
+            min_length=1,
+        ),
+    ]
 
 
 class ComputationAttester(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    resource: Annotated[str, Field(max_length=4096, min_length=1)]
+    resource: Annotated[
+        str,
+        Field(
+            description="Identifier (URL or name) of the attester.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
 
 
 class ComputationMode(RootModel[Literal["inline", "file"]]):
@@ -173,7 +215,13 @@ class ComputationMode(RootModel[Literal["inline", "file"]]):
 
 
 class ComputationMode1(RootModel[Literal["file"]]):
-    root: Annotated[Literal["file"], Field(title="ComputationMode")]
+    root: Annotated[
+        Literal["file"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
 
 
 class ComputationContract1(BaseModel):
@@ -184,18 +232,71 @@ class ComputationContract1(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    mode: Annotated[Literal["file"], Field(title="ComputationMode")]
-    runtime: Annotated[str, Field(max_length=4096, min_length=1)]
-    parameters: Annotated[list[ComputationParameter], Field(max_length=256)]
-    computation_path: Annotated[str, Field(max_length=4096, min_length=1)]
-    inline_computation: Annotated[str | None, Field(max_length=1048576)] = None
-    inline_language: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    executor: ComputationExecutor
-    attester: ComputationAttester
+    mode: Annotated[
+        Literal["file"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
+    runtime: Annotated[
+        str,
+        Field(
+            description="The runtime the computation is meant for, e.g. python3.12.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    parameters: Annotated[
+        list[ComputationParameter],
+        Field(
+            description="The computation's input parameters: name, type and whether each is required.",
+            max_length=256,
+        ),
+    ]
+    computation_path: Annotated[
+        str,
+        Field(
+            description="File mode: bundle-relative path of the code file.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    inline_computation: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the code itself, stored as text and never run.",
+            max_length=1048576,
+        ),
+    ] = None
+    inline_language: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the language of inline_computation, e.g. python.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    executor: Annotated[
+        ComputationExecutor,
+        Field(
+            description="Who runs the computation (resource) and the receipts that prove a run."
+        ),
+    ]
+    attester: Annotated[
+        ComputationAttester,
+        Field(description="Who attests the computation's results (resource)."),
+    ]
 
 
 class ComputationMode2(RootModel[Literal["inline"]]):
-    root: Annotated[Literal["inline"], Field(title="ComputationMode")]
+    root: Annotated[
+        Literal["inline"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
 
 
 class ComputationContract2(BaseModel):
@@ -206,14 +307,61 @@ class ComputationContract2(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    mode: Annotated[Literal["inline"], Field(title="ComputationMode")]
-    runtime: Annotated[str, Field(max_length=4096, min_length=1)]
-    parameters: Annotated[list[ComputationParameter], Field(max_length=256)]
-    computation_path: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    inline_computation: Annotated[str, Field(max_length=1048576)]
-    inline_language: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    executor: ComputationExecutor
-    attester: ComputationAttester
+    mode: Annotated[
+        Literal["inline"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
+    runtime: Annotated[
+        str,
+        Field(
+            description="The runtime the computation is meant for, e.g. python3.12.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    parameters: Annotated[
+        list[ComputationParameter],
+        Field(
+            description="The computation's input parameters: name, type and whether each is required.",
+            max_length=256,
+        ),
+    ]
+    computation_path: Annotated[
+        str | None,
+        Field(
+            description="File mode: bundle-relative path of the code file.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    inline_computation: Annotated[
+        str,
+        Field(
+            description="Inline mode: the code itself, stored as text and never run.",
+            max_length=1048576,
+        ),
+    ]
+    inline_language: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the language of inline_computation, e.g. python.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    executor: Annotated[
+        ComputationExecutor,
+        Field(
+            description="Who runs the computation (resource) and the receipts that prove a run."
+        ),
+    ]
+    attester: Annotated[
+        ComputationAttester,
+        Field(description="Who attests the computation's results (resource)."),
+    ]
 
 
 class PatchSource(BaseModel):
@@ -224,13 +372,45 @@ class PatchSource(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    id: Annotated[str | None, Field(max_length=4096)] = None
-    resource: Annotated[str, Field(max_length=4096)]
-    title: Annotated[str | None, Field(max_length=4096)] = None
-    author: Annotated[str | None, Field(max_length=4096)] = None
-    usage_count: Annotated[str | None, Field(examples=["12"], max_length=20)] = None
-    last_modified: str | None = None
-    usage_window: UsageWindow | None = None
+    id: Annotated[
+        str | None,
+        Field(
+            description="The source's ID within the concept; selects the source to replace or remove.",
+            max_length=4096,
+        ),
+    ] = None
+    resource: Annotated[
+        str,
+        Field(
+            description="Where the source lives: a URL or a bundle-relative path.",
+            max_length=4096,
+        ),
+    ]
+    title: Annotated[
+        str | None,
+        Field(description="Human-readable title of the source.", max_length=4096),
+    ] = None
+    author: Annotated[
+        str | None, Field(description="Author of the source.", max_length=4096)
+    ] = None
+    usage_count: Annotated[
+        str | None,
+        Field(
+            description='How often the source was used, as a decimal string such as "12".',
+            examples=["12"],
+            max_length=20,
+        ),
+    ] = None
+    last_modified: Annotated[
+        str | None,
+        Field(
+            description="When the source last changed: a date or date-time, per the temporal profile."
+        ),
+    ] = None
+    usage_window: Annotated[
+        UsageWindow | None,
+        Field(description="The period the source applies to (from, to, inclusive)."),
+    ] = None
 
 
 class AnonymousPatchSource(PatchSource):
@@ -243,16 +423,27 @@ class GeneratedPatch(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    by: Annotated[str, Field(max_length=256)]
-    at: str | None = None
+    by: Annotated[
+        str,
+        Field(
+            description="Who or what produced the concept (a person, tool or model name).",
+            max_length=256,
+        ),
+    ]
+    at: Annotated[
+        str | None,
+        Field(
+            description="When it was produced: RFC 3339 date-time; omitted leaves the time unset."
+        ),
+    ] = None
 
 
 class VerificationPatch(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    by: Annotated[str, Field(max_length=256)]
-    at: str
+    by: Annotated[str, Field(description="Who verified the concept.", max_length=256)]
+    at: Annotated[str, Field(description="When it was verified: RFC 3339 date-time.")]
 
 
 class LifecyclePatch(BaseModel):
@@ -264,9 +455,18 @@ class LifecyclePatch(BaseModel):
         extra="forbid",
     )
     status: Annotated[
-        Literal["draft", "stable", "deprecated"] | None, Field(title="LifecycleStatus")
+        Literal["draft", "stable", "deprecated"] | None,
+        Field(
+            description="Lifecycle status: draft, stable or deprecated; null removes it.",
+            title="LifecycleStatus",
+        ),
     ]
-    stale_after: str | str | None
+    stale_after: Annotated[
+        str | str | None,
+        Field(
+            description="Date (or date-time, per the temporal profile) after which the concept counts as stale; null removes it."
+        ),
+    ]
 
 
 class UsageWindow1(BaseModel):
@@ -374,8 +574,17 @@ class GeneratedAtEntry(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    concept_id: Annotated[str, Field(max_length=4096, min_length=1)]
-    at: str
+    concept_id: Annotated[
+        str,
+        Field(
+            description="Canonical concept ID: the bundle-relative path without .md, e.g. architecture/cache.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    at: Annotated[
+        str, Field(description="The generated.at value to write: RFC 3339 date-time.")
+    ]
 
 
 class CitationEntry(BaseModel):
@@ -386,11 +595,40 @@ class CitationEntry(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    legacy_number: Annotated[int | None, Field(ge=1, le=1000000)] = None
-    legacy_entry: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    source_id: Annotated[str, Field(max_length=4096, min_length=1)]
-    title: Annotated[str | None, Field(max_length=4096)] = None
-    resource: Annotated[str | None, Field(max_length=4096)] = None
+    legacy_number: Annotated[
+        int | None,
+        Field(
+            description="The entry's number in the legacy # Citations list (1 = first).",
+            ge=1,
+            le=1000000,
+        ),
+    ] = None
+    legacy_entry: Annotated[
+        str | None,
+        Field(
+            description="The entry's exact raw text, byte for byte.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    source_id: Annotated[
+        str,
+        Field(
+            description="ID of the source the entry becomes; never guessed from a title or URL.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    title: Annotated[
+        str | None, Field(description="Title to give the new source.", max_length=4096)
+    ] = None
+    resource: Annotated[
+        str | None,
+        Field(
+            description="URL or bundle-relative path to give the new source.",
+            max_length=4096,
+        ),
+    ] = None
 
 
 class CitationMapping(BaseModel):
@@ -401,60 +639,193 @@ class CitationMapping(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    path: Annotated[str, Field(max_length=4096, min_length=1)]
-    entries: Annotated[list[CitationEntry], Field(max_length=10000, min_length=1)]
+    path: Annotated[
+        str,
+        Field(
+            description="Bundle-relative path of the Markdown document whose # Citations section is mapped.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    entries: Annotated[
+        list[CitationEntry],
+        Field(
+            description="One mapping per legacy citation entry.",
+            max_length=10000,
+            min_length=1,
+        ),
+    ]
 
 
 class ComputationAsset(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    path: Annotated[str, Field(max_length=4096, min_length=1)]
-    content: Annotated[str, Field(max_length=8388608)]
+    path: Annotated[
+        str,
+        Field(
+            description="Bundle-relative path of the code file to create.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    content: Annotated[
+        str,
+        Field(
+            description="The file's text, stored as is and never run.",
+            max_length=8388608,
+        ),
+    ]
 
 
 class ComputationMode3(RootModel[Literal["file"]]):
-    root: Annotated[Literal["file"], Field(title="ComputationMode")]
+    root: Annotated[
+        Literal["file"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
 
 
 class ComputationContract4(BaseModel):
     """
-    An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.
+    The computation contract to write.
     """
 
     model_config = ConfigDict(
         extra="forbid",
     )
-    mode: Annotated[Literal["file"], Field(title="ComputationMode")]
-    runtime: Annotated[str, Field(max_length=4096, min_length=1)]
-    parameters: Annotated[list[ComputationParameter], Field(max_length=256)]
-    computation_path: Annotated[str, Field(max_length=4096, min_length=1)]
-    inline_computation: Annotated[str | None, Field(max_length=1048576)] = None
-    inline_language: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    executor: ComputationExecutor
-    attester: ComputationAttester
+    mode: Annotated[
+        Literal["file"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
+    runtime: Annotated[
+        str,
+        Field(
+            description="The runtime the computation is meant for, e.g. python3.12.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    parameters: Annotated[
+        list[ComputationParameter],
+        Field(
+            description="The computation's input parameters: name, type and whether each is required.",
+            max_length=256,
+        ),
+    ]
+    computation_path: Annotated[
+        str,
+        Field(
+            description="File mode: bundle-relative path of the code file.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    inline_computation: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the code itself, stored as text and never run.",
+            max_length=1048576,
+        ),
+    ] = None
+    inline_language: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the language of inline_computation, e.g. python.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    executor: Annotated[
+        ComputationExecutor,
+        Field(
+            description="Who runs the computation (resource) and the receipts that prove a run."
+        ),
+    ]
+    attester: Annotated[
+        ComputationAttester,
+        Field(description="Who attests the computation's results (resource)."),
+    ]
 
 
 class ComputationMode4(RootModel[Literal["inline"]]):
-    root: Annotated[Literal["inline"], Field(title="ComputationMode")]
+    root: Annotated[
+        Literal["inline"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
 
 
 class ComputationContract5(BaseModel):
     """
-    An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.
+    The computation contract to write.
     """
 
     model_config = ConfigDict(
         extra="forbid",
     )
-    mode: Annotated[Literal["inline"], Field(title="ComputationMode")]
-    runtime: Annotated[str, Field(max_length=4096, min_length=1)]
-    parameters: Annotated[list[ComputationParameter], Field(max_length=256)]
-    computation_path: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    inline_computation: Annotated[str, Field(max_length=1048576)]
-    inline_language: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    executor: ComputationExecutor
-    attester: ComputationAttester
+    mode: Annotated[
+        Literal["inline"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
+    runtime: Annotated[
+        str,
+        Field(
+            description="The runtime the computation is meant for, e.g. python3.12.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    parameters: Annotated[
+        list[ComputationParameter],
+        Field(
+            description="The computation's input parameters: name, type and whether each is required.",
+            max_length=256,
+        ),
+    ]
+    computation_path: Annotated[
+        str | None,
+        Field(
+            description="File mode: bundle-relative path of the code file.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    inline_computation: Annotated[
+        str,
+        Field(
+            description="Inline mode: the code itself, stored as text and never run.",
+            max_length=1048576,
+        ),
+    ]
+    inline_language: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the language of inline_computation, e.g. python.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    executor: Annotated[
+        ComputationExecutor,
+        Field(
+            description="Who runs the computation (resource) and the receipts that prove a run."
+        ),
+    ]
+    attester: Annotated[
+        ComputationAttester,
+        Field(description="Who attests the computation's results (resource)."),
+    ]
 
 
 class ComputationMapping1(BaseModel):
@@ -465,59 +836,177 @@ class ComputationMapping1(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    concept_id: Annotated[str, Field(max_length=4096, min_length=1)]
+    concept_id: Annotated[
+        str,
+        Field(
+            description="Canonical ID of the concept that gets the computation (bundle-relative path without .md).",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
     contract: Annotated[
         ComputationContract4 | ComputationContract5,
         Field(
-            description="An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.",
+            description="The computation contract to write.",
             title="ComputationContract",
         ),
     ]
-    asset: ComputationAsset
+    asset: Annotated[
+        ComputationAsset,
+        Field(
+            description="File mode only: the code file to create (path and content)."
+        ),
+    ]
 
 
 class ComputationMode5(RootModel[Literal["file"]]):
-    root: Annotated[Literal["file"], Field(title="ComputationMode")]
+    root: Annotated[
+        Literal["file"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
 
 
 class ComputationContract7(BaseModel):
     """
-    An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.
+    The computation contract to write.
     """
 
     model_config = ConfigDict(
         extra="forbid",
     )
-    mode: Annotated[Literal["file"], Field(title="ComputationMode")]
-    runtime: Annotated[str, Field(max_length=4096, min_length=1)]
-    parameters: Annotated[list[ComputationParameter], Field(max_length=256)]
-    computation_path: Annotated[str, Field(max_length=4096, min_length=1)]
-    inline_computation: Annotated[str | None, Field(max_length=1048576)] = None
-    inline_language: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    executor: ComputationExecutor
-    attester: ComputationAttester
+    mode: Annotated[
+        Literal["file"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
+    runtime: Annotated[
+        str,
+        Field(
+            description="The runtime the computation is meant for, e.g. python3.12.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    parameters: Annotated[
+        list[ComputationParameter],
+        Field(
+            description="The computation's input parameters: name, type and whether each is required.",
+            max_length=256,
+        ),
+    ]
+    computation_path: Annotated[
+        str,
+        Field(
+            description="File mode: bundle-relative path of the code file.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    inline_computation: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the code itself, stored as text and never run.",
+            max_length=1048576,
+        ),
+    ] = None
+    inline_language: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the language of inline_computation, e.g. python.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    executor: Annotated[
+        ComputationExecutor,
+        Field(
+            description="Who runs the computation (resource) and the receipts that prove a run."
+        ),
+    ]
+    attester: Annotated[
+        ComputationAttester,
+        Field(description="Who attests the computation's results (resource)."),
+    ]
 
 
 class ComputationMode6(RootModel[Literal["inline"]]):
-    root: Annotated[Literal["inline"], Field(title="ComputationMode")]
+    root: Annotated[
+        Literal["inline"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
 
 
 class ComputationContract8(BaseModel):
     """
-    An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.
+    The computation contract to write.
     """
 
     model_config = ConfigDict(
         extra="forbid",
     )
-    mode: Annotated[Literal["inline"], Field(title="ComputationMode")]
-    runtime: Annotated[str, Field(max_length=4096, min_length=1)]
-    parameters: Annotated[list[ComputationParameter], Field(max_length=256)]
-    computation_path: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    inline_computation: Annotated[str, Field(max_length=1048576)]
-    inline_language: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    executor: ComputationExecutor
-    attester: ComputationAttester
+    mode: Annotated[
+        Literal["inline"],
+        Field(
+            description="inline (the code is in inline_computation) or file (the code is a bundle file named by computation_path).",
+            title="ComputationMode",
+        ),
+    ]
+    runtime: Annotated[
+        str,
+        Field(
+            description="The runtime the computation is meant for, e.g. python3.12.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
+    parameters: Annotated[
+        list[ComputationParameter],
+        Field(
+            description="The computation's input parameters: name, type and whether each is required.",
+            max_length=256,
+        ),
+    ]
+    computation_path: Annotated[
+        str | None,
+        Field(
+            description="File mode: bundle-relative path of the code file.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    inline_computation: Annotated[
+        str,
+        Field(
+            description="Inline mode: the code itself, stored as text and never run.",
+            max_length=1048576,
+        ),
+    ]
+    inline_language: Annotated[
+        str | None,
+        Field(
+            description="Inline mode: the language of inline_computation, e.g. python.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    executor: Annotated[
+        ComputationExecutor,
+        Field(
+            description="Who runs the computation (resource) and the receipts that prove a run."
+        ),
+    ]
+    attester: Annotated[
+        ComputationAttester,
+        Field(description="Who attests the computation's results (resource)."),
+    ]
 
 
 class ComputationMapping2(BaseModel):
@@ -528,15 +1017,27 @@ class ComputationMapping2(BaseModel):
     model_config = ConfigDict(
         extra="forbid",
     )
-    concept_id: Annotated[str, Field(max_length=4096, min_length=1)]
+    concept_id: Annotated[
+        str,
+        Field(
+            description="Canonical ID of the concept that gets the computation (bundle-relative path without .md).",
+            max_length=4096,
+            min_length=1,
+        ),
+    ]
     contract: Annotated[
         ComputationContract7 | ComputationContract8,
         Field(
-            description="An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.",
+            description="The computation contract to write.",
             title="ComputationContract",
         ),
     ]
-    asset: ComputationAsset | None = None
+    asset: Annotated[
+        ComputationAsset | None,
+        Field(
+            description="File mode only: the code file to create (path and content)."
+        ),
+    ] = None
 
 
 class ProofPath(RootModel[str]):
@@ -823,14 +1324,36 @@ class ConceptPatchOperation(BaseModel):
     kind: Annotated[
         Literal["set_generated", "ensure_verification", "remove_verification", "put_source", "remove_source", "set_usage_window", "set_lifecycle", "put_attested_computation", "set_bundle_version"],
         Field(
-            description="Selects the operation; each kind takes exactly its own payload field.",
+            description="Which edit this is; each kind takes exactly its own payload field (set_generated: generated, put_source: source, ...).",
             title="PatchOperationKind",
         ),
     ]
-    concept_id: Annotated[str | None, Field(max_length=4096, min_length=1)] = None
-    generated: GeneratedPatch | None = None
-    verification: VerificationPatch | None = None
-    source: PatchSource | None = None
+    concept_id: Annotated[
+        str | None,
+        Field(
+            description="Canonical ID of the concept to edit: the bundle-relative path without .md, e.g. architecture/cache. Omitted only for set_bundle_version.",
+            max_length=4096,
+            min_length=1,
+        ),
+    ] = None
+    generated: Annotated[
+        GeneratedPatch | None,
+        Field(
+            description="For set_generated: who produced the concept (by) and when (at)."
+        ),
+    ] = None
+    verification: Annotated[
+        VerificationPatch | None,
+        Field(
+            description="For ensure_verification / remove_verification: the verification event, who checked the concept (by) and when (at)."
+        ),
+    ] = None
+    source: Annotated[
+        PatchSource | None,
+        Field(
+            description="For put_source / remove_source: the provenance source to add, replace or remove."
+        ),
+    ] = None
     source_id: Annotated[
         str | None,
         Field(
@@ -839,17 +1362,31 @@ class ConceptPatchOperation(BaseModel):
             min_length=1,
         ),
     ] = None
-    usage_window: UsageWindow | None = None
-    lifecycle: LifecyclePatch | None = None
+    usage_window: Annotated[
+        UsageWindow | None,
+        Field(
+            description="For set_usage_window: the period the concept applies to (from, to, inclusive); null removes it."
+        ),
+    ] = None
+    lifecycle: Annotated[
+        LifecyclePatch | None,
+        Field(
+            description="For set_lifecycle: the lifecycle status and stale_after date, replaced together."
+        ),
+    ] = None
     attested_computation: Annotated[
         ComputationContract1 | ComputationContract2 | None,
         Field(
-            description="An Attested Computation contract to write: file mode names computation_path, inline mode carries inline_computation. Content is inert and never executed.",
+            description="For put_attested_computation: the computation contract to store (stored as text, never run).",
             title="ComputationContract",
         ),
     ] = None
     version: Annotated[
-        Literal["0.1", "0.2"] | None, Field(title="BundleVersionValue")
+        Literal["0.1", "0.2"] | None,
+        Field(
+            description="For set_bundle_version: the OKF version to declare in the bundle's manifest.",
+            title="BundleVersionValue",
+        ),
     ] = None
 
 
