@@ -96,6 +96,13 @@ def test_session_expires_after_ttl(client, clock):
     assert_envelope(client.post("/ClientREST/Logout", headers=headers), 401, "unauthenticated")
 
 
+def test_a_401_says_where_to_log_in_instead_of_a_redaction_notice(client):
+    body = client.post("/ClientREST/DocStats", json={}).json()
+    assert body["code"] == "unauthenticated"
+    assert "log in at POST /ClientREST/Login" in body["message"]
+    assert "redacted" not in body["message"]
+
+
 def test_logout_ends_the_session(client):
     headers = login(client, "fatma", READER_PW)
     assert client.post("/ClientREST/Logout", headers=headers).json() == {"result": True}
