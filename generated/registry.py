@@ -28,7 +28,7 @@
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
 #   docpool/tools.toml acb5ea71c16a0dcaa09716003d02e33c8e85a96cec3042a333339c56949c94b7
-#   errors.toml e332e9654c8053217ae4e381d51d9eb8b28269ce76a2241343a9071cd4c2c089
+#   errors.toml f7efacae7602d0b146f890d527034cded748d8d783eb72484658090046e12b1c
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
 #   okf/schemas/apply_temporal_upgrade.input.schema.json 357501ba7e2645fd7a6e85e42f435552574953fe97187d7a6400b94160868afb
@@ -59,7 +59,7 @@
 #   okf/schemas/version.schema.json 5faf5f263503fb8476dbada7ff52f2b1104a3604371aa4e8f7dceeff3d21561b
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
-#   okf/tools.toml a946475881365bab75ed68d76edc16c40249b9df523741a80088b6c33523953f
+#   okf/tools.toml 53721443183d1c3f8e9d1dd8da5fbf8baa56c59140f1827adcbf76f8aa3e03e5
 #   rest/endpoints.toml cf6f57769d6dffed325f2ede090f38e150829d614781e3bab82ed9627fef00b0
 """The tool registry: every tool of every family, in tools/list order.
 
@@ -253,7 +253,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.write_concept_output_schema:WriteConceptOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'forbidden'),
     ),
     ToolEntry(
         name='preview_concept_patch',
@@ -281,7 +281,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_concept_patch_output_schema:ApplyConceptPatchOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'invalid_revision', 'forbidden'),
     ),
     ToolEntry(
         name='preview_v02_migration',
@@ -309,7 +309,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_v02_migration_output_schema:ApplyV02MigrationOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'unsupported_migration_source', 'migration_blocked', 'source_conflict', 'invalid_revision', 'migration_document_missing'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'unsupported_migration_source', 'migration_blocked', 'source_conflict', 'invalid_revision', 'migration_document_missing', 'forbidden'),
     ),
     ToolEntry(
         name='preview_temporal_upgrade',
@@ -337,7 +337,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_temporal_upgrade_output_schema:ApplyTemporalUpgradeOutput',
         text_fallback='custom',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument', 'revision_conflict', 'plan_mismatch', 'invalid_revision', 'forbidden'),
     ),
     ToolEntry(
         name='doc_collections',

@@ -63,9 +63,11 @@ def _mount(subparsers: argparse._SubParsersAction, module: str, func: str) -> No
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from knowspec.impl.server.access import apply_serve_access_options
     from knowspec.impl.server.pipeline import ToolRuntime
 
     settings = settings_from(args)
+    apply_serve_access_options(args, settings)
     if args.call_timeout:
         settings.call_timeout_seconds = args.call_timeout
     runtime = ToolRuntime(settings)
@@ -99,6 +101,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_options(serve)
     serve.add_argument("--call-timeout", type=float, metavar="SECONDS",
                        help="deadline per tool call; a call past it answers operation_cancelled (default 120)")
+    from knowspec.impl.server.access import add_serve_access_options
+
+    add_serve_access_options(serve)
     serve.set_defaults(func=_serve)
 
     for module, func in SUBCOMMANDS:
