@@ -17,6 +17,7 @@ The model (README "Security model"):
 from __future__ import annotations
 
 import argparse
+import copy
 import json
 import posixpath
 from pathlib import Path
@@ -43,7 +44,7 @@ def inside_roots(bundle_path: str, roots: tuple[Path, ...]) -> bool:
     return False
 
 
-def okf_refusal(entry: Any, arguments: Any, caller: Caller, roots: tuple[Path, ...]) -> ToolError | None:
+def okf_refusal(entry: Any, bundle_path: Any, caller: Caller, roots: tuple[Path, ...]) -> ToolError | None:
     """Why ``caller`` may not make this OKF call, or ``None``. Other families pass through."""
     if caller.unrestricted or getattr(entry, "family", "") != "okf":
         return None
@@ -51,34 +52,39 @@ def okf_refusal(entry: Any, arguments: Any, caller: Caller, roots: tuple[Path, .
         who = f"user {caller.user}" if caller.user else "an anonymous caller"
         return ToolError("forbidden", f"{entry.name} changes a bundle and {who} may only read: "
                                       "it needs the WRITER or SYSADMIN role")
-    if not roots:
-        return ToolError("invalid_request", NO_ROOTS)
-    bundle_path = arguments.get("bundle_path") if isinstance(arguments, dict) else None
-    # A missing, relative or padded path is left to the tool's own bundle_path rules: their
-    # answers depend on the text alone, never on what exists.
+    # A relative or padded path is left to the tool's own bundle_path rules: their answers
+    # depend on the text alone, never on what exists.
     if isinstance(bundle_path, str) and posixpath.isabs(bundle_path) and bundle_path == bundle_path.strip() \
             and not inside_roots(bundle_path, roots):
-        return ToolError("invalid_request", OUTSIDE_ROOTS)
+        return ToolError("invalid_request", OUTSIDE_ROOTS if roots else NO_ROOTS)
     return None
 
 
-class GuardedRuntime:
-    """The tool runtime with the OKF access rules in front of ``call``; all else delegated."""
+def guarded_runtime(runtime: Any, roots: tuple[Path, ...]) -> Any:
+    """A copy of ``runtime`` whose OKF handlers check the caller first.
 
-    def __init__(self, runtime: Any, roots: tuple[Path, ...]) -> None:
-        self._runtime = runtime
-        self._roots = roots
+    The check runs where a handler runs: after schema validation (bad input still answers
+    ``schema_validation`` / ``resource_limit`` as the contract says) and before any file is
+    touched. The original runtime (stdio, REST) is left as it is.
+    """
+    guarded = copy.copy(runtime)
+    guarded.handlers = {
+        name: (_guard(runtime.entries[name], handler, roots)
+               if handler is not None and runtime.entries[name].family == "okf" else handler)
+        for name, handler in runtime.handlers.items()
+    }
+    return guarded
 
-    def __getattr__(self, name: str) -> Any:
-        return getattr(self._runtime, name)
 
-    async def call(self, name: str, arguments: Any, caller: Caller | None = None):
-        refusal = okf_refusal(self._runtime.entries[name], arguments, caller or Caller(), self._roots)
+def _guard(entry: Any, handler: Callable, roots: tuple[Path, ...]) -> Callable:
+    def checked(args: Any, ctx: Any) -> Any:
+        refusal = okf_refusal(entry, getattr(args, "bundle_path", None), ctx.caller, roots)
         if refusal is not None:
-            from knowspec.impl.server.envelope import error_result
+            raise refusal
+        return handler(args, ctx)
 
-            return error_result(refusal)
-        return await self._runtime.call(name, arguments, caller)
+    checked.__name__ = getattr(handler, "__name__", entry.name)
+    return checked
 
 
 def bearer_of(headers: list[tuple[bytes, bytes]]) -> tuple[bool, str | None]:

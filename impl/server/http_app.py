@@ -15,7 +15,7 @@ from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.session_endpoints import bearer_token
 from knowspec.impl.rest.sessions import SessionStore
-from knowspec.impl.server.access import LOGIN_HINT, BearerGate, GuardedRuntime
+from knowspec.impl.server.access import LOGIN_HINT, BearerGate, guarded_runtime
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -50,7 +50,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # The gate let the request in, but its session ended since: refuse, never downgrade.
         raise MCPError(code=types.INVALID_REQUEST, message=f"the session has ended: {LOGIN_HINT}")
 
-    server = build_server(GuardedRuntime(runtime, settings.bundle_roots), caller_for=caller_for)
+    server = build_server(guarded_runtime(runtime, settings.bundle_roots), caller_for=caller_for)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),

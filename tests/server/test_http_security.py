@@ -112,10 +112,16 @@ def test_a_reader_cannot_write_or_apply(server, layout):
     result = call(server, token, "write_concept", {"bundle_path": kb, **PLANTED})
     assert result.is_error and result.structured_content["code"] == "forbidden"
     assert "WRITER" in result.structured_content["message"]
+    patch = {"bundle_path": kb, "actor": "human:rita",
+             "operations": [{"kind": "set_generated", "concept_id": "glossary", "generated": {"by": "human:rita"}}]}
+    preview = call(server, token, "preview_concept_patch", patch)  # a preview is a read
+    assert not preview.is_error, preview.structured_content
+    before = (layout["root"] / "kb" / "glossary.md").read_bytes()
     result = call(server, token, "apply_concept_patch",
-                  {"bundle_path": kb, "concept_id": "glossary", "expected_revision": "r", "expected_plan_digest": "d",
-                   "operations": []})
+                  {**patch, "expected_revision": preview.structured_content["base_revision"],
+                   "expected_plan_digest": preview.structured_content["plan_digest"]})
     assert result.is_error and result.structured_content["code"] == "forbidden"
+    assert (layout["root"] / "kb" / "glossary.md").read_bytes() == before
     assert not (layout["root"] / "kb" / "planted.md").exists()
     listing = call(server, token, "list_concepts", {"bundle_path": kb})
     assert not listing.is_error, listing.structured_content
