@@ -27,7 +27,7 @@
 #   docpool/schemas/help_stats.output.schema.json 4e7747fc49dfb03c551bd2218aadff7ed6147862a660401f1273164516f6fd8c
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
-#   docpool/tools.toml acb5ea71c16a0dcaa09716003d02e33c8e85a96cec3042a333339c56949c94b7
+#   docpool/tools.toml 3c2a665648e1ebf82b00532e4efcbe8bc885ccbcdca4fc9ef7029d518ce1c0d5
 #   errors.toml f7efacae7602d0b146f890d527034cded748d8d783eb72484658090046e12b1c
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
@@ -427,7 +427,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='help_search',
         family='docpool',
         title='Search the help',
-        description="Full-text search of the help pool netsim-help (same rules as doc_search mode fts). module keeps only topics linked to that module entity. Each hit names the topic's module and form_class.",
+        description="Full-text search of the help pool netsim-help (same rules as doc_search mode fts). module keeps only topics linked to that module entity. Each hit names the topic's module and form_class. The help pool is public by design: every caller reads all of it, with no access check.",
         impl='knowspec.impl.docpool.tools:help_search',
         read_only=True,
         idempotent=True,

@@ -312,11 +312,35 @@ def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.Ar
     p.add_argument("out", type=Path, help="pool file to write (replaced)")
     p.add_argument("--collection", required=True, help="collection id, ^[a-z0-9][a-z0-9-]*$")
     p.add_argument("--title", default="", help="collection title")
-    p.add_argument("--erisim", default="herkes", help="'herkes' (everyone) or a restricted marker")
+    p.add_argument("--erisim", default="herkes",
+                   help="'herkes' (everyone) or a restricted marker (document pools only: the help pool is public)")
     p.add_argument("--model", type=Path, default=None,
                    help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors")
     p.set_defaults(func=_run_build)
     return p
+
+
+def help_pool_marker_refusal(out: Path, collection: str, erisim: str, source_dir: Path) -> str | None:
+    """Why a restricted access marker cannot be given to this build, or ``None``.
+
+    The help pool (collection ``netsim-help``, or a file named ``help.db``) is public by design:
+    the help tools read it without any authorization check, as the seed does, so a restricted
+    marker there would only look like a protection that nothing applies.
+    """
+    from knowspec.impl.docpool.pools import HELP_COLLECTION
+
+    if collection != HELP_COLLECTION and Path(out).name != "help.db":
+        return None
+    markers = [("--erisim", erisim)] if erisim and erisim != "herkes" else []
+    extra = (_load_pool_yaml(Path(source_dir)).get("collections") or []) if Path(source_dir).is_dir() else []
+    markers += [(f"collection {c.get('id')} in pool.yaml", str(c["erisim"])) for c in extra
+                if isinstance(c, dict) and c.get("erisim") not in (None, "herkes")]
+    if not markers:
+        return None
+    where, marker = markers[0]
+    return (f"{where}: the restricted marker {marker!r} cannot apply to the help pool, which every caller "
+            "reads without an authorization check (it is public by design); build a document pool and "
+            "import it into a database (IMPORTDOC) to restrict topics")
 
 
 def _run_build(ns: argparse.Namespace) -> int:
@@ -330,6 +354,10 @@ def _run_build(ns: argparse.Namespace) -> int:
 
     from knowspec.impl.errors import ToolError
 
+    refusal = help_pool_marker_refusal(ns.out, ns.collection, ns.erisim, ns.source)
+    if refusal:
+        print(f"pool build: {refusal}", file=sys.stderr)
+        return 2
     try:
         counts = build_pool(ns.source, ns.out, ns.collection, title=ns.title, erisim=ns.erisim, progress=show,
                             model_dir=ns.model, vector_progress=show_vectors)
