@@ -11,6 +11,7 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
+from knowspec.impl.docpool import auth
 from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.session_endpoints import bearer_token
@@ -50,7 +51,11 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # The gate let the request in, but its session ended since: refuse, never downgrade.
         raise MCPError(code=types.INVALID_REQUEST, message=f"the session has ended: {LOGIN_HINT}")
 
-    server = build_server(guarded_runtime(runtime, settings.bundle_roots), caller_for=caller_for)
+    def roles_of(user: str) -> tuple[str, ...] | None:
+        found = auth.get_user(settings.catalog_path, user)
+        return None if found is None else found.roles
+
+    server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),

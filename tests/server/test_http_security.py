@@ -137,6 +137,18 @@ def test_a_writer_writes_inside_a_root_but_never_outside(server, layout):
     assert not (layout["outside"] / "kb" / "planted.md").exists()
 
 
+def test_a_revoked_writer_stops_writing_at_once(server, layout):
+    settings = Settings(appdir=layout["appdir"])
+    auth.create_user(settings.catalog_path, "wendy", "pw", ["WRITER"])
+    token = login(server, "wendy")
+    kb = str(layout["root"] / "kb")
+    assert not call(server, token, "write_concept", {"bundle_path": kb, **{**PLANTED, "concept_id": "w1"}}).is_error
+    auth.revoke_role(settings.catalog_path, "wendy", "WRITER")
+    result = call(server, token, "write_concept", {"bundle_path": kb, **{**PLANTED, "concept_id": "w2"}})
+    assert result.is_error and result.structured_content["code"] == "forbidden"
+    assert not (layout["root"] / "kb" / "w2.md").exists()
+
+
 def test_outside_the_roots_an_existing_and_a_missing_bundle_answer_alike(server, layout):
     token = login(server, "rita")
     answers = []
