@@ -60,7 +60,7 @@
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
 #   okf/tools.toml 53721443183d1c3f8e9d1dd8da5fbf8baa56c59140f1827adcbf76f8aa3e03e5
-#   rest/endpoints.toml cf6f57769d6dffed325f2ede090f38e150829d614781e3bab82ed9627fef00b0
+#   rest/endpoints.toml 0c4dc72f190634f2885ba9a2539693f2a082f2bb775fc69a7298efd1a03ef8e9
 """The tool registry: every tool of every family, in tools/list order.
 
 Each entry names its handler by a dotted string (``impl``) so that nothing in ``generated``
