@@ -15,7 +15,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from knowspec.impl.context import Caller
-from knowspec.impl.docpool.auth import SYSADMIN, may_write
+from knowspec.impl.docpool.auth import SYSADMIN
 
 
 @dataclass(frozen=True)
@@ -29,11 +29,6 @@ class Session:
     @property
     def is_sysadmin(self) -> bool:
         return any(r.upper() == SYSADMIN for r in self.roles)
-
-    @property
-    def may_write(self) -> bool:
-        """OKF write and apply tools need SYSADMIN or WRITER (``impl/docpool/auth.py``)."""
-        return may_write(self.roles)
 
     def caller(self) -> Caller:
         """The tool caller for this session: restricted by the ACL, never a stdio caller."""
