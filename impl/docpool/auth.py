@@ -224,7 +224,9 @@ def add_user_parser(subparsers: argparse._SubParsersAction) -> None:
         "--password-stdin", action="store_true", required=True,
         help="read the password from the first line of standard input",
     )
-    add.add_argument("--role", action="append", default=[], help="role to grant (repeatable)")
+    add.add_argument("--role", action="append", default=[],
+                     help="role to grant (repeatable): SYSADMIN (admin commands and OKF writes), "
+                          "WRITER (OKF writes over HTTP), or any ACL role")
     add_settings_options(add)
     add.set_defaults(func=_cmd_add)
 
