@@ -30,7 +30,7 @@ _FILE_SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])file:(?=[^\s])", re.I)
 _DOTDOT = re.compile(r"(?:^|[/\\])\.\.(?:[/\\]|$)")
 # Where a path starts inside one word: the contract's boundary, then /, \\, a drive, file:, ~/ or ../
 _PATH_START = re.compile(
-    r"(?:(?<=^)|(?<=[" + re.escape(_BOUNDARY_CHARS) + r"]))(?:/|\\\\|~[/\\]|\.\.[/\\]|\.\.$)"
+    r"(?:(?<=^)|(?<=[" + re.escape(_BOUNDARY_CHARS) + r"]))(?:/(?!$)|\\\\|~[/\\]|\.\.[/\\]|\.\.$)"
     r"|(?:(?<=^)|(?<=[^A-Za-z0-9]))[A-Za-z]:[\\/]"
     r"|(?:(?<=^)|(?<=[^A-Za-z0-9+.-]))file:(?=\S)",
     re.I,
@@ -39,6 +39,7 @@ _PATH_START = re.compile(
 _ROUTE = re.compile(r"/(?:ClientREST|AdminREST)/[A-Za-z]+|/mcp|/healthz|/openapi\.json")
 _TRAILING = "\"'`)]}>,;:.!?"
 _ROUTE_WORD = re.compile(r"(?<![^\s\"'`(\[{<=:,;|])(?:" + _ROUTE.pattern + r")(?![^\s\"'`)\]}>,;:.!?])")
+_LONE_SLASH = re.compile(r"(?<!\S)/(?!\S)")
 _QUOTED = re.compile(r"([\"`])([^\"`\n]{1,4096}?)\1")
 
 
@@ -133,7 +134,7 @@ def redact_message(text: str) -> str:
     """Paths replaced by ``<path>`` (a safety net: if anything path-like survives, the whole
     message becomes the contract's fixed text), then cut to 512 bytes."""
     cleaned = redact_paths(text)
-    if looks_like_path(cleaned):
+    if looks_like_path(_LONE_SLASH.sub(" ", cleaned)):  # "1 / 2" is arithmetic, not a path
         return REDACTED
     return truncate_utf8(cleaned)
 

@@ -42,6 +42,7 @@ def test_paths_become_a_placeholder_and_the_message_stays(message, expected):
         "tool input does not match the advertised schema",
         "see https://example.invalid/docs/page for details",
         "ratio 1/2 of files",
+        "ratio 1 / 2 of files",
         "anchor not found in target file: ops/retry.md",
         "a valid session is required: log in at POST /ClientREST/Login",
         "IMPORTDOC is run at POST /AdminREST/EXECCOMMAND by a SYSADMIN",
