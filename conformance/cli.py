@@ -74,6 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--reader-user", default=None, help="a REST user without SYSADMIN (non-admin and ACL checks)")
     p.add_argument("--reader-password", default=os.environ.get("KNOWSPEC_CONFORM_READER_PASSWORD"),
                    help="default: $KNOWSPEC_CONFORM_READER_PASSWORD")
+    p.add_argument("--bearer-token", default=os.environ.get("KNOWSPEC_CONFORM_TOKEN"),
+                   help="HTTP: Authorization bearer token for /mcp (default: $KNOWSPEC_CONFORM_TOKEN; "
+                        "without it the suite logs in as --admin-user when --rest-url is given)")
     p.add_argument("--unknown-tool", choices=("jsonrpc", "result", "either"), default="jsonrpc",
                    help="profile: how the target answers an unknown tool")
     p.add_argument("--check", action="append", default=[], dest="checks", help="run only this check id")
@@ -91,7 +94,7 @@ def config_from_args(ns: argparse.Namespace) -> RunConfig:
                      contract_path=ns.contract, baseline=ns.baseline, bundle_dir=ns.bundle_dir,
                      rest_url=ns.rest_url, admin_user=ns.admin_user, admin_password=ns.admin_password,
                      pool_dir=ns.pool_dir, pool_database=ns.pool_database, reader_user=ns.reader_user,
-                     reader_password=ns.reader_password,
+                     reader_password=ns.reader_password, bearer_token=ns.bearer_token,
                      unknown_tool=ns.unknown_tool, checks=tuple(ns.checks), exclude=tuple(ns.exclude),
                      tools=tuple(ns.tools), shared_session=ns.shared_session)
 

@@ -34,3 +34,8 @@ class RunConfig:
     reader_user: str | None = None      # a REST user without SYSADMIN (non-admin and ACL checks)
     reader_password: str | None = None
     pool: Any = None                    # set by the runner: this run's PoolRun (imported, failed, discovered)
+    # MCP over HTTP: the bearer token sent on every request (None: log in as the admin when
+    # rest_url and admin credentials are given, else connect anonymously), and the ACL
+    # principals it stands for (None: unknown, judged as an anonymous caller "*").
+    bearer_token: str | None = None
+    mcp_principals: frozenset[str] | None = None

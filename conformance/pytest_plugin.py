@@ -46,6 +46,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="prefer the environment variable: command lines are visible to other users")
     group.addoption("--conform-reader-user", default=os.environ.get("KNOWSPEC_CONFORM_READER_USER"))
     group.addoption("--conform-reader-password", default=os.environ.get("KNOWSPEC_CONFORM_READER_PASSWORD"))
+    group.addoption("--conform-bearer-token", default=os.environ.get("KNOWSPEC_CONFORM_TOKEN"),
+                    help="HTTP: bearer token sent on every MCP request (default: the admin login's)")
     group.addoption("--conform-pool-dir", default=os.environ.get("KNOWSPEC_CONFORM_POOL_DIR"),
                     help="where the generated source pool is written (the target must read it)")
 
@@ -64,7 +66,8 @@ def _config(config: pytest.Config) -> RunConfig:
                      admin_password=config.getoption("--conform-admin-password"),
                      reader_user=config.getoption("--conform-reader-user"),
                      reader_password=config.getoption("--conform-reader-password"),
-                     pool_dir=Path(pool_dir) if pool_dir else None)
+                     pool_dir=Path(pool_dir) if pool_dir else None,
+                     bearer_token=config.getoption("--conform-bearer-token"))
 
 
 def planned_case_ids(run_config: RunConfig) -> list[str]:

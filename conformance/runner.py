@@ -27,7 +27,7 @@ from knowspec.conformance.events import (
 )
 from knowspec.conformance.failures import CheckFailed, CheckSkipped, Failure
 from knowspec.conformance.reporters.baseline import BaselineError, load_baseline, stale_entries
-from knowspec.conformance.target import Connection, Target, TargetError, connect
+from knowspec.conformance.target import Connection, Target, TargetError, connect, rest_login
 
 EXIT_OK, EXIT_FAILURES, EXIT_UNREACHABLE = 0, 1, 2
 
@@ -89,6 +89,20 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
     return done("passed")
 
 
+def mcp_credentials(config: RunConfig) -> RunConfig:
+    """An HTTP run with REST admin credentials and no token signs in as the admin for MCP too."""
+    if config.bearer_token or not config.target or config.target.startswith("stdio:") \
+            or not (config.rest_url and config.admin_user and config.admin_password):
+        return config
+    try:
+        token, user, roles = rest_login(config.rest_url, config.admin_user, config.admin_password,
+                                        config.call_timeout)
+    except TargetError:
+        return config  # anonymous MCP; the import check reports the refused login
+    principals = frozenset(name.lower() for name in (user, *roles, "*") if name)
+    return dataclasses.replace(config, bearer_token=token, mcp_principals=principals)
+
+
 def run(config: RunConfig) -> Iterator[Event]:
     """The whole run as an event stream; the last event is always ``RunFinished``."""
     t0 = time.monotonic()
@@ -97,7 +111,8 @@ def run(config: RunConfig) -> Iterator[Event]:
         contract = load_contract(config.contract_path).for_family(config.family).only(config.tools)
         baseline = load_baseline(config.baseline)
         checks = selected_checks(config)
-        target = Target(config.target, config.era, config.call_timeout)
+        config = mcp_credentials(config)
+        target = Target(config.target, config.era, config.call_timeout, bearer_token=config.bearer_token)
         target.validate()
     except (ContractError, BaselineError, TargetError) as exc:
         yield TargetUnreachable(str(exc))

@@ -44,6 +44,7 @@ class Target:
     spec: str
     era: str = "legacy"
     timeout: float = 30.0
+    bearer_token: str | None = None  # HTTP: sent as Authorization: Bearer on every MCP request
 
     @property
     def is_stdio(self) -> bool:
@@ -235,7 +236,42 @@ def _transport(target: Target, errlog: Any) -> Any:
     if target.is_stdio:
         argv = target.argv()
         return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]), errlog=errlog)
+    if target.bearer_token:
+        return _http_with_bearer(target.spec, target.bearer_token)
     return streamable_http_client(target.spec)
+
+
+@contextlib.asynccontextmanager
+async def _http_with_bearer(url: str, token: str) -> AsyncIterator[Any]:
+    from mcp.shared._httpx_utils import create_mcp_http_client
+
+    async with create_mcp_http_client(headers={"Authorization": f"Bearer {token}"}) as client, \
+            streamable_http_client(url, http_client=client) as streams:
+        yield streams
+
+
+def rest_login(base: str, user: str, password: str, timeout: float = 30.0) -> tuple[str, str, tuple[str, ...]]:
+    """``(token, user, roles)`` of a ``POST /ClientREST/Login`` session; ``TargetError`` if refused.
+
+    Over HTTP a knowspec server answers ``/mcp`` only with a bearer token (the REST session):
+    the suite logs in once and sends that token on every MCP request.
+    """
+    import urllib.error
+    import urllib.request
+
+    request = urllib.request.Request(base.rstrip("/") + "/ClientREST/Login", method="POST",
+                                     data=json.dumps({"user": user, "password": password}).encode(),
+                                     headers={"Content-Type": "application/json"})
+    try:
+        with urllib.request.urlopen(request, timeout=timeout) as response:
+            body = json.loads(response.read())
+    except urllib.error.HTTPError as exc:
+        raise TargetError(f"login as {user} for the MCP session refused: HTTP {exc.code}") from None
+    except (urllib.error.URLError, OSError, ValueError) as exc:
+        raise TargetError(f"login as {user} for the MCP session failed: {exc}") from None
+    if not isinstance(body, dict) or not body.get("token"):
+        raise TargetError(f"login as {user} for the MCP session answered no token")
+    return str(body["token"]), str(body.get("user") or user), tuple(body.get("roles") or ())
 
 
 @dataclass

@@ -4,7 +4,7 @@
 #   common/error.schema.json 2d128edf39c1598319367f50f35897d562755c22ed7486eeaccf5844cbb15a6c
 #   docpool/schemas/doc_collections.input.schema.json 8ce7b199d3eaa63376cbafdde94eef85e58d40ae7feb809fd30fa57290646564
 #   docpool/schemas/doc_collections.output.schema.json b803f996b090be84821dc2a3a304d49a59de78ce1c9863c7559fb2e61fd96fa6
-#   docpool/schemas/doc_entities.input.schema.json 5256fe7de473c34f94145d8eda5b2f70145fb02c1e701b45d0018a15e42179e3
+#   docpool/schemas/doc_entities.input.schema.json 8ac6e645a64b663cd323c39064ee0ff690fbd50122a7b4cd24a1024629d1145a
 #   docpool/schemas/doc_entities.output.schema.json 25aa355b4a80d5eafc450a324a8c514123098f407f2b940c82393fd6bb24d486
 #   docpool/schemas/doc_entity.input.schema.json 2db89aba536bd2741f343d43bf935067ce9066be0c4897544285339efcf74d4c
 #   docpool/schemas/doc_entity.output.schema.json ddd74f30442f5563253ff4bee3e1805eef5450a46c51a1820d345f7b15b68675
@@ -12,30 +12,30 @@
 #   docpool/schemas/doc_get.output.schema.json 454c8f40d71bf95067acd04fd4fa817911fe24a9eebf32ef4e245239bd766258
 #   docpool/schemas/doc_links.input.schema.json 6d6ca6784c01b03819c7c8ce03901d2f2792bc37238673cadb9423908a615744
 #   docpool/schemas/doc_links.output.schema.json 267b9412acc456904e49f998418d112e37ab0fe3b8ec4a4a19f2fcd5eb47487f
-#   docpool/schemas/doc_search.input.schema.json f71da382da46d0148137d91f7cfd37c8da0f9531722fa722f7aaa0d5602c2994
+#   docpool/schemas/doc_search.input.schema.json bdc5356d9395a8b68e1ac6ac1efb323e35f1eb341048de3ed6c0dc02cf4d5d17
 #   docpool/schemas/doc_search.output.schema.json 4fe186d5e352bf27e9967d97d7dc71e1220e9291cdc9f52773eb62a6807b965c
 #   docpool/schemas/doc_stats.input.schema.json 024f090c257ce72e0366b5c9dd7bfb0b119a96ed9d89f0f1c5d527162d61df6a
 #   docpool/schemas/doc_stats.output.schema.json 24c87bfd8ee25aa564e44950b37de637af249104a259a36238ec91ef23ea5a6c
-#   docpool/schemas/docpool.schema.json 2e0cfd66bae6440a584a3079a768d07229b528578079a35431e29d97adc73a22
-#   docpool/schemas/help_form_info.input.schema.json 2dadff1d8a57167b45b2c042ef9ae63c7ce68a824c77df47fe40053820c36ccd
+#   docpool/schemas/docpool.schema.json 1b1f3dfeaf6ce0c04d143d4784a77dea2ba165de74594f1fc1207a2a00c2660b
+#   docpool/schemas/help_form_info.input.schema.json 2b637dc6e93b051e2fadd2d45f52afd61011cde6a98cd6f25a46feed405cc0c6
 #   docpool/schemas/help_form_info.output.schema.json 5b95774cc0ff691fd3fc7d91b3dca4cc229b4e0ff579a531ae8a711fbfa1ed9d
-#   docpool/schemas/help_get_topic.input.schema.json dd8b7bfc036f9a5b2f84f6931605a05ea51d3cbaef0019b7fd7ef37ae3074f2d
+#   docpool/schemas/help_get_topic.input.schema.json 4bb40e82ddda2827ca41dc6719bcfa9c476115e79168c03f7b8f2e0c234b610a
 #   docpool/schemas/help_get_topic.output.schema.json a51abeefb991fc79702d296bc859d0e3ebf92fa40a0f41d8e54fa80f914c4657
-#   docpool/schemas/help_search.input.schema.json 707ab066ba80c0b2e046c0dbc6876af779ae5f402736cefa555b9bb33f32173a
+#   docpool/schemas/help_search.input.schema.json 4b584ec93e9e360cc679d6ec89ad756a18d6e6fbd35d29312ef1063a080eb99b
 #   docpool/schemas/help_search.output.schema.json eba212c1ca6f68eac1ed767ccba00a4e29215e3132c9054f3c18b0ad83f10b53
 #   docpool/schemas/help_stats.input.schema.json 1a563d4291f08523947e377667d39cded272bd02276368781fee655bdec7c8f2
 #   docpool/schemas/help_stats.output.schema.json 4e7747fc49dfb03c551bd2218aadff7ed6147862a660401f1273164516f6fd8c
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
-#   docpool/tools.toml 4ebba5662151a059dcfd2fc4025998f5958a9ca98c854c1fb83aead9ce2a3ab6
-#   errors.toml e332e9654c8053217ae4e381d51d9eb8b28269ce76a2241343a9071cd4c2c089
+#   docpool/tools.toml 3c2a665648e1ebf82b00532e4efcbe8bc885ccbcdca4fc9ef7029d518ce1c0d5
+#   errors.toml f7efacae7602d0b146f890d527034cded748d8d783eb72484658090046e12b1c
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
 #   okf/schemas/apply_temporal_upgrade.input.schema.json 357501ba7e2645fd7a6e85e42f435552574953fe97187d7a6400b94160868afb
 #   okf/schemas/apply_temporal_upgrade.output.schema.json af1e0742d747d070b13e20a1b54ddd979e066751555039cee6fb3db43d69058e
 #   okf/schemas/apply_v02_migration.input.schema.json 3e4448ab1f65f0f21649b6eae1b02cf531142fb0772e5782efda50026c81b8e4
 #   okf/schemas/apply_v02_migration.output.schema.json 1bae25a1fa4e082cdfad0c6d85f85d902a61a8070351d2eec8f06c879754f07e
-#   okf/schemas/common.schema.json f8de474a3d861cf36d0cd5d7a87444d89faefbc778d687a5b39c34d2a687ec1c
+#   okf/schemas/common.schema.json e1df7632f48007bb512e526d9ba9b37bb157fa6108afefb6704f31e45c293d87
 #   okf/schemas/get_neighbors.input.schema.json 49f93370835ddb180110aba48bb8a83098852633420957f21870fa6b0aba0759
 #   okf/schemas/get_neighbors.output.schema.json 3184284108940a41ac0d6b36b0882be9cbad11970cca4fea2a10129d96e0dc18
 #   okf/schemas/get_semantic_graph.input.schema.json 92e5941e7512b20bc71abe846c774b63a2bee1abb47de66a32097dbbe45b3e08
@@ -59,8 +59,8 @@
 #   okf/schemas/version.schema.json 5faf5f263503fb8476dbada7ff52f2b1104a3604371aa4e8f7dceeff3d21561b
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
-#   okf/tools.toml eac7b94729f7e253a7b32111465f04257cd156d3bef6cbc69049c8a8d16f72e7
-#   rest/endpoints.toml cf6f57769d6dffed325f2ede090f38e150829d614781e3bab82ed9627fef00b0
+#   okf/tools.toml 53721443183d1c3f8e9d1dd8da5fbf8baa56c59140f1827adcbf76f8aa3e03e5
+#   rest/endpoints.toml 0c4dc72f190634f2885ba9a2539693f2a082f2bb775fc69a7298efd1a03ef8e9
 """The tool registry: every tool of every family, in tools/list order.
 
 Each entry names its handler by a dotted string (``impl``) so that nothing in ``generated``
@@ -231,7 +231,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='get_semantic_graph',
         family='okf',
         title='Get semantic graph',
-        description='Return the whole bundle as one JSON-LD document in the skosovsky/okf-v0.2 projection profile, the JSON-LD vocabulary of OKF v0.2 (skosovsky/okf-v0.2-instant when temporal_profile is instant-0b87c52, i.e. offset date-times instead of calendar dates): concepts, their references, provenance sources, generation and verification events, claim attributions, attested computations, referenced assets and typed relations. Use it for a full traversal when get_neighbors is truncated and the result fits the size budget (16 MiB per rendering, 100,000 nodes); otherwise the call fails with resource_limit rather than returning part of the graph.',
+        description='Return the whole bundle as one JSON-LD document in the skosovsky/okf-v0.2 projection profile (skosovsky/okf-v0.2-instant under temporal_profile instant-0b87c52): concepts, their references, provenance sources, generation and verification events, claim attributions, attested computations, referenced assets and typed relations. Use it for a full traversal when get_neighbors is truncated and the result fits the size budget (16 MiB per rendering, 100,000 nodes); otherwise the call fails with resource_limit rather than returning part of the graph.',
         impl='knowspec.impl.okf.query_tools:get_semantic_graph',
         read_only=True,
         idempotent=True,
@@ -253,7 +253,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.write_concept_output_schema:WriteConceptOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'forbidden'),
     ),
     ToolEntry(
         name='preview_concept_patch',
@@ -281,7 +281,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_concept_patch_output_schema:ApplyConceptPatchOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'invalid_revision', 'forbidden'),
     ),
     ToolEntry(
         name='preview_v02_migration',
@@ -309,7 +309,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_v02_migration_output_schema:ApplyV02MigrationOutput',
         text_fallback='json',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'unsupported_migration_source', 'migration_blocked', 'source_conflict', 'invalid_revision', 'migration_document_missing'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'revision_conflict', 'plan_mismatch', 'unsupported_migration_source', 'migration_blocked', 'source_conflict', 'invalid_revision', 'migration_document_missing', 'forbidden'),
     ),
     ToolEntry(
         name='preview_temporal_upgrade',
@@ -337,13 +337,13 @@ TOOLS: tuple[ToolEntry, ...] = (
         output_model_path='models.okf.apply_temporal_upgrade_output_schema:ApplyTemporalUpgradeOutput',
         text_fallback='custom',
         wrap='',
-        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument', 'revision_conflict', 'plan_mismatch', 'invalid_revision'),
+        errors=('schema_validation', 'resource_limit', 'invalid_request', 'operation_cancelled', 'operation_rejected', 'invalid_yaml_graph', 'invalid_argument', 'revision_conflict', 'plan_mismatch', 'invalid_revision', 'forbidden'),
     ),
     ToolEntry(
         name='doc_collections',
         family='docpool',
         title='List document collections',
-        description="List the collections the caller may see: the help pool's netsim-help first, then the collections of the database's document pool (argument database, else the session's, else the server's default database). Each row gives id, title, kind, erisim (the access marker: 'herkes' = everyone, anything else = restricted to topics whose ACL admits the caller), the number of topics the caller may read and when the collection was generated.",
+        description="List the collections the caller may see: the help pool's netsim-help first, then the collections of the database's document pool (argument database, else the session's, else the server's -DATABASE). Each row gives id, title, kind, erisim ('herkes' = everyone), the number of topics the caller may read and when the collection was generated.",
         impl='knowspec.impl.docpool.tools:doc_collections',
         read_only=True,
         idempotent=True,
@@ -371,7 +371,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='doc_get',
         family='docpool',
         title='Read a document topic',
-        description='Read one topic: by slug (collection optional; "netsim-help" reads the help pool), or by an entity kind + key, which returns the most reliable topic linked to that entity (old names resolve). Returns the Markdown body, its entity links and at most 10 related topics linked to the same form_class (UI form) or islem_kodu (transaction code). A topic the caller may not see is not found.',
+        description='Read one topic: by slug (collection optional; "netsim-help" reads the help pool), or by an entity kind + key, which returns the most reliable topic linked to that entity (old names resolve). Returns the Markdown body, its entity links and at most 10 related topics linked to the same form_class / islem_kodu. A topic the caller may not see is not found.',
         impl='knowspec.impl.docpool.tools:doc_get',
         read_only=True,
         idempotent=True,
@@ -385,7 +385,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='doc_entity',
         family='docpool',
         title='Describe an entity',
-        description='Describe an entity of the document pool (a module, a form_class = UI form, an islem_kodu = transaction code ...): title, attributes, outgoing and incoming relations (opens: a transaction code opens a form; opens_mobile: its mobile form), old names, the number of linked topics the caller may see and its help URL. The key is case-insensitive; an old name resolves to the current key and is reported in resolved_from.',
+        description='Describe an entity of the document pool (a module, form_class, islem_kodu ...): title, attributes, outgoing and incoming relations (opens, opens_mobile ...), old names, the number of linked topics the caller may see and its help URL. The key is case-insensitive; an old name resolves to the current key and is reported in resolved_from.',
         impl='knowspec.impl.docpool.tools:doc_entity',
         read_only=True,
         idempotent=True,
@@ -427,7 +427,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='help_search',
         family='docpool',
         title='Search the help',
-        description="Full-text search of the help pool netsim-help (same rules as doc_search mode fts). module keeps only topics linked to that module entity. Each hit names the topic's module and form_class (the UI form it documents).",
+        description="Full-text search of the help pool netsim-help (same rules as doc_search mode fts). module keeps only topics linked to that module entity. Each hit names the topic's module and form_class. The help pool is public by design: every caller reads all of it, with no access check.",
         impl='knowspec.impl.docpool.tools:help_search',
         read_only=True,
         idempotent=True,
@@ -441,7 +441,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='help_get_topic',
         family='docpool',
         title='Read a help topic',
-        description="Read a help topic by slug, by form_class (a UI form's class name: the most reliable linked topic; old form names resolve) or by islem_kodu (a transaction code: the topic linked to it, else the topic of the form it opens, the desktop form first, then the mobile one).",
+        description='Read a help topic by slug, by form_class (the most reliable linked topic; old form names resolve) or by islem_kodu (the topic linked to the transaction code, else the topic of the form it opens: opens, then opens_mobile).',
         impl='knowspec.impl.docpool.tools:help_get_topic',
         read_only=True,
         idempotent=True,
@@ -469,7 +469,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='help_stats',
         family='docpool',
         title='Help pool statistics',
-        description='Summarise the help pool: its general search settings (bm25 weights, stopwords, vector prefixes), each collection with its own settings and counts, and row counts of topics, chunks, vectors, entities, relations, aliases, links and ACL rows.',
+        description='Summarise the help pool: the general search recipe (doc$meta), each collection with its own recipe and counts, and row counts of topics, chunks, vectors, entities, relations, aliases, links and ACL rows.',
         impl='knowspec.impl.docpool.tools:help_stats',
         read_only=True,
         idempotent=True,

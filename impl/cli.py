@@ -90,9 +90,11 @@ def _mount(subparsers: argparse._SubParsersAction, module: str, func: str) -> No
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from knowspec.impl.server.access import apply_serve_access_options
     from knowspec.impl.server.pipeline import ToolRuntime
 
     settings = settings_from(args)
+    apply_serve_access_options(args, settings)
     if args.call_timeout:
         settings.call_timeout_seconds = args.call_timeout
     settings.server_name = args.server_name
@@ -197,6 +199,9 @@ def build_parser() -> argparse.ArgumentParser:
                        help="serverInfo.name in the initialize answer (okf-mcp's own is okf-mcp)")
     serve.add_argument("--server-version", metavar="VERSION",
                        help="serverInfo.version (default: the installed knowspec version; okf-mcp's is 0.2.0)")
+    from knowspec.impl.server.access import add_serve_access_options
+
+    add_serve_access_options(serve)
     serve.set_defaults(func=_serve)
 
     for module, func in SUBCOMMANDS:

@@ -25,7 +25,14 @@ class Settings:
     catalog_db: Path | None = None       # default: appdir / "catalog.db"
     default_database: str | None = None  # the seed's -DATABASE: used when a doc_* call names none
     agent_version: str = "5.1.1.1531"    # its third field is the <v3> fallback of help URLs
-    session_ttl_seconds: int = 3600
+    session_ttl_seconds: int = 12 * 3600   # a session's absolute life after login
+    session_idle_seconds: int = 30 * 60    # ... and how long it survives unused
+    # Over HTTP: OKF bundles are served only under these folders (none listed: OKF tools refuse),
+    # and an MCP caller without a session is refused with 401 unless allow_anonymous (then it
+    # may read, never write). stdio is the local user and is never restricted.
+    bundle_roots: tuple[Path, ...] = ()
+    allow_anonymous: bool = False
+    import_dir: Path | None = None         # IMPORTDOC sources over REST; default: appdir / "imports"
     call_timeout_seconds: float = 120.0
     # serverInfo in the initialize answer. knowspec names itself by default; an operator whose
     # clients check okf-mcp's identity may say "okf-mcp" / "0.2.0" (spec/okf/NOTES.md#identity).
@@ -39,6 +46,10 @@ class Settings:
     @property
     def catalog_path(self) -> Path:
         return self.catalog_db or self.appdir / "catalog.db"
+
+    @property
+    def import_path(self) -> Path:
+        return self.import_dir or self.appdir / "imports"
 
     @property
     def model_dir(self) -> Path:

@@ -111,6 +111,9 @@ def run(args: argparse.Namespace) -> int:
 
         args.stdio = False
         args.database = settings.default_database
+        # A local demo: anonymous callers may read the sample bundle and the pools (never write).
+        args.allow_anonymous, args.bundle_root = True, [EXAMPLES / "okf-sample"]
         print(f"serving MCP at http://{args.http}/mcp (REST beside it, OpenAPI at /openapi.json); Ctrl-C to stop")
+        print("anonymous callers may read; sign in (POST /ClientREST/Login) as a WRITER to write")
         return _serve(args)
     return anyio.run(client_run, settings)

@@ -14,6 +14,9 @@ Codes used across the server (see ``spec/errors.toml`` for the full table):
 
 from __future__ import annotations
 
+import functools
+import json
+from importlib import resources
 from typing import Any, Iterable
 
 Diagnostic = dict[str, Any]
@@ -41,22 +44,39 @@ def diagnostic(
     }
 
 
+@functools.cache
+def _retryable_table() -> dict[str, bool]:
+    """``retryable`` of every code in ``spec/errors.toml``, as codegen wrote it to contract.json."""
+    text = (resources.files("knowspec.generated") / "contract.json").read_text(encoding="utf-8")
+    codes = json.loads(text).get("error_codes", {})
+    return {code: bool(entry.get("retryable", False)) for code, entry in codes.items()}
+
+
+def default_retryable(code: str) -> bool:
+    """The spec's ``retryable`` for ``code`` (``False`` for a code the spec does not list)."""
+    return _retryable_table().get(code, False)
+
+
 class ToolError(Exception):
-    """A contract-shaped tool failure: becomes an ``isError`` result, never a crash."""
+    """A contract-shaped tool failure: becomes an ``isError`` result, never a crash.
+
+    ``retryable`` defaults to the code's value in ``spec/errors.toml`` (one source of truth);
+    a raiser passes it only where the contract says this case differs (a locked bundle).
+    """
 
     def __init__(
         self,
         code: str,
         message: str,
         *,
-        retryable: bool = False,
+        retryable: bool | None = None,
         diagnostics: Iterable[Diagnostic] = (),
         text: str | None = None,
     ) -> None:
         super().__init__(message)
         self.code = code
         self.message = message
-        self.retryable = retryable
+        self.retryable = default_retryable(code) if retryable is None else retryable
         self.diagnostics = list(diagnostics)
         # Text content to send instead of the message (the OKF parse-error envelope uses it).
         self.text = text

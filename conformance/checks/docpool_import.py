@@ -154,8 +154,11 @@ def allowed(fx: PoolFixture, topic: Topic, principals: frozenset[str] | None) ->
 
 
 def mcp_principals(ctx: CheckContext) -> frozenset[str] | None:
-    """A stdio caller sees everything; an HTTP MCP caller without a session only what ``*`` may."""
-    return None if ctx.conn.target.is_stdio else ANONYMOUS
+    """A stdio caller sees everything; an HTTP MCP caller what its session's principals may
+    (without a session, or with a token of unknown identity, only what ``*`` may)."""
+    if ctx.conn.target.is_stdio:
+        return None
+    return ctx.config.mcp_principals or ANONYMOUS
 
 
 def same_key(a: str, b: str) -> bool:

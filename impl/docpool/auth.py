@@ -20,6 +20,10 @@ from dataclasses import dataclass
 from pathlib import Path
 
 SYSADMIN = "SYSADMIN"
+# Over HTTP the OKF write and apply tools (write_concept, apply_*) need WRITER or SYSADMIN;
+# every other signed-in user may only read. A stdio caller is the local user and may write.
+WRITER = "WRITER"
+WRITE_ROLES = frozenset({SYSADMIN, WRITER})
 
 # scrypt cost: n=2**14, r=8, p=1 needs 16 MiB and ~50 ms, enough to slow guessing. Stored with
 # each hash, so raising it later keeps old hashes valid (tests lower SCRYPT_N for speed).
@@ -47,8 +51,15 @@ create table if not exists "auth$user_role" (
     primary key (user_name, role_name)
 );
 insert or ignore into "auth$role"(name, description)
-    values ('SYSADMIN', 'may run administrative commands (IMPORTDOC, ALTER DATABASE)');
+    values ('SYSADMIN', 'may run administrative commands (IMPORTDOC, ALTER DATABASE) and write OKF bundles');
+insert or ignore into "auth$role"(name, description)
+    values ('WRITER', 'may call the OKF write and apply tools over HTTP');
 """
+
+
+def may_write(roles: tuple[str, ...] | list[str]) -> bool:
+    """Whether a signed-in user with ``roles`` may call the OKF write and apply tools."""
+    return any(role.upper() in WRITE_ROLES for role in roles)
 
 
 class AuthError(ValueError):
@@ -133,8 +144,8 @@ def set_password(catalog_path: Path | str, name: str, password: str) -> None:
 
 def _grant(conn: sqlite3.Connection, user: str, role: str) -> None:
     role = _check_name("role", role)
-    if role.upper() == SYSADMIN:
-        role = SYSADMIN
+    if role.upper() in WRITE_ROLES:
+        role = role.upper()
     if conn.execute('select 1 from "auth$user" where name = ?', (user,)).fetchone() is None:
         raise AuthError(f"no such user {user!r}")
     conn.execute('insert or ignore into "auth$role"(name) values (?)', (role,))
@@ -213,7 +224,9 @@ def add_user_parser(subparsers: argparse._SubParsersAction) -> None:
         "--password-stdin", action="store_true", required=True,
         help="read the password from the first line of standard input",
     )
-    add.add_argument("--role", action="append", default=[], help="role to grant (repeatable)")
+    add.add_argument("--role", action="append", default=[],
+                     help="role to grant (repeatable): SYSADMIN (admin commands and OKF writes), "
+                          "WRITER (OKF writes over HTTP), or any ACL role")
     add_settings_options(add)
     add.set_defaults(func=_cmd_add)
 

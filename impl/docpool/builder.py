@@ -336,13 +336,37 @@ def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.Ar
     p.add_argument("--collection", required=True, type=collection_name,
                    help="collection id: lower-case letters, digits and '-' (^[a-z0-9][a-z0-9-]*$)")
     p.add_argument("--title", default="", help="collection title")
-    p.add_argument("--erisim", default="herkes", help="'herkes' (everyone) or a restricted marker")
+    p.add_argument("--erisim", default="herkes",
+                   help="'herkes' (everyone) or a restricted marker (document pools only: the help pool is public)")
     p.add_argument("--model", type=Path, nargs="?", const=DEFAULT_PACK, default=None,
                    help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors "
                         "(without a folder: APPDIR/models/e5-int8, where `knowspec model build` writes)")
     p.add_argument("--appdir", type=Path, help="the server's ${APPDIR} (default: $KNOWSPEC_APPDIR or ./.knowspec)")
     p.set_defaults(func=_run_build)
     return p
+
+
+def help_pool_marker_refusal(out: Path, collection: str, erisim: str, source_dir: Path) -> str | None:
+    """Why a restricted access marker cannot be given to this build, or ``None``.
+
+    The help pool (collection ``netsim-help``, or a file named ``help.db``) is public by design:
+    the help tools read it without any authorization check, as the seed does, so a restricted
+    marker there would only look like a protection that nothing applies.
+    """
+    from knowspec.impl.docpool.pools import HELP_COLLECTION
+
+    if collection != HELP_COLLECTION and Path(out).name != "help.db":
+        return None
+    markers = [("--erisim", erisim)] if erisim and erisim != "herkes" else []
+    extra = (_load_pool_yaml(Path(source_dir)).get("collections") or []) if Path(source_dir).is_dir() else []
+    markers += [(f"collection {c.get('id')} in pool.yaml", str(c["erisim"])) for c in extra
+                if isinstance(c, dict) and c.get("erisim") not in (None, "herkes")]
+    if not markers:
+        return None
+    where, marker = markers[0]
+    return (f"{where}: the restricted marker {marker!r} cannot apply to the help pool, which every caller "
+            "reads without an authorization check (it is public by design); build a document pool and "
+            "import it into a database (IMPORTDOC) to restrict topics")
 
 
 def _run_build(ns: argparse.Namespace) -> int:
@@ -354,6 +378,10 @@ def _run_build(ns: argparse.Namespace) -> int:
         settings.appdir = ns.appdir.absolute()
     out = settings.in_appdir(ns.out)
     model = settings.model_dir if ns.model is DEFAULT_PACK else ns.model
+    refusal = help_pool_marker_refusal(out, ns.collection, ns.erisim, ns.source)
+    if refusal:
+        print(f"pool build: {refusal}", file=sys.stderr)
+        return 2
     out.parent.mkdir(parents=True, exist_ok=True)
     try:
         with PhaseProgress("pool build") as report:

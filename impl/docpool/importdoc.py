@@ -5,6 +5,10 @@ The seed's contract, in the order it is checked:
    (``ToolError invalid_request``), nothing is touched;
 2. an invalid collection name, a missing source file or a collection absent from the source is a
    202 ``{result: false, message}`` and the target pool is not even opened (byte-identical);
+   over REST the source must be a file inside the operator's import folder
+   (``settings.import_path``, ``serve --import-dir``; a relative path names a file there): any
+   other path gets one fixed refusal that never says whether the file exists; a source whose
+   ``doc$`` objects are views rather than the schema's tables is refused too;
 3. the database must be registered with a document pool (the catalog's errors otherwise);
 4. the pool's ``doc_import.sql`` recipe (``recipe.import_collection``) then deletes and rewrites
    only that collection in one transaction, rebuilds FTS and refreshes ``doc$entity_kind`` and the
@@ -48,24 +52,54 @@ def refused(message: str) -> dict[str, Any]:
     return {"result": False, "message": message}
 
 
-def source_refusal(source: Path, collection: str) -> str | None:
-    """Why ``source`` cannot provide ``collection`` (checked read-only), or ``None``."""
+OUTSIDE_IMPORT_DIR = "source must be a pool file inside the server's import folder"
+
+
+def confined_source(import_dir: Path, source_path: str) -> Path | None:
+    """``source_path`` inside ``import_dir`` (a relative path names a file there), symlinks
+    resolved, or ``None`` when it lies outside. Decided from the path alone, never by looking
+    at the file, so the answer for an outside path says nothing about what exists there."""
+    try:
+        root = import_dir.resolve()
+        candidate = Path(source_path)
+        if not candidate.is_absolute():
+            candidate = root / candidate
+        real = candidate.resolve()
+    except (OSError, ValueError, RuntimeError):
+        return None
+    if real == root or not real.is_relative_to(root):
+        return None
+    return real
+
+
+def source_refusal(source: Path, collection: str, shown: str | None = None) -> str | None:
+    """Why ``source`` cannot provide ``collection`` (checked read-only), or ``None``.
+
+    ``shown`` is how the source is named in the message (default: the path itself).
+    """
+    name = shown if shown is not None else str(source)
     try:
         present = source.is_file()
     except (OSError, ValueError):  # a name too long, or with a NUL byte, names no file
         present = False
     if not present:
-        return f"source pool not found ({source})"
+        return f"source pool not found: {name}"
     uri = source.absolute().as_uri() + "?mode=ro"
     try:
         with closing(sqlite3.connect(uri, uri=True)) as con:
+            views = [row[0] for row in con.execute(
+                "select name from sqlite_master where type <> 'table' and type <> 'index' "
+                "and type <> 'trigger' and lower(name) like 'doc$%'")]
+            if views:
+                return (f"source is not a document pool: {name} has {views[0]} as a view, "
+                        "the pool schema needs tables")
             found = con.execute(
                 'select count(*) from "doc$collection" where id = ?', [collection]
             ).fetchone()[0]
     except sqlite3.DatabaseError as exc:
-        return f"source is not a document pool ({source}): {exc}"
+        return f"source is not a document pool: {name} ({exc})"
     if not found:
-        return f"collection {collection} not found in source ({source})"
+        return f"collection {collection} not found in source {name}"
     return None
 
 
@@ -93,13 +127,24 @@ def importer_for(location: catalog.PoolLocation, progress: Report | None = None
 
 
 def import_collection(settings, database: str, collection: str, source_path: str, *,
-                      progress: Report | None = None) -> dict[str, Any]:
-    """Import ``collection`` from the pool file ``source_path`` into ``database``'s pool."""
+                      confine: bool = False, progress: Report | None = None) -> dict[str, Any]:
+    """Import ``collection`` from the pool file ``source_path`` into ``database``'s pool.
+
+    ``confine`` (REST): the source must lie in ``settings.import_path``. The command line runs as
+    the local user, who may name any file they can read.
+    """
     require_params({"database": database, "collection": collection, "path": source_path})
     if not recipe.COLLECTION_NAME.fullmatch(collection):
         return refused(f"invalid collection name {collection!r}: must match ^[a-z0-9][a-z0-9-]*$")
-    source = Path(source_path).expanduser()
-    reason = source_refusal(source, collection)
+    if confine:
+        source = confined_source(settings.import_path, source_path)
+        if source is None:
+            return refused(OUTSIDE_IMPORT_DIR)
+        shown = source.relative_to(settings.import_path.resolve()).as_posix()
+        reason = source_refusal(source, collection, shown=f"{shown} in the import folder")
+    else:
+        source = Path(source_path).expanduser()
+        reason = source_refusal(source, collection)
     if reason:
         return refused(reason)
     target = resolve_target(settings, database)
@@ -121,7 +166,7 @@ def import_collection(settings, database: str, collection: str, source_path: str
         "topics": done.topics,
         "chunks": done.chunks,
         "docsDb": target.docs_database,
-        "source": str(source),
+        "source": source_path if confine else str(source),
     }
 
 

@@ -1,7 +1,7 @@
 """``POST /AdminREST/EXECCOMMAND``: SYSADMIN commands.
 
 ``IMPORTDOC`` imports one collection into a database's document pool (200 on success, 202 with
-``result: false`` when nothing was changed); ``SQL`` and ``ALTERDATABASE`` run the one admin
+``result: false`` when nothing was changed) from a pool file in the operator's import folder; ``SQL`` and ``ALTERDATABASE`` run the one admin
 statement the server knows, ``ALTER DATABASE <db> SET DOCUMENTS INTERNAL | DATABASE <db> | OFF``,
 through the catalog's executor.
 """
@@ -22,6 +22,7 @@ from knowspec.impl.rest.endpoint_table import Endpoint
 from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.rest.validation import parse_json_body, validate_body
+from knowspec.impl.rules.redaction import redact_message
 
 
 def documents_setting(params: dict[str, Any]) -> tuple[str, str, str | None]:
@@ -57,9 +58,12 @@ async def exec_command(
     command, params = body["command"], body["params"]
     if command == "IMPORTDOC":
         outcome = await run_in_threadpool(
-            importdoc.import_collection,
-            settings, params["database"], params["collection"], params["path"],
+            lambda: importdoc.import_collection(
+                settings, params["database"], params["collection"], params["path"], confine=True
+            )
         )
+        if not outcome["result"]:  # a refusal is said in words: its paths redacted like any message
+            outcome = {**outcome, "message": redact_message(outcome["message"])}
         return JSONResponse(outcome, status_code=200 if outcome["result"] else 202)
     if command == "SQL":
         result = await run_in_threadpool(catalog_bridge.execute_admin_sql, settings, params["sql"])

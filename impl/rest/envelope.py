@@ -51,7 +51,7 @@ _FRAMEWORK_CODES = {
 
 
 def envelope(
-    code: str, message: str, *, retryable: bool = False, diagnostics: Iterable[Diagnostic] = ()
+    code: str, message: str, *, retryable: bool | None = None, diagnostics: Iterable[Diagnostic] = ()
 ) -> dict[str, Any]:
     """The MCP envelope rules apply to REST too: redaction, 512-byte messages, safe codes."""
     return envelope_of(ToolError(code, message or code, retryable=retryable, diagnostics=diagnostics))
@@ -62,7 +62,7 @@ def error_response(
     message: str,
     *,
     status: int | None = None,
-    retryable: bool = False,
+    retryable: bool | None = None,  # None: the code's value in spec/errors.toml
     diagnostics: Iterable[Diagnostic] = (),
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
@@ -93,9 +93,7 @@ async def http_exception_handler(request: Request, exc: Exception) -> JSONRespon
 
 async def unexpected_exception_handler(request: Request, exc: Exception) -> JSONResponse:
     """A bug must still answer with the envelope (500), never a bare traceback page."""
-    return error_response(
-        "internal_error", f"internal error: {type(exc).__name__}", status=500, retryable=True
-    )
+    return error_response("internal_error", f"internal error: {type(exc).__name__}", status=500)
 
 
 EXCEPTION_HANDLERS = {

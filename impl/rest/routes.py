@@ -61,7 +61,7 @@ def rest_routes(
     when the HTTP app passes it; a new one over ``settings`` otherwise).
     """
     if sessions is None:
-        sessions = SessionStore(settings.session_ttl_seconds)
+        sessions = SessionStore.from_settings(settings)
     if runtime is None:
         runtime = ToolRuntime(settings)
     _, endpoints = cached_table()

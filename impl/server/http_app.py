@@ -7,12 +7,17 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
 
+import mcp.types as types
+from mcp.shared.exceptions import MCPError
+
 from knowspec.impl.context import Caller
+from knowspec.impl.docpool import auth
 from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.session_endpoints import bearer_token
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
+from knowspec.impl.server.access import LOGIN_HINT, BearerGate, guarded_runtime
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -28,21 +33,30 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     MCP ``tools/call``; every HTTP error body, framework ones included, is the error envelope.
 
     Only a stdio caller is unrestricted (the seed). An HTTP MCP caller is the REST session named
-    by ``Authorization: Bearer <token>`` (log in at ``/ClientREST/Login``), or else an anonymous
-    caller whose principals are ``{*}``: it sees collections open to everyone and nothing else.
+    by ``Authorization: Bearer <token>`` (log in at ``/ClientREST/Login``); without one ``/mcp``
+    answers 401, unless the operator allowed anonymous callers, whose principals are ``{*}``
+    and who may only read. OKF tools keep to the operator's bundle roots (``access.py``).
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
-    sessions = SessionStore(runtime.settings.session_ttl_seconds)
+    settings = runtime.settings
+    sessions = SessionStore.from_settings(settings)
 
     def caller_for(ctx) -> Caller:
         request = getattr(ctx, "request", None)
         session = sessions.get(bearer_token(request)) if request is not None else None
-        if session is None:
+        if session is not None:
+            return session.caller()
+        if settings.allow_anonymous:
             return ANONYMOUS
-        return Caller(user=session.user, roles=session.roles, database=session.database, unrestricted=False)
+        # The gate let the request in, but its session ended since: refuse, never downgrade.
+        raise MCPError(code=types.INVALID_REQUEST, message=f"the session has ended: {LOGIN_HINT}")
 
-    server = build_server(runtime, caller_for=caller_for)
+    def roles_of(user: str) -> tuple[str, ...] | None:
+        found = auth.get_user(settings.catalog_path, user)
+        return None if found is None else found.roles
+
+    server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),
@@ -50,7 +64,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     routes: list[BaseRoute] = [
         Route("/healthz", health, methods=["GET"]),
-        *rest_routes(runtime.settings, sessions=sessions, runtime=runtime),
+        *rest_routes(settings, sessions=sessions, runtime=runtime),
     ]
     security = None if dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(
@@ -61,5 +75,6 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     )
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
+    app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
     return app

@@ -104,17 +104,32 @@ def test_passes_on_the_real_server_over_stdio(era):
 
 @pytest.fixture
 def http_url(tmp_path):
-    port = free_port()
-    with serving([KNOWSPEC, "serve", "--http", f"127.0.0.1:{port}", "--appdir", str(tmp_path)], port) as base:
-        yield base + "/mcp"
+    """Our server over HTTP: the suite signs in (bearer token) and writes bundles under a bundle root."""
+    from knowspec.impl.config import Settings
+    from knowspec.impl.docpool import auth
+    from knowspec.conformance.target import rest_login
+
+    port, bundles = free_port(), tmp_path / "bundles"
+    auth.create_user(Settings(appdir=tmp_path).catalog_path, "walt", "pw", ["WRITER"])
+    with serving([KNOWSPEC, "serve", "--http", f"127.0.0.1:{port}", "--appdir", str(tmp_path),
+                  "--bundle-root", str(bundles)], port) as base:
+        token = rest_login(base, "walt", "pw")[0]
+        yield {"url": base + "/mcp", "bearer_token": token, "bundle_dir": bundles}
 
 
 @needs_server
 @pytest.mark.slow
 def test_passes_on_the_real_server_over_http(http_url):
     """The 2025-era HTTP transport ends a cancelled request with -32800: allowed, not an answer."""
-    result = _run(http_url, era="legacy")
+    result = _run(http_url["url"], era="legacy", bearer_token=http_url["bearer_token"],
+                  bundle_dir=http_url["bundle_dir"])
     assert result.status == "passed", _explain(result)
+
+
+@needs_server
+def test_without_a_token_our_http_server_is_unreachable_for_the_suite(http_url):
+    finished = run_to_end(RunConfig(target=http_url["url"], family="okf", checks=("cancellation",)))
+    assert finished.exit_code == 2 and not finished.results
 
 
 @needs_server

@@ -38,7 +38,8 @@ def test_pool_import_options_reach_the_run_config():
                "--conform-era": "legacy", "--conform-max-examples": 3, "--conform-seed": 7, "--conform-baseline": None,
                "--conform-rest-url": "http://127.0.0.1:1", "--conform-admin-user": "admin",
                "--conform-admin-password": "pw", "--conform-reader-user": "reader",
-               "--conform-reader-password": "rpw", "--conform-pool-dir": "/srv/pools"}
+               "--conform-reader-password": "rpw", "--conform-pool-dir": "/srv/pools",
+               "--conform-bearer-token": "tok"}
 
     class Config:
         @staticmethod
@@ -48,3 +49,4 @@ def test_pool_import_options_reach_the_run_config():
     run = pytest_plugin._config(Config)
     assert (run.rest_url, run.admin_user, run.admin_password, run.reader_user, run.reader_password, run.pool_dir) == (
         "http://127.0.0.1:1", "admin", "pw", "reader", "rpw", Path("/srv/pools"))
+    assert run.bearer_token == "tok"

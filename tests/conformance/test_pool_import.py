@@ -42,8 +42,11 @@ def server(tmp_path_factory):
     finally:
         auth.SCRYPT_N = cost
     port = free_port()
+    # Each test writes its pool under its own tmp_path: the import folder is their common parent.
+    # Anonymous MCP is allowed for the runs without (valid) admin credentials.
     with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
-                  "--appdir", str(appdir), "--database", "demo"], port) as base:
+                  "--appdir", str(appdir), "--database", "demo", "--allow-anonymous",
+                  "--import-dir", str(tmp_path_factory.getbasetemp())], port) as base:
         yield {"base": base, "appdir": appdir}
 
 

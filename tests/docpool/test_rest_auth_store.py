@@ -59,8 +59,8 @@ def test_schema_creation_is_idempotent(catalog):
     auth.connect(catalog).close()
     auth.connect(catalog).close()
     with sqlite3.connect(catalog) as con:
-        roles = con.execute('select name from "auth$role"').fetchall()
-    assert roles == [("SYSADMIN",)]
+        roles = con.execute('select name from "auth$role" order by name').fetchall()
+    assert roles == [("SYSADMIN",), ("WRITER",)]
 
 
 def test_cli_user_add_reads_password_from_stdin(tmp_path, monkeypatch, capsys):

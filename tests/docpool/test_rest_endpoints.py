@@ -34,6 +34,7 @@ def cheap_hashes(monkeypatch):
 @pytest.fixture()
 def settings(tmp_path):
     s = Settings(appdir=tmp_path, session_ttl_seconds=600)
+    s.import_path.mkdir()  # IMPORTDOC reads sources only from the import folder
     catalog.register_database(s.catalog_path, "sales", "SQLITE", str(tmp_path / "sales.db"))
     catalog.register_database(s.catalog_path, "hr", "SQLITE", str(tmp_path / "hr.db"))
     catalog.execute_alter(s.catalog_path, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
@@ -96,6 +97,13 @@ def test_session_expires_after_ttl(client, clock):
     assert_envelope(client.post("/ClientREST/Logout", headers=headers), 401, "unauthenticated")
 
 
+def test_a_401_says_where_to_log_in_instead_of_a_redaction_notice(client):
+    body = client.post("/ClientREST/DocStats", json={}).json()
+    assert body["code"] == "unauthenticated"
+    assert "log in at POST /ClientREST/Login" in body["message"]
+    assert "redacted" not in body["message"]
+
+
 def test_logout_ends_the_session(client):
     headers = login(client, "fatma", READER_PW)
     assert client.post("/ClientREST/Logout", headers=headers).json() == {"result": True}
@@ -118,7 +126,7 @@ def test_every_protected_endpoint_is_401_without_a_session(client, method, path)
 def test_admin_command_is_403_for_a_non_sysadmin(client, tmp_path):
     headers = login(client, "fatma", READER_PW)
     body = {"command": "IMPORTDOC",
-            "params": {"database": "sales", "collection": "x", "path": str(tmp_path / "s.db")}}
+            "params": {"database": "sales", "collection": "x", "path": str(tmp_path / "imports" / "s.db")}}
     assert_envelope(client.post("/AdminREST/EXECCOMMAND", headers=headers, json=body),
                     403, "forbidden")
 
@@ -148,7 +156,7 @@ def _import(client, headers, **params):
 
 def test_importdoc_over_rest_returns_200_with_counts(client, tmp_path):
     headers = login(client, "admin", ADMIN_PW)
-    source = make_pool(tmp_path / "src.db", "manuals", topics_of(3))
+    source = make_pool(tmp_path / "imports" / "src.db", "manuals", topics_of(3))
     response = _import(client, headers, database="sales", collection="manuals", path=str(source))
     assert response.status_code == 200
     assert response.json() == {"result": True, "collection": "manuals", "topics": 3,
@@ -158,7 +166,7 @@ def test_importdoc_over_rest_returns_200_with_counts(client, tmp_path):
 @pytest.mark.parametrize("missing", ["database", "collection", "path"])
 def test_importdoc_missing_param_is_400_naming_it(client, tmp_path, missing):
     headers = login(client, "admin", ADMIN_PW)
-    params = {"database": "sales", "collection": "manuals", "path": str(tmp_path / "s.db")}
+    params = {"database": "sales", "collection": "manuals", "path": str(tmp_path / "imports" / "s.db")}
     del params[missing]
     response = _import(client, headers, **params)
     assert_envelope(response, 400, "invalid_request")
@@ -168,10 +176,10 @@ def test_importdoc_missing_param_is_400_naming_it(client, tmp_path, missing):
 def test_importdoc_refusal_is_202_and_target_untouched(client, tmp_path):
     headers = login(client, "admin", ADMIN_PW)
     _import(client, headers, database="sales", collection="manuals",
-            path=str(make_pool(tmp_path / "src.db", "manuals", topics_of(2))))
+            path=str(make_pool(tmp_path / "imports" / "src.db", "manuals", topics_of(2))))
     before = file_digest(tmp_path / "sales.db")
     response = _import(client, headers, database="sales", collection="Not_Valid",
-                       path=str(tmp_path / "src.db"))
+                       path=str(tmp_path / "imports" / "src.db"))
     assert response.status_code == 202
     assert response.json()["result"] is False
     assert file_digest(tmp_path / "sales.db") == before
@@ -202,7 +210,7 @@ def test_other_sql_is_rejected(client):
 def restricted_pool(client, tmp_path):
     """'manuals' is ACL-only: topic-1 for Finance, the others for nobody but '*' on topic-0."""
     headers = login(client, "admin", ADMIN_PW)
-    source = make_pool(tmp_path / "src.db", "manuals", topics_of(3), erisim="acl",
+    source = make_pool(tmp_path / "imports" / "src.db", "manuals", topics_of(3), erisim="acl",
                        acl={"topic-0": ["*"], "topic-1": ["FINANCE"]})
     assert _import(client, headers, database="sales", collection="manuals",
                    path=str(source)).status_code == 200

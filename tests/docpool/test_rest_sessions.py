@@ -56,3 +56,36 @@ def test_unknown_or_empty_tokens_never_resolve(tokens):
     store.open("u", (), None)
     for token in tokens:
         assert store.get(token) is None
+
+
+def test_an_unused_session_ends_after_the_idle_ttl():
+    clock = Clock()
+    store = SessionStore(12 * 3600, clock=clock, idle_seconds=1800)
+    session = store.open("ayse", (), None)
+    clock.now += 1799.9
+    assert store.get(session.token) == session
+    clock.now += 1800  # idle again since the last use
+    assert store.get(session.token) is None
+    assert len(store) == 0
+
+
+def test_use_extends_the_idle_ttl_but_never_the_absolute_one():
+    clock = Clock()
+    store = SessionStore(3600, clock=clock, idle_seconds=600)
+    session = store.open("ayse", (), None)
+    for _ in range(5):  # used every 500 s: never idle for 600 s
+        clock.now += 500
+        assert store.get(session.token) == session
+    clock.now += 500  # 3000 s: still within the absolute life
+    assert store.get(session.token) == session
+    clock.now += 600  # 3600 s after login: the absolute life is over although it was just used
+    assert store.get(session.token) is None
+
+
+def test_store_from_settings_takes_both_ttls():
+    from knowspec.impl.config import Settings
+
+    store = SessionStore.from_settings(Settings(session_ttl_seconds=100, session_idle_seconds=10))
+    assert (store.ttl_seconds, store.idle_seconds) == (100, 10)
+    defaults = SessionStore.from_settings(Settings())
+    assert (defaults.ttl_seconds, defaults.idle_seconds) == (12 * 3600, 30 * 60)

@@ -1,4 +1,5 @@
-"""Over HTTP, MCP callers are the REST session's identity, or anonymous: never unrestricted."""
+"""Over HTTP, MCP callers are the REST session's identity, or (when the operator allows it)
+anonymous: never unrestricted. Doc tools apply that identity's ACL as REST does."""
 
 from __future__ import annotations
 
@@ -29,14 +30,15 @@ def server(tmp_path_factory):
     appdir = tmp_path_factory.mktemp("appdir")
     settings = Settings(appdir=appdir)
     prepare(settings)
-    source = appdir / "private-source.db"
+    source = appdir / "imports" / "private-source.db"
+    source.parent.mkdir()
     build_pool(EXAMPLES / "help", source, "private-docs", erisim="kisitli")
     assert import_collection(settings, "demo", "private-docs", str(source))["result"] is True
     auth.create_user(settings.catalog_path, "ayse", "pw", ["Muhasebe"])
     auth.create_user(settings.catalog_path, "bob", "pw", [])
     port = free_port()
     with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
-                  "--appdir", str(appdir), "--database", "demo"], port) as base:
+                  "--appdir", str(appdir), "--database", "demo", "--allow-anonymous"], port) as base:
         yield base
 
 

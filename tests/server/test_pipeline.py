@@ -136,7 +136,7 @@ def test_tool_error_message_with_a_path_is_redacted(mini_registry):
         raise ToolError("invalid_request", "bundle_path is not accessible: open /home/ana/kb: denied")
 
     result = call(mini_registry, {**HANDLERS, "echo_text": leaky}, "echo_text", {"text": "a"})
-    assert result.structured_content["message"] == "operation failed; sensitive path redacted"
+    assert result.structured_content["message"] == "bundle_path is not accessible: open <path>: denied"
     assert "/home" not in result.content[0].text
 
 

@@ -10,6 +10,7 @@ import urllib.request
 from contextlib import asynccontextmanager
 
 import anyio
+import httpx2
 import mcp.types as types
 import pytest
 from jsonschema import Draft202012Validator
@@ -17,6 +18,8 @@ from mcp import ClientSession, StdioServerParameters, stdio_client
 from mcp.client.streamable_http import streamable_http_client
 
 from knowspec.generated.registry import TOOLS, error_schema
+from knowspec.impl.config import Settings
+from knowspec.impl.docpool import auth
 from serving import free_port, serving
 
 SERVER = [sys.executable, "-m", "knowspec.impl.cli", "serve"]
@@ -24,9 +27,25 @@ SERVER = [sys.executable, "-m", "knowspec.impl.cli", "serve"]
 
 @pytest.fixture(scope="module")
 def http_server(tmp_path_factory):
+    """The server with one WRITER signed in: ``/mcp`` needs a session (tests/server/test_http_security.py)."""
     port, appdir = free_port(), tmp_path_factory.mktemp("appdir")
-    with serving([*SERVER, "--http", f"127.0.0.1:{port}", "--appdir", str(appdir)], port) as url:
-        yield url + "/mcp"
+    auth.create_user(Settings(appdir=appdir).catalog_path, "walt", "pw", ["WRITER"])
+    with serving([*SERVER, "--http", f"127.0.0.1:{port}", "--appdir", str(appdir),
+                  "--bundle-root", str(appdir)], port) as url:
+        request = urllib.request.Request(url + "/ClientREST/Login", method="POST",
+                                         data=json.dumps({"user": "walt", "password": "pw"}).encode(),
+                                         headers={"Content-Type": "application/json"})
+        token = json.loads(urllib.request.urlopen(request, timeout=10).read())["token"]
+        yield HttpTarget(url + "/mcp", token)
+
+
+class HttpTarget(str):
+    """The /mcp URL, carrying the bearer token of the test's session."""
+
+    def __new__(cls, url: str, token: str) -> "HttpTarget":
+        target = super().__new__(cls, url)
+        target.token = token
+        return target
 
 
 @asynccontextmanager
@@ -38,7 +57,10 @@ async def session_for(transport: str, target: str | None = None, appdir: str = "
             await session.initialize()
             yield session
     else:
-        async with streamable_http_client(target) as (read, write), ClientSession(read, write) as session:
+        headers = {"Authorization": f"Bearer {target.token}"} if getattr(target, "token", None) else {}
+        async with httpx2.AsyncClient(headers=headers, timeout=120) as client, \
+                streamable_http_client(target, http_client=client) as (read, write), \
+                ClientSession(read, write) as session:
             await session.initialize()
             yield session
 

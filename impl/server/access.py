@@ -1,0 +1,171 @@
+"""Who may call what over HTTP: the bearer gate on ``/mcp`` and the OKF access rules.
+
+The model (README "Security model"):
+- stdio is the local user, who already owns the files: every tool, every path.
+- Over HTTP every MCP request carries ``Authorization: Bearer <token>`` from
+  ``POST /ClientREST/Login`` (the REST users and sessions); without one, or with a token that is
+  not a live session, ``/mcp`` answers 401 with ``WWW-Authenticate: Bearer``. An operator may
+  opt in to anonymous callers (``serve --allow-anonymous``): they may read, never write.
+- Doc and help tools apply the caller's ACL (``{user, roles..., *}``) as REST does.
+- OKF tools read and write only under the folders the operator lists (``--bundle-root``); any
+  other ``bundle_path`` answers one fixed ``invalid_request`` that says nothing about whether
+  the path exists. With no root listed, OKF tools refuse over HTTP.
+- The write and apply tools (every OKF tool not marked read-only) need the WRITER or SYSADMIN
+  role (``impl/docpool/auth.py``).
+"""
+
+from __future__ import annotations
+
+import argparse
+import copy
+import dataclasses
+import json
+import posixpath
+from pathlib import Path
+from typing import Any, Callable
+
+from knowspec.impl.context import Caller
+from knowspec.impl.docpool.auth import may_write
+from knowspec.impl.errors import ToolError
+
+MCP_PATH = "/mcp"
+OUTSIDE_ROOTS = "bundle_path is not inside a bundle root this server serves"
+NO_ROOTS = "this server serves no OKF bundles over HTTP: its operator listed no --bundle-root"
+LOGIN_HINT = "log in at POST /ClientREST/Login and send Authorization: Bearer <token>"
+
+
+def inside_roots(bundle_path: str, roots: tuple[Path, ...]) -> bool:
+    """Whether the absolute ``bundle_path`` is a root or lies under one (decided on the text of
+    the cleaned path, never by looking at the disk; the bundle loader refuses symlinks)."""
+    clean = posixpath.normpath(bundle_path)
+    for root in roots:
+        base = posixpath.normpath(str(root))
+        if clean == base or clean.startswith(base.rstrip("/") + "/"):
+            return True
+    return False
+
+
+def okf_refusal(entry: Any, bundle_path: Any, caller: Caller, roots: tuple[Path, ...]) -> ToolError | None:
+    """Why ``caller`` may not make this OKF call, or ``None``. Other families pass through."""
+    if caller.unrestricted or getattr(entry, "family", "") != "okf":
+        return None
+    if not entry.read_only and not may_write(caller.roles):
+        who = f"user {caller.user}" if caller.user else "an anonymous caller"
+        return ToolError("forbidden", f"{entry.name} changes a bundle and {who} may only read: "
+                                      "it needs the WRITER or SYSADMIN role")
+    # A relative or padded path is left to the tool's own bundle_path rules: their answers
+    # depend on the text alone, never on what exists.
+    if isinstance(bundle_path, str) and posixpath.isabs(bundle_path) and bundle_path == bundle_path.strip() \
+            and not inside_roots(bundle_path, roots):
+        return ToolError("invalid_request", OUTSIDE_ROOTS if roots else NO_ROOTS)
+    return None
+
+
+RolesOf = Callable[[str], "tuple[str, ...] | None"]
+
+
+def guarded_runtime(runtime: Any, roots: tuple[Path, ...], roles_of: RolesOf | None = None) -> Any:
+    """A copy of ``runtime`` whose OKF handlers check the caller first.
+
+    The check runs where a handler runs: after schema validation (bad input still answers
+    ``schema_validation`` / ``resource_limit`` as the contract says) and before any file is
+    touched. ``roles_of(user)`` reads a user's roles afresh for every write (``None``: the user
+    is gone), so a revoked WRITER stops writing at once, not when the session ends. The
+    original runtime (stdio, REST) is left as it is.
+    """
+    guarded = copy.copy(runtime)
+    guarded.handlers = {
+        name: (_guard(runtime.entries[name], handler, roots, roles_of)
+               if handler is not None and runtime.entries[name].family == "okf" else handler)
+        for name, handler in runtime.handlers.items()
+    }
+    return guarded
+
+
+def _guard(entry: Any, handler: Callable, roots: tuple[Path, ...], roles_of: RolesOf | None) -> Callable:
+    def checked(args: Any, ctx: Any) -> Any:
+        caller = ctx.caller
+        if roles_of is not None and not entry.read_only and not caller.unrestricted and caller.user:
+            caller = dataclasses.replace(caller, roles=roles_of(caller.user) or ())
+        refusal = okf_refusal(entry, getattr(args, "bundle_path", None), caller, roots)
+        if refusal is not None:
+            raise refusal
+        return handler(args, ctx)
+
+    checked.__name__ = getattr(handler, "__name__", entry.name)
+    return checked
+
+
+def bearer_of(headers: list[tuple[bytes, bytes]]) -> tuple[bool, str | None]:
+    """``(an Authorization header was sent, its bearer token or None)``."""
+    for key, value in headers:
+        if key.lower() == b"authorization":
+            text = value.decode("latin-1")
+            if text[:7].lower() == "bearer ":
+                return True, text[7:].strip() or None
+            return True, None
+    return False, None
+
+
+class BearerGate:
+    """ASGI middleware: ``/mcp`` requests need a live session unless anonymous callers are allowed.
+
+    ``session_for(token)`` answers the session or ``None``. A refused request gets 401 with
+    ``WWW-Authenticate: Bearer`` and the REST error envelope; other paths pass untouched.
+    """
+
+    def __init__(self, app: Any, session_for: Callable[[str | None], Any], allow_anonymous: bool) -> None:
+        self.app = app
+        self.session_for = session_for
+        self.allow_anonymous = allow_anonymous
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        path = scope.get("path", "")
+        if scope.get("type") != "http" or path.rstrip("/") != MCP_PATH:
+            await self.app(scope, receive, send)
+            return
+        sent, token = bearer_of(scope.get("headers") or [])
+        if (not sent and self.allow_anonymous) or (token and self.session_for(token) is not None):
+            await self.app(scope, receive, send)
+            return
+        if sent:
+            message, challenge = f"the bearer token is not a live session: {LOGIN_HINT}", \
+                'Bearer realm="knowspec", error="invalid_token"'
+        else:
+            message, challenge = f"a session is required: {LOGIN_HINT}", 'Bearer realm="knowspec"'
+        from knowspec.impl.server.envelope import envelope_of
+
+        body = json.dumps(envelope_of(ToolError("unauthenticated", message))).encode("utf-8")
+        await send({"type": "http.response.start", "status": 401, "headers": [
+            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
+            (b"www-authenticate", challenge.encode())]})
+        await send({"type": "http.response.body", "body": body})
+
+
+# --- serve options ----------------------------------------------------------------------------
+
+
+def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
+    """The HTTP security settings of ``knowspec serve`` (stdio ignores them)."""
+    serve.add_argument("--bundle-root", action="append", type=Path, default=[], metavar="DIR",
+                       help="over HTTP, serve OKF bundles only under DIR (repeatable; none: OKF tools refuse)")
+    serve.add_argument("--allow-anonymous", action="store_true",
+                       help="over HTTP, let MCP callers without a session read (never write)")
+    serve.add_argument("--import-dir", type=Path, metavar="DIR",
+                       help="IMPORTDOC reads source pools only from DIR (default: APPDIR/imports)")
+    serve.add_argument("--session-ttl", type=float, metavar="SECONDS",
+                       help="a session's absolute life after login (default 43200 = 12 h)")
+    serve.add_argument("--session-idle", type=float, metavar="SECONDS",
+                       help="a session ends after this long unused (default 1800 = 30 min)")
+
+
+def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
+    roots = getattr(args, "bundle_root", None) or []
+    settings.bundle_roots = tuple(Path(posixpath.normpath(str(r.absolute()))) for r in roots)
+    settings.allow_anonymous = bool(getattr(args, "allow_anonymous", False))
+    if getattr(args, "import_dir", None):
+        settings.import_dir = args.import_dir.absolute()
+    if getattr(args, "session_ttl", None):
+        settings.session_ttl_seconds = args.session_ttl
+    if getattr(args, "session_idle", None):
+        settings.session_idle_seconds = args.session_idle

@@ -1,0 +1,35 @@
+"""The help pool is public by design: a build refuses a restricted marker that nothing would apply."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowspec.impl.cli import main
+from knowspec.impl.demo import EXAMPLES
+
+
+@pytest.mark.parametrize(("out_name", "collection"), [("help.db", "my-help"), ("pool.db", "netsim-help")])
+def test_a_restricted_marker_on_the_help_pool_is_refused_with_exit_2(tmp_path, capsys, out_name, collection):
+    out = tmp_path / out_name
+    code = main(["pool", "build", str(EXAMPLES / "help"), str(out), "--collection", collection,
+                 "--erisim", "kisitli"])
+    assert code == 2
+    assert not out.exists()
+    err = capsys.readouterr().err
+    assert "help pool" in err and "public" in err and "kisitli" in err
+
+
+def test_a_restricted_collection_in_pool_yaml_is_refused_for_the_help_pool(tmp_path, capsys):
+    source = tmp_path / "src"
+    (source / "topics").mkdir(parents=True)
+    (source / "topics" / "a.md").write_text("---\nslug: a\ntitle: A\n---\nbody\n", encoding="utf-8")
+    (source / "pool.yaml").write_text("collections:\n  - id: secret\n    erisim: kisitli\n", encoding="utf-8")
+    assert main(["pool", "build", str(source), str(tmp_path / "help.db"), "--collection", "netsim-help"]) == 2
+    assert "collection secret" in capsys.readouterr().err
+
+
+def test_document_pools_and_a_public_help_pool_still_build(tmp_path):
+    assert main(["pool", "build", str(EXAMPLES / "help"), str(tmp_path / "docs.db"), "--collection", "private-docs",
+                 "--erisim", "kisitli"]) == 0
+    assert main(["pool", "build", str(EXAMPLES / "help"), str(tmp_path / "help.db"),
+                 "--collection", "netsim-help"]) == 0

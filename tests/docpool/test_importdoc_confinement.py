@@ -1,0 +1,87 @@
+"""IMPORTDOC over REST reads only the operator's import folder, only real pool tables, and a
+storage failure's ``retryable`` is the one in spec/errors.toml."""
+
+from __future__ import annotations
+
+import os
+import sqlite3
+
+import pytest
+
+from knowspec.impl.config import Settings
+from knowspec.impl.docpool import catalog
+from knowspec.impl.docpool.importdoc import OUTSIDE_IMPORT_DIR, import_collection
+from knowspec.impl.errors import ToolError, default_retryable
+
+from test_import_pools import file_digest, make_pool, topics_of
+
+
+@pytest.fixture()
+def settings(tmp_path):
+    s = Settings(appdir=tmp_path / "app")
+    s.import_path.mkdir(parents=True)
+    catalog.register_database(s.catalog_path, "sales", "SQLITE", str(tmp_path / "sales.db"))
+    catalog.execute_alter(s.catalog_path, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
+    return s
+
+
+def confined(settings, path: str, collection: str = "manuals") -> dict:
+    return import_collection(settings, "sales", collection, path, confine=True)
+
+
+def test_a_source_in_the_import_folder_is_imported_by_absolute_or_relative_path(settings):
+    source = make_pool(settings.import_path / "src.db", "manuals", topics_of(2))
+    assert confined(settings, str(source))["result"] is True
+    outcome = confined(settings, "src.db")
+    assert outcome["result"] is True and outcome["source"] == "src.db"
+
+
+def test_outside_the_import_folder_existing_and_missing_files_get_the_same_answer(settings, tmp_path):
+    existing = make_pool(tmp_path / "outside.db", "manuals", topics_of(2))
+    answers = [confined(settings, p) for p in (
+        str(existing), str(tmp_path / "no-such.db"), "/etc/passwd", "/etc/no-such-file",
+        "../outside.db", "../no-such.db", str(settings.import_path / ".." / "outside.db"),
+    )]
+    assert all(a == {"result": False, "message": OUTSIDE_IMPORT_DIR} for a in answers), answers
+
+
+def test_a_relative_path_resolves_in_the_import_folder_not_the_working_directory(settings, tmp_path,
+                                                                                     monkeypatch):
+    make_pool(tmp_path / "cwd.db", "manuals", topics_of(1))
+    monkeypatch.chdir(tmp_path)
+    outcome = confined(settings, "cwd.db")
+    assert outcome["result"] is False and "not found" in outcome["message"]
+    assert str(tmp_path) not in outcome["message"]
+
+
+def test_a_symlink_out_of_the_import_folder_is_outside(settings, tmp_path):
+    real = make_pool(tmp_path / "real.db", "manuals", topics_of(1))
+    os.symlink(real, settings.import_path / "link.db")
+    assert confined(settings, "link.db") == {"result": False, "message": OUTSIDE_IMPORT_DIR}
+
+
+def test_a_view_standing_in_for_a_pool_table_is_refused(settings, tmp_path):
+    source = make_pool(settings.import_path / "view.db", "manuals", topics_of(2))
+    with sqlite3.connect(source) as con:
+        con.execute('alter table "doc$topic" rename to "stash_topic"')
+        con.execute('create view "doc$topic" as select * from "stash_topic"')
+    target = tmp_path / "sales.db"
+    before = file_digest(target) if target.exists() else None
+    outcome = confined(settings, "view.db")
+    assert outcome["result"] is False and "view" in outcome["message"]
+    assert (file_digest(target) if target.exists() else None) == before
+
+
+def test_a_corrupt_source_is_a_storage_error_retryable_as_errors_toml_says(settings):
+    source = make_pool(settings.import_path / "broken.db", "manuals", topics_of(2))
+    with sqlite3.connect(source) as con:
+        con.execute('drop table "doc$chunk"')
+    with pytest.raises(ToolError) as err:
+        confined(settings, "broken.db")
+    assert err.value.code == "storage_error"
+    assert err.value.retryable is default_retryable("storage_error") is True
+
+
+def test_the_command_line_import_is_not_confined(settings, tmp_path):
+    source = make_pool(tmp_path / "anywhere.db", "manuals", topics_of(1))
+    assert import_collection(settings, "sales", "manuals", str(source))["result"] is True
