@@ -186,9 +186,14 @@ def leftover(root_fd: int) -> str | None:
     if okf_fd is None:
         return None
     try:
-        names = set(os.listdir(okf_fd))
+        return leftover_in(okf_fd)
     finally:
         os.close(okf_fd)
+
+
+def leftover_in(okf_fd: int) -> str | None:
+    """:func:`leftover` for an open ``.okf``."""
+    names = set(os.listdir(okf_fd))
     if JOURNAL in names:
         return "journal"
     return "staging" if names & {JOURNAL_TMP, TXN_DIR} else None

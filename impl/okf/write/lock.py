@@ -78,23 +78,27 @@ def exclusive(root_fd: int, timeout: float = DEFAULT_LEASE_TIMEOUT) -> Iterator[
 
 
 @contextmanager
-def reader_gate(root_fd: int, timeout: float = DEFAULT_LEASE_TIMEOUT,
-                check: Callable[[], None] | None = None) -> Iterator[None]:
-    """The root's shared side: held, no commit (nor recovery) is running."""
-    with _held(_fresh(root_fd), fcntl.LOCK_SH, time.monotonic() + timeout, check):
-        yield
-
-
-@contextmanager
 def publishing(okf_fd: int, timeout: float = DEFAULT_LEASE_TIMEOUT) -> Iterator[None]:
     """Exclusive side of ``.okf``: waits for readers still capturing, keeps new ones out."""
     with _held(_fresh(okf_fd), fcntl.LOCK_EX, time.monotonic() + timeout):
         yield
 
 
-@contextmanager
-def capturing(okf_fd: int, timeout: float = DEFAULT_LEASE_TIMEOUT,
-              check: Callable[[], None] | None = None) -> Iterator[None]:
-    """Shared side of ``.okf`` on ``okf_fd`` (a fresh open this call takes over and closes)."""
-    with _held(okf_fd, fcntl.LOCK_SH, time.monotonic() + timeout, check):
-        yield
+def take_shared(fd: int, deadline: float, check: Callable[[], None] | None = None) -> None:
+    """Shared flock on ``fd``, a descriptor the caller opened itself and closes to release.
+
+    Readers take it on the root (the gate: no commit is running) and on ``.okf`` (no
+    publication renames until it is closed).
+    """
+    _acquire(fd, fcntl.LOCK_SH, deadline, check)
+
+
+def open_shared(dir_fd: int, deadline: float, check: Callable[[], None] | None = None) -> int:
+    """:func:`take_shared` on a fresh descriptor of ``dir_fd``'s directory (close to release)."""
+    fd = _fresh(dir_fd)
+    try:
+        take_shared(fd, deadline, check)
+    except BaseException:
+        os.close(fd)
+        raise
+    return fd

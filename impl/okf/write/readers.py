@@ -14,8 +14,9 @@ under the writers' lock. Nothing here writes unless a commit was interrupted.
 from __future__ import annotations
 
 import errno
-from contextlib import ExitStack, contextmanager
-from typing import Callable, Iterator
+import os
+import time
+from typing import Callable
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.write import journal, lock
@@ -26,44 +27,67 @@ MAX_RECOVERIES = 3
 _NO_FLOCK = {errno.ENOLCK, errno.EOPNOTSUPP, errno.ENOTSUP, errno.EINVAL}
 
 
-@contextmanager
-def consistent_read(root_fd: int, check: Callable[[], None] | None = None,
-                    timeout: float = lock.DEFAULT_LEASE_TIMEOUT) -> Iterator[None]:
-    """Hold while capturing the bundle at ``root_fd``; ``check`` runs while waiting (cancel)."""
-    with ExitStack() as held:
+class consistent_read:  # noqa: N801 - used like a function: ``with consistent_read(fd):``
+    """Hold while capturing the bundle at ``root_fd``; ``check`` runs while waiting (cancel).
+
+    A plain class rather than a generator: it runs on every read, cached ones included.
+    """
+
+    def __init__(self, root_fd: int, check: Callable[[], None] | None = None,
+                 timeout: float = lock.DEFAULT_LEASE_TIMEOUT) -> None:
+        self.root_fd, self.check, self.timeout = root_fd, check, timeout
+        self.held: int | None = None  # the descriptor whose shared flock we hold
+
+    def __enter__(self) -> "consistent_read":
         try:
-            _enter(held, root_fd, check, timeout)
+            self._enter()
         except lock.LockTimeout:
             raise ToolError("operation_rejected", "bundle is locked by another writer", retryable=True) from None
         except OSError as exc:
             if exc.errno not in _NO_FLOCK:
                 raise ToolError("invalid_request", f"load bundle: {exc.strerror}") from None
             # No flock on this filesystem: the store cannot commit here either, so nothing publishes.
-        yield
+        return self
 
+    def __exit__(self, *exc: object) -> None:
+        if self.held is not None:
+            os.close(self.held)
+            self.held = None
 
-def _enter(held: ExitStack, root_fd: int, check: Callable[[], None] | None, timeout: float) -> None:
-    for attempt in range(MAX_RECOVERIES + 1):
-        with ExitStack() as gate:
-            gate.enter_context(lock.reader_gate(root_fd, timeout, check))
-            # Under the gate no commit runs: anything left over is a dead writer's.
-            found = journal.leftover(root_fd)
-            if found is None or (found == "staging" and attempt > 0):
-                okf_fd = _private_dir(root_fd)
-                if okf_fd is None:
-                    held.push(gate.pop_all())
-                else:
-                    held.enter_context(lock.capturing(okf_fd, timeout, check))
-                return
-        _recover(root_fd, found, timeout)
-    raise ToolError("operation_rejected", "bundle has an interrupted commit that did not finish")
+    def _enter(self) -> None:
+        deadline = time.monotonic() + self.timeout
+        for attempt in range(MAX_RECOVERIES + 1):
+            gate, okf_fd = lock.open_shared(self.root_fd, deadline, self.check), None
+            try:
+                # Under the gate no commit runs: anything left over is a dead writer's.
+                okf_fd = _private_dir(self.root_fd)
+                found = _leftover(okf_fd)
+                if found is None or (found == "staging" and attempt > 0):
+                    if okf_fd is None:
+                        self.held, gate = gate, None  # keep the gate for the whole capture
+                    else:
+                        lock.take_shared(okf_fd, deadline, self.check)  # a fresh open of .okf
+                        self.held, okf_fd = okf_fd, None
+                    return
+            finally:
+                if gate is not None:
+                    os.close(gate)
+                if okf_fd is not None:
+                    os.close(okf_fd)
+            _recover(self.root_fd, found, self.timeout)
+        raise ToolError("operation_rejected", "bundle has an interrupted commit that did not finish")
 
 
 def _private_dir(root_fd: int) -> int | None:
+    """``.okf`` when it is ours (a real directory), else None."""
     try:
         return journal.open_private(root_fd, create=False)
     except StorageCorrupt:
         return None
+
+
+def _leftover(okf_fd: int | None) -> str | None:
+    return None if okf_fd is None else journal.leftover_in(okf_fd)
 
 
 def _recover(root_fd: int, found: str, timeout: float) -> None:
