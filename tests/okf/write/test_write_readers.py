@@ -114,3 +114,39 @@ def test_read_tool_rolls_back_staging_a_dead_writer_left(written):
     snapshot.clear_cache()
     assert _list(root) == ["a", "d/b"]
     assert not journal.pending(store.root_fd)
+
+
+def _read_only_recovery(monkeypatch):
+    """What recovery meets on a read-only mount (running as root, chmod cannot show it)."""
+
+    def refuse(*_args, **_kw):
+        raise OSError(30, "Read-only file system")
+
+    monkeypatch.setattr(journal, "recover", refuse)
+
+
+def test_read_only_bundle_with_a_journal_is_refused_not_served_mixed(written, monkeypatch):
+    root, store = written
+    okf = journal.open_private(store.root_fd, create=False)
+    try:
+        journal.write_journal(okf, {"format": 1, "txn": "t", "writes": [], "deletes": [], "receipt": "{}"})
+    finally:
+        os.close(okf)
+    _read_only_recovery(monkeypatch)
+    snapshot.clear_cache()
+    with pytest.raises(ToolError) as info:
+        _list(root)
+    assert info.value.code == "operation_rejected" and "Read-only file system" in str(info.value)
+    assert str(root) not in str(info.value)
+
+
+def test_read_only_bundle_with_stale_staging_is_still_served(written, monkeypatch):
+    root, store = written
+    okf = journal.open_private(store.root_fd, create=False)
+    try:
+        journal.stage(okf, "dead", {"a.md": b"never published\n"})
+    finally:
+        os.close(okf)
+    _read_only_recovery(monkeypatch)
+    snapshot.clear_cache()
+    assert _list(root) == ["a", "d/b"]
