@@ -31,6 +31,7 @@ from knowspec.impl.okf.frontmatter import YamlLimitError
 from knowspec.impl.okf.gcpause import gc_paused
 from knowspec.impl.okf.model import Document, Snapshot, document_for
 from knowspec.impl.okf.paths import DIR_FLAGS, check_bundle_path, pin_root
+from knowspec.impl.okf.write.readers import consistent_read
 
 MAX_FILES = 10_000
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
@@ -502,7 +503,8 @@ def _capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     root_fd, root_stat = pin_root(path)
     try:
         slot = _slot_for(path)
-        with slot.lock:
+        # A commit's renames run wholly before or after this (interrupted ones are finished first).
+        with slot.lock, consistent_read(root_fd, lambda: _check(ctx)):
             return _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
     finally:
         os.close(root_fd)

@@ -17,8 +17,9 @@ Pure planning (no I/O):
 
 I/O at the edge:
 - ``rootfs`` / ``atomic``: descriptor-relative, no-follow capture and durable file primitives;
-- ``lock`` / ``journal`` / ``receipts`` / ``store``: exclusive lock, journal with a durable
-  boundary and recovery, commit receipts, compare-and-swap commit with replay;
+- ``lock`` / ``journal`` / ``receipts`` / ``store``: writer and publication locks, journal with a
+  durable boundary and recovery, commit receipts, compare-and-swap commit with replay;
+- ``readers``: reads that finish interrupted commits first and never see a half-published one;
 - ``bundle_io`` / ``store_errors``: opening a bundle for a tool, mapping store failures;
 - ``patch_flow`` / ``replace`` / ``migration_flow`` / ``temporal_flow``: the tool flows behind
   ``write_tools``.

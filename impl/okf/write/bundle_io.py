@@ -14,6 +14,7 @@ from typing import Iterator
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.paths import check_bundle_path, pin_root
 from knowspec.impl.okf.write import journal, lock
+from knowspec.impl.okf.write.readers import consistent_read
 from knowspec.impl.okf.write.receipts import StorageCorrupt
 from knowspec.impl.okf.write.revision import revision_of
 from knowspec.impl.okf.write.rootfs import CaptureError, CaptureLimit, capture_files
@@ -45,9 +46,11 @@ def finish_interrupted(root_fd: int) -> None:
 
 
 def capture(root_fd: int) -> tuple[dict[str, bytes], str]:
-    """Read-only capture (links skipped, ``.okf`` ignored) and its revision."""
+    """Read-only capture (links skipped, ``.okf`` ignored) and its revision; never a
+    half-published commit, so a preview never plans against a state that did not exist."""
     try:
-        files = capture_files(root_fd, strict=False)
+        with consistent_read(root_fd):
+            files = capture_files(root_fd, strict=False)
     except CaptureLimit:
         raise ToolError("resource_limit", "bundle exceeds MCP resource limits") from None
     except CaptureError as exc:

@@ -4,13 +4,15 @@ Protocol (everything private lives under the root's ``.okf/``, which readers nev
 1. every new file body is written and fsynced as ``.okf/txn/<txn>/payload-NNNNN``;
 2. the manifest is written to ``.okf/journal.json.tmp``, fsynced, renamed to
    ``.okf/journal.json`` and ``.okf`` is fsynced: this rename is the **durable boundary**;
-3. each payload is renamed over its target (root ``index.md`` last), deletes are unlinked,
-   each touched directory is fsynced; then the receipt is stored and the journal removed.
+3. holding ``.okf`` exclusively (:func:`lock.publishing`), each payload is renamed over its
+   target (root ``index.md`` last), deletes are unlinked, each touched directory is fsynced;
+   then the receipt is stored and the journal removed.
 
 A crash before step 2 leaves only private staging, which recovery deletes (roll back). A
 crash after it leaves a journal, which recovery completes (roll forward): a payload still
 in staging is renamed into place, one already moved is checked by digest. Either way every
-visible file ends wholly old or wholly new.
+visible file ends wholly old or wholly new. A live reader holds ``.okf`` shared while it
+captures (:mod:`readers`), so it sees the rename sequence wholly done or not begun.
 """
 
 from __future__ import annotations
@@ -20,7 +22,7 @@ import json
 import os
 from typing import Callable
 
-from knowspec.impl.okf.write import atomic, receipts
+from knowspec.impl.okf.write import atomic, lock, receipts
 from knowspec.impl.okf.write.rootfs import DIR_FLAGS, open_subdir, read_regular
 
 OKF_DIR = ".okf"
@@ -88,8 +90,27 @@ def _split(path: str) -> tuple[str, str]:
     return head, name
 
 
-def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop) -> receipts.Receipt:
+def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop,
+            timeout: float = lock.DEFAULT_LEASE_TIMEOUT) -> receipts.Receipt:
     """Roll the journal forward to its post-state; idempotent, so recovery can re-run it."""
+    with lock.publishing(okf_fd, timeout):
+        _rename_all(root_fd, okf_fd, manifest, step)
+    receipt = receipts.Receipt.from_bytes(manifest["receipt"].encode("utf-8"))
+    receipts_fd = open_subdir(okf_fd, receipts.RECEIPTS_DIR, create=True)
+    try:
+        receipts.store(receipts_fd, receipt)
+        step("receipt")
+        atomic.unlink_if_exists(okf_fd, JOURNAL)
+        atomic.fsync_dir(okf_fd)
+        receipts.prune(receipts_fd)
+    finally:
+        os.close(receipts_fd)
+    clean_staging(okf_fd)
+    return receipt
+
+
+def _rename_all(root_fd: int, okf_fd: int, manifest: dict, step: Step) -> None:
+    """Every payload into place and every delete done (already-moved payloads checked)."""
     txn_dir = f"{TXN_DIR}/{manifest['txn']}"
     try:
         txn_fd = os.open(txn_dir, DIR_FLAGS, dir_fd=okf_fd)
@@ -130,18 +151,6 @@ def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop) -> re
     finally:
         if txn_fd is not None:
             os.close(txn_fd)
-    receipt = receipts.Receipt.from_bytes(manifest["receipt"].encode("utf-8"))
-    receipts_fd = open_subdir(okf_fd, receipts.RECEIPTS_DIR, create=True)
-    try:
-        receipts.store(receipts_fd, receipt)
-        step("receipt")
-        atomic.unlink_if_exists(okf_fd, JOURNAL)
-        atomic.fsync_dir(okf_fd)
-        receipts.prune(receipts_fd)
-    finally:
-        os.close(receipts_fd)
-    clean_staging(okf_fd)
-    return receipt
 
 
 def _keep_mode(parent: int, name: str, txn_fd: int, payload: str) -> None:
@@ -159,7 +168,13 @@ def clean_staging(okf_fd: int) -> None:
 
 
 def pending(root_fd: int) -> bool:
-    """True when an interrupted commit (journal or staging) waits for recovery.
+    """True when an interrupted commit (journal or staging) waits for recovery."""
+    return leftover(root_fd) is not None
+
+
+def leftover(root_fd: int) -> str | None:
+    """What an unfinished commit left: ``"journal"`` (past the durable boundary: roll
+    forward), ``"staging"`` (before it: roll back) or None.
 
     A root ``.okf`` that is not a real directory is not ours: readers ignore it and the
     store refuses it when asked to commit.
@@ -167,17 +182,25 @@ def pending(root_fd: int) -> bool:
     try:
         okf_fd = open_private(root_fd, create=False)
     except receipts.StorageCorrupt:
-        return False
+        return None
     if okf_fd is None:
-        return False
+        return None
     try:
-        names = set(os.listdir(okf_fd))
+        return leftover_in(okf_fd)
     finally:
         os.close(okf_fd)
-    return bool(names & {JOURNAL, JOURNAL_TMP, TXN_DIR})
 
 
-def recover(root_fd: int, step: Step = _noop) -> receipts.Receipt | None:
+def leftover_in(okf_fd: int) -> str | None:
+    """:func:`leftover` for an open ``.okf``."""
+    names = set(os.listdir(okf_fd))
+    if JOURNAL in names:
+        return "journal"
+    return "staging" if names & {JOURNAL_TMP, TXN_DIR} else None
+
+
+def recover(root_fd: int, step: Step = _noop,
+            timeout: float = lock.DEFAULT_LEASE_TIMEOUT) -> receipts.Receipt | None:
     """Finish (journal present) or roll back (staging only) an interrupted commit.
 
     Must run under the writer lock. Returns the receipt of a rolled-forward commit.
@@ -196,6 +219,6 @@ def recover(root_fd: int, step: Step = _noop) -> receipts.Receipt | None:
             manifest = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise receipts.StorageCorrupt("journal manifest is not JSON") from exc
-        return publish(root_fd, okf_fd, manifest, step)
+        return publish(root_fd, okf_fd, manifest, step, timeout)
     finally:
         os.close(okf_fd)

@@ -90,7 +90,7 @@ class Store:
         if not journal.pending(self.root_fd):
             return None
         with lock.exclusive(self.root_fd, self.lease_timeout):
-            return journal.recover(self.root_fd, self._step)
+            return journal.recover(self.root_fd, self._step, self.lease_timeout)
 
     def lookup(self, idempotency_key: str) -> Receipt | None:
         okf_fd = journal.open_private(self.root_fd, create=False)
@@ -112,7 +112,7 @@ class Store:
         check_cancelled()
         self._validate(req)
         with lock.exclusive(self.root_fd, self.lease_timeout):
-            journal.recover(self.root_fd)
+            journal.recover(self.root_fd, timeout=self.lease_timeout)
             prior = self.lookup(req.idempotency_key)
             if prior is not None:
                 if prior.RequestDigest != req.request_digest:
@@ -176,7 +176,7 @@ class Store:
                 raise
             self._step("boundary")
             try:
-                return journal.publish(self.root_fd, okf_fd, manifest, self._step)
+                return journal.publish(self.root_fd, okf_fd, manifest, self._step, self.lease_timeout)
             except Exception as exc:  # the journal stays; the next call rolls it forward
                 raise Committed(receipt, exc) from exc
         finally:
