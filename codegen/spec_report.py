@@ -24,12 +24,27 @@ def exit_code(changes: list[Change]) -> int:
 
 
 def _groups(changes: list[Change]) -> list[tuple[str, list[Change]]]:
-    """Subjects with a breaking change first, then by name; inside, breaking first."""
+    """Subjects with a breaking change first, then by name; inside, breaking first. A subject's
+    reworded descriptions become one line (they are many, and never break anything)."""
     by_subject: dict[str, list[Change]] = defaultdict(list)
-    for c in changes:
+    for c in _prose_folded(changes):
         by_subject[f"{c.scope} {c.subject}"].append(c)
     ordered = sorted(by_subject.items(), key=lambda kv: (min(RANK[c.cls] for c in kv[1]), kv[0]))
     return [(name, sorted(items, key=lambda c: (RANK[c.cls], c.where, c.kind))) for name, items in ordered]
+
+
+def _prose_folded(changes: list[Change]) -> list[Change]:
+    prose: dict[tuple[str, str, str], list[Change]] = defaultdict(list)
+    kept = []
+    for c in changes:
+        if c.kind.endswith("prose_changed"):
+            prose[(c.scope, c.subject, c.kind)].append(c)
+        else:
+            kept.append(c)
+    for (scope, subject, kind), items in prose.items():
+        where = items[0].where if len(items) == 1 else f"{len(items)} places, first {items[0].where or '(whole)'}"
+        kept.append(Change(scope, subject, where, kind))
+    return kept
 
 
 def _line(c: Change) -> str:
