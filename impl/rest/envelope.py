@@ -66,9 +66,12 @@ def error_response(
     diagnostics: Iterable[Diagnostic] = (),
     headers: dict[str, str] | None = None,
 ) -> JSONResponse:
+    status = status or STATUS_BY_CODE.get(code, 400)
+    if status == 401:  # RFC 6750: say how to authenticate (log in for a bearer token)
+        headers = {"WWW-Authenticate": 'Bearer realm="knowspec"', **(headers or {})}
     return JSONResponse(
         envelope(code, message, retryable=retryable, diagnostics=diagnostics),
-        status_code=status or STATUS_BY_CODE.get(code, 400),
+        status_code=status,
         headers=headers,
     )
 

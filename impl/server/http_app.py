@@ -75,6 +75,6 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     )
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
-    app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
+    app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)  # outermost
     return app

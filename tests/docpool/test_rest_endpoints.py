@@ -98,7 +98,9 @@ def test_session_expires_after_ttl(client, clock):
 
 
 def test_a_401_says_where_to_log_in_instead_of_a_redaction_notice(client):
-    body = client.post("/ClientREST/DocStats", json={}).json()
+    response = client.post("/ClientREST/DocStats", json={})
+    assert response.headers["www-authenticate"].startswith("Bearer")
+    body = response.json()
     assert body["code"] == "unauthenticated"
     assert "log in at POST /ClientREST/Login" in body["message"]
     assert "redacted" not in body["message"]
