@@ -53,8 +53,32 @@ class Parser(argparse.ArgumentParser):
             raise argparse.ArgumentError(None, f"unknown command {value!r}{hint} (choose from {', '.join(names)})")
         raise argparse.ArgumentError(action, f"invalid choice {value!r}{hint} (choose from {', '.join(names)})")
 
+    def parse_known_args(self, args=None, namespace=None):
+        self._seen = list(sys.argv[1:] if args is None else args)
+        return super().parse_known_args(args, namespace)
+
     def error(self, message: str):
-        self.exit(2, f"{self.prog}: error: {message} (see {self.prog} --help)\n")
+        self.exit(2, f"{self.prog}: error: {message}{self._option_hint()} (see {self.prog} --help)\n")
+
+    def _option_hint(self) -> str:
+        """For a mistyped ``--colection``: the closest option this command (or one below it) knows."""
+        known = _option_strings(self)
+        for word in getattr(self, "_seen", []):
+            name = word.split("=", 1)[0]
+            if name.startswith("--") and name not in known:
+                close = difflib.get_close_matches(name, sorted(known), n=1, cutoff=0.75)
+                if close:
+                    return f"; did you mean {close[0]!r}?"
+        return ""
+
+
+def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
+    names = {o for o in parser._option_string_actions if o.startswith("--")}
+    for action in parser._actions:
+        if isinstance(action, argparse._SubParsersAction):
+            for sub in set(action.choices.values()):
+                names |= _option_strings(sub)
+    return names
 
 
 def add_settings_options(p: argparse.ArgumentParser) -> None:

@@ -81,6 +81,8 @@ def test_the_valid_forms_pass_the_validators():
     (["poool"], "did you mean 'pool'?"),
     (["pool", "buidl"], "did you mean 'build'?"),
     (["conform", "--family", "okff"], "did you mean 'okf'?"),
+    (["pool", "build", str(EXAMPLES), "x.db", "--colection", "abc"], "did you mean '--collection'?"),
+    (["serve", "--htp", "127.0.0.1:0"], "did you mean '--http'?"),
 ])
 def test_a_mistyped_command_gets_a_suggestion(argv, suggestion, capsys):
     code, err = run(argv, capsys)
