@@ -36,7 +36,7 @@ def run(args: argparse.Namespace) -> int:
     from knowspec.codegen.build import SpecProblems, produce
     from knowspec.codegen.check import diff_summary, existing_files, write_tree
     from knowspec.codegen.pydantic_models import ModelGenerationError
-    from knowspec.codegen.revisions import CHANGES, UnannouncedBreakingChange, revision_files
+    from knowspec.codegen.revisions import UnannouncedBreakingChange, revision_files
 
     out = args.out or REPO / "generated"
     if args.out is None and not args.check and not is_checkout():
@@ -54,9 +54,7 @@ def run(args: argparse.Namespace) -> int:
         print(str(exc), file=sys.stderr)
         return 1
     if args.check:
-        on_disk = existing_files(out)
-        on_disk.pop(CHANGES, None)  # a log kept over regenerations: not derivable from spec/ alone
-        lines = diff_summary(files, on_disk)
+        lines = diff_summary(files, existing_files(out))
         if lines:
             print(f"generated/ is stale ({sum(1 for l in lines if not l.startswith(' '))} files); run `knowspec codegen`:")
             print("\n".join(lines))
