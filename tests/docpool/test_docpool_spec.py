@@ -31,7 +31,7 @@ def _schema_files():
 
 
 def test_family_and_the_eleven_tools():
-    assert TABLE["family"] == {"name": "docpool", "order": 2}
+    assert TABLE["family"] == {"name": "docpool", "order": 2, "text_encoder": "plain"}
     assert sorted(TOOLS) == sorted(SEED_TOOLS)
     for name, row in TOOLS.items():
         assert row["impl"] == f"knowspec.impl.docpool.tools:{name}"
