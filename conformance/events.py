@@ -27,7 +27,10 @@ class CheckStarted:
 
 @dataclass(frozen=True)
 class CheckFinished:
-    """One (check, tool) case. ``status``: passed | failed | skipped | error | accepted."""
+    """One (check, tool) case. ``status``: passed | info | failed | skipped | error | accepted.
+
+    ``info``: passed, with harmless differences worth knowing in ``reason`` (e.g. other wording).
+    """
 
     check_id: str
     rule: str

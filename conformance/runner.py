@@ -46,7 +46,7 @@ def plan(checks: list[CheckSpec], contract: Contract) -> list[tuple[CheckSpec, T
         if spec.scope == "server":
             cases.append((spec, None))
         else:
-            cases += [(spec, tool) for tool in contract.tools]
+            cases += [(spec, tool) for tool in contract.tools if spec.covers(tool)]
     return cases
 
 
@@ -86,6 +86,8 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
                                           failed.response))
         message = f"{type(exc).__name__}: {str(exc)[:500]}"
         return done("error", Failure(spec.id, spec.rule, tool, message), reason=message)
+    if ctx.notes:
+        return done("info", reason="; ".join(ctx.notes)[:2000])
     return done("passed")
 
 

@@ -62,12 +62,10 @@ def output_schema(ctx: CheckContext) -> None:
     ctx.run_property(valid_calls(ctx), test)
 
 
-@check("text_fallback", RULE_TEXT, applies=advertised_only)
+@check("text_fallback", RULE_TEXT, applies=advertised_only, relevant=lambda t: t.text_fallback == "json")
 def text_fallback(ctx: CheckContext) -> None:
     """With text_fallback json, the text content is the structured content (or its wrapped array)."""
     tool = ctx.require_tool()
-    if tool.text_fallback != "json":
-        skip(f"text fallback is {tool.text_fallback!r}: the handler owns the text")
 
     def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
         text = json_text(outcome)
@@ -101,16 +99,7 @@ def result_ordering(ctx: CheckContext) -> None:
     _over_successes(ctx, judge)
 
 
-def _has_limit(ctx: CheckContext) -> str | None:
-    reason = advertised_only(ctx)
-    if reason:
-        return reason
-    if "limit" not in ctx.require_tool().input_properties:
-        return "the tool takes no limit"
-    return None
-
-
-@check("truncation", RULE_TRUNC, applies=_has_limit)
+@check("truncation", RULE_TRUNC, applies=advertised_only, relevant=lambda t: "limit" in t.input_properties)
 def truncation(ctx: CheckContext) -> None:
     """len(items) <= limit, total >= len(items), truncated == (total > len(items))."""
     tool = ctx.require_tool()
@@ -124,12 +113,9 @@ def truncation(ctx: CheckContext) -> None:
     _over_successes(ctx, judge)
 
 
-@check("determinism", RULE_DET, applies=advertised_only)
+@check("determinism", RULE_DET, applies=advertised_only, relevant=lambda t: t.read_only)
 def determinism(ctx: CheckContext) -> None:
     """A read-only call made twice returns the same bytes."""
-    tool = ctx.require_tool()
-    if not tool.read_only:
-        skip("the tool is not read-only")
 
     def test(args: dict[str, Any]) -> None:
         first, second = ctx.call(args), ctx.call(args)
@@ -139,12 +125,10 @@ def determinism(ctx: CheckContext) -> None:
     ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 2))
 
 
-@check("concurrent_calls", RULE_DET, applies=advertised_only)
+@check("concurrent_calls", RULE_DET, applies=advertised_only, relevant=lambda t: t.read_only)
 def concurrent_calls(ctx: CheckContext) -> None:
     """Calls in flight together on one session each get the answer they get alone."""
     tool = ctx.require_tool()
-    if not tool.read_only:
-        skip("the tool is not read-only")
 
     def test(batch: list[dict[str, Any]]) -> None:
         alone = [ctx.call(args) for args in batch]

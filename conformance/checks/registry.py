@@ -24,6 +24,7 @@ from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.target import CallOutcome, Connection
 
 Applies = Callable[["CheckContext"], str | None]
+Relevant = Callable[[ToolContract], bool]
 
 
 @dataclass(frozen=True)
@@ -34,18 +35,27 @@ class CheckSpec:
     func: Callable[["CheckContext"], None]
     applies: Applies | None = None
     doc: str = ""
+    relevant: Relevant | None = None
+
+    def covers(self, tool: ToolContract | None) -> bool:
+        """Whether the contract gives this check something to judge on ``tool`` (a plan question:
+        a check that cannot apply to a tool, e.g. truncation of a tool without a limit, is no case)."""
+        return tool is None or self.relevant is None or self.relevant(tool)
 
 
 CHECKS: dict[str, CheckSpec] = {}
 
 
-def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None) -> Callable:
-    """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None``."""
+def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None,
+          relevant: Relevant | None = None) -> Callable:
+    """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None`` (what the
+    target or the run lacks); ``relevant(tool)`` says from the contract alone whether the check
+    has anything to judge on that tool (no: the pair is not planned at all)."""
 
     def register(func: Callable[["CheckContext"], None]) -> Callable[["CheckContext"], None]:
         if id in CHECKS:
             raise ValueError(f"check id {id!r} registered twice")
-        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip())
+        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip(), relevant)
         return func
 
     return register
@@ -79,6 +89,7 @@ class CheckContext:
     tool: ToolContract | None = None
     deadline: float | None = None
     calls: int = 0
+    notes: list[str] = field(default_factory=list)
     _fill: dict[str, Any] = field(default_factory=dict)
 
     # ---- calling ---------------------------------------------------------------------------
@@ -89,6 +100,10 @@ class CheckContext:
             raise CheckFailed(f"transport failure: {outcome.transport_error}", arguments=arguments,
                               response=outcome.summary())
         return outcome
+
+    def note(self, text: str) -> None:
+        """A harmless difference worth reporting: a passing case with notes is reported as ``info``."""
+        self.notes.append(text)
 
     def require_tool(self) -> ToolContract:
         if self.tool is None:

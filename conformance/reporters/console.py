@@ -13,7 +13,8 @@ from rich.table import Table
 from knowspec.conformance.events import CheckFinished, CheckStarted, RunFinished, RunStarted, TargetUnreachable
 from knowspec.conformance.reporters.summary import STATUSES, counts_by
 
-COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow", "accepted": "cyan"}
+COLOURS = {"passed": "green", "info": "blue", "failed": "red", "error": "red", "skipped": "yellow",
+           "accepted": "cyan"}
 
 
 class ConsoleReporter:

@@ -6,7 +6,7 @@ from typing import Any
 
 from knowspec.conformance.events import CheckFinished
 
-STATUSES = ("passed", "failed", "error", "skipped", "accepted")
+STATUSES = ("passed", "info", "failed", "error", "skipped", "accepted")
 
 
 def counts_by(results: tuple[CheckFinished, ...], key: str) -> dict[str, dict[str, int]]:
