@@ -20,8 +20,18 @@ from hypothesis import strategies as st
 from knowspec.conformance.contract import LIMIT_KEYWORDS, ToolContract
 
 
+_VALIDATORS: dict[int, tuple[dict[str, Any], jsonschema.Draft202012Validator]] = {}
+
+
 def validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    """One validator per schema object, reused: building one (and resolving its ``$ref``s anew)
+    costs more than most validations. Keyed by identity; the schema is kept alive with it."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    made = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    _VALIDATORS[id(schema)] = (schema, made)
+    return made
 
 
 def _leaf_errors(error: jsonschema.ValidationError) -> Iterator[jsonschema.ValidationError]:

@@ -89,16 +89,22 @@ class CheckContext:
     tool: ToolContract | None = None
     deadline: float | None = None
     calls: int = 0
+    successes: int = 0
+    call_seconds: float = 0.0     # waiting for the target (the rest of a case is the suite's own work)
     notes: list[str] = field(default_factory=list)
     _fill: dict[str, Any] = field(default_factory=dict)
 
     # ---- calling ---------------------------------------------------------------------------
     def call(self, arguments: Any, name: str | None = None) -> CallOutcome:
         self.calls += 1
+        start = time.monotonic()
         outcome = self.conn.call(name or self.require_tool().name, arguments, self.config.call_timeout)
+        self.call_seconds += time.monotonic() - start
         if outcome.transport_error is not None:
             raise CheckFailed(f"transport failure: {outcome.transport_error}", arguments=arguments,
                               response=outcome.summary())
+        if outcome.is_result and not outcome.is_error:
+            self.successes += 1
         return outcome
 
     def note(self, text: str) -> None:
@@ -115,7 +121,7 @@ class CheckContext:
 
     # ---- property runs ---------------------------------------------------------------------
     def run_property(self, strategy: st.SearchStrategy[Any], test: Callable[[Any], None],
-                     max_examples: int | None = None, shrink: bool = True) -> None:
+                     max_examples: int | None = None, shrink: bool = True, honour_deadline: bool = True) -> None:
         """Run ``test`` over ``strategy`` inside hypothesis so failures shrink; seeded per run."""
         budget = max_examples if max_examples is not None else self.config.max_examples
 
@@ -125,7 +131,7 @@ class CheckContext:
                   print_blob=False, report_multiple_bugs=False)
         @given(strategy)
         def prop(value: Any) -> None:
-            if self.deadline is not None and time.monotonic() > self.deadline:
+            if honour_deadline and self.deadline is not None and time.monotonic() > self.deadline:
                 return
             test(value)
 

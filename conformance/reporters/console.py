@@ -73,6 +73,8 @@ class ConsoleReporter:
         for check_id, tool in finished.stale_baseline:
             self.console.print(f"baseline entry {escape(check_id)} {escape(tool)} now passes: remove it",
                                highlight=False)
+        for area, why in finished.skipped_areas:
+            self.console.print(f"[yellow bold]SKIPPED AREA:[/] {escape(area)} ({escape(why)})", highlight=False)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(finished.counts().items()))
         colour = "green" if finished.exit_code == 0 else "red"
         self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s")

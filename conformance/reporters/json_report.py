@@ -32,4 +32,6 @@ def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
             "duration": round(finished.duration, 3), "counts": finished.counts(),
             "by_tool": counts_by(finished.results, "tool"), "by_check": counts_by(finished.results, "check_id"),
             "stale_baseline": [{"check": c, "tool": t} for c, t in finished.stale_baseline],
+            "skipped_areas": [{"area": a, "why": w} for a, w in finished.skipped_areas],
+            "timings": finished.timings,
             "results": [result_dict(r) for r in finished.results]}
