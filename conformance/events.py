@@ -61,6 +61,7 @@ class RunFinished:
     stale_baseline: tuple[tuple[str, str], ...] = ()   # accepted (check, tool) pairs that now pass
     skipped_areas: tuple[tuple[str, str], ...] = ()    # (contract area, why it was not judged)
     timings: dict = field(default_factory=dict)        # where the time went (see runner.timings)
+    protocol: str = ""                                 # the MCP protocol version the target agreed
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

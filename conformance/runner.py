@@ -119,6 +119,7 @@ def run(config: RunConfig) -> Iterator[Event]:
         try:
             with connect(target) as probe:
                 advertised = {t["name"]: t for t in probe.list_tools()}
+                protocol = probe.protocol
         except Exception as exc:  # noqa: BLE001 - a broken target gets a verdict (exit 2), never a traceback
             message = (str(exc) if isinstance(exc, TargetError)
                        else f"the target broke the session: {type(exc).__name__}: {str(exc)[:300]}")
@@ -157,7 +158,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     duration = time.monotonic() - t0
     yield RunFinished(tuple(results), duration, EXIT_FAILURES if failed else EXIT_OK,
                       tuple(stale_entries(baseline, tuple(results))), areas,
-                      timings(results, sessions, duration, config.workers))
+                      timings(results, sessions, duration, config.workers), protocol)
 
 
 def timings(results: list[CheckFinished], sessions: SessionStats, duration: float, workers: int) -> dict:

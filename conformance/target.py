@@ -30,7 +30,9 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 
-ERAS = {"legacy": "legacy", "modern": "2026-07-28"}
+# legacy: the initialize handshake. modern: server/discover first (2026-07-28), falling back to the
+# handshake for a server that predates it; the run reports the protocol version that was agreed.
+ERAS = {"legacy": "legacy", "modern": "auto"}
 
 
 class TargetError(Exception):
@@ -326,6 +328,11 @@ class Connection:
             return [o for o in out if o is not None]
 
         return self.portal.call(run)
+
+    @property
+    def protocol(self) -> str:
+        """The protocol version this session agreed with the target."""
+        return str(getattr(self.client.session, "protocol_version", None) or "unknown")
 
     def list_tools(self) -> list[dict[str, Any]]:
         """Every tool the server advertises, as wire-shaped dicts (camelCase keys)."""

@@ -77,4 +77,5 @@ class ConsoleReporter:
             self.console.print(f"[yellow bold]SKIPPED AREA:[/] {escape(area)} ({escape(why)})", highlight=False)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(finished.counts().items()))
         colour = "green" if finished.exit_code == 0 else "red"
-        self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s")
+        protocol = f" (protocol {finished.protocol})" if finished.protocol else ""
+        self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s{protocol}")
