@@ -12,13 +12,15 @@ from knowspec.conformance.checks.common import (
     valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
+from knowspec.conformance.oracles.contract_ordering import rules as contract_rules
+from knowspec.conformance.oracles.contract_ordering import violations as contract_violations
 from knowspec.conformance.oracles.ordering import ORDERINGS, ordering_violations
 from knowspec.conformance.oracles.truncation import truncation_violations
 from knowspec.conformance.target import CallOutcome
 
 RULE_OUTPUT = "spec/README.md#schema-rules (outputSchema = anyOf[success, envelope])"
 RULE_TEXT = "spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap)"
-RULE_ORDER = "seeds/000_concept_queries.en.md (hits: priority then id; edges: kind, from, to, type; sources)"
+RULE_ORDER = "contract.json tools[].ordering (each ordered array as declared, tie-breaks included)"
 RULE_TRUNC = "seeds/000_concept_queries.en.md (total counts all; at most limit; truncated = left out)"
 RULE_DET = "okf-contracts/read.md#1.1 (one immutable snapshot: the same call gives the same answer)"
 
@@ -77,22 +79,17 @@ def text_fallback(ctx: CheckContext) -> None:
     _over_successes(ctx, judge)
 
 
-def _has_ordering(ctx: CheckContext) -> str | None:
-    reason = advertised_only(ctx)
-    if reason:
-        return reason
-    if ctx.require_tool().name not in ORDERINGS:
-        return "the suite has no ordering oracle for this tool"
-    return None
-
-
-@check("result_ordering", RULE_ORDER, applies=_has_ordering)
+@check("result_ordering", RULE_ORDER, applies=advertised_only, relevant=lambda t: bool(contract_rules(t)))
 def result_ordering(ctx: CheckContext) -> None:
-    """Result arrays come in the spec's order (restated in conformance/oracles/ordering.py)."""
+    """Result arrays come in the order the contract's ``ordering`` field states, tie-breaks included
+    (conformance/oracles/contract_ordering.py), and in the suite's restated orders where it has one."""
     tool = ctx.require_tool()
+    declared = contract_rules(tool)
 
     def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
-        problems = ordering_violations(tool.name, outcome.structured, args, tool.wrap)
+        problems = contract_violations(declared, outcome.structured)
+        if tool.name in ORDERINGS:
+            problems += ordering_violations(tool.name, outcome.structured, args, tool.wrap)
         if problems:
             fail("; ".join(problems), outcome)
 
