@@ -113,14 +113,12 @@ def shape(schema: Any) -> Any:
 
 
 def alternatives(schema: Any) -> list[Any]:
-    """An output schema's alternatives in canonical form: the members of a root ``anyOf``/
-    ``oneOf`` (each with the root's other keywords, e.g. ``type: object``), else the schema."""
+    """An output schema's alternatives in canonical form: the members of a root ``anyOf`` (each
+    with the root's other keywords, e.g. ``type: object``), else the schema itself."""
     canon = shape(schema)
-    if isinstance(canon, dict):
-        for key in ALTERNATIVES:
-            if isinstance(canon.get(key), list):
-                rest = {k: v for k, v in canon.items() if k != key}
-                return [_with(rest, alt) for alt in canon[key]]
+    if isinstance(canon, dict) and isinstance(canon.get("anyOf"), list):
+        rest = {k: v for k, v in canon.items() if k != "anyOf"}
+        return [_with(rest, alt) for alt in canon["anyOf"]]
     return [canon]
 
 
