@@ -7,8 +7,8 @@ import unicodedata
 from typing import Any
 
 from knowspec.conformance.checks.common import (
-    INPUT_ERROR_CODES, MAX_INPUT_DIAGNOSTICS, advertised_only, envelope_problems, fail, require_result,
-    success_problems, valid_calls,
+    INPUT_ERROR_CODES, MAX_INPUT_DIAGNOSTICS, advertised_only, envelope_problems, fail, probe_calls,
+    require_result, success_problems, valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.generate import acceptable_error_codes, arguments, boundary_cases
@@ -102,7 +102,10 @@ def _echoed_values(args: dict[str, Any], messages: list[str], schema_text: str) 
 
 @check("input_valid_accepted", RULE_VALID, applies=advertised_only)
 def input_valid_accepted(ctx: CheckContext) -> None:
-    """Schema-valid arguments (generated, pointed at fixture data) get success or a listed error."""
+    """Schema-valid arguments (fixed probes built to succeed, then generated ones pointed at fixture
+    data) get success or a listed error."""
+    for args in probe_calls(ctx):
+        judge(ctx, args, ctx.call(args))
     ctx.run_property(valid_calls(ctx), lambda args: judge(ctx, args, ctx.call(args)))
 
 

@@ -103,7 +103,8 @@ class CheckContext:
         if outcome.transport_error is not None:
             raise CheckFailed(f"transport failure: {outcome.transport_error}", arguments=arguments,
                               response=outcome.summary())
-        if outcome.is_result and not outcome.is_error:
+        if outcome.is_result and not outcome.is_error and (name is None or self.tool is None
+                                                           or name == self.tool.name):
             self.successes += 1
         return outcome
 
