@@ -88,6 +88,9 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
             return done("failed", Failure(spec.id, spec.rule, tool, failed.message, failed.arguments,
                                           failed.response))
         message = f"{type(exc).__name__}: {str(exc)[:500]}"
+        inner = next(iter(getattr(exc, "exceptions", None) or ()), None)
+        if inner is not None:   # e.g. hypothesis' FlakyFailure: say what failed the first time
+            message += f" [first: {type(inner).__name__}: {str(inner)[:400]}]"
         return done("error", Failure(spec.id, spec.rule, tool, message), reason=message)
     if ctx.notes:
         return done("info", reason="; ".join(ctx.notes)[:2000])
