@@ -108,7 +108,7 @@ SEEDS = [int(s) for s in os.environ.get("KNOWSPEC_FAIRNESS_SEEDS", "1").split(",
 @pytest.mark.parametrize("era,only_2025", [("legacy", False), ("modern", True)])
 def test_a_differently_worded_conformant_server_passes_every_check(demo_app, seed, era, only_2025):
     finished = run_to_end(RunConfig(target=_fair_target(demo_app, seed, only_2025), family="all", era=era,
-                                    seed=seed, max_examples=4, exclude=("cancellation",)))
+                                    seed=seed, max_examples=4, call_timeout=120.0, exclude=("cancellation",)))
     assert _bad(finished) == []
     assert finished.exit_code == EXIT_OK
     assert finished.protocol == ("2025-11-25" if only_2025 else finished.protocol)
