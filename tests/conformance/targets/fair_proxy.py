@@ -6,7 +6,7 @@ contract leaves free, in front of a real server.
 - tools/list: every description and title reworded, ``examples``/``default``/``$comment``
   dropped, tools in another order, each output schema the success schema alone (no envelope
   alternative), ``$ref``s inlined where the seed says so;
-- every message: JSON object keys in another order, strings encoded the way Go's
+- every message: JSON object keys in another (stable) order, strings encoded the way Go's
   encoding/json does (``<``, ``>``, ``&``, U+2028, U+2029 as ``\\u003c`` ...);
 - ``--only-2025``: speaks protocol 2025-11-25 only: ``server/discover`` is an unknown method, no
   request but ``initialize`` is served before the handshake, ``initialize`` is answered for
@@ -19,8 +19,8 @@ The suite must judge this target exactly as the server behind it (0 failures). T
 from __future__ import annotations
 
 import argparse
+import hashlib
 import json
-import random
 import subprocess
 import sys
 import threading
@@ -38,13 +38,15 @@ def go_json(message: Any) -> str:
             .replace("\u2028", "\\u2028").replace("\u2029", "\\u2029"))
 
 
-def shuffled_keys(value: Any, rng: random.Random) -> Any:
+def shuffled_keys(value: Any, seed: int) -> Any:
+    """Object keys in another order, the same order for the same keys every time (a real server
+    is free to choose its key order, not to change it between two answers to one call)."""
     if isinstance(value, dict):
-        items = [(k, shuffled_keys(v, rng)) for k, v in value.items()]
-        rng.shuffle(items)
+        items = [(k, shuffled_keys(v, seed)) for k, v in value.items()]
+        items.sort(key=lambda kv: hashlib.sha1(f"{seed}:{kv[0]}".encode()).digest())
         return dict(items)
     if isinstance(value, list):
-        return [shuffled_keys(v, rng) for v in value]
+        return [shuffled_keys(v, seed) for v in value]
     return value
 
 
@@ -96,7 +98,6 @@ def success_only(output: Any) -> Any:
 
 class FairProxy:
     def __init__(self, argv: list[str], seed: int, only_2025: bool) -> None:
-        self.rng = random.Random(seed)
         self.seed, self.only_2025 = seed, only_2025
         self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=sys.stderr)
         self.methods: dict[Any, str] = {}
@@ -105,7 +106,7 @@ class FairProxy:
 
     def to_client(self, message: Any) -> None:
         with self.lock:
-            sys.stdout.write(go_json(shuffled_keys(message, self.rng)) + "\n")
+            sys.stdout.write(go_json(shuffled_keys(message, self.seed)) + "\n")
             sys.stdout.flush()
 
     def to_server(self, message: Any) -> None:
