@@ -4,7 +4,8 @@ Opening a stdio session spawns the server (seconds each), so a worker keeps its 
 every case it takes and opens a fresh one only after a case that may have poisoned it (an
 error, a transport failure). Each worker writes fixtures under its own directory, so a writing
 tool never races another worker over the same bundle. Checks that judge wall-clock timing
-(``EXCLUSIVE``) run last, alone, on a fresh session, so that no other worker loads the machine.
+(``EXCLUSIVE``) run last, alone, on a fresh session, so that no other worker loads the machine;
+so does, once more, a case that ended in the suite's own error while other workers ran.
 """
 
 from __future__ import annotations
@@ -121,6 +122,7 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
     parallel = [(i, c) for i, c in enumerate(cases) if c[0].id not in EXCLUSIVE]
     alone = [(i, c) for i, c in enumerate(cases) if c[0].id in EXCLUSIVE]
     count = 1 if shared is not None else max(1, min(workers, len(parallel)))
+    retried: set[int] = set()
     for batch, width in ((parallel, count), (alone, 1)):
         if not batch:
             continue
@@ -144,6 +146,11 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
                 continue
             if tag == "done":
                 running -= 1
+            elif (batch is parallel and width > 1 and isinstance(item, CheckFinished) and item.status == "error"
+                  and not item.reason.startswith("cannot open") and tag not in retried):
+                # the suite's own error while others ran (not a verdict): once more, alone, at the end
+                retried.add(tag)
+                alone.append((tag, cases[tag]))
             else:
                 yield item
         for thread in threads:

@@ -79,7 +79,8 @@ def text_fallback(ctx: CheckContext) -> None:
     _over_successes(ctx, judge)
 
 
-@check("result_ordering", RULE_ORDER, applies=advertised_only, relevant=lambda t: bool(contract_rules(t)))
+@check("result_ordering", RULE_ORDER, applies=advertised_only,
+       relevant=lambda t: bool(contract_rules(t)) or t.name in ORDERINGS)
 def result_ordering(ctx: CheckContext) -> None:
     """Result arrays come in the order the contract's ``ordering`` field states, tie-breaks included
     (conformance/oracles/contract_ordering.py), and in the suite's restated orders where it has one."""
