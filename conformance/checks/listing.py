@@ -22,10 +22,10 @@ def input_schema_problems(tool: ToolContract, advertised: Any) -> tuple[list[str
 
 
 def output_schema_problems(tool: ToolContract, advertised: Any) -> tuple[list[str], list[str]]:
-    """An advertised output schema means the contract's success shape, alone or wrapped with the
-    error envelope (``anyOf``, any order); absent is allowed (MCP makes it optional)."""
+    """The advertised output schema means the contract's success shape, alone or wrapped with the
+    error envelope (``anyOf``, any order). It must be there: it is how a client learns the shape."""
     if advertised is None:
-        return [], ["outputSchema: not advertised (results are still judged by the contract's schemas)"]
+        return ["outputSchema: not advertised (the contract gives every tool a success shape)"], []
     success = shape(tool.success_schema)
     wrapped = alternatives(tool.output_schema)
     got = alternatives(advertised)
