@@ -81,11 +81,10 @@ class CallOutcome:
         return self.raw is not None
 
     def canonical_bytes(self) -> bytes:
-        """The result as compared for determinism: its JSON value. Object key order and string
-        escapes carry no meaning in JSON (a Go server may order and escape differently on each
-        answer), so keys are sorted; array order and every value are kept."""
+        """The result as compared for determinism: the JSON the server sent, key order kept (a
+        server chooses its key order freely, but the same call gets the same bytes)."""
         if self.raw is not None:
-            return json.dumps(self.raw, ensure_ascii=False, separators=(",", ":"), sort_keys=True).encode()
+            return json.dumps(self.raw, ensure_ascii=False, separators=(",", ":")).encode()
         return json.dumps({"rpc_error": self.rpc_error, "transport": self.transport_error}).encode()
 
     def summary(self) -> dict[str, Any]:
