@@ -82,7 +82,11 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--check", action="append", default=[], dest="checks", help="run only this check id")
     p.add_argument("--exclude", action="append", default=[], help="skip this check id")
     p.add_argument("--shared-session", action="store_true",
-                   help="one MCP session for the whole run (faster; a crash then affects later checks)")
+                   help="one MCP session for the whole run (no parallel workers; a crash affects later checks)")
+    p.add_argument("--workers", type=int, default=3,
+                   help="MCP sessions judged in parallel (default 3; 1: one case at a time)")
+    p.add_argument("--strict", action="store_true",
+                   help="fail the run when a whole contract area was skipped (no pool fixture, no successful call)")
     p.add_argument("--tool", action="append", default=[], dest="tools", help="check only this tool (repeatable)")
     p.add_argument("--list-checks", action="store_true", help="print the check ids and rules, then exit")
     p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
@@ -96,7 +100,8 @@ def config_from_args(ns: argparse.Namespace) -> RunConfig:
                      pool_dir=ns.pool_dir, pool_database=ns.pool_database, reader_user=ns.reader_user,
                      reader_password=ns.reader_password, bearer_token=ns.bearer_token,
                      unknown_tool=ns.unknown_tool, checks=tuple(ns.checks), exclude=tuple(ns.exclude),
-                     tools=tuple(ns.tools), shared_session=ns.shared_session)
+                     tools=tuple(ns.tools), shared_session=ns.shared_session, workers=max(1, ns.workers),
+                     strict=ns.strict)
 
 
 def run_from_args(ns: argparse.Namespace) -> int:

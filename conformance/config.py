@@ -25,7 +25,9 @@ class RunConfig:
     unknown_tool: str = "jsonrpc"       # profile: jsonrpc (-32602) | result (isError) | either
     checks: tuple[str, ...] = ()        # empty: every registered check
     tools: tuple[str, ...] = ()         # empty: every contract tool of the family
-    shared_session: bool = False        # one session for the whole run (fast) instead of one per check
+    shared_session: bool = False        # one session for the whole run instead of one per worker
+    workers: int = 3                    # sessions judged in parallel (each keeps its session across cases)
+    strict: bool = False                # a skipped contract area (areas.py) fails the run
     exclude: tuple[str, ...] = field(default_factory=tuple)
     # The document-pool fixture (checks/docpool_import.py): imported only with rest_url + admin.
     pool_dir: Path | None = None        # where the source pool is written; None: the bundle dir

@@ -27,7 +27,10 @@ class CheckStarted:
 
 @dataclass(frozen=True)
 class CheckFinished:
-    """One (check, tool) case. ``status``: passed | failed | skipped | error | accepted."""
+    """One (check, tool) case. ``status``: passed | info | failed | skipped | error | accepted.
+
+    ``info``: passed, with harmless differences worth knowing in ``reason`` (e.g. other wording).
+    """
 
     check_id: str
     rule: str
@@ -37,6 +40,8 @@ class CheckFinished:
     calls: int = 0
     failure: Failure | None = None
     reason: str = ""
+    successes: int = 0        # calls that got a successful (non-isError) result
+    call_seconds: float = 0.0  # of ``duration``, time spent waiting for the target's answers
 
     @property
     def case_id(self) -> str:
@@ -54,6 +59,9 @@ class RunFinished:
     duration: float
     exit_code: int
     stale_baseline: tuple[tuple[str, str], ...] = ()   # accepted (check, tool) pairs that now pass
+    skipped_areas: tuple[tuple[str, str], ...] = ()    # (contract area, why it was not judged)
+    timings: dict = field(default_factory=dict)        # where the time went (see runner.timings)
+    protocol: str = ""                                 # the MCP protocol version the target agreed
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

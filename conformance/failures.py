@@ -43,9 +43,31 @@ class Failure:
                 "arguments": _jsonable(self.arguments), "response": _jsonable(self.response)}
 
 
+MAX_EVIDENCE_CHARS = 16_000   # per arguments/response in a report: enough to replay, never megabytes
+MAX_STRING, MAX_ITEMS = 400, 20
+
+
 def _jsonable(value: Any) -> Any:
     try:
-        json.dumps(value)
-        return value
+        size = len(json.dumps(value, ensure_ascii=False))
     except (TypeError, ValueError):
-        return repr(value)
+        return repr(value)[:MAX_EVIDENCE_CHARS]
+    return value if size <= MAX_EVIDENCE_CHARS else capped(value)
+
+
+def capped(value: Any, depth: int = 0) -> Any:
+    """``value`` with long strings, long arrays and deep nesting cut, each cut saying what it left out."""
+    if isinstance(value, str):
+        return value if len(value) <= MAX_STRING else value[:MAX_STRING] + f"…(+{len(value) - MAX_STRING} chars)"
+    if depth > 12:
+        return "…(deeper levels left out)"
+    if isinstance(value, list):
+        kept = [capped(v, depth + 1) for v in value[:MAX_ITEMS]]
+        return kept + ([f"…(+{len(value) - MAX_ITEMS} items)"] if len(value) > MAX_ITEMS else [])
+    if isinstance(value, dict):
+        items = list(value.items())
+        kept = {str(k): capped(v, depth + 1) for k, v in items[:MAX_ITEMS * 5]}
+        if len(items) > MAX_ITEMS * 5:
+            kept["…"] = f"+{len(items) - MAX_ITEMS * 5} keys"
+        return kept
+    return value

@@ -20,8 +20,18 @@ from hypothesis import strategies as st
 from knowspec.conformance.contract import LIMIT_KEYWORDS, ToolContract
 
 
+_VALIDATORS: dict[int, tuple[dict[str, Any], jsonschema.Draft202012Validator]] = {}
+
+
 def validator(schema: dict[str, Any]) -> jsonschema.Draft202012Validator:
-    return jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    """One validator per schema object, reused: building one (and resolving its ``$ref``s anew)
+    costs more than most validations. Keyed by identity; the schema is kept alive with it."""
+    cached = _VALIDATORS.get(id(schema))
+    if cached is not None and cached[0] is schema:
+        return cached[1]
+    made = jsonschema.Draft202012Validator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER)
+    _VALIDATORS[id(schema)] = (schema, made)
+    return made
 
 
 def _leaf_errors(error: jsonschema.ValidationError) -> Iterator[jsonschema.ValidationError]:
@@ -179,7 +189,8 @@ def boundary_cases(tool: ToolContract, fill: dict[str, Any]) -> list[BoundaryCas
         if "maxLength" in limit:
             n = limit["maxLength"]
             for size in (n, n + 1):
-                cases.append(BoundaryCase(f"len({name})={size}", {**base, name: _string_of(prop, size)}))
+                value = _string_of(prop, size, fill.get(name))
+                cases.append(BoundaryCase(f"len({name})={size}", {**base, name: value}))
         if "maxItems" in limit:
             n = limit["maxItems"]
             item = _simple_value(prop.get("items", {}))
@@ -188,6 +199,11 @@ def boundary_cases(tool: ToolContract, fill: dict[str, Any]) -> list[BoundaryCas
     return cases
 
 
-def _string_of(prop: dict[str, Any], size: int) -> str:
-    """A string of ``size`` characters that keeps a ``\\S``-style pattern satisfied."""
+def _string_of(prop: dict[str, Any], size: int, like: Any = None) -> str:
+    """A string of ``size`` characters that keeps a ``\\S``-style pattern satisfied. When the
+    meaningful value is an absolute path (a bundle path), the string is one too: a relative path
+    is invalid input by the contract (read.md: bundle_path is absolute), whatever its length."""
+    if isinstance(like, str) and like.startswith("/"):
+        stem = like.rstrip("/") + "/"
+        return (stem + "n" * size)[:size] if size > len(stem) else "/" + "n" * (size - 1)
     return ("needle" * (size // 6 + 1))[:size]

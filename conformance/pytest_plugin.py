@@ -9,7 +9,8 @@ Enable with ``-p knowspec.conformance.pytest_plugin`` or ``pytest_plugins = [...
 and run ``pytest --conform-target 'stdio:knowspec serve --stdio'`` (or set
 ``KNOWSPEC_CONFORM_TARGET``). The suite runs once per session, on first use; each
 parametrised case then passes, fails with the check's message, or skips with its reason.
-Without a target every case is skipped.
+Without a target, or with a target that cannot be reached, every case is an error: a
+conformance job that checked nothing must never look green.
 """
 
 from __future__ import annotations
@@ -96,9 +97,9 @@ class ConformCase:
 
     def check(self) -> None:
         if self.unreachable:
-            pytest.skip(self.unreachable)
+            pytest.fail(self.unreachable, pytrace=False)
         if self.result is None:
-            pytest.skip("case did not run")
+            pytest.fail(f"{self.case_id}: the case was planned but did not run", pytrace=False)
         if self.result.status in ("failed", "error"):
             f = self.result.failure
             detail = f"{f.message}\nrule: {f.rule}\ninput: {f.arguments!r}\nresponse: {f.response!r}" if f else ""
@@ -109,13 +110,14 @@ class ConformCase:
 
 @pytest.fixture(scope="session")
 def conform_run(request: pytest.FixtureRequest) -> Any:
-    """The whole suite's ``RunFinished`` (run once), or a skip reason string."""
+    """The whole suite's ``RunFinished`` (run once), or why it could not run (each case errors)."""
     from knowspec.conformance.events import TargetUnreachable
     from knowspec.conformance.runner import run
 
     run_config = _config(request.config)
     if not run_config.target:
-        return "no --conform-target given"
+        raise pytest.UsageError("no --conform-target given (or KNOWSPEC_CONFORM_TARGET): the conformance "
+                                "cases cannot run; pass stdio:\"<command>\" or an http(s) URL")
     finished, unreachable = None, ""
     for event in run(run_config):
         if isinstance(event, TargetUnreachable):
@@ -127,7 +129,8 @@ def conform_run(request: pytest.FixtureRequest) -> Any:
 
 @pytest.fixture
 def conform_case(conform_run: Any, conform_case_id: str) -> ConformCase:
+    """One planned case's outcome; an unreachable target makes it an error in setup."""
     if isinstance(conform_run, str):
-        return ConformCase(conform_case_id, None, conform_run)
+        raise RuntimeError(conform_run)
     by_id = {r.case_id: r for r in conform_run.results}
     return ConformCase(conform_case_id, by_id.get(conform_case_id))

@@ -17,6 +17,7 @@ import time
 from pathlib import Path
 from typing import Iterator
 
+from knowspec.conformance.areas import skipped_areas
 from knowspec.conformance.checks import CHECKS, CheckContext, CheckSpec
 from knowspec.conformance.checks.docpool_import import prepare_pool, release_pool
 from knowspec.conformance.checks.registry import BundleStore
@@ -28,6 +29,7 @@ from knowspec.conformance.events import (
 from knowspec.conformance.failures import CheckFailed, CheckSkipped, Failure
 from knowspec.conformance.reporters.baseline import BaselineError, load_baseline, stale_entries
 from knowspec.conformance.target import Connection, Target, TargetError, connect, rest_login
+from knowspec.conformance.workers import SessionStats, run_cases
 
 EXIT_OK, EXIT_FAILURES, EXIT_UNREACHABLE = 0, 1, 2
 
@@ -46,7 +48,7 @@ def plan(checks: list[CheckSpec], contract: Contract) -> list[tuple[CheckSpec, T
         if spec.scope == "server":
             cases.append((spec, None))
         else:
-            cases += [(spec, tool) for tool in contract.tools]
+            cases += [(spec, tool) for tool in contract.tools if spec.covers(tool)]
     return cases
 
 
@@ -67,7 +69,8 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
     start = time.monotonic()
 
     def done(status: str, failure: Failure | None = None, reason: str = "") -> CheckFinished:
-        return CheckFinished(spec.id, spec.rule, tool, status, time.monotonic() - start, ctx.calls, failure, reason)
+        return CheckFinished(spec.id, spec.rule, tool, status, time.monotonic() - start, ctx.calls, failure, reason,
+                             ctx.successes, ctx.call_seconds)
 
     try:
         if spec.applies is not None:
@@ -85,7 +88,12 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
             return done("failed", Failure(spec.id, spec.rule, tool, failed.message, failed.arguments,
                                           failed.response))
         message = f"{type(exc).__name__}: {str(exc)[:500]}"
+        inner = next(iter(getattr(exc, "exceptions", None) or ()), None)
+        if inner is not None:   # e.g. hypothesis' FlakyFailure: say what failed the first time
+            message += f" [first: {type(inner).__name__}: {str(inner)[:400]}]"
         return done("error", Failure(spec.id, spec.rule, tool, message), reason=message)
+    if ctx.notes:
+        return done("info", reason="; ".join(ctx.notes)[:2000])
     return done("passed")
 
 
@@ -107,6 +115,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     """The whole run as an event stream; the last event is always ``RunFinished``."""
     t0 = time.monotonic()
     results: list[CheckFinished] = []
+    sessions = SessionStats()
     try:
         contract = load_contract(config.contract_path).for_family(config.family).only(config.tools)
         baseline = load_baseline(config.baseline)
@@ -128,66 +137,74 @@ def run(config: RunConfig) -> Iterator[Event]:
         try:
             with connect(target) as probe:
                 advertised = {t["name"]: t for t in probe.list_tools()}
-        except TargetError as exc:
-            yield TargetUnreachable(str(exc))
+                protocol = probe.protocol
+        except Exception as exc:  # noqa: BLE001 - a broken target gets a verdict (exit 2), never a traceback
+            message = (str(exc) if isinstance(exc, TargetError)
+                       else f"the target broke the session: {type(exc).__name__}: {str(exc)[:300]}")
+            yield TargetUnreachable(message)
             yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
             return
-        store = BundleStore(bundle_root.absolute())
         # The document-pool fixture goes in before any check reads the pool (or the run says why not).
         config = dataclasses.replace(config, pool=prepare_pool(config, target, contract, [c.id for c in checks],
                                                                bundle_root))
         try:
             with contextlib.ExitStack() as stack:
                 shared = stack.enter_context(connect(target)) if config.shared_session else None
-                for spec in checks:
-                    spec_cases = [tool for s, tool in cases if s is spec]
-                    yield from _run_check(spec, spec_cases, target, contract, config, advertised, store, deadline,
-                                          results, shared)
+
+                def one_case(conn: Connection, store: BundleStore, spec: CheckSpec,
+                             tool: ToolContract | None) -> CheckFinished:
+                    return run_case(CheckContext(conn, contract, config, advertised, store, tool, deadline), spec)
+
+                for item in run_cases(cases, one_case, target, bundle_root.absolute(), config.workers, deadline,
+                                      shared):
+                    if isinstance(item, SessionStats):
+                        sessions = item
+                        continue
+                    if isinstance(item, CheckFinished):
+                        results.append(item)
+                    yield item
         finally:
             release_pool(config)
     finally:
         if own_dir:
             shutil.rmtree(bundle_root, ignore_errors=True)
+    order = {(spec.id, tool.name if tool else ""): i for i, (spec, tool) in enumerate(cases)}
+    results.sort(key=lambda r: order.get((r.check_id, r.tool), len(order)))
     results = [_apply_baseline(r, baseline) for r in results]
-    failed = any(r.status in ("failed", "error") for r in results)
-    yield RunFinished(tuple(results), time.monotonic() - t0, EXIT_FAILURES if failed else EXIT_OK,
-                      tuple(stale_entries(baseline, tuple(results))))
+    areas = tuple(skipped_areas(results))
+    failed = any(r.status in ("failed", "error") for r in results) or (config.strict and bool(areas))
+    duration = time.monotonic() - t0
+    yield RunFinished(tuple(results), duration, EXIT_FAILURES if failed else EXIT_OK,
+                      tuple(stale_entries(baseline, tuple(results))), areas,
+                      timings(results, sessions, duration, config.workers), protocol)
+
+
+def timings(results: list[CheckFinished], sessions: SessionStats, duration: float, workers: int) -> dict:
+    """Where the run's time went: case seconds per check and per tool, and session start-up."""
+    by_check: dict[str, list[float]] = {}
+    by_tool: dict[str, list[float]] = {}
+    for r in results:
+        for table, key in ((by_check, r.check_id), (by_tool, r.tool)):
+            if key:
+                row = table.setdefault(key, [0.0, 0.0])
+                row[0] += r.duration
+                row[1] += r.call_seconds
+
+    def top(table: dict[str, list[float]]) -> dict[str, dict[str, float]]:
+        rows = sorted(table.items(), key=lambda kv: -kv[1][0])
+        return {k: {"seconds": round(v[0], 3), "waiting_for_target": round(v[1], 3)} for k, v in rows}
+
+    return {"wall_seconds": round(duration, 3), "workers": workers,
+            "case_seconds": round(sum(r.duration for r in results), 3),
+            "waiting_for_target": round(sum(r.call_seconds for r in results), 3),
+            "sessions_opened": sessions.opened, "session_open_seconds": round(sessions.open_seconds, 3),
+            "by_check": top(by_check), "by_tool": top(by_tool)}
 
 
 def _apply_baseline(result: CheckFinished, baseline: set[tuple[str, str]]) -> CheckFinished:
     if result.status in ("failed", "error") and (result.check_id, result.tool) in baseline:
-        return CheckFinished(result.check_id, result.rule, result.tool, "accepted", result.duration,
-                             result.calls, result.failure, result.reason)
+        return dataclasses.replace(result, status="accepted")
     return result
-
-
-def _run_check(spec: CheckSpec, tools: list[ToolContract | None], target: Target, contract: Contract,
-               config: RunConfig, advertised: dict, store: BundleStore, deadline: float | None,
-               results: list[CheckFinished], shared: Connection | None = None) -> Iterator[Event]:
-    def skipped(tool: ToolContract | None, reason: str) -> CheckFinished:
-        return CheckFinished(spec.id, spec.rule, tool.name if tool else "", "skipped", 0.0, reason=reason)
-
-    if deadline is not None and time.monotonic() > deadline:
-        for tool in tools:
-            results.append(skipped(tool, "time budget exhausted"))
-            yield results[-1]
-        return
-    try:
-        with (contextlib.nullcontext(shared) if shared is not None else connect(target)) as conn:
-            for tool in tools:
-                yield CheckStarted(spec.id, tool.name if tool else "")
-                if deadline is not None and time.monotonic() > deadline:
-                    results.append(skipped(tool, "time budget exhausted"))
-                else:
-                    ctx = CheckContext(conn, contract, config, advertised, store, tool, deadline)
-                    results.append(run_case(ctx, spec))
-                yield results[-1]
-    except TargetError as exc:
-        for tool in tools[len([r for r in results if r.check_id == spec.id]):]:
-            failure = Failure(spec.id, spec.rule, tool.name if tool else "", f"target unreachable: {exc}")
-            results.append(CheckFinished(spec.id, spec.rule, tool.name if tool else "", "error", 0.0,
-                                         failure=failure, reason=str(exc)))
-            yield results[-1]
 
 
 def run_to_end(config: RunConfig, consumers: list = ()) -> RunFinished:

@@ -29,8 +29,11 @@ from mcp import Client, StdioServerParameters
 from mcp.client.stdio import stdio_client
 from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
+from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 
-ERAS = {"legacy": "legacy", "modern": "2026-07-28"}
+# legacy: the initialize handshake. modern: server/discover first (2026-07-28), falling back to the
+# handshake for a server that predates it; the run reports the protocol version that was agreed.
+ERAS = {"legacy": "legacy", "modern": "auto"}
 
 
 class TargetError(Exception):
@@ -80,7 +83,8 @@ class CallOutcome:
         return self.raw is not None
 
     def canonical_bytes(self) -> bytes:
-        """The result as compared for determinism: the JSON the server sent, key order kept."""
+        """The result as compared for determinism: the JSON the server sent, key order kept (a
+        server chooses its key order freely, but the same call gets the same bytes)."""
         if self.raw is not None:
             return json.dumps(self.raw, ensure_ascii=False, separators=(",", ":")).encode()
         return json.dumps({"rpc_error": self.rpc_error, "transport": self.transport_error}).encode()
@@ -282,22 +286,42 @@ class Connection:
     wire: WireLog = field(default_factory=WireLog)
     _tools: list[dict[str, Any]] | None = field(default=None, init=False)
 
+    async def _raw(self, request: Any, timeout: float) -> Any:
+        """Send ``request`` as the SDK would and return the result exactly as parsed from the wire.
+
+        The SDK's ``send_request`` validates every result against the negotiated revision's
+        models, so a server that omits a newer optional field (``ttlMs``, ``cacheScope``,
+        ``resultType``) would end in a pydantic error; the suite judges only what the contract
+        requires, from the raw result.
+        """
+        session = self.client.session
+        data = request.model_dump(by_alias=True, mode="json", exclude_none=True)
+        opts: dict[str, Any] = {}
+        session._stamp(data, opts)
+        name_param = getattr(type(request), "name_param", None)
+        name = (data.get("params") or {}).get(name_param) if name_param else None
+        if isinstance(name, str):
+            opts.setdefault("headers", {}).setdefault(MCP_NAME_HEADER, encode_header_value(name))
+        opts["timeout"] = timeout
+        return await session._dispatcher.send_raw_request(data["method"], data.get("params"), opts)
+
     async def _call(self, name: str, arguments: Any, timeout: float) -> CallOutcome:
         request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
         try:
-            result = await self.client.session.send_request(
-                request, types.CallToolResult, request_read_timeout_seconds=timeout
-            )
+            raw = await self._raw(request, timeout)
         except MCPError as exc:
             return CallOutcome(arguments, rpc_error=(exc.error.code, exc.error.message))
         except Exception as exc:  # noqa: BLE001 - any transport fault becomes data, never a crash
             return CallOutcome(arguments, transport_error=f"{type(exc).__name__}: {exc}")
-        raw = result.model_dump(mode="json", by_alias=True, exclude_none=True)
-        texts = tuple(c.text for c in result.content if isinstance(c, types.TextContent))
+        if not isinstance(raw, dict):
+            return CallOutcome(arguments, transport_error=f"tools/call result is not an object: {str(raw)[:200]}")
+        content = raw.get("content")
+        texts = tuple(c["text"] for c in (content if isinstance(content, list) else [])
+                      if isinstance(c, dict) and c.get("type") == "text" and isinstance(c.get("text"), str))
         return CallOutcome(
             arguments,
-            is_error=bool(result.is_error),
-            structured=result.structured_content,
+            is_error=raw.get("isError") is True,
+            structured=raw.get("structuredContent"),
             texts=texts,
             raw=raw,
         )
@@ -343,6 +367,11 @@ class Connection:
 
         return self.portal.call(run)
 
+    @property
+    def protocol(self) -> str:
+        """The protocol version this session agreed with the target."""
+        return str(getattr(self.client.session, "protocol_version", None) or "unknown")
+
     def list_tools(self) -> list[dict[str, Any]]:
         """Every tool the server advertises, as wire-shaped dicts (camelCase keys)."""
         if self._tools is None:
@@ -352,12 +381,16 @@ class Connection:
                 cursor = None
                 for _ in range(100):
                     params = types.PaginatedRequestParams(cursor=cursor) if cursor else None
-                    page = await self.client.session.send_request(
-                        types.ListToolsRequest(params=params), types.ListToolsResult
-                    )
-                    tools += [t.model_dump(mode="json", by_alias=True, exclude_none=True) for t in page.tools]
-                    cursor = page.next_cursor
-                    if not cursor:
+                    try:
+                        page = await self._raw(types.ListToolsRequest(params=params), self.target.timeout)
+                    except MCPError as exc:
+                        raise TargetError(f"tools/list failed: JSON-RPC error {exc.error.code}: "
+                                          f"{exc.error.message[:200]}") from None
+                    if not isinstance(page, dict) or not isinstance(page.get("tools"), list):
+                        raise TargetError("tools/list answered without a tools array")
+                    tools += [t for t in page["tools"] if isinstance(t, dict) and isinstance(t.get("name"), str)]
+                    cursor = page.get("nextCursor")
+                    if not isinstance(cursor, str) or not cursor:
                         break
                 return tools
 

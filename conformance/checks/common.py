@@ -2,13 +2,16 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
 import re
+import threading
 from typing import Any
 
 from hypothesis import strategies as st
 
 from knowspec.conformance.checks.registry import CheckContext
+from knowspec.conformance.contract import ContractError, load_contract
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.fixtures.strategies import cafe_bundle, neighbors_bundle, sources_bundle, wide_bundle
@@ -58,7 +61,7 @@ def success_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
     problems = schema_errors(tool.success_schema, outcome.structured)
     if problems:
         return ["structuredContent does not match the success schema: " + "; ".join(problems)]
-    return schema_errors(tool.output_schema, outcome.structured)
+    return []   # the output schema is anyOf[success, envelope]: valid success is valid output
 
 
 def require_result(outcome: CallOutcome) -> None:
@@ -106,7 +109,57 @@ def probe_calls(ctx: CheckContext) -> list[dict[str, Any]]:
         args.update({k: v for k, v in extra.items() if k in props and v is not None})
         if check.is_valid(args) and args not in calls:
             calls.append(args)
-    return calls
+    return calls + [args for args in success_probes(ctx) if check.is_valid(args)]
+
+
+PROBE_FRONTMATTER = "type: concept\ntitle: Conformance probe\n"
+
+
+def success_probes(ctx: CheckContext, per_tool: int = 3) -> list[dict[str, Any]]:
+    """Calls built to succeed on a writing tool, which generated values almost never do:
+    a new concept with minimal frontmatter for a concept writer; for an ``apply_X`` tool, the
+    arguments of a successful ``preview_X`` on a fresh fixture copy plus the revision and plan
+    digest that preview answered (the contract's preview-then-apply flow)."""
+    tool = ctx.require_tool()
+    props = tool.input_properties
+    if tool.family != "okf" or tool.read_only or "bundle_path" not in props:
+        return []
+    if {"concept_id", "frontmatter", "body"} <= set(props):
+        return [{"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True)), "concept_id": f"conform-probe-{i}",
+                 "frontmatter": PROBE_FRONTMATTER, "body": "Written by the conformance suite.\n"}
+                for i, bundle in enumerate(fixture_bundles(ctx)[:per_tool])]
+    if not tool.name.startswith("apply_"):
+        return []
+    name = "preview_" + tool.name[len("apply_"):]
+    try:   # the run may be narrowed to the apply tool alone (--tool): read the preview from the file
+        preview = ctx.contract.tool(name)
+    except KeyError:
+        try:
+            preview = load_contract(ctx.config.contract_path).tool(name)
+        except (KeyError, ContractError):
+            return []
+    previewing = dataclasses.replace(ctx, tool=preview, notes=[])
+    probes: list[dict[str, Any]] = []
+    for args in raw_valid_examples(previewing):
+        if len(probes) >= per_tool:
+            break
+        path = args.get("bundle_path")
+        if not (isinstance(path, str) and path.startswith(PLACEHOLDER)):
+            continue
+        bundle = next(b for b in fixture_bundles(ctx) if b.name.startswith(path[len(PLACEHOLDER):]))
+        args = {**args, "bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))}
+        outcome = ctx.call(args, name=preview.name)
+        answer = outcome.structured if outcome.is_result and not outcome.is_error else None
+        if not isinstance(answer, dict) or not answer.get("plan_digest"):
+            continue
+        applied = {k: v for k, v in args.items() if k in props}
+        for name in tool.required_inputs:
+            if name not in applied and name.endswith("revision"):
+                applied[name] = answer.get("base_revision")
+            elif name not in applied and name.endswith("plan_digest"):
+                applied[name] = answer.get("plan_digest")
+        probes.append(applied)
+    return probes
 
 
 def pool_probe_values(ctx: CheckContext, per_kind: int = 6) -> list[dict[str, Any]]:
@@ -133,17 +186,21 @@ def pool_probe_values(ctx: CheckContext, per_kind: int = 6) -> list[dict[str, An
     return values
 
 
+PLACEHOLDER = "\x00fixture:"   # stands for a fixture bundle's path until a worker resolves it
+
+
 def overrides(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
     """Values for well-known argument names that point the call at fixture data.
 
-    A ``None`` value means "keep the generated value" (so generated queries still run).
+    A ``None`` value means "keep the generated value" (so generated queries still run). The
+    bundle path is a placeholder naming the fixture; :func:`resolve` turns it into this worker's path.
     """
     fixtures = fixture_bundles(ctx)
 
     def for_bundle(bundle: Any) -> st.SearchStrategy[dict[str, Any]]:
         ids = sorted(bundle.ids) + ["missing"]
         return st.fixed_dictionaries({
-            "bundle_path": st.just(str(ctx.bundles.path_of(bundle))),
+            "bundle_path": st.just(PLACEHOLDER + bundle.name),
             "query": st.one_of(st.sampled_from(FIXED_QUERIES), st.none()),
             "concept_id": st.one_of(st.sampled_from(ids), st.none()),
         })
@@ -151,11 +208,9 @@ def overrides(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
     return st.sampled_from(fixtures).flatmap(for_bundle)
 
 
-def valid_calls(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
-    """Schema-valid arguments aimed at fixture data (``bundle_path`` always points at one)."""
+def _generated_valid_calls(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
     tool = ctx.require_tool()
-    schema = tool.input_schema
-    check = validator(schema)
+    check = validator(tool.input_schema)
     props = tool.input_properties
 
     def merge(pair: tuple[dict[str, Any], dict[str, Any]]) -> dict[str, Any]:
@@ -167,6 +222,50 @@ def valid_calls(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
         return out
 
     return st.tuples(arguments(tool, "positive"), overrides(ctx)).map(merge).filter(check.is_valid)
+
+
+_EXAMPLES: dict[tuple[str, str, int, int], list[dict[str, Any]]] = {}
+_EXAMPLES_LOCK = threading.Lock()
+_KEY_LOCKS: dict[tuple[str, str, int, int], threading.Lock] = {}
+
+
+def valid_examples(ctx: CheckContext) -> list[dict[str, Any]]:
+    """The run's schema-valid calls for this tool, generated once per process and shared by every
+    check (generation, not the target, is the costly part): ``max_examples`` of them, seeded."""
+    return [resolve(ctx, args) for args in raw_valid_examples(ctx)]
+
+
+def raw_valid_examples(ctx: CheckContext) -> list[dict[str, Any]]:
+    """:func:`valid_examples` with fixture placeholders left in (shared by every worker)."""
+    tool = ctx.require_tool()
+    key = (tool.name, json.dumps(tool.input_schema, sort_keys=True), ctx.config.seed, ctx.config.max_examples)
+    with _EXAMPLES_LOCK:
+        lock = _KEY_LOCKS.setdefault(key, threading.Lock())
+    with lock:
+        if key not in _EXAMPLES:
+            drawn: list[dict[str, Any]] = []
+            ctx.run_property(_generated_valid_calls(ctx), drawn.append, shrink=False, honour_deadline=False)
+            _EXAMPLES[key] = drawn
+    return _EXAMPLES[key]
+
+
+def resolve(ctx: CheckContext, args: dict[str, Any]) -> dict[str, Any]:
+    """Replace a fixture placeholder by the fixture's path in this context's bundle dir."""
+    path = args.get("bundle_path")
+    if not (isinstance(path, str) and path.startswith(PLACEHOLDER)):
+        return args
+    name = path[len(PLACEHOLDER):]
+    bundle = next(b for b in fixture_bundles(ctx) if b.name == name)
+    return {**args, "bundle_path": str(ctx.bundles.path_of(bundle))}
+
+
+def valid_calls(ctx: CheckContext) -> st.SearchStrategy[dict[str, Any]]:
+    """Schema-valid arguments aimed at fixture data (``bundle_path`` always points at one),
+    drawn from :func:`valid_examples` so that every check sees the same calls."""
+    examples = valid_examples(ctx)
+    if not examples:
+        return _generated_valid_calls(ctx).map(lambda args: resolve(ctx, args))
+    return st.sampled_from(examples)
 
 
 def json_text(outcome: CallOutcome) -> Any:

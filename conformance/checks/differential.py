@@ -21,12 +21,7 @@ RULE_NEIGHBORS = "spec/okf/contract/queries.md §3 (resolved links and relations
 
 
 def _for_tool(name: str):
-    def applies(ctx: CheckContext) -> str | None:
-        if ctx.require_tool().name != name:
-            return f"differential oracle exists only for {name}"
-        return advertised_only(ctx)
-
-    return applies
+    return lambda tool: tool.name == name
 
 
 def _limit_range(ctx: CheckContext) -> tuple[int, int]:
@@ -77,7 +72,7 @@ def _with_bundle(outcome, bundle: Bundle):
     return replace(outcome, arguments={"arguments": outcome.arguments, "bundle_files": _describe(bundle)})
 
 
-@check("differential_search", RULE_SEARCH, applies=_for_tool("search_concepts"))
+@check("differential_search", RULE_SEARCH, applies=advertised_only, relevant=_for_tool("search_concepts"))
 def differential_search(ctx: CheckContext) -> None:
     """search_concepts on generated bundles equals the oracle: hits, match, total, truncated."""
     lo, hi = _limit_range(ctx)
@@ -148,7 +143,7 @@ def _neighbor_cases(draw: st.DrawFn, lo: int, hi: int):
     return bundle, calls
 
 
-@check("differential_neighbors", RULE_NEIGHBORS, applies=_for_tool("get_neighbors"))
+@check("differential_neighbors", RULE_NEIGHBORS, applies=advertised_only, relevant=_for_tool("get_neighbors"))
 def differential_neighbors(ctx: CheckContext) -> None:
     """get_neighbors on generated bundles equals the oracle: edges, order, total, sources."""
     lo, hi = _limit_range(ctx)

@@ -7,8 +7,8 @@ import unicodedata
 from typing import Any
 
 from knowspec.conformance.checks.common import (
-    INPUT_ERROR_CODES, MAX_INPUT_DIAGNOSTICS, advertised_only, envelope_problems, fail, require_result,
-    success_problems, valid_calls,
+    INPUT_ERROR_CODES, MAX_INPUT_DIAGNOSTICS, advertised_only, envelope_problems, fail, probe_calls,
+    require_result, success_problems, valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.generate import acceptable_error_codes, arguments, boundary_cases
@@ -102,7 +102,10 @@ def _echoed_values(args: dict[str, Any], messages: list[str], schema_text: str) 
 
 @check("input_valid_accepted", RULE_VALID, applies=advertised_only)
 def input_valid_accepted(ctx: CheckContext) -> None:
-    """Schema-valid arguments (generated, pointed at fixture data) get success or a listed error."""
+    """Schema-valid arguments (fixed probes built to succeed, then generated ones pointed at fixture
+    data) get success or a listed error."""
+    for args in probe_calls(ctx):
+        judge(ctx, args, ctx.call(args))
     ctx.run_property(valid_calls(ctx), lambda args: judge(ctx, args, ctx.call(args)))
 
 
@@ -122,15 +125,10 @@ def input_invalid_rejected(ctx: CheckContext) -> None:
     ctx.run_property(strategy, lambda args: judge(ctx, args, ctx.call(args)))
 
 
-@check("boundary_limits", RULE_BOUNDARY, applies=advertised_only)
+@check("boundary_limits", RULE_BOUNDARY, applies=advertised_only, relevant=lambda t: bool(t.limits))
 def boundary_limits(ctx: CheckContext) -> None:
     """Explicit edge cases from the contract's limits behave exactly as the schema classifies them."""
-    cases = boundary_cases(ctx.require_tool(), ctx.fill())
-    if not cases:
-        from knowspec.conformance.checks.registry import skip
-
-        skip("the contract lists no limits for this tool")
-    for case in cases:
+    for case in boundary_cases(ctx.require_tool(), ctx.fill()):
         judge(ctx, case.arguments, ctx.call(case.arguments))
 
 

@@ -53,16 +53,7 @@ def error_probes(root: Path, ctx: CheckContext) -> list[str]:
             str(root / "symlinked"), str(broken_path), str(root / "no such" / "deep" / "dir")]
 
 
-def _has_bundle_path(ctx: CheckContext) -> str | None:
-    reason = advertised_only(ctx)
-    if reason:
-        return reason
-    if "bundle_path" not in ctx.require_tool().input_properties:
-        return "the tool takes no bundle_path"
-    return None
-
-
-@check("no_path_leakage", RULE, applies=_has_bundle_path)
+@check("no_path_leakage", RULE, applies=advertised_only, relevant=lambda t: "bundle_path" in t.input_properties)
 def no_path_leakage(ctx: CheckContext) -> None:
     """Error messages and results never contain the absolute bundle dir path."""
     tool = ctx.require_tool()

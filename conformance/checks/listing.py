@@ -1,4 +1,4 @@
-"""tools/list: every contract tool advertised with the contract's schemas and annotations."""
+"""tools/list: every contract tool advertised with schemas that mean the contract's, and its hints."""
 
 from __future__ import annotations
 
@@ -6,52 +6,75 @@ import json
 from typing import Any
 
 from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.contract import ToolContract
 from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.schema_shape import alternatives, differences, prose_differences, shape
 
-RULE_LIST = "spec/README.md#schema-rules (advertised schemas are the contract's, self-contained)"
+RULE_LIST = "spec/README.md#schema-rules (advertised schemas mean the contract's: structure, not prose)"
 RULE_UNKNOWN = "impl/errors.py (protocol faults: unknown tool is a JSON-RPC error in the knowspec profile)"
 
 
-def schema_diff(expected: Any, actual: Any, path: str = "") -> list[str]:
-    """JSON-pointer-ish differences between two schemas (first few only)."""
-    if isinstance(expected, dict) and isinstance(actual, dict):
-        out: list[str] = []
-        for key in sorted(set(expected) | set(actual)):
-            where = f"{path}/{key}"
-            if key not in actual:
-                out.append(f"{where}: missing")
-            elif key not in expected:
-                out.append(f"{where}: unexpected")
-            else:
-                out += schema_diff(expected[key], actual[key], where)
-        return out
-    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
-        out = []
-        for i, (e, a) in enumerate(zip(expected, actual)):
-            out += schema_diff(e, a, f"{path}/{i}")
-        return out
-    if expected != actual or type(expected) is not type(actual):
-        return [f"{path or '/'}: expected {json.dumps(expected)[:80]}, got {json.dumps(actual)[:80]}"]
-    return []
+def input_schema_problems(tool: ToolContract, advertised: Any) -> tuple[list[str], list[str]]:
+    """Structural differences (failures) and prose differences (info) of an advertised input schema."""
+    expected, actual = shape(tool.input_schema), shape(advertised)
+    return ([f"inputSchema{d}" for d in differences(expected, actual)],
+            [f"inputSchema{p}" for p in prose_differences(tool.input_schema, advertised)])
+
+
+def output_schema_problems(tool: ToolContract, advertised: Any) -> tuple[list[str], list[str]]:
+    """The advertised output schema means the contract's success shape, alone or wrapped with the
+    error envelope (``anyOf``, any order). It must be there: it is how a client learns the shape."""
+    if advertised is None:
+        return ["outputSchema: not advertised (the contract gives every tool a success shape)"], []
+    success = shape(tool.success_schema)
+    wrapped = alternatives(tool.output_schema)
+    got = alternatives(advertised)
+    if _key(shape(advertised)) == _key(success) or _same(got, [success]):
+        return [], ["outputSchema: the success schema alone (no error-envelope alternative)"]
+    if _same(got, wrapped):
+        return [], [f"outputSchema{p}" for p in prose_differences(tool.output_schema, advertised)]
+    if len(got) > len(wrapped):
+        return [f"outputSchema: {len(got)} alternatives; expected the success schema, alone or with the "
+                "error envelope"], []
+    failures = []
+    for alt in got:  # each advertised alternative against the contract alternative it is closest to
+        nearest = min(wrapped, key=lambda want: len(differences(want, alt, limit=1000)))
+        failures += [f"outputSchema{d}" for d in differences(nearest, alt)]
+    return failures or ["outputSchema: the alternatives do not mean the contract's"], []
+
+
+def _same(got: list[Any], want: list[Any]) -> bool:
+    return sorted(map(_key, got)) == sorted(map(_key, want))
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
 
 
 @check("tools_list", RULE_LIST)
 def tools_list(ctx: CheckContext) -> None:
-    """The tool is advertised, with input/output schemas equal to the contract and matching hints."""
+    """The tool is advertised with schemas that mean the contract's (wording, layout and tool
+    order are free: they are reported as info) and annotation hints that do not contradict it."""
     tool = ctx.require_tool()
     advertised = ctx.advertised.get(tool.name)
     if advertised is None:
         raise CheckFailed(f"{tool.name} is missing from tools/list",
-                          response={"advertised": sorted(ctx.advertised)})
-    diffs = [f"inputSchema{d}" for d in schema_diff(tool.input_schema, advertised.get("inputSchema"))]
-    diffs += [f"outputSchema{d}" for d in schema_diff(tool.output_schema, advertised.get("outputSchema"))]
+                          response={"advertised": sorted(ctx.advertised)[:50]})
+    failures, notes = input_schema_problems(tool, advertised.get("inputSchema"))
+    more_failures, more_notes = output_schema_problems(tool, advertised.get("outputSchema"))
+    failures += more_failures
+    notes += more_notes
     hints = advertised.get("annotations") or {}
     for hint, expected in (("readOnlyHint", tool.read_only), ("idempotentHint", tool.idempotent)):
         if hints.get(hint) is not None and hints.get(hint) != expected:
-            diffs.append(f"annotations/{hint}: expected {expected}, got {hints.get(hint)}")
-    if diffs:
-        raise CheckFailed(f"{len(diffs)} difference(s) from the contract: " + "; ".join(diffs[:8]),
-                          response={"diff": diffs})
+            failures.append(f"annotations/{hint}: expected {expected}, got {hints.get(hint)}")
+    if advertised.get("description") != tool.description and tool.description:
+        notes.append("description: worded differently")
+    if failures:
+        raise CheckFailed(f"{len(failures)} structural difference(s) from the contract: " + "; ".join(failures[:8]),
+                          response={"diff": failures[:40], "prose": notes[:40]})
+    if notes:
+        ctx.note(f"{len(notes)} prose difference(s): " + "; ".join(notes[:6]))
 
 
 @check("unknown_tool", RULE_UNKNOWN, scope="server")

@@ -13,6 +13,8 @@ from knowspec.conformance.checks.common import (
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.oracles.go_encoding import go_marshal
+from knowspec.conformance.oracles.contract_ordering import rules as contract_rules
+from knowspec.conformance.oracles.contract_ordering import violations as contract_violations
 from knowspec.conformance.oracles.ordering import ORDERINGS, ordering_violations
 from knowspec.conformance.oracles.truncation import truncation_violations
 from knowspec.conformance.target import CallOutcome
@@ -20,7 +22,7 @@ from knowspec.conformance.target import CallOutcome
 RULE_OUTPUT = "spec/README.md#schema-rules (outputSchema = anyOf[success, envelope])"
 RULE_TEXT = ("spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap; "
              "#text-encoders: under go, the bytes of Go encoding/json)")
-RULE_ORDER = "spec/okf/contract/queries.md §2-3 (hits: priority then id; edges: kind, from, to, type; sources)"
+RULE_ORDER = "contract.json tools[].ordering (each ordered array as declared, tie-breaks included)"
 RULE_TRUNC = "spec/okf/contract/queries.md §2-3 (total counts all; at most limit; truncated = left out)"
 RULE_DET = "spec/okf/contract/read.md §1.1 (one immutable snapshot: the same call gives the same answer)"
 
@@ -64,12 +66,10 @@ def output_schema(ctx: CheckContext) -> None:
     ctx.run_property(valid_calls(ctx), test)
 
 
-@check("text_fallback", RULE_TEXT, applies=advertised_only)
+@check("text_fallback", RULE_TEXT, applies=advertised_only, relevant=lambda t: t.text_fallback == "json")
 def text_fallback(ctx: CheckContext) -> None:
     """With text_fallback json, the text content is the structured content (or its wrapped array)."""
     tool = ctx.require_tool()
-    if tool.text_fallback != "json":
-        skip(f"text fallback is {tool.text_fallback!r}: the handler owns the text")
 
     def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
         text = json_text(outcome)
@@ -87,38 +87,25 @@ def text_fallback(ctx: CheckContext) -> None:
     _over_successes(ctx, judge)
 
 
-def _has_ordering(ctx: CheckContext) -> str | None:
-    reason = advertised_only(ctx)
-    if reason:
-        return reason
-    if ctx.require_tool().name not in ORDERINGS:
-        return "the suite has no ordering oracle for this tool"
-    return None
-
-
-@check("result_ordering", RULE_ORDER, applies=_has_ordering)
+@check("result_ordering", RULE_ORDER, applies=advertised_only,
+       relevant=lambda t: bool(contract_rules(t)) or t.name in ORDERINGS)
 def result_ordering(ctx: CheckContext) -> None:
-    """Result arrays come in the spec's order (restated in conformance/oracles/ordering.py)."""
+    """Result arrays come in the order the contract's ``ordering`` field states, tie-breaks included
+    (conformance/oracles/contract_ordering.py), and in the suite's restated orders where it has one."""
     tool = ctx.require_tool()
+    declared = contract_rules(tool)
 
     def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
-        problems = ordering_violations(tool.name, outcome.structured, args, tool.wrap)
+        problems = contract_violations(declared, outcome.structured)
+        if tool.name in ORDERINGS:
+            problems += ordering_violations(tool.name, outcome.structured, args, tool.wrap)
         if problems:
             fail("; ".join(problems), outcome)
 
     _over_successes(ctx, judge)
 
 
-def _has_limit(ctx: CheckContext) -> str | None:
-    reason = advertised_only(ctx)
-    if reason:
-        return reason
-    if "limit" not in ctx.require_tool().input_properties:
-        return "the tool takes no limit"
-    return None
-
-
-@check("truncation", RULE_TRUNC, applies=_has_limit)
+@check("truncation", RULE_TRUNC, applies=advertised_only, relevant=lambda t: "limit" in t.input_properties)
 def truncation(ctx: CheckContext) -> None:
     """len(items) <= limit, total >= len(items), truncated == (total > len(items))."""
     tool = ctx.require_tool()
@@ -132,12 +119,9 @@ def truncation(ctx: CheckContext) -> None:
     _over_successes(ctx, judge)
 
 
-@check("determinism", RULE_DET, applies=advertised_only)
+@check("determinism", RULE_DET, applies=advertised_only, relevant=lambda t: t.read_only)
 def determinism(ctx: CheckContext) -> None:
     """A read-only call made twice returns the same bytes."""
-    tool = ctx.require_tool()
-    if not tool.read_only:
-        skip("the tool is not read-only")
 
     def test(args: dict[str, Any]) -> None:
         first, second = ctx.call(args), ctx.call(args)
@@ -147,12 +131,10 @@ def determinism(ctx: CheckContext) -> None:
     ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 2))
 
 
-@check("concurrent_calls", RULE_DET, applies=advertised_only)
+@check("concurrent_calls", RULE_DET, applies=advertised_only, relevant=lambda t: t.read_only)
 def concurrent_calls(ctx: CheckContext) -> None:
     """Calls in flight together on one session each get the answer they get alone."""
     tool = ctx.require_tool()
-    if not tool.read_only:
-        skip("the tool is not read-only")
 
     def test(batch: list[dict[str, Any]]) -> None:
         alone = [ctx.call(args) for args in batch]

@@ -24,6 +24,7 @@ from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.target import CallOutcome, Connection
 
 Applies = Callable[["CheckContext"], str | None]
+Relevant = Callable[[ToolContract], bool]
 
 
 @dataclass(frozen=True)
@@ -34,18 +35,27 @@ class CheckSpec:
     func: Callable[["CheckContext"], None]
     applies: Applies | None = None
     doc: str = ""
+    relevant: Relevant | None = None
+
+    def covers(self, tool: ToolContract | None) -> bool:
+        """Whether the contract gives this check something to judge on ``tool`` (a plan question:
+        a check that cannot apply to a tool, e.g. truncation of a tool without a limit, is no case)."""
+        return tool is None or self.relevant is None or self.relevant(tool)
 
 
 CHECKS: dict[str, CheckSpec] = {}
 
 
-def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None) -> Callable:
-    """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None``."""
+def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None,
+          relevant: Relevant | None = None) -> Callable:
+    """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None`` (what the
+    target or the run lacks); ``relevant(tool)`` says from the contract alone whether the check
+    has anything to judge on that tool (no: the pair is not planned at all)."""
 
     def register(func: Callable[["CheckContext"], None]) -> Callable[["CheckContext"], None]:
         if id in CHECKS:
             raise ValueError(f"check id {id!r} registered twice")
-        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip())
+        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip(), relevant)
         return func
 
     return register
@@ -79,16 +89,28 @@ class CheckContext:
     tool: ToolContract | None = None
     deadline: float | None = None
     calls: int = 0
+    successes: int = 0
+    call_seconds: float = 0.0     # waiting for the target (the rest of a case is the suite's own work)
+    notes: list[str] = field(default_factory=list)
     _fill: dict[str, Any] = field(default_factory=dict)
 
     # ---- calling ---------------------------------------------------------------------------
     def call(self, arguments: Any, name: str | None = None) -> CallOutcome:
         self.calls += 1
+        start = time.monotonic()
         outcome = self.conn.call(name or self.require_tool().name, arguments, self.config.call_timeout)
+        self.call_seconds += time.monotonic() - start
         if outcome.transport_error is not None:
             raise CheckFailed(f"transport failure: {outcome.transport_error}", arguments=arguments,
                               response=outcome.summary())
+        if outcome.is_result and not outcome.is_error and (name is None or self.tool is None
+                                                           or name == self.tool.name):
+            self.successes += 1
         return outcome
+
+    def note(self, text: str) -> None:
+        """A harmless difference worth reporting: a passing case with notes is reported as ``info``."""
+        self.notes.append(text)
 
     def require_tool(self) -> ToolContract:
         if self.tool is None:
@@ -100,7 +122,7 @@ class CheckContext:
 
     # ---- property runs ---------------------------------------------------------------------
     def run_property(self, strategy: st.SearchStrategy[Any], test: Callable[[Any], None],
-                     max_examples: int | None = None, shrink: bool = True) -> None:
+                     max_examples: int | None = None, shrink: bool = True, honour_deadline: bool = True) -> None:
         """Run ``test`` over ``strategy`` inside hypothesis so failures shrink; seeded per run."""
         budget = max_examples if max_examples is not None else self.config.max_examples
 
@@ -110,7 +132,7 @@ class CheckContext:
                   print_blob=False, report_multiple_bugs=False)
         @given(strategy)
         def prop(value: Any) -> None:
-            if self.deadline is not None and time.monotonic() > self.deadline:
+            if honour_deadline and self.deadline is not None and time.monotonic() > self.deadline:
                 return
             test(value)
 

@@ -30,7 +30,7 @@ def load_baseline(path: Path | None) -> set[tuple[str, str]]:
 
 def stale_entries(baseline: set[tuple[str, str]], results: tuple[CheckFinished, ...]) -> list[tuple[str, str]]:
     """Baseline entries whose case ran and passed: candidates for removal."""
-    passed = {(r.check_id, r.tool) for r in results if r.status == "passed"}
+    passed = {(r.check_id, r.tool) for r in results if r.status in ("passed", "info")}
     return sorted(baseline & passed)
 
 

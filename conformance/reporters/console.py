@@ -20,7 +20,8 @@ from rich.table import Table
 from knowspec.conformance.events import CheckFinished, CheckStarted, RunFinished, RunStarted, TargetUnreachable
 from knowspec.conformance.reporters.summary import STATUSES, counts_by
 
-COLOURS = {"passed": "green", "failed": "red", "error": "red", "skipped": "yellow", "accepted": "cyan"}
+COLOURS = {"passed": "green", "info": "blue", "failed": "red", "error": "red", "skipped": "yellow",
+           "accepted": "cyan"}
 
 
 def _duration(seconds: float) -> str:
@@ -121,6 +122,9 @@ class ConsoleReporter:
         for check_id, tool in finished.stale_baseline:
             self.console.print(f"baseline entry {escape(check_id)} {escape(tool)} now passes: remove it",
                                highlight=False)
+        for area, why in finished.skipped_areas:
+            self.console.print(f"[yellow bold]SKIPPED AREA:[/] {escape(area)} ({escape(why)})", highlight=False)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(finished.counts().items()))
         colour = "green" if finished.exit_code == 0 else "red"
-        self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s")
+        protocol = f" (protocol {finished.protocol})" if finished.protocol else ""
+        self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s{protocol}")

@@ -13,7 +13,7 @@ from knowspec.conformance.reporters.summary import STATUSES, counts_by
 
 STYLE = """body{font:14px system-ui,sans-serif;margin:2em;color:#222}table{border-collapse:collapse;margin:1em 0}
 td,th{border:1px solid #ccc;padding:4px 8px;text-align:left}th{background:#f4f4f4}
-.failed,.error{color:#b00020;font-weight:bold}.passed{color:#176f2c}.skipped,.accepted{color:#777}
+.failed,.error{color:#b00020;font-weight:bold}.passed{color:#176f2c}.info{color:#1f4fa8}.skipped,.accepted{color:#777}
 pre{background:#f7f7f7;padding:8px;overflow:auto;max-height:24em}details{margin:.5em 0}"""
 
 

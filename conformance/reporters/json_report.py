@@ -29,8 +29,12 @@ def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
     if started is not None:
         meta = {"target": started.target, "era": started.era, "family": started.family, "seed": started.seed,
                 "contract": started.contract}
+    if finished.protocol:
+        meta["protocol"] = finished.protocol
     return {"knowspec_conformance_report": 1, "run": meta, "exit_code": finished.exit_code,
             "duration": round(finished.duration, 3), "counts": finished.counts(),
             "by_tool": counts_by(finished.results, "tool"), "by_check": counts_by(finished.results, "check_id"),
             "stale_baseline": [{"check": c, "tool": t} for c, t in finished.stale_baseline],
+            "skipped_areas": [{"area": a, "why": w} for a, w in finished.skipped_areas],
+            "timings": finished.timings,
             "results": [result_dict(r) for r in finished.results]}

@@ -34,6 +34,8 @@ def render(finished: RunFinished) -> bytes:
             node.text = json.dumps(r.failure.to_dict(), indent=2, ensure_ascii=False)
         elif r.status == "error" and r.failure:
             ET.SubElement(case, "error", message=r.failure.message[:500], type="error")
+        elif r.status == "info":
+            ET.SubElement(case, "system-out").text = f"info: {r.reason}"
         elif r.status in ("skipped", "accepted"):
             reason = r.reason or (f"accepted by baseline: {r.failure.message[:300]}" if r.failure else r.status)
             ET.SubElement(case, "skipped", message=reason[:500])

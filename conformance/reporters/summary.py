@@ -6,7 +6,7 @@ from typing import Any
 
 from knowspec.conformance.events import CheckFinished
 
-STATUSES = ("passed", "failed", "error", "skipped", "accepted")
+STATUSES = ("passed", "info", "failed", "error", "skipped", "accepted")
 
 
 def counts_by(results: tuple[CheckFinished, ...], key: str) -> dict[str, dict[str, int]]:
@@ -20,5 +20,5 @@ def counts_by(results: tuple[CheckFinished, ...], key: str) -> dict[str, dict[st
 
 def result_dict(r: CheckFinished) -> dict[str, Any]:
     return {"check": r.check_id, "tool": r.tool, "rule": r.rule, "status": r.status,
-            "duration": round(r.duration, 3), "calls": r.calls, "reason": r.reason,
+            "duration": round(r.duration, 3), "calls": r.calls, "successes": r.successes, "reason": r.reason,
             "failure": r.failure.to_dict() if r.failure else None}

@@ -23,10 +23,22 @@ def test_plugin_reports_failing_cases_by_check_id(pytester: pytest.Pytester, toy
     result.stdout.fnmatch_lines(["*truncation*search_concepts*"])
 
 
-def test_plugin_skips_everything_without_a_target(pytester: pytest.Pytester, toy_contract):
+def test_plugin_errors_on_every_case_without_a_target(pytester: pytest.Pytester, toy_contract, monkeypatch):
+    monkeypatch.delenv("KNOWSPEC_CONFORM_TARGET", raising=False)
     pytester.makepyfile(TEST_FILE)
     result = pytester.runpytest_subprocess("-p", "knowspec.conformance.pytest_plugin", "--conform-contract", str(toy_contract), "-q", "-k", "tools_list")
-    result.assert_outcomes(skipped=2)
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*no --conform-target given*"])
+    assert result.ret != 0
+
+
+def test_plugin_errors_on_every_case_when_the_target_is_unreachable(pytester: pytest.Pytester, toy_contract):
+    pytester.makepyfile(TEST_FILE)
+    result = pytester.runpytest_subprocess(
+        "-p", "knowspec.conformance.pytest_plugin", "--conform-target", "stdio:/nonexistent/knowspec-no-such-server",
+        "--conform-contract", str(toy_contract), "-q", "-k", "tools_list")
+    result.assert_outcomes(errors=2)
+    result.stdout.fnmatch_lines(["*target unreachable*"])
 
 
 def test_pool_import_options_reach_the_run_config():

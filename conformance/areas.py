@@ -1,0 +1,47 @@
+"""Contract areas a run did not judge, said loudly: a green run must not hide a whole skipped area.
+
+An area is skipped when every case of its checks skipped (e.g. the document-pool content checks
+without a pool fixture), when no call of a planned tool ever succeeded (its success shape was
+never judged: only error envelopes were seen), or when the time budget cut cases. Each entry
+says what to pass to judge it. ``--strict`` turns any skipped area into a failing run.
+"""
+
+from __future__ import annotations
+
+from knowspec.conformance.events import CheckFinished
+
+# check ids per named area, with what a user passes to have it judged
+AREAS: tuple[tuple[str, tuple[str, ...], str], ...] = (
+    ("document-pool content", ("docpool_import", "docpool_import_answers", "docpool_import_acl",
+                               "docpool_import_refusals"),
+     "no pool fixture: pass --rest-url with --admin-user and $KNOWSPEC_CONFORM_ADMIN_PASSWORD"),
+    ("document-pool non-admin refusal", ("docpool_import_non_admin",),
+     "pass --reader-user and $KNOWSPEC_CONFORM_READER_PASSWORD with the pool fixture"),
+    ("REST IMPORTDOC", ("rest_importdoc",), "pass --rest-url (and admin credentials)"),
+    ("cancellation", ("cancellation",), "see the case's reason"),
+)
+BUDGET = "time budget exhausted"
+
+
+def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished]) -> list[tuple[str, str]]:
+    """``(area, why)`` for every area the run planned but did not judge."""
+    out: list[tuple[str, str]] = []
+    for area, checks, hint in AREAS:
+        cases = [r for r in results if r.check_id in checks]
+        if cases and all(r.status == "skipped" for r in cases):
+            reason = cases[0].reason
+            out.append((area, f"{hint} ({reason[:160]})" if reason else hint))
+    tools: dict[str, list[CheckFinished]] = {}
+    for r in results:
+        if r.tool:
+            tools.setdefault(r.tool, []).append(r)
+    for tool, cases in sorted(tools.items()):
+        ran = [r for r in cases if r.calls]
+        if ran and not any(r.successes for r in cases) and not any(r.status in ("failed", "error") for r in cases):
+            out.append((f"successful results of {tool}",
+                        "no call succeeded, so only error envelopes were judged: give the target data the "
+                        "calls can succeed on (fixture bundles, --pool-dir, --rest-url)"))
+    cut = [r for r in results if r.status == "skipped" and r.reason.startswith(BUDGET)]
+    if cut:
+        out.append((f"{len(cut)} case(s) cut by the time budget", "raise --time-budget"))
+    return out

@@ -1,0 +1,184 @@
+"""Schemas compared by meaning: what a client relies on, not how a server words or lays it out.
+
+A conformant server may describe its tools in its own words, order keys and tools its own way,
+inline ``$ref``s or not, and advertise the success schema alone instead of the contract's
+``anyOf[success, envelope]`` wrapper. :func:`shape` keeps only what constrains values (types,
+required, enums, ranges and limits, patterns, formats, ``additionalProperties``, nesting) in one
+canonical form; :func:`prose` collects the annotations (description, title, examples, default,
+``$comment``) that differ harmlessly. Pure functions: no I/O.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any
+
+ANNOTATIONS = frozenset({"description", "title", "examples", "default", "$comment", "deprecated",
+                         "readOnly", "writeOnly"})
+IDENTIFIERS = frozenset({"$schema", "$id", "$anchor", "$defs", "definitions"})
+UNORDERED_LISTS = frozenset({"required", "enum", "type"})
+ALTERNATIVES = ("anyOf", "oneOf")
+MAX_REF_DEPTH = 32
+
+
+def _key(value: Any) -> str:
+    return json.dumps(value, sort_keys=True, ensure_ascii=False)
+
+
+def _number(value: Any) -> Any:
+    if isinstance(value, float) and value.is_integer():
+        return int(value)
+    return value
+
+
+def _resolve(ref: str, root: dict[str, Any]) -> Any:
+    """A local ``#/...`` pointer into ``root``; ``None`` when it does not resolve."""
+    if not ref.startswith("#"):
+        return None
+    node: Any = root
+    for part in (p for p in ref[1:].split("/") if p):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if isinstance(node, dict) and part in node:
+            node = node[part]
+        elif isinstance(node, list) and part.isdigit() and int(part) < len(node):
+            node = node[int(part)]
+        else:
+            return None
+    return node
+
+
+def _canon(node: Any, root: dict[str, Any], depth: int) -> Any:
+    if isinstance(node, list):
+        return [_canon(v, root, depth) for v in node]
+    if not isinstance(node, dict):
+        return _number(node)
+    if isinstance(node.get("$ref"), str) and depth < MAX_REF_DEPTH:
+        target = _resolve(node["$ref"], root)
+        if isinstance(target, dict):
+            siblings = {k: v for k, v in node.items() if k != "$ref"}
+            inlined = _canon(target, root, depth + 1)
+            rest = _canon(siblings, root, depth)
+            if not isinstance(inlined, dict) or not isinstance(rest, dict):
+                return inlined
+            if any(_key(inlined[k]) != _key(rest[k]) for k in set(inlined) & set(rest)):
+                return {"allOf": sorted([inlined, rest], key=_key)}
+            return {**inlined, **rest}
+    out: dict[str, Any] = {}
+    for key, value in node.items():
+        if key in ANNOTATIONS or key in IDENTIFIERS:
+            continue
+        if key == "properties" and isinstance(value, dict):
+            out[key] = {name: _canon(sub, root, depth) for name, sub in sorted(value.items())}
+            continue
+        value = _canon(value, root, depth)
+        if key == "const":
+            key, value = "enum", [value]
+        if key in UNORDERED_LISTS:
+            items = value if isinstance(value, list) else [value]
+            value = sorted({_key(v): v for v in items}.values(), key=_key)
+        elif key in ALTERNATIVES and isinstance(value, list):
+            value = sorted(value, key=_key)
+        elif key == "allOf" and isinstance(value, list):
+            value = sorted(value, key=_key)
+        out[key] = value
+    if out.get("additionalProperties") in (True, {}):
+        del out["additionalProperties"]
+    if out.get("items") in (True, {}):
+        del out["items"]
+    return _merge_type_alternatives(out)
+
+
+def _merge_type_alternatives(node: dict[str, Any]) -> dict[str, Any]:
+    """``anyOf: [{type: string}, {type: null}]`` means ``type: [null, string]``; one alternative
+    alone means itself (merged into its parent when their keys do not overlap)."""
+    for key in ALTERNATIVES:
+        alts = node.get(key)
+        if not isinstance(alts, list) or not alts:
+            continue
+        if all(isinstance(a, dict) and set(a) == {"type"} for a in alts) and "type" not in node:
+            types = sorted({t for a in alts for t in a["type"]})
+            node = {k: v for k, v in node.items() if k != key}
+            node["type"] = types
+        elif len(alts) == 1 and isinstance(alts[0], dict) and not set(alts[0]) & (set(node) - {key}):
+            node = {**{k: v for k, v in node.items() if k != key}, **alts[0]}
+    return node
+
+
+def shape(schema: Any) -> Any:
+    """The schema's meaning in canonical form: annotations, identifiers and layout removed,
+    local ``$ref``s inlined, unordered lists sorted, ``1.0`` read as ``1``."""
+    if not isinstance(schema, dict):
+        return schema
+    return _canon(schema, schema, 0)
+
+
+def alternatives(schema: Any) -> list[Any]:
+    """An output schema's alternatives in canonical form: the members of a root ``anyOf`` (each
+    with the root's other keywords, e.g. ``type: object``), else the schema itself."""
+    canon = shape(schema)
+    if isinstance(canon, dict) and isinstance(canon.get("anyOf"), list):
+        rest = {k: v for k, v in canon.items() if k != "anyOf"}
+        return [_with(rest, alt) for alt in canon["anyOf"]]
+    return [canon]
+
+
+def _with(rest: dict[str, Any], alt: Any) -> Any:
+    if not isinstance(alt, dict):
+        return alt
+    merged = dict(alt)
+    for key, value in rest.items():
+        if key not in merged:
+            merged[key] = value
+    return merged
+
+
+def prose(schema: Any, path: str = "") -> dict[str, Any]:
+    """Every annotation in ``schema`` by its JSON pointer (``$defs`` walked where they are)."""
+    out: dict[str, Any] = {}
+    if isinstance(schema, dict):
+        for key, value in schema.items():
+            where = f"{path}/{key}"
+            if key in ANNOTATIONS:
+                out[where] = value
+            else:
+                out.update(prose(value, where))
+    elif isinstance(schema, list):
+        for i, value in enumerate(schema):
+            out.update(prose(value, f"{path}/{i}"))
+    return out
+
+
+def differences(expected: Any, actual: Any, path: str = "", limit: int = 12) -> list[str]:
+    """JSON-pointer differences between two canonical forms (the first ``limit``)."""
+    out: list[str] = []
+    _diff(expected, actual, path, out, limit)
+    return out
+
+
+def _diff(expected: Any, actual: Any, path: str, out: list[str], limit: int) -> None:
+    if len(out) >= limit:
+        return
+    if isinstance(expected, dict) and isinstance(actual, dict):
+        for key in sorted(set(expected) | set(actual)):
+            where = f"{path}/{key}"
+            if key not in actual:
+                out.append(f"{where}: missing (expected {_key(expected[key])[:80]})")
+            elif key not in expected:
+                out.append(f"{where}: unexpected {_key(actual[key])[:80]}")
+            else:
+                _diff(expected[key], actual[key], where, out, limit)
+            if len(out) >= limit:
+                return
+        return
+    if isinstance(expected, list) and isinstance(actual, list) and len(expected) == len(actual):
+        for i, (e, a) in enumerate(zip(expected, actual)):
+            _diff(e, a, f"{path}/{i}", out, limit)
+        return
+    if _key(expected) != _key(actual):
+        out.append(f"{path or '/'}: expected {_key(expected)[:80]}, got {_key(actual)[:80]}")
+
+
+def prose_differences(expected: Any, actual: Any) -> list[str]:
+    """Annotation pointers whose wording differs (or exists on one side only)."""
+    mine, theirs = prose(expected), prose(actual)
+    return [p for p in sorted(set(mine) | set(theirs)) if _key(mine.get(p)) != _key(theirs.get(p))]

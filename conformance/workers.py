@@ -1,0 +1,158 @@
+"""Runs planned cases over a few MCP sessions at once and streams their events in one thread.
+
+Opening a stdio session spawns the server (seconds each), so a worker keeps its session for
+every case it takes and opens a fresh one only after a case that may have poisoned it (an
+error, a transport failure). Each worker writes fixtures under its own directory, so a writing
+tool never races another worker over the same bundle. Checks that judge wall-clock timing
+(``EXCLUSIVE``) run last, alone, on a fresh session, so that no other worker loads the machine;
+so does, once more, a case that ended in the suite's own error while other workers ran.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import queue
+import threading
+import time
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Callable, Iterator
+
+from knowspec.conformance.checks import CheckSpec
+from knowspec.conformance.checks.registry import BundleStore
+from knowspec.conformance.contract import ToolContract
+from knowspec.conformance.events import CheckFinished, CheckStarted, Event
+from knowspec.conformance.failures import Failure
+from knowspec.conformance.target import Connection, Target, TargetError, connect
+
+EXCLUSIVE = frozenset({"cancellation"})   # timing-judging checks: run alone, after the rest
+
+Case = tuple[CheckSpec, "ToolContract | None"]
+RunCase = Callable[[Connection, BundleStore, CheckSpec, "ToolContract | None"], CheckFinished]
+
+
+@dataclass
+class SessionStats:
+    """How many sessions the run opened and how long opening them took (for the report)."""
+
+    opened: int = 0
+    open_seconds: float = 0.0
+    lock: threading.Lock = field(default_factory=threading.Lock)
+
+    def add(self, seconds: float) -> None:
+        with self.lock:
+            self.opened += 1
+            self.open_seconds += seconds
+
+
+class Worker:
+    """One session (opened on first use) and one fixture directory."""
+
+    def __init__(self, index: int, target: Target, root: Path, stats: SessionStats,
+                 shared: Connection | None = None) -> None:
+        self.target, self.stats, self.shared = target, stats, shared
+        self.store = BundleStore(root / f"w{index}")
+        self.store.root.mkdir(parents=True, exist_ok=True)
+        self._stack: contextlib.ExitStack | None = None
+        self._conn: Connection | None = shared
+
+    def connection(self) -> Connection:
+        if self._conn is None:
+            start = time.monotonic()
+            stack = contextlib.ExitStack()
+            try:
+                self._conn = stack.enter_context(connect(self.target))
+            finally:
+                self.stats.add(time.monotonic() - start)
+            self._stack = stack
+        return self._conn
+
+    def reset(self) -> None:
+        """Drop the session (a fresh one is opened for the next case); a shared one is kept."""
+        if self.shared is not None:
+            return
+        stack, self._stack, self._conn = self._stack, None, None
+        if stack is not None:
+            with contextlib.suppress(BaseException):
+                stack.close()
+
+
+def _unreachable(spec: CheckSpec, tool: ToolContract | None, exc: TargetError) -> CheckFinished:
+    name = tool.name if tool else ""
+    failure = Failure(spec.id, spec.rule, name, f"target unreachable: {exc}")
+    return CheckFinished(spec.id, spec.rule, name, "error", 0.0, failure=failure, reason=str(exc))
+
+
+def _poisoned(result: CheckFinished) -> bool:
+    message = result.failure.message if result.failure else ""
+    return result.status == "error" or message.startswith("transport failure")
+
+
+def _work(worker: Worker, jobs: "queue.Queue[tuple[int, Case] | None]", out: "queue.Queue", run_case: RunCase,
+          expired: Callable[[], bool]) -> None:
+    try:
+        while True:
+            job = jobs.get()
+            if job is None:
+                return
+            index, (spec, tool) = job
+            out.put((None, CheckStarted(spec.id, tool.name if tool else "")))
+            if expired():
+                result = CheckFinished(spec.id, spec.rule, tool.name if tool else "", "skipped", 0.0,
+                                       reason="time budget exhausted: raise --time-budget")
+            else:
+                try:
+                    result = run_case(worker.connection(), worker.store, spec, tool)
+                except TargetError as exc:
+                    result = _unreachable(spec, tool, exc)
+                if _poisoned(result):
+                    worker.reset()
+            out.put((index, result))
+    finally:
+        worker.reset()
+        out.put(("done", None))
+
+
+def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, workers: int,
+              deadline: float | None, shared: Connection | None = None) -> Iterator[Event | SessionStats]:
+    """Yield each case's started/finished events as workers produce them; the finished results
+    are yielded again, in plan order, by the caller reading ``CheckFinished`` events."""
+    stats = SessionStats()
+    expired = (lambda: deadline is not None and time.monotonic() > deadline)
+    parallel = [(i, c) for i, c in enumerate(cases) if c[0].id not in EXCLUSIVE]
+    alone = [(i, c) for i, c in enumerate(cases) if c[0].id in EXCLUSIVE]
+    count = 1 if shared is not None else max(1, min(workers, len(parallel)))
+    retried: set[int] = set()
+    for batch, width in ((parallel, count), (alone, 1)):
+        if not batch:
+            continue
+        jobs: queue.Queue = queue.Queue()
+        out: queue.Queue = queue.Queue()
+        for job in batch:
+            jobs.put(job)
+        threads = []
+        for n in range(width):
+            jobs.put(None)
+            worker = Worker(n if batch is parallel else count, target, root, stats, shared)
+            thread = threading.Thread(target=_work, args=(worker, jobs, out, run_case, expired), daemon=True,
+                                      name=f"conform-worker-{n}")
+            thread.start()
+            threads.append(thread)
+        running = width
+        while running:
+            try:
+                tag, item = out.get(timeout=0.5)
+            except queue.Empty:
+                continue
+            if tag == "done":
+                running -= 1
+            elif (batch is parallel and width > 1 and isinstance(item, CheckFinished) and item.status == "error"
+                  and not item.reason.startswith("cannot open") and tag not in retried):
+                # the suite's own error while others ran (not a verdict): once more, alone, at the end
+                retried.add(tag)
+                alone.append((tag, cases[tag]))
+            else:
+                yield item
+        for thread in threads:
+            thread.join()
+    yield stats

@@ -1,0 +1,119 @@
+"""How a run is planned and reported: only real cases, loud skipped areas, bounded evidence,
+orders read from the contract."""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+
+from knowspec.conformance.areas import skipped_areas
+from knowspec.conformance.checks import CHECKS
+from knowspec.conformance.contract import load_contract
+from knowspec.conformance.events import CheckFinished
+from knowspec.conformance.failures import Failure
+from knowspec.conformance.generate import boundary_cases
+from knowspec.conformance.oracles.contract_ordering import rules, violations
+from knowspec.conformance.runner import plan
+
+CONTRACT = load_contract()
+
+
+def test_a_check_that_cannot_apply_to_a_tool_is_not_a_planned_case():
+    cases = plan([CHECKS["truncation"], CHECKS["differential_search"], CHECKS["determinism"]], CONTRACT)
+    planned = {(spec.id, tool.name) for spec, tool in cases}
+    assert ("truncation", "list_concepts") not in planned          # no limit argument
+    assert ("truncation", "search_concepts") in planned
+    assert {t for c, t in planned if c == "differential_search"} == {"search_concepts"}
+    assert ("determinism", "write_concept") not in planned         # not read-only
+
+
+def test_every_tool_with_a_declared_sort_order_is_ordering_checked():
+    planned = {tool.name for spec, tool in plan([CHECKS["result_ordering"]], CONTRACT)}
+    declared = {t.name for t in CONTRACT.tools if t.ordering}
+    # write_concept's order ("store diagnostics first") is not a sort over result fields
+    assert declared - planned == {"write_concept"}
+    assert len(planned) >= 15
+
+
+@pytest.mark.parametrize("tool,out,broken", [
+    ("doc_links", {"results": [{"confidence": 0.9, "collection": "b", "slug": "a"},
+                               {"confidence": 0.9, "collection": "a", "slug": "z"}]}, "collection tie-break"),
+    ("validate_bundle", {"diagnostics": [{"severity": "WARN", "file": "a"}, {"severity": "ERROR", "file": "a"}]},
+     "severity rank"),
+    ("apply_concept_patch", {"changed_paths": ["a.md", "a.md"]}, "strictly ascending"),
+    ("get_neighbors", {"kinds": ["relation", "navigation"]}, "value rank of a string array"),
+    ("doc_search", {"results": [{"method": "fts", "score": 2.0, "collection": "a", "slug": "a"},
+                                {"method": "fts", "score": 1.0, "collection": "a", "slug": "a"}]}, "fts ascending"),
+    ("help_get_topic", {"related": [{"slug": str(i), "title": "t"} for i in range(11)]}, "at most 10"),
+])
+def test_contract_orders_catch_a_violation(tool, out, broken):
+    assert violations(rules(CONTRACT.tool(tool)), out), broken
+
+
+@pytest.mark.parametrize("tool,out", [
+    ("doc_links", {"results": [{"confidence": 0.9, "collection": "a", "slug": "z"},
+                               {"confidence": 0.9, "collection": "b", "slug": "a"},
+                               {"confidence": 0.1, "collection": "a", "slug": "a"}]}),
+    ("doc_search", {"results": [{"method": "vector", "score": 0.9, "collection": "a", "slug": "b"},
+                                {"method": "vector", "score": 0.5, "collection": "a", "slug": "a"}]}),
+    ("get_neighbors", {"edges": [{"kind": "navigation", "from": "b", "to": "a", "relation_type": None},
+                                 {"kind": "relation", "from": "a", "to": "b", "relation_type": "x"}]}),
+    ("doc_collections", {"results": [{"id": "netsim-help"}, {"id": "a"}, {"id": "b"}]}),
+])
+def test_contract_orders_accept_a_well_ordered_result(tool, out):
+    assert violations(rules(CONTRACT.tool(tool)), out) == []
+
+
+def _finished(check, tool, status, reason="", calls=1, successes=1):
+    return CheckFinished(check, "rule", tool, status, 0.1, calls=calls, reason=reason, successes=successes)
+
+
+def test_a_whole_skipped_area_is_named_with_what_to_pass():
+    results = [_finished(c, "", "skipped", "document-pool fixture discovered", calls=0, successes=0)
+               for c in ("docpool_import", "docpool_import_answers")]
+    results.append(_finished("output_schema", "search_concepts", "passed"))
+    areas = dict(skipped_areas(results))
+    assert "--rest-url" in areas["document-pool content"]
+
+
+def test_a_tool_that_never_succeeded_is_a_skipped_area():
+    results = [_finished("output_schema", "write_concept", "passed", successes=0),
+               _finished("input_valid_accepted", "write_concept", "passed", successes=0),
+               _finished("output_schema", "search_concepts", "passed")]
+    assert [a for a, _ in skipped_areas(results)] == ["successful results of write_concept"]
+
+
+def test_strict_fails_a_run_with_a_skipped_area(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from knowspec.conformance.config import RunConfig
+    from knowspec.conformance.runner import EXIT_FAILURES, EXIT_OK, run_to_end
+    sys.path.insert(0, str(Path(__file__).parent / "targets"))
+    from toy_paths import toy_target
+    from toy_schemas import contract
+
+    path = tmp_path / "contract.json"
+    path.write_text(json.dumps(contract()), encoding="utf-8")
+    config = dict(target=toy_target("good"), contract_path=path, checks=("tools_list", "rest_importdoc"))
+    assert run_to_end(RunConfig(**config)).exit_code == EXIT_OK
+    strict = run_to_end(RunConfig(**config, strict=True))
+    assert strict.exit_code == EXIT_FAILURES
+    assert [a for a, _ in strict.skipped_areas] == ["REST IMPORTDOC"]
+
+
+def test_failure_evidence_is_capped_in_reports():
+    huge = {"items": ["x" * 5000] * 3000, "nested": {"deep": list(range(50_000))}}
+    data = Failure("c", "r", "t", "m", arguments=huge, response=huge).to_dict()
+    assert len(json.dumps(data)) < 60_000
+    assert "items" in data["arguments"] and data["arguments"]["items"][-1].startswith("…(+")
+
+
+def test_boundary_lengths_of_a_bundle_path_stay_absolute_paths():
+    tool = CONTRACT.tool("list_concepts")
+    cases = [c for c in boundary_cases(tool, {"bundle_path": "/tmp/some/bundle"}) if "bundle_path" in c.label]
+    assert cases
+    for case in cases:
+        assert case.arguments["bundle_path"].startswith("/")
+    assert sorted(len(c.arguments["bundle_path"]) for c in cases) == [4096, 4097]
