@@ -33,4 +33,5 @@ class RunConfig:
     pool_token: str | None = None       # names the fixture's collections and keys; None: fresh per run
     reader_user: str | None = None      # a REST user without SYSADMIN (non-admin and ACL checks)
     reader_password: str | None = None
+    pool_fixture: Path | None = None    # a written pool fixture (fixtures/pools.py) the target was started on
     pool: Any = None                    # set by the runner: this run's PoolRun (imported, failed, discovered)
