@@ -47,7 +47,8 @@ def for_tool(name: str, needs_help: bool = False):
 
 def _call(ctx: CheckContext, tool: str, args: dict[str, Any], database: bool = True) -> CallOutcome:
     run = _pool(ctx)
-    if database and "database" in ctx.contract.tool(tool).input_properties:
+    properties = (ctx.advertised.get(tool, {}).get("inputSchema") or {}).get("properties") or {}
+    if database and "database" in properties:
         args = {**args, "database": run.database}
     outcome = ctx.call(args, name=tool)
     require_result(outcome)
@@ -243,6 +244,14 @@ def oracle_doc_search(ctx: CheckContext) -> None:
         keys = [(h.get("score"), h.get("collection"), h.get("slug")) for h in got]
         _expect(len(got) == min(limit, 6) and keys == sorted(keys), f"doc_search {limit} of 6 one-word topics: bm25 "
                 "ascending then collection, slug, exactly limit", outcome)
+    # forbidden topics compete for the limit only if ACL is applied after ranking
+    mixed = fx.topics_in(fx.restricted_id) + fx.topics_in(fx.open_id)[:2]
+    seen = [t for t in mixed if oracle.visible(fx, t, principals)]
+    query = " ".join(t.word for t in mixed)
+    outcome, got = _answer(ctx, "doc_search", {"query": query, "limit": len(seen), "mode": "fts"})
+    _expect(sorted(h.get("slug") for h in got) == sorted(t.slug for t in seen),
+            f"doc_search over {len(mixed)} one-word topics, limit {len(seen)}: exactly the {len(seen)} the caller may "
+            "see (ACL before ranking and the limit)", outcome, sorted(t.slug for t in seen))
     if run.help is not None:
         topic = run.help.topics[0]
         outcome, got = _answer(ctx, "doc_search", {"query": topic.word, "collection": HELP_ID})
