@@ -230,9 +230,12 @@ def oracle_doc_search(ctx: CheckContext) -> None:
     """Every spelling that folds alike finds the same topic; forbidden topics never rank; fts order holds."""
     run, principals = _pool(ctx), mcp_principals(ctx)
     fx = run.fixture
-    for topic in fx.topics:
+    for i, topic in enumerate(fx.topics):
         want = [topic.slug] if oracle.visible(fx, topic, principals) else []
-        for query in [topic.word, *oracle.turkish_variants(topic.word)]:
+        variants = oracle.turkish_variants(topic.word)
+        if not set("iıIİ") & set(topic.word):
+            variants = variants[i % len(variants):][:1] if variants else []
+        for query in [topic.word, *variants]:
             outcome, got = _answer(ctx, "doc_search", {"query": query, "collection": topic.collection, "mode": "fts"})
             _expect([h.get("slug") for h in got] == want,
                     f"doc_search {query!r} ({fold(query)!r} folded) in {topic.collection}: the topics holding the word "

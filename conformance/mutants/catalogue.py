@@ -27,7 +27,7 @@ class Mutant:
 
 MUTANTS: dict[str, Mutant] = {}
 # Cross-cutting mutants (errors, envelopes, listing, text) are judged on a few representative tools.
-CROSS_TOOLS = ("search_concepts", "get_neighbors", "doc_search", "help_get_topic")
+CROSS_TOOLS = ("search_concepts", "help_get_topic")
 
 
 def mutant(name: str, rule: str, killed_by: tuple[str, ...] = (), tools: tuple[str, ...] | None = None,

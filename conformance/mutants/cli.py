@@ -33,7 +33,7 @@ def add_mutants_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--contract", type=Path, default=None)
     p.add_argument("--family", choices=("okf", "docpool", "all"), default=None,
                    help="default: okf in proxy mode, all in host mode")
-    p.add_argument("--max-examples", type=int, default=None, help="default 10 (proxy), 4 (host)")
+    p.add_argument("--max-examples", type=int, default=None, help="default 10 (proxy), 3 (host)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="append", default=[], dest="checks")
     p.add_argument("--tool", action="append", default=[], dest="tools",
@@ -80,7 +80,7 @@ def run_mutants(ns: argparse.Namespace) -> int:
     if ns.quick:
         names = quick_subset(names)
     family = ns.family or ("all" if host else "okf")
-    examples = ns.max_examples if ns.max_examples is not None else (4 if host else 10)
+    examples = ns.max_examples if ns.max_examples is not None else (3 if host else 10)
     base = RunConfig(target="", family=family, seed=ns.seed, max_examples=examples, contract_path=ns.contract,
                      checks=tuple(ns.checks), tools=tuple(ns.tools), shared_session=True)
     start = time.monotonic()

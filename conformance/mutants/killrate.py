@@ -37,6 +37,17 @@ from knowspec.conformance.runner import run_to_end
 
 ALL_MUTANTS = (*MUTANTS, *CLIENT_MUTANTS, PAIRING)
 HOST_MUTANTS = (*MUTANTS, *SERVER_MUTANTS)
+# Input-generation checks judge how a server takes arguments; they are slow (schema-driven
+# generation) and blind to result edits, so host mode runs them only for mutants on that ground.
+INPUT_CHECKS = ("input_valid_accepted", "input_invalid_rejected", "boundary_limits")
+INPUT_KINDS = ("errors", "protocol", "schemas", "limits")
+# Server-scoped checks that run whatever the tools: the cancellation timings (protocol mutants
+# only) and the REST-import checks, which restate the per-tool pool oracles on an imported pool.
+SERVER_CHECKS = ("cancellation", "docpool_import_answers", "docpool_import_acl")
+OKF_TOOLS = frozenset({"list_concepts", "search_sections", "search_concepts", "read_concept", "get_neighbors",
+                       "validate_bundle", "get_semantic_graph", "write_concept", "preview_concept_patch",
+                       "apply_concept_patch", "preview_v02_migration", "apply_v02_migration",
+                       "preview_temporal_upgrade", "apply_temporal_upgrade"})
 
 
 @dataclass(frozen=True)
@@ -48,6 +59,18 @@ class MutantResult:
     tools: tuple[str, ...] = ()
     kind: str = ""
     seconds: float = 0.0
+
+
+def scope_of(name: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
+    """(tools, excluded checks, family) a host-mode run judges the mutant with."""
+    m = MUTANTS.get(name) or SERVER_MUTANTS.get(name)
+    tools = tools_of(name)
+    killers = set(m.killed_by) if m is not None else set()
+    needs_inputs = m is not None and (m.kind in INPUT_KINDS or killers & set(INPUT_CHECKS))
+    exclude = tuple(c for c in (() if needs_inputs else INPUT_CHECKS) + SERVER_CHECKS
+                    if c not in killers and not (c == "cancellation" and m is not None and m.kind == "protocol"))
+    family = "okf" if tools and set(tools) <= OKF_TOOLS else "all"
+    return tools, exclude, family
 
 
 def tools_of(name: str) -> tuple[str, ...]:
@@ -104,7 +127,7 @@ class HostWorker:
     root: Path
     target: str = ""
     proc: subprocess.Popen | None = None
-    baselines: dict[tuple[str, ...], set[str]] = field(default_factory=dict)
+    baselines: dict[tuple, set[str]] = field(default_factory=dict)
 
     def start(self) -> None:
         self.control = self.root / "mutant"
@@ -151,21 +174,24 @@ class HostWorker:
         tmp.write_text(name + "\n", encoding="utf-8")
         os.replace(tmp, self.control)
 
-    def failing(self, tools: tuple[str, ...]) -> tuple[set[str], bool]:
-        return failing_cases(replace(self.base, target=self.target, tools=tools))
+    def failing(self, scope: tuple) -> tuple[set[str], bool]:
+        tools, exclude, family = scope
+        return failing_cases(replace(self.base, target=self.target, tools=tools, family=family,
+                                     exclude=tuple(self.base.exclude) + tuple(exclude)))
 
-    def baseline(self, tools: tuple[str, ...]) -> set[str]:
-        if tools not in self.baselines:
+    def baseline(self, scope: tuple) -> set[str]:
+        if scope not in self.baselines:
             self.select("identity")
-            self.baselines[tools], _ = self.failing(tools)
-        return self.baselines[tools]
+            self.baselines[scope], _ = self.failing(scope)
+        return self.baselines[scope]
 
     def judge(self, name: str) -> MutantResult:
-        tools = tools_of(name)
-        baseline = self.baseline(tools)
+        scope = scope_of(name)
+        tools = scope[0]
+        baseline = self.baseline(scope)
         start = time.monotonic()
         self.select(name)
-        failed, unreachable = self.failing(tools)
+        failed, unreachable = self.failing(scope)
         self.select("identity")
         new = tuple(sorted(failed - baseline))
         return MutantResult(name, bool(new) or unreachable, new, unreachable, tools, kind_of(name),
@@ -194,9 +220,9 @@ def _host_worker(args: tuple[str, RunConfig, list[str], int]) -> list[MutantResu
 
 def partition(names: list[str], jobs: int) -> list[list[str]]:
     """Mutants of one tool set go to one worker (its baseline is computed once), sizes balanced."""
-    groups: dict[tuple[str, ...], list[str]] = {}
+    groups: dict[tuple, list[str]] = {}
     for name in names:
-        groups.setdefault(tools_of(name), []).append(name)
+        groups.setdefault(scope_of(name), []).append(name)
     buckets: list[list[str]] = [[] for _ in range(max(1, jobs))]
     for group in sorted(groups.values(), key=len, reverse=True):
         min(buckets, key=len).extend(group)
