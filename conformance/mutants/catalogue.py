@@ -328,7 +328,7 @@ def _loosen_limit(tools: list) -> None:
             limit["maximum"] = limit["maximum"] + 1
 
 
-mutant("list_drops_get_neighbors", "every spec tool is advertised", ("tools_list",))(_listing(_drop_neighbors))
+mutant("list_drops_get_neighbors", "every spec tool is advertised", ("tools_list",), tools=("get_neighbors",))(_listing(_drop_neighbors))
 mutant("list_loosens_limit", "advertised schemas equal the contract", ("tools_list",))(_listing(_loosen_limit))
 
 
