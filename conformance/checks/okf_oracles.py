@@ -118,7 +118,7 @@ def oracle_read_concept(ctx: CheckContext) -> None:
             if str(got.get("body", "")).rstrip("\n") != want["body"].rstrip("\n"):
                 problems.append("body")
             projection = got.get("projection") or {}
-            if projection.get("title") not in (concept.title, None if not concept.title else concept.title):
+            if concept.title and projection.get("title") != concept.title:
                 problems.append("projection.title")
             if projection.get("stale_after") != oracle.valid_stale_after(concept.stale_after):
                 problems.append("projection.stale_after")

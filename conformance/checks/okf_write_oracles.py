@@ -14,6 +14,7 @@ from typing import Any
 
 from knowspec.conformance.checks.common import advertised_only, fail, require_result
 from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept, render_document
 from knowspec.conformance.oracles.okf_writes import body_of, diff_sides, snapshot
 from knowspec.conformance.target import CallOutcome
@@ -39,11 +40,19 @@ def _call(ctx: CheckContext, name: str, args: dict[str, Any]) -> CallOutcome:
     return outcome
 
 
-def _ok(ctx: CheckContext, name: str, args: dict[str, Any]) -> dict[str, Any]:
+class Answer(dict):
+    """A successful result's structuredContent, still carrying the outcome for failure reports."""
+
+    outcome: CallOutcome
+
+
+def _ok(ctx: CheckContext, name: str, args: dict[str, Any]) -> Answer:
     outcome = _call(ctx, name, args)
     if outcome.is_error or not isinstance(outcome.structured, dict):
         fail(f"{name} failed on a valid fixture ({(outcome.structured or {}).get('code')})", outcome)
-    return outcome.structured
+    answer = Answer(outcome.structured)
+    answer.outcome = outcome
+    return answer
 
 
 def _refused(ctx: CheckContext, name: str, args: dict[str, Any], codes: tuple[str, ...], root: Path,
@@ -62,8 +71,6 @@ def _unchanged(before: dict[str, bytes], root: Path, what: str, outcome_args: di
     after = snapshot(root)
     if after != before:
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
-        from knowspec.conformance.failures import CheckFailed
-
         raise CheckFailed(f"{what} changed files {changed}", arguments=outcome_args)
 
 
@@ -126,13 +133,13 @@ def oracle_concept_patch(ctx: CheckContext) -> None:
     again = _ok(ctx, "preview_concept_patch", base)
     for key in ("base_revision", "result_revision", "plan_digest", "diff", "affected_paths"):
         if preview.get(key) != again.get(key):
-            fail(f"preview_concept_patch: {key} differs between two identical previews", _call(ctx, "preview_concept_patch", base))
+            fail(f"preview_concept_patch: {key} differs between two identical previews", again.outcome)
     if preview.get("status") != "applicable" or preview.get("affected_paths") != ["b.md"]:
         fail(f"preview_concept_patch of b: status {preview.get('status')}, affected {preview.get('affected_paths')}; "
-             "expected applicable and ['b.md']", _call(ctx, "preview_concept_patch", base))
+             "expected applicable and ['b.md']", again.outcome)
     sides = diff_sides(str(preview.get("diff", "")))
     if set(sides) != {"b.md"} or sides["b.md"][0].encode() != original["b.md"]:
-        fail("preview_concept_patch: the diff's old side is not the current b.md", _call(ctx, "preview_concept_patch", base))
+        fail("preview_concept_patch: the diff's old side is not the current b.md", again.outcome)
     apply = {**base, "expected_revision": preview["base_revision"], "expected_plan_digest": preview["plan_digest"]}
     _refused(ctx, "apply_concept_patch", {**apply, "expected_plan_digest": OTHER_DIGEST},
              ("plan_mismatch",), root, "with another plan digest")
@@ -145,10 +152,10 @@ def oracle_concept_patch(ctx: CheckContext) -> None:
     diff = {k: applied.get(k) for k in want if applied.get(k) != want[k]}
     if diff:
         fail(f"apply_concept_patch: {diff} differ from the preview's {({k: want[k] for k in diff})}",
-             _call(ctx, "apply_concept_patch", apply))
+             applied.outcome)
     if after.get("b.md", b"").decode() != sides["b.md"][1] or {k for k in after if after[k] != original.get(k)} != {"b.md"}:
         fail("apply_concept_patch: the written files are not the preview diff's new side",
-             _call(ctx, "apply_concept_patch", apply))
+             applied.outcome)
     replay = _call(ctx, "apply_concept_patch", apply)
     if replay.is_error or replay.structured != applied or snapshot(root) != after:
         fail("apply_concept_patch: repeating the identical apply must return the same result and write nothing", replay)
@@ -179,7 +186,7 @@ def oracle_temporal_upgrade(ctx: CheckContext) -> None:
     got = sorted(partial.get("unresolved") or [], key=lambda u: (u.get("concept", ""), u.get("path", "")))
     if partial.get("status") != "incomplete" or got != want_unresolved:
         fail(f"preview_temporal_upgrade without mappings: status {partial.get('status')}, unresolved {got}; "
-             f"expected incomplete with {want_unresolved}", _call(ctx, "preview_temporal_upgrade", {**base, "mappings": []}))
+             f"expected incomplete with {want_unresolved}", partial.outcome)
     mappings = [{"concept": "b", "path": "stale_after", "from": "2025-03-01", "to": "2025-03-01T08:00:00+03:00"},
                 {"concept": "c", "path": "stale_after", "from": "2025-06-30", "to": "2025-06-30T23:59:59Z"}]
     args = {**base, "mappings": mappings}
@@ -187,7 +194,7 @@ def oracle_temporal_upgrade(ctx: CheckContext) -> None:
     _unchanged(original, root, "preview_temporal_upgrade", args)
     if ready.get("status") != "ready" or ready.get("unresolved"):
         fail(f"preview_temporal_upgrade with every date mapped: status {ready.get('status')}",
-             _call(ctx, "preview_temporal_upgrade", args))
+             ready.outcome)
     apply = {**args, "base_revision": ready["base_revision"], "plan_digest": ready.get("plan_digest", "")}
     _refused(ctx, "apply_temporal_upgrade", {**apply, "plan_digest": OTHER_DIGEST},
              ("plan_mismatch", "operation_rejected"), root, "with another plan digest")
@@ -195,7 +202,7 @@ def oracle_temporal_upgrade(ctx: CheckContext) -> None:
              ("revision_conflict", "invalid_revision", "operation_rejected"), root, "with a stale base_revision")
     applied = _ok(ctx, "apply_temporal_upgrade", apply)
     if applied.get("result_revision") != ready.get("result_revision"):
-        fail("apply_temporal_upgrade: result_revision differs from the preview's", _call(ctx, "apply_temporal_upgrade", apply))
+        fail("apply_temporal_upgrade: result_revision differs from the preview's", applied.outcome)
     after = snapshot(root)
     expected = dict(original)
     for m in mappings:
@@ -205,14 +212,14 @@ def oracle_temporal_upgrade(ctx: CheckContext) -> None:
     if after != expected:
         changed = sorted(k for k in set(after) | set(expected) if after.get(k) != expected.get(k))
         fail(f"apply_temporal_upgrade: files {changed} are not the originals with only the mapped scalars rewritten",
-             _call(ctx, "apply_temporal_upgrade", apply))
+             applied.outcome)
     replay = _call(ctx, "apply_temporal_upgrade", apply)
     if replay.is_error or replay.structured != applied or snapshot(root) != after:
         fail("apply_temporal_upgrade: repeating the identical apply must return the same result", replay)
     noop = _ok(ctx, "preview_temporal_upgrade", {**base, "mappings": []})
     if noop.get("status") != "noop" or noop.get("base_revision") != applied.get("result_revision"):
         fail("preview_temporal_upgrade after the apply: expected noop at the applied revision",
-             _call(ctx, "preview_temporal_upgrade", {**base, "mappings": []}))
+             noop.outcome)
 
 
 # ---- v0.2 migration ---------------------------------------------------------------------------
@@ -229,7 +236,7 @@ def oracle_v02_migration(ctx: CheckContext) -> None:
     _unchanged(original, root, "preview_v02_migration", base)
     if preview.get("status") != "applicable" or "index.md" not in (preview.get("affected_paths") or []):
         fail(f"preview_v02_migration of a v0.1 bundle: status {preview.get('status')}, affected "
-             f"{preview.get('affected_paths')}", _call(ctx, "preview_v02_migration", base))
+             f"{preview.get('affected_paths')}", preview.outcome)
     apply = {**base, "expected_source": preview.get("source"), "proof": preview.get("proof"),
              "expected_plan_digest": preview.get("plan_digest")}
     apply = {k: v for k, v in apply.items() if v is not None}
@@ -249,7 +256,7 @@ def oracle_v02_migration(ctx: CheckContext) -> None:
     if applied.get("result_revision") != preview.get("result_revision"):
         problems.append("result_revision differs from the preview's")
     if problems:
-        fail("apply_v02_migration: " + "; ".join(problems), _call(ctx, "apply_v02_migration", apply))
+        fail("apply_v02_migration: " + "; ".join(problems), applied.outcome)
     replay = _call(ctx, "apply_v02_migration", apply)
     if replay.is_error or replay.structured != applied or snapshot(root) != after:
         fail("apply_v02_migration: repeating the identical apply must return the same result", replay)
