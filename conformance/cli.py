@@ -34,12 +34,17 @@ def add_conform_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
                                    description=__doc__)
     add_arguments(parser)
     parser.set_defaults(func=run_from_args)
-    nested = parser.add_subparsers(dest="conform_command", metavar="{mutants}")
+    nested = parser.add_subparsers(dest="conform_command", metavar="{mutants,fixture}")
     from knowspec.conformance.mutants.cli import add_mutants_arguments, run_mutants
 
     mutants = nested.add_parser("mutants", help="run the suite through the mutant proxies; report the kill rate")
     add_mutants_arguments(mutants)
     mutants.set_defaults(func=run_mutants)
+    from knowspec.conformance.fixtures.pools import add_fixture_arguments, run_fixture
+
+    fixture = nested.add_parser("fixture", help="write the help and document pool fixture a target is started on")
+    add_fixture_arguments(fixture)
+    fixture.set_defaults(func=run_fixture)
     return parser
 
 
@@ -71,6 +76,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "default: the bundle dir")
     p.add_argument("--pool-database", default=None,
                    help="registered database the fixture pool is imported into (default: the admin session's)")
+    p.add_argument("--pool-fixture", type=Path, default=None,
+                   help="a pool fixture written by `knowspec conform fixture` that the target was started on: "
+                        "the doc and help tools are judged on it (no REST credentials needed)")
     p.add_argument("--reader-user", default=None, help="a REST user without SYSADMIN (non-admin and ACL checks)")
     p.add_argument("--reader-password", default=os.environ.get("KNOWSPEC_CONFORM_READER_PASSWORD"),
                    help="default: $KNOWSPEC_CONFORM_READER_PASSWORD")
@@ -98,7 +106,7 @@ def config_from_args(ns: argparse.Namespace) -> RunConfig:
                      contract_path=ns.contract, baseline=ns.baseline, bundle_dir=ns.bundle_dir,
                      rest_url=ns.rest_url, admin_user=ns.admin_user, admin_password=ns.admin_password,
                      pool_dir=ns.pool_dir, pool_database=ns.pool_database, reader_user=ns.reader_user,
-                     reader_password=ns.reader_password, bearer_token=ns.bearer_token,
+                     reader_password=ns.reader_password, bearer_token=ns.bearer_token, pool_fixture=ns.pool_fixture,
                      unknown_tool=ns.unknown_tool, checks=tuple(ns.checks), exclude=tuple(ns.exclude),
                      tools=tuple(ns.tools), shared_session=ns.shared_session, workers=max(1, ns.workers),
                      strict=ns.strict)

@@ -35,6 +35,7 @@ class RunConfig:
     pool_token: str | None = None       # names the fixture's collections and keys; None: fresh per run
     reader_user: str | None = None      # a REST user without SYSADMIN (non-admin and ACL checks)
     reader_password: str | None = None
+    pool_fixture: Path | None = None    # a written pool fixture (fixtures/pools.py) the target was started on
     pool: Any = None                    # set by the runner: this run's PoolRun (imported, failed, discovered)
     # MCP over HTTP: the bearer token sent on every request (None: log in as the admin when
     # rest_url and admin credentials are given, else connect anonymously), and the ACL

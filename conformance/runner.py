@@ -24,7 +24,7 @@ from knowspec.conformance.checks.registry import BundleStore
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import Contract, ContractError, ToolContract, load_contract
 from knowspec.conformance.events import (
-    CheckFinished, CheckStarted, Event, RunFinished, RunStarted, TargetUnreachable,
+    CheckFinished, Event, RunFinished, RunStarted, TargetUnreachable,
 )
 from knowspec.conformance.failures import CheckFailed, CheckSkipped, Failure
 from knowspec.conformance.reporters.baseline import BaselineError, load_baseline, stale_entries

@@ -7,5 +7,8 @@ from knowspec.conformance.checks import docpool_import  # noqa: F401,I001
 from knowspec.conformance.checks import cancellation  # noqa: F401,I001
 from knowspec.conformance.checks import protocol_lines, validation_blocking  # noqa: F401,I001
 from knowspec.conformance.checks import apply_isolation  # noqa: F401,I001
+from knowspec.conformance.checks import okf_oracles  # noqa: F401,I001
+from knowspec.conformance.checks import okf_write_oracles  # noqa: F401,I001
+from knowspec.conformance.checks import pool_oracles  # noqa: F401,I001
 
 __all__ = ["CHECKS", "CheckContext", "CheckSpec", "check", "skip"]

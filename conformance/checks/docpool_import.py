@@ -62,10 +62,12 @@ class PoolRun:
     answers: dict[str, tuple[int, Any]] = field(default_factory=dict)
     before: dict[str, Any] | None = None       # doc_stats before the import (None: not available)
     admin: Session | None = None
+    help: PoolFixture | None = None            # the help pool's facts (only with --pool-fixture)
 
 
 POOL_CHECKS = ("docpool_import", "docpool_import_answers", "docpool_import_acl", "docpool_import_refusals",
                "docpool_import_non_admin")
+FIXTURE_CHECK_PREFIX = "oracle_"
 
 
 def login(config: RunConfig, user: str, password: str, database: str | None) -> tuple[Session | None, Any]:
@@ -90,8 +92,10 @@ def importdoc(config: RunConfig, token: str | None, params: dict[str, Any]) -> t
 def prepare_pool(config: RunConfig, target: Target, contract: Contract, check_ids: list[str], root: Path) -> PoolRun:
     """Generate and import the fixture pool when the run can and needs to; never raises."""
     if config.family == "okf" or not any(t.family == "docpool" for t in contract.tools) \
-            or not set(check_ids) & set(POOL_CHECKS):
+            or not (set(check_ids) & set(POOL_CHECKS) or any(c.startswith(FIXTURE_CHECK_PREFIX) for c in check_ids)):
         return PoolRun("discovered", "this run checks no document-pool tool with the fixture")
+    if config.pool_fixture is not None:
+        return _written_fixture(config)
     if not (config.rest_url and config.admin_user and config.admin_password):
         return PoolRun("discovered", "no --rest-url with --admin-user/--admin-password: the doc checks read "
                                      "the target's own pool")
@@ -122,6 +126,19 @@ def prepare_pool(config: RunConfig, target: Target, contract: Contract, check_id
     if bad:
         run.mode, run.note = "failed", f"IMPORTDOC did not import {', '.join(bad)}"
     return run
+
+
+def _written_fixture(config: RunConfig) -> PoolRun:
+    """--pool-fixture DIR: the target was started on the suite's pools; nothing is imported."""
+    from knowspec.conformance.fixtures.pools import load_fixture
+
+    try:
+        written = load_fixture(Path(config.pool_fixture))
+    except (OSError, ValueError, KeyError) as exc:
+        return PoolRun("failed", f"cannot read the pool fixture {config.pool_fixture}: {exc}")
+    return PoolRun("fixture", f"the target serves the pool fixture (seed {written.seed}) as {written.database}",
+                   written.docs, written.database, written.directory / "docs.db", before={"counts": {}},
+                   help=written.help)
 
 
 def release_pool(config: RunConfig) -> None:
@@ -240,15 +257,24 @@ def _imported(ctx: CheckContext) -> str | None:
     run = ctx.config.pool
     if not isinstance(run, PoolRun):
         return "no document-pool fixture in this run"
-    if run.mode != "imported":
+    if run.mode not in ("imported", "fixture"):
         return f"document-pool fixture {run.mode}: {run.note}"
     return None
+
+
+def _imported_by_rest(ctx: CheckContext) -> str | None:
+    reason = _imported(ctx)
+    if reason is None and ctx.config.pool.admin is None:
+        return "the pool fixture was not imported through REST: no admin session"
+    return reason
 
 
 def _attempted(ctx: CheckContext) -> str | None:
     run = ctx.config.pool
     if not isinstance(run, PoolRun):
         return "no document-pool fixture in this run"
+    if run.mode == "fixture":
+        return "the target was started on the pool fixture: nothing was imported"
     return f"document-pool fixture {run.mode}: {run.note}" if run.mode == "discovered" else None
 
 
@@ -499,7 +525,7 @@ def _refused(ctx: CheckContext, what: str, params: dict[str, Any]) -> None:
                           arguments=params, response={"status": status, "body": body})
 
 
-@check("docpool_import_refusals", RULE_REFUSALS, scope="server", applies=_imported)
+@check("docpool_import_refusals", RULE_REFUSALS, scope="server", applies=_imported_by_rest)
 def docpool_import_refusals(ctx: CheckContext) -> None:
     """Against the real pool: a missing param is 400; bad name, absent collection, missing file are 202 untouched."""
     run = _run(ctx)
@@ -521,7 +547,7 @@ def docpool_import_refusals(ctx: CheckContext) -> None:
            f"a refused IMPORTDOC changed {fx.open_id} (it must stay untouched)", outcome)
 
 
-@check("docpool_import_non_admin", RULE_NON_ADMIN, scope="server", applies=_imported)
+@check("docpool_import_non_admin", RULE_NON_ADMIN, scope="server", applies=_imported_by_rest)
 def docpool_import_non_admin(ctx: CheckContext) -> None:
     """A logged-in user without SYSADMIN is refused IMPORTDOC with a 401/403 envelope."""
     config, run = ctx.config, _run(ctx)

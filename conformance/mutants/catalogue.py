@@ -21,17 +21,38 @@ class Mutant:
     rule: str            # the contract rule it breaks
     mutate: Mutation
     killed_by: tuple[str, ...] = ()   # checks expected to notice
+    tools: tuple[str, ...] = ()       # the tools whose cases can notice (the kill-rate run checks only these)
+    kind: str = ""                    # the contract kind: ordering, limits, errors, schemas, acl, ...
 
 
 MUTANTS: dict[str, Mutant] = {}
+# Cross-cutting mutants (errors, envelopes, listing, text) are judged on a few representative tools.
+CROSS_TOOLS = ("search_concepts", "help_get_topic")
 
 
-def mutant(name: str, rule: str, killed_by: tuple[str, ...] = ()) -> Callable[[Mutation], Mutation]:
+def mutant(name: str, rule: str, killed_by: tuple[str, ...] = (), tools: tuple[str, ...] | None = None,
+           kind: str = "") -> Callable[[Mutation], Mutation]:
     def register(func: Mutation) -> Mutation:
-        MUTANTS[name] = Mutant(name, rule, func, killed_by)
+        if name in MUTANTS:
+            raise ValueError(f"mutant {name!r} registered twice")
+        MUTANTS[name] = Mutant(name, rule, func, killed_by, tools or getattr(func, "tools", None) or CROSS_TOOLS,
+                               kind or _kind_of(name))
         return func
 
     return register
+
+
+def _kind_of(name: str) -> str:
+    """A first-batch mutant's contract kind, from its name."""
+    for word, kind in (("list_", "schemas"), ("order", "ordering"), ("reverse", "ordering"), ("swap", "ordering"),
+                       ("ties", "ordering"), ("truncated", "limits"), ("limit", "limits"), ("total", "limits"),
+                       ("drop", "results"), ("envelope", "errors"), ("error", "errors"), ("retryable", "errors"),
+                       ("leak", "errors"), ("diagnostics", "errors"), ("unknown_tool", "protocol"),
+                       ("text", "protocol"), ("key_order", "protocol"), ("stale", "protocol"),
+                       ("extra", "schemas"), ("card", "schemas"), ("echo", "results")):
+        if word in name:
+            return kind
+    return "results"
 
 
 # ---- helpers ----------------------------------------------------------------------------------
@@ -92,6 +113,7 @@ def edit_success(tool: str, edit: Callable[[dict], bool]) -> Mutation:
         new = copy.deepcopy(out)
         return set_structured(response, new) if edit(new) else response
 
+    mutate.tools = (tool,)  # type: ignore[attr-defined]
     return mutate
 
 
@@ -306,7 +328,7 @@ def _loosen_limit(tools: list) -> None:
             limit["maximum"] = limit["maximum"] + 1
 
 
-mutant("list_drops_get_neighbors", "every spec tool is advertised", ("tools_list",))(_listing(_drop_neighbors))
+mutant("list_drops_get_neighbors", "every spec tool is advertised", ("tools_list",), tools=("get_neighbors",))(_listing(_drop_neighbors))
 mutant("list_loosens_limit", "advertised schemas equal the contract", ("tools_list",))(_listing(_loosen_limit))
 
 
@@ -567,3 +589,7 @@ def _drop_after_cancel(message: dict, pending: dict, state: dict) -> tuple[list[
         state["drop_next"] = False
         return [], []
     return [message], []
+
+
+# the per-tool catalogue for the other tools registers itself here (imported last: it uses the helpers above)
+from knowspec.conformance.mutants import catalogue_tools  # noqa: E402,F401

@@ -1,10 +1,22 @@
-"""``knowspec conform mutants``: run the suite through every mutant and report the kill rate."""
+"""``knowspec conform mutants``: run the suite through every mutant and report the kill rate.
+
+Host mode (fast, all tools, server-side mutants too)::
+
+    knowspec conform mutants --kill-rate --json killrate.json \\
+        --server ".venv/bin/python tests/conformance/mutant_host.py --control {control} --pool {pool} --http 127.0.0.1:{port}"
+
+Proxy mode (any stdio server; response, client and pairing mutants)::
+
+    knowspec conform mutants --server "knowspec serve --stdio" --kill-rate
+"""
 
 from __future__ import annotations
 
 import argparse
+import collections
 import json
 import shlex
+import time
 from pathlib import Path
 
 from rich.console import Console
@@ -15,58 +27,92 @@ from knowspec.conformance.reporters import report_path
 
 
 def add_mutants_arguments(p: argparse.ArgumentParser) -> None:
-    p.add_argument("--server", required=True, help='the real stdio server command, e.g. "knowspec serve --stdio"')
+    p.add_argument("--server", required=True,
+                   help='the real server command, e.g. "knowspec serve --stdio"; with {control} it is a mutant '
+                        "host ({port}: HTTP started once; {pool}: the pool fixture the runner writes)")
     p.add_argument("--mutant", action="append", default=[], help="only this mutant (repeatable)")
     p.add_argument("--contract", type=Path, default=None)
-    p.add_argument("--family", choices=("okf", "docpool", "all"), default="okf")
-    p.add_argument("--max-examples", type=int, default=10)
+    p.add_argument("--family", choices=("okf", "docpool", "all"), default=None,
+                   help="default: okf in proxy mode, all in host mode")
+    p.add_argument("--max-examples", type=int, default=None, help="default 10 (proxy), 3 (host)")
     p.add_argument("--seed", type=int, default=0)
     p.add_argument("--check", action="append", default=[], dest="checks")
     p.add_argument("--tool", action="append", default=[], dest="tools",
-                   help="check only this tool (repeatable); default: every tool of the family")
+                   help="proxy mode: check only this tool (repeatable); default: every tool of the family")
+    p.add_argument("--jobs", type=int, default=2, help="host mode: parallel workers, each with its own server")
+    p.add_argument("--quick", action="store_true", help="one mutant per tool plus the key server-side mutants (CI)")
     p.add_argument("--kill-rate", action="store_true", help="exit 1 unless every mutant is killed")
+    p.add_argument("--min-rate", type=float, default=1.0, help="with --kill-rate: the rate that passes (0..1)")
     p.add_argument("--json", type=Path, default=None, help="write the per-mutant results here")
     p.add_argument("--list", action="store_true", help="list the mutants and the rule each breaks")
 
 
+def _checks_of(cases: tuple[str, ...]) -> list[str]:
+    """``check[tool]`` case ids → the distinct check ids, in order."""
+    out: list[str] = []
+    for case in cases:
+        check = case.split("[", 1)[0]
+        if check not in out:
+            out.append(check)
+    return out
+
+
 def run_mutants(ns: argparse.Namespace) -> int:
     from knowspec.conformance.mutants.catalogue import CLIENT_MUTANTS, MUTANTS
-    from knowspec.conformance.mutants.killrate import ALL_MUTANTS, kill_rate
+    from knowspec.conformance.mutants.killrate import (
+        ALL_MUTANTS, HOST_MUTANTS, host_kill_rate, is_host_command, kill_rate, quick_subset,
+    )
+    from knowspec.conformance.mutants.server_catalogue import SERVER_MUTANTS
 
     console = Console(stderr=True)
+    host = is_host_command(ns.server)
+    known = HOST_MUTANTS if host else ALL_MUTANTS
     if ns.list:
-        for name in ALL_MUTANTS:
-            m = MUTANTS.get(name) or CLIENT_MUTANTS.get(name)
-            console.print(f"{name:36} {m.rule if m else 'concurrent answers are swapped'}", highlight=False)
+        for name in known:
+            m = MUTANTS.get(name) or CLIENT_MUTANTS.get(name) or SERVER_MUTANTS.get(name)
+            tools = ",".join(getattr(m, "tools", ()) or ())
+            console.print(f"{name:44} {m.rule if m else 'concurrent answers are swapped'}  [{tools}]", highlight=False)
         return 0
-    unknown = [m for m in ns.mutant if m not in ALL_MUTANTS]
+    unknown = [m for m in ns.mutant if m not in known]
     if unknown:
-        console.print(f"[red]unknown mutant(s): {', '.join(unknown)}")
+        console.print(f"[red]unknown mutant(s) for this mode: {', '.join(unknown)}")
         return 2
-    base = RunConfig(target="", family=ns.family, seed=ns.seed, max_examples=ns.max_examples,
-                     contract_path=ns.contract, checks=tuple(ns.checks), tools=tuple(ns.tools),
-                     shared_session=True)
-    results = []
-    for res in kill_rate(base, shlex.split(ns.server), ns.mutant or None):
-        results.append(res)
-        if res.name == "identity":
-            if res.unreachable:
-                console.print("[red]the server is unreachable through the identity proxy")
-                return 2
-            console.print(f"baseline (identity proxy): {len(res.killed_by)} failing case(s)")
-            continue
-        verdict = "[green]killed[/]" if res.killed else "[red]survived[/]"
-        console.print(f"{res.name:36} {verdict} {escape(', '.join(res.killed_by[:4]))}", highlight=False)
-    mutants = [r for r in results if r.name != "identity"]
-    killed = sum(r.killed for r in mutants)
-    console.print(f"baseline failures (identity proxy): {len(results[0].killed_by)}")
-    console.print(f"[bold]kill rate {killed}/{len(mutants)}")
+    names = list(ns.mutant or known)
+    if ns.quick:
+        names = quick_subset(names)
+    family = ns.family or ("all" if host else "okf")
+    examples = ns.max_examples if ns.max_examples is not None else (3 if host else 10)
+    base = RunConfig(target="", family=family, seed=ns.seed, max_examples=examples, contract_path=ns.contract,
+                     checks=tuple(ns.checks), tools=tuple(ns.tools), shared_session=True)
+    start = time.monotonic()
+    if host:
+        results = host_kill_rate(base, ns.server, names, ns.jobs)
+        baseline = results.pop()
+    else:
+        results = list(kill_rate(base, shlex.split(ns.server), names))
+        baseline = results.pop(0)
+        if baseline.unreachable:
+            console.print("[red]the server is unreachable through the identity proxy")
+            return 2
+    elapsed = time.monotonic() - start
+    for r in results:
+        verdict = "[green]killed[/]" if r.killed else "[red]survived[/]"
+        console.print(f"{r.name:44} {verdict} {escape(', '.join(_checks_of(r.killed_by)[:4]))}", highlight=False)
+    killed = sum(r.killed for r in results)
+    per_tool = collections.Counter(r.tools[0] if len(r.tools) == 1 else "(cross-tool)" for r in results)
+    console.print(f"baseline failures (unmutated): {len(baseline.killed_by)} {escape(', '.join(baseline.killed_by[:5]))}")
+    console.print("mutants per tool: " + ", ".join(f"{t} {n}" for t, n in sorted(per_tool.items())), highlight=False)
+    console.print(f"[bold]kill rate {killed}/{len(results)} in {elapsed:.0f}s")
     if ns.json:
-        report_path(ns.json).write_text(json.dumps({"killed": killed, "total": len(mutants), "baseline_failures":
-                                       list(results[0].killed_by), "mutants": [
-                                           {"name": r.name, "killed": r.killed, "by": list(r.killed_by)}
-                                           for r in mutants]}, indent=2) + "\n", encoding="utf-8")
-    return 1 if ns.kill_rate and killed < len(mutants) else 0
+        report_path(ns.json).write_text(json.dumps({
+            "killed": killed, "total": len(results), "seconds": round(elapsed, 1), "mode": "host" if host else "proxy",
+            "baseline_failures": list(baseline.killed_by), "per_tool": dict(sorted(per_tool.items())),
+            "per_kind": dict(sorted(collections.Counter(r.kind for r in results).items())),
+            "mutants": [{"name": r.name, "killed": r.killed, "checks": _checks_of(r.killed_by), "by": list(r.killed_by),
+                         "tools": list(r.tools), "kind": r.kind, "seconds": round(r.seconds, 1)} for r in results],
+        }, indent=2) + "\n", encoding="utf-8")
+    rate = killed / len(results) if results else 1.0
+    return 1 if ns.kill_rate and (rate < ns.min_rate or (ns.min_rate >= 1.0 and killed < len(results))) else 0
 
 
 def main(argv: list[str] | None = None) -> int:

@@ -1,0 +1,483 @@
+"""Second catalogue: response edits on every tool the first batch left alone (19 tools).
+
+Each edit breaks one rule of one tool's result (an order, a count, a field, a binding between
+calls) and keeps the result schema-valid where it can, so the oracle checks, not the schema check,
+have to notice. Registered into ``catalogue.MUTANTS`` with the tool as the only tool to judge.
+"""
+
+from __future__ import annotations
+
+import copy
+import hashlib
+from typing import Any, Callable
+
+from knowspec.conformance.mutants.catalogue import (
+    _drop_last, _reverse, args_of, edit_success, envelope, mutant, set_structured, success, tool_of,
+)
+
+Edit = Callable[[dict], bool]
+
+
+def add(name: str, tool: str, rule: str, edit: Edit, killed_by: tuple[str, ...], kind: str) -> None:
+    mutant(name, rule, killed_by, kind=kind)(edit_success(tool, edit))
+
+
+# ---- small edits ------------------------------------------------------------------------------
+
+def items_edit(key: str, each: Callable[[dict], bool], first_only: bool = True) -> Edit:
+    """Apply ``each`` to the items of ``out[key]`` until one changes (or to all)."""
+    def edit(out: dict) -> bool:
+        changed = False
+        for item in out.get(key) or []:
+            if isinstance(item, dict) and each(item):
+                changed = True
+                if first_only:
+                    break
+        return changed
+
+    return edit
+
+
+def set_field(field: str, value: Callable[[Any], Any]) -> Callable[[dict], bool]:
+    def each(item: dict) -> bool:
+        if field not in item:
+            return False
+        new = value(item[field])
+        changed = new != item[field]
+        item[field] = new
+        return changed
+
+    return each
+
+
+def plus(n: int) -> Callable[[Any], Any]:
+    return lambda v: v + n if isinstance(v, int) and not isinstance(v, bool) and v + n >= 0 else v
+
+
+def drop_first(key: str) -> Edit:
+    def edit(out: dict) -> bool:
+        if out.get(key):
+            out[key] = out[key][1:]
+            return True
+        return False
+
+    return edit
+
+
+def last_line_dropped(text: Any) -> Any:
+    if not isinstance(text, str) or "\n" not in text.rstrip("\n"):
+        return text
+    return text.rstrip("\n").rsplit("\n", 1)[0]
+
+
+def nested(key: str, edit: Edit) -> Edit:
+    def apply(out: dict) -> bool:
+        inner = out.get(key)
+        return isinstance(inner, dict) and edit(inner)
+
+    return apply
+
+
+def both(*edits: Edit) -> Edit:
+    def apply(out: dict) -> bool:
+        return any([e(out) for e in edits])
+
+    return apply
+
+
+def other_digest(value: Any) -> Any:
+    if isinstance(value, str) and value.startswith("sha256:"):
+        return "sha256:" + hashlib.sha256(value.encode()).hexdigest()
+    return value
+
+
+# ---- OKF read tools ---------------------------------------------------------------------------
+LIST, READ, SECT, GRAPH, VALID = "list_concepts", "read_concept", "search_sections", "get_semantic_graph", "validate_bundle"
+O_LIST, O_READ, O_SECT, O_GRAPH, O_VALID = ("oracle_list_concepts",), ("oracle_read_concept",), \
+    ("oracle_search_sections",), ("oracle_semantic_graph",), ("oracle_validate_bundle",)
+
+
+def _stale_flip(item: dict) -> bool:
+    if isinstance(item.get("stale"), bool) and item.get("stale_after"):
+        item["stale"] = not item["stale"]
+        return True
+    return False
+
+
+def _stale_true_to_null(item: dict) -> bool:
+    if item.get("stale") is True:
+        item["stale"] = None
+        return True
+    return False
+
+
+add("list_concepts_drop_last_card", LIST, "one card per concept", _drop_last("concepts"), O_LIST, "results")
+add("list_concepts_reverse", LIST, "cards sorted by concept ID byte-wise", _reverse("concepts"), O_LIST, "ordering")
+add("list_concepts_stale_flipped", LIST, "stale iff as_of >= stale_after (inclusive)",
+    items_edit("concepts", _stale_flip), O_LIST, "temporal")
+add("list_concepts_stale_nulled", LIST, "with as_of, a valid stale_after gives a boolean stale",
+    items_edit("concepts", _stale_true_to_null), O_LIST, "temporal")
+add("list_concepts_source_count_plus_one", LIST, "source_count counts the valid sources",
+    items_edit("concepts", set_field("source_count", plus(1))), O_LIST, "results")
+add("list_concepts_title_is_id", LIST, "the card title is the frontmatter title",
+    items_edit("concepts", lambda c: set_field("title", lambda t: c.get("id") if t else t)(c)), O_LIST, "results")
+
+add("read_concept_drops_last_body_line", READ, "body is the file's Markdown body",
+    lambda out: set_field("body", last_line_dropped)(out), O_READ, "results")
+add("read_concept_frontmatter_trimmed", READ, "frontmatter_yaml is the exact bytes between the fences",
+    lambda out: set_field("frontmatter_yaml", last_line_dropped)(out), O_READ, "results")
+add("read_concept_path_without_md", READ, "path is the bundle-relative file path",
+    lambda out: set_field("path", lambda p: p[:-3] if isinstance(p, str) and p.endswith(".md") else p)(out),
+    O_READ, "results")
+add("read_concept_projection_stale_after_null", READ, "projection.stale_after is the valid raw value",
+    nested("projection", set_field("stale_after", lambda v: None)), O_READ, "temporal")
+
+
+def _reverse_if_scores_differ(out: dict) -> bool:
+    hits = out.get("hits") or []
+    if len({h.get("score") for h in hits}) > 1:
+        out["hits"] = hits[::-1]
+        return True
+    return False
+
+
+add("search_sections_ascending", SECT, "hits by score descending", _reverse_if_scores_differ, O_SECT, "ordering")
+add("search_sections_drop_hit_keep_total", SECT, "hits hold the first limit matches", _drop_last("hits"),
+    O_SECT + ("truncation",), "limits")
+add("search_sections_terms_reversed", SECT, "terms in first-occurrence order", _reverse("terms"), O_SECT, "ordering")
+add("search_sections_matched_terms_partial", SECT, "matched_terms are all the query terms",
+    items_edit("hits", lambda h: _drop_last("matched_terms")(h)), O_SECT, "results")
+add("search_sections_sha_zeroed", SECT, "content_sha256 is the SHA-256 of the file",
+    items_edit("hits", set_field("content_sha256", lambda v: "0" * 64)), O_SECT, "results")
+add("search_sections_lines_outside", SECT, "line ranges lie inside the file",
+    items_edit("hits", set_field("line_end", plus(1000))), O_SECT, "results")
+add("search_sections_truncated_flip", SECT, "truncated = total > len(hits)",
+    lambda out: set_field("truncated", lambda t: not t)(out), O_SECT + ("truncation",), "limits")
+
+
+def _drop_node(pred: Callable[[dict], bool]) -> Edit:
+    def edit(out: dict) -> bool:
+        nodes = out.get("@graph") or []
+        for i, n in enumerate(nodes):
+            if isinstance(n, dict) and pred(n):
+                del nodes[i]
+                return True
+        return False
+
+    return edit
+
+
+def _drop_references(out: dict) -> bool:
+    for n in out.get("@graph") or []:
+        if isinstance(n, dict) and n.get("references"):
+            del n["references"]
+            return True
+    return False
+
+
+def _duplicate_first(out: dict) -> bool:
+    nodes = out.get("@graph") or []
+    if nodes:
+        nodes.insert(1, copy.deepcopy(nodes[0]))
+        return True
+    return False
+
+
+add("graph_drops_relation", GRAPH, "every typed relation is a node", _drop_node(lambda n: "relationType" in n),
+    O_GRAPH, "results")
+add("graph_drops_concept", GRAPH, "a node per concept", _drop_node(lambda n: n.get("@type") == "proj:Concept"),
+    O_GRAPH, "results")
+add("graph_unsorted", GRAPH, "@graph sorted by @id", _reverse("@graph"), O_GRAPH, "ordering")
+add("graph_duplicate_node", GRAPH, "@graph deduplicated by @id", _duplicate_first, O_GRAPH, "results")
+add("graph_drops_references", GRAPH, "resolved links are references", _drop_references, O_GRAPH, "results")
+
+
+def _hide_errors(out: dict) -> bool:
+    diags = out.get("diagnostics") or []
+    errors = [d for d in diags if d.get("severity") == "ERROR"]
+    if not errors:
+        return False
+    out["diagnostics"] = [d for d in diags if d.get("severity") != "ERROR"]
+    out["conformance"] = {"conformant": True, "errors": 0}
+    return True
+
+
+add("validate_hides_errors", VALID, "every ERROR is reported and makes the bundle non-conformant", _hide_errors,
+    O_VALID, "results")
+add("validate_error_count_plus_one", VALID, "errors counts the ERROR diagnostics",
+    nested("conformance", set_field("errors", plus(1))), O_VALID, "results")
+add("validate_conformant_flipped", VALID, "conformant iff no ERROR",
+    nested("conformance", set_field("conformant", lambda c: not c)), O_VALID, "results")
+add("validate_diagnostics_reversed", VALID, "diagnostics by severity, file, code, spec_ref, field",
+    _reverse("diagnostics"), O_VALID, "ordering")
+add("validate_scanned_files_minus_one", VALID, "scanned_files counts the files", set_field("scanned_files", plus(-1)),
+    O_VALID, "results")
+
+# ---- OKF write tools --------------------------------------------------------------------------
+W = ("oracle_write_concept",)
+P = ("oracle_concept_patch",)
+T = ("oracle_temporal_upgrade",)
+V = ("oracle_v02_migration",)
+
+add("write_concept_path_basename", "write_concept", "path is the bundle-relative path of the written file",
+    set_field("path", lambda p: p.rsplit("/", 1)[-1] if isinstance(p, str) else p), W, "write")
+add("write_concept_path_other", "write_concept", "path names the concept written",
+    set_field("path", lambda p: "x-" + p if isinstance(p, str) else p), W, "write")
+
+
+def drifting(field: str) -> Callable[[dict, dict, dict], Edit]:
+    """The field changes on every call (a digest that is not a function of the plan)."""
+    def make(state: dict) -> Edit:
+        def edit(out: dict) -> bool:
+            state["n"] = state.get("n", 0) + 1
+            if isinstance(out.get(field), str) and out[field].startswith("sha256:"):
+                out[field] = "sha256:" + hashlib.sha256(f"{out[field]}{state['n']}".encode()).hexdigest()
+                return True
+            return False
+
+        return edit
+
+    return make
+
+
+def stateful(tool: str, make: Callable[[dict], Edit]):
+    def mutate(request: dict, response: dict, state: dict) -> dict:
+        out = success(response)
+        if tool_of(request) != tool or out is None:
+            return response
+        new = copy.deepcopy(out)
+        return set_structured(response, new) if make(state)(new) else response
+
+    mutate.tools = (tool,)  # type: ignore[attr-defined]
+    return mutate
+
+
+def on_replay(tool: str, edit: Edit):
+    """The edit applies when the identical arguments were already answered once (a replay)."""
+    def mutate(request: dict, response: dict, state: dict) -> dict:
+        out = success(response)
+        if tool_of(request) != tool or out is None:
+            return response
+        key = repr(sorted(args_of(request).items()))
+        seen = state.setdefault("seen", set())
+        if key not in seen:
+            seen.add(key)
+            return response
+        new = copy.deepcopy(out)
+        return set_structured(response, new) if edit(new) else response
+
+    mutate.tools = (tool,)  # type: ignore[attr-defined]
+    return mutate
+
+
+def _as_noop(out: dict) -> bool:
+    if out.get("status") == "applied":
+        out["status"] = "noop"
+        if "changed_paths" in out:
+            out["changed_paths"] = []
+        return True
+    return False
+
+
+mutant("preview_patch_digest_drifts", "the plan digest is a function of the plan", P, kind="binding")(
+    stateful("preview_concept_patch", drifting("plan_digest")))
+add("preview_patch_no_affected_paths", "preview_concept_patch", "affected_paths name the files the plan changes",
+    set_field("affected_paths", lambda p: []), P + ("output_schema",), "write")
+add("preview_patch_base_revision_zeroed", "preview_concept_patch", "base_revision is the bundle's revision",
+    set_field("base_revision", lambda v: "sha256:" + "0" * 64), P, "binding")
+add("preview_patch_diff_old_side_wrong", "preview_concept_patch", "the diff's old side is the current file",
+    set_field("diff", lambda d: d.replace("\n-", "\n-#", 1) if isinstance(d, str) else d), P, "write")
+add("preview_patch_result_revision_other", "preview_concept_patch", "result_revision is the revision after apply",
+    set_field("result_revision", other_digest), P, "binding")
+add("apply_patch_result_revision_other", "apply_concept_patch", "apply answers the previewed result_revision",
+    set_field("result_revision", other_digest), P, "binding")
+add("apply_patch_changed_paths_dropped", "apply_concept_patch", "changed_paths are the written files",
+    set_field("changed_paths", lambda p: p[:-1] if isinstance(p, list) and p else p), P, "write")
+mutant("apply_patch_replay_differs", "an identical apply repeats its result", P, kind="binding")(
+    on_replay("apply_concept_patch", _as_noop))
+
+mutant("preview_v02_digest_drifts", "the migration plan digest is a function of the plan", V, kind="binding")(
+    stateful("preview_v02_migration", drifting("plan_digest")))
+add("preview_v02_drops_index", "preview_v02_migration", "affected_paths include index.md",
+    set_field("affected_paths", lambda p: [x for x in p if x != "index.md"] if isinstance(p, list) else p), V, "write")
+add("apply_v02_result_revision_other", "apply_v02_migration", "apply answers the previewed result_revision",
+    set_field("result_revision", other_digest), V, "binding")
+mutant("apply_v02_replay_differs", "an identical migration apply repeats its result", V, kind="binding")(
+    on_replay("apply_v02_migration", _as_noop))
+
+mutant("preview_temporal_digest_drifts", "the upgrade plan digest is a function of the plan", T, kind="binding")(
+    stateful("preview_temporal_upgrade", drifting("plan_digest")))
+add("preview_temporal_drops_unresolved", "preview_temporal_upgrade", "every unmapped legacy date is unresolved",
+    _drop_last("unresolved"), T, "temporal")
+def _ready_when_incomplete(out: dict) -> bool:
+    if out.get("status") != "incomplete":
+        return False
+    out.update(status="ready", unresolved=[])
+    return True
+
+
+add("preview_temporal_ready_when_incomplete", "preview_temporal_upgrade", "incomplete while a date is unmapped",
+    _ready_when_incomplete, T, "temporal")
+add("apply_temporal_result_revision_other", "apply_temporal_upgrade", "apply answers the previewed result_revision",
+    set_field("result_revision", other_digest), T, "binding")
+mutant("apply_temporal_replay_differs", "an identical upgrade apply repeats its result", T, kind="binding")(
+    on_replay("apply_temporal_upgrade", set_field("request_digest", other_digest)))
+
+
+def recode_on(tool: str, src: str, dst: str):
+    def mutate(request: dict, response: dict, state: dict) -> dict:
+        env = envelope(response)
+        if tool_of(request) != tool or env is None or env.get("code") != src:
+            return response
+        return set_structured(response, {**env, "code": dst})
+
+    mutate.tools = (tool,)  # type: ignore[attr-defined]
+    return mutate
+
+
+mutant("apply_patch_conflict_as_mismatch", "a moved bundle is revision_conflict, not plan_mismatch", P,
+       kind="binding")(recode_on("apply_concept_patch", "revision_conflict", "plan_mismatch"))
+mutant("apply_patch_mismatch_as_conflict", "a foreign plan digest is plan_mismatch", P, kind="binding")(
+    recode_on("apply_concept_patch", "plan_mismatch", "revision_conflict"))
+mutant("read_concept_missing_as_invalid_request", "an unknown concept is concept_not_found",
+       ("differential_neighbors", "input_valid_accepted"), tools=("read_concept", "get_neighbors"), kind="errors")(
+    lambda request, response, state: recode_on(tool_of(request) or "-", "concept_not_found", "invalid_request")(
+        request, response, state))
+
+# ---- help and document pools ------------------------------------------------------------------
+POOL = ("oracle_doc_get", "docpool_import_answers")
+
+
+def _help_last(out: dict) -> bool:
+    rows = out.get("results") or []
+    if len(rows) > 1 and rows[0].get("id") == "netsim-help":
+        out["results"] = rows[1:] + rows[:1]
+        return True
+    return False
+
+
+def _first_docs_row(each: Callable[[dict], bool]) -> Edit:
+    def edit(out: dict) -> bool:
+        for row in out.get("results") or []:
+            if row.get("id") != "netsim-help" and each(row):
+                return True
+        return False
+
+    return edit
+
+
+add("doc_collections_help_last", "doc_collections", "netsim-help comes first", _help_last,
+    ("oracle_doc_collections",), "ordering")
+add("doc_collections_topics_plus_one", "doc_collections", "topics counts the topics the caller may read",
+    _first_docs_row(set_field("topics", plus(1))), ("oracle_doc_collections", "oracle_doc_stats"), "acl")
+add("doc_collections_drop_last", "doc_collections", "every visible collection is listed", _drop_last("results"),
+    ("oracle_doc_collections",), "results")
+
+add("doc_search_drop_first", "doc_search", "the best topic is ranked", drop_first("results"), ("oracle_doc_search",),
+    "results")
+add("doc_search_links_dropped", "doc_search", "hits carry the topic's entity links",
+    items_edit("results", set_field("links", lambda l: [])), ("docpool_import_answers",), "results")
+add("doc_search_title_other", "doc_search", "hits carry the topic's title",
+    items_edit("results", set_field("title", lambda t: f"{t}!")), ("docpool_import_answers",), "results")
+add("doc_search_method_vector", "doc_search", "an fts hit says method fts",
+    items_edit("results", set_field("method", lambda m: "vector" if m == "fts" else m), first_only=False),
+    ("docpool_import_answers", "result_ordering"), "vector")
+
+
+def _vector_ascending(out: dict) -> bool:
+    rows = out.get("results") or []
+    if len(rows) > 1 and {r.get("method") for r in rows} & {"vector", "hybrid"} and len({r.get("score") for r in rows}) > 1:
+        out["results"] = rows[::-1]
+        return True
+    return False
+
+
+add("doc_search_vector_ascending", "doc_search", "vector and hybrid scores descending", _vector_ascending,
+    ("result_ordering",), "vector")
+
+add("doc_get_links_reversed", "doc_get", "links by confidence descending, then kind, key", _reverse("links"), POOL,
+    "ordering")
+add("doc_get_related_reversed", "doc_get", "related by confidence descending, then collection, slug",
+    _reverse("related"), ("oracle_doc_get",), "ordering")
+add("doc_get_related_dropped", "doc_get", "related lists the topics sharing an entity (at most 10)",
+    _drop_last("related"), POOL, "results")
+add("doc_get_body_trimmed", "doc_get", "body_md is the topic's Markdown", set_field("body_md", last_line_dropped),
+    POOL, "results")
+add("doc_get_mtime_nulled", "doc_get", "mtime is the topic's", set_field("mtime", lambda m: None), POOL, "results")
+
+E = ("oracle_doc_entity", "docpool_import_answers")
+add("doc_entity_topics_plus_one", "doc_entity", "topics counts the linked topics the caller may see",
+    set_field("topics", plus(1)), E, "acl")
+add("doc_entity_relations_reversed", "doc_entity", "relations by rel, kind, key", _reverse("relations"), E, "ordering")
+add("doc_entity_aliases_dropped", "doc_entity", "aliases list every old name", _drop_last("aliases"), E, "results")
+add("doc_entity_relations_in_dropped", "doc_entity", "relations_in lists incoming relations",
+    _drop_last("relations_in"), E, "results")
+add("doc_entity_help_url_other", "doc_entity", "help_url from the kind's url_template",
+    set_field("help_url", lambda u: u + "x" if isinstance(u, str) else u), E, "results")
+
+N = ("oracle_doc_entities", "docpool_import_answers")
+add("doc_entities_skip_first", "doc_entities", "the first rows come first", drop_first("results"), N, "limits")
+add("doc_entities_reversed", "doc_entities", "entities by kind, key, collection", _reverse("results"), N, "ordering")
+add("doc_entities_kind_count_plus_one", "doc_entities", "entities counts the kind's entities",
+    items_edit("results", set_field("entities", plus(1))), N, "results")
+
+L = ("oracle_doc_links", "docpool_import_answers")
+add("doc_links_drop_last", "doc_links", "every visible linked topic is listed", _drop_last("results"), L, "results")
+add("doc_links_confidence_rounded", "doc_links", "confidence is the link's",
+    items_edit("results", set_field("confidence", lambda c: round(c, 1) if isinstance(c, float) else c)), L, "results")
+
+HS = ("oracle_help_search",)
+add("help_search_drop_first", "help_search", "the best help topic is ranked", drop_first("results"), HS, "results")
+add("help_search_form_class_nulled", "help_search", "hits name the topic's form_class",
+    items_edit("results", set_field("form_class", lambda f: None)), HS, "results")
+add("help_search_breadcrumb_other", "help_search", "hits carry the topic's breadcrumb",
+    items_edit("results", set_field("breadcrumb", lambda b: f"{b} >")), HS, "results")
+HG = ("oracle_help_get_topic",)
+add("help_get_topic_drops_related", "help_get_topic", "related lists the topics sharing a form or code",
+    _drop_last("related"), HG, "results")
+add("help_get_topic_related_reversed", "help_get_topic", "related by confidence descending, then slug",
+    _reverse("related"), HG, "ordering")
+add("help_get_topic_body_trimmed", "help_get_topic", "body_md is the topic's", set_field("body_md", last_line_dropped),
+    HG, "results")
+add("help_get_topic_title_other", "help_get_topic", "title is the topic's", set_field("title", lambda t: f"{t}."),
+    HG, "results")
+HF = ("oracle_help_form_info",)
+add("help_form_info_topics_reversed", "help_form_info", "topics by confidence descending, then slug",
+    _reverse("topics"), HF, "ordering")
+add("help_form_info_codes_dropped", "help_form_info", "islem_kodlari lists the codes opening the form",
+    _drop_last("islem_kodlari"), HF, "results")
+add("help_form_info_legacy_alias_dropped", "help_form_info", "an old name is reported as legacy_alias",
+    lambda out: out.pop("legacy_alias", None) is not None, HF, "results")
+add("help_form_info_confidence_other", "help_form_info", "topic confidence is the link's",
+    items_edit("topics", set_field("confidence", lambda c: c / 2 if isinstance(c, (int, float)) else c)), HF,
+    "results")
+
+
+def counts(field: str, n: int) -> Edit:
+    return nested("counts", set_field(field, plus(n)))
+
+
+def each_collection(field: str, n: int) -> Edit:
+    def edit(out: dict) -> bool:
+        for row in (out.get("collections") or {}).values():
+            if isinstance(row, dict) and set_field(field, plus(n))(row):
+                return True
+        return False
+
+    return edit
+
+
+HST = ("oracle_help_stats",)
+add("help_stats_topic_count_plus_one", "help_stats", "counts.topic counts the help pool's topics",
+    counts("topic", 1), HST, "results")
+add("help_stats_chunks_minus_one", "help_stats", "each collection counts its chunks", each_collection("chunks", -1),
+    HST, "results")
+add("help_stats_link_count_plus_one", "help_stats", "counts.link counts the help pool's links", counts("link", 1), HST,
+    "results")
+DST = ("oracle_doc_stats", "docpool_import_answers")
+add("doc_stats_acl_count_plus_one", "doc_stats", "counts.acl counts the caller's topics' ACL rows", counts("acl", 1),
+    DST, "acl")
+add("doc_stats_collection_topics_plus_one", "doc_stats", "collection topics count the topics the caller may see",
+    each_collection("topics", 1), DST, "acl")
+add("doc_stats_link_count_minus_one", "doc_stats", "counts.link counts the caller's topics' links",
+    counts("link", -1), DST, "results")

@@ -1,0 +1,135 @@
+"""The OKF read tools restated over the fixture model: cards, staleness, raw text, sections, graph.
+
+Rules from okf-contracts/read.md (cards, staleness at the day and instant boundaries, raw text,
+search_sections ordering and hashes, the v0.2 projection) and the tool table's ordering fields.
+Pure functions of a :class:`Bundle` and the call's arguments; the checks compare them with answers.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import re
+from datetime import date, datetime, timedelta, timezone
+
+from knowspec.conformance.fixtures.model import Bundle, Concept, render_body, render_document, render_frontmatter
+
+DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
+
+
+def file_bytes(concept: Concept) -> bytes:
+    return render_document(concept).encode("utf-8")
+
+
+def sha256_hex(data: bytes) -> str:
+    return hashlib.sha256(data).hexdigest()
+
+
+def _instant(text: str) -> datetime | None:
+    try:
+        value = datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return None
+    return value if value.tzinfo is not None and "T" in text else None
+
+
+def stale_value(stale_after: str, as_of: str | None, profile: str = "date-3fcbb9f",
+                tool: str = "list_concepts") -> bool | None:
+    """read.md §2: inclusive boundary; no as_of → null; invalid stale_after → null (list_concepts
+    under the date profile: false)."""
+    if as_of is None:
+        return None
+    if profile == "date-3fcbb9f":
+        valid = bool(DATE.fullmatch(stale_after or ""))
+        if not valid:
+            return False if tool == "list_concepts" else None
+        return date.fromisoformat(as_of[:10]) >= date.fromisoformat(stale_after)
+    limit, at = _instant(stale_after or ""), _instant(as_of)
+    if limit is None or at is None:
+        return None
+    return at >= limit
+
+
+def valid_stale_after(stale_after: str, profile: str = "date-3fcbb9f") -> str | None:
+    if profile == "date-3fcbb9f":
+        return stale_after if DATE.fullmatch(stale_after or "") else None
+    return stale_after if _instant(stale_after or "") is not None else None
+
+
+def expected_cards(bundle: Bundle, as_of: str | None = None, profile: str = "date-3fcbb9f") -> list[dict]:
+    """list_concepts cards (the fields the fixture fixes), sorted by concept ID byte-wise."""
+    cards = []
+    for c in sorted(bundle.concepts, key=lambda c: c.id.encode()):
+        cards.append({"id": c.id, "type": c.type, "title": c.title, "path": c.path,
+                      "stale_after": valid_stale_after(c.stale_after, profile),
+                      "stale": stale_value(c.stale_after, as_of, profile),
+                      "source_count": sum(1 for s in c.sources if s.resource.strip())})
+    return cards
+
+
+def legacy_summary(bundle: Bundle) -> dict:
+    """list_concepts' custom text: the legacy {"concepts": [{id, type, title, path}]} in card order."""
+    return {"concepts": [{"id": c.id, "type": c.type, "title": c.title, "path": c.path}
+                         for c in sorted(bundle.concepts, key=lambda c: c.id.encode())]}
+
+
+def expected_read(concept: Concept) -> dict:
+    """read_concept: the raw text is the file; the body and frontmatter are its parts."""
+    return {"id": concept.id, "path": concept.path, "frontmatter_yaml": render_frontmatter(concept) + "\n",
+            "body": render_body(concept), "raw": render_document(concept)}
+
+
+def day_boundaries(stale_after: str) -> list[tuple[str, bool]]:
+    """as_of values around a date stale_after: the day before is fresh, the day itself and after stale."""
+    day = date.fromisoformat(stale_after)
+    return [((day - timedelta(days=1)).isoformat(), False), (day.isoformat(), True),
+            ((day + timedelta(days=1)).isoformat(), True)]
+
+
+def instant_boundaries(stale_after: str) -> list[tuple[str, bool]]:
+    """as_of values around an instant: one second before is fresh, the same instant (in UTC) stale."""
+    limit = _instant(stale_after)
+    assert limit is not None
+    utc = limit.astimezone(timezone.utc)
+    fmt = "%Y-%m-%dT%H:%M:%SZ"
+    return [((utc - timedelta(seconds=1)).strftime(fmt), False), (utc.strftime(fmt), True),
+            ((utc + timedelta(days=1)).strftime(fmt), True)]
+
+
+# ---- search_sections --------------------------------------------------------------------------
+
+def section_terms(query: str) -> list[str]:
+    """Distinct lower-cased words of the query, in order of first occurrence."""
+    out: list[str] = []
+    for word in re.findall(r"[^\W_]+", query.casefold()):
+        if word not in out:
+            out.append(word)
+    return out
+
+
+def sections_order_key(hit: dict) -> tuple:
+    """score descending, then concept_id byte-wise, then line_start."""
+    return (-float(hit.get("score") or 0), str(hit.get("concept_id", "")).encode(), hit.get("line_start") or 0)
+
+
+def concepts_with_words(bundle: Bundle, words: list[str], where: str = "anywhere") -> set[str]:
+    """Concepts whose body (``where='body'``) or whole file holds every word (case-folded)."""
+    out = set()
+    for c in bundle.concepts:
+        text = render_body(c) if where == "body" else render_document(c)
+        found = set(re.findall(r"[^\W_]+", text.casefold()))
+        if all(w in found for w in words):
+            out.add(c.id)
+    return out
+
+
+# ---- get_semantic_graph ------------------------------------------------------------------------
+
+def graph_relations(bundle: Bundle) -> set[tuple[str, str, str]]:
+    """(source id, relation type, target id) of every relation without a fragment to an existing concept."""
+    return {(c.id, r.rel_type, r.target) for c in bundle.concepts for r in c.relations
+            if r.target in bundle.ids and not r.fragment}
+
+
+def graph_references(bundle: Bundle) -> set[tuple[str, str]]:
+    """(source, target) of every resolved navigation link."""
+    return {(c.id, link.target) for c in bundle.concepts for link in c.links if link.is_edge(bundle.ids)}
