@@ -95,6 +95,12 @@ def existing_file(value: str) -> Path:
     return path
 
 
+def existing_file_or_bare_name(value: str) -> Path:
+    """A file path that must exist, or a bare file name the command looks up in APPDIR later."""
+    path = Path(value).expanduser()
+    return path if path.parent == Path(".") and not value.startswith(".") else existing_file(value)
+
+
 def writable_folder(value: str) -> Path:
     """A folder that exists or can be made (its nearest existing parent is writable)."""
     path = Path(value).expanduser()

@@ -15,7 +15,7 @@ def subcommands(parser) -> dict:
 
 
 def test_top_level_commands():
-    assert set(subcommands(build_parser())) == {"serve", "codegen", "conform", "demo", "bench", "pool", "model", "user"}
+    assert set(subcommands(build_parser())) == {"serve", "codegen", "spec", "conform", "demo", "bench", "pool", "model", "user"}
 
 
 @pytest.mark.parametrize(("group", "expected"), [

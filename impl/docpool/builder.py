@@ -338,7 +338,7 @@ def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.Ar
     p.add_argument("--title", default="", help="collection title")
     p.add_argument("--erisim", default="herkes",
                    help="'herkes' (everyone) or a restricted marker (document pools only: the help pool is public)")
-    p.add_argument("--model", type=Path, nargs="?", const=DEFAULT_PACK, default=None,
+    p.add_argument("--model", type=existing_dir, nargs="?", const=DEFAULT_PACK, default=None,
                    help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors "
                         "(without a folder: APPDIR/models/e5-int8, where `knowspec model build` writes)")
     p.add_argument("--appdir", type=Path, help="the server's ${APPDIR} (default: $KNOWSPEC_APPDIR or ./.knowspec)")
@@ -370,6 +370,7 @@ def help_pool_marker_refusal(out: Path, collection: str, erisim: str, source_dir
 
 
 def _run_build(ns: argparse.Namespace) -> int:
+    from knowspec.impl.cli_args import UsageError
     from knowspec.impl.config import Settings
     from knowspec.impl.errors import ToolError
 
@@ -377,6 +378,8 @@ def _run_build(ns: argparse.Namespace) -> int:
     if getattr(ns, "appdir", None):
         settings.appdir = ns.appdir.absolute()
     out = settings.in_appdir(ns.out)
+    if out.is_dir():
+        raise UsageError(f"is a folder, expected a file name: {ns.out}")
     model = settings.model_dir if ns.model is DEFAULT_PACK else ns.model
     refusal = help_pool_marker_refusal(out, ns.collection, ns.erisim, ns.source)
     if refusal:

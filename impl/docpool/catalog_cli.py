@@ -54,8 +54,8 @@ def _register(args: argparse.Namespace) -> int:
     from knowspec.impl.cli_args import check_dsn
 
     settings = _settings(args)
-    dsn = str(settings.in_appdir(args.dsn)) if args.storage == "SQLITE" else args.dsn
-    dsn = check_dsn(args.storage, dsn)
+    dsn = check_dsn(args.storage, str(settings.in_appdir(check_dsn(args.storage, args.dsn)))
+                    if args.storage == "SQLITE" else args.dsn)
     return _print_entry(lambda: catalog.register_database(settings.catalog_path, args.name, args.storage, dsn))
 
 

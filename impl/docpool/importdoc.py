@@ -180,11 +180,12 @@ def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.A
     cmd = subparsers.add_parser(
         "import", help="import one collection of a source pool into a database's document pool"
     )
-    from knowspec.impl.cli_args import collection_name
+    from knowspec.impl.cli_args import collection_name, existing_file_or_bare_name
 
     cmd.add_argument("--collection", required=True, type=collection_name,
                      help="collection id: lower-case letters, digits and '-' (^[a-z0-9][a-z0-9-]*$)")
-    cmd.add_argument("source", help="source pool file (SQLite, schema v2); a bare file name is read from APPDIR")
+    cmd.add_argument("source", type=existing_file_or_bare_name,
+                     help="source pool file (SQLite, schema v2); a bare file name is read from APPDIR")
     add_settings_options(cmd)  # --appdir, --catalog, ... and --database
     for action in cmd._actions:  # the shared --database is the import target here
         if "--database" in action.option_strings:
@@ -202,7 +203,7 @@ def _cmd_import(args: argparse.Namespace) -> int:
 
     source = settings.in_appdir(args.source)
     if not source.is_file():
-        raise UsageError(f"source pool not found: {source}")
+        raise UsageError(f"file not found: {source}")
     try:
         with PhaseProgress("pool import") as report:
             outcome = import_collection(settings, args.database, args.collection, str(source), progress=report)

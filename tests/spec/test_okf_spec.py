@@ -176,7 +176,7 @@ def test_wire_diagnostic_is_the_envelope_diagnostic() -> None:
 # --- tool table ---------------------------------------------------------------------------------
 
 def test_table_lists_the_fourteen_tools_in_registration_order() -> None:
-    assert TABLE["family"] == {"name": "okf", "order": 1}
+    assert TABLE["family"] == {"name": "okf", "order": 1, "text_encoder": "go"}
     assert [row["name"] for row in TABLE["tool"]] == REGISTRATION_ORDER
 
 
