@@ -54,7 +54,9 @@ ROWS: dict[str, Row] = {
     ".venv/bin/knowspec --version": Row("run", "everyday", expect="knowspec 0.1.0"),
     ".venv/bin/knowspec serve --stdio": Row("stdio", "everyday", expect='"serverInfo":{"name":"knowspec"',
                                             stdin=INITIALIZE),
-    ".venv/bin/knowspec serve --http 127.0.0.1:8765": Row("http", "everyday"),
+    ".venv/bin/knowspec serve --http 127.0.0.1:8765 --bundle-root /srv/kb": Row("http", "everyday"),
+    ".venv/bin/knowspec spec diff git:HEAD~1 spec":
+        Row("elsewhere", expect="tests/codegen/test_spec_diff_cli.py::test_a_git_revision_reads_that_revision_of_the_spec"),
     # writing into a temporary folder: the same call, without touching the checkout's generated/
     ".venv/bin/knowspec codegen": Row("run", "everyday", append=" --out generated-copy", expect="changed files"),
     ".venv/bin/knowspec codegen --check": Row("run", "everyday", expect="generated/ is up to date"),
@@ -78,19 +80,37 @@ ROWS: dict[str, Row] = {
     # README: conformance suite (against the server of the pools block)
     '$K conform --target stdio:"$K serve --stdio" --family all --seed 1 --junit reports/c.xml --json reports/c.json '
     "--html reports/c.html": Row("run", "pools", append=NARROW, expect="passed"),
-    "$K conform --target http://127.0.0.1:8765/mcp --era modern": Row("run", "pools", append=NARROW, expect="passed"),
+    "KNOWSPEC_CONFORM_ADMIN_PASSWORD=... $K conform --target http://127.0.0.1:8765/mcp --era modern "
+    "--rest-url http://127.0.0.1:8765 --admin-user admin": Row("run", "pools", append=NARROW, expect="passed"),
     "KNOWSPEC_CONFORM_ADMIN_PASSWORD=... $K conform --target http://127.0.0.1:8765/mcp --rest-url "
-    "http://127.0.0.1:8765 --admin-user admin --pool-dir .knowspec":
+    "http://127.0.0.1:8765 --admin-user admin --pool-dir .knowspec/imports":
         Row("run", "pools", append=" --family docpool --check docpool_import --check docpool_import_answers",
             expect="passed"),
     '$K conform mutants --server "$K serve --stdio" --kill-rate':
         Row("run", "pools", append=" --mutant search_reverse_hits --tool search_concepts --check result_ordering",
             expect="kill rate 1/1"),
+    '$K conform mutants --kill-rate --min-rate 0.95 --json killrate.json --server ".venv/bin/python '
+    'tests/conformance/mutant_host.py --control {control} --pool {pool} --http 127.0.0.1:{port}"':
+        Row("elsewhere", expect="tests/conformance/test_conform_mutants.py::"
+                                "test_host_mode_kills_server_side_mutants_a_proxy_cannot_fake"),
+    "$K conform fixture --out DIR": Row("run", "pools", expect='"database": "conform"'),
     # conformance/README.md: synopses (their options must exist)
     'knowspec conform --target stdio:"knowspec serve --stdio" [--family okf|docpool|all] [--era legacy|modern] '
     "[--seed N] [--max-examples N] [--time-budget S] [--contract FILE] [--baseline FILE] [--write-baseline FILE] "
     "[--junit F] [--json F] [--html F] [--bundle-dir DIR] [--tool NAME]... [--check ID]... [--shared-session] "
-    "[--unknown-tool jsonrpc|result|either] [--list-checks]": Row("synopsis"),
+    "[--workers N] [--strict] [--unknown-tool jsonrpc|result|either] [--list-checks]": Row("synopsis"),
+    'knowspec conform mutants --server "<host> --control {control} --pool {pool} --http 127.0.0.1:{port}" '
+    "[--jobs 2] [--quick] [--kill-rate --min-rate 0.95] [--json killrate.json]": Row("synopsis"),
+    "knowspec conform fixture --out DIR [--seed N]": Row("synopsis"),
+    # conformance/README.md: the pool fixture two-step, run as written (knowspec on PATH)
+    "knowspec conform fixture --out DIR --seed 1": Row("run", "fixture", expect='"database": "conform"'),
+    "knowspec pool register conform --storage SQLITE --dsn DIR/docs.db --appdir DIR":
+        Row("run", "fixture", expect='"name": "conform"'),
+    'knowspec pool alter "ALTER DATABASE conform SET DOCUMENTS INTERNAL" --appdir DIR':
+        Row("run", "fixture", expect='"documents": "INTERNAL"'),
+    'knowspec conform --target stdio:"knowspec serve --stdio --appdir DIR --help-db DIR/help.db --database conform" '
+    "--pool-fixture DIR": Row("run", "fixture", append=" --family docpool --tool doc_get --tool help_get_topic",
+                              expect="passed"),
     'knowspec conform mutants --server "knowspec serve --stdio" [--tool NAME]... [--kill-rate] [--json F]':
         Row("synopsis"),
     "knowspec conform --target http://127.0.0.1:8000/mcp --rest-url http://127.0.0.1:8000 --admin-user ADMIN "
@@ -145,7 +165,7 @@ def test_elsewhere_rows_name_an_existing_test():
 def test_synopsis_options_exist(command):
     from knowspec.impl.cli import build_parser
 
-    sub = ["conform", "mutants"] if command.startswith("knowspec conform mutants") else ["conform"]
+    sub = ["conform", *command.split()[2:3]] if command.split()[2] in ("mutants", "fixture") else ["conform"]
     known = _options_of(build_parser(), sub)
     named = set(re.findall(r"--[a-z][a-z-]*", re.sub(r'"[^"]*"', "", command)))  # not the quoted server command
     assert named and named <= known, f"options the parser lacks: {sorted(named - known)}"
@@ -176,7 +196,7 @@ def sandbox(tmp_path, monkeypatch):
 def run_block(block: str, sandbox: Path) -> list[str]:
     """Run the rows of ``block`` in document order in ``sandbox``; return what ran."""
     port = free_port()
-    prefix = ""  # shell assignments (K=...) carry over to the following rows
+    prefix = 'export PATH="$PWD/.venv/bin:$PATH"; '  # `knowspec` as an installed command; K=... carries over
     ran = []
     with ExitStack() as servers:
         for command in all_documented():
@@ -239,3 +259,11 @@ def test_mcp_client_configuration_names_absolute_paths_the_server_accepts():
     assert server["command"].startswith("/") and server["command"].endswith("/.venv/bin/knowspec")
     args = build_parser().parse_args(server["args"])
     assert args.stdio and args.appdir.is_absolute()
+
+
+@pytest.mark.slow
+def test_pool_fixture_two_step_runs_as_written(sandbox):
+    """conformance/README.md: write the suite's pools, start our server on them, judge the doc tools."""
+    ran = run_block("fixture", sandbox)
+    assert len(ran) == sum(r.block == "fixture" for r in ROWS.values())
+    assert {"help.db", "docs.db", "fixture.json"} <= {p.name for p in (sandbox / "DIR").iterdir()}
