@@ -160,7 +160,7 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
 
     def report(bundle: dict[str, bytes]) -> list[dict]:
         snapshot = _snapshot(bundle)
-        return _CACHE.findings((snapshot.revision, profile),
+        return _CACHE.findings((snapshot.revision, profile, links),
                                lambda: validate_snapshot(snapshot, ctx, **options).diagnostics)
 
     try:

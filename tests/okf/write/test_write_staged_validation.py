@@ -123,3 +123,12 @@ def test_cached_parses_never_leak_between_bundles_with_the_same_paths():
     fixed = {"b.md": B.encode()}
     assert staged_validation(bad, fixed)[0] == []
     assert _codes(staged_validation(good, {"b.md": bad["b.md"]})[0]) == [("b.md", "concept_type_invalid")]
+
+
+def test_findings_cached_without_links_are_not_reused_with_links():
+    """Patch plans validate without links and orphans, write_concept with them: a cached report
+    of the base made one way must never stand in for the other (old findings would look new)."""
+    files = _files(**{"sub/c.md": "---\ntype: Note\n---\nC.\n"})
+    staged_validation(files, {"a.md": A.replace("See", "Read").encode()}, links=False)
+    _, advisory = staged_validation(files, {"notes/new.md": b"---\ntype: Note\n---\nN.\n"})
+    assert "sub" not in {d["file"] for d in advisory}  # the base's own orphan note is not the write's
