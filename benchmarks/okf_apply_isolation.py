@@ -26,7 +26,8 @@ ACTOR = "human:bench"
 
 def make_bundle(root: Path, concepts: int) -> None:
     (root / "c").mkdir(parents=True)
-    (root / "index.md").write_text('---\nokf_version: "0.2"\n---\n')
+    entries = "".join(f"- [Note {i}](c/n{i:04d}.md)\n" for i in range(concepts))  # a conformant base
+    (root / "index.md").write_text('---\nokf_version: "0.2"\n---\n# Index\n\n' + entries)
     for i in range(concepts):
         (root / "c" / f"n{i:04d}.md").write_text(f"---\ntype: Note\ntitle: Note {i}\nstatus: draft\n---\nBody {i}\n")
 

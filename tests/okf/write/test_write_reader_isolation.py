@@ -29,7 +29,7 @@ DATES = [None] + [f"20{30 + r}-01-01" for r in range(ROUNDS)]
 
 
 def _bundle(root):
-    files = {"index.md": '---\nokf_version: "0.2"\n---\n'}
+    files = {"index.md": '---\nokf_version: "0.2"\n---\n# Index\n\n' + ''.join(f'- [N{i}](c/n{i:03d}.md)\n' for i in range(CONCEPTS))}
     for i in range(CONCEPTS):
         files[f"c/n{i:03d}.md"] = f"---\ntype: Note\ntitle: Note {i}\nstatus: draft\n---\nBody {i}\n"
     return make_bundle(root, files)
