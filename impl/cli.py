@@ -121,8 +121,8 @@ def _serve(args: argparse.Namespace) -> int:
     apply_serve_access_options(args, settings)
     if args.call_timeout:
         settings.call_timeout_seconds = args.call_timeout
-    settings.server_name = args.server_name
-    settings.server_version = args.server_version or ""
+    settings.server_name = getattr(args, "server_name", settings.server_name)  # `demo --http` has no such options
+    settings.server_version = getattr(args, "server_version", None) or ""
     runtime = ToolRuntime(settings)
     if args.http:
         import uvicorn

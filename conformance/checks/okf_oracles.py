@@ -18,7 +18,7 @@ from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, sourc
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.target import CallOutcome
 
-READ = "okf-contracts/read.md"
+READ = "spec/okf/contract/read.md"
 INSTANT = "instant-0b87c52"
 
 

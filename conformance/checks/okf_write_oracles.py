@@ -2,7 +2,7 @@
 
 Each check writes a fresh bundle (the suite and a local target share the file system, as for every
 OKF check) and compares the bundle's files before and after each call with what the contract
-says (okf-contracts/write.md): a preview writes nothing and is deterministic; an apply writes
+says (spec/okf/contract/write.md): a preview writes nothing and is deterministic; an apply writes
 exactly the previewed diff, answers the preview's revisions, repeats its result on replay, and a
 stale revision or a foreign plan digest is refused with nothing written.
 """
@@ -16,10 +16,10 @@ from knowspec.conformance.checks.common import advertised_only, fail, require_re
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept, render_document
-from knowspec.conformance.oracles.okf_writes import body_of, diff_sides, snapshot
+from knowspec.conformance.oracles.okf_writes import body_of, diff_sides, snapshot, written_body
 from knowspec.conformance.target import CallOutcome
 
-WRITE = "okf-contracts/write.md"
+WRITE = "spec/okf/contract/write.md"
 STALE_REVISION = "sha256:" + "0" * 64
 OTHER_DIGEST = "sha256:" + "1" * 64
 
@@ -99,7 +99,7 @@ def oracle_write_concept(ctx: CheckContext) -> None:
             fail(f"write_concept {concept_id!r} must succeed with path {concept_id}.md", outcome)
         after = snapshot(root)
         written = after.get(f"{concept_id}.md", b"").decode("utf-8", "replace")
-        if body_of(written) != body:
+        if body_of(written) != written_body(body):
             fail(f"write_concept {concept_id!r}: the file's body {body_of(written)!r} is not the body sent", outcome)
         changed = sorted(k for k in set(before) | set(after) if before.get(k) != after.get(k))
         if changed != [f"{concept_id}.md"]:

@@ -20,7 +20,7 @@ from knowspec.conformance.oracles import pools as oracle
 from knowspec.conformance.pool_fixture import fold
 from knowspec.conformance.target import CallOutcome
 
-SEED = "seeds/001_doc_pools.en.md"
+SEED = "spec/docpool/contract.md"
 HELP_ID = "netsim-help"
 
 

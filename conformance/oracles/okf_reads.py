@@ -1,6 +1,6 @@
 """The OKF read tools restated over the fixture model: cards, staleness, raw text, sections, graph.
 
-Rules from okf-contracts/read.md (cards, staleness at the day and instant boundaries, raw text,
+Rules from spec/okf/contract/read.md (cards, staleness at the day and instant boundaries, raw text,
 search_sections ordering and hashes, the v0.2 projection) and the tool table's ordering fields.
 Pure functions of a :class:`Bundle` and the call's arguments; the checks compare them with answers.
 """

@@ -1,6 +1,6 @@
 """The OKF write contracts restated: what a preview's diff says the files become, and file snapshots.
 
-okf-contracts/write.md: a preview writes nothing; an apply re-plans against the live bundle and
+spec/okf/contract/write.md: a preview writes nothing; an apply re-plans against the live bundle and
 publishes exactly the previewed plan (the written bytes are the diff's new side) or, on a stale
 revision or a different plan, refuses and writes nothing; an identical apply repeats its result.
 """
@@ -49,6 +49,12 @@ def diff_sides(diff: str) -> dict[str, tuple[str, str]]:
         i += 1
     return {path: ("".join(x + "\n" for x in old), "".join(x + "\n" for x in new))
             for path, (old, new) in files.items()}
+
+
+def written_body(body: str) -> str:
+    """What follows the closing fence of a concept write_concept wrote: one blank line, then the
+    body ending in a newline (okf-mcp's layout, spec/okf/NOTES.md#written-layout)."""
+    return "\n" + body + ("" if body.endswith("\n") else "\n")
 
 
 def body_of(document: str) -> str:

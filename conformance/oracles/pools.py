@@ -1,4 +1,4 @@
-"""Help and document pools restated over the fixture facts (seeds/001_doc_pools.en.md).
+"""Help and document pools restated over the fixture facts (spec/docpool/contract.md).
 
 The help pool is read without authorization; document topics through the caller's principals
 (``None``: the unrestricted stdio caller). Every function is pure over a :class:`PoolFixture`.

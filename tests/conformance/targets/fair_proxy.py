@@ -110,15 +110,20 @@ class FairProxy:
             sys.stdout.flush()
 
     def to_server(self, message: Any) -> None:
+        self.to_server_raw(json.dumps(message) + "\n")  # escaped ASCII: a lone surrogate travels as sent
+
+    def to_server_raw(self, line: str) -> None:
         assert self.proc.stdin is not None
-        self.proc.stdin.write((json.dumps(message, ensure_ascii=False) + "\n").encode())
+        self.proc.stdin.write(line.encode("utf-8", "surrogateescape"))
         self.proc.stdin.flush()
 
     def client_loop(self) -> None:
-        for line in sys.stdin:
+        for raw in sys.stdin.buffer:
+            line = raw.decode("utf-8", "surrogateescape")
             try:
                 message = json.loads(line)
-            except ValueError:
+            except (ValueError, RecursionError):  # not JSON to us: the server behind answers it, as unproxied
+                self.to_server_raw(line)
                 continue
             if isinstance(message, dict) and "method" in message and "id" in message:
                 self.methods[message["id"]] = message["method"]
@@ -142,7 +147,7 @@ class FairProxy:
         for raw in self.proc.stdout:
             try:
                 message = json.loads(raw)
-            except ValueError:
+            except (ValueError, RecursionError):
                 continue
             method = self.methods.pop(message.get("id"), None) if isinstance(message, dict) else None
             result = message.get("result") if isinstance(message, dict) else None
