@@ -23,9 +23,11 @@ DEMO_DB = "demo"
 
 def add_demo_parser(subparsers: argparse._SubParsersAction) -> None:
     from knowspec.impl.cli import add_settings_options
+    from knowspec.impl.cli_args import host_port
 
     p = subparsers.add_parser("demo", help="build the sample pools, serve over stdio and call tools with a real MCP client")
-    p.add_argument("--http", metavar="HOST:PORT", help="after set-up, serve over HTTP instead of running the client")
+    p.add_argument("--http", metavar="HOST:PORT", type=host_port,
+                   help="after set-up, serve over HTTP instead of running the client")
     p.add_argument("--rebuild", action="store_true", help="rebuild the sample pools even if they exist")
     add_settings_options(p)
     p.set_defaults(func=run, call_timeout=None)  # `--http` serves through `_serve`, which reads it
@@ -113,7 +115,6 @@ def run(args: argparse.Namespace) -> int:
         args.database = settings.default_database
         # A local demo: anonymous callers may read the sample bundle and the pools (never write).
         args.allow_anonymous, args.bundle_root = True, [EXAMPLES / "okf-sample"]
-        print(f"serving MCP at http://{args.http}/mcp (REST beside it, OpenAPI at /openapi.json); Ctrl-C to stop")
         print("anonymous callers may read; sign in (POST /ClientREST/Login) as a WRITER to write")
         return _serve(args)
     return anyio.run(client_run, settings)
