@@ -40,6 +40,9 @@ class TargetError(Exception):
     """The target cannot be reached or is misconfigured (exit code 2)."""
 
 
+HANDSHAKE_TIMEOUT = 60.0
+
+
 @dataclass(frozen=True)
 class Target:
     """``stdio:<command line>`` or ``http(s)://host:port/mcp``."""
@@ -423,8 +426,10 @@ def connect(target: Target) -> Iterator[Connection]:
     errlog = tempfile.TemporaryFile(mode="w+")  # the server's stderr: kept off the terminal
     wire = WireLog()
     with start_blocking_portal() as portal:
+        # Every call passes its own deadline; this one bounds the handshake, which a server that
+        # is still importing its libraries (a cold start on a busy machine) may take a while to answer.
         client = Client(_tapped(_transport(target, errlog), wire), mode=ERAS[target.era], cache=None,
-                        read_timeout_seconds=target.timeout)
+                        read_timeout_seconds=max(target.timeout, HANDSHAKE_TIMEOUT))
         try:
             cm = portal.wrap_async_context_manager(client)
             entered = cm.__enter__()
