@@ -91,7 +91,7 @@ def _over_stdio(ctx: CheckContext, lines: list[tuple[str, bytes, Any]]) -> None:
 
 
 def _over_http(ctx: CheckContext, lines: list[tuple[str, bytes, Any]]) -> None:
-    raw = RawHttp(ctx.conn.target.spec, ANSWER_SECONDS)
+    raw = RawHttp(ctx.conn.target.spec, ANSWER_SECONDS, ctx.conn.target.bearer_token)
     raw.initialize()
     for label, line, expected_id in lines:
         try:

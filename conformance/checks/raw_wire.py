@@ -122,8 +122,10 @@ def _replies_in(content_type: str, body: bytes) -> list[dict[str, Any]]:
 class RawHttp:
     """One MCP session of its own on an HTTP target, one connection per thread of use."""
 
-    def __init__(self, url: str, timeout: float):
+    def __init__(self, url: str, timeout: float, bearer_token: str | None = None):
         parts = urlsplit(url)
+        # The suite's own sign-in (--bearer-token, or the admin login's token) for servers that ask.
+        self.auth = {"Authorization": f"Bearer {bearer_token}"} if bearer_token else {}
         self.host, self.port = parts.hostname or "127.0.0.1", parts.port or (443 if parts.scheme == "https" else 80)
         self.https = parts.scheme == "https"
         self.path = parts.path or "/"
@@ -140,7 +142,7 @@ class RawHttp:
         try:
             conn.request("POST", self.path, body=body, headers={
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
-                "MCP-Protocol-Version": PROTOCOL_VERSION, **self.session})
+                "MCP-Protocol-Version": PROTOCOL_VERSION, **self.auth, **self.session})
             response = conn.getresponse()
             data = response.read()
             session = response.getheader("mcp-session-id")

@@ -57,7 +57,8 @@ def hostile_call(ctx: CheckContext, request_id: Any) -> bytes:
 
 
 def _over_http(ctx: CheckContext) -> None:
-    hostile, cheap = RawHttp(ctx.conn.target.spec, 300), RawHttp(ctx.conn.target.spec, CHEAP_TIMEOUT)
+    token = ctx.conn.target.bearer_token
+    hostile, cheap = RawHttp(ctx.conn.target.spec, 300, token), RawHttp(ctx.conn.target.spec, CHEAP_TIMEOUT, token)
     hostile.initialize()
     cheap.initialize()
     cheap.post(b'{"jsonrpc":"2.0","id":"warm","method":"ping"}')
