@@ -1,7 +1,7 @@
 """Every request line gets exactly one answer, whatever the line holds.
 
 Rules: JSON-RPC 2.0 §5 (a request that cannot be parsed is answered with -32700 and id null; an
-invalid request with -32600) and the contract's raw-argument walk (read.md §3.0: invalid UTF-8
+invalid request with -32600) and the contract's raw-argument walk (spec/okf/contract/read.md §3.0: invalid UTF-8
 in arguments is ``invalid_request``, too deep is ``resource_limit``). A server may answer a line
 with a JSON-RPC error or, for a well-formed call, with a tool result; what it may not do is stay
 silent (the client waits forever) or answer twice. Over stdio each line is one message; over
@@ -19,7 +19,7 @@ from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.failures import CheckFailed
 
 RULE = ("JSON-RPC 2.0 §5 (-32700 parse error / -32600 invalid request, id null when unknown); "
-        "read.md §3.0 raw-argument walk; every request line gets exactly one answer")
+        "spec/okf/contract/read.md §3.0 raw-argument walk; every request line gets exactly one answer")
 PROBE_TOOL = "search_concepts"
 ANSWER_SECONDS = 10.0
 START_SECONDS = 60.0  # a cold server process may take a while to start

@@ -1,6 +1,6 @@
 """One hostile call must not stall the server for everyone else.
 
-Rule: the input schema is checked before a call runs (read.md §3.0), and checking it must stay
+Rule: the input schema is checked before a call runs (spec/okf/contract/read.md §3.0), and checking it must stay
 bounded: a small request whose validation is expensive in a naive validator (``uniqueItems`` over
 a long array of mixed types is quadratic in some) must neither freeze the server for other
 clients nor run unbounded. Over HTTP, while that call is in flight on one connection, a cheap
@@ -20,7 +20,7 @@ from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.generate import base_arguments
 
-RULE = ("read.md §3.0 (schema validation before the handler) — bounded: a hostile input must not "
+RULE = ("spec/okf/contract/read.md §3.0 (schema validation before the handler) — bounded: a hostile input must not "
         "block other clients (HTTP) or run unbounded (stdio)")
 ITEMS = 12_000
 BOUND_SECONDS = 2.0

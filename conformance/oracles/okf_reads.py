@@ -34,7 +34,7 @@ def _instant(text: str) -> datetime | None:
 
 def stale_value(stale_after: str, as_of: str | None, profile: str = "date-3fcbb9f",
                 tool: str = "list_concepts") -> bool | None:
-    """read.md §2: inclusive boundary; no as_of → null; invalid stale_after → null (list_concepts
+    """spec/okf/contract/read.md §2: inclusive boundary; no as_of → null; invalid stale_after → null (list_concepts
     under the date profile: false)."""
     if as_of is None:
         return None

@@ -106,7 +106,7 @@ def _limit() -> ToolError:
 
 
 def _io_failure(exc: OSError) -> ToolError:
-    """An I/O failure while loading is ``invalid_request`` "load bundle: …" (read.md §4.2)."""
+    """An I/O failure while loading is ``invalid_request`` "load bundle: …" (spec/okf/contract/read.md §4.2)."""
     return ToolError("invalid_request", f"load bundle: {exc.strerror or 'I/O error'}")
 
 

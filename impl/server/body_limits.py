@@ -33,7 +33,7 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-MCP_MAX_BODY_BYTES = 72 * 1024 * 1024  # above the 64 MiB argument estimate (read.md §5.1)
+MCP_MAX_BODY_BYTES = 72 * 1024 * 1024  # above the 64 MiB argument estimate (spec/okf/contract/read.md §5.1)
 REST_MAX_BODY_BYTES = 1024 * 1024  # REST bodies are small JSON objects (IMPORTDOC names a file)
 IDLE_SECONDS = 5.0
 REST_TOTAL_SECONDS = 10.0

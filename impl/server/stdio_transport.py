@@ -8,7 +8,7 @@ calls still running with "Connection closed". This transport instead:
 - answers JSON that is not one JSON-RPC message (a batch array, a scalar, a malformed object)
   with -32600, echoing the id when the object has a usable one;
 - passes a lone surrogate inside ``tools/call`` arguments on to the call pipeline, whose raw
-  argument walk answers ``invalid_request`` (read.md §3.0); anywhere else in the message it is
+  argument walk answers ``invalid_request`` (spec/okf/contract/read.md §3.0); anywhere else in the message it is
   -32600;
 - at end of input, waits for the calls in flight (up to ``drain_seconds``), writes their
   answers, and only then ends the session.

@@ -55,7 +55,7 @@ def capture(root_fd: int) -> tuple[dict[str, bytes], str]:
         raise ToolError("resource_limit", "bundle exceeds MCP resource limits") from None
     except CaptureError as exc:
         raise ToolError("invalid_request", f"bundle cannot be captured: {exc}") from None
-    except OSError as exc:  # e.g. EINVAL reading a /proc file: "load bundle" failures (read.md §4.2)
+    except OSError as exc:  # e.g. EINVAL reading a /proc file: "load bundle" failures (spec/okf/contract/read.md §4.2)
         raise ToolError("invalid_request", f"bundle cannot be captured: {exc.strerror or 'I/O error'}") from None
     return files, revision_of(files)
 
