@@ -286,13 +286,17 @@ def call(ctx: CheckContext, tool: str, args: dict[str, Any]) -> CallOutcome:
     return outcome
 
 
-def answer(ctx: CheckContext, tool: str, args: dict[str, Any]) -> tuple[CallOutcome, Any]:
+def success_data(outcome: CallOutcome, failure: str) -> Any:
     """A successful result's structuredContent (``results`` unwrapped); anything else fails."""
-    outcome = call(ctx, tool, args)
     if outcome.is_error or not isinstance(outcome.structured, dict):
-        fail(f"{tool} failed on imported fixture data", outcome)
+        fail(failure, outcome)
     data = outcome.structured
-    return outcome, data["results"] if set(data) == {"results"} else data
+    return data["results"] if set(data) == {"results"} else data
+
+
+def answer(ctx: CheckContext, tool: str, args: dict[str, Any]) -> tuple[CallOutcome, Any]:
+    outcome = call(ctx, tool, args)
+    return outcome, success_data(outcome, f"{tool} failed on imported fixture data")
 
 
 def expect(ok: bool, message: str, outcome: CallOutcome, expected: Any = None) -> None:

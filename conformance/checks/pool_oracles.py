@@ -13,7 +13,7 @@ from typing import Any
 
 from knowspec.conformance.checks.common import advertised_only, fail, require_result
 from knowspec.conformance.checks.docpool_import import (
-    PoolRun, entity_view, linked, mcp_principals, topic_view,
+    PoolRun, entity_view, linked, mcp_principals, success_data, topic_view,
 )
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.oracles import pools as oracle
@@ -57,10 +57,8 @@ def _call(ctx: CheckContext, tool: str, args: dict[str, Any], database: bool = T
 
 def _answer(ctx: CheckContext, tool: str, args: dict[str, Any]) -> tuple[CallOutcome, Any]:
     outcome = _call(ctx, tool, args)
-    if outcome.is_error or not isinstance(outcome.structured, dict):
-        fail(f"{tool} failed on the suite's pool ({(outcome.structured or {}).get('code')})", outcome)
-    data = outcome.structured
-    return outcome, data["results"] if set(data) == {"results"} else data
+    code = (outcome.structured or {}).get("code")
+    return outcome, success_data(outcome, f"{tool} failed on the suite's pool ({code})")
 
 
 def _expect(ok: bool, message: str, outcome: CallOutcome, expected: Any = None) -> None:
