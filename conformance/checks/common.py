@@ -14,7 +14,9 @@ from knowspec.conformance.checks.registry import CheckContext
 from knowspec.conformance.contract import ContractError, load_contract
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle
-from knowspec.conformance.fixtures.strategies import cafe_bundle, neighbors_bundle, sources_bundle, wide_bundle
+from knowspec.conformance.fixtures.strategies import (
+    cafe_bundle, markup_bundle, neighbors_bundle, sources_bundle, wide_bundle,
+)
 from knowspec.conformance.generate import arguments, base_arguments, validator
 from knowspec.conformance.target import CallOutcome
 
@@ -83,7 +85,7 @@ FIXED_QUERIES = ("needle", "e", "a", "café", "CAFE\u0301", "title", "zz-no-matc
 
 def fixture_bundles(ctx: CheckContext) -> list[Bundle]:
     """The fixed bundles valid calls point at; a writing tool gets its own copies."""
-    fixtures = [neighbors_bundle(), wide_bundle(30, "wide30"), cafe_bundle(), sources_bundle()]
+    fixtures = [neighbors_bundle(), wide_bundle(30, "wide30"), markup_bundle(), cafe_bundle(), sources_bundle()]
     tool = ctx.require_tool()
     if not tool.read_only:
         fixtures = [Bundle(f"{b.name}-{tool.name}", b.concepts) for b in fixtures]
@@ -125,7 +127,7 @@ def success_probes(ctx: CheckContext, per_tool: int = 3) -> list[dict[str, Any]]
     if tool.family != "okf" or tool.read_only or "bundle_path" not in props:
         return []
     if {"concept_id", "frontmatter", "body"} <= set(props):
-        return [{"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True)), "concept_id": f"conform-probe-{i}",
+        return [{"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True)), "concept_id": f"conform-probe-{i}&co",
                  "frontmatter": PROBE_FRONTMATTER, "body": "Written by the conformance suite.\n"}
                 for i, bundle in enumerate(fixture_bundles(ctx)[:per_tool])]
     if not tool.name.startswith("apply_"):

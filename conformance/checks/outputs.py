@@ -13,6 +13,7 @@ from knowspec.conformance.checks.common import (
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.oracles.go_encoding import go_marshal
+from knowspec.conformance.oracles.plain_encoding import plain_problem
 from knowspec.conformance.oracles.contract_ordering import rules as contract_rules
 from knowspec.conformance.oracles.contract_ordering import violations as contract_violations
 from knowspec.conformance.oracles.ordering import ORDERINGS, ordering_violations
@@ -20,8 +21,9 @@ from knowspec.conformance.oracles.truncation import truncation_violations
 from knowspec.conformance.target import CallOutcome
 
 RULE_OUTPUT = "spec/README.md#schema-rules (outputSchema = anyOf[success, envelope])"
-RULE_TEXT = ("spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap; "
-             "#text-encoders: under go, the bytes of Go encoding/json)")
+RULE_TEXT = "spec/README.md#tool-table-format (text_fallback json: compact JSON of structuredContent or wrap)"
+RULE_ENCODING = ("spec/README.md#text-encoders (the tool's text_encoder, plain when the contract names none: "
+                 "go = the bytes of Go encoding/json; plain = compact, only what JSON requires escaped)")
 RULE_ORDER = "contract.json tools[].ordering (each ordered array as declared, tie-breaks included)"
 RULE_TRUNC = "spec/okf/contract/queries.md §2-3 (total counts all; at most limit; truncated = left out)"
 RULE_DET = "spec/okf/contract/read.md §1.1 (one immutable snapshot: the same call gives the same answer)"
@@ -77,12 +79,43 @@ def text_fallback(ctx: CheckContext) -> None:
         if text != expected:
             what = f"structuredContent.{tool.wrap}" if tool.wrap else "structuredContent"
             fail(f"text content differs from {what}", outcome)
-        if tool.text_encoder == "go":
-            raw, go = outcome.texts[0], go_marshal(text)
-            if raw != go:
-                at = next((i for i, (a, b) in enumerate(zip(raw, go)) if a != b), min(len(raw), len(go)))
-                fail(f"text content is not Go encoding/json output (first difference at character {at}: "
-                     f"{raw[at:at + 12]!r}, Go writes {go[at:at + 12]!r})", outcome)
+
+    _over_successes(ctx, judge)
+
+
+def _go_problem(raw: str, value: Any) -> str | None:
+    go = go_marshal(value)
+    if raw == go:
+        return None
+    at = next((i for i, (a, b) in enumerate(zip(raw, go)) if a != b), min(len(raw), len(go)))
+    return f"first difference at character {at}: {raw[at:at + 12]!r}, Go writes {go[at:at + 12]!r}"
+
+
+TEXT_ENCODERS: dict[str, Callable[[str, Any], str | None]] = {
+    "go": _go_problem,
+    "plain": lambda raw, value: plain_problem(raw),
+}
+
+
+@check("text_encoding", RULE_ENCODING, applies=advertised_only, relevant=lambda t: t.text_fallback == "json")
+def text_encoding(ctx: CheckContext) -> None:
+    """A json text fallback is written by the encoder the contract names for the tool (plain when
+    it names none, as every contract before revision 1): judged on the bytes, not the value."""
+    tool = ctx.require_tool()
+    problem_of = TEXT_ENCODERS.get(tool.text_encoder)
+    if problem_of is None:
+        skip(f"the contract names text encoder {tool.text_encoder!r}, which this suite does not know")
+
+    def judge(args: dict[str, Any], outcome: CallOutcome) -> None:
+        if len(outcome.texts) != 1:
+            return   # text_fallback judges the shape of the text content
+        try:
+            value = json.loads(outcome.texts[0])
+        except ValueError:
+            return
+        problem = problem_of(outcome.texts[0], value)
+        if problem:
+            fail(f"text content is not {tool.text_encoder} JSON ({problem})", outcome)
 
     _over_successes(ctx, judge)
 
