@@ -62,6 +62,7 @@ class RunFinished:
     skipped_areas: tuple[tuple[str, str], ...] = ()    # (contract area, why it was not judged)
     timings: dict = field(default_factory=dict)        # where the time went (see runner.timings)
     protocol: str = ""                                 # the MCP protocol version the target agreed
+    drift: dict = field(default_factory=dict)          # --contract older than the suite's (see drift.py)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -23,6 +23,7 @@ from knowspec.conformance.checks.docpool_import import prepare_pool, release_poo
 from knowspec.conformance.checks.registry import BundleStore
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import Contract, ContractError, ToolContract, load_contract
+from knowspec.conformance.drift import contract_drift
 from knowspec.conformance.events import (
     CheckFinished, Event, RunFinished, RunStarted, TargetUnreachable,
 )
@@ -176,7 +177,25 @@ def run(config: RunConfig) -> Iterator[Event]:
     duration = time.monotonic() - t0
     yield RunFinished(tuple(results), duration, EXIT_FAILURES if failed else EXIT_OK,
                       tuple(stale_entries(baseline, tuple(results))), areas,
-                      timings(results, sessions, duration, config.workers), protocol)
+                      timings(results, sessions, duration, config.workers), protocol,
+                      drift_against_suite(contract, config, results))
+
+
+def drift_against_suite(judged: Contract, config: RunConfig, results: list[CheckFinished]) -> dict:
+    """The report's contract drift when ``--contract`` named a revision older than the suite's own:
+    ``git:REV``, or a contract file that carries its ``contract-revision`` (another file, such as a
+    toy contract, is no revision of this one)."""
+    path = config.contract_path
+    if path is None or not (str(path).startswith("git:") or "contract-revision" in judged.revision):
+        return {}
+    try:
+        shipped = load_contract(None).for_family(config.family)
+    except ContractError:
+        return {}
+    if config.tools:
+        shipped = Contract(tuple(t for t in shipped.tools if t.name in config.tools), shipped.error_codes,
+                           shipped.error_schema, shipped.revision, shipped.source)
+    return contract_drift(judged, shipped, results)
 
 
 def timings(results: list[CheckFinished], sessions: SessionStats, duration: float, workers: int) -> dict:

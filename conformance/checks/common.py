@@ -119,11 +119,16 @@ PROBE_FRONTMATTER = "type: concept\ntitle: Conformance probe\n"
 
 def success_probes(ctx: CheckContext, per_tool: int = 3) -> list[dict[str, Any]]:
     """Calls built to succeed on a writing tool, which generated values almost never do:
-    a new concept with minimal frontmatter for a concept writer; for an ``apply_X`` tool, the
+    a new concept with minimal frontmatter for a concept writer (its ID holds ``&``); a patch of
+    the markup fixture for a patch preview and its apply; for an ``apply_X`` tool, the
     arguments of a successful ``preview_X`` on a fresh fixture copy plus the revision and plan
     digest that preview answered (the contract's preview-then-apply flow)."""
     tool = ctx.require_tool()
     props = tool.input_properties
+    if tool.family == "okf" and tool.name.startswith("preview_"):
+        probes = [{**args, "bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))}
+                  for args, bundle in _preview_probes(tool)]
+        return [args for args in probes if validator(tool.input_schema).is_valid(args)]
     if tool.family != "okf" or tool.read_only or "bundle_path" not in props:
         return []
     if {"concept_id", "frontmatter", "body"} <= set(props):
@@ -142,26 +147,46 @@ def success_probes(ctx: CheckContext, per_tool: int = 3) -> list[dict[str, Any]]
             return []
     previewing = dataclasses.replace(ctx, tool=preview, notes=[])
     probes: list[dict[str, Any]] = []
-    for args in raw_valid_examples(previewing):
+    drawn = [(args, next((b for b in fixture_bundles(ctx) if b.name.startswith(args["bundle_path"][len(PLACEHOLDER):])),
+                         None)) for args in raw_valid_examples(previewing)
+             if isinstance(args.get("bundle_path"), str) and args["bundle_path"].startswith(PLACEHOLDER)]
+    for args, bundle in _preview_probes(preview) + drawn:
         if len(probes) >= per_tool:
             break
-        path = args.get("bundle_path")
-        if not (isinstance(path, str) and path.startswith(PLACEHOLDER)):
+        if bundle is None:
             continue
-        bundle = next(b for b in fixture_bundles(ctx) if b.name.startswith(path[len(PLACEHOLDER):]))
         args = {**args, "bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))}
         outcome = ctx.call(args, name=preview.name)
         answer = outcome.structured if outcome.is_result and not outcome.is_error else None
         if not isinstance(answer, dict) or not answer.get("plan_digest"):
             continue
         applied = {k: v for k, v in args.items() if k in props}
-        for name in tool.required_inputs:
+        for name in [*tool.required_inputs, *(["expected_plan_digest"] if "expected_plan_digest" in props else [])]:
             if name not in applied and name.endswith("revision"):
                 applied[name] = answer.get("base_revision")
             elif name not in applied and name.endswith("plan_digest"):
                 applied[name] = answer.get("plan_digest")
+            elif name not in applied and name == "expected_source":
+                applied[name] = answer.get("source")
+        if "proof" in props and answer.get("proof") is not None:
+            applied["proof"] = answer["proof"]
         probes.append(applied)
     return probes
+
+
+def _preview_probes(preview: Any) -> list[tuple[dict[str, Any], Bundle]]:
+    """Previews known to succeed on the markup fixtures, whose paths and diffs hold ``&`` and ``<``
+    (the characters the text encoders write differently): a lifecycle patch, a v0.1 migration."""
+    props = set(preview.input_properties)
+    if {"actor", "operations"} <= props:
+        return [({"bundle_path": "", "actor": "human:conform", "operations": [
+            {"kind": "set_lifecycle", "concept_id": "r&d", "lifecycle": {"status": "deprecated", "stale_after": None}}]},
+            markup_bundle())]
+    if {"timestamp_policy", "citation_mappings"} <= props:
+        legacy = Bundle("markup-v01", tuple(dataclasses.replace(c, sources=()) for c in markup_bundle().concepts),
+                        okf_version="0.1")
+        return [({"bundle_path": "", "timestamp_policy": "preserve", "citation_mappings": []}, legacy)]
+    return []
 
 
 def pool_probe_values(ctx: CheckContext, per_kind: int = 6) -> list[dict[str, Any]]:

@@ -124,7 +124,32 @@ class ConsoleReporter:
                                highlight=False)
         for area, why in finished.skipped_areas:
             self.console.print(f"[yellow bold]SKIPPED AREA:[/] {escape(area)} ({escape(why)})", highlight=False)
+        for line in drift_lines(finished.drift):
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(finished.counts().items()))
         colour = "green" if finished.exit_code == 0 else "red"
         protocol = f" (protocol {finished.protocol})" if finished.protocol else ""
         self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s{protocol}")
+
+
+def drift_lines(drift: dict) -> list[str]:
+    """The contract drift section as plain lines (conformance/drift.py); none without a drift."""
+    if not drift:
+        return []
+    breaking = drift["breaking"]
+    seen = sum(1 for c in breaking if c["observed"])
+    lines = [f"CONTRACT DRIFT: {drift['judged']} -> this suite's {drift['suite']}: {len(breaking)} breaking "
+             f"change(s), {seen} observed by this run; {drift['compatible']} compatible change(s) not listed"]
+    for c in breaking:
+        where = f" {c['where']}" if c["where"] else ""
+        values = f": {_short(c['old'])} -> {_short(c['new'])}" if c["old"] is not None or c["new"] is not None else ""
+        head = f"  {'observed' if c['observed'] else 'not observed':<12} {c['kind']} {c['subject']}{where}{values} ({c['class']})"
+        lines.append(head + (": " + ", ".join(c["cases"]) if c["observed"] else f": {c['why']}"))
+    unexplained = drift["unexplained"]
+    lines.append("  failures no drift change explains: " + (", ".join(unexplained) if unexplained else "none"))
+    return lines
+
+
+def _short(value: object) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:57] + "..."

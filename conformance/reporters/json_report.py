@@ -37,4 +37,5 @@ def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
             "stale_baseline": [{"check": c, "tool": t} for c, t in finished.stale_baseline],
             "skipped_areas": [{"area": a, "why": w} for a, w in finished.skipped_areas],
             "timings": finished.timings,
+            "contract_drift": finished.drift or None,
             "results": [result_dict(r) for r in finished.results]}
