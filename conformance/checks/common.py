@@ -185,7 +185,8 @@ def _preview_probes(preview: Any) -> list[tuple[dict[str, Any], Bundle]]:
     if {"timestamp_policy", "citation_mappings"} <= props:
         legacy = Bundle("markup-v01", tuple(dataclasses.replace(c, sources=()) for c in markup_bundle().concepts),
                         okf_version="0.1")
-        return [({"bundle_path": "", "timestamp_policy": "preserve", "citation_mappings": []}, legacy)]
+        return [({"bundle_path": "", "timestamp_policy": "preserve", "citation_mappings": [], "generated_by": "human:conform",
+                  "generated_at": [{"concept_id": "r&d", "at": "2025-01-02T03:04:05Z"}]}, legacy)]
     return []
 
 
