@@ -46,6 +46,21 @@ def test_conformance_never_imports_impl():
     assert not offenders
 
 
+CONTRACT_DIFF = {"knowspec.codegen.contract_view", "knowspec.codegen.spec_diff", "knowspec.codegen.spec_rules"}
+
+
+def test_conformance_imports_from_codegen_only_the_pure_contract_diff():
+    offenders = [f"{p.relative_to(REPO)}: {n}" for p in modules("conformance") for n in imports_of(p)
+                 if n.startswith("knowspec.codegen") and n not in CONTRACT_DIFF]
+    assert not offenders
+
+
+def test_the_contract_diff_conformance_uses_imports_no_impl():
+    files = [REPO / "codegen" / (name.rsplit(".", 1)[1] + ".py") for name in sorted(CONTRACT_DIFF)]
+    offenders = [f"{p.relative_to(REPO)}: {n}" for p in files for n in imports_of(p) if n.startswith("knowspec.impl")]
+    assert not offenders
+
+
 def test_impl_imports_conformance_only_from_its_cli():
     offenders = [f"{p.relative_to(REPO)}: {n}" for p in modules("impl") for n in imports_of(p)
                  if n.startswith("knowspec.conformance") and p.relative_to(REPO).as_posix() != "impl/cli.py"]

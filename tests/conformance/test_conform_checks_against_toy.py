@@ -22,7 +22,7 @@ BROKEN = {
     "bad_output": "output_schema",
     "bad_envelope": "output_schema",
     "text_mismatch": "text_fallback",
-    "python_json_text": "text_fallback",
+    "python_json_text": "text_encoding",
     "reorder": "result_ordering",
     "flip_truncated": "truncation",
     "nondeterministic": "determinism",

@@ -342,6 +342,8 @@ async def call_tool(ctx, params):
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
     for raw, escaped in (("<", "\\u003c"), (">", "\\u003e"), ("&", "\\u0026")):  # as Go writes them
         text = text.replace(raw, escaped)
+    if VARIANT == "plain_text":
+        text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))  # the plain encoder: nothing escaped
     if VARIANT == "python_json_text":
         text = json.dumps(out, ensure_ascii=False)  # equal as JSON, but not Go's bytes
     if VARIANT == "text_mismatch":
