@@ -57,6 +57,11 @@ class Contract:
     revision: dict[str, Any] = field(default_factory=dict)
     source: str = ""
 
+    @property
+    def number(self) -> int:
+        """The contract revision (0 for contracts made before numbering began)."""
+        return int(self.revision.get("contract-revision", 0) or 0)
+
     def tool(self, name: str) -> ToolContract:
         for tool in self.tools:
             if tool.name == name:

@@ -42,8 +42,7 @@ def view_of(contract: Contract, label: str) -> ContractView:
 
 
 def revision_number(contract: Contract) -> int:
-    """The contract revision (0 for contracts made before numbering began)."""
-    return int(contract.revision.get("contract-revision", 0) or 0)
+    return contract.number
 
 
 def contract_drift(judged: Contract, shipped: Contract, results: Iterable[Any]) -> dict[str, Any]:

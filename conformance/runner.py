@@ -74,6 +74,9 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
                              ctx.successes, ctx.call_seconds)
 
     try:
+        if ctx.contract.number < spec.since:
+            return done("skipped", reason=f"its rule is first stated in contract revision {spec.since}; "
+                                          f"the judged contract ({ctx.contract.source}) does not state it")
         if spec.applies is not None:
             reason = spec.applies(ctx)
             if reason:

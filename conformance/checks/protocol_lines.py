@@ -104,7 +104,7 @@ def _over_http(ctx: CheckContext, lines: list[tuple[str, bytes, Any]]) -> None:
         _judge(f"{label} (HTTP {status})", line, expected_id, replies)
 
 
-@check("every_line_answered", RULE, scope="server", applies=_applies)
+@check("every_line_answered", RULE, scope="server", applies=_applies, since=1)
 def every_line_answered(ctx: CheckContext) -> None:
     """Malformed JSON, a batch, a lone surrogate and deep nesting each get exactly one answer."""
     lines = hostile_lines(ctx.fill()["bundle_path"])

@@ -36,6 +36,7 @@ class CheckSpec:
     applies: Applies | None = None
     doc: str = ""
     relevant: Relevant | None = None
+    since: int = 0          # the first contract revision that states the check's rule
 
     def covers(self, tool: ToolContract | None) -> bool:
         """Whether the contract gives this check something to judge on ``tool`` (a plan question:
@@ -47,15 +48,16 @@ CHECKS: dict[str, CheckSpec] = {}
 
 
 def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None,
-          relevant: Relevant | None = None) -> Callable:
+          relevant: Relevant | None = None, since: int = 0) -> Callable:
     """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None`` (what the
     target or the run lacks); ``relevant(tool)`` says from the contract alone whether the check
-    has anything to judge on that tool (no: the pair is not planned at all)."""
+    has anything to judge on that tool (no: the pair is not planned at all); ``since`` is the
+    first contract revision stating the rule (an older contract, ``--contract git:REV``, skips it)."""
 
     def register(func: Callable[["CheckContext"], None]) -> Callable[["CheckContext"], None]:
         if id in CHECKS:
             raise ValueError(f"check id {id!r} registered twice")
-        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip(), relevant)
+        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip(), relevant, since)
         return func
 
     return register

@@ -96,7 +96,7 @@ def _over_stdio(ctx: CheckContext) -> None:
             raise CheckFailed(f"the hostile call got no JSON-RPC response after {took:.1f}s", response=reply)
 
 
-@check("hostile_validation_nonblocking", RULE, scope="server", applies=_applies)
+@check("hostile_validation_nonblocking", RULE, scope="server", applies=_applies, since=1)
 def hostile_validation_nonblocking(ctx: CheckContext) -> None:
     """An expensive-to-validate call neither blocks a second client nor runs unbounded."""
     ctx.calls += 2

@@ -149,3 +149,19 @@ def test_drift_lists_each_breaking_change_observed_or_why_not_and_failures_it_do
 def test_no_drift_when_the_judged_contract_is_not_older():
     _, shipped = _revisions()
     assert contract_drift(shipped, shipped, [_finished("text_encoding", "search_concepts")]) == {}
+
+
+@pytest.mark.parametrize("revision,status", [(None, "skipped"), (1, "failed")])
+def test_a_check_whose_rule_a_revision_does_not_state_is_skipped_under_it(revision, status, tmp_path, target_for):
+    path = _toy_contract(tmp_path, "go")
+    data = json.loads(path.read_text())
+    data["revision"].pop("contract-revision")
+    if revision is not None:
+        data["revision"]["contract-revision"] = revision
+    path.write_text(json.dumps(data))
+    finished = run_to_end(RunConfig(target=target_for("drops_bad_lines"), contract_path=path,
+                                    checks=("every_line_answered",)))
+    (result,) = finished.results
+    assert result.status == status
+    if status == "skipped":
+        assert "first stated in contract revision 1" in result.reason

@@ -93,7 +93,8 @@ def output_schema(name: str) -> dict:
 
 def contract() -> dict:
     """The toy contract in the ``generated/contract.json`` format."""
-    return {"knowspec_contract": 1, "revision": {"toy": True}, "error_codes": ERROR_CODES,
+    # contract-revision 1: the toy states every rule of the revision its checks were written for
+    return {"knowspec_contract": 1, "revision": {"toy": True, "contract-revision": 1}, "error_codes": ERROR_CODES,
             "error_schema": ENVELOPE,
             "tools": [{"name": name, "family": "okf", "title": name, "description": name,
                        "read_only": True, "idempotent": True, "input_schema": t["input"],
