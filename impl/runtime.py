@@ -17,6 +17,7 @@ from __future__ import annotations
 import gc
 import os
 import threading
+from collections import OrderedDict
 from concurrent.futures import ThreadPoolExecutor
 from contextlib import contextmanager
 from dataclasses import dataclass
@@ -89,7 +90,8 @@ class Cache:
         self.runtime, self.name, self.max_entries = runtime, name, max_entries
         self._sizeof = sizeof or (lambda value: 0)
         self._dispose = dispose
-        self._entries: dict[Hashable, _Entry] = {}
+        self._entries: OrderedDict[Hashable, _Entry] = OrderedDict()  # least recently used first
+        self._used = 0
         self._building: dict[Hashable, threading.Lock] = {}
 
     # -- lookups ---------------------------------------------------------------------------------
@@ -120,7 +122,7 @@ class Cache:
             entry = self._entries.get(key)
             if entry is None or (stamp is not _ANY and not _same(entry.stamp, stamp)):
                 return default
-            entry.tick = self.runtime._next_tick()
+            self._touch(key, entry)
             return entry.value
 
     def _lookup(self, key: Hashable, stamp: Any) -> Any:
@@ -129,7 +131,7 @@ class Cache:
             entry = self._entries.get(key)
             if entry is not None:
                 if _same(entry.stamp, stamp):
-                    entry.tick = self.runtime._next_tick()
+                    self._touch(key, entry)
                     return entry.value
                 dropped = self._remove(key)  # stale: free it before a new one is built
         self._release([dropped] if dropped is not None else [])
@@ -142,9 +144,10 @@ class Cache:
         with rt._lock:
             dropped = [self._remove(key)] if key in self._entries else []
             self._entries[key] = _Entry(stamp, value, size, rt._next_tick())
+            self._used += size
             rt._used += size
             while len(self._entries) > self.max_entries:
-                dropped.append(self._remove(min(self._entries, key=lambda k: self._entries[k].tick)))
+                dropped.append(self._remove(next(iter(self._entries))))
             dropped += rt._over_budget(keep=(self, key))
         self._release([d for d in dropped if d is not None and d[1] is not value])
 
@@ -156,6 +159,7 @@ class Cache:
                 return
             size = self._sizeof(entry.value)
             self.runtime._used += size - entry.size
+            self._used += size - entry.size
             entry.size = size
             dropped = self.runtime._over_budget(keep=(self, key))
         self._release(dropped)
@@ -174,7 +178,7 @@ class Cache:
                 dropped = self._remove(key)
                 item = None
             else:
-                entry.tick = self.runtime._next_tick()
+                self._touch(key, entry)
                 item = entry.value.pop() if entry.value else None
         self._release([dropped] if dropped is not None else [])
         return item
@@ -187,7 +191,7 @@ class Cache:
                 if len(entry.value) >= per_key:
                     return False
                 entry.value.append(item)
-                entry.tick = self.runtime._next_tick()
+                self._touch(key, entry)
                 return True
         self.put(key, stamp, [item])
         return True
@@ -212,11 +216,16 @@ class Cache:
 
     def used_bytes(self) -> int:
         with self.runtime._lock:
-            return sum(e.size for e in self._entries.values())
+            return self._used
 
     # -- internals (the runtime's lock held) -------------------------------------------------------
+    def _touch(self, key: Hashable, entry: _Entry) -> None:
+        entry.tick = self.runtime._next_tick()
+        self._entries.move_to_end(key)
+
     def _remove(self, key: Hashable) -> tuple[Cache, Any]:
         entry = self._entries.pop(key)
+        self._used -= entry.size
         self.runtime._used -= entry.size
         return (self, entry.value)
 
@@ -324,14 +333,19 @@ class Runtime:
         return self._tick
 
     def _over_budget(self, keep: tuple[Cache, Hashable]) -> list[tuple[Cache, Any]]:
-        """Remove least recently used entries of any cache until the budget holds (never ``keep``)."""
+        """Remove the least recently used entries, across the caches that hold bytes, until the
+        budget holds; never ``keep`` (the entry just made)."""
         dropped = []
         while self._used > self.budget_bytes:
             oldest = None
             for cache in self._caches.values():
-                for key, entry in cache._entries.items():
-                    if (cache, key) != keep and entry.size and (oldest is None or entry.tick < oldest[2]):
-                        oldest = (cache, key, entry.tick)
+                if cache._used <= 0:
+                    continue
+                for key, entry in cache._entries.items():  # its least recently used first
+                    if (cache, key) != keep:
+                        if oldest is None or entry.tick < oldest[2]:
+                            oldest = (cache, key, entry.tick)
+                        break
             if oldest is None:
                 break
             dropped.append(oldest[0]._remove(oldest[1]))

@@ -1,10 +1,12 @@
-"""Suite-wide hooks: the optional data markers (see ``optional_data``)."""
+"""Suite-wide hooks: the optional data markers (see ``optional_data``), and ``runtime``: a fresh
+process runtime (every cache empty) for one test."""
 
 from __future__ import annotations
 
 import pytest
 
 import optional_data
+from knowspec.impl import runtime as process
 
 
 def pytest_configure(config):
@@ -22,3 +24,10 @@ def pytest_collection_modifyitems(config, items):
         for item in items:
             if item.get_closest_marker(mark):
                 item.add_marker(skip)
+
+
+@pytest.fixture
+def runtime():
+    """A fresh, activated runtime: handlers called directly (``CallContext()``) use it; closed after."""
+    with process.activated() as fresh:
+        yield fresh
