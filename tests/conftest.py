@@ -31,3 +31,16 @@ def runtime():
     """A fresh, activated runtime: handlers called directly (``CallContext()``) use it; closed after."""
     with process.activated() as fresh:
         yield fresh
+
+
+@pytest.fixture
+def runtime_settings(monkeypatch):
+    """``set(**changes)``: the current runtime's settings with these changes, for this test only
+    (the runtime reads the environment once, so a test changes the settings, not the variables)."""
+    import dataclasses
+
+    def set_(**changes):
+        current = process.current()
+        monkeypatch.setattr(current, "settings", dataclasses.replace(current.settings, **changes))
+
+    return set_
