@@ -1,8 +1,8 @@
 """Open the pool a call reads: the help pool ``netsim-help`` or a database's document pool.
 
 Pools are opened per request and closed when the call ends (``with help_pool(ctx) as pool``).
-A SQLite reader's connection then waits in the runtime's ``docpool.sqlite_readers`` cache for the next call to the same file
-(opening one cost ~0.6 ms a call); it is only reused while the path still names the same file
+A SQLite reader's connection then waits in the runtime's ``docpool.sqlite_readers`` cache for
+the next call to the same file (opening one cost ~0.6 ms a call); it is only reused while the path still names the same file
 (device and inode), so a replaced file is seen by the next call. Storage kinds other than SQLite
 plug in through ``STORAGE_OPENERS`` (``storage/postgres.py``, ``storage/firebird.py`` each
 expose ``open_pool(location) -> PoolStorage``).

@@ -3,8 +3,8 @@
 Capture (spec/okf/contract/read.md §1.1): walk the pinned root through directory descriptors, never following symlinks;
 keep regular files only (type from ``lstat``); exclude the root-level ``.okf``; fail on
 transaction crash evidence; validate every revision path; enforce the file, byte, depth and path
-limits. Reuse: the runtime's ``okf.snapshots`` cache, keyed by the pinned root path, keeps, per file, its identity
-``(dev, ino, size, mtime_ns, ctime_ns)``, bytes and parsed :class:`Document` (a file whose
+limits. Reuse: the runtime's ``okf.snapshots`` cache, keyed by the pinned root path, keeps, per
+file, its identity ``(dev, ino, size, mtime_ns, ctime_ns)``, bytes and parsed :class:`Document` (a file whose
 identity changed but whose bytes did not keeps its parse).
 
 Revalidation: on Linux every captured directory is watched with inotify (:mod:`watch`), armed
