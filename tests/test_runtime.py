@@ -138,3 +138,20 @@ def test_activated_makes_a_fresh_runtime_current_and_restores_the_previous():
         assert process.current() is fresh is not before
         assert CallContext().runtime is fresh
     assert process.current() is before
+
+
+def test_a_handler_called_directly_caches_in_the_tests_runtime(runtime, tmp_path):
+    from knowspec.generated.registry import TOOLS
+    from knowspec.impl.server.pipeline import resolve_handler
+
+    (tmp_path / "kb").mkdir()
+    (tmp_path / "kb" / "a.md").write_text("---\nid: a\ntype: concept\ntitle: Alpha\n---\n# Alpha\n\nbody\n")
+    entry = next(e for e in TOOLS if e.name == "search_concepts")
+    args = entry.input_model.model_validate({"bundle_path": str(tmp_path / "kb"), "query": "alpha"})
+    first = resolve_handler(entry)(args, CallContext()).structured
+    assert first["total"] == 1
+    assert runtime.caches["okf.snapshots"].keys() == [str(tmp_path / "kb")]
+    assert len(runtime.caches["okf.derived"]) == 1
+    runtime.clear()
+    assert runtime.used_bytes() == 0 and len(runtime.caches["okf.snapshots"]) == 0
+    assert resolve_handler(entry)(args, CallContext()).structured == first
