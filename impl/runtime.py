@@ -126,15 +126,19 @@ class Cache:
             return entry.value
 
     def _lookup(self, key: Hashable, stamp: Any) -> Any:
-        dropped = None
-        with self.runtime._lock:
+        rt = self.runtime
+        with rt._lock:
             entry = self._entries.get(key)
-            if entry is not None:
-                if _same(entry.stamp, stamp):
-                    self._touch(key, entry)
-                    return entry.value
-                dropped = self._remove(key)  # stale: free it before a new one is built
-        self._release([dropped] if dropped is not None else [])
+            if entry is None:
+                return _ANY
+            held = entry.stamp
+            if held is stamp or held == stamp:
+                rt._tick += 1
+                entry.tick = rt._tick
+                self._entries.move_to_end(key)
+                return entry.value
+            dropped = self._remove(key)  # stale: free it before a new one is built
+        self._release([dropped])
         return _ANY
 
     # -- updates ---------------------------------------------------------------------------------
@@ -280,7 +284,7 @@ class Runtime:
     def __init__(self, settings: RuntimeSettings | None = None) -> None:
         self.settings = settings or RuntimeSettings.from_environment()
         self.budget_bytes = self.settings.cache_budget_bytes
-        self._lock = threading.RLock()
+        self._lock = threading.Lock()  # every cache's; never held while building or disposing
         self._tick = 0
         self._used = 0
         self._caches: dict[str, Cache] = {}
