@@ -159,9 +159,12 @@ class Cache:
         """Re-estimate ``key``'s size (its value grew or shrank in place) and keep the budget."""
         with self.runtime._lock:
             entry = self._entries.get(key)
-            if entry is None:
+        if entry is None:
+            return
+        size = self._sizeof(entry.value)  # outside the lock: it may walk a large value
+        with self.runtime._lock:
+            if self._entries.get(key) is not entry:
                 return
-            size = self._sizeof(entry.value)
             self.runtime._used += size - entry.size
             self._used += size - entry.size
             entry.size = size

@@ -155,3 +155,15 @@ def test_a_handler_called_directly_caches_in_the_tests_runtime(runtime, tmp_path
     runtime.clear()
     assert runtime.used_bytes() == 0 and len(runtime.caches["okf.snapshots"]) == 0
     assert resolve_handler(entry)(args, CallContext()).structured == first
+
+
+def test_a_value_that_grows_in_place_is_counted_when_resized():
+    runtime = small(budget=100)
+    cache = runtime.cache("c", max_entries=4, sizeof=len)
+    other = runtime.cache("other", max_entries=4, sizeof=len)
+    other.put("old", None, "o" * 30)
+    grows: list[int] = []
+    cache.put("k", None, grows)
+    grows.extend(range(90))
+    cache.resize("k")
+    assert runtime.used_bytes() == 90 and len(other) == 0  # the older entry made room
