@@ -114,6 +114,7 @@ def _mount(subparsers: argparse._SubParsersAction, module: str, func: str) -> No
 
 
 def _serve(args: argparse.Namespace) -> int:
+    from knowspec.impl import runtime as process
     from knowspec.impl.server.access import apply_serve_access_options
     from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -123,7 +124,11 @@ def _serve(args: argparse.Namespace) -> int:
         settings.call_timeout_seconds = args.call_timeout
     settings.server_name = getattr(args, "server_name", settings.server_name)  # `demo --http` has no such options
     settings.server_version = getattr(args, "server_version", None) or ""
-    runtime = ToolRuntime(settings)
+    # The server's one runtime (every cache, the KNOWSPEC_* settings read now); activated, so code
+    # that runs without a call context (pool openers, storages) reaches the same one.
+    state = process.Runtime()
+    process.activate(state)
+    runtime = ToolRuntime(settings, process_runtime=state)
     if args.http:
         import uvicorn
 

@@ -2,8 +2,9 @@
 
 Handlers are plain synchronous functions ``handler(args, ctx) -> ToolOutput`` run in a worker
 thread. ``args`` is the generated pydantic input model (defaults applied, already validated
-against the JSON Schema); ``ctx`` carries the caller's identity, the server settings and a
-cancellation flag the handler polls at safe points.
+against the JSON Schema); ``ctx`` carries the caller's identity, the server settings, the
+process runtime (``impl/runtime.py``: every cache) and a cancellation flag the handler polls at
+safe points.
 """
 
 from __future__ import annotations
@@ -12,6 +13,7 @@ import threading
 from dataclasses import dataclass, field
 from typing import Any
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import cancelled
 
 
@@ -35,6 +37,8 @@ class CallContext:
     caller: Caller = field(default_factory=Caller)
     settings: Any = None
     cancel_event: threading.Event = field(default_factory=threading.Event)
+    # The process state (caches, settings read from the environment): the server's runtime.
+    runtime: process.Runtime = field(default_factory=process.current)
 
     def check_cancelled(self, operation: str = "operation") -> None:
         """Raise ``operation_cancelled`` if the client cancelled or the deadline passed."""

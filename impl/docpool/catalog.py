@@ -16,6 +16,7 @@ from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError, diagnostic
 
 STORAGE_KINDS = ("SQLITE", "POSTGRESQL", "FIREBIRD")
@@ -123,58 +124,56 @@ def get_database(catalog_path: Path | str, name: str) -> DatabaseEntry | None:
     return DatabaseEntry(*row) if row else None
 
 
-class _DatabaseReads:
+class _HeldCatalog:
+    """One open catalog connection and the answers read at its current ``data_version``."""
+
+    def __init__(self, key: str) -> None:
+        self.lock = threading.Lock()
+        self.con = connect(key, any_thread=True)
+        self.version = -1
+        self.answers: dict[str, DatabaseEntry | None] = {}
+
+    def get(self, name: str) -> DatabaseEntry | None:
+        with self.lock:
+            version = self.con.execute("pragma data_version").fetchone()[0]
+            if version != self.version:
+                self.version, self.answers = version, {}
+            if name not in self.answers:
+                row = self.con.execute(_SELECT_DATABASE, [name]).fetchone()
+                self.answers[name] = DatabaseEntry(*row) if row else None
+            return self.answers[name]
+
+    def close(self) -> None:
+        with self.lock:
+            self.con.close()
+
+
+def _database_reads(runtime: process.Runtime) -> process.Cache:
     """``get_database`` answers per catalog file, kept while SQLite's ``data_version`` holds still.
 
     Every doc_* call resolves its database; opening the catalog for that cost about 0.4 ms. One
-    connection per catalog stays open here and asks ``pragma data_version``, which changes when
-    any other connection (any process) commits, so a registration or an ``ALTER DATABASE`` is
-    seen by the next call. A catalog file replaced by another (new inode) gets a new connection.
+    connection per catalog stays open in the runtime's ``docpool.catalogs`` cache (stamp: the
+    file's identity) and asks ``pragma data_version``, which changes when any other connection
+    (any process) commits, so a registration or an ``ALTER DATABASE`` is seen by the next call.
+    A catalog file replaced by another (new inode) gets a new connection.
     """
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._open: dict[str, tuple[tuple[int, int], sqlite3.Connection, int, dict[str, DatabaseEntry | None]]] = {}
-
-    def get(self, catalog_path: Path | str, name: str) -> DatabaseEntry | None:
-        key = str(Path(catalog_path).absolute())
-        with self._lock:
-            try:
-                st = Path(key).stat()
-            except OSError:
-                self._drop(key)
-                return None
-            identity = (st.st_dev, st.st_ino)
-            held = self._open.pop(key, None)
-            if held is not None and held[0] != identity:
-                held[1].close()
-                held = None
-            if held is None:
-                while len(self._open) >= MAX_OPEN_CATALOGS:  # the oldest first (dicts keep order)
-                    self._drop(next(iter(self._open)))
-                held = (identity, connect(key, any_thread=True), -1, {})
-            con = held[1]
-            try:
-                version = con.execute("pragma data_version").fetchone()[0]
-                if version != held[2]:
-                    held = (identity, con, version, {})
-                answers = held[3]
-                if name not in answers:
-                    row = con.execute(_SELECT_DATABASE, [name]).fetchone()
-                    answers[name] = DatabaseEntry(*row) if row else None
-            except sqlite3.Error:
-                con.close()
-                raise
-            self._open[key] = held  # now the newest
-            return answers[name]
-
-    def _drop(self, key: str) -> None:
-        held = self._open.pop(key, None)
-        if held is not None:
-            held[1].close()
+    return runtime.cache("docpool.catalogs", max_entries=MAX_OPEN_CATALOGS, dispose=_HeldCatalog.close)
 
 
-_database_reads = _DatabaseReads()
+def _cached_database(catalog_path: Path | str, name: str) -> DatabaseEntry | None:
+    key = str(Path(catalog_path).absolute())
+    cache = _database_reads(process.current())
+    try:
+        st = Path(key).stat()
+    except OSError:
+        cache.pop(key)
+        return None
+    held = cache.get(key, (st.st_dev, st.st_ino), lambda: _HeldCatalog(key))
+    try:
+        return held.get(name)
+    except sqlite3.Error:
+        cache.pop(key)
+        raise
 
 
 def list_databases(catalog_path: Path | str) -> list[DatabaseEntry]:
@@ -220,14 +219,14 @@ def resolve_pool_location(catalog_path: Path | str, database: str | None) -> Poo
     if not database:
         raise ToolError("invalid_request", "database is required",
                         diagnostics=[diagnostic("invalid_request", "database is required", field="database")])
-    entry = _database_reads.get(catalog_path, database)
+    entry = _cached_database(catalog_path, database)
     if entry is None:
         raise _unavailable("database is not registered", database)
     if entry.documents not in ("INTERNAL", "DATABASE"):
         raise _unavailable("has no document pool", entry.name)
     holder = entry
     if entry.documents == "DATABASE":
-        holder = _database_reads.get(catalog_path, entry.documents_db or "")
+        holder = _cached_database(catalog_path, entry.documents_db or "")
         if holder is None:
             raise _unavailable("database is not registered", entry.documents_db or "")
     if holder.storage.upper() not in STORAGE_KINDS:

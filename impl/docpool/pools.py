@@ -1,8 +1,8 @@
 """Open the pool a call reads: the help pool ``netsim-help`` or a database's document pool.
 
 Pools are opened per request and closed when the call ends (``with help_pool(ctx) as pool``).
-A SQLite reader's connection then waits in ``_idle_readers`` for the next call to the same file
-(opening one cost ~0.6 ms a call); it is only reused while the path still names the same file
+A SQLite reader's connection then waits in the runtime's ``docpool.sqlite_readers`` cache for
+the next call to the same file (opening one cost ~0.6 ms a call); it is only reused while the path still names the same file
 (device and inode), so a replaced file is seen by the next call. Storage kinds other than SQLite
 plug in through ``STORAGE_OPENERS`` (``storage/postgres.py``, ``storage/firebird.py`` each
 expose ``open_pool(location) -> PoolStorage``).
@@ -12,10 +12,10 @@ from __future__ import annotations
 
 import importlib
 import sqlite3
-import threading
 from pathlib import Path
 from typing import Callable
 
+from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext
 from knowspec.impl.docpool.catalog import PoolLocation, resolve_pool_location
 from knowspec.impl.docpool.storage.base import PoolStorage
@@ -33,32 +33,22 @@ STORAGE_OPENERS: dict[str, str] = {
 
 
 class _IdleReaders:
-    """Read-only SQLite connections between calls, per pool file; at most ``MAX_IDLE`` in all
-    (the least recently returned go first)."""
+    """Read-only SQLite connections between calls: the runtime's ``docpool.sqlite_readers`` cache,
+    keyed by pool file and stamped with its identity (device, inode); at most ``IDLE_PER_FILE``
+    per file and ``MAX_IDLE_FILES`` files (the least recently used go first)."""
 
-    MAX_IDLE = 8
+    MAX_IDLE_FILES = 8
+    IDLE_PER_FILE = 4
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._idle: list[tuple[str, tuple[int, int], sqlite3.Connection]] = []  # oldest first
+    def __init__(self, runtime: process.Runtime) -> None:
+        self.cache = runtime.cache("docpool.sqlite_readers", max_entries=self.MAX_IDLE_FILES, dispose=_close_all)
 
     def open(self, path: Path, location: str) -> SqlitePool:
         """A pool over an idle connection to this very file, else over a new one."""
         key = str(path.absolute())
         st = path.stat()
         identity = (st.st_dev, st.st_ino)
-        connection = None
-        with self._lock:
-            for i in range(len(self._idle) - 1, -1, -1):  # newest first
-                idle_key, idle_identity, con = self._idle[i]
-                if idle_key != key:
-                    continue
-                if idle_identity != identity:  # the path names another file now (replaced)
-                    del self._idle[i]
-                    con.close()
-                elif connection is None:
-                    del self._idle[i]
-                    connection = con
+        connection = self.cache.take(key, identity)  # a replaced file's connections are closed
 
         def release(con: sqlite3.Connection) -> None:
             self._give_back(key, identity, con)
@@ -69,19 +59,17 @@ class _IdleReaders:
         if con.in_transaction:  # readers never write; anything else is closed, not reused
             con.close()
             return
-        with self._lock:
-            self._idle.append((key, identity, con))
-            while len(self._idle) > self.MAX_IDLE:
-                self._idle.pop(0)[2].close()
-
-    def close_all(self) -> None:
-        with self._lock:
-            idle, self._idle = self._idle, []
-        for _, _, con in idle:
+        if not self.cache.give(key, identity, con, self.IDLE_PER_FILE):
             con.close()
 
 
-_idle_readers = _IdleReaders()
+def _close_all(connections: list[sqlite3.Connection]) -> None:
+    for con in connections:
+        con.close()
+
+
+def _idle_readers() -> _IdleReaders:
+    return _IdleReaders(process.current())
 
 
 def help_pool(ctx: CallContext) -> PoolStorage:
@@ -91,7 +79,7 @@ def help_pool(ctx: CallContext) -> PoolStorage:
         # Name the pool, not the file: a message with a path would be redacted whole.
         raise ToolError("pool_unavailable", f"help pool not found ({HELP_COLLECTION})")
     try:
-        return _idle_readers.open(path, str(path))
+        return _IdleReaders(process.of(ctx)).open(path, str(path))
     except OSError:  # gone since the check
         raise ToolError("pool_unavailable", f"help pool not found ({HELP_COLLECTION})") from None
     except (NotAPool, sqlite3.Error) as exc:
@@ -108,7 +96,7 @@ def _open_sqlite(location: PoolLocation) -> PoolStorage:
     if not path.is_file():
         raise ToolError("pool_unavailable", f"document pool not imported ({location.docs_database})")
     try:
-        return _idle_readers.open(path, location.docs_database)
+        return _idle_readers().open(path, location.docs_database)
     except OSError:  # gone since the check
         raise ToolError("pool_unavailable", f"document pool not imported ({location.docs_database})") from None
     except (NotAPool, sqlite3.Error) as exc:

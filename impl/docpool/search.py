@@ -12,10 +12,10 @@ filters act before the top-80 cut. Hybrid fuses both lists with ``rules.rrf.hybr
 
 from __future__ import annotations
 
-from concurrent.futures import ThreadPoolExecutor
 from dataclasses import dataclass
 from typing import Any, Callable
 
+from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
 from knowspec.impl.errors import ToolError, diagnostic
@@ -23,7 +23,6 @@ from knowspec.impl.rules.fts_query import build_fts_query, parse_stopwords
 
 DEFAULT_WEIGHTS = (10.0, 5.0, 1.0)
 HYBRID_TOP = 20          # each list's depth in the fusion (rules.rrf)
-_EMBEDDING_POOL = ThreadPoolExecutor(max_workers=2, thread_name_prefix="knowspec-embed")
 
 
 @dataclass(frozen=True)
@@ -160,7 +159,7 @@ def search_pool(ctx: CallContext, pool: PoolStorage, query: str, access: Access,
     if mode == "hybrid":
         # The query is embedded on a worker thread (ONNX Runtime releases the GIL) while full text
         # ranks on this one; the vector ranking then runs once, as deep as the fusion needs.
-        embedding = _EMBEDDING_POOL.submit(_query_embedder(ctx, pool, query, collection))
+        embedding = process.of(ctx).executor("embed", 2).submit(_query_embedder(ctx, pool, query, collection))
         fts = fts_ranked(pool, query, access, limit=HYBRID_TOP, collection=collection, linked_to=linked_to)
         # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
         depth = HYBRID_TOP if fts else limit

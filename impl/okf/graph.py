@@ -43,14 +43,20 @@ def check_budget(document: dict[str, Any]) -> None:
 
 
 def _legacy_text(snapshot: Any, ctx: CallContext) -> str:
-    store = snapshot.__dict__.setdefault("_knowspec_query_cache", {})
-    key = ("legacy_jsonld", getattr(snapshot, "revision", None))
-    if key not in store:
+    def render() -> str:
         text = render_legacy(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD")))
         if len(text.encode("utf-8")) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
-        store[key] = text
-    return store[key]
+        return text
+
+    return _derived(ctx).get((snapshot.root, "legacy_jsonld"), getattr(snapshot, "revision", None), render)
+
+
+def _derived(ctx: CallContext):
+    from knowspec.impl import runtime as process
+    from knowspec.impl.okf.query_tools import derived_cache  # query_tools imports this module
+
+    return derived_cache(process.of(ctx))
 
 
 def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput:
@@ -59,15 +65,16 @@ def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput
     if resolution.error:
         raise ToolError("invalid_request", f"render JSON-LD: {resolution.error}")
     text = _legacy_text(snapshot, ctx)
-    store = snapshot.__dict__.setdefault("_knowspec_query_cache", {})
-    key = ("v02_jsonld", getattr(snapshot, "revision", None), temporal.profile, temporal.as_of_echo)
-    document = store.get(key)
-    if document is None:
+
+    def render() -> dict:
         document = project(snapshot, temporal.profile, temporal.as_of, lambda: ctx.check_cancelled("render v0.2 JSON-LD"))
         size = len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
         if size > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
-        store[key] = document
+        return document
+
+    key = (snapshot.root, "v02_jsonld", temporal.profile, temporal.as_of_echo)
+    document = _derived(ctx).get(key, getattr(snapshot, "revision", None), render)
     check_budget(document)
     ctx.check_cancelled("get semantic graph")
     return ToolOutput(document, text)

@@ -20,8 +20,8 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterator, Mapping
 
+from knowspec.impl import runtime as process
 from knowspec.impl.okf import ids as _ids
-from knowspec.impl.okf.gcpause import gc_paused
 from knowspec.impl.okf.frontmatter import FrontmatterError, YamlMap, parse_document
 from knowspec.impl.okf.links import NavLink, resolve_navigation
 from knowspec.impl.okf.markdown import BodyAnalysis, Heading, analyse_body
@@ -101,7 +101,7 @@ class Document:
 
     @cached_property
     def markdown(self) -> BodyAnalysis:
-        with gc_paused():
+        with process.current().gc_paused():
             return analyse_body(self.body, self.body_start_line)
 
     @property

@@ -19,8 +19,8 @@ from collections import defaultdict
 from dataclasses import dataclass, field
 from typing import Any, Callable, Iterable, Sequence
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.gcpause import gc_paused
 from knowspec.impl.rules.ordering import edge_key, source_key, truncate
 
 KIND_ORDER = ("navigation", "relation", "source")
@@ -67,7 +67,7 @@ def edge_index_for(snapshot: Any, check_cancelled: Callable[[], None] = lambda: 
     existence against one set of IDs; relations go through ``Snapshot.relations`` for the
     fragment rule. Same edges as walking ``Snapshot.navigation``, without a record per link.
     """
-    with gc_paused():  # tens of thousands of acyclic records; collector passes would rescan the bundle
+    with process.current().gc_paused():  # tens of thousands of acyclic records; collector passes would rescan the bundle
         return _edge_index(snapshot, check_cancelled)
 
 

@@ -11,9 +11,9 @@ whose text is the legacy JSON-LD document).
 from __future__ import annotations
 
 import hashlib
-import threading
 from typing import Any, Callable
 
+from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import graph
@@ -38,7 +38,7 @@ MAX_CONCEPTS = 10_000
 MIN_LIMIT, MAX_LIMIT, DEFAULT_LIMIT = 1, 100, 20
 _CONCEPT_CAP_ADVICE = " Narrowing query will not change this limit."
 
-_cache_lock = threading.Lock()
+MAX_DERIVED = 256  # values derived from snapshots (indexes, renders), all roots together
 
 
 # --- shared edges --------------------------------------------------------------------------
@@ -50,26 +50,37 @@ def compact_json(value: Any) -> str:
 
 
 def per_snapshot(snapshot: Snapshot, name: str, build: Callable[[], Any]) -> Any:
-    """A value derived from the snapshot, built once per revision and kept on the snapshot.
+    """A value derived from the snapshot, built once per revision (the runtime's
+    ``okf.derived`` cache: key root and ``name``, stamp the revision).
 
     A ``resource_limit`` raised while building is remembered too: the same snapshot would hit
     the same bound again, so later calls fail at once instead of rebuilding.
     """
-    store = snapshot.__dict__.setdefault("_knowspec_query_cache", {})
-    key = (name, getattr(snapshot, "revision", None))
-    value = store.get(key)
-    if value is None:
+    def remembered_build() -> Any:
         try:
-            value = build()
+            return build()
         except ToolError as exc:
             if exc.code != "resource_limit":
                 raise
-            value = exc
-        with _cache_lock:
-            store[key] = value
+            return exc
+
+    value = derived_cache(process.current()).get((getattr(snapshot, "root", None), name),
+                                                    getattr(snapshot, "revision", None), remembered_build)
     if isinstance(value, ToolError):
         raise ToolError(value.code, value.message, diagnostics=value.diagnostics)
     return value
+
+
+def derived_cache(runtime: process.Runtime) -> process.Cache:
+    """Values derived from a snapshot, keyed by (root, what), stamped with the revision."""
+    return runtime.cache("okf.derived", max_entries=MAX_DERIVED, sizeof=_derived_size)
+
+
+def _derived_size(value: Any) -> int:
+    nbytes = getattr(value, "nbytes", None)
+    if callable(nbytes):
+        return nbytes()
+    return len(value) if isinstance(value, (str, bytes)) else 0
 
 
 def check_limit(limit: Any) -> int:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 from typing import Any
 
+from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import projection as proj
@@ -49,30 +50,47 @@ def _bool_arg(args: Any, name: str) -> bool:
 
 # --- list_concepts ---------------------------------------------------------------------------
 
+MAX_CARD_SETS = 16  # (root, profile) pairs whose card bases are kept
+
 def _card_base(concept: Concept, profile: str) -> dict[str, Any]:
-    """The as_of-independent part of a card, cached on the (immutable) concept per profile."""
-    cache = concept.__dict__.setdefault("_list_card_cache", {})
-    base = cache.get(profile)
-    if base is None:
-        fm = concept.frontmatter
-        status, state = proj.status_fields(fm)
-        base = {
-            "status": status,
-            "status_state": state,
-            "trust": proj.trust_tier(fm),
-            "stale_after": proj.stale_after(fm, profile),
-            "generated_at": proj.generated_at(fm),
-            "source_count": len(proj.valid_sources(concept, profile)),
-            "computation": proj.computation_summary(concept),
-            "legacy_derived": proj.legacy_flags(concept),
-        }
-        cache[profile] = base
-    return base
+    """The as_of-independent part of a card."""
+    fm = concept.frontmatter
+    status, state = proj.status_fields(fm)
+    return {
+        "status": status,
+        "status_state": state,
+        "trust": proj.trust_tier(fm),
+        "stale_after": proj.stale_after(fm, profile),
+        "generated_at": proj.generated_at(fm),
+        "source_count": len(proj.valid_sources(concept, profile)),
+        "computation": proj.computation_summary(concept),
+        "legacy_derived": proj.legacy_flags(concept),
+    }
 
 
-def concept_card(concept: Concept, profile: str, as_of) -> dict[str, Any]:
+def _card_bases(snapshot: Any, profile: str, ctx: CallContext) -> dict[str, tuple[Concept, dict[str, Any]]]:
+    """Every concept's card base per profile by path, kept per revision (runtime cache
+    ``okf.cards``); a new revision reuses the bases of the very same (unchanged) Concept objects.
+    A base is used only for the Concept object it was made from."""
+    cache = process.of(ctx).cache("okf.cards", max_entries=MAX_CARD_SETS)
+    key = (snapshot.root, profile)
+
+    def build() -> dict[str, tuple[Concept, dict[str, Any]]]:
+        previous = cache.peek(key) or {}
+        bases = {}
+        for index, concept in enumerate(snapshot.concepts.values()):
+            if index % 256 == 0:
+                ctx.check_cancelled("list_concepts request")
+            held = previous.get(concept.path)
+            bases[concept.path] = held if held is not None and held[0] is concept else (concept, _card_base(concept, profile))
+        return bases
+
+    return cache.get(key, snapshot.revision, build)
+
+
+def concept_card(concept: Concept, profile: str, as_of, base: dict[str, Any] | None = None) -> dict[str, Any]:
     """One list_concepts item (all 13 fields, contract key order)."""
-    base = _card_base(concept, profile)
+    base = base if base is not None else _card_base(concept, profile)
     _boundary, stale = proj.staleness(concept.frontmatter, profile, as_of, list_quirk=True)
     return {
         "id": concept.id,
@@ -102,10 +120,12 @@ def list_concepts(args: Any, ctx: CallContext) -> ToolOutput:
     if resolution.error is not None:
         raise ToolError("invalid_request", f"resolve bundle version: {resolution.error}")
     cards = []
+    bases = _card_bases(snapshot, profile, ctx)
     for index, concept in enumerate(snapshot.concepts.values()):
         if index % 256 == 0:
             ctx.check_cancelled("list_concepts request")
-        cards.append(concept_card(concept, profile, as_of))
+        held = bases.get(concept.path)
+        cards.append(concept_card(concept, profile, as_of, held[1] if held is not None and held[0] is concept else None))
     structured = {
         "version": resolution.version,
         "version_declaration": resolution.declaration,

@@ -22,14 +22,12 @@ are copied; only new or changed concepts are folded and hashed again.
 from __future__ import annotations
 
 import bisect
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
 import numpy as np
 
-from knowspec.impl.okf.gcpause import gc_paused
+from knowspec.impl import runtime as process
 from knowspec.impl.okf.search_concepts import FIELD_RANKS, SearchableConcept, SearchResult
 from knowspec.impl.rules.ordering import search_hit_key, truncate
 
@@ -123,6 +121,11 @@ class ConceptSearchIndex:
             "tags": _Blob.of([(i, t) for i, row in enumerate(small) for t in row[3]]),
         }
 
+    def nbytes(self) -> int:
+        """About the memory this index holds (bodies, signatures and the field blobs)."""
+        blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
+        return self.signatures.nbytes + sum(len(b) for b in self.bodies) + blobs
+
     def _body_candidates(self, needle: bytes) -> np.ndarray:
         hashes = np.unique(trigram_hashes(needle))
         if not len(hashes):
@@ -174,8 +177,11 @@ class ConceptSearchIndex:
 
 
 MAX_REMEMBERED_ROOTS = 8
-_previous: OrderedDict[str, ConceptSearchIndex] = OrderedDict()
-_previous_lock = threading.Lock()
+
+
+def _previous(runtime: process.Runtime) -> process.Cache:
+    """The last index built per root (stamp: none), whose rows the next build reuses."""
+    return runtime.cache("okf.search_rows", max_entries=MAX_REMEMBERED_ROOTS, sizeof=ConceptSearchIndex.nbytes)
 
 
 def index_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None) -> ConceptSearchIndex:
@@ -185,13 +191,13 @@ def index_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None] = lamb
     this root was built from; the snapshot cache keeps that object exactly while the file's
     bytes are unchanged, so a changed file is always folded and hashed again.
     """
-    with gc_paused():
+    with process.current().gc_paused():
         return _build_for_snapshot(snapshot, check_cancelled)
 
 
 def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
-    with _previous_lock:
-        previous = _previous.get(snapshot.root)
+    remembered = _previous(process.current())
+    previous = remembered.peek(snapshot.root)
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
     n = len(snapshot.concepts)
     ids, small, bodies, concepts = [], [], [], []
@@ -217,9 +223,5 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     if copy_from:
         signatures[copy_to] = previous.signatures[copy_from]
     index = ConceptSearchIndex._of_rows(ids, small, bodies, signatures, concepts)
-    with _previous_lock:
-        _previous[snapshot.root] = index
-        _previous.move_to_end(snapshot.root)
-        while len(_previous) > MAX_REMEMBERED_ROOTS:
-            _previous.popitem(last=False)
+    remembered.put(snapshot.root, None, index)
     return index

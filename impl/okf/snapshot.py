@@ -3,8 +3,8 @@
 Capture (spec/okf/contract/read.md §1.1): walk the pinned root through directory descriptors, never following symlinks;
 keep regular files only (type from ``lstat``); exclude the root-level ``.okf``; fail on
 transaction crash evidence; validate every revision path; enforce the file, byte, depth and path
-limits. Reuse: a process-wide cache keyed by the pinned root path keeps, per file, its identity
-``(dev, ino, size, mtime_ns, ctime_ns)``, bytes and parsed :class:`Document` (a file whose
+limits. Reuse: the runtime's ``okf.snapshots`` cache, keyed by the pinned root path, keeps, per
+file, its identity ``(dev, ino, size, mtime_ns, ctime_ns)``, bytes and parsed :class:`Document` (a file whose
 identity changed but whose bytes did not keeps its parse).
 
 Revalidation: on Linux every captured directory is watched with inotify (:mod:`watch`), armed
@@ -22,13 +22,12 @@ import os
 import re
 import stat
 import threading
-from collections import OrderedDict
 from dataclasses import dataclass, field
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import watch as inotify
 from knowspec.impl.okf.frontmatter import YamlLimitError
-from knowspec.impl.okf.gcpause import gc_paused
 from knowspec.impl.okf.model import Document, Snapshot, document_for
 from knowspec.impl.okf.paths import DIR_FLAGS, check_bundle_path, pin_root
 from knowspec.impl.okf.write.readers import consistent_read
@@ -85,16 +84,31 @@ class _CacheSlot:
     watch: inotify.DirectoryWatch | None = None  # None: the next call walks everything
     root_id: tuple[int, int] | None = None
     limits: tuple = ()
+    nbytes: int = 0  # the captured bytes, for the runtime's memory budget
 
 
 MAX_CACHED_ROOTS = 8  # least recently used roots beyond this are dropped (their watches close)
-_cache: OrderedDict[str, _CacheSlot] = OrderedDict()
-_cache_lock = threading.Lock()
+
+
+def _slots(runtime: process.Runtime) -> process.Cache:
+    """Per root path, its slot; the slot revalidates itself (stamp: none), so its size is the
+    budget's only other reason to drop it."""
+    return runtime.cache("okf.snapshots", max_entries=MAX_CACHED_ROOTS,
+                         sizeof=lambda slot: 2 * slot.nbytes, dispose=_close_watch)
+
+
+def _close_watch(slot: _CacheSlot) -> None:
+    watch = slot.watch
+    if watch is not None and slot.lock.acquire(blocking=False):  # a running capture owns it else
+        try:
+            slot.watch = None
+            watch.close()
+        finally:
+            slot.lock.release()
 
 
 def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
+    _slots(process.current()).clear()
 
 
 def _limits() -> tuple:
@@ -406,6 +420,7 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
         snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
     slot.snapshot, slot.entries, slot.dirs, slot.shared = snapshot, entries, walk.dirs, walk.shared
     slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limits()
+    slot.nbytes = sum(len(e.data) for e in entries.values())
     return snapshot
 
 
@@ -465,9 +480,10 @@ def capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     an exception kept alive by a reference cycle further up (the collector is paused here, and
     rarely runs a full pass) would keep them all in memory.
     """
+    runtime = process.of(ctx)
     try:
-        with gc_paused():
-            return _capture_snapshot(bundle_path, ctx)
+        with runtime.gc_paused():
+            return _capture_snapshot(bundle_path, ctx, runtime)
     except OSError as exc:  # any I/O failure not mapped where it happened
         _forget_frames(exc)
         raise _io_failure(exc) from None
@@ -486,25 +502,17 @@ def _forget_frames(exc: BaseException) -> None:
         current = current.__cause__ or current.__context__
 
 
-def _slot_for(path: str) -> _CacheSlot:
-    with _cache_lock:
-        slot = _cache.get(path)
-        if slot is None:
-            slot = _cache[path] = _CacheSlot()
-        _cache.move_to_end(path)
-        while len(_cache) > MAX_CACHED_ROOTS:
-            _cache.popitem(last=False)
-        return slot
-
-
-def _capture_snapshot(bundle_path: str, ctx) -> Snapshot:
+def _capture_snapshot(bundle_path: str, ctx, runtime: process.Runtime) -> Snapshot:
     _check(ctx)
     path = check_bundle_path(bundle_path)
     root_fd, root_stat = pin_root(path)
     try:
-        slot = _slot_for(path)
+        slots = _slots(runtime)
+        slot = slots.get(path, None, _CacheSlot)
         # A commit's renames run wholly before or after this (interrupted ones are finished first).
         with slot.lock, consistent_read(root_fd, lambda: _check(ctx)):
-            return _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+            snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+        slots.resize(path)
+        return snapshot
     finally:
         os.close(root_fd)

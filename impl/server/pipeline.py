@@ -10,13 +10,13 @@ from __future__ import annotations
 
 import importlib
 import logging
-import os
 import threading
 from typing import TYPE_CHECKING, Any, Callable
 
 import anyio
 import mcp.types as types
 
+from knowspec.impl import runtime as process
 from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext, Caller, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
@@ -46,18 +46,20 @@ def resolve_handler(entry: ToolEntry) -> Handler | None:
 
 
 class ToolRuntime:
-    """Registry entries bound to handlers and validators; one per server process."""
+    """Registry entries bound to handlers and validators; one per server process. Every call's
+    context carries ``process``, the process runtime (caches, settings read from the environment)."""
 
     def __init__(self, settings: Settings | None = None, entries: tuple[ToolEntry, ...] | None = None,
-                 handlers: dict[str, Handler | None] | None = None):
+                 handlers: dict[str, Handler | None] | None = None, process_runtime: process.Runtime | None = None):
         if entries is None:
             from knowspec.generated.registry import TOOLS as entries
         self.settings = settings or Settings()
         self.entries = {e.name: e for e in entries}
         self.order = [e.name for e in entries]
         self.handlers = handlers if handlers is not None else {e.name: resolve_handler(e) for e in entries}
+        self.process = process_runtime or process.current()
         # Tests set this to see a handler's unexpected exception instead of operation_rejected.
-        self.raise_unexpected = bool(os.environ.get("KNOWSPEC_RAISE_UNEXPECTED"))
+        self.raise_unexpected = self.process.settings.raise_unexpected
         self._input_checks: dict[str, SchemaCheck] = {}
         self._output_checks: dict[str, SchemaCheck] = {}
 
@@ -95,7 +97,8 @@ class ToolRuntime:
         however hostile, holds the event loop.
         """
         entry = self.entries[name]
-        ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event())
+        ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event(),
+                          runtime=self.process)
         try:
             ctx.check_cancelled(f"{entry.name} request")
             return await self._in_thread(entry, lambda: self._call_sync(entry, {} if arguments is None else arguments, ctx), ctx)

@@ -6,6 +6,7 @@ import sqlite3
 
 import pytest
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool import catalog
 from knowspec.impl.errors import ToolError
 
@@ -112,4 +113,4 @@ def test_cached_catalog_connections_are_bounded(tmp_path):
         catalog.register_database(path, "sales", "SQLITE", f"{i}.db")
         catalog.execute_alter(path, "ALTER DATABASE sales SET DOCUMENTS INTERNAL")
         assert catalog.resolve_pool_location(path, "sales").dsn == f"{i}.db"
-    assert len(catalog._database_reads._open) == catalog.MAX_OPEN_CATALOGS
+    assert len(catalog._database_reads(process.current())) == catalog.MAX_OPEN_CATALOGS

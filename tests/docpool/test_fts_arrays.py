@@ -7,12 +7,15 @@ order, best chunks, scores to the last bit and snippets.
 
 from __future__ import annotations
 
+import dataclasses
+
 import threading
 from pathlib import Path
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.storage import _fts_arrays
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
@@ -21,6 +24,12 @@ from knowspec.impl.rules.fts_query import build_fts_query
 from storages import SAMPLE, SAMPLE_COLLECTION, WORDS, query_words, write_generated_corpus
 
 ACCESSES = [UNRESTRICTED, Access(frozenset({"muhasebe"})), Access(frozenset({"*"})), Access(frozenset())]
+
+
+def _fts_mode(monkeypatch, mode: str) -> None:
+    """The runtime's full-text arrays setting (``KNOWSPEC_FTS_ARRAYS``, read once) for this test."""
+    runtime = process.current()
+    monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings, fts_arrays=mode))
 
 
 @pytest.fixture(scope="module")
@@ -35,10 +44,10 @@ def pools(tmp_path_factory) -> dict[str, Path]:
 
 
 def _both(path: Path, monkeypatch, match: str, access, **kw):
-    monkeypatch.setenv(_fts_arrays.MODE_ENV, "off")
+    _fts_mode(monkeypatch, "off")
     with SqlitePool(path) as pool:
         want = pool.search_fts(match, access, **kw)
-    monkeypatch.setenv(_fts_arrays.MODE_ENV, "sync")
+    _fts_mode(monkeypatch, "sync")
     with SqlitePool(path) as pool:
         got = pool._search_arrays(match, access, collection=kw.pop("collection", None),
                                   linked_to=kw.pop("linked_to", None), **kw)
@@ -93,7 +102,7 @@ def test_a_word_fts5_splits_into_two_tokens_is_left_to_fts5():
 
 
 def test_off_mode_never_builds(pools, monkeypatch):
-    cache = _fts_arrays.FtsArraysCache()
+    cache = _fts_arrays.FtsArraysCache(process.Runtime())
     monkeypatch.setattr(_fts_arrays, "build", lambda path: pytest.fail("built in off mode"))
     assert cache.get(pools["uretilen"], ("stamp",), mode="off") is None
 
@@ -106,7 +115,7 @@ def test_background_mode_answers_from_fts5_until_the_arrays_are_built(pools, mon
         return real_build(path)
 
     monkeypatch.setattr(_fts_arrays, "build", slow_build)
-    cache = _fts_arrays.FtsArraysCache()
+    cache = _fts_arrays.FtsArraysCache(process.Runtime())
     assert cache.get(pools["uretilen"], ("v1",), mode="background") is None
     assert cache.get(pools["uretilen"], ("v1",), mode="background") is None  # still building, no second build
     release.set()
@@ -116,7 +125,7 @@ def test_background_mode_answers_from_fts5_until_the_arrays_are_built(pools, mon
 def test_a_changed_pool_is_read_again(tmp_path, pools, monkeypatch):
     path = tmp_path / "pool.db"
     path.write_bytes(pools["uretilen"].read_bytes())
-    monkeypatch.setenv(_fts_arrays.MODE_ENV, "sync")
+    _fts_mode(monkeypatch, "sync")
     kw = dict(limit=5, weights=(10.0, 5.0, 1.0), snippet_column="body")
     with SqlitePool(path) as pool:
         assert pool.search_fts('"zeplin"*', UNRESTRICTED, **kw) == []

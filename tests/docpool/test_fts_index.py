@@ -10,6 +10,8 @@ The Firebird-specific part (reading the chunk texts in one ``list()``) runs on t
 
 from __future__ import annotations
 
+import dataclasses
+
 import random
 import sqlite3
 from contextlib import closing
@@ -18,6 +20,7 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.storage import _fts_arrays, firebird
 from knowspec.impl.docpool.storage._fts_index import FtsIndex
@@ -46,6 +49,12 @@ def _write_split_topics(folder: Path, seed: int = 3, topics: int = 12) -> None:
             "utf-8")
 
 
+def _fts_mode(monkeypatch, mode: str) -> None:
+    """The runtime's full-text arrays setting (``KNOWSPEC_FTS_ARRAYS``, read once) for this test."""
+    runtime = process.current()
+    monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings, fts_arrays=mode))
+
+
 @pytest.fixture(scope="module")
 def pool(tmp_path_factory) -> Path:
     root = tmp_path_factory.mktemp("fts-index")
@@ -66,7 +75,7 @@ def index(pool) -> FtsIndex:
 
 
 def _both(pool, index, monkeypatch, match, access, *, collection=None, linked_to=None, **kw):
-    monkeypatch.setenv(_fts_arrays.MODE_ENV, "off")
+    _fts_mode(monkeypatch, "off")
     with SqlitePool(pool) as sq:
         want = sq.search_fts(match, access, collection=collection, linked_to=linked_to, **kw)
         got = index.search(match, index.arrays.allowed(sq, access, collection, linked_to), kw["weights"],

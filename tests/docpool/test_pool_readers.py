@@ -12,6 +12,7 @@ import shutil
 import pytest
 
 from docpool_sample import SAMPLE
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool import pools
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
@@ -19,9 +20,14 @@ from knowspec.impl.docpool.storage.base import UNRESTRICTED
 
 @pytest.fixture
 def readers():
-    idle = pools._IdleReaders()
-    yield idle
-    idle.close_all()
+    runtime = process.Runtime()
+    yield pools._IdleReaders(runtime)
+    runtime.close()
+
+
+def idle(readers) -> list[tuple[str, object]]:
+    """(file key, connection) of every idle connection, least recently used file first."""
+    return [(key, con) for key in readers.cache.keys() for con in readers.cache.peek(key)]
 
 
 @pytest.fixture(scope="module")
@@ -60,7 +66,7 @@ def test_a_replaced_file_gets_a_new_connection_and_its_new_content(readers, pool
     assert new._con is not old_con
     assert new.collections(UNRESTRICTED)[0].title == "v2"
     new.close()
-    assert readers._idle and all(con is not old_con for _, _, con in readers._idle)
+    assert idle(readers) and all(con is not old_con for _, con in idle(readers))
 
 
 def test_a_connection_left_in_a_transaction_is_closed_not_reused(readers, pool_file):
@@ -74,24 +80,27 @@ def test_a_connection_left_in_a_transaction_is_closed_not_reused(readers, pool_f
     again.close()
 
 
-def test_idle_connections_are_bounded(readers, pool_file, tmp_path):
+def test_idle_connections_are_bounded_per_file_and_in_files(readers, pool_file, tmp_path):
     opened = []
-    for i in range(readers.MAX_IDLE + 3):
+    for i in range(readers.MAX_IDLE_FILES + 3):
         path = tmp_path / f"p{i}.db"
         shutil.copy(pool_file, path)
         opened.append(readers.open(path, f"p{i}"))
+    opened += [readers.open(pool_file, "pool") for _ in range(readers.IDLE_PER_FILE + 2)]
     for pool in opened:
         pool.close()
-    assert len(readers._idle) == readers.MAX_IDLE
-    assert [key for key, _, _ in readers._idle] == [str((tmp_path / f"p{i}.db").absolute())
-                                                    for i in range(3, readers.MAX_IDLE + 3)]
+    kept = idle(readers)
+    assert len(readers.cache) == readers.MAX_IDLE_FILES
+    assert sum(key == str(pool_file.absolute()) for key, _ in kept) == readers.IDLE_PER_FILE
+    assert readers.cache.keys()[:-1] == [str((tmp_path / f"p{i}.db").absolute())
+                                         for i in range(4, readers.MAX_IDLE_FILES + 3)]
 
 
 def test_closing_a_pool_twice_gives_its_connection_back_once(readers, pool_file):
     pool = readers.open(pool_file, "pool")
     pool.close()
     pool.close()
-    assert len(readers._idle) == 1
+    assert len(idle(readers)) == 1
     a, b = readers.open(pool_file, "pool"), readers.open(pool_file, "pool")
     assert a._con is not b._con
     a.close()
@@ -119,7 +128,7 @@ def test_taking_one_idle_connection_leaves_its_spares_idle(readers, pool_file):
     a.close()
     b.close()
     again = readers.open(pool_file, "pool")
-    assert len(readers._idle) == 1
-    spare = readers._idle[0][2]
+    assert len(idle(readers)) == 1
+    spare = idle(readers)[0][1]
     assert spare.execute("select 1").fetchone()[0] == 1  # still open
     again.close()

@@ -21,6 +21,7 @@ from types import SimpleNamespace
 import numpy as np
 import pytest
 
+from knowspec.impl import runtime as process
 from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext, Caller
 from knowspec.impl.docpool import catalog, search, tools
@@ -177,7 +178,7 @@ def test_vectors_are_read_once_per_pool_state(settings, fixed_query, monkeypatch
     original = SqlitePool.iter_vectors
     monkeypatch.setattr(SqlitePool, "iter_vectors",
                         lambda self, which, access: reads.append(which) or original(self, which, access))
-    pool_vector_cache.clear()
+    pool_vector_cache(process.current()).clear()
     for user in (None, "zeynep", "patron"):
         _search(_ctx(settings, user))
     assert sorted(reads) == ["chunk", "topic"]

@@ -151,8 +151,8 @@ def test_shards_give_the_candidates_one_sketch_gives(seed, n, k, shards, masked)
 
 
 @needs_kernel
-def test_a_large_pool_is_sharded_per_query_thread_and_ranks_like_the_full_scan(monkeypatch):
-    monkeypatch.setenv("KNOWSPEC_VECTOR_THREADS", "3")
+def test_a_large_pool_is_sharded_per_query_thread_and_ranks_like_the_full_scan(runtime_settings):
+    runtime_settings(vector_threads=3)
     pool = random_pool(11, 50, scoring.SKETCH_MIN_ROWS + 5, 8, sketch=None)
     plain = random_pool(11, 50, scoring.SKETCH_MIN_ROWS + 5, 8, sketch=False)
     assert len(pool.chunk_sketch.shards) == 3 and pool.topic_sketch is None  # 50 topics: a float32 scan
@@ -162,10 +162,10 @@ def test_a_large_pool_is_sharded_per_query_thread_and_ranks_like_the_full_scan(m
 
 
 @needs_kernel
-def test_concurrent_queries_on_a_sharded_pool_rank_as_serial_ones(monkeypatch):
+def test_concurrent_queries_on_a_sharded_pool_rank_as_serial_ones(runtime_settings):
     from concurrent.futures import ThreadPoolExecutor
 
-    monkeypatch.setenv("KNOWSPEC_VECTOR_THREADS", "2")
+    runtime_settings(vector_threads=2)
     pool = random_pool(13, 300, scoring.SKETCH_MIN_ROWS + 100, 16, sketch=None)
     assert len(pool.chunk_sketch.shards) == 2
     queries = list(unit_rows(np.random.default_rng(14), 16, 16))

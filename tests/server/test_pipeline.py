@@ -227,3 +227,16 @@ def test_argument_paths_survive_in_field(mini_registry):
     result = call(mini_registry, {**HANDLERS, "echo_text": pointed}, "echo_text", {"text": "a"})
     fields = [(d["field"], d["spec_ref"]) for d in result.structured_content["diagnostics"]]
     assert fields == [("/params/database", "seeds/001#import"), ("kinds.0", "")]
+
+
+def test_every_handler_gets_the_servers_runtime_on_its_context(mini_registry):
+    from knowspec.impl.runtime import Runtime
+
+    mine, seen = Runtime(), []
+
+    def spy(args, ctx):
+        seen.append(ctx.runtime)
+        return echo_text(args, ctx)
+
+    call(mini_registry, {"echo_text": spy}, "echo_text", {"text": "x"}, process_runtime=mine)
+    assert seen == [mine]

@@ -8,9 +8,10 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.vectors.scoring import (
-    TOPIC_BONUS, PoolVectorCache, PoolVectors, decode_vectors, encode_vector, encode_vectors,
-    top_rows, vector_rank, vector_snippet)
+    TOPIC_BONUS, PoolVectors, decode_vectors, encode_vector, encode_vectors,
+    pool_vector_cache, top_rows, vector_rank, vector_snippet)
 
 
 def unit(*xs) -> np.ndarray:
@@ -141,7 +142,7 @@ def test_snippet_is_first_200_characters():
 
 
 def test_cache_reuses_until_the_change_stamp_moves():
-    cache, loads = PoolVectorCache(), []
+    cache, loads = pool_vector_cache(process.Runtime()), []
 
     def loader():
         loads.append(1)

@@ -15,7 +15,6 @@ FTS5 answers), ``sync`` (built by the first search that needs it) or ``off``.
 
 from __future__ import annotations
 
-import os
 import sqlite3
 import threading
 from bisect import bisect_left
@@ -25,6 +24,7 @@ from typing import Sequence
 
 import numpy as np
 
+from knowspec.impl import runtime as process
 from knowspec.impl.rules import fts5
 from knowspec.impl.rules.bm25 import fts5_avg_len, fts5_frequency, fts5_phrase_score, idf_fts5
 from knowspec.impl.rules.fold import fold
@@ -32,7 +32,6 @@ from knowspec.impl.rules.fts_query import parse_match
 
 FTS_TABLE = "doc$chunk_fts"
 COLUMNS = ("title", "heading", "body")
-MODE_ENV = "KNOWSPEC_FTS_ARRAYS"
 MAX_CACHED_POOLS = 4
 
 
@@ -290,33 +289,30 @@ class _Entry:
 
 
 class FtsArraysCache:
-    """Arrays per pool file and change stamp; a changed stamp starts a new build."""
+    """Arrays per pool file and change stamp (the runtime's ``docpool.fts_arrays`` cache); a
+    changed stamp starts a new build."""
 
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._entries: dict[str, _Entry] = {}
+    def __init__(self, runtime: process.Runtime | None = None) -> None:
+        self._runtime = runtime or process.current()
+        self._entries = self._runtime.cache("docpool.fts_arrays", max_entries=MAX_CACHED_POOLS, sizeof=_entry_bytes)
 
     def get(self, path: Path | str, stamp: tuple, mode: str | None = None) -> FtsArrays | None:
         """The arrays for ``stamp`` if ready (``sync``: build them now); ``None`` = use FTS5."""
-        mode = mode or os.environ.get(MODE_ENV, "background")
+        mode = mode or self._runtime.settings.fts_arrays
         if mode == "off":
             return None
         key = str(Path(path).absolute())
-        with self._lock:
-            entry = self._entries.get(key)
-            if entry is None or entry.stamp != stamp:
-                entry = _Entry(stamp, done=threading.Event())
-                self._entries[key] = entry
-                while len(self._entries) > MAX_CACHED_POOLS:
-                    self._entries.pop(next(iter(self._entries)))
-                threading.Thread(target=self._build, args=(entry, key), daemon=True,
-                                 name="knowspec-fts-arrays").start()
+        entry = self._entries.get(key, stamp, lambda: self._start(stamp, key))
         if mode == "sync" and entry.done is not None:
             entry.done.wait()
         return entry.arrays
 
-    @staticmethod
-    def _build(entry: _Entry, path: str) -> None:
+    def _start(self, stamp: tuple, key: str) -> _Entry:
+        entry = _Entry(stamp, done=threading.Event())
+        threading.Thread(target=self._build, args=(entry, key), daemon=True, name="knowspec-fts-arrays").start()
+        return entry
+
+    def _build(self, entry: _Entry, path: str) -> None:
         try:
             entry.arrays = build(path)
         except (sqlite3.Error, ValueError, OSError):
@@ -324,13 +320,23 @@ class FtsArraysCache:
         finally:
             assert entry.done is not None
             entry.done.set()
+            self._entries.resize(path)
 
     def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
+        self._entries.clear()
 
 
-fts_arrays_cache = FtsArraysCache()
+def _entry_bytes(entry: _Entry) -> int:
+    arrays = entry.arrays
+    if arrays is None:
+        return 0
+    held = [v for v in vars(arrays).values() if isinstance(v, np.ndarray)]
+    return sum(a.nbytes for a in held) + sum(len(t) + 50 for t in arrays.terms)
+
+
+def fts_arrays_cache() -> FtsArraysCache:
+    """The process runtime's arrays."""
+    return FtsArraysCache(process.current())
 
 
 def chunk_snippet(texts: Sequence[str], phrases: Sequence[tuple[str, bool]], column: int,

@@ -25,6 +25,7 @@ from pathlib import Path
 from typing import Any, Iterator, Sequence
 from urllib.parse import unquote, urlsplit
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
@@ -36,10 +37,6 @@ from knowspec.impl.extras import require
 
 _API_LOCK = threading.Lock()
 _API_LOADED = False
-_INDEX_LOCK = threading.Lock()
-_INDEXES: dict[str, FtsIndex] = {}
-_IDLE_LOCK = threading.Lock()
-_IDLE: dict[str, list[Any]] = {}
 IDLE_PER_POOL = 4  # attaching to an embedded database costs ~30 ms, detaching the last one as much
 
 
@@ -108,9 +105,7 @@ def connect(dsn: str, *, create: bool = False):
 
 def acquire(dsn: str):
     """A connection to ``dsn``: an idle one kept from an earlier request, else a new one."""
-    with _IDLE_LOCK:
-        idle = _IDLE.get(dsn)
-        con = idle.pop() if idle else None
+    con = _idle(process.current()).take(dsn, None)
     return con if con is not None else connect(dsn)
 
 
@@ -122,19 +117,26 @@ def release(dsn: str, con) -> None:
     except Exception:
         con.close()
         return
-    with _IDLE_LOCK:
-        idle = _IDLE.setdefault(dsn, [])
-        if len(idle) < IDLE_PER_POOL:
-            idle.append(con)
-            return
-    con.close()
+    if not _idle(process.current()).give(dsn, None, con, IDLE_PER_POOL):
+        con.close()
 
 
 def close_connections() -> None:
     """Close every kept connection (tests, shutdown; also at exit)."""
-    with _IDLE_LOCK:
-        cons = [c for idle in _IDLE.values() for c in idle]
-        _IDLE.clear()
+    _idle(process.current()).clear()
+
+
+def _idle(runtime: process.Runtime):
+    """Connections kept between requests per DSN (the runtime's ``docpool.firebird_idle``)."""
+    return runtime.cache("docpool.firebird_idle", max_entries=16, dispose=_close_quietly)
+
+
+def _index_bytes(index: FtsIndex) -> int:
+    arrays = [v for v in vars(index.arrays).values() if hasattr(v, "nbytes")]
+    return sum(a.nbytes for a in arrays) + sum(len(t) for row in index.texts for t in row)
+
+
+def _close_quietly(cons: list[Any]) -> None:
     for con in cons:
         try:
             con.close()
@@ -218,13 +220,13 @@ class FirebirdPool(SqlPool):
     def _index(self) -> FtsIndex:
         stamp = self.change_stamp()[1:]  # the import counter (location names may differ per caller)
         key = parse_dsn(self.dsn)[0]
-        with _INDEX_LOCK:
-            index = _INDEXES.get(key)
-            if index is None or index.stamp != stamp:
-                topics = self._rows("select id, collection, slug, title, breadcrumb from doc$topic")
-                index = FtsIndex.build(stamp, self._chunk_texts(), topics)
-                _INDEXES[key] = index
-        return index
+
+        def build() -> FtsIndex:
+            topics = self._rows("select id, collection, slug, title, breadcrumb from doc$topic")
+            return FtsIndex.build(stamp, self._chunk_texts(), topics)
+
+        cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=_index_bytes)
+        return cache.get(key, stamp, build)
 
     def _chunk_texts(self) -> list[tuple[int, int, str, str, str]]:
         """Every chunk's ``(id, topic_id, title, heading, body)``, for the index.

@@ -30,13 +30,13 @@ from __future__ import annotations
 import atexit
 import json
 import sys
-import threading
 import unicodedata
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
 from typing import Any, Iterator, Sequence
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
@@ -56,9 +56,6 @@ HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments
 
 HEADLINE_CONFIG_EXISTS = ("select exists (select 1 from pg_ts_config c join pg_namespace n on n.oid = c.cfgnamespace "
                           "where n.nspname = %s and c.cfgname = 'doc$fold_headline')")
-
-_POOLS: dict[str, Any] = {}
-_POOLS_LOCK = threading.Lock()
 
 
 ImportFailed = _source.ImportFailed  # raised by import_collection: rolled back, nothing changed
@@ -129,21 +126,27 @@ def connection_pool(dsn: str):
     """The process's ``psycopg_pool.ConnectionPool`` for ``dsn`` (opened on first use)."""
     ConnectionPool = require("psycopg_pool").ConnectionPool
 
-    with _POOLS_LOCK:
-        pool = _POOLS.get(dsn)
-        if pool is None or pool.closed:
-            pool = ConnectionPool(dsn, min_size=0, max_size=4, configure=_configure, open=True,
-                                  kwargs={"prepare_threshold": None})
-            _POOLS[dsn] = pool
-        return pool
+    pools = _pools(process.current())
+    pool = pools.get(dsn, None, lambda: _open_pool(ConnectionPool, dsn))
+    if pool.closed:
+        pools.pop(dsn)
+        pool = pools.get(dsn, None, lambda: _open_pool(ConnectionPool, dsn))
+    return pool
+
+
+def _open_pool(ConnectionPool, dsn: str):
+    return ConnectionPool(dsn, min_size=0, max_size=4, configure=_configure, open=True,
+                          kwargs={"prepare_threshold": None})
+
+
+def _pools(runtime: process.Runtime):
+    """Connection pools per DSN (the runtime's ``docpool.postgres_pools``), closed when dropped."""
+    return runtime.cache("docpool.postgres_pools", max_entries=16, dispose=lambda pool: pool.close())
 
 
 def close_pools() -> None:
     """Close every connection pool (tests, shutdown)."""
-    with _POOLS_LOCK:
-        for pool in _POOLS.values():
-            pool.close()
-        _POOLS.clear()
+    _pools(process.current()).clear()
 
 
 atexit.register(close_pools)

@@ -215,7 +215,7 @@ class SqlitePool:
         parsed = _fts_arrays.query_phrases(match)
         if parsed is None:
             return None
-        arrays = _fts_arrays.fts_arrays_cache.get(self.path, self.change_stamp())
+        arrays = _fts_arrays.fts_arrays_cache().get(self.path, self.change_stamp())
         if arrays is None:
             return None
         phrases, joiner = parsed

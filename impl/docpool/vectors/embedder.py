@@ -18,12 +18,12 @@ the pool``) instead of producing vectors in the wrong space.
 from __future__ import annotations
 
 import json
-import threading
 from dataclasses import dataclass
 from pathlib import Path
 
 import numpy as np
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.extras import missing_extra_message
 from knowspec.impl.docpool.vectors.parallelism import query_threads
@@ -76,6 +76,10 @@ class Embedder:
         self.tokenizer = tokenizer
         self.info = info
         self._input_names = {i.name for i in session.get_inputs()}
+        try:  # about what the session holds, for the runtime's memory budget
+            self.nbytes = (model_dir / MODEL_FILE).stat().st_size
+        except OSError:
+            self.nbytes = 0
 
     def embed(self, texts: list[str], prefix: str = "", batch_size: int = 1) -> np.ndarray:
         """Unit vectors ``[len(texts), dim]`` for ``prefix + text``.
@@ -165,8 +169,13 @@ def _load(model_dir: Path, threads: int) -> Embedder:
     return Embedder(model_dir, session, tokenizer, read_pack_info(model_dir, session))
 
 
-_cache: dict[Path, tuple[tuple[int, int], Embedder]] = {}
-_cache_lock = threading.Lock()
+MAX_CACHED_EMBEDDERS = 2
+
+
+def _embedders(runtime: process.Runtime) -> process.Cache:
+    """Loaded sessions per model folder (the runtime's ``docpool.embedders``), stamped with the
+    model file's (mtime, size); the budget counts the model file's bytes."""
+    return runtime.cache("docpool.embedders", max_entries=MAX_CACHED_EMBEDDERS, sizeof=lambda e: e.nbytes)
 
 
 def load_embedder(model_dir: Path | str, *, threads: int | None = None) -> Embedder:
@@ -182,18 +191,11 @@ def load_embedder(model_dir: Path | str, *, threads: int | None = None) -> Embed
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         raise model_not_found(model_dir, f"{MODEL_FILE} missing in {model_dir}") from None
-    with _cache_lock:
-        hit = _cache.get(model_dir)
-        if hit and hit[0] == stamp:
-            return hit[1]
-        embedder = _load(model_dir, threads or query_threads())
-        _cache[model_dir] = (stamp, embedder)
-        return embedder
+    return _embedders(process.current()).get(model_dir, stamp, lambda: _load(model_dir, threads or query_threads()))
 
 
 def clear_cache() -> None:
-    with _cache_lock:
-        _cache.clear()
+    _embedders(process.current()).clear()
 
 
 def check_pack_matches(info: PackInfo, pool_model: str | None, pool_dim: int | None) -> None:

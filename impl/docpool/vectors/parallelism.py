@@ -6,7 +6,7 @@ release the GIL: ONNX Runtime's intra-op threads for the first, column shards of
 the second. On a quiet 2-core host two threads took the query embedding from 6.7 to 5.0 ms and
 the two int8 passes over 100k chunks from 2.7 to 1.4 ms (``benchmarks/docpool_vector.py``).
 
-``KNOWSPEC_VECTOR_THREADS`` sets the count (1 turns the splitting off, e.g. on a host whose
+``KNOWSPEC_VECTOR_THREADS`` (read once into the runtime's settings) sets the count (1 turns the splitting off, e.g. on a host whose
 cores are busy with other work); the default is two, or one on a single-core machine. The
 results do not depend on it: embeddings are bit-identical and the scan stays exact.
 """
@@ -14,18 +14,15 @@ results do not depend on it: embeddings are bit-identical and the scan stays exa
 from __future__ import annotations
 
 import os
-import threading
 from concurrent.futures import ThreadPoolExecutor
 from typing import Callable, Sequence, TypeVar
 
-THREADS_ENV = "KNOWSPEC_VECTOR_THREADS"
+from knowspec.impl import runtime as process
+
 DEFAULT_THREADS = 2
 
 T = TypeVar("T")
 R = TypeVar("R")
-
-_pool: list[ThreadPoolExecutor] = []
-_pool_lock = threading.Lock()
 
 
 def available_cores() -> int:
@@ -37,21 +34,14 @@ def available_cores() -> int:
 
 def query_threads() -> int:
     """Threads one vector query uses: ``KNOWSPEC_VECTOR_THREADS``, else min(2, cores)."""
-    raw = os.environ.get(THREADS_ENV, "").strip()
-    if raw:
-        try:
-            return max(1, int(raw))
-        except ValueError:
-            pass
+    configured = process.current().settings.vector_threads
+    if configured:
+        return configured
     return max(1, min(DEFAULT_THREADS, available_cores()))
 
 
 def _helpers() -> ThreadPoolExecutor:
-    with _pool_lock:
-        if not _pool:
-            _pool.append(ThreadPoolExecutor(max_workers=max(1, query_threads() - 1),
-                                            thread_name_prefix="knowspec-vector"))
-        return _pool[0]
+    return process.current().executor("vector", query_threads() - 1)
 
 
 def run_split(work: Callable[[T], R], parts: Sequence[T]) -> list[R]:

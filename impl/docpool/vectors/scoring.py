@@ -34,12 +34,12 @@ and no padding, so ``len(blob) == 4 * dim`` (1,536 bytes for e5-small's 384 dime
 
 from __future__ import annotations
 
-import threading
 from dataclasses import InitVar, dataclass, field
 from typing import Any, Callable, Collection, Hashable, Iterable, Sequence
 
 import numpy as np
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.vectors import int8_scan
 from knowspec.impl.docpool.vectors.parallelism import query_threads
 
@@ -348,32 +348,22 @@ def vector_rank(
             for (tid, score), row in zip(ranked, rows)]
 
 
-class PoolVectorCache:
+MAX_CACHED_POOL_VECTORS = 8
+
+
+def _vector_bytes(vectors: PoolVectors) -> int:
+    held = [v for v in vars(vectors).values() if isinstance(v, np.ndarray)]
+    sketches = [s for s in (vectors.topic_sketch, vectors.chunk_sketch) if s is not None]
+    return sum(a.nbytes for a in held) + sum(p.nbytes for s in sketches for p in s.shards)
+
+
+def pool_vector_cache(runtime: process.Runtime) -> process.Cache:
     """Matrices per pool, kept while the pool's change stamp is unchanged (an import bumps it)."""
-
-    def __init__(self) -> None:
-        self._entries: dict[Hashable, tuple[Hashable, PoolVectors]] = {}
-        self._lock = threading.Lock()
-
-    def get(self, pool_key: Hashable, stamp: Hashable, loader: Callable[[], PoolVectors]) -> PoolVectors:
-        with self._lock:
-            entry = self._entries.get(pool_key)
-            if entry is not None and entry[0] == stamp:
-                return entry[1]
-            self._entries.pop(pool_key, None)  # drop the stale matrices before loading new ones
-            vectors = loader()
-            self._entries[pool_key] = (stamp, vectors)
-            return vectors
-
-    def clear(self) -> None:
-        with self._lock:
-            self._entries.clear()
-
-
-pool_vector_cache = PoolVectorCache()
+    return runtime.cache("docpool.vectors", max_entries=MAX_CACHED_POOL_VECTORS, sizeof=_vector_bytes)
 
 
 def cached_pool_vectors(pool_key: Hashable, stamp: Hashable, loader: Callable[[], PoolVectors]) -> PoolVectors:
-    """The process-wide cache: ``pool_key`` names the pool (e.g. database + storage path),
-    ``stamp`` changes whenever an import rewrites it (e.g. an import counter or the file mtime)."""
-    return pool_vector_cache.get(pool_key, stamp, loader)
+    """The runtime's ``docpool.vectors`` cache: ``pool_key`` names the pool (e.g. database +
+    storage path), ``stamp`` changes whenever an import rewrites it (e.g. an import counter or
+    the file mtime); stale matrices are dropped before new ones load."""
+    return pool_vector_cache(process.current()).get(pool_key, stamp, loader)

@@ -10,11 +10,10 @@ preview and its apply (or successive edits) do not re-parse an unchanged bundle.
 
 from __future__ import annotations
 
-import threading
-from collections import OrderedDict
 from dataclasses import dataclass
 from typing import Callable
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import diagnostic
 from knowspec.impl.okf.write.changeset import ChangeSet, Operation
 from knowspec.impl.okf.write.computation_body import ComputationBodyRejected
@@ -80,59 +79,32 @@ def _apply(overlay: _Overlay, op: Operation, path: str) -> None:
 _BUNDLE_CODES = frozenset({"link_target_missing", "link_anchor_missing", "orphan_unlisted", "orphan_index_missing"})
 
 
-class _ParsedCache:
-    """Parsed read-side documents and validation findings of recent bundles, reused across
-    calls of one server process: a patch preview and its apply validate the same base and the
-    same staged bundle, and consecutive edits share every unedited document. Keys are exact
-    bytes (documents) and content digests (findings), so a hit is always the same input."""
-
-    DOC_LIMIT = 40_000
-    FINDINGS_LIMIT = 8
-
-    def __init__(self) -> None:
-        self._lock = threading.Lock()
-        self._docs: dict[str, tuple[bytes, object]] = {}
-        self._findings: OrderedDict[tuple, list[dict]] = OrderedDict()
-
-    def document(self, path: str, raw: bytes):
-        from knowspec.impl.okf.model import document_for
-
-        hit = self._docs.get(path)
-        if hit is not None and (hit[0] is raw or hit[0] == raw):
-            return hit[1]
-        doc = document_for(path, raw)
-        with self._lock:
-            if len(self._docs) >= self.DOC_LIMIT:
-                self._docs.clear()
-            self._docs[path] = (raw, doc)
-        return doc
-
-    def findings(self, key: tuple, compute: Callable[[], list[dict]]) -> list[dict]:
-        with self._lock:
-            hit = self._findings.get(key)
-            if hit is not None:
-                self._findings.move_to_end(key)
-                return hit
-        value = compute()
-        with self._lock:
-            self._findings[key] = value
-            while len(self._findings) > self.FINDINGS_LIMIT:
-                self._findings.popitem(last=False)
-        return value
-
-
-_CACHE = _ParsedCache()
+DOC_LIMIT = 40_000
+FINDINGS_LIMIT = 8
 
 
 def parsed_document(path: str, raw: bytes):
-    """The read side's parse of one captured document, shared with staged validation."""
-    return _CACHE.document(path, raw)
+    """The read side's parse of one captured document, shared with staged validation.
+
+    Parsed documents and validation findings of recent bundles are reused across calls (the
+    runtime's ``okf.write.parsed`` and ``okf.write.findings`` caches): a patch preview and its
+    apply validate the same base and the same staged bundle, and consecutive edits share every
+    unedited document. Stamps are exact bytes (documents) and keys content digests (findings),
+    so a hit is always the same input."""
+    from knowspec.impl.okf.model import document_for
+
+    cache = process.current().cache("okf.write.parsed", max_entries=DOC_LIMIT, sizeof=lambda held: 4 * len(held[0]))
+    return cache.get(path, raw, lambda: (raw, document_for(path, raw)))[1]
+
+
+def _findings(key: tuple, compute: Callable[[], list[dict]]) -> list[dict]:
+    return process.current().cache("okf.write.findings", max_entries=FINDINGS_LIMIT).get(key, None, compute)
 
 
 def _snapshot(files: dict[str, bytes]):
     from knowspec.impl.okf.model import Snapshot
 
-    return Snapshot("", files, {p: _CACHE.document(p, b) for p, b in files.items() if p.endswith(".md")})
+    return Snapshot("", files, {p: parsed_document(p, b) for p, b in files.items() if p.endswith(".md")})
 
 
 def _finding(d: dict) -> tuple:
@@ -160,7 +132,7 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
 
     def report(bundle: dict[str, bytes]) -> list[dict]:
         snapshot = _snapshot(bundle)
-        return _CACHE.findings((snapshot.revision, profile, links),
+        return _findings((snapshot.revision, profile, links),
                                lambda: validate_snapshot(snapshot, ctx, **options).diagnostics)
 
     try:
