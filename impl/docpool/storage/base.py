@@ -158,6 +158,10 @@ class PoolStorage(Protocol):
     #: where the pool lives, for messages ("help.db", "sales", a DSN without password)
     location: str
 
+    #: the driver's DB-API ``Error`` classes: a call maps any of them to ``storage_error``
+    #: (``tools._reading``), whatever the backend
+    driver_errors: tuple[type[Exception], ...]
+
     def close(self) -> None: ...
 
     def __enter__(self) -> "PoolStorage": ...

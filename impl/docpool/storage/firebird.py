@@ -176,6 +176,7 @@ class FirebirdPool(SqlPool):
 
         self.dsn = dsn
         self.location = location or parse_dsn(dsn)[3]
+        self.driver_errors = (driver.Error,)
         self._con = acquire(dsn)
         try:
             try:

@@ -173,6 +173,7 @@ class PostgresPool(SqlPool):
     def __init__(self, dsn: str, *, location: str | None = None) -> None:
         self.dsn = dsn
         self.location = location or display(dsn)
+        self.driver_errors = (require("psycopg").Error,)
         self._pool = connection_pool(dsn)
         self._con = self._pool.getconn(timeout=CONNECT_TIMEOUT)
         try:

@@ -93,6 +93,8 @@ def _acl_sql(access: Access, params: list[Any], topic: str = "t", coll: str = "c
 class SqlitePool:
     """``PoolStorage`` over one SQLite pool file, read-only."""
 
+    driver_errors: tuple[type[Exception], ...] = (sqlite3.Error,)
+
     def __init__(self, path: Path | str, *, location: str | None = None,
                  connection: sqlite3.Connection | None = None,
                  release: Callable[[sqlite3.Connection], None] | None = None) -> None:
