@@ -46,14 +46,19 @@ class NotAPool(Exception):
     """The file exists but holds no doc$ schema (the pool was never imported)."""
 
 
+def _generated_sql(name: str) -> str:
+    """A file codegen ships from ``spec/docpool/sql/`` (the only source of the pool DDL)."""
+    return (resources.files("knowspec.generated") / "docpool" / name).read_text("utf-8")
+
+
 def schema_sql() -> str:
     """The pool schema v2 DDL (idempotent)."""
-    return resources.files("knowspec.impl.docpool.sql").joinpath("sqlite_schema.sql").read_text("utf-8")
+    return _generated_sql("sqlite_schema.sql")
 
 
 def import_recipe_sql() -> str:
     """The IMPORTDOC recipe (``doc_import.sql``)."""
-    return resources.files("knowspec.impl.docpool.sql").joinpath("doc_import.sql").read_text("utf-8")
+    return _generated_sql("doc_import.sql")
 
 
 def register_functions(con: sqlite3.Connection) -> None:
