@@ -13,7 +13,7 @@ and folded form of a column), ``_contains`` and ``_first`` (row limit).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from knowspec.impl.docpool.storage.base import (
     pick_entity_kind,
@@ -27,10 +27,14 @@ from knowspec.impl.docpool.storage.base import (
     LinkedTopic,
     LinkRecord,
     RelationRecord,
+    SearchHit,
     TopicRecord,
     VectorRow,
 )
 from knowspec.impl.rules.fold import ascii_lower, fold
+
+if TYPE_CHECKING:
+    from knowspec.impl.docpool.fulltext.reader import FtsIndex
 
 TOPIC_COLS = ("t.id, t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, "
               "t.source_uri, t.mime, t.mtime, t.body_md")
@@ -126,6 +130,25 @@ class SqlPool:
         for coll, name, value in self._rows(f'select collection, name, "value" from doc$meta '
                                             f"order by {self._o('collection', 'name')}"):
             out.setdefault(coll, {})[name] = self._text(value)
+        return out
+
+    # -- full text -------------------------------------------------------------------------
+    def fulltext_index(self, stamp: tuple) -> "FtsIndex | None":
+        """No postings by default: the storage's ``search_fts`` ranks."""
+        return None
+
+    def search_fts(self, match, access, *, limit, weights, snippet_column,
+                   collection=None, linked_to=None) -> list[SearchHit]:
+        raise NotImplementedError(f"{type(self).__name__} gives postings (fulltext_index); the search layer ranks")
+
+    def chunk_columns(self, chunk_ids) -> dict[int, tuple[str, str, str]]:
+        ids = sorted(set(int(i) for i in chunk_ids))
+        out: dict[int, tuple[str, str, str]] = {}
+        for k in range(0, len(ids), BATCH):
+            part = ids[k:k + BATCH]
+            for r in self._rows(f"select id, title, heading, body from doc$chunk where id in ({marks(len(part))})",
+                                part):
+                out[int(r[0])] = (self._text(r[1]), self._text(r[2]), self._text(r[3]))
         return out
 
     # -- topics ----------------------------------------------------------------------------

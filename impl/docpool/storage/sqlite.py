@@ -9,15 +9,14 @@ recipes can fold text the same way as queries.
 
 from __future__ import annotations
 
-import json
 import sqlite3
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from knowspec.impl.docpool.storage import _fts_arrays
+from knowspec.impl.docpool.fulltext.reader import FtsIndex, fts_arrays_cache
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.storage.base import UNRESTRICTED, SearchHit
+from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.rules.fold import fold
 
 FTS_COLUMNS = ("title", "heading", "body")
@@ -139,10 +138,6 @@ class SqlitePool(SqlPool):
         them: equal scores are all seen, so ties break exactly as a full sort would (best chunk
         by chunk id, topics by collection and slug).
         """
-        fast = self._search_arrays(match, access, limit=limit, weights=weights, snippet_column=snippet_column,
-                                   collection=collection, linked_to=linked_to)
-        if fast is not None:
-            return fast
         params: list[Any] = [match, f"bm25({self._weights_sql(weights)})"]
         where = ['"doc$chunk_fts" match ?', "rank match ?"]
         if collection is not None:
@@ -183,35 +178,11 @@ class SqlitePool(SqlPool):
                           r["breadcrumb"], r["score"], snippets.get(r["chunk_id"], ""))
                 for r in ranked]
 
-    def _search_arrays(self, match, access, *, limit, weights, snippet_column,
-                       collection, linked_to) -> list[SearchHit] | None:
-        """``search_fts`` from the pool's FTS5 index held as arrays (``_fts_arrays``): the same
-        answer, computed without FTS5's per-row scoring. ``None``: let FTS5 answer."""
-        parsed = _fts_arrays.query_phrases(match)
-        if parsed is None:
-            return None
-        arrays = _fts_arrays.fts_arrays_cache.get(self.path, self.change_stamp())
-        if arrays is None:
-            return None
-        phrases, joiner = parsed
-        weights = list(weights)[: len(FTS_COLUMNS)] or [1.0]
-        allowed = arrays.allowed(self, access, collection, linked_to)
-        ranked = _fts_arrays.rank(arrays, phrases, joiner, weights, allowed, limit)
-        topics = self.topics_by_id([r.topic_id for r in ranked], UNRESTRICTED)
-        chunks = {r["id"]: (r["title"], r["heading"], r["body"]) for r in self._rows(
-            'select id, title, heading, body from "doc$chunk" where id in (select value from json_each(?))',
-            [json.dumps([r.chunk_id for r in ranked])])}
-        column = FTS_COLUMNS.index(snippet_column) if snippet_column in FTS_COLUMNS else -1
-        out = []
-        for r in ranked:
-            t, texts = topics.get(r.topic_id), chunks.get(r.chunk_id)
-            if t is None or texts is None:  # the file changed under the arrays: let FTS5 answer
-                return None
-            snippet = _fts_arrays.chunk_snippet([x or "" for x in texts], phrases, column,
-                                                (SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS), SNIPPET_TOKENS)
-            out.append(SearchHit(r.topic_id, r.chunk_id, t.collection, t.slug, t.title, t.breadcrumb,
-                                 r.score, snippet))
-        return out
+    def fulltext_index(self, stamp: tuple) -> FtsIndex | None:
+        """The pool's FTS5 index read into arrays (``fulltext.reader``), once per change stamp;
+        ``None`` while they are being read (``KNOWSPEC_FTS_ARRAYS``): FTS5 answers meanwhile."""
+        arrays = fts_arrays_cache.get(self.path, stamp)
+        return None if arrays is None else FtsIndex(stamp, arrays)
 
     @staticmethod
     def _weights_sql(weights) -> str:
