@@ -14,7 +14,7 @@ the pool). That is the fair setup on a shared 2-CPU machine: the same process, p
 client serve all three, and the calls are interleaved -- each query is sent to the three
 storages back to back, in an order rotated per query -- so a load spike hits every storage
 alike instead of whichever happened to run then. The first search of each storage is timed
-apart: for Firebird it builds the in-memory full-text index (``storage/_fts_index.py``) of the
+apart: for Firebird it builds the in-memory full-text index (``fulltext.reader.FtsIndex``) of the
 pool, and for SQLite (``KNOWSPEC_FTS_ARRAYS=sync`` unless set, as in ``docpool_fts``) it reads
 the FTS5 index into arrays; the "warm" figures exclude it. Queries: ``docpool_fts``'s (the labelled databricks set
 plus 2-3 words of random concept titles), at the default limit (10).

@@ -26,9 +26,6 @@ def source_digests(spec_dir: Path) -> list[tuple[str, str]]:
     return out
 
 
-POOL_DDL = "docpool/sqlite_schema.sql"
-
-
 def produce(spec_dir: Path) -> dict[str, str]:
     """Return every file of ``generated/`` as ``{relative path: text}``."""
     spec = load_spec(spec_dir)
@@ -44,10 +41,10 @@ def produce(spec_dir: Path) -> dict[str, str]:
     files["contract.json"] = dump_json(contract_document(spec, sources))
     files["openapi.json"] = dump_json(openapi_document(spec))
     files["rest_endpoints.json"] = dump_json(rest_endpoint_table(spec))
-    # The pool DDL travels with the contract: the conformance suite writes its own pools with it.
-    ddl = spec_dir / "docpool" / "sql" / "sqlite_schema.sql"
-    if ddl.is_file():
-        files[POOL_DDL] = ddl.read_text("utf-8")
+    # The pool DDL and the import recipe travel with the contract: the server creates and imports
+    # SQLite pools with them and the conformance suite writes its own pools with the DDL.
+    for sql in sorted((spec_dir / "docpool" / "sql").glob("*.sql")):
+        files[f"docpool/{sql.name}"] = sql.read_text("utf-8")
     return files
 
 

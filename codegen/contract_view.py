@@ -115,7 +115,7 @@ def _git(repo: Path, *args: str) -> bytes:
 
 
 def _link_targets(top: str, rev: str) -> list[str]:
-    """Repository paths that symlinks under spec/ point at (spec/docpool/sql links the pool DDL)."""
+    """Repository paths that symlinks under spec/ point at (older revisions linked the pool DDL from spec/docpool/sql)."""
     targets = []
     for line in _git(Path(top), "ls-tree", "-r", rev, "--", "spec").decode().splitlines():
         mode, _, _, path = line.split(None, 3)

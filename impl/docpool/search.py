@@ -1,13 +1,18 @@
 """doc_search / help_search ranking: full text, vector and hybrid (seed 001, "doc_search in detail").
 
-``search_pool`` is the one entry point. Full text builds the MATCH with ``rules.fts_query`` (AND
-first, OR when AND finds nothing) and asks the storage for the best chunk per allowed topic,
-ranked by ``bm25`` with the pool's weights. Vector mode embeds the query with the pool's model
-pack (``vectors.embedder.query_vector``: ``embedding model not found`` / ``embedding runtime not
+This is the one search layer: storages only return data (postings, rows, vectors) and it ranks.
+``search_pool`` is the entry point. Full text builds the MATCH with ``rules.fts_query`` (AND
+first, OR when AND finds nothing) and ranks the storage's postings with ``fulltext.search`` (the
+storage's own engine answers only when it has no postings: PostgreSQL, or SQLite's FTS5 while its
+arrays are read). Vector mode embeds the query with the pool's model pack
+(``vectors.embedder.query_vector``: ``embedding model not found`` / ``embedding runtime not
 found``), reads the pool's vectors once per process (``vectors.scoring.cached_pool_vectors``,
 refreshed when the storage's change stamp moves) and ranks with ``vectors.scoring.vector_rank``
 over the topics the caller may see *and* that pass the collection / module filters, so the
 filters act before the top-80 cut. Hybrid fuses both lists with ``rules.rrf.hybrid_rank``.
+
+One call reads its pool's recipes, change stamp and allowed topic ids once (``PoolReads``),
+whatever the mode and however many full-text passes it makes.
 """
 
 from __future__ import annotations
@@ -17,6 +22,7 @@ from typing import Any, Callable
 
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext
+from knowspec.impl.docpool.fulltext.search import search_hits
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.rules.fts_query import build_fts_query, parse_stopwords
@@ -55,10 +61,46 @@ def parse_weights(raw: str | None) -> tuple[float, ...]:
     return weights or DEFAULT_WEIGHTS
 
 
+class PoolReads:
+    """What one search call reads of its pool, each at most once: the recipes (``meta``), the
+    change stamp and the ids of the topics it may return (access, collection, linked entity)."""
+
+    def __init__(self, pool: PoolStorage, access: Access, collection: str | None = None,
+                 linked_to: tuple[str, str] | None = None) -> None:
+        self.pool, self.access, self.collection, self.linked_to = pool, access, collection, linked_to
+        self._meta: dict[str, dict[str, str]] | None = None
+        self._stamp: tuple | None = None
+        self._ids: list[int] | None = None
+
+    @property
+    def meta(self) -> dict[str, dict[str, str]]:
+        if self._meta is None:
+            self._meta = self.pool.meta()
+        return self._meta
+
+    @property
+    def stamp(self) -> tuple:
+        if self._stamp is None:
+            self._stamp = self.pool.change_stamp()
+        return self._stamp
+
+    def allowed_ids(self) -> list[int]:
+        if self._ids is None:
+            self._ids = self.pool.topic_ids(self.access, collection=self.collection, linked_to=self.linked_to)
+        return self._ids
+
+    @property
+    def filtered(self) -> bool:
+        """Whether some topics are excluded (an ACL, a collection or an entity link)."""
+        return not self.access.unrestricted or self.collection is not None or self.linked_to is not None
+
+
 def fts_ranked(pool: PoolStorage, query: str, access: Access, *, limit: int,
-               collection: str | None = None, linked_to: tuple[str, str] | None = None) -> list[RankedTopic]:
+               collection: str | None = None, linked_to: tuple[str, str] | None = None,
+               reads: PoolReads | None = None) -> list[RankedTopic]:
     """Full-text results: AND of the words, else OR; bm25 ascending (smaller = better)."""
-    meta = pool.meta()
+    reads = reads or PoolReads(pool, access, collection, linked_to)
+    meta = reads.meta
     stop = parse_stopwords(recipe(meta, "search_stopwords", collection))
     built = build_fts_query(query, stop)
     if built is None:
@@ -66,10 +108,10 @@ def fts_ranked(pool: PoolStorage, query: str, access: Access, *, limit: int,
     kwargs: dict[str, Any] = dict(
         limit=limit, weights=parse_weights(recipe(meta, "search_bm25_weights", collection)),
         snippet_column=recipe(meta, "chunk_fts_snippet_column", collection) or "body",
-        collection=collection, linked_to=linked_to)
-    hits = pool.search_fts(built.all_words, access, **kwargs)
+        collection=collection, linked_to=linked_to, stamp=reads.stamp, topic_ids=reads.allowed_ids)
+    hits = search_hits(pool, built.all_words, access, **kwargs)
     if not hits and built.any_word:
-        hits = pool.search_fts(built.any_word, access, **kwargs)
+        hits = search_hits(pool, built.any_word, access, **kwargs)
     return [_from_fts(h) for h in hits]
 
 
@@ -77,14 +119,14 @@ def _from_fts(h: SearchHit) -> RankedTopic:
     return RankedTopic(h.topic_id, h.collection, h.slug, h.title, h.breadcrumb, h.snippet, h.score, "fts")
 
 
-def _query_embedder(ctx: CallContext, pool: PoolStorage, query: str, collection: str | None) -> Callable[[], Any]:
+def _query_embedder(ctx: CallContext, reads: PoolReads, query: str) -> Callable[[], Any]:
     """A call that embeds ``query`` with the pool's pack (prefix, model and dimension read now, so
     the call itself touches no storage and may run on another thread)."""
     try:
         from knowspec.impl.docpool.vectors.embedder import query_vector
     except ImportError as exc:  # the vector layer is absent from this build
         raise ToolError("embedding_unavailable", "embedding model not found") from exc
-    meta = pool.meta()
+    meta, collection = reads.meta, reads.collection
     dim = recipe(meta, "vec_dim", collection)
     prefix = recipe(meta, "vec_query_prefix", collection) or ""
     model = recipe(meta, "vec_model", collection)
@@ -92,8 +134,7 @@ def _query_embedder(ctx: CallContext, pool: PoolStorage, query: str, collection:
                                 pool_dim=int(dim) if dim else None)
 
 
-def _vector_ranked(ctx: CallContext, pool: PoolStorage, embed: Callable[[], Any], access: Access, *, limit: int,
-                   collection: str | None, linked_to: tuple[str, str] | None) -> list[RankedTopic]:
+def _vector_ranked(ctx: CallContext, reads: PoolReads, embed: Callable[[], Any], *, limit: int) -> list[RankedTopic]:
     """Vector results over allowed topics: the plug-in point of ``docpool.vectors``.
 
     ``embed()`` gives the query vector (``_query_embedder``: ``embedding model not found`` /
@@ -103,6 +144,7 @@ def _vector_ranked(ctx: CallContext, pool: PoolStorage, embed: Callable[[], Any]
     """
     from knowspec.impl.docpool.vectors.scoring import PoolVectors, cached_pool_vectors, vector_rank, vector_snippet
 
+    pool, access = reads.pool, reads.access
     q = embed()
     ctx.check_cancelled("doc_search")
 
@@ -112,16 +154,13 @@ def _vector_ranked(ctx: CallContext, pool: PoolStorage, embed: Callable[[], Any]
             (pool.vector_count("chunk", UNRESTRICTED), pool.iter_vectors("chunk", UNRESTRICTED)),
             default_dim=len(q))
 
-    vectors = cached_pool_vectors((type(pool).__name__, pool.location), pool.change_stamp(), load)
+    vectors = cached_pool_vectors((type(pool).__name__, pool.location), reads.stamp, load)
     if vectors.dim != len(q):
         raise ToolError("embedding_unavailable", "embedding model does not match the pool",
                         diagnostics=[diagnostic("embedding_unavailable", f"the pool's vectors have dimension "
                                                 f"{vectors.dim}, the model gives {len(q)}")])
     ctx.check_cancelled("doc_search")
-    allowed = None
-    if not access.unrestricted or collection is not None or linked_to is not None:
-        allowed = pool.topic_ids(access, collection=collection, linked_to=linked_to)
-    hits = vector_rank(vectors, q, allowed, limit)
+    hits = vector_rank(vectors, q, reads.allowed_ids() if reads.filtered else None, limit)
     topics = pool.topics_by_id([h.topic_id for h in hits], access)
     texts = pool.chunk_texts([h.chunk_id for h in hits if h.chunk_id is not None])
     out = []
@@ -151,19 +190,20 @@ def search_pool(ctx: CallContext, pool: PoolStorage, query: str, access: Access,
                 linked_to: tuple[str, str] | None = None) -> list[RankedTopic]:
     """Search one pool in ``mode`` (fts | vector | hybrid) over the topics ``access`` allows."""
     ctx.check_cancelled("doc_search")
+    reads = PoolReads(pool, access, collection, linked_to)
     if mode == "fts":
-        return fts_ranked(pool, query, access, limit=limit, collection=collection, linked_to=linked_to)
+        return fts_ranked(pool, query, access, limit=limit, collection=collection, linked_to=linked_to, reads=reads)
     if mode == "vector":
-        embed = _query_embedder(ctx, pool, query, collection)
-        return _vector_ranked(ctx, pool, embed, access, limit=limit, collection=collection, linked_to=linked_to)
+        embed = _query_embedder(ctx, reads, query)
+        return _vector_ranked(ctx, reads, embed, limit=limit)
     if mode == "hybrid":
         # The query is embedded on a worker thread (ONNX Runtime releases the GIL) while full text
         # ranks on this one; the vector ranking then runs once, as deep as the fusion needs.
-        embedding = process.of(ctx).executor("embed", 2).submit(_query_embedder(ctx, pool, query, collection))
-        fts = fts_ranked(pool, query, access, limit=HYBRID_TOP, collection=collection, linked_to=linked_to)
+        embedding = process.of(ctx).executor("embed", 2).submit(_query_embedder(ctx, reads, query))
+        fts = fts_ranked(pool, query, access, limit=HYBRID_TOP, collection=collection, linked_to=linked_to,
+                         reads=reads)
         # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
         depth = HYBRID_TOP if fts else limit
-        vec = _vector_ranked(ctx, pool, embedding.result, access, limit=depth, collection=collection,
-                             linked_to=linked_to)
+        vec = _vector_ranked(ctx, reads, embedding.result, limit=depth)
         return fuse(fts, vec, limit, depth)
     raise ToolError("invalid_request", f"unknown search mode {mode!r}: fts, vector or hybrid")

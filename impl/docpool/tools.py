@@ -9,7 +9,6 @@ as ``{"results": [...]}`` (the tool table's ``wrap``), so the text content is th
 
 from __future__ import annotations
 
-import sqlite3
 from contextlib import contextmanager
 from typing import Any, Callable, Iterator
 
@@ -28,11 +27,12 @@ def _arg(args: Any, name: str, default: Any = None) -> Any:
 
 @contextmanager
 def _reading(opener: Callable[[], PoolStorage], operation: str) -> Iterator[PoolStorage]:
-    """Open a pool for one call; a storage failure while answering is ``storage_error``."""
+    """Open a pool for one call; a storage failure while answering is ``storage_error``: the
+    storage names its driver's errors (``PoolStorage.driver_errors``), so every backend maps alike."""
     pool = opener()
     try:
         yield pool
-    except sqlite3.Error as exc:
+    except pool.driver_errors as exc:
         raise ToolError("storage_error", f"{operation}: pool storage failed ({exc})", retryable=True) from exc
     finally:
         pool.close()

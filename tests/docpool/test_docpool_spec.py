@@ -83,3 +83,14 @@ def test_spec_loads_without_docpool_problems():
     model = load_spec(REPO / "spec")
     assert not [p for p in model.problems if str(p).split(":", 2)[1].strip().startswith("docpool/")]
     assert [len(f.tools) for f in model.families if f.name == "docpool"] == [11]
+
+
+@pytest.mark.parametrize("name", ["sqlite_schema.sql", "doc_import.sql"])
+def test_the_server_reads_the_spec_pool_sql_through_generated(name):
+    from knowspec.impl.docpool.storage import sqlite
+
+    spec = (REPO / "spec" / "docpool" / "sql" / name).read_text("utf-8")
+    read = {"sqlite_schema.sql": sqlite.schema_sql, "doc_import.sql": sqlite.import_recipe_sql}[name]()
+    assert read == spec == (REPO / "generated" / "docpool" / name).read_text("utf-8")
+    assert not (REPO / "spec" / "docpool" / "sql" / name).is_symlink()  # written once, here
+    assert not (REPO / "impl" / "docpool" / "sql" / name).exists()      # no hand-kept copy

@@ -1,8 +1,9 @@
-"""The SQLite pool's array-backed full text (``storage._fts_arrays``) answers exactly like FTS5.
+"""The SQLite pool's FTS5 index read into arrays (``fulltext.reader``) and ranked by the search
+layer (``fulltext.search``) answers exactly like FTS5.
 
-FTS5 is the reference: every comparison runs the same ``search_fts`` call once with the arrays
-(``KNOWSPEC_FTS_ARRAYS=sync``) and once without (``off``), and demands identical hits: same topics,
-order, best chunks, scores to the last bit and snippets.
+FTS5 is the reference: every comparison runs the storage's own ``search_fts`` (FTS5) and the
+search layer over the pool's arrays (``KNOWSPEC_FTS_ARRAYS=sync``), and demands identical hits:
+same topics, order, best chunks, scores to the last bit and snippets.
 """
 
 from __future__ import annotations
@@ -17,7 +18,8 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.builder import build_pool
-from knowspec.impl.docpool.storage import _fts_arrays
+from knowspec.impl.docpool.fulltext import rank as fts_rank, reader
+from knowspec.impl.docpool.fulltext.search import index_hits
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
 from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write
 from knowspec.impl.rules.fts_query import build_fts_query
@@ -44,13 +46,11 @@ def pools(tmp_path_factory) -> dict[str, Path]:
 
 
 def _both(path: Path, monkeypatch, match: str, access, **kw):
-    _fts_mode(monkeypatch, "off")
     with SqlitePool(path) as pool:
         want = pool.search_fts(match, access, **kw)
     _fts_mode(monkeypatch, "sync")
     with SqlitePool(path) as pool:
-        got = pool._search_arrays(match, access, collection=kw.pop("collection", None),
-                                  linked_to=kw.pop("linked_to", None), **kw)
+        got = index_hits(pool, pool.fulltext_index(pool.change_stamp()), match, access, **kw)
     return want, got
 
 
@@ -90,15 +90,15 @@ def test_arrays_filter_by_linked_entity_like_fts5(pools, monkeypatch):
 
 
 def test_totals_are_those_of_the_index(pools):
-    arrays = _fts_arrays.build(pools["uretilen"])
+    arrays = reader.build(pools["uretilen"])
     assert arrays.n_rows == len(arrays.row_chunk) > 0
     assert arrays.total_tokens == int(arrays.row_len.sum())
     assert list(arrays.terms) == sorted(arrays.terms)
 
 
 def test_a_word_fts5_splits_into_two_tokens_is_left_to_fts5():
-    assert _fts_arrays.query_phrases('"köprü ışık"*') is None
-    assert _fts_arrays.query_phrases('"kopru"* AND "isik"') == ([("kopru", True), ("isik", False)], "AND")
+    assert fts_rank.query_phrases('"köprü ışık"*') is None
+    assert fts_rank.query_phrases('"kopru"* AND "isik"') == ([("kopru", True), ("isik", False)], "AND")
 
 
 def test_off_mode_never_builds(pools, monkeypatch):
@@ -108,7 +108,7 @@ def test_off_mode_never_builds(pools, monkeypatch):
 
 
 def test_background_mode_answers_from_fts5_until_the_arrays_are_built(pools, monkeypatch):
-    release, real_build = threading.Event(), _fts_arrays.build
+    release, real_build = threading.Event(), reader.build
 
     def slow_build(path):
         release.wait(10)
@@ -128,7 +128,7 @@ def test_a_changed_pool_is_read_again(tmp_path, pools, monkeypatch):
     _fts_mode(monkeypatch, "sync")
     kw = dict(limit=5, weights=(10.0, 5.0, 1.0), snippet_column="body")
     with SqlitePool(path) as pool:
-        assert pool.search_fts('"zeplin"*', UNRESTRICTED, **kw) == []
+        assert index_hits(pool, pool.fulltext_index(pool.change_stamp()), '"zeplin"*', UNRESTRICTED, **kw) == []
     con = open_for_write(path)
     topic = con.execute('select id from "doc$topic" order by id limit 1').fetchone()[0]
     con.execute('insert into "doc$chunk"(topic_id, ord, title, heading, body) values (?, 999, ?, ?, ?)',
@@ -138,7 +138,7 @@ def test_a_changed_pool_is_read_again(tmp_path, pools, monkeypatch):
                 [chunk, "zeplin", "", "zeplinler ucar"])
     con.close()
     with SqlitePool(path) as pool:
-        hits = pool.search_fts('"zeplin"*', UNRESTRICTED, **kw)
+        hits = index_hits(pool, pool.fulltext_index(pool.change_stamp()), '"zeplin"*', UNRESTRICTED, **kw)
     assert [h.chunk_id for h in hits] == [chunk]
     assert hits[0].snippet == "[zeplinler] uçar"
 
@@ -147,7 +147,7 @@ def test_instance_order_check_sees_any_step_back():
     import numpy as np
 
     term, docs, cols = np.array([0, 0, 0, 1]), np.array([5, 5, 7, 1]), np.array([0, 2, 1, 0])
-    assert _fts_arrays._sorted_by(term, docs, cols)
-    assert not _fts_arrays._sorted_by(term, docs, np.array([2, 0, 1, 0]))
-    assert not _fts_arrays._sorted_by(term, np.array([5, 7, 5, 1]), cols)
-    assert not _fts_arrays._sorted_by(np.array([1, 0, 0, 1]), docs, cols)
+    assert reader._sorted_by(term, docs, cols)
+    assert not reader._sorted_by(term, docs, np.array([2, 0, 1, 0]))
+    assert not reader._sorted_by(term, np.array([5, 7, 5, 1]), cols)
+    assert not reader._sorted_by(np.array([1, 0, 0, 1]), docs, cols)

@@ -1,10 +1,11 @@
-"""Firebird's in-memory full-text index (``storage/_fts_index.py``) answers exactly like FTS5.
+"""Firebird's in-memory full-text index (``fulltext.reader.FtsIndex``), ranked by the search
+layer (``fulltext.search``), answers exactly like FTS5.
 
-The reference is a SQLite pool's own ``search_fts`` with the arrays off (FTS5 itself): the index
+The reference is a SQLite pool's own ``search_fts`` (FTS5 itself): the index
 is built from that pool's chunk and topic rows and must return the same hits -- topics, order,
 best chunks, scores to the last bit, snippets -- for the same MATCH, caller, collection, link,
 weights and snippet column. Words that unicode61 splits into several tokens (``e-mail``,
-``x1.2``) take the index's row-by-row path; they are checked the same way. No Firebird needed.
+``x1.2``) take the row-by-row path (``fulltext.rank.rank_phrases``); they are checked the same way. No Firebird needed.
 The Firebird-specific part (reading the chunk texts in one ``list()``) runs on the engine.
 """
 
@@ -22,8 +23,10 @@ from hypothesis import given, settings, strategies as st
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.builder import build_pool
-from knowspec.impl.docpool.storage import _fts_arrays, firebird
-from knowspec.impl.docpool.storage._fts_index import FtsIndex
+from knowspec.impl.docpool.fulltext import rank as fts_rank, reader
+from knowspec.impl.docpool.fulltext.reader import FtsIndex
+from knowspec.impl.docpool.fulltext.search import index_hits
+from knowspec.impl.docpool.storage import firebird
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 from knowspec.impl.rules import fts5
@@ -78,8 +81,7 @@ def _both(pool, index, monkeypatch, match, access, *, collection=None, linked_to
     _fts_mode(monkeypatch, "off")
     with SqlitePool(pool) as sq:
         want = sq.search_fts(match, access, collection=collection, linked_to=linked_to, **kw)
-        got = index.search(match, index.arrays.allowed(sq, access, collection, linked_to), kw["weights"],
-                           limit=kw["limit"], snippet_column=kw["snippet_column"])
+        got = index_hits(sq, index, match, access, collection=collection, linked_to=linked_to, **kw)
     return want, got
 
 
@@ -102,7 +104,7 @@ def test_index_ranks_and_cuts_snippets_exactly_like_fts5(pool, index, monkeypatc
 @pytest.mark.parametrize("match", MULTI_TOKEN_MATCHES)
 @pytest.mark.parametrize("column", ["body", "title", "nothing"])
 def test_words_unicode61_splits_take_the_row_path_and_still_equal_fts5(pool, index, monkeypatch, match, column):
-    assert _fts_arrays.query_phrases(match) is None  # not answerable by the arrays
+    assert fts_rank.query_phrases(match) is None  # not answerable by the arrays
     for access in ACCESSES:
         want, got = _both(pool, index, monkeypatch, match, access, limit=50, weights=(10.0, 5.0, 1.0),
                           snippet_column=column)
@@ -140,15 +142,16 @@ def test_filters_by_linked_entity_like_fts5(pool, index, monkeypatch):
 
 def test_index_statistics_are_the_whole_table(pool, index):
     with closing(sqlite3.connect(pool)) as con:
-        n_rows, total = _fts_arrays.read_totals(con)
+        n_rows, total = reader.read_totals(con)
     assert (index.arrays.n_rows, index.arrays.total_tokens) == (n_rows, total)
     assert list(index.arrays.terms) == sorted(index.arrays.terms)
 
 
 def test_an_empty_pool_builds_and_finds_nothing():
     empty = FtsIndex.build(("empty",), [], [])
-    assert empty.search('"kopru"*', None, (10.0, 5.0, 1.0), limit=10, snippet_column="body") == []
-    assert empty.search('"e-mail"', None, (10.0, 5.0, 1.0), limit=10, snippet_column="body") == []
+    for match in ('"kopru"*', '"e-mail"'):
+        assert index_hits(None, empty, match, UNRESTRICTED, limit=10, weights=(10.0, 5.0, 1.0),
+                          snippet_column="body") == []
 
 
 @settings(max_examples=300, deadline=None)

@@ -189,3 +189,21 @@ def test_search_linked_to_an_entity_filters_alike(env):
     assert any(results["sq"])
     assert results["fb"] == results["sq"]
     assert [{r.slug for r in rs} for rs in results["pg"]] == [{r.slug for r in rs} for rs in results["sq"]]
+
+
+def _failing_query(pool, access):
+    """A real driver error on the call's own connection: a table no pool has."""
+    query = pool._rows if hasattr(pool, "_rows") else pool._all
+    query('select count(*) from "doc$no_such_table"')
+
+
+@pytest.mark.parametrize("db", DATABASES)
+def test_a_driver_error_while_answering_is_storage_error_on_every_storage(env, db, monkeypatch):
+    from knowspec.impl.docpool import stats
+    from knowspec.impl.errors import ToolError
+
+    monkeypatch.setattr(stats, "pool_stats", _failing_query)
+    with pytest.raises(ToolError) as err:
+        call("doc_stats", ctx(env), database=db)
+    assert err.value.code == "storage_error" and err.value.retryable
+    assert err.value.message.startswith("doc_stats: pool storage failed (")

@@ -54,11 +54,11 @@ def test_full_text_index_follows_the_change_stamp(dsn, versions):
     v1, v2 = versions
     firebird.import_collection(dsn, v1, GENERATED_COLLECTION)
     with _open(dsn) as pool:
-        index_v1 = pool._index()
-        assert pool._index() is index_v1  # built once per stamp
+        index_v1 = pool.fulltext_index(pool.change_stamp())
+        assert pool.fulltext_index(pool.change_stamp()) is index_v1  # built once per stamp
     firebird.import_collection(dsn, v2, GENERATED_COLLECTION)
     with _open(dsn) as pool:
-        index_v2 = pool._index()
+        index_v2 = pool.fulltext_index(pool.change_stamp())
     assert index_v2 is not index_v1 and index_v2.arrays.n_rows != index_v1.arrays.n_rows
 
 

@@ -13,6 +13,7 @@ the top-80 cut, it would leave nothing. The query embedder is replaced by a fixe
 
 from __future__ import annotations
 
+import dataclasses
 import sqlite3
 import sys
 from pathlib import Path
@@ -186,3 +187,21 @@ def test_vectors_are_read_once_per_pool_state(settings, fixed_query, monkeypatch
         con.execute('insert into "doc$meta"(collection, name, value) values (\'small\', \'touched\', \'1\')')
     _search(_ctx(settings))
     assert sorted(reads) == ["chunk", "chunk", "topic", "topic"]
+
+
+def test_a_hybrid_call_reads_recipes_stamp_and_allowed_topics_once(settings, fixed_query, monkeypatch):
+    """Two full-text passes (AND finds nothing, then OR) and the vector ranking share one read."""
+    runtime = process.current()  # the arrays answer, so full text needs the allowed ids
+    monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings, fts_arrays="sync"))
+    calls: dict[str, int] = {}
+    for name in ("meta", "change_stamp", "topic_ids"):
+        real = getattr(SqlitePool, name)
+
+        def counted(self, *a, _real=real, _name=name, **k):
+            calls[_name] = calls.get(_name, 0) + 1
+            return _real(self, *a, **k)
+
+        monkeypatch.setattr(SqlitePool, name, counted)
+    hits = _search(_ctx(settings, "patron"), query="kalem yokboyle", mode="hybrid")
+    assert {h["method"] for h in hits} == {"fts+vector"}
+    assert calls == {"meta": 1, "change_stamp": 1, "topic_ids": 1}

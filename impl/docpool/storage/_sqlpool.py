@@ -1,18 +1,19 @@
-"""The ``PoolStorage`` queries PostgreSQL and Firebird share (everything except full text).
+"""The ``PoolStorage`` queries every SQL storage shares (everything except full text).
 
-Both storages hold the ``doc$`` tables of ``impl/docpool/sql/{postgres,firebird}_schema.sql``:
-SQLite's columns plus derived ones the importer fills (``*_ci``: ASCII-lower-cased, standing in
-for SQLite's ``collate nocase``; ``key_fold`` / ``title_fold``: ``rules.fold``). Every query
-here is written once with ``?`` placeholders (values always bound, never formatted into SQL) and
-orders rows exactly as ``storage/sqlite.py`` does, so the non-fts tools answer identically on
-every storage. A subclass supplies ``_rows`` (run a query) and ``_text_order`` (a binary,
-code-point collation for ORDER BY, as SQLite compares text).
+SQLite, PostgreSQL and Firebird hold the same ``doc$`` tables; PostgreSQL and Firebird add
+derived columns their importer fills (``*_ci``: ASCII-lower-cased, standing in for SQLite's
+``collate nocase``; ``key_fold`` / ``title_fold``: ``rules.fold``). Every query here is written
+once with ``?`` placeholders (values always bound, never formatted into SQL), so the non-fts
+tools answer identically on every storage. A storage is a dialect of ``SqlPool``: it supplies
+``_rows`` (run a query) and, where its SQL differs, ``_text_order`` (a binary, code-point
+collation for ORDER BY, as SQLite compares text), ``_ci`` / ``_folded`` (the case-insensitive
+and folded form of a column), ``_contains`` and ``_first`` (row limit).
 """
 
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from knowspec.impl.docpool.storage.base import (
     pick_entity_kind,
@@ -26,10 +27,14 @@ from knowspec.impl.docpool.storage.base import (
     LinkedTopic,
     LinkRecord,
     RelationRecord,
+    SearchHit,
     TopicRecord,
     VectorRow,
 )
 from knowspec.impl.rules.fold import ascii_lower, fold
+
+if TYPE_CHECKING:
+    from knowspec.impl.docpool.fulltext.reader import FtsIndex
 
 TOPIC_COLS = ("t.id, t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, "
               "t.source_uri, t.mime, t.mtime, t.body_md")
@@ -48,15 +53,6 @@ def marks(n: int) -> str:
     return ", ".join("?" * n)
 
 
-def acl_sql(access: Access, params: list[Any], topic: str = "t", coll: str = "c") -> str:
-    """Condition: topic ``topic`` of collection ``coll`` is allowed for ``access`` (values bound)."""
-    if access.unrestricted:
-        return "1 = 1"
-    principals = sorted(ascii_lower(p) for p in (access.principals or ())) or [""]
-    params.append(HERKES)
-    params.extend(principals)
-    return (f"({coll}.erisim = ? or exists (select 1 from doc$acl a where a.topic_id = {topic}.id "
-            f"and a.principal_ci in ({marks(len(principals))})))")
 
 
 class SqlPool:
@@ -74,6 +70,32 @@ class SqlPool:
 
     def _text_order(self, expr: str) -> str:
         return expr
+
+    def _ci(self, column: str) -> str:
+        """``column`` compared and ordered ASCII-case-insensitively (its importer-filled twin)."""
+        return f"{column}_ci"
+
+    def _folded(self, column: str) -> str:
+        """``column`` folded by ``rules.fold`` (its importer-filled twin)."""
+        return f"{column}_fold"
+
+    def _contains(self, text: str) -> str:
+        """Condition: the bound value occurs in ``text``."""
+        return f"position(? in {text}) > 0"
+
+    def _first(self, n: str) -> str:
+        """The clause keeping the first ``n`` rows (``n``: a number or ``?``)."""
+        return f"fetch first {n} rows only"
+
+    def _acl(self, access: Access, params: list[Any], topic: str = "t", coll: str = "c") -> str:
+        """Condition: topic ``topic`` of collection ``coll`` is allowed for ``access`` (values bound)."""
+        if access.unrestricted:
+            return "1 = 1"
+        principals = sorted(ascii_lower(p) for p in (access.principals or ())) or [""]
+        params.append(HERKES)
+        params.extend(principals)
+        return (f"({coll}.erisim = ? or exists (select 1 from doc$acl a where a.topic_id = {topic}.id "
+                f"and {self._ci('a.principal')} in ({marks(len(principals))})))")
 
     def _blob(self, value: Any) -> Any:
         """A column value as plain ``str`` / ``bytes``."""
@@ -96,7 +118,7 @@ class SqlPool:
     # -- collections and recipes -----------------------------------------------------------
     def collections(self, access: Access) -> list[CollectionInfo]:
         params: list[Any] = []
-        cond = acl_sql(access, params)
+        cond = self._acl(access, params)
         rows = self._rows(f"""select c.id, c.title, c.kind, c.erisim, c.generated, c.help_url_v3,
                                      (select count(*) from doc$topic t where t.collection = c.id and {cond})
                               from doc$collection c order by {self._o('c.id')}""", params)
@@ -110,6 +132,25 @@ class SqlPool:
             out.setdefault(coll, {})[name] = self._text(value)
         return out
 
+    # -- full text -------------------------------------------------------------------------
+    def fulltext_index(self, stamp: tuple) -> "FtsIndex | None":
+        """No postings by default: the storage's ``search_fts`` ranks."""
+        return None
+
+    def search_fts(self, match, access, *, limit, weights, snippet_column,
+                   collection=None, linked_to=None) -> list[SearchHit]:
+        raise NotImplementedError(f"{type(self).__name__} gives postings (fulltext_index); the search layer ranks")
+
+    def chunk_columns(self, chunk_ids) -> dict[int, tuple[str, str, str]]:
+        ids = sorted(set(int(i) for i in chunk_ids))
+        out: dict[int, tuple[str, str, str]] = {}
+        for k in range(0, len(ids), BATCH):
+            part = ids[k:k + BATCH]
+            for r in self._rows(f"select id, title, heading, body from doc$chunk where id in ({marks(len(part))})",
+                                part):
+                out[int(r[0])] = (self._text(r[1]), self._text(r[2]), self._text(r[3]))
+        return out
+
     # -- topics ----------------------------------------------------------------------------
     def _topic(self, r: Sequence[Any]) -> TopicRecord:
         return TopicRecord(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], self._text(r[10]))
@@ -120,10 +161,10 @@ class SqlPool:
         if collection is not None:
             where += " and t.collection = ?"
             params.append(collection)
-        cond = acl_sql(access, params)
+        cond = self._acl(access, params)
         rows = self._rows(f"""select {TOPIC_COLS} from doc$topic t join doc$collection c on c.id = t.collection
                               where {where} and {cond} order by {self._o('t.collection')}
-                              fetch first 1 rows only""", params)
+                              {self._first('1')}""", params)
         return self._topic(rows[0]) if rows else None
 
     def topics_by_id(self, topic_ids, access) -> dict[int, TopicRecord]:
@@ -132,7 +173,7 @@ class SqlPool:
         for k in range(0, len(ids), BATCH):
             part = ids[k:k + BATCH]
             params: list[Any] = list(part)
-            cond = acl_sql(access, params)
+            cond = self._acl(access, params)
             for r in self._rows(f"""select {TOPIC_COLS} from doc$topic t join doc$collection c
                                     on c.id = t.collection where t.id in ({marks(len(part))}) and {cond}""",
                                 params):
@@ -147,7 +188,7 @@ class SqlPool:
             part = uniq[k:k + BATCH]
             for r in self._rows(f"""select topic_id, kind, "key", confidence, source from doc$link
                                     where topic_id in ({marks(len(part))})
-                                    order by topic_id, {self._o('-confidence', 'kind', 'key_ci')}""", part):
+                                    order by topic_id, {self._o('-confidence', 'kind', self._ci('key'))}""", part):
                 out[int(r[0])].append(LinkRecord(r[1], r[2], float(r[3]), r[4]))
         return out
 
@@ -157,13 +198,13 @@ class SqlPool:
         if exclude_topic_id is not None:
             extra = " and t.id <> ?"
             params.append(exclude_topic_id)
-        cond = acl_sql(access, params)
+        cond = self._acl(access, params)
         sql = f"""select t.id, t.collection, t.slug, t.title, t.breadcrumb, l.confidence, l.source
                   from doc$link l join doc$topic t on t.id = l.topic_id join doc$collection c on c.id = t.collection
-                  where l.kind = ? and l.key_ci = ?{extra} and {cond}
+                  where l.kind = ? and {self._ci('l.key')} = ?{extra} and {cond}
                   order by {self._o('-l.confidence', 't.collection', 't.slug')}"""
         if limit is not None:
-            sql += " fetch first ? rows only"
+            sql += " " + self._first("?")
             params.append(int(limit))
         seen: set[int] = set()
         out = []
@@ -188,8 +229,8 @@ class SqlPool:
 
     def entity(self, kind, key) -> EntityRecord | None:
         rows = self._rows(f"""select id, collection, kind, "key", title, attrs from doc$entity
-                              where kind = ? and key_ci = ? order by {self._o('collection')}
-                              fetch first 1 rows only""", [kind, ascii_lower(key)])
+                              where kind = ? and {self._ci('key')} = ? order by {self._o('collection')}
+                              {self._first('1')}""", [kind, ascii_lower(key)])
         return self._entity(rows[0]) if rows else None
 
     def _aliases(self, column: str, value: str, kind: str, order: tuple[str, ...]) -> list[AliasRecord]:
@@ -199,22 +240,23 @@ class SqlPool:
         return [AliasRecord(r[0], r[1], r[2], r[3], float(r[4])) for r in rows]
 
     def aliases_named(self, kind, alias) -> list[AliasRecord]:
-        return self._aliases("alias_ci", alias, kind, ("-confidence", "key_ci", "collection"))
+        return self._aliases(self._ci("alias"), alias, kind, ("-confidence", self._ci("key"), "collection"))
 
     def aliases_of(self, kind, key) -> list[AliasRecord]:
-        return self._aliases("key_ci", key, kind, ("-confidence", "alias_ci", "collection"))
+        return self._aliases(self._ci("key"), key, kind, ("-confidence", self._ci("alias"), "collection"))
 
     def _relations(self, near: str, far: str, kind: str, key: str) -> list[RelationRecord]:
         rows = self._rows(
-            f"""select r.rel, r.{far}_kind, r.{far}_key, e.title, e.attrs, r.{far}_key_ci
+            f"""select r.rel, r.{far}_kind, r.{far}_key, e.title, e.attrs
                 from doc$entity_rel r left join doc$entity e
-                  on e.collection = r.collection and e.kind = r.{far}_kind and e.key_ci = r.{far}_key_ci
-                where r.{near}_kind = ? and r.{near}_key_ci = ?
-                order by {self._o('r.rel', f'r.{far}_kind', f'r.{far}_key_ci')}""", [kind, ascii_lower(key)])
+                  on e.collection = r.collection and e.kind = r.{far}_kind
+                  and {self._ci('e.key')} = {self._ci(f'r.{far}_key')}
+                where r.{near}_kind = ? and {self._ci(f'r.{near}_key')} = ?
+                order by {self._o('r.rel', f'r.{far}_kind', self._ci(f'r.{far}_key'))}""", [kind, ascii_lower(key)])
         out, seen = [], set()
-        for rel, k, key_, title, attrs, key_ci in rows:
+        for rel, k, key_, title, attrs in rows:
             title, attrs = title or "", self._text(attrs) if attrs is not None else "{}"
-            ident = (rel, k, key_ci, title, attrs)  # SQLite's select distinct (key compared nocase)
+            ident = (rel, k, ascii_lower(key_), title, attrs)  # a distinct edge: keys compared nocase
             if ident not in seen:
                 seen.add(ident)
                 out.append(RelationRecord(rel, k, key_, title, json_object(attrs)))
@@ -245,18 +287,18 @@ class SqlPool:
             where.append("kind = ?")
             params.append(kind)
         if text:
-            where.append("(position(? in key_fold) > 0 or position(? in title_fold) > 0)")
+            where.append(f"({self._contains(self._folded('key'))} or {self._contains(self._folded('title'))})")
             params.extend([fold(text), fold(text)])
         params.append(int(limit))
         rows = self._rows(f"""select id, collection, kind, "key", title, attrs from doc$entity
-                              where {' and '.join(where)} order by {self._o('kind', 'key_ci', 'collection')}
-                              fetch first ? rows only""", params)
+                              where {' and '.join(where)} order by {self._o('kind', self._ci('key'), 'collection')}
+                              {self._first('?')}""", params)
         return [self._entity(r) for r in rows]
 
     # -- statistics and vectors ------------------------------------------------------------
     def counts(self, access) -> dict[str, int]:
         params: list[Any] = []
-        cond = acl_sql(access, params)
+        cond = self._acl(access, params)
         allowed = f"select t.id from doc$topic t join doc$collection c on c.id = t.collection where {cond}"
         sql = {
             "topic": f"select count(*) from doc$topic t join doc$collection c on c.id = t.collection where {cond}",
@@ -274,7 +316,7 @@ class SqlPool:
 
     def collection_counts(self, access) -> dict[str, dict[str, int]]:
         params: list[Any] = []
-        cond = acl_sql(access, params)
+        cond = self._acl(access, params)
         rows = self._rows(f"""select t.collection, count(distinct t.id), count(ch.id)
                               from doc$topic t join doc$collection c on c.id = t.collection
                               left join doc$chunk ch on ch.topic_id = t.id
@@ -285,7 +327,7 @@ class SqlPool:
         """FROM/WHERE of the allowed topic or chunk vectors; ``select`` may name ``{topic}``
         and ``{chunk}`` (the row's topic id and chunk id)."""
         params: list[Any] = []
-        cond = acl_sql(access, params)
+        cond = self._acl(access, params)
         if which == "topic":
             cols = select.format(topic="v.topic_id", chunk="cast(null as bigint)")
             return (f"""select {cols} from doc$topic_vec v join doc$topic t on t.id = v.topic_id
@@ -314,9 +356,10 @@ class SqlPool:
             where.append("t.collection = ?")
             params.append(collection)
         if linked_to is not None:
-            where.append("exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? and l.key_ci = ?)")
+            where.append(f"exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? "
+                         f"and {self._ci('l.key')} = ?)")
             params.extend([linked_to[0], ascii_lower(linked_to[1])])
-        where.append(acl_sql(access, params))
+        where.append(self._acl(access, params))
         return [int(r[0]) for r in self._rows(f"""select t.id from doc$topic t join doc$collection c
                                                   on c.id = t.collection where {' and '.join(where)}
                                                   order by t.id""", params)]

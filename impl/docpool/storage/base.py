@@ -12,7 +12,10 @@ method is part of the contract: storages must break ties the same way.
 from __future__ import annotations
 
 from dataclasses import dataclass, field
-from typing import Any, Iterator, Protocol, Sequence, runtime_checkable
+from typing import TYPE_CHECKING, Any, Iterator, Protocol, Sequence, runtime_checkable
+
+if TYPE_CHECKING:
+    from knowspec.impl.docpool.fulltext.reader import FtsIndex
 
 HERKES = "herkes"  # doc$collection.erisim value meaning "everyone"
 
@@ -158,6 +161,10 @@ class PoolStorage(Protocol):
     #: where the pool lives, for messages ("help.db", "sales", a DSN without password)
     location: str
 
+    #: the driver's DB-API ``Error`` classes: a call maps any of them to ``storage_error``
+    #: (``tools._reading``), whatever the backend
+    driver_errors: tuple[type[Exception], ...]
+
     def close(self) -> None: ...
 
     def __enter__(self) -> "PoolStorage": ...
@@ -172,6 +179,14 @@ class PoolStorage(Protocol):
         """Every ``doc$meta`` row: ``{collection: {name: value}}`` ('' = general recipe)."""
 
     # -- full text ---------------------------------------------------------------------------
+    def fulltext_index(self, stamp: tuple) -> "FtsIndex | None":
+        """The pool's full-text postings at ``stamp`` (``change_stamp()``) for the search layer
+        (``fulltext.search``) to rank, or ``None`` when this storage's own engine ranks
+        (``search_fts``). Data only: a storage never ranks postings itself."""
+
+    def chunk_columns(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
+        """Original (title, heading, body) of chunks (full-text snippets)."""
+
     def search_fts(
         self,
         match: str,
@@ -183,9 +198,12 @@ class PoolStorage(Protocol):
         collection: str | None = None,
         linked_to: tuple[str, str] | None = None,
     ) -> list[SearchHit]:
-        """Best chunk per allowed topic for ``match``, an expression from ``rules.fts_query``:
-        double-quoted folded words, ``*`` for prefixes, joined by AND or OR. SQLite runs it as
-        FTS5 MATCH; other storages translate it with ``rules.fts_query.parse_match``.
+        """Best chunk per allowed topic for ``match``, ranked by the storage's own engine (SQLite:
+        FTS5 ``bm25()``; PostgreSQL: ``ts_rank_cd``), asked by the search layer only when
+        ``fulltext_index`` gives no postings or they cannot answer ``match``. ``match`` is an
+        expression from ``rules.fts_query``: double-quoted folded words, ``*`` for prefixes,
+        joined by AND or OR. SQLite runs it as FTS5 MATCH; PostgreSQL translates it with
+        ``rules.fts_query.parse_match``.
 
         Ordered by score ascending, then collection, slug; at most ``limit``. ``linked_to``
         keeps only topics linked to that (kind, key) entity (help_search ``module``).

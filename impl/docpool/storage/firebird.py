@@ -4,14 +4,15 @@ The DSN is a database file (the embedded engine of the ``firebird-embedded`` whe
 through ``firebird-driver``) or a server DSN (``host[/port]:path``); ``user`` / ``password``
 come from ``firebird://user:password@host[:port]/path`` or ISC_USER / ISC_PASSWORD (SYSDBA).
 
-Firebird has no FTS5, so ``search_fts`` runs on an in-memory index (``_fts_index.FtsIndex``:
-numpy postings ranked by ``_fts_arrays.rank``) built at the first search of a pool -- its chunk
-texts read in one ``list()`` (``_chunk_texts``) -- and rebuilt when an import moves
-``doc$pool_state.stamp``. Scores and snippets follow ``rules.fts5``, the reproduction of FTS5's
-``bm25()`` and ``snippet()``: results equal a SQLite pool's (same topics, order, scores,
-snippets); a warm search sends no full-text SQL (only ``topic_ids`` for ACLs and links). Every
-request reads one snapshot (a read-only SNAPSHOT transaction), so a reader never sees half an
-import; the index is checked against the stamp inside that snapshot.
+Firebird has no FTS5, so its full text is an in-memory index (``fulltext.reader.FtsIndex``:
+numpy postings, the chunks' original texts, the topics' titles) built at the first search of a
+pool -- its chunk texts read in one ``list()`` (``_chunk_texts``) -- and rebuilt when an import
+moves ``doc$pool_state.stamp``. The storage only hands the index over (``fulltext_index``); the
+search layer (``fulltext.search``) ranks it with FTS5's ``bm25()`` and ``snippet()`` rules, so
+results equal a SQLite pool's (same topics, order, scores, snippets), and a warm search sends no
+full-text SQL (only ``topic_ids`` for ACLs and links). Every request reads one snapshot (a
+read-only SNAPSHOT transaction), so a reader never sees half an import; the index is checked
+against the stamp inside that snapshot.
 """
 
 from __future__ import annotations
@@ -29,9 +30,8 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.storage._fts_index import FtsIndex
+from knowspec.impl.docpool.fulltext.reader import FtsIndex
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
 
@@ -178,6 +178,7 @@ class FirebirdPool(SqlPool):
 
         self.dsn = dsn
         self.location = location or parse_dsn(dsn)[3]
+        self.driver_errors = (driver.Error,)
         self._con = acquire(dsn)
         try:
             try:
@@ -217,8 +218,9 @@ class FirebirdPool(SqlPool):
         return _value(value)
 
     # -- full text ---------------------------------------------------------------------------
-    def _index(self) -> FtsIndex:
-        stamp = self.change_stamp()[1:]  # the import counter (location names may differ per caller)
+    def fulltext_index(self, stamp: tuple) -> FtsIndex:
+        """The pool's in-memory index at ``stamp`` (built, or rebuilt after an import, here)."""
+        stamp = stamp[1:]  # the import counter (location names may differ per caller)
         key = parse_dsn(self.dsn)[0]
 
         def build() -> FtsIndex:
@@ -246,12 +248,6 @@ class FirebirdPool(SqlPool):
         if parsed is None:
             return self._rows("select id, topic_id, title, heading, body from doc$chunk")
         return parsed + self._rows(f"select id, topic_id, title, heading, body from doc$chunk where not ({short})")
-
-    def search_fts(self, match, access, *, limit, weights, snippet_column,
-                   collection=None, linked_to=None) -> list[SearchHit]:
-        index = self._index()
-        return index.search(match, index.arrays.allowed(self, access, collection, linked_to), weights, limit=limit,
-                            snippet_column=snippet_column)
 
 
 LIST_LIMITS = (("title", 1000), ("heading", 1000), ("body", 4000))  # characters; 6000 * 4 bytes < 32k

@@ -40,7 +40,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.storage._sqlpool import SqlPool, acl_sql
+from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
@@ -176,6 +176,7 @@ class PostgresPool(SqlPool):
     def __init__(self, dsn: str, *, location: str | None = None) -> None:
         self.dsn = dsn
         self.location = location or display(dsn)
+        self.driver_errors = (require("psycopg").Error,)
         self._pool = connection_pool(dsn)
         self._con = self._pool.getconn(timeout=CONNECT_TIMEOUT)
         try:
@@ -243,7 +244,7 @@ class PostgresPool(SqlPool):
         if linked_to is not None:
             where.append("exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? and l.key_ci = ?)")
             params.extend([linked_to[0], ascii_lower(linked_to[1])])
-        where.append(acl_sql(access, params))
+        where.append(self._acl(access, params))
         params.extend([int(limit), tsquery, HEADLINE_OPTIONS])
         column = snippet_column if snippet_column in ("title", "heading", "body") else "body"
         rows = self._rows(

@@ -1,34 +1,35 @@
-"""FTS5 ranking of a SQLite pool from numpy arrays: the same answers, without FTS5's per-row cost.
+"""The full-text engine's data: a pool's index as numpy postings, read once per change stamp.
 
-FTS5 scores every matching row of a broad prefix query one row at a time (a docsize lookup and a
-position-list walk each: ~15 ms for ``"table"*`` over 50k chunks), and its ``snippet()`` rebuilds
-the prefix doclist per call. This module reads the pool's FTS5 index once per change stamp
-(``fts5vocab`` instances and the table's averages record), keeps it as compressed postings
-(term -> rows with per-column counts), and answers single-token phrases, AND / OR, exactly as
-``bm25()`` would: the arithmetic is ``rules.bm25``'s FTS5 rule, elementwise.
+``FtsArrays`` is the layout every ranker of ``fulltext.rank`` reads: a sorted vocabulary,
+postings (term -> rows with per-column instance counts), tokens per row, the row -> chunk ->
+topic maps, and the table-wide statistics FTS5's ``bm25()`` uses. Two readers fill it:
 
-Anything it cannot answer exactly (a query word FTS5 splits into several tokens, an index still
-being built, a failed build) returns ``None`` and the caller runs the FTS5 query instead, so FTS5
-stays the reference. ``KNOWSPEC_FTS_ARRAYS`` = ``background`` (default: built in a thread while
-FTS5 answers), ``sync`` (built by the first search that needs it) or ``off``.
+- ``build`` reads a SQLite pool's FTS5 index (``fts5vocab`` instances and the averages record)
+  once per change stamp; ``FtsArraysCache`` keeps it per pool file. FTS5 stays the reference:
+  until the arrays exist (``KNOWSPEC_FTS_ARRAYS`` = ``background``, the default: built in a
+  thread; ``sync``: built by the first search that needs them; ``off``) FTS5 answers.
+- ``FtsIndex.build`` tokenises chunk rows itself (``rules.fts5.token_texts``, unicode61 over
+  folded text) for a storage without FTS5 (Firebird), and keeps their original texts and the
+  topics' titles, so a search there needs no further SQL.
+
+Nothing here ranks: ranking is ``fulltext.rank``, snippets ``fulltext.snippet``.
 """
 
 from __future__ import annotations
 
 import sqlite3
 import threading
+from array import array
 from bisect import bisect_left
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Sequence
+from typing import Iterable
 
 import numpy as np
 
 from knowspec.impl import runtime as process
 from knowspec.impl.rules import fts5
-from knowspec.impl.rules.bm25 import fts5_avg_len, fts5_frequency, fts5_phrase_score, idf_fts5
 from knowspec.impl.rules.fold import fold
-from knowspec.impl.rules.fts_query import parse_match
 
 FTS_TABLE = "doc$chunk_fts"
 COLUMNS = ("title", "heading", "body")
@@ -61,16 +62,6 @@ class FtsArrays:
             self._masks[collection] = mask
         return mask
 
-    def allowed(self, storage, access, collection: str | None,
-                linked_to: tuple[str, str] | None) -> np.ndarray | None:
-        """The topics a search may return, as a mask over ``topic_id`` (``None``: all). An
-        unrestricted caller's collection is known here; ACLs and entity links come from
-        ``storage.topic_ids`` (the pool's tables, in the request's snapshot)."""
-        if access.unrestricted and linked_to is None:
-            return None if collection is None else self.collection_mask(collection)
-        ids = storage.topic_ids(access, collection=collection, linked_to=linked_to)
-        return np.isin(self.topic_id, np.asarray(list(ids), dtype=np.int64))
-
     def term_range(self, token: str, prefix: bool) -> tuple[int, int]:
         """Vocabulary indexes ``[lo, hi)`` of ``token`` (every term starting with it when ``prefix``)."""
         if prefix:
@@ -78,13 +69,6 @@ class FtsArrays:
             return found.start, found.stop
         lo = bisect_left(self.terms, token)
         return lo, (lo + 1 if lo < len(self.terms) and self.terms[lo] == token else lo)
-
-
-@dataclass(frozen=True)
-class RankedChunk:
-    topic_id: int
-    chunk_id: int
-    score: float
 
 
 def _varints(blob: bytes) -> list[int]:
@@ -190,93 +174,61 @@ def lookup(keys: np.ndarray, values: np.ndarray, wanted: np.ndarray) -> np.ndarr
     return np.where(keys[at] == wanted, values[at], -1).astype(np.int64)
 
 
-def query_phrases(match: str) -> tuple[list[tuple[str, bool]], str] | None:
-    """(token, prefix) per phrase of a ``rules.fts_query`` expression and its joiner, or ``None``
-    when a word is not exactly one FTS5 token (FTS5 must answer that query itself)."""
-    words, joiner = parse_match(match)
-    phrases = []
-    for w in words:
-        tokens = fts5.token_texts(w.text)
-        if len(tokens) != 1:
-            return None
-        phrases.append((tokens[0], w.prefix))
-    return (phrases, joiner) if phrases else None
+@dataclass
+class FtsIndex:
+    """What a search ranks: one pool's ``FtsArrays`` at one change stamp. ``texts`` (original
+    title, heading, body per row) and the topic titles are kept only by ``FtsIndex.build`` (a
+    storage without FTS5); ``None`` means the search layer reads them from the storage."""
 
+    stamp: tuple
+    arrays: FtsArrays
+    texts: list[tuple[str, str, str]] | None = None   # per row (row = arrays.row_chunk)
+    topic_title: list[str] | None = None              # per topic index (arrays.topic_id)
+    topic_breadcrumb: list[str] | None = None
 
-def phrase_postings(arrays: FtsArrays, token: str, prefix: bool) -> tuple[np.ndarray, np.ndarray]:
-    """``(rows, counts)`` of one phrase: the ascending rows it occurs in and its instances per
-    column there (``counts[i, c]``); a prefix's terms are summed per row."""
-    lo, hi = arrays.term_range(token, prefix)
-    a, b = arrays.term_start[lo], arrays.term_start[hi]
-    rows, tf = arrays.post_row[a:b], arrays.post_tf[a:b]
-    if hi - lo <= 1:  # one term: its postings are already one per row, ascending
-        return rows, tf
-    n = len(arrays.row_chunk)
-    dense = [np.bincount(rows, weights=tf[:, c], minlength=n) for c in range(tf.shape[1])]
-    rows = np.flatnonzero(np.logical_or.reduce([d > 0 for d in dense]))
-    return rows, np.stack([d[rows] for d in dense], axis=1)
+    @classmethod
+    def build(cls, stamp: tuple, chunks: Iterable[tuple[int, int, str, str, str]],
+              topics: Iterable[tuple[int, str, str, str, str]]) -> "FtsIndex":
+        """Index ``(chunk_id, topic_id, title, heading, body)`` rows (original text, folded here)
+        of the topics ``(topic_id, collection, slug, title, breadcrumb)``, with the statistics
+        of the whole table (row count, total tokens), as FTS5 keeps them."""
+        rows = sorted((int(c[0]), int(c[1]), (c[2] or "", c[3] or "", c[4] or "")) for c in chunks)
+        topic_rows = sorted((int(t[0]), *t[1:5]) for t in topics)
+        n_cols = len(COLUMNS)
+        seen: dict[str, int] = {}  # term -> id in order of first sight (token strings are not kept)
+        ids = array("q")
+        lengths = np.zeros(len(rows) * n_cols, dtype=np.int64)
+        k = 0
+        for _, _, texts in rows:
+            for text in texts:
+                toks = fts5.token_texts(fold(text))
+                ids.extend([seen.setdefault(t, len(seen)) for t in toks])
+                lengths[k] = len(toks)
+                k += 1
+        first_seen = list(seen)
+        del seen
+        order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
+        terms = [first_seen[i] for i in order]
+        rank = np.empty(len(order), dtype=np.int64)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
+        term = rank[np.frombuffer(ids, dtype=np.int64)] if len(ids) else np.zeros(0, dtype=np.int64)
+        del ids
+        cells = np.repeat(np.arange(len(rows) * n_cols, dtype=np.int64), lengths)  # (row, column) of each token
+        term_start, post_row, post_tf, row_len = postings(term, cells // n_cols, cells % n_cols, len(terms), len(rows))
+        del term, cells
+        topic_id = np.array([t[0] for t in topic_rows], dtype=np.int64)
+        chunk_topic = np.array([r[1] for r in rows], dtype=np.int64)
+        arrays = FtsArrays(
+            terms=terms, term_start=term_start, post_row=post_row, post_tf=post_tf,
+            row_chunk=np.array([r[0] for r in rows], dtype=np.int64),
+            row_topic=lookup(topic_id, np.arange(len(topic_id)), chunk_topic), row_len=row_len,
+            topic_id=topic_id, topic_collection=[t[1] for t in topic_rows], topic_slug=[t[2] for t in topic_rows],
+            n_rows=len(rows), total_tokens=int(lengths.sum()))
+        return cls(stamp, arrays, [r[2] for r in rows], [t[3] or "" for t in topic_rows],
+                   [t[4] or "" for t in topic_rows])
 
-
-def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, weights: Sequence[float],
-         allowed_topics: np.ndarray | None, limit: int) -> list[RankedChunk]:
-    """The best chunk of each allowed matching topic, topics by (bm25, collection, slug), ``limit`` of them.
-
-    ``allowed_topics``: a boolean mask over ``arrays.topic_id`` (``None`` = every topic). Ties
-    break as the FTS5 path does: a topic's best chunk by (score, chunk id). Each phrase is scored
-    on its own rows only: an absent phrase adds ``idf * 0.0 = 0.0``, so skipping it changes no bit.
-    """
-    found = [phrase_postings(arrays, token, prefix) for token, prefix in phrases]
-    if not found:
-        return []
-    n = len(arrays.row_chunk)
-    if joiner == "AND":
-        seen = np.zeros(n, dtype=np.int32)
-        for rows_p, _ in found:
-            seen[rows_p] += 1  # rows_p has no repeats
-        match = seen == len(found)
-    else:
-        match = np.zeros(n, dtype=bool)
-        for rows_p, _ in found:
-            match[rows_p] = True
-    valid = arrays.row_topic >= 0
-    if allowed_topics is not None:
-        valid &= allowed_topics[np.maximum(arrays.row_topic, 0)]
-    rows = np.flatnonzero(match & valid)
-    if not len(rows) or limit <= 0:
-        return []
-    position = np.full(n, -1, dtype=np.int64)
-    position[rows] = np.arange(len(rows))
-    avg = fts5_avg_len(arrays.total_tokens, arrays.n_rows)
-    score = np.zeros(len(rows))
-    for rows_p, counts_p in found:
-        at = position[rows_p]
-        kept = at >= 0
-        at = at[kept]
-        if not len(at):
-            continue
-        idf = idf_fts5(arrays.n_rows, len(rows_p))
-        counts = counts_p[kept]
-        freq = fts5_frequency([counts[:, c] for c in range(len(COLUMNS))], weights)
-        score[at] = score[at] + fts5_phrase_score(idf, freq, arrays.row_len[rows[at]], avg)
-    score = -1.0 * score
-    topic = arrays.row_topic[rows]
-    # Only rows scoring at most the limit-th best topic score can be a competing topic's best
-    # chunk, so the sort below sees those few instead of every match (a broad OR matches most rows).
-    topic_best = np.full(len(arrays.topic_id), np.inf)
-    np.minimum.at(topic_best, topic, score)
-    topic_best = topic_best[np.isfinite(topic_best)]
-    if len(topic_best) > limit:
-        cutoff = np.partition(topic_best, limit - 1)[limit - 1]
-        near = np.flatnonzero(score <= cutoff)  # every topic tied with the last place competes
-        rows, score, topic = rows[near], score[near], topic[near]
-    chunk = arrays.row_chunk[rows]
-    order = np.lexsort((chunk, score, topic))
-    first = np.ones(len(order), dtype=bool)
-    first[1:] = topic[order][1:] != topic[order][:-1]
-    best = order[first]                     # one row per topic: its best chunk
-    ranked = sorted(best.tolist(), key=lambda i: (score[i], arrays.topic_collection[topic[i]],
-                                                  arrays.topic_slug[topic[i]]))[:limit]
-    return [RankedChunk(int(arrays.topic_id[topic[i]]), int(chunk[i]), float(score[i])) for i in ranked]
+    def row(self, chunk_id: int) -> int:
+        return int(np.searchsorted(self.arrays.row_chunk, chunk_id))
 
 
 # -- the per-process cache -----------------------------------------------------------------------
@@ -338,23 +290,3 @@ def fts_arrays_cache() -> FtsArraysCache:
     """The process runtime's arrays."""
     return FtsArraysCache(process.current())
 
-
-def chunk_snippet(texts: Sequence[str], phrases: Sequence[tuple[str, bool]], column: int,
-                  marks: tuple[str, str, str], n_token: int) -> str:
-    """FTS5 ``snippet()`` of one chunk: its original column texts, the index's folded tokens.
-
-    A snippet of one column needs only that column's tokens; an empty snippet column (a
-    heading-only section) falls back to the best column, as the FTS5 query does with
-    ``snippet(..., -1, ...)``, and only then are all columns tokenised.
-    """
-    parsed = [fts5.Phrase((token,), prefix) for token, prefix in phrases]
-    sizes = [1] * len(parsed)
-    if 0 <= column < len(texts) and texts[column]:
-        only = [fts5.token_texts(fold(t)) if c == column else [] for c, t in enumerate(texts)]
-        lengths = [len(c) for c in only]
-        found = fts5.snippet(list(texts), lengths, fts5.row_instances(parsed, only), sizes, column, *marks, n_token)
-        if found:
-            return found
-    columns = [fts5.token_texts(fold(t)) for t in texts]
-    args = (list(texts), [len(c) for c in columns], fts5.row_instances(parsed, columns), sizes)
-    return fts5.snippet(*args, column, *marks, n_token) or fts5.snippet(*args, -1, *marks, n_token)

@@ -1,0 +1,181 @@
+"""Full-text ranking over ``reader.FtsArrays``: FTS5's ``bm25()``, exactly, for every storage.
+
+``rank`` answers single-token phrases joined by AND / OR with arrays: the arithmetic is
+``rules.bm25``'s FTS5 rule, elementwise, with the table-wide statistics FTS5 uses. A query word
+that unicode61 splits into several tokens (or none) is a phrase the arrays cannot answer:
+``query_phrases`` says so, and ``rank_phrases`` finds those instances by tokenising the candidate
+rows again and scores them one row at a time with ``rules.fts5.bm25`` (it needs the rows' texts).
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Sequence
+
+import numpy as np
+
+from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays
+from knowspec.impl.rules import fts5
+from knowspec.impl.rules.bm25 import fts5_avg_len, fts5_frequency, fts5_phrase_score, idf_fts5
+from knowspec.impl.rules.fold import fold
+from knowspec.impl.rules.fts_query import parse_match
+
+
+@dataclass(frozen=True)
+class RankedChunk:
+    topic_id: int
+    chunk_id: int
+    score: float
+
+
+
+@dataclass(frozen=True)
+class RankedRow:
+    """A topic's best row found by ``rank_phrases``: its phrase instances and tokens per column
+    are what ``snippet.phrase_snippet`` needs."""
+
+    row: int
+    score: float
+    instances: list[fts5.Instance]
+    column_sizes: list[int]
+    phrase_sizes: list[int]
+
+
+def query_phrases(match: str) -> tuple[list[tuple[str, bool]], str] | None:
+    """(token, prefix) per phrase of a ``rules.fts_query`` expression and its joiner, or ``None``
+    when a word is not exactly one FTS5 token (FTS5 must answer that query itself)."""
+    words, joiner = parse_match(match)
+    phrases = []
+    for w in words:
+        tokens = fts5.token_texts(w.text)
+        if len(tokens) != 1:
+            return None
+        phrases.append((tokens[0], w.prefix))
+    return (phrases, joiner) if phrases else None
+
+
+def phrase_postings(arrays: FtsArrays, token: str, prefix: bool) -> tuple[np.ndarray, np.ndarray]:
+    """``(rows, counts)`` of one phrase: the ascending rows it occurs in and its instances per
+    column there (``counts[i, c]``); a prefix's terms are summed per row."""
+    lo, hi = arrays.term_range(token, prefix)
+    a, b = arrays.term_start[lo], arrays.term_start[hi]
+    rows, tf = arrays.post_row[a:b], arrays.post_tf[a:b]
+    if hi - lo <= 1:  # one term: its postings are already one per row, ascending
+        return rows, tf
+    n = len(arrays.row_chunk)
+    dense = [np.bincount(rows, weights=tf[:, c], minlength=n) for c in range(tf.shape[1])]
+    rows = np.flatnonzero(np.logical_or.reduce([d > 0 for d in dense]))
+    return rows, np.stack([d[rows] for d in dense], axis=1)
+
+
+def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, weights: Sequence[float],
+         allowed_topics: np.ndarray | None, limit: int) -> list[RankedChunk]:
+    """The best chunk of each allowed matching topic, topics by (bm25, collection, slug), ``limit`` of them.
+
+    ``allowed_topics``: a boolean mask over ``arrays.topic_id`` (``None`` = every topic). Ties
+    break as the FTS5 path does: a topic's best chunk by (score, chunk id). Each phrase is scored
+    on its own rows only: an absent phrase adds ``idf * 0.0 = 0.0``, so skipping it changes no bit.
+    """
+    found = [phrase_postings(arrays, token, prefix) for token, prefix in phrases]
+    if not found:
+        return []
+    n = len(arrays.row_chunk)
+    if joiner == "AND":
+        seen = np.zeros(n, dtype=np.int32)
+        for rows_p, _ in found:
+            seen[rows_p] += 1  # rows_p has no repeats
+        match = seen == len(found)
+    else:
+        match = np.zeros(n, dtype=bool)
+        for rows_p, _ in found:
+            match[rows_p] = True
+    valid = arrays.row_topic >= 0
+    if allowed_topics is not None:
+        valid &= allowed_topics[np.maximum(arrays.row_topic, 0)]
+    rows = np.flatnonzero(match & valid)
+    if not len(rows) or limit <= 0:
+        return []
+    position = np.full(n, -1, dtype=np.int64)
+    position[rows] = np.arange(len(rows))
+    avg = fts5_avg_len(arrays.total_tokens, arrays.n_rows)
+    score = np.zeros(len(rows))
+    for rows_p, counts_p in found:
+        at = position[rows_p]
+        kept = at >= 0
+        at = at[kept]
+        if not len(at):
+            continue
+        idf = idf_fts5(arrays.n_rows, len(rows_p))
+        counts = counts_p[kept]
+        freq = fts5_frequency([counts[:, c] for c in range(len(COLUMNS))], weights)
+        score[at] = score[at] + fts5_phrase_score(idf, freq, arrays.row_len[rows[at]], avg)
+    score = -1.0 * score
+    topic = arrays.row_topic[rows]
+    # Only rows scoring at most the limit-th best topic score can be a competing topic's best
+    # chunk, so the sort below sees those few instead of every match (a broad OR matches most rows).
+    topic_best = np.full(len(arrays.topic_id), np.inf)
+    np.minimum.at(topic_best, topic, score)
+    topic_best = topic_best[np.isfinite(topic_best)]
+    if len(topic_best) > limit:
+        cutoff = np.partition(topic_best, limit - 1)[limit - 1]
+        near = np.flatnonzero(score <= cutoff)  # every topic tied with the last place competes
+        rows, score, topic = rows[near], score[near], topic[near]
+    chunk = arrays.row_chunk[rows]
+    order = np.lexsort((chunk, score, topic))
+    first = np.ones(len(order), dtype=bool)
+    first[1:] = topic[order][1:] != topic[order][:-1]
+    best = order[first]                     # one row per topic: its best chunk
+    ranked = sorted(best.tolist(), key=lambda i: (score[i], arrays.topic_collection[topic[i]],
+                                                  arrays.topic_slug[topic[i]]))[:limit]
+    return [RankedChunk(int(arrays.topic_id[topic[i]]), int(chunk[i]), float(score[i])) for i in ranked]
+
+
+def _rows_with(arrays: FtsArrays, token: str, prefix: bool) -> set[int]:
+    lo, hi = arrays.term_range(token, prefix)
+    start, stop = arrays.term_start[lo], arrays.term_start[hi]
+    return set(arrays.post_row[start:stop].tolist())
+
+
+def rank_phrases(arrays: FtsArrays, texts: Sequence[tuple[str, str, str]], match: str,
+                 allowed_topics: np.ndarray | None, weights: Sequence[float], limit: int) -> list[RankedRow]:
+    """Any phrases (several tokens, or none), row by row: candidates from the postings, the
+    instances from tokenising those rows' ``texts`` again, ``rules.fts5.bm25`` per matching row;
+    the best row per allowed topic, topics by (bm25, collection, slug), ``limit`` of them."""
+    a = arrays
+    words, joiner = parse_match(match)
+    phrases = [fts5.phrase(w.text, w.prefix) for w in words]
+    if not phrases:
+        return []
+    tokenised: dict[int, list[list[str]]] = {}
+    hits: list[dict[int, list[tuple[int, int]]]] = []
+    for p in phrases:
+        candidates: set[int] = set()
+        for k, tok in enumerate(p.tokens):
+            found = _rows_with(a, tok, p.prefix and k == p.size - 1)
+            candidates = found if k == 0 else candidates & found
+        where: dict[int, list[tuple[int, int]]] = {}
+        for row in sorted(candidates):
+            if row not in tokenised:
+                tokenised[row] = [fts5.token_texts(fold(t)) for t in texts[row]]
+            found_at = [(c, off) for c, col in enumerate(tokenised[row]) for off in fts5.phrase_offsets(p, col)]
+            if found_at:
+                where[row] = found_at
+        hits.append(where)
+    rows = set(hits[0])
+    for h in hits[1:]:
+        rows = rows & set(h) if joiner == "AND" else rows | set(h)
+    counts = [len(h) for h in hits]
+    best: dict[int, tuple[float, int, int, list[fts5.Instance]]] = {}
+    for row in rows:
+        t = int(a.row_topic[row])
+        if t < 0 or (allowed_topics is not None and not allowed_topics[t]):
+            continue
+        instances = sorted(fts5.Instance(c, off, i) for i, h in enumerate(hits) for c, off in h.get(row, ()))
+        score = fts5.bm25(instances, len(phrases), weights, counts, int(a.row_len[row]), a.total_tokens, a.n_rows)
+        chunk = int(a.row_chunk[row])
+        if t not in best or (score, chunk) < best[t][:2]:
+            best[t] = (score, chunk, row, instances)
+    ranked = sorted(best.items(), key=lambda kv: (kv[1][0], a.topic_collection[kv[0]], a.topic_slug[kv[0]]))
+    sizes = [p.size for p in phrases]
+    return [RankedRow(row, score, instances, [len(c) for c in tokenised[row]], sizes)
+            for _, (score, _, row, instances) in ranked[: max(limit, 0)]]
