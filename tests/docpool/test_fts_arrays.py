@@ -102,8 +102,8 @@ def test_a_word_fts5_splits_into_two_tokens_is_left_to_fts5():
 
 
 def test_off_mode_never_builds(pools, monkeypatch):
-    cache = _fts_arrays.FtsArraysCache(process.Runtime())
-    monkeypatch.setattr(_fts_arrays, "build", lambda path: pytest.fail("built in off mode"))
+    cache = reader.FtsArraysCache(process.Runtime())
+    monkeypatch.setattr(reader, "build", lambda path: pytest.fail("built in off mode"))
     assert cache.get(pools["uretilen"], ("stamp",), mode="off") is None
 
 
@@ -114,8 +114,8 @@ def test_background_mode_answers_from_fts5_until_the_arrays_are_built(pools, mon
         release.wait(10)
         return real_build(path)
 
-    monkeypatch.setattr(_fts_arrays, "build", slow_build)
-    cache = _fts_arrays.FtsArraysCache(process.Runtime())
+    monkeypatch.setattr(reader, "build", slow_build)
+    cache = reader.FtsArraysCache(process.Runtime())
     assert cache.get(pools["uretilen"], ("v1",), mode="background") is None
     assert cache.get(pools["uretilen"], ("v1",), mode="background") is None  # still building, no second build
     release.set()
