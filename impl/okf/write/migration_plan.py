@@ -18,6 +18,8 @@ from typing import Any
 
 from ruamel.yaml.nodes import MappingNode
 
+from knowspec.generated.models.okf.apply_v02_migration_input_schema import ApplyV02MigrationInput
+from knowspec.generated.models.okf.preview_v02_migration_input_schema import PreviewV02MigrationInput
 from knowspec.impl.okf.write.changeset import ChangeSet, request_digest
 from knowspec.impl.okf.write.computation_body import ComputationBodyRejected
 from knowspec.impl.okf.write.document import Document, DocumentError, split_document
@@ -62,19 +64,12 @@ class MigrationInput:
                                  for c in sorted(self.computations, key=lambda c: _B(c["path"]))]}
 
 
-def decode_migration(args: Any) -> tuple[MigrationInput, dict]:
+def decode_migration(args: PreviewV02MigrationInput | ApplyV02MigrationInput) -> tuple[MigrationInput, dict]:
+    """The rules the schema cannot state; it already bounds ``from`` and both policies."""
     data = plain(args)
-    selector = data.get("from") or "auto"
-    if selector not in ("auto", "0.1", "0.2"):
-        raise invalid("from must be auto, 0.1 or 0.2")
-    by = data.get("generated_by") or ""
+    by = args.generated_by or ""
     if by:
         check_actor("generated_by", by, grammar=True)
-    policy = data.get("timestamp_conflict_policy") or "reject"
-    if policy not in ("reject", "use_generated", "use_timestamp"):
-        raise invalid("timestamp_conflict_policy must be reject, use_generated or use_timestamp")
-    if data.get("timestamp_policy") not in ("preserve", "remove_after_copy"):
-        raise invalid("timestamp_policy must be preserve or remove_after_copy")
     generated_at: dict[str, str] = {}
     for i, entry in enumerate(data.get("generated_at") or []):
         problem = concept_id_problem(entry.get("concept_id") or "")
@@ -102,8 +97,8 @@ def decode_migration(args: Any) -> tuple[MigrationInput, dict]:
             raise invalid(f"computations[{i}] repeats a concept")
         paths.add(path)
         computations.append({"path": path, "contract": c["contract"], "asset": asset})
-    return MigrationInput(selector, by, generated_at, policy, data["timestamp_policy"], citations,
-                          computations), data
+    return MigrationInput(args.from_, by, generated_at, args.timestamp_conflict_policy, args.timestamp_policy,
+                          citations, computations), data
 
 
 def migration_change_set(inp: MigrationInput, base: str, source: dict) -> ChangeSet:
