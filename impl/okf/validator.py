@@ -202,6 +202,7 @@ def _links(snapshot: Snapshot, out: Collector, ctx) -> None:
             hash_pos = target.find("#")
             link_path, fragment = (target, None) if hash_pos < 0 else (target[:hash_pos], target[hash_pos + 1:])
             field_name = f"body.links[{i}].target"
+            tdoc: Document | None
             if link_path == "":
                 exists, tdoc = True, doc
             else:

@@ -52,7 +52,7 @@ class FtsIndex:
               topics: Iterable[tuple[int, str, str, str, str]]) -> "FtsIndex":
         """Index ``(chunk_id, topic_id, title, heading, body)`` rows (original text, folded here)
         of the topics ``(topic_id, collection, slug, title, breadcrumb)``."""
-        rows = sorted((int(c[0]), int(c[1]), tuple(t or "" for t in c[2:5])) for c in chunks)
+        rows = sorted((int(c[0]), int(c[1]), (c[2] or "", c[3] or "", c[4] or "")) for c in chunks)
         topic_rows = sorted((int(t[0]), *t[1:5]) for t in topics)
         n_cols = len(COLUMNS)
         seen: dict[str, int] = {}  # term -> id in order of first sight (token strings are not kept)

@@ -164,8 +164,10 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
         text = ed.set_key(root, ed.nlines, "generated", {"by": inp.generated_by, "at": at})
     else:
         node = gen_node[1]
-        by = scalar(lookup(node, "by")[1]) if isinstance(node, MappingNode) and lookup(node, "by") else None
-        at = scalar(lookup(node, "at")[1]) if isinstance(node, MappingNode) and lookup(node, "at") else None
+        by_entry = lookup(node, "by") if isinstance(node, MappingNode) else None
+        at_entry = lookup(node, "at") if isinstance(node, MappingNode) else None
+        by = scalar(by_entry[1]) if by_entry else None
+        at = scalar(at_entry[1]) if at_entry else None
         if by is None or not valid_actor(by):
             out.block("missing_generated_by", path, "existing generated has no valid by", "provide_generated_by", gen_span)
             return doc
@@ -180,9 +182,11 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
                 out.block("migration_blocked", path, "generated.at disagrees with the legacy timestamp", span=gen_span)
                 return doc
             if inp.conflict_policy == "use_timestamp":
+                assert isinstance(node, MappingNode) and root is not None  # it has a valid by
                 text = ed.set_key(node, ed.entry_end(root, ed.nlines, "generated"), "at", ts)
     if ts is not None and inp.timestamp_policy == "remove_after_copy":
         ed2 = Editor(text, doc.newline)
+        assert ed2.root is not None  # the timestamp was read from this mapping
         text = ed2.delete_key(ed2.root, ed2.nlines, "timestamp")
     return Document(doc.open_line, text, doc.close_line, doc.body)
 

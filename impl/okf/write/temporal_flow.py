@@ -106,7 +106,7 @@ def preview(args: PreviewTemporalUpgradeInput, check: Callable[[], None]) -> dic
 
 def apply(args: ApplyTemporalUpgradeInput, check: Callable[[], None]) -> dict[str, Any]:
     data = decode(args)
-    base, expected = data.get("base_revision"), data.get("plan_digest")
+    base, expected = args.base_revision, args.plan_digest
     if not is_digest(base) or not is_digest(expected):
         raise _bad_input("base_revision and plan_digest must be canonical sha256 digests")
     key = plan_idempotency_key(NAMESPACE, expected)
