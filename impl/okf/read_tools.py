@@ -8,9 +8,9 @@ from __future__ import annotations
 
 from typing import Any
 
+from knowspec.generated.constants import VERSION_SELECTOR_AUTO
 from knowspec.generated.models.okf.list_concepts_input_schema import ListConceptsInput
 from knowspec.generated.models.okf.read_concept_input_schema import ReadConceptInput
-from knowspec.generated.constants import VERSION_SELECTOR_AUTO
 from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateBundleInput
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError

@@ -1,7 +1,8 @@
 """Decode and check patch arguments beyond the JSON Schema (spec/okf/contract/write.md §4.1, Go-side rules).
 
-The call pipeline validates against the schema first; these checks repeat what a handler
-must never trust (it may be called directly) and add the rules a schema cannot state: byte
+The call pipeline validates against the schema first and hands over the generated input model,
+so the profile and the number of operations (1 to 256) are taken as given; the operations
+themselves are still checked here, and so are the rules a schema cannot state: byte
 lengths, control characters, actor grammar, canonical decimals, profile-specific dates,
 window order. Every failure is ``invalid_request`` naming ``operations[i]`` (byte caps on
 actors are ``resource_limit``).
@@ -23,7 +24,6 @@ from knowspec.impl.okf.write.changeset import OPERATION_KINDS, Operation
 from knowspec.impl.okf.write.paths import concept_id_problem
 
 MAX_ARGUMENT_BYTES = 16 << 20
-MAX_OPERATIONS = 256
 MAX_ACTOR_BYTES = 256
 MAX_TEXT_BYTES = 4096
 PAYLOADS = ("generated", "verification", "source", "source_id", "usage_window", "lifecycle",
@@ -258,10 +258,6 @@ def decode_patch(args: PreviewConceptPatchInput | ApplyConceptPatchInput) -> Pat
         raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
     profile = args.temporal_profile
     actor = check_actor("actor", data.get("actor"), grammar=False)
-    ops = data.get("operations")
-    if not isinstance(ops, list) or not ops:
-        raise invalid("operations must list at least one operation")
-    if len(ops) > MAX_OPERATIONS:
-        raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
+    ops = data["operations"]
     checked = tuple(check_operation(i, op, profile) for i, op in enumerate(ops))
     return PatchArgs(data.get("bundle_path") or "", actor, profile, checked)

@@ -65,10 +65,6 @@ def test_symlinked_directory_in_bundle_blocks_the_store(tmp_path):
     assert list(outside.iterdir()) == []
 
 
-def test_too_many_operations_is_resource_limit(bundle):
-    assert _preview_error(bundle, [LIFECYCLE] * 257, unchecked=True).code == "resource_limit"
-
-
 def test_oversized_actor_is_resource_limit(bundle):
     assert _preview_error(bundle, [LIFECYCLE], actor="human:" + "a" * 300, unchecked=True).code == "resource_limit"
 
