@@ -31,7 +31,6 @@ import statistics
 import sys
 import time
 from pathlib import Path
-from types import SimpleNamespace
 
 import anyio
 import numpy as np
@@ -42,6 +41,7 @@ from docpool_setup import (CACHE, DATABASE, DATABRICKS, SAMPLE, Appdir, CachedEm
                            default_model_dir, first_relevant_rank, load_queries, machine_load, make_appdir, metrics,
                            subset_bundle)
 
+from knowspec.generated.models.docpool.doc_search_input_schema import DocSearchInput  # noqa: E402
 from knowspec.impl.config import Settings  # noqa: E402
 
 from knowspec.impl.context import CallContext  # noqa: E402
@@ -81,7 +81,7 @@ def databricks_subset_slugs() -> list[str]:
 
 
 def search(ctx: CallContext, query: str, mode: str, collection: str, limit: int = 10) -> list[str]:
-    args = SimpleNamespace(query=query, mode=mode, limit=limit, collection=collection, database=None)
+    args = DocSearchInput.model_validate({"query": query, "mode": mode, "limit": limit, "collection": collection})
     return [h["slug"] for h in tools.doc_search(args, ctx).structured["results"]]
 
 

@@ -15,9 +15,11 @@ import json
 import tempfile
 import threading
 import time
-import types
 from pathlib import Path
 
+from knowspec.generated.models.okf.apply_concept_patch_input_schema import ApplyConceptPatchInput
+from knowspec.generated.models.okf.list_concepts_input_schema import ListConceptsInput
+from knowspec.generated.models.okf.preview_concept_patch_input_schema import PreviewConceptPatchInput
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf import read_tools, write_tools
 
@@ -33,18 +35,19 @@ def make_bundle(root: Path, concepts: int) -> None:
 
 
 def listing_dates(root: Path) -> set:
-    args = types.SimpleNamespace(bundle_path=str(root), temporal_profile=None, as_of=None)
+    args = ListConceptsInput(bundle_path=str(root))
     return {c["stale_after"] for c in read_tools.list_concepts(args, CallContext()).structured["concepts"]}
 
 
 def apply_date(root: Path, concepts: int, date: str) -> float:
     ops = [{"kind": "set_lifecycle", "concept_id": f"c/n{i:04d}", "lifecycle": {"status": "stable", "stale_after": date}}
            for i in range(concepts)]
-    base = dict(bundle_path=str(root), actor=ACTOR, temporal_profile=None, operations=ops)
-    plan = write_tools.preview_concept_patch(types.SimpleNamespace(**base), CallContext()).structured
+    base = dict(bundle_path=str(root), actor=ACTOR, operations=ops)
+    plan = write_tools.preview_concept_patch(PreviewConceptPatchInput.model_validate(base), CallContext()).structured
     start = time.perf_counter()
-    out = write_tools.apply_concept_patch(types.SimpleNamespace(
-        **base, expected_revision=plan["base_revision"], expected_plan_digest=plan["plan_digest"]), CallContext())
+    out = write_tools.apply_concept_patch(ApplyConceptPatchInput.model_validate(
+        {**base, "expected_revision": plan["base_revision"], "expected_plan_digest": plan["plan_digest"]}),
+        CallContext())
     assert out.structured["status"] == "applied", out.structured
     return time.perf_counter() - start
 

@@ -26,7 +26,6 @@ import shutil
 import subprocess
 import sys
 import time
-import types
 from pathlib import Path
 
 import anyio
@@ -106,13 +105,14 @@ def migration_args(bundle: Path, mappings: list[dict]) -> dict:
 
 def in_process_proof(args: dict) -> tuple[float, dict]:
     """The preview's source, proof and digest without the diff (which the MCP cap refuses)."""
+    from knowspec.generated.models.okf.preview_v02_migration_input_schema import PreviewV02MigrationInput
     from knowspec.impl.okf.write import bundle_io
     from knowspec.impl.okf.write.migration_flow import _plan
     from knowspec.impl.okf.write.migration_plan import decode_migration, proof_digest
     from knowspec.impl.okf.write.migration_source import resolve_source
 
     start = time.perf_counter()
-    inp, _ = decode_migration(types.SimpleNamespace(**args))
+    inp, _ = decode_migration(PreviewV02MigrationInput.model_validate(args))
     with bundle_io.pinned(args["bundle_path"]) as root_fd:
         files, base = bundle_io.capture(root_fd)
     source = resolve_source(files, inp.selector)

@@ -8,6 +8,9 @@ a model is built, and keeping them would turn ``as_of`` into a ``datetime.date``
 the string the client sent) and hand ECMA regexes to pydantic's Rust regex engine. Likewise
 presence-only ``anyOf`` branches ("slug, or kind and key") are dropped: they would turn the input
 model into a union root model, and the server has already enforced them.
+
+``--strict-nullable`` keeps an argument with a default non-optional (``limit: int = 20``): the
+schema refuses ``null`` for it, so a handler never sees ``None`` there and need not re-check.
 """
 
 from __future__ import annotations
@@ -35,6 +38,7 @@ FLAGS = [
     "--collapse-root-models",
     "--use-standard-collections",
     "--use-union-operator",
+    "--strict-nullable",
     "--use-double-quotes",
     "--use-schema-description",
     "--formatters", "builtin",

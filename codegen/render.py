@@ -9,6 +9,7 @@ from typing import Any
 import jinja2
 
 from knowspec.codegen.bundle import advertised_output_schema
+from knowspec.codegen.constants import input_enums
 from knowspec.codegen.model import SpecModel, ToolSpec
 
 TEMPLATES = Path(__file__).parent / "templates"
@@ -117,9 +118,11 @@ def render_templates(spec: SpecModel, models: dict[str, dict[str, str]], sources
         "revision": spec.revision,
         "arguments": {t.name: argument_rows(t) for t in tools},
         "result_fields": {t.name: result_fields(t) for t in tools},
+        "enums": input_enums(spec),
     }
     return {
         "registry.py": env.get_template("registry.py.j2").render(ctx),
         "handlers.py": env.get_template("handlers.py.j2").render(ctx),
+        "constants.py": env.get_template("constants.py.j2").render(ctx),
         "TOOLS.md": env.get_template("TOOLS.md.j2").render(ctx),
     }

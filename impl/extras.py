@@ -50,7 +50,7 @@ def message(extra: str) -> str:
     return f"{PURPOSE[extra]} needs the '{extra}' extra: pip install 'knowspec[{extra}]'"
 
 
-def extra_for(exc: BaseException) -> str | None:
+def extra_for(exc: BaseException | None) -> str | None:
     """The extra whose absence caused ``exc`` (an ImportError, possibly chained), else None."""
     seen = set()
     while exc is not None and id(exc) not in seen:

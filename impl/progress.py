@@ -13,7 +13,10 @@ from __future__ import annotations
 import sys
 import time
 from dataclasses import dataclass
-from typing import Callable, TextIO
+from typing import TYPE_CHECKING, Callable, TextIO
+
+if TYPE_CHECKING:
+    from rich.progress import TaskID
 
 Report = Callable[[str, int, int], None]  # (phase, done, total); total 0 = unknown
 
@@ -106,7 +109,7 @@ class RichProgress:
         self.bars = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TaskProgressColumn(),
                              RateColumn(), TimeElapsedColumn(), TextColumn("ETA"), TimeRemainingColumn(),
                              console=Console(file=stream), transient=False)
-        self.tasks: dict[str, object] = {}
+        self.tasks: dict[str, TaskID] = {}
         self.bars.start()
 
     def __call__(self, phase: str, done: int, total: int) -> None:

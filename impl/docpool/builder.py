@@ -143,7 +143,8 @@ def read_okf_concept(path: Path, root: Path, collection: str) -> tuple[TopicSour
     slug = path.relative_to(root / "concepts").with_suffix("").as_posix()
     title = str(front.get("title") or slug)
     tags = [str(t) for t in front.get("tags") or [] if t]
-    ext = front.get("x-llmwiki") if isinstance(front.get("x-llmwiki"), dict) else {}
+    raw_ext = front.get("x-llmwiki")
+    ext: dict[str, Any] = raw_ext if isinstance(raw_ext, dict) else {}
     links = [{"kind": "concept", "key": slug, "confidence": 1.0, "source": "okf"}]
     links += [{"kind": "tag", "key": t, "confidence": 1.0, "source": "okf-tags"} for t in tags]
     topic = TopicSource(

@@ -226,9 +226,10 @@ def resolve_pool_location(catalog_path: Path | str, database: str | None) -> Poo
         raise _unavailable("has no document pool", entry.name)
     holder = entry
     if entry.documents == "DATABASE":
-        holder = _cached_database(catalog_path, entry.documents_db or "")
-        if holder is None:
+        documents = _cached_database(catalog_path, entry.documents_db or "")
+        if documents is None:
             raise _unavailable("database is not registered", entry.documents_db or "")
+        holder = documents
     if holder.storage.upper() not in STORAGE_KINDS:
         raise _unavailable("only SQLITE, POSTGRESQL and FIREBIRD storage are supported", holder.name)
     return PoolLocation(entry.name, holder.name, holder.storage.upper(), holder.dsn)

@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Iterator
 
 import yaml
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
@@ -31,6 +31,8 @@ class YamlScalar(str):
     """A non-``!!str`` scalar: its text is the source spelling, ``tag``/``value`` its meaning."""
 
     __slots__ = ("tag", "value")
+    tag: str
+    value: Any
 
     def __new__(cls, text: str, tag: str, value: Any) -> "YamlScalar":
         obj = super().__new__(cls, text)
@@ -129,7 +131,7 @@ def _construct_str(loader: _Loader, node: ScalarNode) -> str:
     return str(node.value)
 
 
-def _construct_map(loader: _Loader, node: MappingNode) -> YamlMap:
+def _construct_map(loader: _Loader, node: MappingNode) -> Iterator[YamlMap]:
     seen: set = set()
     dup: set = set()
     for key_node, _ in node.value:

@@ -76,6 +76,7 @@ def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda:
         for rel in snapshot.relations(concept.id):
             r = rel.relation
             context.setdefault(r.relation_type, {"@id": f"okf:{r.relation_type}", "@type": "@id"})
+            holder: dict[str, Any] | None
             if r.from_ref == own_ref:
                 holder = node
             else:

@@ -121,8 +121,8 @@ class Node:
             values = self.properties[predicate]
             if not values:
                 continue
-            values = list(values) if len(values) == 1 else sorted(values, key=Value.sort_key)
-            out[predicate] = values[0].jsonld() if len(values) == 1 else [v.jsonld() for v in values]
+            ordered = list(values) if len(values) == 1 else sorted(values, key=Value.sort_key)
+            out[predicate] = ordered[0].jsonld() if len(ordered) == 1 else [v.jsonld() for v in ordered]
         return out
 
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 from dataclasses import dataclass, field
 from functools import cached_property
-from typing import NamedTuple
+from typing import Any, NamedTuple
 
 import pyromark
 
@@ -86,7 +86,7 @@ class BodyAnalysis:
 _TRIM = b" \t\n\x0b\x0c\r"
 
 
-_ID_TABLE = {c: None for c in range(128)}
+_ID_TABLE: dict[int, str | None] = {c: None for c in range(128)}
 _ID_TABLE.update({ord(c): c for c in "abcdefghijklmnopqrstuvwxyz0123456789"})
 _ID_TABLE.update({ord(c): c.lower() for c in "ABCDEFGHIJKLMNOPQRSTUVWXYZ"})
 _ID_TABLE.update({ord(c): "-" for c in " \t\n\r-_"})
@@ -185,6 +185,7 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
     fences: list[tuple[int, int, bool]] = []
     footnotes = "[^" in body
     # Adjacent Text events are merged: only heading texts are read, and only concatenated.
+    event: Any  # pyromark's event union: told apart by key below
     for event, rng in pyromark.events_with_range(body, merge_text=True):
         # Most frequent first; string events (SoftBreak, Rule, …) contain neither key.
         if "Text" in event:

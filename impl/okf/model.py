@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterator, Mapping
 
+from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
 from knowspec.impl.okf import ids as _ids
 from knowspec.impl.okf.frontmatter import FrontmatterError, YamlMap, parse_document
@@ -163,7 +164,7 @@ class Concept(Document):
     def fragments(self) -> dict[str, int]:
         return declared_fragments(self.frontmatter)
 
-    def sources(self, profile: str = "date-3fcbb9f") -> list[dict[str, Any]]:
+    def sources(self, profile: str = TEMPORAL_PROFILE_DATE) -> list[dict[str, Any]]:
         """Valid ``sources[]`` entries under ``profile`` (read_concept item shape)."""
         from knowspec.impl.okf.projection import valid_sources
 

@@ -94,23 +94,10 @@ def _edge_index(snapshot: Any, check_cancelled: Callable[[], None]) -> EdgeIndex
     return index
 
 
-def normalise_kinds(kinds: Sequence[str] | None) -> list[str]:
-    """The echoed kinds: defaults to all three, always in navigation, relation, source order."""
-    if kinds is None:
-        return list(KIND_ORDER)
-    if not 1 <= len(kinds) <= len(KIND_ORDER) or len(set(kinds)) != len(kinds):
-        raise ToolError("schema_validation", "invalid kinds count")
-    if any(k not in KIND_ORDER for k in kinds):
-        raise ToolError("schema_validation", "invalid neighbor kinds")
+def normalise_kinds(kinds: Sequence[str]) -> list[str]:
+    """The echoed kinds, always in navigation, relation, source order (the schema bounds them)."""
     chosen = set(kinds)
     return [k for k in KIND_ORDER if k in chosen]
-
-
-def check_direction(direction: str | None) -> str:
-    direction = direction or "both"
-    if direction not in ("in", "out", "both"):
-        raise ToolError("schema_validation", "invalid neighbor direction")
-    return direction
 
 
 def select_edges(index: EdgeIndex, concept_id: str, direction: str, kinds: Sequence[str]) -> list[Edge]:

@@ -58,7 +58,7 @@ def verification_events(fm: dict, *, actor_convention: bool = True) -> list[dict
         by, at = item.get("by"), item.get("at")
         actor_ok = valid_actor(by) if actor_convention else typed.is_str(by)
         if actor_ok and _rfc3339_value(at):
-            out.append({"by": by, "at": str(at)})
+            out.append({"by": str(by), "at": str(at)})
     return out
 
 

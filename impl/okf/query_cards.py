@@ -29,10 +29,9 @@ class TemporalChoice:
         return self.as_of.echo if self.as_of is not None else None
 
 
-def temporal_choice(profile: str | None, as_of: str | None) -> TemporalChoice:
-    """Validate the temporal inputs the way the handlers do (``invalid_request`` on bad values)."""
-    chosen = temporal.check_profile(profile)
-    return TemporalChoice(chosen, temporal.parse_as_of(as_of, chosen))
+def temporal_choice(profile: str, as_of: str | None) -> TemporalChoice:
+    """Parse ``as_of`` under the profile (``invalid_request`` when it does not fit)."""
+    return TemporalChoice(profile, temporal.parse_as_of(as_of, profile))
 
 
 def card(concept: Any, choice: TemporalChoice) -> dict[str, Any]:

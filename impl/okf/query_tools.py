@@ -2,7 +2,8 @@
 
 Each handler takes one snapshot at its start and answers only from it. The pure rules live in
 ``search_concepts``, ``search_sections``, ``neighbors`` and ``graph*``; this module does the I/O
-edge: argument checks the schema layer cannot express, snapshot loading, per-snapshot indexes
+edge: argument checks the schema layer cannot express (the schema and the generated input
+model already bound ``limit``, ``direction``, ``kinds`` and the profile), snapshot loading, per-snapshot indexes
 (folded fields, edge index, section index, built once per revision and kept on the snapshot),
 concept cards, and the text fallbacks (compact JSON of the structured result, except the graph,
 whose text is the legacy JSON-LD document).
@@ -13,6 +14,10 @@ from __future__ import annotations
 import hashlib
 from typing import Any, Callable
 
+from knowspec.generated.models.okf.get_neighbors_input_schema import GetNeighborsInput
+from knowspec.generated.models.okf.get_semantic_graph_input_schema import GetSemanticGraphInput
+from knowspec.generated.models.okf.search_concepts_input_schema import SearchConceptsInput
+from knowspec.generated.models.okf.search_sections_input_schema import SearchSectionsInput
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
@@ -29,13 +34,11 @@ from knowspec.impl.okf.neighbors import (
     EdgeIndex,
     edge_index_for,
     SourceEntry,
-    check_direction,
     neighbourhood,
     normalise_kinds,
 )
 
 MAX_CONCEPTS = 10_000
-MIN_LIMIT, MAX_LIMIT, DEFAULT_LIMIT = 1, 100, 20
 _CONCEPT_CAP_ADVICE = " Narrowing query will not change this limit."
 
 MAX_DERIVED = 256  # values derived from snapshots (indexes, renders), all roots together
@@ -83,16 +86,6 @@ def _derived_size(value: Any) -> int:
     return len(value) if isinstance(value, (str, bytes)) else 0
 
 
-def check_limit(limit: Any) -> int:
-    if limit is None:
-        return DEFAULT_LIMIT
-    if isinstance(limit, bool) or not isinstance(limit, int):
-        raise ToolError("schema_validation", "limit must be an integer")
-    if not MIN_LIMIT <= limit <= MAX_LIMIT:
-        raise ToolError("resource_limit", "limit exceeds the advertised bounds")
-    return limit
-
-
 def _load(bundle_path: str, ctx: CallContext, operation: str) -> Snapshot:
     snapshot = load_snapshot(bundle_path, ctx)
     snapshot.require_parseable()
@@ -100,11 +93,6 @@ def _load(bundle_path: str, ctx: CallContext, operation: str) -> Snapshot:
         raise too_many_concepts(f"{operation} exceeds MCP resource limits", _CONCEPT_CAP_ADVICE)
     ctx.check_cancelled(operation)
     return snapshot
-
-
-def _arg(args: Any, name: str, default: Any = None) -> Any:
-    value = getattr(args, name, default)
-    return getattr(value, "value", value)  # enums may arrive as Enum members
 
 
 # --- search_concepts -----------------------------------------------------------------------
@@ -115,15 +103,14 @@ def _search_index(snapshot: Snapshot, ctx: CallContext) -> ConceptSearchIndex:
     return index_for_snapshot(snapshot, lambda: ctx.check_cancelled("search concepts"))
 
 
-def search_concepts(args: Any, ctx: CallContext) -> ToolOutput:
+def search_concepts(args: SearchConceptsInput, ctx: CallContext) -> ToolOutput:
     """Literal folded substring search; ranked by match field, then ID; bounded by ``limit``."""
-    query = _arg(args, "query")
+    query = args.query
     folded = sc.normalise_query(query)
-    limit = check_limit(_arg(args, "limit"))
-    temporal = cards.temporal_choice(_arg(args, "temporal_profile"), _arg(args, "as_of"))
-    snapshot = _load(_arg(args, "bundle_path"), ctx, "search concepts")
+    temporal = cards.temporal_choice(args.temporal_profile, args.as_of)
+    snapshot = _load(args.bundle_path, ctx, "search concepts")
     index = per_snapshot(snapshot, "search_concepts", lambda: _search_index(snapshot, ctx))
-    result = index.search(folded, limit, lambda: ctx.check_cancelled("search concepts"))
+    result = index.search(folded, args.limit, lambda: ctx.check_cancelled("search concepts"))
     structured = {
         "query": query,
         "temporal_profile": temporal.profile,
@@ -150,23 +137,20 @@ def _sources(concept: Any) -> list[SourceEntry]:
     return [SourceEntry(s["id"], s["resource"], s["title"]) for s in cards.valid_sources(concept)]
 
 
-def get_neighbors(args: Any, ctx: CallContext) -> ToolOutput:
+def get_neighbors(args: GetNeighborsInput, ctx: CallContext) -> ToolOutput:
     """Bounded navigation and relation edges around one concept; provenance sources apart."""
-    concept_id = _arg(args, "concept_id")
-    problem = canonical_id_error(concept_id) if isinstance(concept_id, str) else "concept_id is required"
+    concept_id, direction = args.concept_id, args.direction
+    problem = canonical_id_error(concept_id)
     if problem:
         raise ToolError("invalid_request", problem)
-    direction = check_direction(_arg(args, "direction"))
-    raw_kinds = _arg(args, "kinds")
-    kinds = normalise_kinds(None if raw_kinds is None else [getattr(k, "value", k) for k in raw_kinds])
-    limit = check_limit(_arg(args, "limit"))
-    temporal = cards.temporal_choice(_arg(args, "temporal_profile"), _arg(args, "as_of"))
-    snapshot = _load(_arg(args, "bundle_path"), ctx, "get neighbors")
+    kinds = normalise_kinds(args.kinds)
+    temporal = cards.temporal_choice(args.temporal_profile, args.as_of)
+    snapshot = _load(args.bundle_path, ctx, "get neighbors")
     concept = snapshot.concepts.get(concept_id)
     if concept is None:
         raise concept_not_found(concept_id)
     index = per_snapshot(snapshot, "neighbors", lambda: _edge_index(snapshot, ctx))
-    found = neighbourhood(index, concept_id, direction, kinds, limit, _sources(concept))
+    found = neighbourhood(index, concept_id, direction, kinds, args.limit, _sources(concept))
     card_of = _card_memo(snapshot, temporal)
     structured = {
         "concept": card_of(concept_id),
@@ -225,17 +209,16 @@ def _section_docs(snapshot: Snapshot):
         yield ss.SectionDoc(cid, concept.path, concept.title or "", hashlib.sha256(concept.raw).hexdigest(), sections)
 
 
-def search_sections(args: Any, ctx: CallContext) -> ToolOutput:
+def search_sections(args: SearchSectionsInput, ctx: CallContext) -> ToolOutput:
     """BM25 AND-of-terms over heading sections, with line locators and digests."""
-    query = _arg(args, "query")
+    query = args.query
     terms = ss.parse_query(query)
-    limit = check_limit(_arg(args, "limit"))
-    snapshot = _load(_arg(args, "bundle_path"), ctx, "search sections")
+    snapshot = _load(args.bundle_path, ctx, "search sections")
     check = lambda: ctx.check_cancelled("search sections")  # noqa: E731
     index = per_snapshot(snapshot, "sections", lambda: ss.build_index(_section_docs(snapshot), check))
     fingerprint = per_snapshot(snapshot, "fingerprint", lambda: snapshot_fingerprint(snapshot.files))
     check()
-    structured = ss.search_result(index, query, terms, limit, fingerprint)
+    structured = ss.search_result(index, query, terms, args.limit, fingerprint)
     text = compact_json(structured)
     if len(text.encode("utf-8")) > ss.MAX_RESULT_BYTES:
         raise ToolError("resource_limit", ss.BOUNDS_MESSAGE)
@@ -245,10 +228,10 @@ def search_sections(args: Any, ctx: CallContext) -> ToolOutput:
 # --- get_semantic_graph --------------------------------------------------------------------
 
 
-def get_semantic_graph(args: Any, ctx: CallContext) -> ToolOutput:
+def get_semantic_graph(args: GetSemanticGraphInput, ctx: CallContext) -> ToolOutput:
     """Whole-bundle JSON-LD: v0.2 projection as structured content, legacy JSON-LD as text."""
-    temporal = cards.temporal_choice(_arg(args, "temporal_profile"), _arg(args, "as_of"))
-    snapshot = load_snapshot(_arg(args, "bundle_path"), ctx)
+    temporal = cards.temporal_choice(args.temporal_profile, args.as_of)
+    snapshot = load_snapshot(args.bundle_path, ctx)
     snapshot.require_parseable()
     ctx.check_cancelled("get semantic graph")
     return graph.semantic_graph(snapshot, temporal, ctx)

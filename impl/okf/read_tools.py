@@ -8,6 +8,10 @@ from __future__ import annotations
 
 from typing import Any
 
+from knowspec.generated.constants import VERSION_SELECTOR_AUTO
+from knowspec.generated.models.okf.list_concepts_input_schema import ListConceptsInput
+from knowspec.generated.models.okf.read_concept_input_schema import ReadConceptInput
+from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateBundleInput
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
@@ -20,7 +24,7 @@ from knowspec.impl.okf.envelopes import (
 )
 from knowspec.impl.okf.ids import canonical_id_error
 from knowspec.impl.okf.model import Concept, Snapshot, load_snapshot
-from knowspec.impl.okf.temporal import check_profile, parse_as_of
+from knowspec.impl.okf.temporal import parse_as_of
 from knowspec.impl.rules import go_json
 
 MAX_CONCEPTS = 10_000
@@ -32,20 +36,6 @@ MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 
 def _compact(value: Any) -> str:
     return go_json.dumps(value)
-
-
-def _arg(args: Any, name: str, default: Any = None) -> Any:
-    value = getattr(args, name, default)
-    return default if value is None else value
-
-
-def _bool_arg(args: Any, name: str) -> bool:
-    value = getattr(args, name, False)
-    if value is None:
-        return False
-    if not isinstance(value, bool):
-        raise ToolError("invalid_request", f'argument "{name}" is not a boolean')
-    return value
 
 
 # --- list_concepts ---------------------------------------------------------------------------
@@ -109,9 +99,9 @@ def concept_card(concept: Concept, profile: str, as_of, base: dict[str, Any] | N
     }
 
 
-def list_concepts(args: Any, ctx: CallContext) -> ToolOutput:
-    profile = check_profile(getattr(args, "temporal_profile", None))
-    as_of = parse_as_of(getattr(args, "as_of", None), profile)
+def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
+    profile = args.temporal_profile
+    as_of = parse_as_of(args.as_of, profile)
     snapshot = load_snapshot(args.bundle_path, ctx)
     snapshot.require_parseable()
     if len(snapshot.concepts) > MAX_CONCEPTS:
@@ -185,11 +175,9 @@ def concept_projection(concept: Concept, profile: str) -> dict[str, Any]:
     }
 
 
-def read_concept(args: Any, ctx: CallContext) -> ToolOutput:
-    profile = check_profile(getattr(args, "temporal_profile", None))
+def read_concept(args: ReadConceptInput, ctx: CallContext) -> ToolOutput:
+    profile = args.temporal_profile
     concept_id = args.concept_id
-    if len(concept_id) > 4096:
-        raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
     error = canonical_id_error(concept_id)
     if error is not None:
         raise ToolError("invalid_request", error)
@@ -227,28 +215,19 @@ def read_concept(args: Any, ctx: CallContext) -> ToolOutput:
 
 # --- validate_bundle -------------------------------------------------------------------------
 
-_TARGETS = {"auto": None, "0.1": "0.1", "0.2": "0.2"}
-
-
-def validate_bundle(args: Any, ctx: CallContext) -> ToolOutput:
+def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
     from knowspec.impl.okf.validator import validate_snapshot
 
-    strict = _bool_arg(args, "strict")
-    check_links = _bool_arg(args, "check_links")
-    check_orphans = _bool_arg(args, "check_orphans")
-    target = _arg(args, "target_version", "auto")
-    if target not in _TARGETS:
-        raise ToolError("invalid_request", 'argument "target_version" must be auto, 0.1, or 0.2')
-    profile = check_profile(getattr(args, "temporal_profile", None))
-    as_of = parse_as_of(getattr(args, "as_of", None), profile)
+    profile = args.temporal_profile
+    as_of = parse_as_of(args.as_of, profile)
     snapshot: Snapshot = load_snapshot(args.bundle_path, ctx)
     report = validate_snapshot(
         snapshot,
         ctx,
-        strict=strict,
-        check_links=check_links,
-        check_orphans=check_orphans,
-        selector=_TARGETS[target],
+        strict=args.strict,
+        check_links=args.check_links,
+        check_orphans=args.check_orphans,
+        selector=None if args.target_version == VERSION_SELECTOR_AUTO else args.target_version,
         profile=profile,
         as_of=as_of,
     )

@@ -56,7 +56,7 @@ def _relations_in(block: Any, source_ref: str) -> list[Relation]:
     out: list[Relation] = []
     if not isinstance(block, dict):
         return out
-    dups = getattr(block, "duplicates", frozenset())
+    dups: frozenset[str] = getattr(block, "duplicates", frozenset())
     for rtype, items in block.items():
         if not valid_relation_type(rtype) or rtype in dups or not isinstance(items, list):
             continue

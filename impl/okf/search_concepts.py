@@ -15,16 +15,12 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable, Iterable, Sequence
 
-from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.ordering import search_hit_key, truncate
 from knowspec.impl.rules.text import fold
 
-MAX_QUERY_CHARS = 512
-
 # Field name -> rank; ``match`` reports the name of the best one.
 FIELD_RANKS: dict[str, int] = {"id": 6, "title": 5, "description": 4, "tags": 3, "body": 1}
-
-QUERY_RECOVERY = "Use a narrower literal query; repeating the same broad query will hit the same limit."
 
 
 @dataclass(frozen=True)
@@ -61,13 +57,7 @@ def best_match(query: str, concept: SearchableConcept) -> str | None:
 
 
 def normalise_query(query: str) -> str:
-    """Check the query bounds the handler owns and return its folded form."""
-    if len(query) > MAX_QUERY_CHARS:
-        raise ToolError(
-            "resource_limit",
-            "tool input exceeds the advertised schema limits",
-            diagnostics=[diagnostic("recovery_step", QUERY_RECOVERY, severity="INFO", field="query")],
-        )
+    """Refuse a blank query (the schema's maxLength bounds its length) and return its folded form."""
     if not query.strip():
         raise ToolError("schema_validation", "query must contain non-whitespace text")
     return fold(query)

@@ -84,7 +84,7 @@ def _stored_body(folded: str) -> bytes | str:
 
 def _sign(out: np.ndarray, body: bytes | str, scratch: np.ndarray) -> None:
     """Write the packed trigram signature of ``body`` into the zeroed row ``out``."""
-    hashes = trigram_hashes(body.encode("ascii") if type(body) is str else body)
+    hashes = trigram_hashes(body.encode("ascii") if isinstance(body, str) else body)
     if len(hashes):
         scratch[:] = False
         scratch[hashes] = True
@@ -208,7 +208,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         if row % 256 == 0:
             check_cancelled()
         j = position.get(id(concept))
-        if j is not None and previous.concepts[j] is concept:
+        if j is not None and previous is not None and previous.concepts[j] is concept:
             small.append(previous.small[j])
             bodies.append(previous.bodies[j])
             copy_from.append(j)
@@ -221,6 +221,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         ids.append(cid)
         concepts.append(concept)
     if copy_from:
+        assert previous is not None  # rows are copied only from a previous index
         signatures[copy_to] = previous.signatures[copy_from]
     index = ConceptSearchIndex._of_rows(ids, small, bodies, signatures, concepts)
     remembered.put(snapshot.root, None, index)

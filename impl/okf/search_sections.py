@@ -29,7 +29,6 @@ from knowspec.impl.rules.bm25 import TermStat, average_length, bm25
 from knowspec.impl.rules.ordering import section_hit_key, truncate
 from knowspec.impl.rules.text import has_letter_or_number, raw_tokens, unique_terms, words
 
-MAX_QUERY_RUNES = 512
 MAX_TERMS = 32
 MAX_TERM_RUNES = 4096
 MAX_SECTIONS = 100_000
@@ -46,11 +45,7 @@ BOUNDS_MESSAGE = "section search exceeds bounds"
 
 
 def parse_query(query: str) -> list[str]:
-    """The distinct folded terms of a query, after the handler's own checks."""
-    if not isinstance(query, str) or query == "":
-        raise ToolError("schema_validation", "query is required")
-    if len(query) > MAX_QUERY_RUNES:
-        raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
+    """The distinct folded terms of a query (1 to 512 characters: the schema bounds its length)."""
     if not has_letter_or_number(query):
         raise ToolError("schema_validation", "query must contain Unicode letters or numbers")
     terms = unique_terms(query)

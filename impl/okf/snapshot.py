@@ -352,6 +352,7 @@ def _drop(walk: _Walk, rel: str) -> None:
 
 def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, str]], ctx) -> _Walk:
     """Re-check only the named entries; removals first so a moved directory is re-armed cleanly."""
+    assert slot.root_id is not None  # a slot with changes to apply was walked in full before
     walk = _Walk(slot.entries, ctx, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
                  set(slot.shared))
     fds = _DirFds(root_fd, walk.dirs)

@@ -13,12 +13,12 @@ from dataclasses import dataclass
 from datetime import date
 from typing import Any
 
+from knowspec.generated.constants import (
+    TEMPORAL_PROFILE_DATE as DATE_PROFILE,
+    TEMPORAL_PROFILE_INSTANT as INSTANT_PROFILE,
+)
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.typed import is_date_like
-
-DATE_PROFILE = "date-3fcbb9f"
-INSTANT_PROFILE = "instant-0b87c52"
-PROFILES = (DATE_PROFILE, INSTANT_PROFILE)
 
 _DATE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$")
 _DATETIME = re.compile(
@@ -126,14 +126,6 @@ def parse_as_of(value: str | None, profile: str) -> AsOf | None:
     if day is None:
         raise ToolError("invalid_request", 'argument "as_of" must be YYYY-MM-DD')
     return AsOf(profile, value, day=day)
-
-
-def check_profile(profile: str | None) -> str:
-    if profile is None:
-        return DATE_PROFILE
-    if profile not in PROFILES:
-        raise ToolError("invalid_request", 'argument "temporal_profile" must be "date-3fcbb9f" or "instant-0b87c52"')
-    return profile
 
 
 def is_stale(stale_after: str, as_of: AsOf) -> bool:

@@ -6,7 +6,7 @@ blank, and its key is not duplicated. These helpers never guess: anything else i
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, TypeGuard
 
 from knowspec.impl.okf.frontmatter import YamlMap, YamlScalar
 
@@ -29,7 +29,7 @@ def present(mapping: Any, key: str) -> bool:
     return isinstance(mapping, dict) and key in mapping
 
 
-def is_str(value: Any) -> bool:
+def is_str(value: Any) -> TypeGuard[str]:
     """A ``!!str`` scalar that is not blank."""
     return type(value) is str and value.strip() != ""
 
@@ -50,7 +50,7 @@ def read_tags(mapping: Any) -> list[str]:
     return [item for item in value if is_str(item)]
 
 
-def is_bool(value: Any) -> bool:
+def is_bool(value: Any) -> TypeGuard[YamlScalar]:
     return isinstance(value, YamlScalar) and value.tag == "bool"
 
 

@@ -10,6 +10,7 @@ import posixpath
 from dataclasses import dataclass
 from typing import Any
 
+from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl.errors import diagnostic
 from knowspec.impl.okf.links import classify_link
 from knowspec.impl.okf.model import Concept, Document, Snapshot
@@ -64,7 +65,7 @@ class Collector:
 
 
 def validate_snapshot(snapshot: Snapshot, ctx, *, strict=False, check_links=False, check_orphans=False,
-                      selector=None, profile="date-3fcbb9f", as_of=None) -> Report:
+                      selector=None, profile=TEMPORAL_PROFILE_DATE, as_of=None) -> Report:
     resolution = snapshot.version(selector)
     out = Collector(resolution.effective)
     for i, concept in enumerate(snapshot.concepts.values()):
@@ -201,6 +202,7 @@ def _links(snapshot: Snapshot, out: Collector, ctx) -> None:
             hash_pos = target.find("#")
             link_path, fragment = (target, None) if hash_pos < 0 else (target[:hash_pos], target[hash_pos + 1:])
             field_name = f"body.links[{i}].target"
+            tdoc: Document | None
             if link_path == "":
                 exists, tdoc = True, doc
             else:

@@ -8,6 +8,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 import pyromark
 
@@ -36,6 +37,8 @@ def top_level_blocks(body: str) -> list[Block]:
     current: Block | None = None
     item: list | None = None
     item_depth = 0
+    event: Any  # pyromark's event union: code below tells the kinds apart at run time
+    tag: Any
     for event, rng in pyromark.events_with_range(body):
         if isinstance(event, dict) and "Start" in event:
             tag = event["Start"]
@@ -63,7 +66,7 @@ def top_level_blocks(body: str) -> list[Block]:
             tag = event["End"]
             name = next(iter(tag)) if isinstance(tag, dict) else tag
             if current is not None and current.kind == "list" and name == "Item" and depth == 1 and item is not None:
-                current.items.append(tuple(item))  # type: ignore[arg-type]
+                current.items.append(tuple(item))
                 item = None
         elif current is not None and current.kind == "heading" and depth >= 1:
             if isinstance(event, dict):

@@ -82,7 +82,9 @@ def _citations(concept, out, ref) -> None:
     for line, raw_line in zip(prose[start:end].decode().split("\n"), raw_body[start:end].decode().split("\n")):
         m = _ENTRY_TARGET.match(line)
         if m:
-            entries.append((int(m.group(1)), _ENTRY_TARGET.match(raw_line).group(2).strip()))
+            raw = _ENTRY_TARGET.match(raw_line)
+            assert raw is not None  # the prose line is the raw line with inline spans blanked
+            entries.append((int(m.group(1)), raw.group(2).strip()))
     if not entries:
         _w(out, concept, "citation_integrity_invalid", field, "'# Citations' should contain numbered citation entries", ref)
         return

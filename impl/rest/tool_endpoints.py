@@ -43,5 +43,5 @@ async def call_tool(
     )
     content = result.structured_content or {}
     if result.is_error:
-        return JSONResponse(content, status_code=STATUS_BY_CODE.get(content.get("code"), 400))
+        return JSONResponse(content, status_code=STATUS_BY_CODE.get(str(content.get("code")), 400))
     return JSONResponse(content)

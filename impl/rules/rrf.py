@@ -17,26 +17,28 @@ top 20 outranks every FTS-only hit. That is what the seed specifies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Hashable, Sequence
+from typing import Generic, Hashable, Sequence, TypeVar
 
 RRF_K = 60
 HYBRID_DEPTH = 20
 FTS_WEIGHT = 1.0
 VECTOR_WEIGHT = 1.5
 
+K = TypeVar("K", bound=Hashable)  # a ranked key: a topic id for doc_search
+
 
 @dataclass(frozen=True)
-class FusedHit:
-    key: Hashable
+class FusedHit(Generic[K]):
+    key: K
     score: float
     method: str                 # "fts+vector" (fused) or "vector" (fallback)
     fts_rank: int | None        # 1-based rank in the full-text list, if present
     vector_rank: int | None     # 1-based rank in the vector list, if present
 
 
-def rrf_scores(ranked_lists: Sequence[tuple[Sequence[Hashable], float]], k: int = RRF_K) -> dict[Hashable, float]:
+def rrf_scores(ranked_lists: Sequence[tuple[Sequence[K], float]], k: int = RRF_K) -> dict[K, float]:
     """``{key: sum over lists of weight / (k + rank)}``; a key repeated in one list counts once (best rank)."""
-    scores: dict[Hashable, float] = {}
+    scores: dict[K, float] = {}
     for keys, weight in ranked_lists:
         seen: set = set()
         for rank, key in enumerate(keys, start=1):
@@ -47,23 +49,23 @@ def rrf_scores(ranked_lists: Sequence[tuple[Sequence[Hashable], float]], k: int 
     return scores
 
 
-def _first_ranks(keys: Sequence[Hashable]) -> dict[Hashable, int]:
-    ranks: dict[Hashable, int] = {}
+def _first_ranks(keys: Sequence[K]) -> dict[K, int]:
+    ranks: dict[K, int] = {}
     for rank, key in enumerate(keys, start=1):
         ranks.setdefault(key, rank)
     return ranks
 
 
 def hybrid_rank(
-    fts_ranked: Sequence[Hashable],
-    vector_ranked: Sequence[tuple[Hashable, float]],
+    fts_ranked: Sequence[K],
+    vector_ranked: Sequence[tuple[K, float]],
     limit: int,
     *,
     depth: int = HYBRID_DEPTH,
     k: int = RRF_K,
     fts_weight: float = FTS_WEIGHT,
     vector_weight: float = VECTOR_WEIGHT,
-) -> list[FusedHit]:
+) -> list[FusedHit[K]]:
     """Fuse full-text keys (best first) with ``(key, cosine)`` vector hits (best first).
 
     Only the first ``depth`` of each list take part. At most ``limit`` hits are returned.
@@ -73,7 +75,8 @@ def hybrid_rank(
     vector_ranks = _first_ranks(vector_keys)
     fts_top = list(fts_ranked[:depth])
     if not fts_top:
-        hits, seen = [], set()
+        hits: list[FusedHit[K]] = []
+        seen: set[K] = set()
         for rank, (key, score) in enumerate(vector_top, start=1):
             if key not in seen:
                 seen.add(key)

@@ -68,7 +68,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     ]
     security = None if dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
     app = server.streamable_http_app(
-        streamable_http_path="/mcp", transport_security=security, host=host, custom_starlette_routes=routes,
+        # mcp annotates Route only; Starlette mounts any BaseRoute (the REST table has Mounts too).
+        streamable_http_path="/mcp", transport_security=security, host=host,
+        custom_starlette_routes=routes,  # type: ignore[arg-type]
         # Above the 64 MiB argument cap, so an over-long argument reaches the pipeline and answers
         # resource_limit instead of an HTTP 413 the client would see as a JSON-RPC error.
         max_request_body_size=MAX_REQUEST_BYTES,

@@ -52,7 +52,9 @@ class ToolRuntime:
     def __init__(self, settings: Settings | None = None, entries: tuple[ToolEntry, ...] | None = None,
                  handlers: dict[str, Handler | None] | None = None, process_runtime: process.Runtime | None = None):
         if entries is None:
-            from knowspec.generated.registry import TOOLS as entries
+            from knowspec.generated.registry import TOOLS
+
+            entries = TOOLS
         self.settings = settings or Settings()
         self.entries = {e.name: e for e in entries}
         self.order = [e.name for e in entries]
@@ -74,7 +76,7 @@ class ToolRuntime:
                 description=e.description,
                 input_schema=e.input_schema,
                 output_schema=e.output_schema,
-                annotations=types.ToolAnnotations(**e.annotations),
+                annotations=types.ToolAnnotations.model_validate(e.annotations),
             )
             for e in (self.entries[n] for n in self.order)
         ]

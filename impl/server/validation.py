@@ -16,6 +16,7 @@ from jsonschema import Draft202012Validator, FormatChecker
 from jsonschema.exceptions import ValidationError
 from jsonschema.validators import extend
 
+from knowspec.generated.constants import TEMPORAL_PROFILE_DATE, TEMPORAL_PROFILE_INSTANT
 from knowspec.impl.errors import ToolError, diagnostic
 
 LIMIT_KEYWORDS = frozenset({"maximum", "maxLength", "maxItems", "maxProperties"})
@@ -26,9 +27,9 @@ MAX_INPUT_DIAGNOSTICS = 8
 MAX_DETAIL_ERRORS = 1024
 
 FIELD_GUIDANCE = {
-    "temporal_profile": "Use date-3fcbb9f or instant-0b87c52; match as_of to that profile.",
-    "as_of": ("Use YYYY-MM-DD with date-3fcbb9f, or RFC3339 with an explicit UTC offset with "
-              "instant-0b87c52; do not guess a timezone."),
+    "temporal_profile": f"Use {TEMPORAL_PROFILE_DATE} or {TEMPORAL_PROFILE_INSTANT}; match as_of to that profile.",
+    "as_of": (f"Use YYYY-MM-DD with {TEMPORAL_PROFILE_DATE}, or RFC3339 with an explicit UTC offset with "
+              f"{TEMPORAL_PROFILE_INSTANT}; do not guess a timezone."),
     "bundle_path": "Use the absolute path of an accessible OKF bundle root.",
 }
 FORMAT_GUIDANCE = {

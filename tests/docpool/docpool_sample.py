@@ -8,10 +8,8 @@ collections: ``ic-belgeler`` (the same sample, erisim 'kisitli': ACLs apply) and
 
 from __future__ import annotations
 
-import json
 from dataclasses import dataclass
 from pathlib import Path
-from types import SimpleNamespace
 from typing import Any
 
 import yaml
@@ -21,6 +19,7 @@ from knowspec.impl.context import CallContext, Caller
 from knowspec.impl.docpool import catalog, tools
 from knowspec.impl.docpool.builder import build_pool, split_frontmatter
 from knowspec.impl.docpool.recipe import import_collection
+from tool_args import tool_args
 
 REPO = Path(__file__).resolve().parents[2]
 SAMPLE = REPO / "examples" / "help"
@@ -65,16 +64,9 @@ def make_env(root: Path) -> Env:
     return Env(root, settings)
 
 
-def input_defaults(tool: str) -> dict[str, Any]:
-    """Every property of the tool's input schema with its default (None when it has none)."""
-    schema = json.loads((SCHEMAS / f"{tool}.input.schema.json").read_text("utf-8"))
-    return {name: prop.get("default") for name, prop in schema["properties"].items()}
-
-
 def call(tool: str, ctx: CallContext, **kwargs: Any) -> Any:
-    """Call a handler the way the pipeline does (schema defaults applied); unwrap ``results``."""
-    args = {**input_defaults(tool), **kwargs}
-    out = getattr(tools, tool)(SimpleNamespace(**args), ctx).structured
+    """Call a handler with the input model the pipeline would build; unwrap ``results``."""
+    out = getattr(tools, tool)(tool_args(tool, **kwargs), ctx).structured
     return out["results"] if set(out) == {"results"} else out
 
 

@@ -34,10 +34,9 @@ def _validate(tool, out):
 
 
 def _raw(tool, ctx, **kw):
-    from types import SimpleNamespace
-    from docpool_sample import input_defaults
+    from tool_args import tool_args
     from knowspec.impl.docpool import tools
-    return getattr(tools, tool)(SimpleNamespace(**{**input_defaults(tool), **kw}), ctx).structured
+    return getattr(tools, tool)(tool_args(tool, **kw), ctx).structured
 
 
 CALLS = [
@@ -120,12 +119,6 @@ def test_doc_get_related_shares_form_or_islem_and_excludes_itself(ctx):
                 and any(l["key"] in ("TfrmFatura", "FT10") for l in f.get("links", []))}
     assert related == expected
     assert len(topic["related"]) <= 10
-
-
-def test_doc_get_needs_slug_or_entity(ctx):
-    with pytest.raises(ToolError) as err:
-        call("doc_get", ctx, kind="form_class")
-    assert err.value.code == "invalid_request"
 
 
 def test_doc_entity_resolves_alias_and_builds_help_url(ctx):

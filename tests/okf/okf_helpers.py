@@ -4,11 +4,12 @@ from __future__ import annotations
 
 import os
 import shutil
-import types
 from pathlib import Path
+from typing import Any
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf import read_tools
+from tool_args import tool_args
 
 OWN_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "okf"  # bundles the project writes
 
@@ -17,26 +18,16 @@ def ctx() -> CallContext:
     return CallContext()
 
 
-def list_args(bundle: Path | str, **kw) -> types.SimpleNamespace:
-    return types.SimpleNamespace(bundle_path=str(bundle), temporal_profile=kw.get("temporal_profile", "date-3fcbb9f"),
-                                 as_of=kw.get("as_of"))
+def list_args(bundle: Path | str, **kw) -> Any:
+    return tool_args("list_concepts", bundle_path=str(bundle), **kw)
 
 
-def read_args(bundle: Path | str, concept_id: str, **kw) -> types.SimpleNamespace:
-    return types.SimpleNamespace(bundle_path=str(bundle), concept_id=concept_id,
-                                 temporal_profile=kw.get("temporal_profile", "date-3fcbb9f"))
+def read_args(bundle: Path | str, concept_id: str, **kw) -> Any:
+    return tool_args("read_concept", bundle_path=str(bundle), concept_id=concept_id, **kw)
 
 
-def validate_args(bundle: Path | str, **kw) -> types.SimpleNamespace:
-    return types.SimpleNamespace(
-        bundle_path=str(bundle),
-        strict=kw.get("strict", False),
-        check_links=kw.get("check_links", False),
-        check_orphans=kw.get("check_orphans", False),
-        target_version=kw.get("target_version", "auto"),
-        temporal_profile=kw.get("temporal_profile", "date-3fcbb9f"),
-        as_of=kw.get("as_of"),
-    )
+def validate_args(bundle: Path | str, **kw) -> Any:
+    return tool_args("validate_bundle", bundle_path=str(bundle), **kw)
 
 
 def list_concepts(bundle, **kw):

@@ -3,7 +3,6 @@
 from pathlib import Path
 import base64
 import json
-from types import SimpleNamespace
 
 import pytest
 
@@ -15,6 +14,7 @@ from knowspec.impl.okf.graph_v02 import asset_path, resource_kind
 from knowspec.impl.okf.query_tools import get_semantic_graph
 
 from optional_data import UPSTREAM_FIXTURES
+from tool_args import tool_args
 
 SCORECARD = str(Path(__file__).resolve().parents[1] / "fixtures" / "okf" / "v02" / "scorecard")
 APPENDIX_A = str(UPSTREAM_FIXTURES / "v02" / "positive" / "appendix-a")
@@ -29,7 +29,8 @@ def write_bundle(root, files):
 
 
 def call(bundle, as_of=None, profile=None):
-    return get_semantic_graph(SimpleNamespace(bundle_path=bundle, as_of=as_of, temporal_profile=profile), CallContext())
+    return get_semantic_graph(tool_args("get_semantic_graph", bundle_path=bundle, as_of=as_of, temporal_profile=profile),
+                              CallContext())
 
 
 def nodes(out):

@@ -63,7 +63,7 @@ def test_duplicates_are_not_collapsed():
 
 def test_kinds_filter_and_echo_order():
     assert normalise_kinds(["source", "navigation"]) == ["navigation", "source"]
-    assert normalise_kinds(None) == ALL
+    assert normalise_kinds(list(reversed(ALL))) == ALL
     n = neighbourhood(EXAMPLE, "a", "both", ["relation"], 20, DOC)
     assert [e.kind for e in n.edges] == ["relation"] and n.sources == []
 

@@ -1,7 +1,6 @@
 """get_neighbors handler over real bundles written to tmp_path."""
 
 import json
-from types import SimpleNamespace
 
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
@@ -9,6 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.query_tools import get_neighbors
+from tool_args import tool_args
 
 
 def write_bundle(root, files):
@@ -20,8 +20,8 @@ def write_bundle(root, files):
 
 
 def call(bundle, concept_id, direction="both", kinds=None, limit=20, **kw):
-    args = SimpleNamespace(bundle_path=bundle, concept_id=concept_id, direction=direction, kinds=kinds,
-                           limit=limit, as_of=kw.get("as_of"), temporal_profile=kw.get("temporal_profile"))
+    args = tool_args("get_neighbors", bundle_path=bundle, concept_id=concept_id, direction=direction, kinds=kinds,
+                     limit=limit, as_of=kw.get("as_of"), temporal_profile=kw.get("temporal_profile"))
     return get_neighbors(args, CallContext())
 
 

@@ -66,13 +66,6 @@ def test_blank_query_is_schema_validation():
     assert err.value.message == "query must contain non-whitespace text"
 
 
-def test_query_over_512_characters_is_resource_limit():
-    normalise_query("é" * 512)
-    with pytest.raises(ToolError) as err:
-        normalise_query("é" * 513)
-    assert err.value.code == "resource_limit"
-
-
 FIELD_TEXT = st.text(alphabet="abAB\u0301éß ", max_size=6)
 
 

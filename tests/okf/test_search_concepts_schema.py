@@ -2,7 +2,6 @@
 
 import json
 import pathlib
-from types import SimpleNamespace
 
 import pytest
 from jsonschema import Draft202012Validator, FormatChecker
@@ -11,6 +10,7 @@ from referencing.jsonschema import DRAFT202012
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf import query_tools as q
+from tool_args import tool_args
 
 SCHEMAS = pathlib.Path(__file__).resolve().parents[2] / "spec" / "okf" / "schemas"
 SCORECARD = str(pathlib.Path(__file__).resolve().parents[1] / "fixtures" / "okf" / "v02" / "scorecard")
@@ -41,6 +41,6 @@ CALLS = [
 
 @pytest.mark.parametrize("tool,handler,kwargs", CALLS, ids=[c[0] for c in CALLS])
 def test_output_matches_the_advertised_schema(tool, handler, kwargs):
-    out = handler(SimpleNamespace(bundle_path=SCORECARD, **kwargs), CallContext())
+    out = handler(tool_args(tool, bundle_path=SCORECARD, **kwargs), CallContext())
     errors = [e.message for e in validator(tool).iter_errors(out.structured)]
     assert errors == []

@@ -10,7 +10,6 @@ import shutil
 import sqlite3
 import sys
 from pathlib import Path
-from types import SimpleNamespace
 
 import numpy as np
 import pytest
@@ -26,6 +25,7 @@ from knowspec.impl.docpool.vectors.pool_embed import (MAX_PASSAGE_CHARS, PoolMod
                                                      identity_conflict, topic_passage)
 from knowspec.impl.docpool.vectors.scoring import decode_vectors
 from knowspec.impl.errors import ToolError
+from tool_args import tool_args
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "help"
 
@@ -175,7 +175,7 @@ def _help_ctx(help_db: Path, model_dir: Path | None) -> CallContext:
 
 
 def _search(ctx: CallContext, mode: str, query: str = "fatura", limit: int = 5):
-    args = SimpleNamespace(query=query, collection="netsim-help", mode=mode, limit=limit, database=None)
+    args = tool_args("doc_search", query=query, collection="netsim-help", mode=mode, limit=limit)
     return tools.doc_search(args, ctx).structured["results"]
 
 

@@ -9,7 +9,6 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from types import SimpleNamespace
 
 import pytest
 
@@ -19,6 +18,7 @@ from knowspec.impl.docpool import tools
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.vectors.embedder import clear_cache
 from knowspec.impl.docpool.vectors.pack_builder import build_pack
+from tool_args import tool_args
 
 pytestmark = pytest.mark.slow
 
@@ -58,7 +58,7 @@ def ctx(tmp_path_factory) -> CallContext:
 
 
 def _top(ctx: CallContext, query: str, mode: str, limit: int = 3) -> list[str]:
-    args = SimpleNamespace(query=query, mode=mode, limit=limit, collection="netsim-help", database=None)
+    args = tool_args("doc_search", query=query, mode=mode, limit=limit, collection="netsim-help")
     return [h["slug"] for h in tools.doc_search(args, ctx).structured["results"]]
 
 

@@ -30,8 +30,7 @@ class DocEntitiesInput(BaseModel):
         ),
     ] = None
     limit: Annotated[
-        int | None,
-        Field(description="Most rows to return (1-200, default 20).", ge=1, le=200),
+        int, Field(description="Most rows to return (1-200, default 20).", ge=1, le=200)
     ] = 20
     database: Annotated[
         str | None,

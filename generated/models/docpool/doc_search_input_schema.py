@@ -30,14 +30,14 @@ class DocSearchInput(BaseModel):
         ),
     ] = None
     mode: Annotated[
-        Literal["fts", "vector", "hybrid"] | None,
+        Literal["fts", "vector", "hybrid"],
         Field(
             description="fts (default): full-text search with bm25 ranking; vector: semantic similarity over the pool's embeddings; hybrid: both, fused by rank.",
             title="SearchMode",
         ),
     ] = "fts"
     limit: Annotated[
-        int | None,
+        int,
         Field(description="Most results to return (1-50, default 10).", ge=1, le=50),
     ] = 10
     database: Annotated[

@@ -29,6 +29,6 @@ class HelpSearchInput(BaseModel):
         ),
     ] = None
     limit: Annotated[
-        int | None,
+        int,
         Field(description="Most results to return (1-50, default 10).", ge=1, le=50),
     ] = 10

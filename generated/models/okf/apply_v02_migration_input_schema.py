@@ -24,7 +24,7 @@ class ApplyV02MigrationInput(BaseModel):
         ),
     ]
     from_: Annotated[
-        Literal["auto", "0.1", "0.2"] | None,
+        Literal["auto", "0.1", "0.2"],
         Field(
             alias="from",
             description="Source version; must equal expected_source.requested_selector.",
@@ -47,7 +47,7 @@ class ApplyV02MigrationInput(BaseModel):
         ),
     ] = None
     timestamp_conflict_policy: Annotated[
-        Literal["reject", "use_generated", "use_timestamp"] | None,
+        Literal["reject", "use_generated", "use_timestamp"],
         Field(
             description="What to do when an existing generated.at disagrees with timestamp.",
             title="TimestampConflictPolicy",

@@ -31,14 +31,14 @@ class GetNeighborsInput(BaseModel):
         ),
     ]
     direction: Annotated[
-        Literal["in", "out", "both"] | None,
+        Literal["in", "out", "both"],
         Field(
             description="Edges into, out of, or on both sides of concept_id (both when omitted).",
             title="NeighborDirection",
         ),
     ] = "both"
     kinds: Annotated[
-        list[Literal["navigation", "relation", "source"]] | None,
+        list[Literal["navigation", "relation", "source"]],
         Field(
             description="Edge kinds to include (all three when omitted); source selects the separate provenance group.",
             max_length=3,
@@ -46,7 +46,7 @@ class GetNeighborsInput(BaseModel):
         ),
     ] = ["navigation", "relation", "source"]
     limit: Annotated[
-        int | None,
+        int,
         Field(
             description="Most edges to return, 1 to 100 (20 when omitted); there is no cursor.",
             examples=[20],
@@ -62,7 +62,7 @@ class GetNeighborsInput(BaseModel):
         ),
     ] = None
     temporal_profile: Annotated[
-        Literal["date-3fcbb9f", "instant-0b87c52"] | None,
+        Literal["date-3fcbb9f", "instant-0b87c52"],
         Field(
             description="How temporal fields are read: date-3fcbb9f (calendar dates, the default) or instant-0b87c52 (offset date-times). as_of must match the profile.",
             title="TemporalProfile",

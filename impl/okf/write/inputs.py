@@ -1,7 +1,8 @@
 """Decode and check patch arguments beyond the JSON Schema (spec/okf/contract/write.md §4.1, Go-side rules).
 
-The call pipeline validates against the schema first; these checks repeat what a handler
-must never trust (it may be called directly) and add the rules a schema cannot state: byte
+The call pipeline validates against the schema first and hands over the generated input model,
+so the profile and the number of operations (1 to 256) are taken as given; the operations
+themselves are still checked here, and so are the rules a schema cannot state: byte
 lengths, control characters, actor grammar, canonical decimals, profile-specific dates,
 window order. Every failure is ``invalid_request`` naming ``operations[i]`` (byte caps on
 actors are ``resource_limit``).
@@ -15,15 +16,16 @@ from dataclasses import dataclass
 from datetime import date, datetime
 from typing import Any
 
+from knowspec.generated.constants import TEMPORAL_PROFILE_INSTANT
+from knowspec.generated.models.okf.apply_concept_patch_input_schema import ApplyConceptPatchInput
+from knowspec.generated.models.okf.preview_concept_patch_input_schema import PreviewConceptPatchInput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.write.changeset import OPERATION_KINDS, Operation
 from knowspec.impl.okf.write.paths import concept_id_problem
 
 MAX_ARGUMENT_BYTES = 16 << 20
-MAX_OPERATIONS = 256
 MAX_ACTOR_BYTES = 256
 MAX_TEXT_BYTES = 4096
-PROFILES = ("date-3fcbb9f", "instant-0b87c52")
 PAYLOADS = ("generated", "verification", "source", "source_id", "usage_window", "lifecycle",
             "attested_computation", "version")
 _ALLOWED = {
@@ -110,15 +112,15 @@ def is_calendar_date(value: Any) -> bool:
 
 
 def _temporal(where: str, value: Any, profile: str) -> Any:
-    ok = is_rfc3339(value) if profile == "instant-0b87c52" else is_calendar_date(value)
+    ok = is_rfc3339(value) if profile == TEMPORAL_PROFILE_INSTANT else is_calendar_date(value)
     if not ok:
-        shape = "an RFC3339 instant with offset" if profile == "instant-0b87c52" else "YYYY-MM-DD"
+        shape = "an RFC3339 instant with offset" if profile == TEMPORAL_PROFILE_INSTANT else "YYYY-MM-DD"
         raise invalid(f"{where} must be {shape}")
     return value
 
 
 def _order_key(value: str, profile: str) -> Any:
-    return datetime.fromisoformat(value.replace("Z", "+00:00")) if profile == "instant-0b87c52" else value
+    return datetime.fromisoformat(value.replace("Z", "+00:00")) if profile == TEMPORAL_PROFILE_INSTANT else value
 
 
 def _window(where: str, w: Any, profile: str) -> dict:
@@ -250,18 +252,12 @@ class PatchArgs:
     operations: tuple[Operation, ...]
 
 
-def decode_patch(args: Any) -> PatchArgs:
+def decode_patch(args: PreviewConceptPatchInput | ApplyConceptPatchInput) -> PatchArgs:
     data = plain(args)
     if len(json.dumps(data, ensure_ascii=False).encode("utf-8", "surrogatepass")) > MAX_ARGUMENT_BYTES:
         raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
-    profile = data.get("temporal_profile") or "date-3fcbb9f"
-    if profile not in PROFILES:
-        raise invalid("temporal_profile must be date-3fcbb9f or instant-0b87c52")
+    profile = args.temporal_profile
     actor = check_actor("actor", data.get("actor"), grammar=False)
-    ops = data.get("operations")
-    if not isinstance(ops, list) or not ops:
-        raise invalid("operations must list at least one operation")
-    if len(ops) > MAX_OPERATIONS:
-        raise ToolError("resource_limit", "tool input exceeds the advertised schema limits")
+    ops = data["operations"]
     checked = tuple(check_operation(i, op, profile) for i, op in enumerate(ops))
     return PatchArgs(data.get("bundle_path") or "", actor, profile, checked)

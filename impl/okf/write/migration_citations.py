@@ -28,7 +28,9 @@ def decode_citations(citations: list) -> list[dict]:
         seen.add(m["path"])
         entries = [dict(e) for e in m.get("entries") or []]
         total += len(entries)
-        numbers, raws, metadata = set(), {}, {}
+        numbers: set[int | None] = set()
+        raws: dict[str, Any] = {}
+        metadata: dict[str, Any] = {}
         for j, e in enumerate(entries):
             where = f"citation_mappings[{i}].entries[{j}]"
             check_text(f"{where}.source_id", e.get("source_id"))
@@ -109,6 +111,11 @@ def section_span(doc: Document) -> tuple[int, int]:
     return (at + section.start, at + section.heading_end) if section else (0, 0)
 
 
+def _sources_entry(doc: Document) -> Any:
+    root = Editor(doc.frontmatter).root
+    return lookup(root, "sources") if root is not None else None
+
+
 def convert_document(path: str, original: Document, doc: Document, mappings: list[dict], out: Any) -> Document:
     """Convert the ``# Citations`` section of one concept; blockers carry file byte spans."""
     from knowspec.impl.okf.write.citations import CitationBlocked, convert
@@ -117,7 +124,7 @@ def convert_document(path: str, original: Document, doc: Document, mappings: lis
     ed = Editor(doc.frontmatter, doc.newline) if doc.has_frontmatter else None
     if ed is not None and ed.root is not None and lookup(ed.root, "sources") is not None:
         out.block("sources_citations_conflict", path, "the concept has both sources and # Citations",
-                  "reconcile_sources_and_citations", node_span(original, lookup(Editor(original.frontmatter).root, "sources")))
+                  "reconcile_sources_and_citations", node_span(original, _sources_entry(original)))
         return doc
     try:
         converted = convert(doc.body, mappings)

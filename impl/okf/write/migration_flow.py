@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from knowspec.generated.models.okf.apply_v02_migration_input_schema import ApplyV02MigrationInput
+from knowspec.generated.models.okf.preview_v02_migration_input_schema import PreviewV02MigrationInput
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.okf.envelopes import recovery_step
 from knowspec.impl.okf.write import bundle_io
@@ -49,7 +51,7 @@ def _plan(files, base, inp, source):
     return cs, out, build_proof(files, out, cs, resolution_digest(source))
 
 
-def preview(args: Any, check: Callable[[], None]) -> dict[str, Any]:
+def preview(args: PreviewV02MigrationInput, check: Callable[[], None]) -> dict[str, Any]:
     inp, data = decode_migration(args)
     with bundle_io.pinned(data.get("bundle_path") or "") as root_fd:
         bundle_io.finish_interrupted(root_fd)
@@ -107,7 +109,7 @@ def _check_expected(expected: Any, selector: str) -> dict:
     return expected
 
 
-def apply(args: Any, check: Callable[[], None]) -> dict[str, Any]:
+def apply(args: ApplyV02MigrationInput, check: Callable[[], None]) -> dict[str, Any]:
     inp, data = decode_migration(args)
     for collision in label_collisions(inp):
         raise ToolError(collision["code"], collision["message"])

@@ -14,10 +14,11 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Any
 
 from ruamel.yaml.nodes import MappingNode
 
+from knowspec.generated.models.okf.apply_v02_migration_input_schema import ApplyV02MigrationInput
+from knowspec.generated.models.okf.preview_v02_migration_input_schema import PreviewV02MigrationInput
 from knowspec.impl.okf.write.changeset import ChangeSet, request_digest
 from knowspec.impl.okf.write.computation_body import ComputationBodyRejected
 from knowspec.impl.okf.write.document import Document, DocumentError, split_document
@@ -62,19 +63,12 @@ class MigrationInput:
                                  for c in sorted(self.computations, key=lambda c: _B(c["path"]))]}
 
 
-def decode_migration(args: Any) -> tuple[MigrationInput, dict]:
+def decode_migration(args: PreviewV02MigrationInput | ApplyV02MigrationInput) -> tuple[MigrationInput, dict]:
+    """The rules the schema cannot state; it already bounds ``from`` and both policies."""
     data = plain(args)
-    selector = data.get("from") or "auto"
-    if selector not in ("auto", "0.1", "0.2"):
-        raise invalid("from must be auto, 0.1 or 0.2")
-    by = data.get("generated_by") or ""
+    by = args.generated_by or ""
     if by:
         check_actor("generated_by", by, grammar=True)
-    policy = data.get("timestamp_conflict_policy") or "reject"
-    if policy not in ("reject", "use_generated", "use_timestamp"):
-        raise invalid("timestamp_conflict_policy must be reject, use_generated or use_timestamp")
-    if data.get("timestamp_policy") not in ("preserve", "remove_after_copy"):
-        raise invalid("timestamp_policy must be preserve or remove_after_copy")
     generated_at: dict[str, str] = {}
     for i, entry in enumerate(data.get("generated_at") or []):
         problem = concept_id_problem(entry.get("concept_id") or "")
@@ -102,8 +96,8 @@ def decode_migration(args: Any) -> tuple[MigrationInput, dict]:
             raise invalid(f"computations[{i}] repeats a concept")
         paths.add(path)
         computations.append({"path": path, "contract": c["contract"], "asset": asset})
-    return MigrationInput(selector, by, generated_at, policy, data["timestamp_policy"], citations,
-                          computations), data
+    return MigrationInput(args.from_, by, generated_at, args.timestamp_conflict_policy, args.timestamp_policy,
+                          citations, computations), data
 
 
 def migration_change_set(inp: MigrationInput, base: str, source: dict) -> ChangeSet:
@@ -169,8 +163,10 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
         text = ed.set_key(root, ed.nlines, "generated", {"by": inp.generated_by, "at": at})
     else:
         node = gen_node[1]
-        by = scalar(lookup(node, "by")[1]) if isinstance(node, MappingNode) and lookup(node, "by") else None
-        at = scalar(lookup(node, "at")[1]) if isinstance(node, MappingNode) and lookup(node, "at") else None
+        by_entry = lookup(node, "by") if isinstance(node, MappingNode) else None
+        at_entry = lookup(node, "at") if isinstance(node, MappingNode) else None
+        by = scalar(by_entry[1]) if by_entry else None
+        at = scalar(at_entry[1]) if at_entry else None
         if by is None or not valid_actor(by):
             out.block("missing_generated_by", path, "existing generated has no valid by", "provide_generated_by", gen_span)
             return doc
@@ -185,9 +181,11 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
                 out.block("migration_blocked", path, "generated.at disagrees with the legacy timestamp", span=gen_span)
                 return doc
             if inp.conflict_policy == "use_timestamp":
+                assert isinstance(node, MappingNode) and root is not None  # it has a valid by
                 text = ed.set_key(node, ed.entry_end(root, ed.nlines, "generated"), "at", ts)
     if ts is not None and inp.timestamp_policy == "remove_after_copy":
         ed2 = Editor(text, doc.newline)
+        assert ed2.root is not None  # the timestamp was read from this mapping
         text = ed2.delete_key(ed2.root, ed2.nlines, "timestamp")
     return Document(doc.open_line, text, doc.close_line, doc.body)
 

@@ -99,7 +99,7 @@ def resolve_source(files: dict[str, bytes], selector: str) -> dict[str, Any]:
             return tup("0.2", "declared", "0.2", "0.2", "target-noop")
         blocker = {"code": "unsupported_migration_source", "path": "index.md", "location": {"start": 0, "end": 0},
                    "message": f"future declaration {value} cannot be rewritten as v0.2"}
-        return tup(value, "future", value, "", "blocked", blockers=[blocker])
+        return tup(str(value), "future", str(value), "", "blocked", blockers=[blocker])
     candidates = probe_candidates(files)
     if candidates:
         return tup("0.1", "legacy-probe", "0.1", "0.2", "v0.1-to-v0.2", candidates)

@@ -131,7 +131,7 @@ def _entry_locator(index: int) -> Callable[[Editor], tuple[MappingNode, int]]:
     def locate(ed: Editor) -> tuple[MappingNode, int]:
         seq = _sources(ed)
         assert seq is not None
-        return seq.value[index], ed.item_end(seq, _end(ed, "sources"), index)  # type: ignore[return-value]
+        return seq.value[index], ed.item_end(seq, _end(ed, "sources"), index)
 
     return locate
 
@@ -187,13 +187,14 @@ def _same_instant(a: str | None, b: str) -> bool:
 
 
 def _events(ed: Editor) -> tuple[Node | None, list[MappingNode]]:
-    node = lookup(ed.root, "verified")[1] if ed.root is not None and lookup(ed.root, "verified") else None
+    found = lookup(ed.root, "verified") if ed.root is not None else None
+    node = found[1] if found else None
     if node is None:
         return None, []
     if isinstance(node, MappingNode):
         return node, [node]
     if isinstance(node, SequenceNode) and all(isinstance(i, MappingNode) for i in node.value):
-        return node, list(node.value)  # type: ignore[arg-type]
+        return node, list(node.value)
     raise PatchRejected("verified_shape_unsupported", "verified must be a mapping or a sequence of mappings")
 
 
@@ -218,7 +219,7 @@ def ensure_verification(text: str, nl: str, op: Operation) -> str:
         return ed.set_key(ed.root, ed.nlines, "verified", event)
     if isinstance(node, MappingNode):
         return ed.mapping_as_first_item("verified", node, ed.nlines, event)
-    if not node.value:  # type: ignore[union-attr]
+    if not node.value:
         return ed.set_key(ed.root, ed.nlines, "verified", event)
     return ed.append_item(node, _end(ed, "verified"), event)  # type: ignore[arg-type]
 

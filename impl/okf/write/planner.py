@@ -13,6 +13,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Callable
 
+from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import diagnostic
 from knowspec.impl.okf.write.changeset import ChangeSet, Operation
@@ -111,7 +112,7 @@ def _finding(d: dict) -> tuple:
     return (d["file"], d["code"], d["field"], d["message"])
 
 
-def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = "date-3fcbb9f",
+def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = TEMPORAL_PROFILE_DATE,
                       check: Callable[[], None] = lambda: None, *,
                       links: bool = True) -> tuple[list[dict], list[dict]]:
     """(blocking, advisory) findings of the read side's strict 0.2 validator over the whole
@@ -159,7 +160,7 @@ class _Cancellation:
 
 
 def plan_change_set(files: dict[str, bytes], cs: ChangeSet, request_digest: str,
-                    profile: str = "date-3fcbb9f") -> Plan:
+                    profile: str = TEMPORAL_PROFILE_DATE) -> Plan:
     """Apply ``cs`` to the snapshot ``files`` (whose revision is ``cs.base_revision``)."""
     overlay = _Overlay(files, {})
     for index, op in enumerate(cs.operations):

@@ -56,6 +56,7 @@ class consistent_read:  # noqa: N801 - used like a function: ``with consistent_r
 
     def _enter(self) -> None:
         deadline = time.monotonic() + self.timeout
+        gate: int | None
         for attempt in range(MAX_RECOVERIES + 1):
             gate, okf_fd = lock.open_shared(self.root_fd, deadline, self.check), None
             try:

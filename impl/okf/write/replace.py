@@ -9,12 +9,13 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from knowspec.generated.models.okf.write_concept_input_schema import WriteConceptInput
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.okf.envelopes import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.changeset import ChangeSet
 from knowspec.impl.okf.write.encoding import enc_str, sha256_hex, digest_string
-from knowspec.impl.okf.write.inputs import invalid, plain
+from knowspec.impl.okf.write.inputs import invalid
 from knowspec.impl.okf.write.paths import concept_id_problem, concept_path, is_revision_path
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.planner import staged_validation
@@ -32,11 +33,8 @@ class _Retry(Exception):
     pass
 
 
-def _decode(args: Any) -> tuple[str, str, str, str]:
-    data = plain(args)
-    concept_id, fm, body = data.get("concept_id"), data.get("frontmatter"), data.get("body")
-    if not all(isinstance(v, str) for v in (concept_id, fm, body)):
-        raise invalid("concept_id, frontmatter and body must be strings")
+def _decode(args: WriteConceptInput) -> tuple[str, str, str, str]:
+    concept_id, fm, body = args.concept_id, args.frontmatter, args.body
     problem = concept_id_problem(concept_id)
     if problem:
         raise invalid(problem)
@@ -46,7 +44,7 @@ def _decode(args: Any) -> tuple[str, str, str, str]:
         raise invalid("concept content must be valid UTF-8") from None
     if fm_size > MAX_FRONTMATTER_BYTES or body_size > MAX_BODY_BYTES:
         raise ToolError("resource_limit", "concept content exceeds the MCP transport limit")
-    return data.get("bundle_path") or "", concept_id, fm, body
+    return args.bundle_path, concept_id, fm, body
 
 
 def _check_frontmatter(fm: str) -> None:
@@ -127,7 +125,7 @@ def _conflict() -> Exception:
     return _Retry()
 
 
-def write_concept(args: Any, check: Callable[[], None]) -> dict[str, Any]:
+def write_concept(args: WriteConceptInput, check: Callable[[], None]) -> dict[str, Any]:
     bundle_path, concept_id, fm, body = _decode(args)
     yaml_text = unfenced(fm)
     _check_frontmatter(yaml_text)

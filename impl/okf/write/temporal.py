@@ -139,11 +139,11 @@ def plan_temporal(files: dict[str, bytes], mappings: list[dict]) -> TemporalPlan
             if LEGACY_DATE.match(f.value):
                 legacy[(concept, f.path)] = f
     for m in mappings:
-        f = legacy.get((m["concept"], m["path"]))
-        if f is None:
+        mapped = legacy.get((m["concept"], m["path"]))
+        if mapped is None:
             raise TemporalError(f"mapping {m['concept']} {m['path']} matches no legacy date")
-        if f.value != m["from"]:
-            raise TemporalError(f"mapping {m['concept']} {m['path']} expects {m['from']} but the file holds {f.value}")
+        if mapped.value != m["from"]:
+            raise TemporalError(f"mapping {m['concept']} {m['path']} expects {m['from']} but the file holds {mapped.value}")
     unresolved = [{"concept": c, "path": p, "from": f.value} for (c, p), f in legacy.items() if (c, p) not in seen]
     if unresolved:
         return TemporalPlan("incomplete", unresolved, (), {})

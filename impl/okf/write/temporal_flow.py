@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from knowspec.generated.models.okf.apply_temporal_upgrade_input_schema import ApplyTemporalUpgradeInput
+from knowspec.generated.models.okf.preview_temporal_upgrade_input_schema import PreviewTemporalUpgradeInput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.envelopes import recovery_step
 from knowspec.impl.okf.write import bundle_io
@@ -31,7 +33,7 @@ def _bad_input(message: str = "cannot decode temporal upgrade input") -> ToolErr
     return ToolError("invalid_argument", message)
 
 
-def decode(args: Any) -> dict[str, Any]:
+def decode(args: PreviewTemporalUpgradeInput | ApplyTemporalUpgradeInput) -> dict[str, Any]:
     data = plain(args)
     try:
         check_text("id", data.get("id"), limit=128)
@@ -84,7 +86,7 @@ def _plan(files: dict[str, bytes], base: str, data: dict) -> tuple[str, Plan | N
     return "ready", plan, cs, []
 
 
-def preview(args: Any, check: Callable[[], None]) -> dict[str, Any]:
+def preview(args: PreviewTemporalUpgradeInput, check: Callable[[], None]) -> dict[str, Any]:
     data = decode(args)
     with bundle_io.pinned(data.get("bundle_path") or "") as root_fd:
         bundle_io.finish_interrupted(root_fd)
@@ -102,9 +104,9 @@ def preview(args: Any, check: Callable[[], None]) -> dict[str, Any]:
     return out
 
 
-def apply(args: Any, check: Callable[[], None]) -> dict[str, Any]:
+def apply(args: ApplyTemporalUpgradeInput, check: Callable[[], None]) -> dict[str, Any]:
     data = decode(args)
-    base, expected = data.get("base_revision"), data.get("plan_digest")
+    base, expected = args.base_revision, args.plan_digest
     if not is_digest(base) or not is_digest(expected):
         raise _bad_input("base_revision and plan_digest must be canonical sha256 digests")
     key = plan_idempotency_key(NAMESPACE, expected)

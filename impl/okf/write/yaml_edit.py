@@ -133,13 +133,14 @@ class Editor:
         re-indented but otherwise byte-identical, followed by ``extra``."""
         if mapping.flow_style:
             raise YamlRejected("yaml_flow_style_unsupported", f"{key!r} is a flow mapping; edit it by hand")
+        assert self.root is not None  # the caller found ``key`` in it
         k, _ = lookup(self.root, key)  # type: ignore[misc]
         col = k.start_mark.column
         first = mapping.value[0][0]
         body_col = first.start_mark.column
         if first.start_mark.line == k.start_mark.line:
             raise YamlRejected("yaml_shape_unsupported", f"{key!r} value starts on its key line")
-        end = self.entry_end(self.root, end_line, key)  # type: ignore[arg-type]
+        end = self.entry_end(self.root, end_line, key)
         dash_col = col + 2
         out = [" " * col + render_scalar(key) + ":"]
         for i, line_no in enumerate(range(first.start_mark.line, end)):

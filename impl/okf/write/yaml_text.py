@@ -76,7 +76,7 @@ def _check_tree(node: Node, depth: int, count: list[int]) -> None:
         for key, value in node.value:
             if not isinstance(key, ScalarNode):
                 raise YamlRejected("yaml_complex_key_unsupported", "frontmatter uses a non-scalar mapping key")
-            if key.tag.endswith(":merge") or key.value == "<<":
+            if (key.tag or "").endswith(":merge") or key.value == "<<":
                 raise YamlRejected("yaml_merge_key_unsupported", "frontmatter uses a YAML merge key")
             if key.value in seen:
                 raise YamlRejected("yaml_duplicate_key", f"frontmatter key {key.value!r} is duplicated")
@@ -109,7 +109,7 @@ def _plain_round_trips(text: str) -> bool:
     except Exception:
         return False
     value = node.value[0][1]
-    return isinstance(value, ScalarNode) and value.value == text and value.tag.endswith(":str")
+    return isinstance(value, ScalarNode) and value.value == text and (value.tag or "").endswith(":str")
 
 
 def render_scalar(value: Any) -> str:

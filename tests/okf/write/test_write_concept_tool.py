@@ -3,7 +3,6 @@
 from __future__ import annotations
 
 import json
-import types
 
 import pytest
 
@@ -11,10 +10,11 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import write_tools
 from write_helpers import assert_valid_output, tree_bytes, visible_bytes
+from tool_args import tool_args, unchecked_args
 
 
 def _write(bundle, concept_id="notes/new", frontmatter="type: Note\ntitle: New\n", body="# New\n\nText.\n"):
-    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id=concept_id, frontmatter=frontmatter, body=body)
+    args = tool_args("write_concept", bundle_path=str(bundle), concept_id=concept_id, frontmatter=frontmatter, body=body)
     out = write_tools.write_concept(args, CallContext()).structured
     assert_valid_output("write_concept", out)
     return out
@@ -103,8 +103,10 @@ def test_reserved_or_escaping_ids_are_invalid_request(bundle, concept_id):
 
 
 def test_oversized_frontmatter_is_resource_limit(bundle):
+    args = unchecked_args("write_concept", bundle_path=str(bundle), concept_id="notes/new",
+                          frontmatter="type: Note\nx: " + "a" * (1 << 20) + "\n", body="")
     with pytest.raises(ToolError) as err:
-        _write(bundle, frontmatter="type: Note\nx: " + "a" * (1 << 20) + "\n")
+        write_tools.write_concept(args, CallContext())
     assert err.value.code == "resource_limit"
 
 

@@ -8,7 +8,6 @@ from __future__ import annotations
 import json
 import os
 import random
-import types
 
 import pytest
 
@@ -16,6 +15,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.okf import read_tools, snapshot
 from test_write_crash import FILES, STEPS, _expected, _fresh, _run_killed, fast_dir  # noqa: F401
 from write_helpers import visible_bytes
+from tool_args import tool_args
 
 BOUNDARY_STEP = FILES + 2  # staged per file, journal written, then the boundary step
 
@@ -28,7 +28,7 @@ def _fresh_process_list(root) -> dict:
         try:
             os.close(out_r)
             snapshot.clear_cache()
-            args = types.SimpleNamespace(bundle_path=str(root), temporal_profile=None, as_of=None)
+            args = tool_args("list_concepts", bundle_path=str(root))
             try:
                 cards = read_tools.list_concepts(args, CallContext()).structured["concepts"]
                 report = {"statuses": {c["id"]: c["status"] for c in cards}}

@@ -2,19 +2,15 @@
 
 from __future__ import annotations
 
-from typing import Optional
-
 import pytest
-from pydantic import BaseModel
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.write.inputs import decode_patch, plain, valid_actor
+from knowspec.impl.okf.write.inputs import decode_patch, valid_actor
 from write_helpers import patch_args
 
 
 def _decode(ops, profile="date-3fcbb9f"):
-    args = patch_args("/x", ops)
-    args.temporal_profile = profile
+    args = patch_args("/x", ops, unchecked=True, temporal_profile=profile)
     return decode_patch(args)
 
 
@@ -68,30 +64,7 @@ def test_actor_grammar(actor, ok):
     assert valid_actor(actor) is ok
 
 
-class _Lifecycle(BaseModel):
-    status: Optional[str] = None
-    stale_after: Optional[str] = None
-
-
-class _Op(BaseModel):
-    kind: str
-    concept_id: Optional[str] = None
-    lifecycle: Optional[_Lifecycle] = None
-    usage_window: Optional[dict] = None
-
-
-class _Args(BaseModel):
-    bundle_path: str
-    actor: str
-    temporal_profile: str = "date-3fcbb9f"
-    operations: list[_Op]
-
-
-def test_pydantic_arguments_decode_like_plain_dicts():
-    model = _Args(bundle_path="/x", actor="human:a", operations=[
-        _Op(kind="set_lifecycle", concept_id="a", lifecycle=_Lifecycle(status="stable", stale_after=None))])
-    from_model = decode_patch(model)
-    from_dict = decode_patch(plain(model))
-    assert from_model == from_dict
-    assert from_model.operations[0] == {"kind": "set_lifecycle", "concept_id": "a",
-                                        "lifecycle": {"status": "stable", "stale_after": None}}
+def test_the_generated_input_model_decodes_to_the_operations_sent():
+    sent = {"kind": "set_lifecycle", "concept_id": "a", "lifecycle": {"status": "stable", "stale_after": None}}
+    decoded = decode_patch(patch_args("/x", [sent], actor="human:a"))
+    assert decoded.operations == (sent,) and decoded.profile == "date-3fcbb9f"

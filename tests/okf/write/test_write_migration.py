@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 
 import pytest
 
@@ -10,6 +9,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import write_tools
 from write_helpers import assert_valid_output, make_bundle, tree_bytes, visible_bytes
+from tool_args import tool_args
 
 INDEX_01 = '---\nokf_version: "0.1"\n---\n# Index\n\n- [A](a.md)\n'
 A = "---\ntype: Note\ntitle: A  # keep\ntimestamp: 2026-01-02T03:04:05Z\n---\nBody A\n"
@@ -20,7 +20,8 @@ def _args(bundle, **kw):
     base = {"bundle_path": str(bundle), "timestamp_policy": "preserve", "citation_mappings": [],
             "generated_by": "human:migrator"}
     base.update(kw)
-    return types.SimpleNamespace(**base)
+    tool = "apply_v02_migration" if "expected_source" in kw else "preview_v02_migration"
+    return tool_args(tool, **base)
 
 
 def _preview(bundle, **kw):

@@ -4,7 +4,6 @@ preview, apply, ``read_concept`` and strict ``validate_bundle``; unconvertible i
 from __future__ import annotations
 
 import shutil
-import types
 from pathlib import Path
 
 import pytest
@@ -15,6 +14,7 @@ from knowspec.impl.okf import read_tools, write_tools
 from knowspec.impl.okf.graph_v02 import citation_entries
 from knowspec.impl.okf.model import load_snapshot
 from write_helpers import assert_valid_output, make_bundle, visible_bytes
+from tool_args import tool_args, unchecked_args
 
 COMPAT = Path(__file__).resolve().parents[2] / "fixtures" / "okf" / "compat"
 INDEX_01 = '---\nokf_version: "0.1"\n---\n# Index\n\n- [A](a.md)\n'
@@ -31,7 +31,8 @@ def _args(bundle, mappings, **kw):
     base = {"bundle_path": str(bundle), "timestamp_policy": "preserve", "citation_mappings": mappings,
             "generated_by": "human:migrator"}
     base.update(kw)
-    return types.SimpleNamespace(**base)
+    tool = "apply_v02_migration" if "expected_source" in kw else "preview_v02_migration"
+    return tool_args(tool, **base)
 
 
 def _preview(bundle, mappings, **kw):
@@ -48,13 +49,13 @@ def _apply(bundle, mappings, p, **kw):
 
 
 def _read(bundle, concept_id):
-    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id=concept_id, temporal_profile=None)
+    args = tool_args("read_concept", bundle_path=str(bundle), concept_id=concept_id)
     return read_tools.read_concept(args, CallContext()).structured
 
 
 def _validate(bundle):
-    args = types.SimpleNamespace(bundle_path=str(bundle), strict=True, check_links=True, check_orphans=True,
-                                 target_version="0.2", temporal_profile=None, as_of=None)
+    args = tool_args("validate_bundle", bundle_path=str(bundle), strict=True, check_links=True,
+                     check_orphans=True, target_version="0.2")
     return read_tools.validate_bundle(args, CallContext()).structured
 
 
@@ -188,8 +189,10 @@ def test_label_collision_blocks_the_preview_and_fails_the_apply(tmp_path):
     assert p["status"] == "blocked" and p["blockers"][0]["code"] == "normalized_footnote_label_collision"
     assert p["manual_actions"][0]["code"] == "disambiguate_citation_entry"
     with pytest.raises(ToolError) as err:
-        write_tools.apply_v02_migration(_args(bundle, mappings, expected_source=p["source"], proof={},
-                                              expected_plan_digest="sha256:" + "0" * 64), CallContext())
+        args = unchecked_args("apply_v02_migration", bundle_path=str(bundle), timestamp_policy="preserve",
+                              citation_mappings=mappings, generated_by="human:migrator", expected_source=p["source"],
+                              proof={}, expected_plan_digest="sha256:" + "0" * 64)
+        write_tools.apply_v02_migration(args, CallContext())
     assert err.value.code == "normalized_footnote_label_collision"
 
 

@@ -13,7 +13,6 @@ import json
 import os
 import threading
 import time
-import types
 
 import pytest
 
@@ -22,6 +21,7 @@ from knowspec.impl.okf import read_tools, snapshot, watch
 from knowspec.impl.okf.write import atomic
 from test_write_crash import fast_dir  # noqa: F401 - fixture
 from write_helpers import make_bundle, preview_and_apply
+from tool_args import tool_args
 
 CONCEPTS = 120
 ROUNDS = 3
@@ -41,13 +41,13 @@ def _ops(date: str) -> list[dict]:
 
 
 def _list_dates(root) -> list:
-    args = types.SimpleNamespace(bundle_path=str(root), temporal_profile=None, as_of=None)
+    args = tool_args("list_concepts", bundle_path=str(root))
     cards = read_tools.list_concepts(args, CallContext()).structured["concepts"]
     return [c["stale_after"] for c in cards]
 
 
 def _read_date(root, concept_id: str):
-    args = types.SimpleNamespace(bundle_path=str(root), concept_id=concept_id, temporal_profile=None)
+    args = tool_args("read_concept", bundle_path=str(root), concept_id=concept_id)
     return read_tools.read_concept(args, CallContext()).structured["projection"]["stale_after"]
 
 

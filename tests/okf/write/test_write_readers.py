@@ -11,7 +11,6 @@ import json
 import os
 import threading
 import time
-import types
 
 import pytest
 
@@ -24,6 +23,7 @@ from knowspec.impl.okf.write.readers import consistent_read
 from knowspec.impl.okf.write.store import Store
 from test_write_store import _request
 from write_helpers import make_bundle, tree_bytes, visible_bytes
+from tool_args import tool_args
 
 
 @pytest.fixture
@@ -38,7 +38,7 @@ def written(tmp_path):
 
 
 def _list(root) -> list[str]:
-    args = types.SimpleNamespace(bundle_path=str(root), temporal_profile=None, as_of=None)
+    args = tool_args("list_concepts", bundle_path=str(root))
     return [c["id"] for c in read_tools.list_concepts(args, CallContext()).structured["concepts"]]
 
 

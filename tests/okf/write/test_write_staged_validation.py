@@ -3,7 +3,6 @@ only on ERRORs the edit introduces."""
 
 from __future__ import annotations
 
-import types
 
 import pytest
 
@@ -12,6 +11,7 @@ from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import write_tools
 from knowspec.impl.okf.write.planner import staged_validation
 from write_helpers import make_bundle, preview, visible_bytes
+from tool_args import tool_args
 
 INDEX = '---\nokf_version: "0.2"\n---\n# Index\n\n- [A](a.md)\n- [B](b.md)\n'
 A = "---\ntype: Note\n---\n# A\n\n## Details\n\nSee [B](b.md#usage).\n"
@@ -84,7 +84,7 @@ def test_set_bundle_version_with_a_valid_root_index_is_applicable(tmp_path):
 
 def test_write_concept_that_breaks_an_incoming_anchor_reports_it(tmp_path):
     bundle = make_bundle(tmp_path / "b", {"index.md": INDEX, "a.md": A, "b.md": B})
-    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id="b", frontmatter="type: Note\n", body="# B\n")
+    args = tool_args("write_concept", bundle_path=str(bundle), concept_id="b", frontmatter="type: Note\n", body="# B\n")
     out = write_tools.write_concept(args, CallContext()).structured
     assert out["status"] == "success"
     assert [(d["severity"], d["file"]) for d in out["diagnostics"]] == [("WARN", "a.md")]
@@ -95,7 +95,7 @@ def test_write_concept_into_a_bundle_with_a_base_error_is_refused_and_names_it(t
     bundle = make_bundle(tmp_path / "b", {"index.md": INDEX, "a.md": A, "b.md": B,
                                           "log.md": "---\ntype: Log\n---\n# Log\n"})
     before = visible_bytes(bundle)
-    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id="probe", frontmatter="type: Note\n", body="# P\n")
+    args = tool_args("write_concept", bundle_path=str(bundle), concept_id="probe", frontmatter="type: Note\n", body="# P\n")
     with pytest.raises(ToolError) as err:
         write_tools.write_concept(args, CallContext())
     assert err.value.code == "operation_rejected"
@@ -105,7 +105,7 @@ def test_write_concept_into_a_bundle_with_a_base_error_is_refused_and_names_it(t
 
 def test_write_concept_that_introduces_an_error_is_rejected(tmp_path):
     bundle = make_bundle(tmp_path / "b", {"index.md": INDEX, "a.md": A, "b.md": B})
-    args = types.SimpleNamespace(bundle_path=str(bundle), concept_id="b", frontmatter="title: T\n", body="x\n")
+    args = tool_args("write_concept", bundle_path=str(bundle), concept_id="b", frontmatter="title: T\n", body="x\n")
     with pytest.raises(ToolError) as err:
         write_tools.write_concept(args, CallContext())
     assert err.value.code == "operation_rejected"

@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import types
 
 import pytest
 
@@ -10,6 +9,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import write_tools
 from write_helpers import assert_valid_output, make_bundle, tree_bytes, visible_bytes
+from tool_args import tool_args
 
 DOC = (
     "---\n"
@@ -42,7 +42,8 @@ def tbundle(tmp_path):
 
 
 def _args(bundle, mappings, **extra):
-    return types.SimpleNamespace(bundle_path=str(bundle), id="upgrade-1", actor="human:ops", mappings=mappings, **extra)
+    tool = "apply_temporal_upgrade" if "base_revision" in extra else "preview_temporal_upgrade"
+    return tool_args(tool, bundle_path=str(bundle), id="upgrade-1", actor="human:ops", mappings=mappings, **extra)
 
 
 def _preview(bundle, mappings):

@@ -4,14 +4,15 @@ from __future__ import annotations
 
 import json
 import time
-import types
 from pathlib import Path
+from typing import Any
 
 import jsonschema
 from referencing import Registry, Resource
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf import write_tools
+from tool_args import tool_args, unchecked_args
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "spec" / "okf" / "schemas"
 
@@ -70,9 +71,14 @@ def visible_bytes(root: Path) -> dict[str, bytes]:
     return {k: v for k, v in tree_bytes(root).items() if not k.startswith(".okf")}
 
 
-def patch_args(bundle: Path, ops: list[dict], actor: str = "human:reviewer", **extra) -> types.SimpleNamespace:
-    return types.SimpleNamespace(bundle_path=str(bundle), actor=actor, temporal_profile="date-3fcbb9f",
-                                 operations=ops, **extra)
+def patch_args(bundle: Path, ops: list[dict], actor: str = "human:reviewer", *, unchecked: bool = False,
+               **extra) -> Any:
+    """Preview arguments, or apply arguments when ``extra`` names the expected revision.
+
+    ``unchecked`` skips the model's validation, to reach the decoder's own checks."""
+    tool = "apply_concept_patch" if "expected_revision" in extra else "preview_concept_patch"
+    build = unchecked_args if unchecked else tool_args
+    return build(tool, bundle_path=str(bundle), actor=actor, operations=ops, **extra)
 
 
 def preview(bundle: Path, ops: list[dict], **kw) -> dict:
