@@ -61,10 +61,10 @@ class SqlPool:
     location: str
 
     # -- to be supplied --------------------------------------------------------------------
-    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+    def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[Any]:
         raise NotImplementedError
 
-    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
+    def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[Any]:
         """Rows of a query one at a time, never the whole result in memory (the vector loader)."""
         yield from self._rows(sql, params)
 

@@ -133,7 +133,7 @@ def _idle(runtime: process.Runtime):
 
 def _index_bytes(index: FtsIndex) -> int:
     arrays = [v for v in vars(index.arrays).values() if hasattr(v, "nbytes")]
-    return sum(a.nbytes for a in arrays) + sum(len(t) for row in index.texts for t in row)
+    return sum(int(a.nbytes) for a in arrays) + sum(len(t) for row in index.texts or () for t in row)
 
 
 def _close_quietly(cons: list[Any]) -> None:
