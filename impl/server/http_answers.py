@@ -6,8 +6,8 @@ that text for line breaks. For a 55 MiB answer that is about 7 s in which ``/hea
 other client wait. So over HTTP the tool handler encodes the whole SSE event in a worker thread,
 parks the bytes here under a random token, and hands the SDK a placeholder result that carries only
 the token (``_meta``); the session's transport, when it frames that placeholder's response, writes
-the parked bytes instead (``answer_from_parked``). Nothing else changes on the wire: the bytes
-are what the SDK would have written.
+the parked bytes instead (``answer_from_parked``). Nothing else changes on the wire: the event
+carries the JSON value the SDK would have written, framed the same way.
 
 Only 2025-era sessions are served this way: the 2026 single-exchange path frames its answers
 itself, and the app never enables the SDK's JSON-response mode.
