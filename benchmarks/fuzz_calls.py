@@ -46,6 +46,7 @@ INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 UNEXPECTED = b"failed unexpectedly"
+FUZZ_USER, FUZZ_PASSWORD = "fuzz", "fuzz-password"
 
 
 # ---------------------------------------------------------------- generation
@@ -290,6 +291,16 @@ def _free_port() -> int:
         return sock.getsockname()[1]
 
 
+def _login(port: int) -> str:
+    """A session token for the fuzz WRITER made by ``_scratch``."""
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
+    conn.request("POST", "/ClientREST/Login", body=json.dumps({"user": FUZZ_USER, "password": FUZZ_PASSWORD}),
+                 headers={"Content-Type": "application/json"})
+    token = json.loads(conn.getresponse().read())["token"]
+    conn.close()
+    return token
+
+
 def _sse_or_json(content_type: str, body: bytes) -> list[dict[str, Any]]:
     if content_type.startswith("application/json"):
         value = json.loads(body)
@@ -334,6 +345,7 @@ def run_http(gen: Generator, judge: Judge, calls: int, server_args: list[str], w
             if sock.connect_ex(("127.0.0.1", port)) == 0:
                 break
         time.sleep(0.2)
+    headers["Authorization"] = f"Bearer {_login(port)}"  # /mcp needs a session (spec/security.md)
     counters: dict[str, Any] = {"unanswered": 0, "http_errors": 0, "null_id_errors": 0}
     lock = threading.Lock()
     next_id = iter(range(calls))
@@ -398,12 +410,15 @@ def run_http(gen: Generator, judge: Judge, calls: int, server_args: list[str], w
 def _scratch(tmp: Path) -> tuple[list[str], dict[str, Any]]:
     from knowspec.impl.config import Settings
     from knowspec.impl.demo import EXAMPLES, prepare
+    from knowspec.impl.docpool import auth
 
     bundle = tmp / "bundle"
     shutil.copytree(EXAMPLES / "okf-sample", bundle)
     settings = Settings(appdir=tmp / "appdir")
     prepare(settings)
-    args = ["--appdir", str(settings.appdir), "--database", str(settings.default_database)]
+    auth.create_user(settings.catalog_path, FUZZ_USER, FUZZ_PASSWORD, ["WRITER"])
+    # Over HTTP, OKF tools serve only under --bundle-root; stdio ignores it.
+    args = ["--appdir", str(settings.appdir), "--database", str(settings.default_database), "--bundle-root", str(tmp)]
     fill = {"bundle_path": str(bundle), "concept_id": "tables/orders", "database": settings.default_database,
             "query": "revenue"}
     return args, fill

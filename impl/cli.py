@@ -116,8 +116,10 @@ def _mount(subparsers: argparse._SubParsersAction, module: str, func: str) -> No
 def _serve(args: argparse.Namespace) -> int:
     from knowspec.impl import runtime as process
     from knowspec.impl.server.access import apply_serve_access_options
+    from knowspec.impl.server.native_memory import limit_arenas
     from knowspec.impl.server.pipeline import ToolRuntime
 
+    limit_arenas()  # before any worker thread exists: bounded RSS (impl/server/native_memory.py)
     settings = settings_from(args)
     apply_serve_access_options(args, settings)
     if args.call_timeout:

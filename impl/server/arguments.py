@@ -25,14 +25,16 @@ def _valid_utf8(text: str) -> bool:
     return True
 
 
-def walk_arguments(arguments: Any) -> None:
+def walk_arguments(arguments: Any, budget: dict[str, int] | None = None) -> int:
     """Raise ``invalid_request`` or ``resource_limit`` for arguments no tool may receive.
 
     Recursion is bounded by ``MAX_DEPTH``; a cycle is a container that contains itself (a
-    container shared by two branches is fine).
+    container shared by two branches is fine). Returns the estimated size in bytes; a caller's
+    ``budget`` ({"values": 0, "bytes": 0}) also shows how far a refused walk got.
     """
-    budget = {"values": 0, "bytes": 0}
+    budget = {"values": 0, "bytes": 0} if budget is None else budget
     _walk(arguments, 1, set(), budget)
+    return budget["bytes"]
 
 
 def _charge(budget: dict[str, int], size: int) -> None:

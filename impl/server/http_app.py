@@ -18,6 +18,7 @@ from knowspec.impl.rest.session_endpoints import bearer_token
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
 from knowspec.impl.server.access import LOGIN_HINT, BearerGate, guarded_runtime
+from knowspec.impl.server.http_answers import ParkedAnswers, answer_from_parked
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -56,7 +57,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         found = auth.get_user(settings.catalog_path, user)
         return None if found is None else found.roles
 
-    server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for)
+    answers = ParkedAnswers()  # tool answers are encoded off the event loop (http_answers.py)
+    server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
+                          answers=answers)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),
@@ -75,6 +78,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # resource_limit instead of an HTTP 413 the client would see as a JSON-RPC error.
         max_request_body_size=MAX_REQUEST_BYTES,
     )
+    answer_from_parked(server.session_manager, answers)
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read

@@ -9,11 +9,13 @@ from __future__ import annotations
 
 from typing import Any
 
+import anyio
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
+from knowspec.impl.server.http_answers import ParkedAnswers, encode_answer, parks_answers_for
 from knowspec.impl.server.pipeline import ToolRuntime
 
 
@@ -31,8 +33,12 @@ def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
     return name, ver
 
 
-def build_server(runtime: ToolRuntime, caller_for: Any = None) -> Server:
-    """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted."""
+def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAnswers | None = None) -> Server:
+    """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted.
+
+    With ``answers`` (HTTP), a call's answer is encoded in a worker thread and parked there, and
+    the SDK carries a placeholder to the transport (``http_answers.py``).
+    """
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
 
@@ -43,7 +49,11 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None) -> Server:
         if params.name not in runtime.entries:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name}")
         caller = caller_for(ctx) if caller_for else Caller()
-        return await runtime.call(params.name, params.arguments, caller)
+        result = await runtime.call(params.name, params.arguments, caller)
+        if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
+            return result
+        frame = await anyio.to_thread.run_sync(encode_answer, ctx.request_id, ctx.protocol_version, result)
+        return answers.park(frame)
 
     name, version = server_identity(runtime)
     return Server(

@@ -22,6 +22,7 @@ from knowspec.impl.context import CallContext, Caller, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
 from knowspec.impl.server.arguments import walk_arguments
 from knowspec.impl.server.envelope import error_result, fallback_text, success_result
+from knowspec.impl.server.native_memory import HeapTrimmer
 from knowspec.impl.server.validation import SchemaCheck, input_error, output_error
 
 if TYPE_CHECKING:
@@ -64,6 +65,7 @@ class ToolRuntime:
         self.raise_unexpected = self.process.settings.raise_unexpected
         self._input_checks: dict[str, SchemaCheck] = {}
         self._output_checks: dict[str, SchemaCheck] = {}
+        self.heap = HeapTrimmer()
 
     def implemented(self) -> dict[str, bool]:
         return {name: self.handlers.get(name) is not None for name in self.order}
@@ -108,13 +110,16 @@ class ToolRuntime:
             return error_result(err)
 
     def _call_sync(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> types.CallToolResult:
+        walked = {"values": 0, "bytes": 0}
         try:
-            return self._success(entry, self._run(entry, arguments, ctx))
+            result = self._success(entry, self._run(entry, arguments, ctx, walked))
         except ToolError as err:
-            return error_result(err)
+            result = error_result(err)
+        self.heap.after_call(walked["bytes"] + sum(len(getattr(c, "text", "")) for c in result.content))
+        return result
 
-    def _run(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> ToolOutput:
-        walk_arguments(arguments)
+    def _run(self, entry: ToolEntry, arguments: Any, ctx: CallContext, walked: dict[str, int]) -> ToolOutput:
+        walk_arguments(arguments, walked)
         errors = self._input_check(entry).errors(arguments)
         if errors:
             raise input_error(errors)

@@ -1,0 +1,72 @@
+"""Give freed native heap back to the system, so a long-running server's RSS stays bounded.
+
+Measured with ``benchmarks/fuzz_calls.py`` (12,000 stdio calls): Python's own object count stays
+flat, yet RSS grew 128 → 390 MiB. The growth is glibc malloc keeping freed memory: every worker
+thread gets its own arena, and the big transient buffers of a hostile call (a 70,000-character
+argument, a 12,000-item array, a large answer) leave holes that malloc keeps instead of returning.
+Limiting arenas to two (``mallopt(M_ARENA_MAX)``) brought the run to 213 MiB; trimming now and
+then (``malloc_trim(0)``) to 163 MiB; both together to 142 MiB. Python's GIL serialises
+allocation anyway, so more arenas buy nothing here.
+
+Both calls exist only in glibc; elsewhere (musl, macOS, Windows) every function here is a no-op.
+"""
+
+from __future__ import annotations
+
+import ctypes
+import ctypes.util
+import threading
+from dataclasses import dataclass, field
+from typing import Callable
+
+M_ARENA_MAX = -8  # glibc's mallopt parameter number
+ARENAS = 2
+TRIM_AFTER_BYTES = 8 * 1024 * 1024  # calls that moved this much input/output since the last trim
+TRIM_AFTER_CALLS = 256  # or this many calls: small calls fragment too, a trim then is a few ms
+
+
+def _glibc():
+    try:
+        libc = ctypes.CDLL(ctypes.util.find_library("c") or "libc.so.6")
+    except OSError:
+        return None
+    return libc if hasattr(libc, "malloc_trim") and hasattr(libc, "mallopt") else None
+
+
+_LIBC = _glibc()
+
+
+def limit_arenas(arenas: int = ARENAS) -> bool:
+    """Cap glibc's malloc arenas (call once at server start, before worker threads); True if applied."""
+    return bool(_LIBC is not None and _LIBC.mallopt(M_ARENA_MAX, arenas))
+
+
+def release_free_memory() -> bool:
+    """Return free heap pages of every arena to the system; True if glibc released any."""
+    return bool(_LIBC is not None and _LIBC.malloc_trim(0))
+
+
+def trim_due(calls: int, moved_bytes: int) -> bool:
+    """The rule: trim once enough calls, or enough input/output bytes, passed since the last trim."""
+    return calls >= TRIM_AFTER_CALLS or moved_bytes >= TRIM_AFTER_BYTES
+
+
+@dataclass
+class HeapTrimmer:
+    """Counts finished calls and their size; trims (in the calling worker thread) when ``trim_due``."""
+
+    release: Callable[[], bool] = release_free_memory
+    calls: int = 0
+    moved_bytes: int = 0
+    _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
+
+    def after_call(self, moved_bytes: int) -> bool:
+        """Note one finished call that read and wrote ``moved_bytes``; True if it trimmed."""
+        with self._lock:
+            self.calls += 1
+            self.moved_bytes += moved_bytes
+            if not trim_due(self.calls, self.moved_bytes):
+                return False
+            self.calls = self.moved_bytes = 0
+        self.release()
+        return True
