@@ -20,6 +20,7 @@ import datetime
 import json
 import os
 import sys
+import tempfile
 from pathlib import Path
 from typing import Any, Callable
 
@@ -43,8 +44,20 @@ class Switch:
     def __init__(self, control: Path, runtime: ToolRuntime) -> None:
         self.control, self.runtime = control, runtime
         self.originals = dict(runtime.handlers)
+        self.current = dict(self.originals)
         self.name, self.stamp, self.state = "identity", None, {}
         self.undo: list[Callable[[], None]] = []
+        # The server copies the handler table (e.g. the HTTP app's access guard wraps each
+        # handler once), so every entry becomes a dispatcher to the active mutant's handler.
+        for tool, handler in self.originals.items():
+            if handler is not None:
+                runtime.handlers[tool] = self._dispatcher(tool)
+
+    def _dispatcher(self, tool: str) -> Handler:
+        def run(args: Any, ctx: CallContext) -> ToolOutput:
+            return self.current[tool](args, ctx)
+        run.__name__ = tool
+        return run
 
     def active(self) -> str:
         try:
@@ -63,14 +76,13 @@ class Switch:
         for undo in reversed(self.undo):
             undo()
         self.undo.clear()
-        self.runtime.handlers.clear()
-        self.runtime.handlers.update(self.originals)
+        self.current = dict(self.originals)
         self.name, self.state = name, {}
         if name in SERVER_MUTANTS:
             SERVER_PATCHES[name](self)
 
     def wrap(self, tool: str, make: Callable[[Handler], Handler]) -> None:
-        self.runtime.handlers[tool] = make(self.originals[tool])
+        self.current[tool] = make(self.originals[tool])
 
     def setattr(self, target: Any, attr: str, value: Any) -> None:
         old = getattr(target, attr)
@@ -88,17 +100,17 @@ def _model(switch: Switch, tool: str, data: dict[str, Any]) -> Any:
     return switch.runtime.entries[tool].input_model.model_validate(data)
 
 
-def _live(switch: Switch, preview: str, args: Any, drop: tuple[str, ...]) -> dict[str, Any]:
+def _live(switch: Switch, preview: str, args: Any, drop: tuple[str, ...], ctx: CallContext) -> dict[str, Any]:
     """What the preview tool says about the live bundle for the same request."""
     data = {k: v for k, v in _dump(args).items() if k not in drop}
-    return switch.originals[preview](_model(switch, preview, data), CallContext()).structured
+    return switch.originals[preview](_model(switch, preview, data), ctx).structured
 
 
 def _substituted(switch: Switch, tool: str, preview: str, drop: tuple[str, ...],
                  fields: dict[str, str]) -> None:
     def make(handler: Handler) -> Handler:
         def run(args: Any, ctx: CallContext) -> ToolOutput:
-            live = _live(switch, preview, args, drop)
+            live = _live(switch, preview, args, drop, ctx)
             update = {field: live.get(source) for field, source in fields.items() if live.get(source)}
             return handler(_model(switch, tool, {**_dump(args), **update}), ctx)
         return run
@@ -280,20 +292,42 @@ def register_pool(directory: Path, settings: Settings) -> None:
         catalog.execute_alter(settings.catalog_db, f"ALTER DATABASE {database} SET DOCUMENTS INTERNAL")
 
 
+def create_users(settings: Settings, admin: str | None, reader: str | None) -> None:
+    """A SYSADMIN and a reader (another role) for the REST checks and the bearer-token MCP writes."""
+    from knowspec.impl.docpool import auth
+
+    cost, auth.SCRYPT_N = auth.SCRYPT_N, 2**8  # the hash keeps its own parameters: cheap logins
+    try:
+        for spec, roles in ((admin, ["SYSADMIN"]), (reader, ["Muhasebe"])):
+            if spec:
+                user, _, password = spec.partition(":")
+                auth.create_user(settings.catalog_path, user, password, roles)
+    finally:
+        auth.SCRYPT_N = cost
+
+
 def main(argv: list[str] | None = None) -> int:
     parser = argparse.ArgumentParser(prog="mutant_host")
     parser.add_argument("--control", type=Path, required=True, help="file naming the active mutant")
     parser.add_argument("--pool", type=Path, default=None, help="a pool fixture dir (knowspec conform fixture)")
     parser.add_argument("--appdir", type=Path, default=None)
+    parser.add_argument("--admin", metavar="USER:PASSWORD", default=None, help="create this SYSADMIN user")
+    parser.add_argument("--reader", metavar="USER:PASSWORD", default=None, help="create this non-admin user")
+    parser.add_argument("--bundle-root", type=Path, action="append", default=None,
+                        help="OKF bundles served over HTTP live under here (default: the temp dir the suite writes to)")
     mode = parser.add_mutually_exclusive_group(required=True)
     mode.add_argument("--stdio", action="store_true")
     mode.add_argument("--http", metavar="HOST:PORT")
     ns = parser.parse_args(argv)
+    ns.bundle_root = ns.bundle_root or [Path(tempfile.gettempdir())]
     settings = Settings()
+    settings.allow_anonymous = True   # the suite judges anonymous MCP callers (principals {*})
+    settings.bundle_roots = tuple(root.absolute() for root in ns.bundle_root)
     if ns.appdir:
         settings.appdir = ns.appdir.absolute()
     if ns.pool:
         register_pool(ns.pool.absolute(), settings)
+    create_users(settings, ns.admin, ns.reader)
     runtime = ToolRuntime(settings)
     switch = Switch(ns.control.absolute(), runtime)
     mcp_server.Server = mutant_server_class(switch)
