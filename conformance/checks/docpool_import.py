@@ -10,6 +10,8 @@ these checks skip, naming that mode.
 
 from __future__ import annotations
 
+import json
+
 import secrets
 import sqlite3
 from dataclasses import dataclass, field
@@ -527,6 +529,10 @@ def _refused(ctx: CheckContext, what: str, params: dict[str, Any]) -> None:
     if status != 202 or not isinstance(body, dict) or body.get("result") is not False or not body.get("message"):
         raise CheckFailed(f"IMPORTDOC {what}: HTTP {status}, expected 202 {{result: false, message}}",
                           arguments=params, response={"status": status, "body": body})
+    folder = str(_run(ctx).source.parent) if _run(ctx).source else ""
+    if folder and folder in json.dumps(body, ensure_ascii=False):
+        raise CheckFailed(f"IMPORTDOC {what}: the refusal names the absolute path {folder}", arguments=params,
+                          response={"status": status, "body": body})
 
 
 @check("docpool_import_refusals", RULE_REFUSALS, scope="server", applies=_imported_by_rest)

@@ -59,15 +59,21 @@ def _checks_of(cases: tuple[str, ...]) -> list[str]:
     return out
 
 
-def _tool_label(tools: tuple[str, ...]) -> str:
-    return tools[0] if len(tools) == 1 else "(cross-tool)" if tools else "-"
+def _tools_of(r) -> tuple[str, ...]:
+    """The tools a mutant is counted under; a REST-surface mutant (no MCP tool) under "(REST)"."""
+    return r.tools or (("(REST)",) if r.kind == "rest" else ("-",))
+
+
+def _tool_label(r) -> str:
+    tools = _tools_of(r)
+    return tools[0] if len(tools) == 1 else "(cross-tool)"
 
 
 def tool_counts(results: list) -> dict[str, tuple[int, int]]:
     """(killed, mutants) per tool; a mutant judged on several tools counts once for each."""
     counts: dict[str, list[int]] = {}
     for r in results:
-        for tool in r.tools or ("-",):
+        for tool in _tools_of(r):
             row = counts.setdefault(tool, [0, 0])
             row[0] += int(r.killed)
             row[1] += 1
@@ -115,7 +121,7 @@ def run_mutants(ns: argparse.Namespace) -> int:
     elapsed = time.monotonic() - start
     for r in results:
         verdict = "[green]killed[/]  " if r.killed else "[red]SURVIVED[/]"
-        console.print(f"{r.name:44} {_tool_label(r.tools):22} {r.kind:9} {verdict} {r.seconds:6.1f}s "
+        console.print(f"{r.name:44} {_tool_label(r):22} {r.kind:9} {verdict} {r.seconds:6.1f}s "
                       f"{escape(', '.join(_checks_of(r.killed_by)[:4]))}", highlight=False)
     killed = sum(r.killed for r in results)
     per_tool = tool_counts(results)

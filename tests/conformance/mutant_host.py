@@ -202,6 +202,105 @@ def _help_stats_plus(s: Switch) -> None:
     s.wrap("help_stats", make)
 
 
+# ---- REST mutants: the session gate, statuses, envelope, body cap and IMPORTDOC -------------------
+
+def _rest_modules() -> tuple[Any, Any, Any, Any, Any]:
+    from knowspec.impl.docpool import auth, importdoc
+    from knowspec.impl.rest import admin, session_endpoints, tool_endpoints
+
+    return auth, importdoc, admin, session_endpoints, tool_endpoints
+
+
+def _any_password(s: Switch) -> None:
+    auth = _rest_modules()[0]
+    s.setattr(auth, "authenticate", lambda catalog, user, password: auth.get_user(catalog, user))
+
+
+def _session_gate(s: Switch, module: Any, make: Callable[[Callable], Callable]) -> None:
+    s.setattr(module, "require_session", make(module.require_session))
+
+
+def _anonymous_session(require: Callable) -> Callable:
+    from knowspec.impl.rest.sessions import Session
+
+    def gate(request: Any, sessions: Any, **kwargs: Any) -> Any:
+        try:
+            return require(request, sessions, **kwargs)
+        except ToolError:
+            return Session("", "", (), None, float("inf"))
+    return gate
+
+
+def _forbidden_without_session(require: Callable) -> Callable:
+    def gate(request: Any, sessions: Any, **kwargs: Any) -> Any:
+        try:
+            return require(request, sessions, **kwargs)
+        except ToolError as exc:
+            raise ToolError("forbidden", exc.message) from None
+    return gate
+
+
+def _unrestricted_session(require: Callable) -> Callable:
+    class Everyone:
+        def __init__(self, session: Any) -> None:
+            self.session = session
+
+        def __getattr__(self, name: str) -> Any:
+            return getattr(self.session, name)
+
+        def caller(self) -> Caller:
+            return Caller(user=self.session.user, roles=self.session.roles, database=self.session.database,
+                          unrestricted=True)
+    return lambda request, sessions, **kwargs: Everyone(require(request, sessions, **kwargs))
+
+
+def _no_sysadmin_gate(s: Switch) -> None:
+    admin = _rest_modules()[2]
+    require = admin.require_session
+    s.setattr(admin, "require_session", lambda request, sessions, **kwargs: require(request, sessions))
+    s.setattr(admin, "_still_sysadmin", lambda settings, sessions, session: None)
+
+
+def _logout_keeps(s: Switch) -> None:
+    from knowspec.impl.rest.sessions import SessionStore
+
+    s.setattr(SessionStore, "close", lambda self, token: True)
+
+
+def _errors_answer_400(s: Switch) -> None:
+    s.setattr(_rest_modules()[4], "STATUS_BY_CODE", {})
+
+
+def _generic_code(s: Switch) -> None:
+    from starlette.responses import JSONResponse
+
+    tool_endpoints = _rest_modules()[4]
+    call = tool_endpoints.call_tool
+
+    async def generic(*args: Any, **kwargs: Any) -> Any:
+        response = await call(*args, **kwargs)
+        if response.status_code < 400:
+            return response
+        body = json.loads(response.body)
+        return JSONResponse({**body, "code": "invalid_request"}, status_code=response.status_code)
+    s.setattr(tool_endpoints, "call_tool", generic)
+
+
+def _body_cap_off(s: Switch) -> None:
+    from knowspec.impl.server.body_limits import BodyLimitMiddleware
+
+    async def passthrough(self: Any, scope: Any, receive: Any, send: Any) -> None:
+        await self.app(scope, receive, send)
+    s.setattr(BodyLimitMiddleware, "__call__", passthrough)
+
+
+def _refusal_names_path(s: Switch) -> None:
+    _, importdoc, admin, _, _ = _rest_modules()
+    refusal = importdoc.source_refusal
+    s.setattr(importdoc, "source_refusal", lambda source, collection, shown=None: refusal(source.absolute(), collection))
+    s.setattr(admin, "redact_message", lambda message: message)
+
+
 PATCH_DROP = ("expected_revision", "expected_plan_digest")
 V02_DROP = ("expected_source", "proof", "expected_plan_digest")
 SERVER_PATCHES: dict[str, Callable[[Switch], None]] = {
@@ -233,6 +332,18 @@ SERVER_PATCHES: dict[str, Callable[[Switch], None]] = {
     "doc_entities_limit_off_by_one": lambda s: _args_edit(
         s, "doc_entities", lambda a: {**a, "limit": a.get("limit", 20) + 1} if a.get("kind") or a.get("q") else a),
 }
+SERVER_PATCHES.update({
+    "rest_login_accepts_wrong_password": _any_password,
+    "rest_doc_without_session": lambda s: _session_gate(s, _rest_modules()[4], _anonymous_session),
+    "rest_no_session_answers_403": lambda s: _session_gate(s, _rest_modules()[4], _forbidden_without_session),
+    "rest_logout_keeps_session": _logout_keeps,
+    "rest_tool_errors_answer_400": _errors_answer_400,
+    "rest_envelope_code_generic": _generic_code,
+    "rest_body_cap_off": _body_cap_off,
+    "rest_doc_calls_ignore_acl": lambda s: _session_gate(s, _rest_modules()[4], _unrestricted_session),
+    "importdoc_without_sysadmin": _no_sysadmin_gate,
+    "importdoc_refusal_leaks_path": _refusal_names_path,
+})
 assert set(SERVER_PATCHES) == set(SERVER_MUTANTS), set(SERVER_PATCHES) ^ set(SERVER_MUTANTS)
 
 
@@ -337,7 +448,14 @@ def main(argv: list[str] | None = None) -> int:
         from knowspec.impl.server.http_app import build_app
 
         host, _, port = ns.http.rpartition(":")
-        uvicorn.run(build_app(runtime, host=host), host=host, port=int(port), log_level="warning")
+        app = build_app(runtime, host=host)
+
+        async def switched(scope: Any, receive: Any, send: Any) -> None:
+            if scope["type"] == "http":   # REST requests switch mutants too (MCP calls do in call_tool)
+                switch.active()
+            await app(scope, receive, send)
+
+        uvicorn.run(switched, host=host, port=int(port), log_level="warning")
         return 0
     import anyio
 
