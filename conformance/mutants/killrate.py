@@ -161,7 +161,7 @@ class HostWorker:
         else:
             self.target = "stdio:" + command
 
-    def _wait(self, port: int, timeout: float = 60.0) -> None:
+    def _wait(self, port: int, timeout: float = 300.0) -> None:   # a host may build a model pack first
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc is not None and self.proc.poll() is not None:

@@ -403,6 +403,42 @@ def register_pool(directory: Path, settings: Settings) -> None:
         catalog.execute_alter(settings.catalog_db, f"ALTER DATABASE {database} SET DOCUMENTS INTERNAL")
 
 
+def add_vectors(directory: Path) -> None:
+    """Give the fixture's pools vectors: a tiny random e5-style pack built offline from
+    ``tests/vectors/synth_models.py`` (its vectors mean nothing, but they run the real tokenizer
+    and ONNX path) in the pools' model folder, and a vector for every topic and chunk, so that
+    vector and hybrid searches answer with scores the ordering checks can judge."""
+    import re
+    import sqlite3
+
+    from rich.console import Console
+
+    sys.path.insert(0, str(Path(__file__).resolve().parents[1]))
+    from vectors.synth_models import random_weights, write_hf_folder
+
+    from knowspec.impl.docpool.vectors.embedder import load_embedder
+    from knowspec.impl.docpool.vectors.onnx_graph import BertShape
+    from knowspec.impl.docpool.vectors.pack_builder import SANITY_PAIRS, VERIFY_SENTENCES, build_pack
+    from knowspec.impl.docpool.vectors.pool_embed import embed_pool
+
+    pools = [directory / "docs.db", directory / "help.db"]
+    text = " ".join(VERIFY_SENTENCES + [q for q, _ in SANITY_PAIRS] + [p for _, p in SANITY_PAIRS] + ["query passage"])
+    for pool in pools:
+        with sqlite3.connect(pool) as con:
+            text += " " + " ".join(" ".join(filter(None, row)) for row in con.execute(
+                'select t.title, ch.heading, ch.body from "doc$chunk" ch join "doc$topic" t on t.id = ch.topic_id'))
+    words = sorted(set(re.findall(r"\w+", text.lower())))
+    shape = BertShape(hidden=128, layers=2, heads=4, ffn=256, eps=1e-12)
+    folder = write_hf_folder(directory / "tiny-bert", random_weights(shape, vocab=len(words) + 4, max_pos=40, seed=1),
+                             words)
+    pack = directory / "models" / "e5-int8"
+    build_pack(f"hf:{folder}", pack, console=Console(file=open(os.devnull, "w")), min_mean_cosine=-1.0)
+    embedder = load_embedder(pack)
+    for pool in pools:
+        with sqlite3.connect(pool) as con:
+            embed_pool(con, embedder)
+
+
 def create_users(settings: Settings, admin: str | None, reader: str | None) -> None:
     """A SYSADMIN and a reader (another role) for the REST checks and the bearer-token MCP writes."""
     from knowspec.impl.docpool import auth
@@ -422,6 +458,8 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--control", type=Path, required=True, help="file naming the active mutant")
     parser.add_argument("--pool", type=Path, default=None, help="a pool fixture dir (knowspec conform fixture)")
     parser.add_argument("--appdir", type=Path, default=None)
+    parser.add_argument("--vectors", action="store_true",
+                        help="with --pool: a tiny offline model pack and vectors for the pools (vector/hybrid search)")
     parser.add_argument("--admin", metavar="USER:PASSWORD", default=None, help="create this SYSADMIN user")
     parser.add_argument("--reader", metavar="USER:PASSWORD", default=None, help="create this non-admin user")
     parser.add_argument("--bundle-root", type=Path, action="append", default=None,
@@ -438,6 +476,8 @@ def main(argv: list[str] | None = None) -> int:
         settings.appdir = ns.appdir.absolute()
     if ns.pool:
         register_pool(ns.pool.absolute(), settings)
+        if ns.vectors:
+            add_vectors(ns.pool.absolute())
     create_users(settings, ns.admin, ns.reader)
     runtime = ToolRuntime(settings)
     switch = Switch(ns.control.absolute(), runtime)
