@@ -3,7 +3,8 @@
 Host mode (fast, all tools, server-side mutants too)::
 
     knowspec conform mutants --kill-rate --json killrate.json \\
-        --server ".venv/bin/python tests/conformance/mutant_host.py --control {control} --pool {pool} --http 127.0.0.1:{port}"
+        --server ".venv/bin/python tests/conformance/mutant_host.py --control {control} --pool {pool} \\
+                  --admin {admin} --reader {reader} --vectors --http 127.0.0.1:{port}"
 
 Proxy mode (any stdio server; response, client and pairing mutants)::
 
@@ -134,6 +135,8 @@ def run_mutants(ns: argparse.Namespace) -> int:
         report_path(ns.json).write_text(json.dumps({
             "killed": killed, "total": len(results), "seconds": round(elapsed, 1), "mode": "host" if host else "proxy",
             "jobs": ns.jobs if host else 1, "quick": bool(ns.quick),
+            "host_start_seconds": round(baseline.seconds, 1) if host else None,
+            "mutant_seconds": round(sum(r.seconds for r in results), 1),
             "baseline_failures": list(baseline.killed_by),
             "per_tool": {t: {"killed": k, "total": n} for t, (k, n) in per_tool.items()},
             "per_kind": dict(sorted(collections.Counter(r.kind for r in results).items())),

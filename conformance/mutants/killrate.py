@@ -259,7 +259,9 @@ def _host_worker(args: tuple[str, RunConfig, list[str], int]) -> list[MutantResu
     server, base, names, index = args
     root = Path(tempfile.mkdtemp(prefix=f"knowspec-mutants-{index}-"))
     worker = HostWorker(server, base, root)
+    started = time.monotonic()
     worker.start()
+    startup = time.monotonic() - started   # server start, pool fixture (and model pack) build
     results = []
     try:
         for name in names:
@@ -271,7 +273,7 @@ def _host_worker(args: tuple[str, RunConfig, list[str], int]) -> list[MutantResu
     finally:
         worker.stop()
     failing = sorted({case for cases in worker.baselines.values() for case in cases})
-    results.append(MutantResult("identity", False, tuple(failing)))
+    results.append(MutantResult("identity", False, tuple(failing), seconds=startup))
     return results
 
 
@@ -287,7 +289,8 @@ def partition(names: list[str], jobs: int) -> list[list[str]]:
 
 
 def host_kill_rate(base: RunConfig, server: str, names: list[str], jobs: int = 2) -> list[MutantResult]:
-    """Host mode over ``jobs`` worker processes; the last item is the identity baseline."""
+    """Host mode over ``jobs`` worker processes; the last item is the identity baseline (its
+    ``seconds``: the slowest worker's start-up: server, pool fixture, model pack)."""
     buckets = partition(names, jobs)
     work = [(server, base, bucket, i) for i, bucket in enumerate(buckets)]
     if len(work) == 1:
@@ -299,15 +302,17 @@ def host_kill_rate(base: RunConfig, server: str, names: list[str], jobs: int = 2
     baseline = sorted({c for part in parts for r in part if r.name == "identity" for c in r.killed_by})
     order = {n: i for i, n in enumerate(names)}
     results.sort(key=lambda r: order.get(r.name, 0))
-    return [*results, MutantResult("identity", False, tuple(baseline))]
+    startups = [r.seconds for part in parts for r in part if r.name == "identity"]
+    return [*results, MutantResult("identity", False, tuple(baseline), seconds=max(startups, default=0.0))]
 
 
 QUICK_SERVER = ("apply_patch_no_compare_and_swap", "doc_search_acl_after_ranking", "query_fold_keeps_dotless_i",
-                "write_concept_drops_body", "doc_entity_counts_hidden_topics")
+                "write_concept_drops_body", "doc_entity_counts_hidden_topics", "rest_login_accepts_wrong_password",
+                "rest_doc_calls_ignore_acl")
 
 
 def quick_subset(names: list[str]) -> list[str]:
-    """One response mutant per tool, plus the server mutants a proxy cannot fake (CI)."""
+    """One response mutant per tool, plus the server and REST mutants a proxy cannot fake (CI)."""
     seen: set[tuple[str, ...]] = set()
     out = []
     for name in names:
