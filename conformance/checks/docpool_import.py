@@ -230,8 +230,9 @@ def entity_view(fx: PoolFixture, e: Entity, principals: frozenset[str] | None) -
 def expected_counts(fx: PoolFixture, principals: frozenset[str] | None) -> dict[str, int]:
     """What the import adds to doc_stats counts: topic-bound rows only for allowed topics."""
     seen = [t for t in fx.topics if allowed(fx, t, principals)]
-    return {"topic": len(seen), "chunk": sum(len(t.chunks) for t in seen), "topic_vec": 0, "chunk_vec": 0,
-            "entity": len(fx.entities), "entity_rel": len(fx.relations), "alias": len(fx.aliases),
+    chunks = sum(len(t.chunks) for t in seen)   # vectors: none, unless the fixture's server embedded them
+    return {"topic": len(seen), "chunk": chunks, "topic_vec": len(seen) if fx.vectors else 0,
+            "chunk_vec": chunks if fx.vectors else 0, "entity": len(fx.entities), "entity_rel": len(fx.relations), "alias": len(fx.aliases),
             "link": sum(len(t.links) for t in seen), "acl": sum(len(t.acl) for t in seen)}
 
 

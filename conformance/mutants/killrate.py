@@ -132,6 +132,7 @@ class HostWorker:
     rest_url: str = ""
     users: dict[str, tuple[str, str]] = field(default_factory=dict)
     imports: Path | None = None
+    rest_database: str | None = None
     proc: subprocess.Popen | None = None
     baselines: dict[tuple, set[str]] = field(default_factory=dict)   # (check, tools, family, rest) → failing cases
 
@@ -149,6 +150,7 @@ class HostWorker:
             values["pool"] = str(pool.directory)
             self.base = replace(self.base, pool_fixture=pool.directory)
             self.imports = pool.directory / "imports"   # the host's IMPORTDOC folder (its appdir's imports)
+            self.rest_database = f"{pool.database}rest"  # the host's copy of the pool that REST runs import into
             self.imports.mkdir(exist_ok=True)
         if "{port}" in self.server:
             values["port"] = str(free_port())
@@ -202,7 +204,7 @@ class HostWorker:
             reader_user, reader_password = self.users.get("reader", (None, None))
             return replace(config, rest_url=self.rest_url, admin_user=admin_user, admin_password=admin_password,
                            reader_user=reader_user, reader_password=reader_password, pool_fixture=None,
-                           pool_dir=self.imports, family="all")
+                           pool_dir=self.imports, pool_database=self.rest_database, family="all")
         if config.family == "okf":
             return replace(config, rest_url=self.rest_url, admin_user=admin_user, admin_password=admin_password)
         return config

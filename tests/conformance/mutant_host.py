@@ -19,6 +19,7 @@ import dataclasses
 import datetime
 import json
 import os
+import shutil
 import sys
 import tempfile
 from pathlib import Path
@@ -389,7 +390,8 @@ def _edit(switch: Switch, request: dict, response: dict) -> dict:
 # ---- serving ----------------------------------------------------------------------------------
 
 def register_pool(directory: Path, settings: Settings) -> None:
-    """Serve DIR/docs.db as the fixture's database and DIR/help.db as the help pool."""
+    """Serve DIR/docs.db as the fixture's database (and a copy as ``<database>rest``), DIR/help.db
+    as the help pool."""
     from knowspec.impl.docpool import catalog
 
     manifest = json.loads((directory / "fixture.json").read_text(encoding="utf-8"))
@@ -398,9 +400,13 @@ def register_pool(directory: Path, settings: Settings) -> None:
     settings.help_db = directory / "help.db"
     settings.catalog_db = directory / "catalog.db"
     settings.default_database = database
-    if catalog.get_database(settings.catalog_db, database) is None:
-        catalog.register_database(settings.catalog_db, database, "SQLITE", str(directory / "docs.db"))
-        catalog.execute_alter(settings.catalog_db, f"ALTER DATABASE {database} SET DOCUMENTS INTERNAL")
+    # <database>rest: a copy REST runs import into (IMPORTDOC adds collections, which the pool
+    # oracles of the other mutants, judging exact counts on <database>, must never see).
+    shutil.copyfile(directory / "docs.db", directory / "rest-docs.db")
+    for name, pool in ((database, "docs.db"), (f"{database}rest", "rest-docs.db")):
+        if catalog.get_database(settings.catalog_db, name) is None:
+            catalog.register_database(settings.catalog_db, name, "SQLITE", str(directory / pool))
+            catalog.execute_alter(settings.catalog_db, f"ALTER DATABASE {name} SET DOCUMENTS INTERNAL")
 
 
 def add_vectors(directory: Path) -> None:
@@ -437,6 +443,9 @@ def add_vectors(directory: Path) -> None:
     for pool in pools:
         with sqlite3.connect(pool) as con:
             embed_pool(con, embedder)
+    manifest = directory / "fixture.json"   # the oracles expect one vector per topic and chunk now
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text(encoding="utf-8")), "vectors": True}) + "\n",
+                        encoding="utf-8")
 
 
 def create_users(settings: Settings, admin: str | None, reader: str | None) -> None:
