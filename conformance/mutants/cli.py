@@ -88,7 +88,7 @@ def run_mutants(ns: argparse.Namespace) -> int:
     )
     from knowspec.conformance.mutants.server_catalogue import SERVER_MUTANTS
 
-    console = Console(stderr=True)
+    console = Console(stderr=True, soft_wrap=True)   # one line per mutant, whatever the width
     host = is_host_command(ns.server)
     known = HOST_MUTANTS if host else ALL_MUTANTS
     if ns.list:
