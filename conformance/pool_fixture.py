@@ -160,6 +160,7 @@ class PoolFixture:
     relations: tuple[Relation, ...]
     aliases: tuple[Alias, ...]
     general_meta: tuple[tuple[str, str], ...]
+    vectors: bool = False   # the target's copy holds one vector per topic and chunk (added after writing)
 
     @property
     def open_id(self) -> str:

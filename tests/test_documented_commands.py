@@ -90,7 +90,8 @@ ROWS: dict[str, Row] = {
         Row("run", "pools", append=" --mutant search_reverse_hits --tool search_concepts --check result_ordering",
             expect="kill rate 1/1"),
     '$K conform mutants --kill-rate --min-rate 0.95 --json killrate.json --server ".venv/bin/python '
-    'tests/conformance/mutant_host.py --control {control} --pool {pool} --http 127.0.0.1:{port}"':
+    'tests/conformance/mutant_host.py --control {control} --pool {pool} --admin {admin} --reader {reader} '
+    '--vectors --http 127.0.0.1:{port}"':
         Row("elsewhere", expect="tests/conformance/test_conform_mutants.py::"
                                 "test_host_mode_kills_server_side_mutants_a_proxy_cannot_fake"),
     "$K conform fixture --out DIR": Row("run", "pools", expect='"database": "conform"'),
@@ -99,8 +100,9 @@ ROWS: dict[str, Row] = {
     "[--seed N] [--max-examples N] [--time-budget S] [--contract FILE] [--baseline FILE] [--write-baseline FILE] "
     "[--junit F] [--json F] [--html F] [--bundle-dir DIR] [--tool NAME]... [--check ID]... [--shared-session] "
     "[--workers N] [--strict] [--unknown-tool jsonrpc|result|either] [--list-checks]": Row("synopsis"),
-    'knowspec conform mutants --server "<host> --control {control} --pool {pool} --http 127.0.0.1:{port}" '
-    "[--jobs 2] [--quick] [--kill-rate --min-rate 0.95] [--json killrate.json]": Row("synopsis"),
+    'knowspec conform mutants --server "<host> --control {control} --pool {pool} --admin {admin} --reader {reader} '
+    '--http 127.0.0.1:{port}" [--jobs N] [--quick] [--kill-rate --min-rate 0.95] [--json killrate.json]':
+        Row("synopsis"),
     "knowspec conform fixture --out DIR [--seed N]": Row("synopsis"),
     # conformance/README.md: the pool fixture two-step, run as written (knowspec on PATH)
     "knowspec conform fixture --out DIR --seed 1": Row("run", "fixture", expect='"database": "conform"'),

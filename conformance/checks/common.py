@@ -111,6 +111,12 @@ def probe_calls(ctx: CheckContext) -> list[dict[str, Any]]:
         args.update({k: v for k, v in extra.items() if k in props and v is not None})
         if check.is_valid(args) and args not in calls:
             calls.append(args)
+    if tool.family == "docpool" and calls:  # each choice of a string enum (doc_search's mode ...) once
+        for name, schema in props.items():
+            for value in schema.get("enum") or ():
+                args = {**calls[0], name: value}
+                if isinstance(value, str) and check.is_valid(args) and args not in calls:
+                    calls.append(args)
     return calls + [args for args in success_probes(ctx) if check.is_valid(args)]
 
 

@@ -10,6 +10,8 @@ these checks skip, naming that mode.
 
 from __future__ import annotations
 
+import json
+
 import secrets
 import sqlite3
 from dataclasses import dataclass, field
@@ -228,8 +230,9 @@ def entity_view(fx: PoolFixture, e: Entity, principals: frozenset[str] | None) -
 def expected_counts(fx: PoolFixture, principals: frozenset[str] | None) -> dict[str, int]:
     """What the import adds to doc_stats counts: topic-bound rows only for allowed topics."""
     seen = [t for t in fx.topics if allowed(fx, t, principals)]
-    return {"topic": len(seen), "chunk": sum(len(t.chunks) for t in seen), "topic_vec": 0, "chunk_vec": 0,
-            "entity": len(fx.entities), "entity_rel": len(fx.relations), "alias": len(fx.aliases),
+    chunks = sum(len(t.chunks) for t in seen)   # vectors: none, unless the fixture's server embedded them
+    return {"topic": len(seen), "chunk": chunks, "topic_vec": len(seen) if fx.vectors else 0,
+            "chunk_vec": chunks if fx.vectors else 0, "entity": len(fx.entities), "entity_rel": len(fx.relations), "alias": len(fx.aliases),
             "link": sum(len(t.links) for t in seen), "acl": sum(len(t.acl) for t in seen)}
 
 
@@ -527,6 +530,10 @@ def _refused(ctx: CheckContext, what: str, params: dict[str, Any]) -> None:
     if status != 202 or not isinstance(body, dict) or body.get("result") is not False or not body.get("message"):
         raise CheckFailed(f"IMPORTDOC {what}: HTTP {status}, expected 202 {{result: false, message}}",
                           arguments=params, response={"status": status, "body": body})
+    folder = str(_run(ctx).source.parent) if _run(ctx).source else ""
+    if folder and folder in json.dumps(body, ensure_ascii=False):
+        raise CheckFailed(f"IMPORTDOC {what}: the refusal names the absolute path {folder}", arguments=params,
+                          response={"status": status, "body": body})
 
 
 @check("docpool_import_refusals", RULE_REFUSALS, scope="server", applies=_imported_by_rest)

@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import multiprocessing
 import os
+import secrets
 import shlex
 import socket
 import subprocess
@@ -59,10 +60,12 @@ class MutantResult:
     tools: tuple[str, ...] = ()
     kind: str = ""
     seconds: float = 0.0
+    judged_with: str = ""            # "expected checks" (the catalogue's, run first) or "every check on its tools"
 
 
-def scope_of(name: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
-    """(tools, excluded checks, family) a host-mode run judges the mutant with."""
+def scope_of(name: str) -> tuple[tuple[str, ...], tuple[str, ...], str, bool]:
+    """(tools, excluded checks, family, over REST) a host-mode run judges the mutant with; REST
+    mutants (kind ``rest``) are judged with the REST checks and a pool imported by IMPORTDOC."""
     m = MUTANTS.get(name) or SERVER_MUTANTS.get(name)
     tools = tools_of(name)
     killers = set(m.killed_by) if m is not None else set()
@@ -70,7 +73,7 @@ def scope_of(name: str) -> tuple[tuple[str, ...], tuple[str, ...], str]:
     exclude = tuple(c for c in (() if needs_inputs else INPUT_CHECKS) + SERVER_CHECKS
                     if c not in killers and not (c == "cancellation" and m is not None and m.kind == "protocol"))
     family = "okf" if tools and set(tools) <= OKF_TOOLS else "all"
-    return tools, exclude, family
+    return tools, exclude, family, kind_of(name) == "rest"
 
 
 def tools_of(name: str) -> tuple[str, ...]:
@@ -126,30 +129,41 @@ class HostWorker:
     base: RunConfig
     root: Path
     target: str = ""
+    rest_url: str = ""
+    users: dict[str, tuple[str, str]] = field(default_factory=dict)
+    imports: Path | None = None
+    rest_database: str | None = None
     proc: subprocess.Popen | None = None
-    baselines: dict[tuple, set[str]] = field(default_factory=dict)
+    baselines: dict[tuple, set[str]] = field(default_factory=dict)   # (check, tools, family, rest) → failing cases
 
     def start(self) -> None:
         self.control = self.root / "mutant"
         self.control.write_text("identity\n", encoding="utf-8")
         values = {"control": str(self.control)}
+        self.users = {role: (f"mutant-{role}", secrets.token_hex(8)) for role in ("admin", "reader")
+                      if "{" + role + "}" in self.server}
+        values.update({role: f"{user}:{password}" for role, (user, password) in self.users.items()})
         if "{pool}" in self.server:
             from knowspec.conformance.fixtures.pools import write_fixture
 
             pool = write_fixture(self.root / "pool", self.base.seed)
             values["pool"] = str(pool.directory)
             self.base = replace(self.base, pool_fixture=pool.directory)
+            self.imports = pool.directory / "imports"   # the host's IMPORTDOC folder (its appdir's imports)
+            self.rest_database = f"{pool.database}rest"  # the host's copy of the pool that REST runs import into
+            self.imports.mkdir(exist_ok=True)
         if "{port}" in self.server:
             values["port"] = str(free_port())
         command = self.server.format(**values)
         if "{port}" in self.server:
             self.proc = subprocess.Popen(shlex.split(command), stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
             self.target = f"http://127.0.0.1:{values['port']}/mcp"
+            self.rest_url = f"http://127.0.0.1:{values['port']}"
             self._wait(int(values["port"]))
         else:
             self.target = "stdio:" + command
 
-    def _wait(self, port: int, timeout: float = 60.0) -> None:
+    def _wait(self, port: int, timeout: float = 300.0) -> None:   # a host may build a model pack first
         end = time.monotonic() + timeout
         while time.monotonic() < end:
             if self.proc is not None and self.proc.poll() is not None:
@@ -174,35 +188,82 @@ class HostWorker:
         tmp.write_text(name + "\n", encoding="utf-8")
         os.replace(tmp, self.control)
 
-    def failing(self, scope: tuple) -> tuple[set[str], bool]:
-        tools, exclude, family = scope
-        return failing_cases(replace(self.base, target=self.target, tools=tools, family=family,
-                                     exclude=tuple(self.base.exclude) + tuple(exclude)))
+    def failing(self, scope: tuple, checks: tuple[str, ...] = (), skip: tuple[str, ...] = ()) -> tuple[set[str], bool]:
+        tools, exclude, family, rest = scope
+        config = replace(self.base, target=self.target, tools=tools, family=family, checks=checks or self.base.checks,
+                         exclude=tuple(self.base.exclude) + tuple(exclude) + tuple(skip))
+        return failing_cases(self.signed_in(config, rest))
 
-    def baseline(self, scope: tuple) -> set[str]:
-        if scope not in self.baselines:
+    def signed_in(self, config: RunConfig, rest: bool) -> RunConfig:
+        """OKF runs sign in as the admin (anonymous callers never write); REST runs import the pool
+        fixture through IMPORTDOC as the admin and read as the reader; doc runs stay anonymous ``*``."""
+        if not self.rest_url or "admin" not in self.users:
+            return config
+        admin_user, admin_password = self.users["admin"]
+        if rest:
+            reader_user, reader_password = self.users.get("reader", (None, None))
+            return replace(config, rest_url=self.rest_url, admin_user=admin_user, admin_password=admin_password,
+                           reader_user=reader_user, reader_password=reader_password, pool_fixture=None,
+                           pool_dir=self.imports, pool_database=self.rest_database, family="all")
+        if config.family == "okf":
+            return replace(config, rest_url=self.rest_url, admin_user=admin_user, admin_password=admin_password)
+        return config
+
+    def unmutated_failures(self, scope: tuple, checks: set[str]) -> set[str]:
+        """Cases of ``checks`` that fail on the unmutated server (computed once per check and scope)."""
+        tools, _, family, rest = scope
+        key = (tools, family, rest)
+        unknown = sorted(c for c in checks if (c, *key) not in self.baselines)
+        if unknown:
             self.select("identity")
-            self.baselines[scope], _ = self.failing(scope)
-        return self.baselines[scope]
+            failed, _ = self.failing((tools, (), family, rest), tuple(unknown))
+            for c in unknown:
+                self.baselines[(c, *key)] = {case for case in failed if check_of(case) == c}
+        return set().union(*(self.baselines[(c, *key)] for c in checks))
 
     def judge(self, name: str) -> MutantResult:
+        """First the checks the catalogue expects to notice the mutant; only if none does, every
+        other check on its tools. A kill is a case failing under the mutant that passes unmutated."""
         scope = scope_of(name)
         tools = scope[0]
-        baseline = self.baseline(scope)
         start = time.monotonic()
-        self.select(name)
-        failed, unreachable = self.failing(scope)
-        self.select("identity")
-        new = tuple(sorted(failed - baseline))
+        first = expected_killers(name, self.base.checks)
+        stages = ((first, ()), ((), first)) if first else (((), ()),)
+        new: tuple[str, ...] = ()
+        unreachable = False
+        for stage, (checks, skip) in enumerate(stages):
+            self.select(name)
+            failed, unreachable = self.failing(scope, checks, skip)
+            self.select("identity")
+            new = tuple(sorted(failed - self.unmutated_failures(scope, {check_of(c) for c in failed})))
+            if new or unreachable:
+                break
+        judged = "expected checks" if first and stage == 0 else "every check on its tools"
         return MutantResult(name, bool(new) or unreachable, new, unreachable, tools, kind_of(name),
-                            time.monotonic() - start)
+                            time.monotonic() - start, judged)
+
+
+def check_of(case: str) -> str:
+    """``check[tool]`` → ``check``."""
+    return case.split("[", 1)[0]
+
+
+def expected_killers(name: str, allowed: tuple[str, ...] = ()) -> tuple[str, ...]:
+    """The checks the catalogue names for the mutant (within ``allowed`` when the run restricts checks)."""
+    from knowspec.conformance.checks import CHECKS
+
+    m = MUTANTS.get(name) or SERVER_MUTANTS.get(name)
+    killers = tuple(c for c in (m.killed_by if m is not None else ()) if c in CHECKS)
+    return tuple(c for c in killers if c in allowed) if allowed else killers
 
 
 def _host_worker(args: tuple[str, RunConfig, list[str], int]) -> list[MutantResult]:
     server, base, names, index = args
     root = Path(tempfile.mkdtemp(prefix=f"knowspec-mutants-{index}-"))
     worker = HostWorker(server, base, root)
+    started = time.monotonic()
     worker.start()
+    startup = time.monotonic() - started   # server start, pool fixture (and model pack) build
     results = []
     try:
         for name in names:
@@ -214,7 +275,7 @@ def _host_worker(args: tuple[str, RunConfig, list[str], int]) -> list[MutantResu
     finally:
         worker.stop()
     failing = sorted({case for cases in worker.baselines.values() for case in cases})
-    results.append(MutantResult("identity", False, tuple(failing)))
+    results.append(MutantResult("identity", False, tuple(failing), seconds=startup))
     return results
 
 
@@ -230,7 +291,8 @@ def partition(names: list[str], jobs: int) -> list[list[str]]:
 
 
 def host_kill_rate(base: RunConfig, server: str, names: list[str], jobs: int = 2) -> list[MutantResult]:
-    """Host mode over ``jobs`` worker processes; the last item is the identity baseline."""
+    """Host mode over ``jobs`` worker processes; the last item is the identity baseline (its
+    ``seconds``: the slowest worker's start-up: server, pool fixture, model pack)."""
     buckets = partition(names, jobs)
     work = [(server, base, bucket, i) for i, bucket in enumerate(buckets)]
     if len(work) == 1:
@@ -242,15 +304,17 @@ def host_kill_rate(base: RunConfig, server: str, names: list[str], jobs: int = 2
     baseline = sorted({c for part in parts for r in part if r.name == "identity" for c in r.killed_by})
     order = {n: i for i, n in enumerate(names)}
     results.sort(key=lambda r: order.get(r.name, 0))
-    return [*results, MutantResult("identity", False, tuple(baseline))]
+    startups = [r.seconds for part in parts for r in part if r.name == "identity"]
+    return [*results, MutantResult("identity", False, tuple(baseline), seconds=max(startups, default=0.0))]
 
 
 QUICK_SERVER = ("apply_patch_no_compare_and_swap", "doc_search_acl_after_ranking", "query_fold_keeps_dotless_i",
-                "write_concept_drops_body", "doc_entity_counts_hidden_topics")
+                "write_concept_drops_body", "doc_entity_counts_hidden_topics", "rest_login_accepts_wrong_password",
+                "rest_doc_calls_ignore_acl")
 
 
 def quick_subset(names: list[str]) -> list[str]:
-    """One response mutant per tool, plus the server mutants a proxy cannot fake (CI)."""
+    """One response mutant per tool, plus the server and REST mutants a proxy cannot fake (CI)."""
     seen: set[tuple[str, ...]] = set()
     out = []
     for name in names:

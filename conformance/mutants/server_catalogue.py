@@ -66,3 +66,18 @@ server_mutant("help_search_ignores_module", "module keeps only topics linked to 
               ("oracle_help_search",), "results")
 server_mutant("doc_entities_limit_off_by_one", "at most limit entities, from the first", ("doc_entities",),
               ("oracle_doc_entities",), "limits")
+
+# REST surface (kind "rest"): judged with a pool imported through IMPORTDOC, an admin and a reader.
+S = ("rest_sessions",)
+server_mutant("rest_login_accepts_wrong_password", "Login refuses a wrong password (401)", (), S, "rest")
+server_mutant("rest_doc_without_session", "Help*/Doc* need a live session (401 without one)", (), S, "rest")
+server_mutant("rest_no_session_answers_403", "no session is 401 unauthenticated, not 403", (), S, "rest")
+server_mutant("rest_logout_keeps_session", "a logged-out token is refused (401)", (), S, "rest")
+server_mutant("rest_tool_errors_answer_400", "a tool error's HTTP status is its code's (not_found: 404)", (), S, "rest")
+server_mutant("rest_envelope_code_generic", "a REST error envelope carries the tool's code", (), S, "rest")
+server_mutant("rest_body_cap_off", "REST bodies over 1 MiB are refused with 413", (), S, "rest")
+server_mutant("rest_doc_calls_ignore_acl", "REST Doc* calls see only what the session's principals may",
+              (), ("docpool_import_acl",), "rest")
+server_mutant("importdoc_without_sysadmin", "IMPORTDOC is SYSADMIN only", (), ("docpool_import_non_admin",), "rest")
+server_mutant("importdoc_refusal_leaks_path", "an IMPORTDOC refusal names no absolute path", (),
+              ("docpool_import_refusals", "rest_importdoc"), "rest")

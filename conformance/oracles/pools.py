@@ -64,8 +64,9 @@ def form_codes(fx: PoolFixture, form: Entity) -> list[tuple[str, str]]:
 
 def pool_counts(fx: PoolFixture, principals: frozenset[str] | None) -> dict[str, int]:
     seen = [t for t in fx.topics if visible(fx, t, principals)]
-    return {"topic": len(seen), "chunk": sum(len(t.chunks) for t in seen), "topic_vec": 0, "chunk_vec": 0,
-            "entity": len(fx.entities), "entity_rel": len(fx.relations), "alias": len(fx.aliases),
+    chunks = sum(len(t.chunks) for t in seen)
+    return {"topic": len(seen), "chunk": chunks, "topic_vec": len(seen) if fx.vectors else 0,
+            "chunk_vec": chunks if fx.vectors else 0, "entity": len(fx.entities), "entity_rel": len(fx.relations), "alias": len(fx.aliases),
             "link": sum(len(t.links) for t in seen), "acl": sum(len(t.acl) for t in seen)}
 
 

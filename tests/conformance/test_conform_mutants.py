@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 import sys
+from pathlib import Path
 
 import pytest
 
@@ -133,17 +134,83 @@ def test_mutants_of_one_tool_set_share_a_worker():
         assert not {scope_of(n) for n in bucket} & {scope_of(n) for n in others}
 
 
+class _FakeWorker:
+    """A HostWorker whose runs are scripted: {(mutant, checks, skipped): failing cases}."""
+
+    def __init__(self, runs: dict) -> None:
+        from knowspec.conformance.config import RunConfig
+
+        self.runs, self.calls, self.active = runs, [], "identity"
+        self.base, self.baselines = RunConfig(target=""), {}
+
+    def select(self, name: str) -> None:
+        self.active = name
+
+    def failing(self, scope, checks=(), skip=()):
+        self.calls.append((self.active, tuple(checks), tuple(skip)))
+        failed = self.runs.get((self.active, tuple(checks), tuple(skip)), set())
+        return {c for c in failed if not checks or c.split("[")[0] in checks}, False
+
+
+def _judge(runs: dict, name: str):
+    """HostWorker.judge over the scripted runs; (result, the runs it asked for)."""
+    from knowspec.conformance.mutants.killrate import HostWorker
+
+    worker = _FakeWorker(runs)
+    worker.unmutated_failures = HostWorker.unmutated_failures.__get__(worker)
+    return HostWorker.judge(worker, name), worker.calls
+
+
+def test_a_mutant_is_judged_by_its_expected_checks_first_and_only_them_when_they_kill():
+    runs = {("search_reverse_hits", ("result_ordering",), ()): {"result_ordering[search_concepts]"}}
+    result, calls = _judge(runs, "search_reverse_hits")
+    assert result.killed and result.killed_by == ("result_ordering[search_concepts]",)
+    assert result.judged_with == "expected checks"
+    assert [c for c in calls if c[0] == "search_reverse_hits"] == [("search_reverse_hits", ("result_ordering",), ())]
+
+
+def test_a_mutant_its_expected_checks_miss_is_judged_by_every_other_check():
+    runs = {("search_reverse_hits", (), ("result_ordering",)): {"differential_search[search_concepts]"}}
+    result, calls = _judge(runs, "search_reverse_hits")
+    assert result.killed and result.judged_with == "every check on its tools"
+    assert ("search_reverse_hits", (), ("result_ordering",)) in calls
+
+
+def test_a_case_failing_unmutated_too_is_no_kill():
+    failing = {"result_ordering[search_concepts]"}
+    runs = {("search_reverse_hits", ("result_ordering",), ()): failing, ("identity", ("result_ordering",), ()): failing}
+    result, _ = _judge(runs, "search_reverse_hits")
+    assert not result.killed and result.killed_by == ()
+
+
+def test_rest_mutants_are_judged_over_rest_and_named_as_such():
+    from knowspec.conformance.mutants.cli import tool_counts
+    from knowspec.conformance.mutants.killrate import MutantResult, scope_of
+    from knowspec.conformance.mutants.server_catalogue import SERVER_MUTANTS
+
+    rest = [n for n, m in SERVER_MUTANTS.items() if m.kind == "rest"]
+    assert len(rest) >= 8 and all(scope_of(n)[3] for n in rest)
+    assert not scope_of("doc_search_ignores_acl")[3]
+    counts = tool_counts([MutantResult(rest[0], True, ("rest_sessions",), kind="rest"),
+                          MutantResult("x", False, (), tools=("doc_get", "doc_search"), kind="acl")])
+    assert counts == {"(REST)": (1, 1), "doc_get": (0, 1), "doc_search": (0, 1)}
+
+
+HOST = Path(__file__).parent / "mutant_host.py"
+HOST_SERVER = (f"{sys.executable} {HOST} --control {{control}} --pool {{pool}} --admin {{admin}} --reader {{reader}} "
+               "--http 127.0.0.1:{port}")
+
+
 @pytest.mark.slow
 def test_host_mode_kills_server_side_mutants_a_proxy_cannot_fake(tmp_path):
-    """CAS, ACL before ranking and query folding live in the server: the host switches them in-process."""
-    from pathlib import Path
-
+    """CAS, ACL before ranking, query folding and the REST session gate live in the server: the
+    host switches them in-process."""
     from knowspec.conformance.mutants.killrate import host_kill_rate
 
-    host = Path(__file__).parent / "mutant_host.py"
-    server = f"{sys.executable} {host} --control {{control}} --pool {{pool}} --http 127.0.0.1:{{port}}"
-    names = ["apply_patch_no_compare_and_swap", "doc_search_acl_after_ranking", "query_fold_keeps_dotless_i"]
-    results = host_kill_rate(RunConfig(target="", max_examples=2, shared_session=True), server, names, jobs=1)
+    names = ["apply_patch_no_compare_and_swap", "doc_search_acl_after_ranking", "query_fold_keeps_dotless_i",
+             "rest_login_accepts_wrong_password"]
+    results = host_kill_rate(RunConfig(target="", max_examples=2, shared_session=True), HOST_SERVER, names, jobs=1)
     baseline = results.pop()
     assert baseline.killed_by == ()
     assert {r.name: r.killed for r in results} == dict.fromkeys(names, True)
+    assert all(not r.unreachable for r in results)

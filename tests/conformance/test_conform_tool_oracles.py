@@ -82,6 +82,16 @@ def test_restricted_counts_depend_on_the_caller():
     assert anonymous["acl"] < everyone["acl"]
 
 
+def test_a_fixture_marked_embedded_expects_one_vector_per_visible_topic_and_chunk(tmp_path):
+    write_fixture(tmp_path, seed=3)
+    assert pools.pool_counts(load_fixture(tmp_path).docs, None)["topic_vec"] == 0
+    manifest = tmp_path / "fixture.json"
+    manifest.write_text(json.dumps({**json.loads(manifest.read_text()), "vectors": True}))
+    docs = load_fixture(tmp_path).docs
+    anonymous = pools.pool_counts(docs, frozenset({"*"}))
+    assert (anonymous["topic_vec"], anonymous["chunk_vec"]) == (anonymous["topic"], anonymous["chunk"]) != (0, 0)
+
+
 def test_help_related_is_ordered_by_confidence_then_slug_and_bounded(tmp_path):
     write_fixture(tmp_path, seed=5)
     fx = load_fixture(tmp_path).help

@@ -172,6 +172,12 @@ class _RestProxy(BaseHTTPRequestHandler):
             status, answer = 200, {"slug": json.loads(request)["slug"], "title": "?"}
         elif self.variant == "import_by_anyone" and self.path.endswith("EXECCOMMAND") and status == 403:
             status, answer = 202, {"result": False, "message": "no"}
+        elif self.variant == "login_any_password" and self.path.endswith("Login") and status == 401:
+            status, answer = 200, {"token": "forged", "user": "admin", "roles": ["SYSADMIN"], "database": "demo"}
+        elif self.variant == "not_found_as_400" and self.path.endswith("DocGet") and status == 404:
+            status = 400
+        elif self.variant == "refusal_names_path" and self.path.endswith("EXECCOMMAND") and status == 202:
+            answer["message"] += f" ({Path(json.loads(request)['params']['path']).parent})"
         return status, json.dumps(answer).encode()
 
 
@@ -198,6 +204,19 @@ def test_a_broken_rest_surface_fails_its_check(server, broken_rest, tmp_path, va
     results = _run(server["base"] + "/mcp", broken_rest(variant), tmp_path, **ADMIN, **READER)
     assert results[check_id].status == "failed", results[check_id]
     assert [c for c, status, _ in _problems(results) if status != "skipped"] == [check_id]
+
+
+def test_rest_sessions_passes_on_our_http_server(server, tmp_path):
+    results = _run(server["base"] + "/mcp", server["base"], tmp_path, checks=("rest_sessions",), **ADMIN)
+    assert _problems(results) == []
+
+
+@pytest.mark.parametrize("variant,check_id", [("login_any_password", "rest_sessions"),
+                                              ("not_found_as_400", "rest_sessions"),
+                                              ("refusal_names_path", "docpool_import_refusals")])
+def test_a_broken_session_gate_or_refusal_fails_its_check(server, broken_rest, tmp_path, variant, check_id):
+    results = _run(server["base"] + "/mcp", broken_rest(variant), tmp_path, checks=(check_id,), **ADMIN)
+    assert results[check_id].status == "failed", results[check_id]
 
 
 @pytest.mark.parametrize("mutant", ["identity", "doc_links_reverse"])
