@@ -46,6 +46,11 @@ class CheckSpec:
 CHECKS: dict[str, CheckSpec] = {}
 
 
+def tools_named(*names: str) -> Relevant:
+    """``relevant`` for a check that judges only these tools (an oracle of one tool, or of a pair)."""
+    return lambda tool: tool.name in names
+
+
 def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None,
           relevant: Relevant | None = None) -> Callable:
     """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None`` (what the
