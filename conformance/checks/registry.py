@@ -71,16 +71,19 @@ class BundleStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.seconds = 0.0        # spent writing bundles (the report's fixture time)
         self._written: dict[str, Path] = {}
         self._counter = itertools.count()
 
     def path_of(self, bundle: Bundle, fresh: bool = False) -> Path:
         if not fresh and bundle.name in self._written:
             return self._written[bundle.name]
+        start = time.monotonic()
         name = f"{bundle.name}-{next(self._counter)}"
         path = Bundle(name, bundle.concepts, bundle.okf_version, bundle.extra_files).write(self.root)
         if not fresh:
             self._written[bundle.name] = path
+        self.seconds += time.monotonic() - start
         return path
 
 
@@ -96,6 +99,7 @@ class CheckContext:
     calls: int = 0
     successes: int = 0
     call_seconds: float = 0.0     # waiting for the target (the rest of a case is the suite's own work)
+    fixture_seconds: float = 0.0  # generating the run's shared valid examples (bundle writes: ``bundles.seconds``)
     notes: list[str] = field(default_factory=list)
     _fill: dict[str, Any] = field(default_factory=dict)
 
