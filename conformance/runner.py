@@ -226,6 +226,7 @@ def timings(results: list[CheckFinished], sessions: SessionStats, duration: floa
            "waiting_for_target": round(sum(r.call_seconds for r in results), 3),
            "building_fixtures": round(sum(r.fixture_seconds for r in results), 3),
            "sessions_opened": sessions.opened, "session_open_seconds": round(sessions.open_seconds, 3),
+           "retried_alone": [{"case": case, "first_error": why} for case, why in sessions.retried],
            "by_check": top(by_check), "by_tool": top(by_tool)}
     if cpu is not None:
         out["cpu_seconds"] = {"suite": round(cpu[0], 3), "stdio_servers": round(cpu[1], 3)}

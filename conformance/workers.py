@@ -36,10 +36,12 @@ RunCase = Callable[[Connection, BundleStore, CheckSpec, "ToolContract | None"], 
 
 @dataclass
 class SessionStats:
-    """How many sessions the run opened and how long opening them took (for the report)."""
+    """How many sessions the run opened, how long opening them took, and which cases ended in the
+    suite's own error and were run again alone (for the report)."""
 
     opened: int = 0
     open_seconds: float = 0.0
+    retried: list[tuple[str, str]] = field(default_factory=list)   # (case, its first error), run again alone
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, seconds: float) -> None:
@@ -163,6 +165,7 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
                     # the suite's own error while others ran (not a verdict): once more, alone, at the end
                     retried.add(tag)
                     alone.append((tag, cases[tag]))
+                    stats.retried.append((item.case_id, item.reason[:300]))
                 else:
                     yield item
             for thread in threads:
