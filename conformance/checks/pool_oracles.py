@@ -39,7 +39,8 @@ def for_tool(name: str, needs_help: bool = False) -> dict[str, Any]:
             note = run.note if isinstance(run, PoolRun) else "no pool fixture"
             return f"no pool of the suite's on the target ({note}); start it on `knowspec conform fixture`"
         if needs_help and run.help is None:
-            return "the help pool is the suite's only with --pool-fixture"
+            return ("needs the suite's help pool (an import brings only document collections): start the target "
+                    "on `knowspec conform fixture --out DIR` and pass --pool-fixture DIR")
         return advertised_only(ctx)
 
     return {"applies": applies, "relevant": tools_named(name)}
