@@ -15,6 +15,8 @@ from functools import lru_cache
 from typing import Any, Iterator
 
 import jsonschema
+import jsonschema._keywords
+import jsonschema.validators
 from hypothesis import strategies as st
 
 from knowspec.conformance.contract import LIMIT_KEYWORDS, ToolContract
@@ -54,8 +56,41 @@ def expected_error_code(schema: dict[str, Any], value: Any) -> str | None:
     return "resource_limit" if keywords & LIMIT_KEYWORDS else "schema_validation"
 
 
+def _distinct_items(check: Any, items: Any, instance: Any, schema: dict[str, Any]) -> Iterator[Any]:
+    """``items``, judging each distinct element once: equal elements fail the same keywords, and a
+    boundary case repeats one element 10 000 times (each a ``$ref`` walk in jsonschema)."""
+    if not check.is_type(instance, "array") or items is False:
+        yield from jsonschema._keywords.items(check, items, instance, schema)
+        return
+    seen: set[str] = set()
+    same: set[int] = set()    # the very same object repeated: no need to serialise it again
+    for index in range(len(schema.get("prefixItems", [])), len(instance)):
+        item = instance[index]
+        if id(item) in same:
+            continue
+        try:
+            key = json.dumps(item, sort_keys=True, allow_nan=False)
+        except (TypeError, ValueError):
+            key = None
+        if key is not None:
+            if key in seen:
+                continue
+            seen.add(key)
+            same.add(id(item))
+        yield from check.descend(instance=item, schema=items, path=index)
+
+
+_KeywordValidator = jsonschema.validators.extend(jsonschema.Draft202012Validator, {"items": _distinct_items})
+_KEYWORD_VALIDATORS: dict[int, tuple[dict[str, Any], Any]] = {}
+
+
 def failing_keywords(schema: dict[str, Any], value: Any) -> set[str]:
-    errors = list(validator(schema).iter_errors(value))
+    """The schema keywords ``value`` fails (error paths are not kept, so equal array items count once)."""
+    cached = _KEYWORD_VALIDATORS.get(id(schema))
+    if cached is None or cached[0] is not schema:
+        cached = (schema, _KeywordValidator(schema, format_checker=jsonschema.Draft202012Validator.FORMAT_CHECKER))
+        _KEYWORD_VALIDATORS[id(schema)] = cached
+    errors = list(cached[1].iter_errors(value))
     return {str(leaf.validator) for e in errors for leaf in _leaf_errors(e)}
 
 

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import contextlib
 import dataclasses
+import resource
 import shutil
 import tempfile
 import time
@@ -67,11 +68,11 @@ def _first_check_failure(exc: BaseException) -> CheckFailed | None:
 
 def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
     tool = ctx.tool.name if ctx.tool else ""
-    start = time.monotonic()
+    start, written = time.monotonic(), ctx.bundles.seconds
 
     def done(status: str, failure: Failure | None = None, reason: str = "") -> CheckFinished:
         return CheckFinished(spec.id, spec.rule, tool, status, time.monotonic() - start, ctx.calls, failure, reason,
-                             ctx.successes, ctx.call_seconds)
+                             ctx.successes, ctx.call_seconds, ctx.fixture_seconds + ctx.bundles.seconds - written)
 
     try:
         if ctx.contract.number < spec.since:
@@ -117,9 +118,10 @@ def mcp_credentials(config: RunConfig) -> RunConfig:
 
 def run(config: RunConfig) -> Iterator[Event]:
     """The whole run as an event stream; the last event is always ``RunFinished``."""
-    t0 = time.monotonic()
+    t0, cpu0 = time.monotonic(), _cpu()
     results: list[CheckFinished] = []
     sessions = SessionStats()
+    phases: dict[str, float] = {}
     try:
         contract = load_contract(config.contract_path).for_family(config.family).only(config.tools)
         baseline = load_baseline(config.baseline)
@@ -132,16 +134,22 @@ def run(config: RunConfig) -> Iterator[Event]:
         yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
         return
     cases = plan(checks, contract)
+    phases["contract_and_plan"] = time.monotonic() - t0
     yield RunStarted(config.target, config.era, config.family, config.seed, contract.source, len(cases))
     own_dir = config.bundle_dir is None
     bundle_root = Path(tempfile.mkdtemp(prefix="knowspec-conform-")) if own_dir else Path(config.bundle_dir)
     bundle_root.mkdir(parents=True, exist_ok=True)
     deadline = t0 + config.time_budget if config.time_budget else None
+    # The first session reads tools/list, then serves the first worker (or every case with
+    # --shared-session): over stdio each session is a server process started anew.
+    probe_stack = contextlib.ExitStack()
     try:
         try:
-            with connect(target) as probe:
-                advertised = {t["name"]: t for t in probe.list_tools()}
-                protocol = probe.protocol
+            start = time.monotonic()
+            probe = probe_stack.enter_context(connect(target))
+            advertised = {t["name"]: t for t in probe.list_tools()}
+            protocol = probe.protocol
+            phases["handshake"] = time.monotonic() - start
         except Exception as exc:  # noqa: BLE001 - a broken target gets a verdict (exit 2), never a traceback
             message = (str(exc) if isinstance(exc, TargetError)
                        else f"the target broke the session: {type(exc).__name__}: {str(exc)[:300]}")
@@ -149,27 +157,31 @@ def run(config: RunConfig) -> Iterator[Event]:
             yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
             return
         # The document-pool fixture goes in before any check reads the pool (or the run says why not).
+        start = time.monotonic()
         config = dataclasses.replace(config, pool=prepare_pool(config, target, contract, [c.id for c in checks],
                                                                bundle_root))
+        phases["pool_fixture"] = time.monotonic() - start
+        shared = probe if config.shared_session else None
+
+        def one_case(conn: Connection, store: BundleStore, spec: CheckSpec,
+                     tool: ToolContract | None) -> CheckFinished:
+            return run_case(CheckContext(conn, contract, config, advertised, store, tool, deadline), spec)
+
+        start = time.monotonic()
         try:
-            with contextlib.ExitStack() as stack:
-                shared = stack.enter_context(connect(target)) if config.shared_session else None
-
-                def one_case(conn: Connection, store: BundleStore, spec: CheckSpec,
-                             tool: ToolContract | None) -> CheckFinished:
-                    return run_case(CheckContext(conn, contract, config, advertised, store, tool, deadline), spec)
-
-                for item in run_cases(cases, one_case, target, bundle_root.absolute(), config.workers, deadline,
-                                      shared):
-                    if isinstance(item, SessionStats):
-                        sessions = item
-                        continue
-                    if isinstance(item, CheckFinished):
-                        results.append(item)
-                    yield item
+            for item in run_cases(cases, one_case, target, bundle_root.absolute(), config.workers, deadline,
+                                  shared, None if shared else (probe, probe_stack)):
+                if isinstance(item, SessionStats):
+                    sessions = item
+                    continue
+                if isinstance(item, CheckFinished):
+                    results.append(item)
+                yield item
         finally:
+            phases["cases"] = time.monotonic() - start
             release_pool(config)
     finally:
+        probe_stack.close()
         if own_dir:
             shutil.rmtree(bundle_root, ignore_errors=True)
     order = {(spec.id, tool.name if tool else ""): i for i, (spec, tool) in enumerate(cases)}
@@ -180,7 +192,8 @@ def run(config: RunConfig) -> Iterator[Event]:
     duration = time.monotonic() - t0
     yield RunFinished(tuple(results), duration, EXIT_FAILURES if failed else EXIT_OK,
                       tuple(stale_entries(baseline, tuple(results))), areas,
-                      timings(results, sessions, duration, config.workers), protocol,
+                      timings(results, sessions, duration, config.workers, phases,
+                              tuple(b - a for a, b in zip(cpu0, _cpu()))), protocol,
                       drift_against_suite(contract, config, results))
 
 
@@ -201,26 +214,45 @@ def drift_against_suite(judged: Contract, config: RunConfig, results: list[Check
     return contract_drift(judged, shipped, results)
 
 
-def timings(results: list[CheckFinished], sessions: SessionStats, duration: float, workers: int) -> dict:
-    """Where the run's time went: case seconds per check and per tool, and session start-up."""
+def _cpu() -> tuple[float, float]:
+    """CPU seconds (user + system) of the suite's process and of its reaped children (stdio servers)."""
+    own, children = resource.getrusage(resource.RUSAGE_SELF), resource.getrusage(resource.RUSAGE_CHILDREN)
+    return own.ru_utime + own.ru_stime, children.ru_utime + children.ru_stime
+
+
+def timings(results: list[CheckFinished], sessions: SessionStats, duration: float, workers: int,
+            phases: dict[str, float] | None = None, cpu: tuple[float, float] | None = None) -> dict:
+    """Where the run's time went: wall seconds per phase (contract, first session's handshake, pool
+    fixture, cases); per check and per tool the case seconds, of which waiting for the target and
+    building fixtures (the rest is the suite's own judging and input generation); session start-ups;
+    CPU seconds of the suite and of the stdio servers it started (on a shared machine, wall time
+    says little: CPU time is what the run costs)."""
     by_check: dict[str, list[float]] = {}
     by_tool: dict[str, list[float]] = {}
     for r in results:
         for table, key in ((by_check, r.check_id), (by_tool, r.tool)):
             if key:
-                row = table.setdefault(key, [0.0, 0.0])
+                row = table.setdefault(key, [0.0, 0.0, 0.0])
                 row[0] += r.duration
                 row[1] += r.call_seconds
+                row[2] += r.fixture_seconds
 
     def top(table: dict[str, list[float]]) -> dict[str, dict[str, float]]:
         rows = sorted(table.items(), key=lambda kv: -kv[1][0])
-        return {k: {"seconds": round(v[0], 3), "waiting_for_target": round(v[1], 3)} for k, v in rows}
+        return {k: {"seconds": round(v[0], 3), "waiting_for_target": round(v[1], 3),
+                    "building_fixtures": round(v[2], 3)} for k, v in rows}
 
-    return {"wall_seconds": round(duration, 3), "workers": workers,
-            "case_seconds": round(sum(r.duration for r in results), 3),
-            "waiting_for_target": round(sum(r.call_seconds for r in results), 3),
-            "sessions_opened": sessions.opened, "session_open_seconds": round(sessions.open_seconds, 3),
-            "by_check": top(by_check), "by_tool": top(by_tool)}
+    out = {"wall_seconds": round(duration, 3), "workers": workers,
+           "phases": {k: round(v, 3) for k, v in (phases or {}).items()},
+           "case_seconds": round(sum(r.duration for r in results), 3),
+           "waiting_for_target": round(sum(r.call_seconds for r in results), 3),
+           "building_fixtures": round(sum(r.fixture_seconds for r in results), 3),
+           "sessions_opened": sessions.opened, "session_open_seconds": round(sessions.open_seconds, 3),
+           "retried_alone": [{"case": case, "first_error": why} for case, why in sessions.retried],
+           "by_check": top(by_check), "by_tool": top(by_tool)}
+    if cpu is not None:
+        out["cpu_seconds"] = {"suite": round(cpu[0], 3), "stdio_servers": round(cpu[1], 3)}
+    return out
 
 
 def _apply_baseline(result: CheckFinished, baseline: set[tuple[str, str]]) -> CheckFinished:

@@ -2,10 +2,13 @@
 
 Opening a stdio session spawns the server (seconds each), so a worker keeps its session for
 every case it takes and opens a fresh one only after a case that may have poisoned it (an
-error, a transport failure). Each worker writes fixtures under its own directory, so a writing
-tool never races another worker over the same bundle. Checks that judge wall-clock timing
-(``EXCLUSIVE``) run last, alone, on a fresh session, so that no other worker loads the machine;
-so does, once more, a case that ended in the suite's own error while other workers ran.
+error, a transport failure); the runner's first session (the one that read ``tools/list``) is
+handed to the first worker rather than closed. Each worker writes fixtures under its own
+directory, so a writing tool never races another worker over the same bundle. Checks that judge
+wall-clock timing (``EXCLUSIVE``) run last, alone, once the other workers' sessions are closed, so
+that nothing else loads the machine; so does, once more, a case that ended in the suite's own
+error while other workers ran. That last batch keeps the first worker's session (a healthy,
+idle one) instead of starting yet another server.
 """
 
 from __future__ import annotations
@@ -33,10 +36,12 @@ RunCase = Callable[[Connection, BundleStore, CheckSpec, "ToolContract | None"], 
 
 @dataclass
 class SessionStats:
-    """How many sessions the run opened and how long opening them took (for the report)."""
+    """How many sessions the run opened, how long opening them took, and which cases ended in the
+    suite's own error and were run again alone (for the report)."""
 
     opened: int = 0
     open_seconds: float = 0.0
+    retried: list[tuple[str, str]] = field(default_factory=list)   # (case, its first error), run again alone
     lock: threading.Lock = field(default_factory=threading.Lock)
 
     def add(self, seconds: float) -> None:
@@ -49,12 +54,12 @@ class Worker:
     """One session (opened on first use) and one fixture directory."""
 
     def __init__(self, index: int, target: Target, root: Path, stats: SessionStats,
-                 shared: Connection | None = None) -> None:
+                 shared: Connection | None = None, opened: tuple[Connection, contextlib.ExitStack] | None = None) -> None:
         self.target, self.stats, self.shared = target, stats, shared
         self.store = BundleStore(root / f"w{index}")
         self.store.root.mkdir(parents=True, exist_ok=True)
-        self._stack: contextlib.ExitStack | None = None
-        self._conn: Connection | None = shared
+        self._stack: contextlib.ExitStack | None = opened[1] if opened and shared is None else None
+        self._conn: Connection | None = shared or (opened[0] if opened else None)
 
     def connection(self) -> Connection:
         if self._conn is None:
@@ -89,7 +94,8 @@ def _poisoned(result: CheckFinished) -> bool:
 
 
 def _work(worker: Worker, jobs: "queue.Queue[tuple[int, Case] | None]", out: "queue.Queue", run_case: RunCase,
-          expired: Callable[[], bool]) -> None:
+          expired: Callable[[], bool], keep: bool = False) -> None:
+    """Take cases until the queue says stop; the session is closed at the end unless ``keep``."""
     try:
         while True:
             job = jobs.get()
@@ -109,50 +115,61 @@ def _work(worker: Worker, jobs: "queue.Queue[tuple[int, Case] | None]", out: "qu
                     worker.reset()
             out.put((index, result))
     finally:
-        worker.reset()
+        if not keep:
+            worker.reset()
         out.put(("done", None))
 
 
 def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, workers: int,
-              deadline: float | None, shared: Connection | None = None) -> Iterator[Event | SessionStats]:
+              deadline: float | None, shared: Connection | None = None,
+              opened: tuple[Connection, contextlib.ExitStack] | None = None) -> Iterator[Event | SessionStats]:
     """Yield each case's started/finished events as workers produce them; the finished results
-    are yielded again, in plan order, by the caller reading ``CheckFinished`` events."""
+    are yielded again, in plan order, by the caller reading ``CheckFinished`` events.
+
+    ``opened``: a session the caller already opened (and the stack that closes it); the first
+    worker uses it, and this function closes it in the end."""
     stats = SessionStats()
     expired = (lambda: deadline is not None and time.monotonic() > deadline)
     parallel = [(i, c) for i, c in enumerate(cases) if c[0].id not in EXCLUSIVE]
     alone = [(i, c) for i, c in enumerate(cases) if c[0].id in EXCLUSIVE]
     count = 1 if shared is not None else max(1, min(workers, len(parallel)))
     retried: set[int] = set()
-    for batch, width in ((parallel, count), (alone, 1)):
-        if not batch:
-            continue
-        jobs: queue.Queue = queue.Queue()
-        out: queue.Queue = queue.Queue()
-        for job in batch:
-            jobs.put(job)
-        threads = []
-        for n in range(width):
-            jobs.put(None)
-            worker = Worker(n if batch is parallel else count, target, root, stats, shared)
-            thread = threading.Thread(target=_work, args=(worker, jobs, out, run_case, expired), daemon=True,
-                                      name=f"conform-worker-{n}")
-            thread.start()
-            threads.append(thread)
-        running = width
-        while running:
-            try:
-                tag, item = out.get(timeout=0.5)
-            except queue.Empty:
+    first = Worker(0, target, root, stats, shared, opened)
+    try:
+        for batch, width in ((parallel, count), (alone, 1)):
+            if not batch:
                 continue
-            if tag == "done":
-                running -= 1
-            elif (batch is parallel and width > 1 and isinstance(item, CheckFinished) and item.status == "error"
-                  and not item.reason.startswith("cannot open") and tag not in retried):
-                # the suite's own error while others ran (not a verdict): once more, alone, at the end
-                retried.add(tag)
-                alone.append((tag, cases[tag]))
-            else:
-                yield item
-        for thread in threads:
-            thread.join()
+            jobs: queue.Queue = queue.Queue()
+            out: queue.Queue = queue.Queue()
+            for job in batch:
+                jobs.put(job)
+            threads = []
+            for n in range(width):
+                jobs.put(None)
+                # the first worker (and its session) serves both batches; the others end with the first
+                worker = first if n == 0 else Worker(n, target, root, stats, shared)
+                thread = threading.Thread(target=_work, args=(worker, jobs, out, run_case, expired, worker is first),
+                                          daemon=True, name=f"conform-worker-{n}")
+                thread.start()
+                threads.append(thread)
+            running = width
+            while running:
+                try:
+                    tag, item = out.get(timeout=0.5)
+                except queue.Empty:
+                    continue
+                if tag == "done":
+                    running -= 1
+                elif (batch is parallel and width > 1 and isinstance(item, CheckFinished) and item.status == "error"
+                      and not item.reason.startswith("cannot open") and tag not in retried):
+                    # the suite's own error while others ran (not a verdict): once more, alone, at the end
+                    retried.add(tag)
+                    alone.append((tag, cases[tag]))
+                    stats.retried.append((item.case_id, item.reason[:300]))
+                else:
+                    yield item
+            for thread in threads:
+                thread.join()
+    finally:
+        first.reset()
     yield stats

@@ -6,6 +6,7 @@ import dataclasses
 import json
 import re
 import threading
+import time
 from typing import Any
 
 from hypothesis import strategies as st
@@ -177,6 +178,7 @@ def success_probes(ctx: CheckContext, per_tool: int = 3) -> list[dict[str, Any]]
         if "proof" in props and answer.get("proof") is not None:
             applied["proof"] = answer["proof"]
         probes.append(applied)
+    ctx.fixture_seconds += previewing.fixture_seconds
     return probes
 
 
@@ -277,9 +279,11 @@ def raw_valid_examples(ctx: CheckContext) -> list[dict[str, Any]]:
         lock = _KEY_LOCKS.setdefault(key, threading.Lock())
     with lock:
         if key not in _EXAMPLES:
+            start = time.monotonic()
             drawn: list[dict[str, Any]] = []
             ctx.run_property(_generated_valid_calls(ctx), drawn.append, shrink=False, honour_deadline=False)
             _EXAMPLES[key] = drawn
+            ctx.fixture_seconds += time.monotonic() - start
     return _EXAMPLES[key]
 
 

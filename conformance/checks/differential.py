@@ -7,7 +7,7 @@ from typing import Any
 from hypothesis import strategies as st
 
 from knowspec.conformance.checks.common import advertised_only, fail, require_result
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.fixtures.strategies import (
@@ -18,10 +18,6 @@ from knowspec.conformance.oracles.search import expected_search
 
 RULE_SEARCH = "spec/okf/contract/queries.md §2 (casefold+NFC substring; priority; id)"
 RULE_NEIGHBORS = "spec/okf/contract/queries.md §3 (resolved links and relations; order)"
-
-
-def _for_tool(name: str):
-    return lambda tool: tool.name == name
 
 
 def _limit_range(ctx: CheckContext) -> tuple[int, int]:
@@ -72,7 +68,7 @@ def _with_bundle(outcome, bundle: Bundle):
     return replace(outcome, arguments={"arguments": outcome.arguments, "bundle_files": _describe(bundle)})
 
 
-@check("differential_search", RULE_SEARCH, applies=advertised_only, relevant=_for_tool("search_concepts"))
+@check("differential_search", RULE_SEARCH, applies=advertised_only, relevant=tools_named("search_concepts"))
 def differential_search(ctx: CheckContext) -> None:
     """search_concepts on generated bundles equals the oracle: hits, match, total, truncated."""
     lo, hi = _limit_range(ctx)
@@ -143,7 +139,7 @@ def _neighbor_cases(draw: st.DrawFn, lo: int, hi: int):
     return bundle, calls
 
 
-@check("differential_neighbors", RULE_NEIGHBORS, applies=advertised_only, relevant=_for_tool("get_neighbors"))
+@check("differential_neighbors", RULE_NEIGHBORS, applies=advertised_only, relevant=tools_named("get_neighbors"))
 def differential_neighbors(ctx: CheckContext) -> None:
     """get_neighbors on generated bundles equals the oracle: edges, order, total, sources."""
     lo, hi = _limit_range(ctx)

@@ -12,7 +12,7 @@ import json
 from typing import Any
 
 from knowspec.conformance.checks.common import advertised_only, fail, require_result
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Source
 from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, sources_bundle, wide_bundle
 from knowspec.conformance.oracles import okf_reads as oracle
@@ -22,13 +22,9 @@ READ = "spec/okf/contract/read.md"
 INSTANT = "instant-0b87c52"
 
 
-def for_tool(name: str):
-    def applies(ctx: CheckContext) -> str | None:
-        if ctx.require_tool().name != name:
-            return f"oracle exists only for {name}"
-        return advertised_only(ctx)
-
-    return applies
+def for_tool(name: str) -> dict[str, Any]:
+    """``@check`` arguments of an oracle of one tool: planned only on it, skipped if not advertised."""
+    return {"applies": advertised_only, "relevant": tools_named(name)}
 
 
 def success(ctx: CheckContext, args: dict[str, Any], name: str | None = None) -> CallOutcome:
@@ -85,7 +81,7 @@ def _compare_cards(ctx: CheckContext, bundle: Bundle, args: dict[str, Any], prof
 
 
 @check("oracle_list_concepts", f"{READ}#2 (cards sorted by ID bytes; stale at the inclusive day/instant boundary)",
-       applies=for_tool("list_concepts"))
+       **for_tool("list_concepts"))
 def oracle_list_concepts(ctx: CheckContext) -> None:
     """Every concept has one card in ID byte order; stale flips exactly at the day and at the instant."""
     dated = dated_bundle()
@@ -106,7 +102,7 @@ def oracle_list_concepts(ctx: CheckContext) -> None:
 # ---- read_concept -----------------------------------------------------------------------------
 
 @check("oracle_read_concept", f"{READ} (read_concept: raw text, frontmatter bytes, body)",
-       applies=for_tool("read_concept"))
+       **for_tool("read_concept"))
 def oracle_read_concept(ctx: CheckContext) -> None:
     """read_concept returns the file's own frontmatter and body, and its text is the whole file."""
     for bundle in (dated_bundle(), sources_bundle(), cafe_bundle()):
@@ -186,7 +182,7 @@ def _check_sections(ctx: CheckContext, bundle: Bundle, query: str, limit: int) -
 
 
 @check("oracle_search_sections", "spec/okf/tools.toml#search_sections (order, terms, matched_terms, hashes)",
-       applies=for_tool("search_sections"))
+       **for_tool("search_sections"))
 def oracle_search_sections(ctx: CheckContext) -> None:
     """Sections holding every word, score descending then ID then line; hashes are the files'."""
     bundle = sections_bundle()
@@ -218,7 +214,7 @@ def _local(iri: str) -> str:
 
 
 @check("oracle_semantic_graph", f"{READ} (v0.2 projection: a node per concept, every relation, @graph by @id)",
-       applies=for_tool("get_semantic_graph"))
+       **for_tool("get_semantic_graph"))
 def oracle_semantic_graph(ctx: CheckContext) -> None:
     """The graph holds a node per concept, each resolved relation and link once, sorted by @id."""
     for bundle in (graph_bundle(), dated_bundle()):
@@ -271,7 +267,7 @@ def broken_bundle() -> Bundle:
 
 
 @check("oracle_validate_bundle", "spec/okf/tools.toml#validate_bundle (counts = diagnostics; ERROR → not conformant)",
-       applies=for_tool("validate_bundle"))
+       **for_tool("validate_bundle"))
 def oracle_validate_bundle(ctx: CheckContext) -> None:
     """Counts equal the diagnostics by severity; broken files are ERRORs naming the file; order holds."""
     for bundle, must_fail in ((broken_bundle(), ("plain.md", "bad.md")), (dated_bundle(), ()), (graph_bundle(), ())):

@@ -13,7 +13,7 @@ from pathlib import Path
 from typing import Any
 
 from knowspec.conformance.checks.common import advertised_only, fail, require_result
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept, render_document
 from knowspec.conformance.oracles.okf_writes import body_of, diff_sides, snapshot, written_body
@@ -24,14 +24,14 @@ STALE_REVISION = "sha256:" + "0" * 64
 OTHER_DIGEST = "sha256:" + "1" * 64
 
 
-def for_tools(*names: str):
+def for_tools(*names: str) -> dict[str, Any]:
+    """``@check`` arguments of an oracle of these tools: planned on each, skipped unless all are advertised."""
+
     def applies(ctx: CheckContext) -> str | None:
-        if ctx.require_tool().name not in names:
-            return f"oracle exists only for {', '.join(names)}"
         missing = [n for n in names if not ctx.is_advertised(n)]
         return f"{', '.join(missing)} not advertised by the target" if missing else advertised_only(ctx)
 
-    return applies
+    return {"applies": applies, "relevant": tools_named(*names)}
 
 
 def _call(ctx: CheckContext, name: str, args: dict[str, Any]) -> CallOutcome:
@@ -85,7 +85,7 @@ def patch_bundle(name: str) -> Bundle:
 # ---- write_concept ----------------------------------------------------------------------------
 
 @check("oracle_write_concept", f"{WRITE}#3 (whole-concept replace: body and frontmatter written; refusal writes nothing)",
-       applies=for_tools("write_concept"))
+       **for_tools("write_concept"))
 def oracle_write_concept(ctx: CheckContext) -> None:
     """write_concept writes exactly the body sent, read_concept returns it; a refusal changes nothing."""
     root = ctx.bundles.path_of(patch_bundle("write"), fresh=True)
@@ -123,7 +123,7 @@ def _lifecycle(concept_id: str, status: str) -> list[dict[str, Any]]:
 
 
 @check("oracle_concept_patch", f"{WRITE} (preview writes nothing; apply = the diff; CAS; plan binding; replay)",
-       applies=for_tools("preview_concept_patch", "apply_concept_patch"))
+       **for_tools("preview_concept_patch", "apply_concept_patch"))
 def oracle_concept_patch(ctx: CheckContext) -> None:
     """Preview → apply writes the diff's new side; stale revision and foreign digest are refused untouched."""
     root = ctx.bundles.path_of(patch_bundle("patch"), fresh=True)
@@ -176,7 +176,7 @@ def oracle_concept_patch(ctx: CheckContext) -> None:
 # ---- temporal upgrade -------------------------------------------------------------------------
 
 @check("oracle_temporal_upgrade", f"{WRITE} (temporal upgrade: unresolved dates, mapped scalars only, binding)",
-       applies=for_tools("preview_temporal_upgrade", "apply_temporal_upgrade"))
+       **for_tools("preview_temporal_upgrade", "apply_temporal_upgrade"))
 def oracle_temporal_upgrade(ctx: CheckContext) -> None:
     """Unmapped dates are listed; the apply rewrites exactly the mapped scalars; stale inputs write nothing."""
     root = ctx.bundles.path_of(patch_bundle("temporal"), fresh=True)
@@ -228,7 +228,7 @@ def oracle_temporal_upgrade(ctx: CheckContext) -> None:
 # ---- v0.2 migration ---------------------------------------------------------------------------
 
 @check("oracle_v02_migration", f"{WRITE} (v0.1 → v0.2: index.md declares 0.2; binding; replay; preview writes nothing)",
-       applies=for_tools("preview_v02_migration", "apply_v02_migration"))
+       **for_tools("preview_v02_migration", "apply_v02_migration"))
 def oracle_v02_migration(ctx: CheckContext) -> None:
     """A v0.1 bundle migrates: the preview's paths are the changed ones, index.md then declares 0.2."""
     legacy = Bundle("legacy", patch_bundle("legacy").concepts, okf_version="0.1")

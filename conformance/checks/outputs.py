@@ -49,7 +49,8 @@ def _over_successes(ctx: CheckContext, judge: Callable[[dict[str, Any], CallOutc
     ctx.run_property(strategy or valid_calls(ctx), test)
     if not seen["success"]:
         codes = ", ".join(sorted(c for c in seen["error_codes"] if c)) or "none"
-        skip(f"no successful response to check (errors seen: {codes}); no fixture data on the target?")
+        skip(f"no successful response to check (errors seen: {codes}): no data on the target these calls fit "
+             f"(a pool: --pool-fixture or --rest-url), or none of this seed's calls succeeded (try another --seed)")
 
 
 @check("output_schema", RULE_OUTPUT, applies=advertised_only)

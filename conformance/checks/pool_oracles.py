@@ -15,7 +15,7 @@ from knowspec.conformance.checks.common import advertised_only, fail, require_re
 from knowspec.conformance.checks.docpool_import import (
     PoolRun, entity_view, linked, mcp_principals, success_data, topic_view,
 )
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.oracles import pools as oracle
 from knowspec.conformance.pool_fixture import fold
 from knowspec.conformance.target import CallOutcome
@@ -30,19 +30,20 @@ def _pool(ctx: CheckContext) -> PoolRun:
     return run
 
 
-def for_tool(name: str, needs_help: bool = False):
+def for_tool(name: str, needs_help: bool = False) -> dict[str, Any]:
+    """``@check`` arguments of an oracle of one tool: planned only on it, skipped without the suite's pool."""
+
     def applies(ctx: CheckContext) -> str | None:
-        if ctx.require_tool().name != name:
-            return f"oracle exists only for {name}"
         run = ctx.config.pool
         if not isinstance(run, PoolRun) or run.mode not in ("fixture", "imported"):
             note = run.note if isinstance(run, PoolRun) else "no pool fixture"
             return f"no pool of the suite's on the target ({note}); start it on `knowspec conform fixture`"
         if needs_help and run.help is None:
-            return "the help pool is the suite's only with --pool-fixture"
+            return ("needs the suite's help pool (an import brings only document collections): start the target "
+                    "on `knowspec conform fixture --out DIR` and pass --pool-fixture DIR")
         return advertised_only(ctx)
 
-    return applies
+    return {"applies": applies, "relevant": tools_named(name)}
 
 
 def _call(ctx: CheckContext, tool: str, args: dict[str, Any], database: bool = True) -> CallOutcome:
@@ -70,7 +71,7 @@ def _expect(ok: bool, message: str, outcome: CallOutcome, expected: Any = None) 
 # ---- help pool --------------------------------------------------------------------------------
 
 @check("oracle_help_search", f"{SEED}#help_search (fts; folding; module filter; bm25 then slug)",
-       applies=for_tool("help_search", needs_help=True))
+       **for_tool("help_search", needs_help=True))
 def oracle_help_search(ctx: CheckContext) -> None:
     """Each help topic's own word finds exactly it, in every folded spelling; module narrows."""
     hx = _pool(ctx).help
@@ -103,7 +104,7 @@ def oracle_help_search(ctx: CheckContext) -> None:
 
 
 @check("oracle_help_get_topic", f"{SEED}#help_get_topic (by slug, form_class, old name, islem_kodu; related)",
-       applies=for_tool("help_get_topic", needs_help=True))
+       **for_tool("help_get_topic", needs_help=True))
 def oracle_help_get_topic(ctx: CheckContext) -> None:
     """A help topic by slug is the topic; related are the topics sharing a form or code, ordered."""
     hx = _pool(ctx).help
@@ -137,7 +138,7 @@ def oracle_help_get_topic(ctx: CheckContext) -> None:
 
 
 @check("oracle_help_form_info", f"{SEED}#help_form_info (attrs, islem_kodlari by rel then kod, topics ordered)",
-       applies=for_tool("help_form_info", needs_help=True))
+       **for_tool("help_form_info", needs_help=True))
 def oracle_help_form_info(ctx: CheckContext) -> None:
     """A form's codes and topics come complete and in the seed's order; an old name is legacy_alias."""
     hx = _pool(ctx).help
@@ -160,7 +161,7 @@ def oracle_help_form_info(ctx: CheckContext) -> None:
 
 
 @check("oracle_help_stats", f"{SEED}#help_stats (the help pool's recipe and exact row counts)",
-       applies=for_tool("help_stats", needs_help=True))
+       **for_tool("help_stats", needs_help=True))
 def oracle_help_stats(ctx: CheckContext) -> None:
     """help_stats counts exactly the help pool's rows and describes its one collection."""
     hx = _pool(ctx).help
@@ -174,7 +175,7 @@ def oracle_help_stats(ctx: CheckContext) -> None:
 # ---- document pool ----------------------------------------------------------------------------
 
 @check("oracle_doc_stats", f"{SEED}#doc_stats (counts of the caller's topics; = doc_collections)",
-       applies=for_tool("doc_stats"))
+       **for_tool("doc_stats"))
 def oracle_doc_stats(ctx: CheckContext) -> None:
     """doc_stats counts only what the caller may see, and agrees with doc_collections per collection."""
     run, principals = _pool(ctx), mcp_principals(ctx)
@@ -197,7 +198,7 @@ def oracle_doc_stats(ctx: CheckContext) -> None:
 
 
 @check("oracle_doc_collections", f"{SEED}#doc_collections (netsim-help first, then by id; topics per caller)",
-       applies=for_tool("doc_collections"))
+       **for_tool("doc_collections"))
 def oracle_doc_collections(ctx: CheckContext) -> None:
     """The fixture collections are listed with the topics the caller may read, netsim-help first."""
     run, principals = _pool(ctx), mcp_principals(ctx)
@@ -223,7 +224,7 @@ def oracle_doc_collections(ctx: CheckContext) -> None:
 
 
 @check("oracle_doc_search", f"{SEED}#doc_search (folding incl. Turkish ı/İ; ACL before ranking; order)",
-       applies=for_tool("doc_search"))
+       **for_tool("doc_search"))
 def oracle_doc_search(ctx: CheckContext) -> None:
     """Every spelling that folds alike finds the same topic; forbidden topics never rank; fts order holds."""
     run, principals = _pool(ctx), mcp_principals(ctx)
@@ -261,7 +262,7 @@ def oracle_doc_search(ctx: CheckContext) -> None:
 
 
 @check("oracle_doc_get", f"{SEED}#doc_get (the topic; links ordered; related ordered; ACL = not_found)",
-       applies=for_tool("doc_get"))
+       **for_tool("doc_get"))
 def oracle_doc_get(ctx: CheckContext) -> None:
     """Every fixture topic reads back as written, or not_found when the caller may not see it."""
     run, principals = _pool(ctx), mcp_principals(ctx)
@@ -288,7 +289,7 @@ def oracle_doc_get(ctx: CheckContext) -> None:
 
 
 @check("oracle_doc_entity", f"{SEED}#doc_entity (relations, aliases, topics the caller sees = len(doc_links))",
-       applies=for_tool("doc_entity"))
+       **for_tool("doc_entity"))
 def oracle_doc_entity(ctx: CheckContext) -> None:
     """Each entity's view equals the fixture's, its topic count is what doc_links lists for the caller."""
     run, principals = _pool(ctx), mcp_principals(ctx)
@@ -305,7 +306,7 @@ def oracle_doc_entity(ctx: CheckContext) -> None:
 
 
 @check("oracle_doc_entities", f"{SEED}#doc_entities (kinds with counts; entities by kind, key; limit; q folded)",
-       applies=for_tool("doc_entities"))
+       **for_tool("doc_entities"))
 def oracle_doc_entities(ctx: CheckContext) -> None:
     """Kinds and entities come complete, in order, cut at limit from the first row."""
     fx = _pool(ctx).fixture
@@ -329,7 +330,7 @@ def oracle_doc_entities(ctx: CheckContext) -> None:
 
 
 @check("oracle_doc_links", f"{SEED}#doc_links (visible linked topics, confidence descending, collection, slug)",
-       applies=for_tool("doc_links"))
+       **for_tool("doc_links"))
 def oracle_doc_links(ctx: CheckContext) -> None:
     """doc_links of every entity equals the visible linked topics in the seed's order; old names resolve."""
     fx, principals = _pool(ctx).fixture, mcp_principals(ctx)

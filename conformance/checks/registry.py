@@ -47,6 +47,11 @@ class CheckSpec:
 CHECKS: dict[str, CheckSpec] = {}
 
 
+def tools_named(*names: str) -> Relevant:
+    """``relevant`` for a check that judges only these tools (an oracle of one tool, or of a pair)."""
+    return lambda tool: tool.name in names
+
+
 def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None,
           relevant: Relevant | None = None, since: int = 0) -> Callable:
     """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None`` (what the
@@ -68,16 +73,19 @@ class BundleStore:
 
     def __init__(self, root: Path) -> None:
         self.root = root
+        self.seconds = 0.0        # spent writing bundles (the report's fixture time)
         self._written: dict[str, Path] = {}
         self._counter = itertools.count()
 
     def path_of(self, bundle: Bundle, fresh: bool = False) -> Path:
         if not fresh and bundle.name in self._written:
             return self._written[bundle.name]
+        start = time.monotonic()
         name = f"{bundle.name}-{next(self._counter)}"
         path = Bundle(name, bundle.concepts, bundle.okf_version, bundle.extra_files).write(self.root)
         if not fresh:
             self._written[bundle.name] = path
+        self.seconds += time.monotonic() - start
         return path
 
 
@@ -93,6 +101,7 @@ class CheckContext:
     calls: int = 0
     successes: int = 0
     call_seconds: float = 0.0     # waiting for the target (the rest of a case is the suite's own work)
+    fixture_seconds: float = 0.0  # generating the run's shared valid examples (bundle writes: ``bundles.seconds``)
     notes: list[str] = field(default_factory=list)
     _fill: dict[str, Any] = field(default_factory=dict)
 

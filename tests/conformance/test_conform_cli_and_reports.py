@@ -61,3 +61,17 @@ def test_an_exhausted_time_budget_skips_the_remaining_cases(toy_contract, target
                                     checks=("tools_list", "truncation")))
     assert {r.status for r in finished.results} == {"skipped"}
     assert all("time budget" in r.reason for r in finished.results)
+
+
+def test_the_json_report_says_where_the_time_went(toy_contract, target_for, tmp_path):
+    assert main(["--target", target_for("good"), "--contract", str(toy_contract), "--max-examples", "2",
+                 "--workers", "1", "--check", "tools_list", "--check", "input_valid_accepted", "--check", "cancellation",
+                 "--json", str(tmp_path / "r.json")]) == 0
+    timings = json.loads((tmp_path / "r.json").read_text())["timings"]
+    assert set(timings["phases"]) == {"contract_and_plan", "handshake", "pool_fixture", "cases"}
+    assert timings["phases"]["handshake"] > 0 and timings["phases"]["cases"] > 0
+    row = timings["by_check"]["input_valid_accepted"]
+    assert row["building_fixtures"] > 0 and row["seconds"] >= row["building_fixtures"]
+    assert timings["cpu_seconds"]["suite"] > 0 and timings["cpu_seconds"]["stdio_servers"] > 0
+    # one worker: the first session (tools/list) serves every case, the cancellation check last
+    assert timings["sessions_opened"] == 0 and timings["retried_alone"] == []

@@ -28,6 +28,37 @@ def test_a_check_that_cannot_apply_to_a_tool_is_not_a_planned_case():
     assert ("determinism", "write_concept") not in planned         # not read-only
 
 
+def _everything_present(tool):
+    """A context in which the target advertises every tool and was started on the suite's pools:
+    whatever a planned tool-scoped case skips for then would be a non-case, not a real skip."""
+    from pathlib import Path
+
+    from knowspec.conformance.checks.docpool_import import PoolRun
+    from knowspec.conformance.checks.registry import BundleStore, CheckContext
+    from knowspec.conformance.config import RunConfig
+
+    pool = PoolRun("fixture", "started on the fixture", fixture=object(), database="conform", help=object())
+    config = RunConfig(target="stdio:x", pool=pool)
+    advertised = {t.name: {"name": t.name} for t in CONTRACT.tools}
+    return CheckContext(None, CONTRACT, config, advertised, BundleStore(Path("/nonexistent")), tool)
+
+
+def test_a_planned_tool_case_never_skips_for_judging_another_tool():
+    cases = [(spec, tool) for spec, tool in plan(list(CHECKS.values()), CONTRACT) if tool and spec.applies]
+    non_cases = [(spec.id, tool.name, spec.applies(_everything_present(tool))) for spec, tool in cases]
+    assert [c for c in non_cases if c[2]] == []
+
+
+def test_an_oracle_is_planned_only_on_the_tools_it_judges():
+    planned = {(spec.id, tool.name) for spec, tool in plan(list(CHECKS.values()), CONTRACT) if tool}
+    assert {t for c, t in planned if c == "oracle_list_concepts"} == {"list_concepts"}
+    assert {t for c, t in planned if c == "oracle_concept_patch"} == {"preview_concept_patch",
+                                                                       "apply_concept_patch"}
+    assert {t for c, t in planned if c == "oracle_doc_get"} == {"doc_get"}
+    oracle_cases = [(c, t) for c, t in planned if c.startswith("oracle_")]
+    assert len(oracle_cases) == len({c for c, _ in oracle_cases}) + 3   # three oracles judge a tool pair
+
+
 def test_every_tool_with_a_declared_sort_order_is_ordering_checked():
     planned = {tool.name for spec, tool in plan([CHECKS["result_ordering"]], CONTRACT)}
     declared = {t.name for t in CONTRACT.tools if t.ordering}

@@ -331,12 +331,15 @@ async def call_tool(ctx, params):
             STATE["current"] = args
             await anyio.sleep(0.01)
             args = STATE["current"]
-        out = HANDLERS[params.name](args)
-        if VARIANT == "dies_on_cancel":
-            try:
+        try:
+            # in a worker thread, as a real server would: a cancel is seen while the search still runs
+            out = await anyio.to_thread.run_sync(HANDLERS[params.name], args, abandon_on_cancel=True)
+            if VARIANT == "dies_on_cancel":
                 await anyio.sleep(1)
-            except anyio.get_cancelled_exc_class():
+        except anyio.get_cancelled_exc_class():
+            if VARIANT == "dies_on_cancel":
                 os._exit(3)  # a cancelled call takes the whole server down
+            raise
     except Fail as exc:
         return envelope(exc.code, exc.message, exc.diagnostics)
     text = json.dumps(out, ensure_ascii=False, separators=(",", ":"))
