@@ -183,22 +183,6 @@ def generated_at(fm: dict) -> str | None:
     return None
 
 
-def citations_section(concept) -> list[int]:
-    """Numbers of the entries of an H1 ``# Citations`` section (empty when none)."""
-    headings = concept.headings
-    for index, heading in enumerate(headings):
-        if heading.level == 1 and heading.text.strip() == "Citations":
-            data = concept.markdown.prose.encode("utf-8")
-            end = len(data)
-            for later in headings[index + 1:]:
-                if later.level <= 1:
-                    end = later.start
-                    break
-            section = data[heading.end:end].decode("utf-8", errors="replace")
-            return [int(m.group(1)) for line in section.split("\n") if (m := _CITATION_ENTRY.match(line))]
-    return []
-
-
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _H1 = re.compile(r"^ {0,3}#(?:[ \t]|$)")
 
@@ -206,8 +190,8 @@ _H1 = re.compile(r"^ {0,3}#(?:[ \t]|$)")
 def citation_entry_numbers(body: str) -> list[int]:
     """Line-level scan for an H1 ``# Citations`` outside fenced code and its numbered entries.
 
-    A cheap equivalent of :func:`citations_section` for listing (no Markdown parse): fences are
-    tracked by their opening run, the section ends at the next H1 outside code."""
+    No Markdown parse, so listing stays cheap: fences are tracked by their opening run, the
+    section ends at the next H1 outside code."""
     numbers: list[int] = []
     fence: str | None = None
     in_section = False

@@ -34,11 +34,6 @@ STATUS_BY_CODE: dict[str, int] = {
     "operation_cancelled": 503,
 }
 
-# Codes the REST surface adds to spec/errors.toml (family "rest").
-REST_CODES = (
-    "unauthenticated", "forbidden", "method_not_allowed", "unsupported_media_type", "internal_error"
-)
-
 _FRAMEWORK_CODES = {
     400: "invalid_request",
     401: "unauthenticated",

@@ -33,16 +33,10 @@ MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 Handler = Callable[[Any, CallContext], ToolOutput]
 
 
-def resolve_handler(entry: ToolEntry) -> Handler | None:
-    """The impl function a registry entry names, or None when it is not written yet."""
+def resolve_handler(entry: ToolEntry) -> Handler:
+    """The impl function a registry entry names; a name that does not resolve is a bug, so it raises."""
     module_name, _, attr = entry.impl.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            return None
-        raise
-    return getattr(module, attr, None)
+    return getattr(importlib.import_module(module_name), attr)
 
 
 class ToolRuntime:
