@@ -2,7 +2,9 @@
 
 Status and its state, trust tier, stale-after and staleness, sources under a profile, shared
 usage window, generated/verified events, the Attested Computation contract, footnote
-attributions and the v0.1 legacy fallbacks. Cards for list/search/neighbours are built here.
+attributions and the v0.1 legacy fallbacks: the fields cards are made of. The cards themselves
+are built by ``read_tools.concept_card`` (list_concepts) and ``query_cards.card``
+(search_concepts, get_neighbors, get_semantic_graph).
 """
 
 from __future__ import annotations
@@ -349,7 +351,7 @@ def attributions(concept, sources: list[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-# --- cards -----------------------------------------------------------------------------------
+# --- card fields -----------------------------------------------------------------------------
 
 def staleness(fm: dict, profile: str, as_of: AsOf | None, *, list_quirk: bool = False) -> tuple[str | None, bool | None]:
     """(stale_after, stale). ``list_quirk``: list_concepts under the date profile reports
