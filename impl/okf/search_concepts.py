@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Sequence
 
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.rules.ordering import search_hit_key, truncate
-from knowspec.impl.rules.text import fold
+from knowspec.impl.rules.text import case_fold
 
 MAX_QUERY_CHARS = 512
 
@@ -39,7 +39,8 @@ class SearchableConcept:
 
     @classmethod
     def of(cls, concept_id: str, title: str, description: str, tags: Iterable[str], body: str) -> "SearchableConcept":
-        return cls(fold(concept_id), fold(title), fold(description), tuple(fold(t) for t in tags), fold(body))
+        return cls(case_fold(concept_id), case_fold(title), case_fold(description),
+                   tuple(case_fold(t) for t in tags), case_fold(body))
 
 
 def best_match(query: str, concept: SearchableConcept) -> str | None:
@@ -70,7 +71,7 @@ def normalise_query(query: str) -> str:
         )
     if not query.strip():
         raise ToolError("schema_validation", "query must contain non-whitespace text")
-    return fold(query)
+    return case_fold(query)
 
 
 @dataclass(frozen=True)

@@ -10,7 +10,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from knowspec.impl.errors import ToolError, diagnostic
-from knowspec.impl.okf.envelopes import recovery_step
+from knowspec.impl.okf.read_errors import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.changeset import ChangeSet
 from knowspec.impl.okf.write.encoding import enc_str, sha256_hex, digest_string

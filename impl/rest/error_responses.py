@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from knowspec.impl.server.envelope import envelope_of
+from knowspec.impl.server.tool_results import envelope_of
 from knowspec.impl.errors import Diagnostic, ToolError
 
 # HTTP status for each envelope code (spec/errors.toml plus the REST-only codes below).
