@@ -34,10 +34,6 @@ class Failure:
     arguments: Any = None
     response: Any = None
 
-    @property
-    def dedup_key(self) -> tuple[str, str, str]:
-        return (self.check_id, self.tool, self.message.split(":")[0])
-
     def to_dict(self) -> dict[str, Any]:
         return {"check": self.check_id, "rule": self.rule, "tool": self.tool, "message": self.message,
                 "arguments": _jsonable(self.arguments), "response": _jsonable(self.response)}

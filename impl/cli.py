@@ -277,7 +277,8 @@ def _one_line(exc: BaseException) -> str:
 
 def main(argv: Sequence[str] | None = None) -> int:
     # BLAS worker threads spin while idle and starve the event loop on small machines; vector
-    # scoring is single-threaded by design. Set before numpy is first imported.
+    # scoring splits its work over its own threads instead (KNOWSPEC_VECTOR_THREADS,
+    # docpool/vectors/parallelism.py). Set before numpy is first imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
     parser = build_parser()
     args = parser.parse_args(argv)

@@ -3,8 +3,10 @@
 Every tool failure travels as ``ToolError`` up to the call pipeline, which turns it into an
 ``isError: true`` result whose ``structuredContent`` is the envelope
 ``{code, message, retryable, diagnostics}`` (``spec/common/error.schema.json``). Protocol faults
-(unknown tool, malformed request) are the only failures that become JSON-RPC errors, and that
-choice is made in one place: ``impl/server/pipeline.py``.
+(unknown tool, malformed request) are the only failures that become JSON-RPC errors; the
+transport edge decides that, never a handler or the pipeline: ``impl/server/mcp_server.py``
+(unknown tool), ``impl/server/stdio_transport.py`` (a line that is not one JSON-RPC message)
+and ``impl/server/body_limits.py`` (an oversized or stalled ``/mcp`` body).
 
 Codes used across the server (see ``spec/errors.toml`` for the full table):
 ``schema_validation``, ``resource_limit``, ``invalid_request``, ``operation_cancelled``,

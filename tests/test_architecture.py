@@ -1,70 +1,194 @@
-"""The dependency rules of ARCHITECTURE.md, checked over every module's imports."""
+"""The dependency rules of ARCHITECTURE.md, checked over every module's imports.
+
+A module reaches another through an ``import``/``from`` statement (relative ones resolved
+against its package, ``from pkg import sub`` counted as ``pkg.sub``), through
+``importlib.import_module``/``__import__`` called with a literal name, or through a string
+literal that names a knowspec module (``"knowspec.impl.x"`` or ``"knowspec.impl.x:func"``): that
+is how the subcommand and storage tables import lazily. All of them count. The one declared
+string seam is the generated registry's ``impl=`` handler names, checked separately: each must
+name a function that exists.
+"""
 
 from __future__ import annotations
 
 import ast
+import re
+import textwrap
+from dataclasses import dataclass, field
 from pathlib import Path
+from typing import Iterator
 
 import pytest
 
 REPO = Path(__file__).resolve().parent.parent
 FOLDERS = ("impl", "generated", "codegen", "conformance")
-BARE = {"impl", "generated", "codegen", "conformance"}
+BARE = set(FOLDERS)
+MODULE_STRING = re.compile(r"^knowspec(?:\.[A-Za-z_]\w*)+(?::[A-Za-z_]\w*)?$")
+IMPORT_CALLS = {"import_module", "__import__"}
+# Storages hand over data (rows, postings, vectors); one search layer ranks (ARCHITECTURE.md).
+RANKING = ("knowspec.impl.rules.bm25", "knowspec.impl.rules.fts5", "knowspec.impl.rules.rrf",
+           "knowspec.impl.docpool.fulltext.rank", "knowspec.impl.docpool.fulltext.snippet",
+           "knowspec.impl.docpool.fulltext.search", "knowspec.impl.docpool.search",
+           "knowspec.impl.docpool.vectors.scoring", "knowspec.impl.docpool.vectors.int8_scan")
 
 
-def imports_of(path: Path) -> list[str]:
+# A run against an older contract revision reports its drift with codegen's pure contract diff.
+CONTRACT_DIFF = ("knowspec.codegen.contract_view", "knowspec.codegen.spec_diff", "knowspec.codegen.spec_rules")
+
+# `knowspec codegen` mounts itself in the `knowspec` command and checks its folders with the
+# same argument validators as every other subcommand (one-line errors, exit 2).
+CODEGEN_CLI_EDGE = frozenset({("knowspec.codegen.cli", "knowspec.impl.cli_args")})
+
+
+@dataclass(frozen=True)
+class Reference:
+    source: str   # dotted module that refers
+    target: str   # dotted module referred to (bare when written bare)
+    where: str    # path:line, for the message
+
+
+def dotted(path: Path, root: Path) -> str:
+    parts = path.relative_to(root).with_suffix("").parts
+    if parts[-1] == "__init__":
+        parts = parts[:-1]
+    return ".".join(("knowspec", *parts))
+
+
+def exists(name: str, root: Path) -> bool:
+    """Whether ``knowspec.<folder>...`` is a module or package of the tree at ``root``."""
+    parts = name.split(".")
+    if parts[0] != "knowspec" or len(parts) < 2:
+        return False
+    base = root.joinpath(*parts[1:])
+    return base.with_suffix(".py").is_file() or (base / "__init__.py").is_file()
+
+
+def package_of(path: Path, root: Path) -> list[str]:
+    name = dotted(path, root).split(".")
+    return name if path.name == "__init__.py" else name[:-1]
+
+
+def _relative(path: Path, root: Path, level: int, module: str | None) -> str:
+    package = package_of(path, root)
+    base = package[: len(package) - (level - 1)] if level > 1 else package
+    return ".".join(base + ([module] if module else []))
+
+
+def references(path: Path, root: Path) -> Iterator[Reference]:
+    source = dotted(path, root)
     tree = ast.parse(path.read_text(encoding="utf-8"))
-    names = []
+    seam_strings = {id(kw.value) for node in ast.walk(tree) if isinstance(node, ast.Call)
+                    for kw in node.keywords if kw.arg == "impl"} if source.startswith("knowspec.generated") else set()
+
+    def ref(target: str, node: ast.AST) -> Reference:
+        return Reference(source, target, f"{path.relative_to(root).as_posix()}:{node.lineno}")
+
     for node in ast.walk(tree):
         if isinstance(node, ast.Import):
-            names.extend(alias.name for alias in node.names)
-        elif isinstance(node, ast.ImportFrom) and node.level == 0 and node.module:
-            names.append(node.module)
-    return names
+            for alias in node.names:
+                yield ref(alias.name, node)
+        elif isinstance(node, ast.ImportFrom):
+            base = _relative(path, root, node.level, node.module) if node.level else node.module or ""
+            for alias in node.names:
+                sub = f"{base}.{alias.name}"
+                yield ref(sub if alias.name != "*" and exists(sub, root) else base, node)
+        elif isinstance(node, ast.Call):
+            func = node.func
+            name = func.attr if isinstance(func, ast.Attribute) else getattr(func, "id", None)
+            if name in IMPORT_CALLS and node.args and isinstance(node.args[0], ast.Constant) \
+                    and isinstance(node.args[0].value, str):
+                target = node.args[0].value
+                if target.startswith("."):
+                    level = len(target) - len(target.lstrip("."))
+                    target = _relative(path, root, level, target.lstrip(".") or None)
+                yield ref(target, node)
+        elif isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in seam_strings \
+                and MODULE_STRING.match(node.value):
+            target = node.value.partition(":")[0]
+            if exists(target, root):
+                yield ref(target, node)
 
 
-def modules(folder: str) -> list[Path]:
-    return sorted(p for p in (REPO / folder).rglob("*.py") if "__pycache__" not in p.parts)
+def under(name: str, *prefixes: str) -> bool:
+    return any(name == p or name.startswith(p + ".") for p in prefixes)
 
 
-@pytest.mark.parametrize("folder", FOLDERS)
-def test_no_bare_top_level_imports(folder):
-    offenders = [f"{p.relative_to(REPO)}: {name}" for p in modules(folder) for name in imports_of(p)
-                 if name.split(".")[0] in BARE]
-    assert not offenders
+@dataclass(frozen=True)
+class Rule:
+    name: str
+    sources: tuple[str, ...]                 # modules the rule is about
+    forbidden: tuple[str, ...]               # what they must not reach
+    allowed: tuple[str, ...] = ()            # ... except these targets
+    exempt_sources: tuple[str, ...] = ()     # modules of `sources` the rule skips
+    allowances: frozenset = field(default_factory=frozenset)  # (source, target) pairs let through
+
+    def breaks(self, r: Reference) -> bool:
+        return (under(r.source, *self.sources) and not under(r.source, *self.exempt_sources)
+                and under(r.target, *self.forbidden) and not under(r.target, *self.allowed))
 
 
-def test_generated_never_imports_impl_or_conformance():
-    offenders = [f"{p.relative_to(REPO)}: {n}" for p in modules("generated") for n in imports_of(p)
-                 if n.startswith(("knowspec.impl", "knowspec.conformance"))]
-    assert not offenders
+RULES = (
+    Rule("no bare top-level imports", ("knowspec",), tuple(sorted(BARE))),
+    Rule("generated imports nothing from impl or conformance", ("knowspec.generated",),
+         ("knowspec.impl", "knowspec.conformance")),
+    Rule("conformance imports nothing from impl", ("knowspec.conformance",), ("knowspec.impl",)),
+    Rule("conformance imports from codegen only the pure contract diff", ("knowspec.conformance",),
+         ("knowspec.codegen",), allowed=CONTRACT_DIFF),
+    Rule("the contract diff conformance uses imports no impl", CONTRACT_DIFF, ("knowspec.impl",)),
+    Rule("codegen imports nothing from impl", ("knowspec.codegen",), ("knowspec.impl",),
+         allowances=CODEGEN_CLI_EDGE),
+    Rule("impl imports conformance only in impl/cli.py", ("knowspec.impl",), ("knowspec.conformance",),
+         exempt_sources=("knowspec.impl.cli",)),
+    Rule("okf never imports docpool", ("knowspec.impl.okf",), ("knowspec.impl.docpool",)),
+    Rule("docpool never imports okf", ("knowspec.impl.docpool",), ("knowspec.impl.okf",)),
+    Rule("rules imports nothing from impl outside rules", ("knowspec.impl.rules",), ("knowspec.impl",),
+         allowed=("knowspec.impl.rules",)),
+    Rule("storage imports no ranking", ("knowspec.impl.docpool.storage",), RANKING),
+)
 
 
-def test_conformance_never_imports_impl():
-    offenders = [f"{p.relative_to(REPO)}: {n}" for p in modules("conformance") for n in imports_of(p)
-                 if n.startswith("knowspec.impl") and "mutants" not in p.parts]
-    assert not offenders
+def modules(root: Path) -> list[Path]:
+    return sorted(p for folder in FOLDERS if (root / folder).is_dir()
+                  for p in (root / folder).rglob("*.py") if "__pycache__" not in p.parts)
 
 
-CONTRACT_DIFF = {"knowspec.codegen.contract_view", "knowspec.codegen.spec_diff", "knowspec.codegen.spec_rules"}
+def all_references(root: Path) -> list[Reference]:
+    return [r for p in modules(root) for r in references(p, root)]
 
 
-def test_conformance_imports_from_codegen_only_the_pure_contract_diff():
-    offenders = [f"{p.relative_to(REPO)}: {n}" for p in modules("conformance") for n in imports_of(p)
-                 if n.startswith("knowspec.codegen") and n not in CONTRACT_DIFF]
-    assert not offenders
+def violations(rule: Rule, refs: list[Reference]) -> list[str]:
+    return sorted({f"{r.where}: {r.target}" for r in refs
+                   if rule.breaks(r) and (r.source, r.target) not in rule.allowances})
 
 
-def test_the_contract_diff_conformance_uses_imports_no_impl():
-    files = [REPO / "codegen" / (name.rsplit(".", 1)[1] + ".py") for name in sorted(CONTRACT_DIFF)]
-    offenders = [f"{p.relative_to(REPO)}: {n}" for p in files for n in imports_of(p) if n.startswith("knowspec.impl")]
-    assert not offenders
+@pytest.fixture(scope="module")
+def repo_references() -> list[Reference]:
+    return all_references(REPO)
 
 
-def test_impl_imports_conformance_only_from_its_cli():
-    offenders = [f"{p.relative_to(REPO)}: {n}" for p in modules("impl") for n in imports_of(p)
-                 if n.startswith("knowspec.conformance") and p.relative_to(REPO).as_posix() != "impl/cli.py"]
-    assert not offenders
+@pytest.mark.parametrize("rule", RULES, ids=lambda rule: rule.name)
+def test_dependency_rule(rule, repo_references):
+    assert violations(rule, repo_references) == []
+
+
+def test_allowances_are_still_needed(repo_references):
+    """An allowance nothing uses any more is stale: delete it."""
+    used = {(r.source, r.target) for r in repo_references}
+    stale = [pair for rule in RULES for pair in rule.allowances if pair not in used]
+    assert stale == []
+
+
+def test_registry_handler_strings_name_existing_functions():
+    """The registry's dotted handler names are the declared seam: each must resolve in impl/."""
+    from knowspec.generated.registry import TOOLS
+
+    for entry in TOOLS:
+        module, _, function = entry.impl.partition(":")
+        assert under(module, "knowspec.impl") and exists(module, REPO), entry.impl
+        path = REPO.joinpath(*module.split(".")[1:]).with_suffix(".py")
+        defined = {n.name for n in ast.parse(path.read_text(encoding="utf-8")).body
+                   if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))}
+        assert function in defined, entry.impl
 
 
 def test_every_subpackage_is_installed():
@@ -73,3 +197,71 @@ def test_every_subpackage_is_installed():
         for directory in (REPO / folder).rglob("*"):
             if directory.is_dir() and "__pycache__" not in directory.parts and any(directory.glob("*.py")):
                 assert (directory / "__init__.py").exists(), f"{directory.relative_to(REPO)} lacks __init__.py"
+
+
+# --- the test of the test: violations the old, statement-only check let through ----------------
+
+CLEAN_TREE = {
+    "impl/__init__.py": "",
+    "impl/errors.py": "",
+    "impl/cli.py": "import importlib\nSUBCOMMANDS = ('knowspec.conformance.cli',)\n",
+    "impl/okf/__init__.py": "",
+    "impl/okf/model.py": "from . import concepts\nfrom ..rules import text\n",
+    "impl/okf/concepts.py": "",
+    "impl/docpool/__init__.py": "",
+    "impl/docpool/tools.py": "from .storage import sqlite\nfrom knowspec.impl.errors import x\n",
+    "impl/docpool/storage/__init__.py": "",
+    "impl/docpool/storage/sqlite.py": "from ...rules.fold import fold\n",
+    "impl/rules/__init__.py": "",
+    "impl/rules/bm25.py": "",
+    "impl/rules/fold.py": "",
+    "impl/rules/text.py": "from .fold import fold\n",
+    "generated/__init__.py": "",
+    "generated/registry.py": "TOOLS = [ToolEntry(impl='knowspec.impl.docpool.tools:doc_search')]\n",
+    "codegen/__init__.py": "",
+    "codegen/render.py": "from knowspec.generated import registry\n",
+    "conformance/__init__.py": "",
+    "conformance/cli.py": "from .checks import run\n",
+    "conformance/checks.py": "from knowspec.generated.registry import TOOLS\n",
+}
+
+PLANTED = {
+    "a relative import crossing okf -> docpool": (
+        "impl/okf/model.py", "from ..docpool import tools\n", "okf never imports docpool"),
+    "an importlib string into impl": (
+        "conformance/checks.py", "import importlib\nmod = importlib.import_module('knowspec.impl.okf.model')\n",
+        "conformance imports nothing from impl"),
+    "a codegen -> impl import": (
+        "codegen/render.py", "from knowspec.impl.okf import model\n", "codegen imports nothing from impl"),
+    "rules reaching outside rules": (
+        "impl/rules/text.py", "from .. import errors\n", "rules imports nothing from impl outside rules"),
+    "storage importing a ranking rule by a lazy string": (
+        "impl/docpool/storage/sqlite.py", "RANKER = 'knowspec.impl.rules.bm25:score'\n", "storage imports no ranking"),
+    "a bare import through __import__": (
+        "impl/docpool/tools.py", "m = __import__('impl.okf')\n", "no bare top-level imports"),
+}
+
+
+def plant(root: Path, files: dict[str, str]) -> None:
+    for rel, text in files.items():
+        (root / rel).parent.mkdir(parents=True, exist_ok=True)
+        (root / rel).write_text(textwrap.dedent(text), encoding="utf-8")
+
+
+def broken_rules(root: Path) -> dict[str, list[str]]:
+    refs = all_references(root)
+    return {rule.name: v for rule in RULES if (v := violations(rule, refs))}
+
+
+def test_the_clean_tree_breaks_no_rule(tmp_path):
+    plant(tmp_path, CLEAN_TREE)
+    assert broken_rules(tmp_path) == {}
+
+
+@pytest.mark.parametrize("case", PLANTED, ids=list(PLANTED))
+def test_a_planted_violation_is_caught(tmp_path, case):
+    rel, addition, rule = PLANTED[case]
+    plant(tmp_path, {**CLEAN_TREE, rel: CLEAN_TREE[rel] + addition})
+    broken = broken_rules(tmp_path)
+    assert list(broken) == [rule]
+    assert all(v.startswith(rel + ":") for v in broken[rule])

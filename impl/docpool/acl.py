@@ -24,11 +24,3 @@ def access_for(ctx: CallContext) -> Access:
     if caller.unrestricted:
         return UNRESTRICTED
     return Access(principal_set(caller))
-
-
-def is_allowed(erisim: str, topic_principals: list[str], access: Access) -> bool:
-    """The rule itself, for storages that filter in memory (Firebird) and for tests."""
-    if access.unrestricted or erisim == "herkes":
-        return True
-    allowed = access.principals or frozenset()
-    return any(ascii_lower(p) in allowed for p in topic_principals)

@@ -129,19 +129,6 @@ def create_user(
     return get_user(catalog_path, name)  # type: ignore[return-value]
 
 
-def set_password(catalog_path: Path | str, name: str, password: str) -> None:
-    if not password:
-        raise AuthError("password must not be empty")
-    salt, digest, params = _new_hash(password)
-    with closing(connect(catalog_path)) as conn, conn:
-        cur = conn.execute(
-            'update "auth$user" set salt = ?, hash = ?, params = ? where name = ?',
-            (salt, digest, params, name),
-        )
-        if cur.rowcount == 0:
-            raise AuthError(f"no such user {name!r}")
-
-
 def _grant(conn: sqlite3.Connection, user: str, role: str) -> None:
     role = _check_name("role", role)
     if role.upper() in WRITE_ROLES:
@@ -165,11 +152,6 @@ def revoke_role(catalog_path: Path | str, user: str, role: str) -> None:
         conn.execute(
             'delete from "auth$user_role" where user_name = ? and role_name = ?', (user, role)
         )
-
-
-def delete_user(catalog_path: Path | str, name: str) -> None:
-    with closing(connect(catalog_path)) as conn, conn:
-        conn.execute('delete from "auth$user" where name = ?', (name,))
 
 
 def get_user(catalog_path: Path | str, name: str) -> User | None:

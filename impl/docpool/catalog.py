@@ -21,7 +21,6 @@ from knowspec.impl.errors import ToolError, diagnostic
 
 STORAGE_KINDS = ("SQLITE", "POSTGRESQL", "FIREBIRD")
 MAX_OPEN_CATALOGS = 4   # catalogs whose database answers are kept (a server has one)
-DOCUMENT_MODES = ("INTERNAL", "DATABASE", "OFF")
 
 _SCHEMA = """
 create table if not exists "db$database" (

@@ -264,10 +264,10 @@ class Snapshot:
 
     def require_parseable(self) -> None:
         """Raise the spec/okf/contract/read.md §4.3 parse-error envelope when any concept failed to parse."""
-        from knowspec.impl.okf.envelopes import parse_error_envelope
+        from knowspec.impl.okf.read_errors import parse_failure
 
         if self.parse_errors:
-            raise parse_error_envelope(self.parse_errors)
+            raise parse_failure(self.parse_errors)
 
     def version(self, selector: str | None = None):
         """Resolve the bundle version (``version.VersionResolution``); ``selector`` is 0.1/0.2."""

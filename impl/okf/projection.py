@@ -2,7 +2,9 @@
 
 Status and its state, trust tier, stale-after and staleness, sources under a profile, shared
 usage window, generated/verified events, the Attested Computation contract, footnote
-attributions and the v0.1 legacy fallbacks. Cards for list/search/neighbours are built here.
+attributions and the v0.1 legacy fallbacks: the fields cards are made of. The cards themselves
+are built by ``read_tools.concept_card`` (list_concepts) and ``query_cards.card``
+(search_concepts, get_neighbors, get_semantic_graph).
 """
 
 from __future__ import annotations
@@ -183,22 +185,6 @@ def generated_at(fm: dict) -> str | None:
     return None
 
 
-def citations_section(concept) -> list[int]:
-    """Numbers of the entries of an H1 ``# Citations`` section (empty when none)."""
-    headings = concept.headings
-    for index, heading in enumerate(headings):
-        if heading.level == 1 and heading.text.strip() == "Citations":
-            data = concept.markdown.prose.encode("utf-8")
-            end = len(data)
-            for later in headings[index + 1:]:
-                if later.level <= 1:
-                    end = later.start
-                    break
-            section = data[heading.end:end].decode("utf-8", errors="replace")
-            return [int(m.group(1)) for line in section.split("\n") if (m := _CITATION_ENTRY.match(line))]
-    return []
-
-
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _H1 = re.compile(r"^ {0,3}#(?:[ \t]|$)")
 
@@ -206,8 +192,8 @@ _H1 = re.compile(r"^ {0,3}#(?:[ \t]|$)")
 def citation_entry_numbers(body: str) -> list[int]:
     """Line-level scan for an H1 ``# Citations`` outside fenced code and its numbered entries.
 
-    A cheap equivalent of :func:`citations_section` for listing (no Markdown parse): fences are
-    tracked by their opening run, the section ends at the next H1 outside code."""
+    No Markdown parse, so listing stays cheap: fences are tracked by their opening run, the
+    section ends at the next H1 outside code."""
     numbers: list[int] = []
     fence: str | None = None
     in_section = False
@@ -365,7 +351,7 @@ def attributions(concept, sources: list[dict[str, Any]]) -> list[dict[str, Any]]
     return out
 
 
-# --- cards -----------------------------------------------------------------------------------
+# --- card fields -----------------------------------------------------------------------------
 
 def staleness(fm: dict, profile: str, as_of: AsOf | None, *, list_quirk: bool = False) -> tuple[str | None, bool | None]:
     """(stale_after, stale). ``list_quirk``: list_concepts under the date profile reports

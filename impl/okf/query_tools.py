@@ -26,7 +26,7 @@ from knowspec.impl.okf import query_cards as cards
 from knowspec.impl.okf import search_concepts as sc
 from knowspec.impl.okf import search_sections as ss
 from knowspec.impl.okf.search_concepts_index import ConceptSearchIndex, index_for_snapshot
-from knowspec.impl.okf.envelopes import concept_not_found, too_many_concepts
+from knowspec.impl.okf.read_errors import concept_not_found, too_many_concepts
 from knowspec.impl.okf.ids import canonical_id_error
 from knowspec.impl.okf.model import Snapshot, load_snapshot
 from knowspec.impl.rules import go_json

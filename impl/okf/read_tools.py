@@ -16,14 +16,14 @@ from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf import projection as proj
-from knowspec.impl.okf.envelopes import (
-    ROOT_INDEX_PARSE_MESSAGE,
-    concept_not_found,
-    parse_error_envelope,
-    too_many_concepts,
-)
 from knowspec.impl.okf.ids import canonical_id_error
 from knowspec.impl.okf.model import Concept, Snapshot, load_snapshot
+from knowspec.impl.okf.read_errors import (
+    ROOT_INDEX_PARSE_MESSAGE,
+    concept_not_found,
+    parse_failure,
+    too_many_concepts,
+)
 from knowspec.impl.okf.temporal import parse_as_of
 from knowspec.impl.rules import go_json
 
@@ -185,7 +185,7 @@ def read_concept(args: ReadConceptInput, ctx: CallContext) -> ToolOutput:
     snapshot.require_parseable()
     resolution = snapshot.version()
     if resolution.root_parse_error is not None:
-        raise parse_error_envelope([resolution.root_parse_error], ROOT_INDEX_PARSE_MESSAGE)
+        raise parse_failure([resolution.root_parse_error], ROOT_INDEX_PARSE_MESSAGE)
     concept = snapshot.concepts.get(concept_id)
     if concept is None:
         raise concept_not_found(concept_id)

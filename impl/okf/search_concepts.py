@@ -17,7 +17,7 @@ from typing import Callable, Iterable, Sequence
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.ordering import search_hit_key, truncate
-from knowspec.impl.rules.text import fold
+from knowspec.impl.rules.text import case_fold
 
 # Field name -> rank; ``match`` reports the name of the best one.
 FIELD_RANKS: dict[str, int] = {"id": 6, "title": 5, "description": 4, "tags": 3, "body": 1}
@@ -35,7 +35,8 @@ class SearchableConcept:
 
     @classmethod
     def of(cls, concept_id: str, title: str, description: str, tags: Iterable[str], body: str) -> "SearchableConcept":
-        return cls(fold(concept_id), fold(title), fold(description), tuple(fold(t) for t in tags), fold(body))
+        return cls(case_fold(concept_id), case_fold(title), case_fold(description),
+                   tuple(case_fold(t) for t in tags), case_fold(body))
 
 
 def best_match(query: str, concept: SearchableConcept) -> str | None:
@@ -60,7 +61,7 @@ def normalise_query(query: str) -> str:
     """Refuse a blank query (the schema's maxLength bounds its length) and return its folded form."""
     if not query.strip():
         raise ToolError("schema_validation", "query must contain non-whitespace text")
-    return fold(query)
+    return case_fold(query)
 
 
 @dataclass(frozen=True)

@@ -64,10 +64,6 @@ def is_uint(value: Any) -> bool:
     )
 
 
-def is_scalar(value: Any) -> bool:
-    return isinstance(value, str)
-
-
 def raw_scalar_text(value: Any) -> str:
     """Raw scalar text for state echoes; ``""`` for mappings and sequences."""
     return str(value) if isinstance(value, str) else ""

@@ -15,7 +15,7 @@ from knowspec.impl.errors import diagnostic
 from knowspec.impl.okf.links import classify_link
 from knowspec.impl.okf.model import Concept, Document, Snapshot
 from knowspec.impl.okf.typed import is_duplicated, read_str
-from knowspec.impl.okf.validator_reserved import index_findings, log_findings
+from knowspec.impl.okf.reserved_files import index_findings, log_findings
 from knowspec.impl.okf.version import go_quote
 from knowspec.impl.rules.redaction import redact_message, safe_file
 

@@ -1,7 +1,7 @@
 """The REST routes the HTTP app mounts beside ``/mcp``, built from the endpoint table.
 
 ``rest_routes(settings)`` answers Starlette routes; the parent app must also install
-``EXCEPTION_HANDLERS`` (``impl/rest/envelope.py``) so that framework 404/405 answers carry the
+``EXCEPTION_HANDLERS`` (``impl/rest/error_responses.py``) so that framework 404/405 answers carry the
 error envelope. ``rest_app(settings)`` is that pairing as a stand-alone app (tests, schemathesis).
 """
 
@@ -16,7 +16,7 @@ from starlette.routing import BaseRoute, Route
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import admin, session_endpoints, tool_endpoints
-from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS, tool_error_response
+from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS, tool_error_response
 from knowspec.impl.rest.endpoint_table import Endpoint, cached_table
 from knowspec.impl.rest.openapi import cached_openapi
 from knowspec.impl.rest.sessions import SessionStore

@@ -15,7 +15,7 @@ from starlette.requests import Request
 from starlette.responses import JSONResponse
 
 from knowspec.impl.rest.endpoint_table import Endpoint
-from knowspec.impl.rest.envelope import STATUS_BY_CODE
+from knowspec.impl.rest.error_responses import STATUS_BY_CODE
 from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import Session, SessionStore
 from knowspec.impl.rest.validation import integral_floats_to_int, parse_json_body, validate_body

@@ -2,7 +2,7 @@
 
 The OKF tools compare text after Unicode *full* case folding followed by NFC (``cases.Fold`` then
 ``norm.NFC`` upstream). Python's ``str.casefold`` implements the same full folding (``ß`` → ``ss``,
-``ﬃ`` → ``ffi``, no Turkic rules), so both sides of every comparison go through :func:`fold`.
+``ﬃ`` → ``ffi``, no Turkic rules), so both sides of every comparison go through :func:`case_fold`.
 
 Word tokens are maximal runs of Unicode letters, numbers and marks (general categories ``L*``,
 ``N*``, ``M*``); everything else separates tokens. The standard ``re`` module has no ``\\p{..}``
@@ -18,7 +18,7 @@ from functools import lru_cache
 from typing import Iterator, NamedTuple
 
 
-def fold(text: str) -> str:
+def case_fold(text: str) -> str:
     """Unicode full case folding, then NFC: the one comparison form of search text."""
     folded = text.casefold()
     if folded.isascii():
@@ -83,15 +83,15 @@ class Token(NamedTuple):
 
 
 def words(text: str) -> list[str]:
-    """The word tokens of ``text`` after folding: ``fold`` first, then split (query and corpus)."""
-    folded = fold(text)
+    """The word tokens of ``text`` after folding: ``case_fold`` first, then split (query and corpus)."""
+    folded = case_fold(text)
     return word_pattern(folded).findall(folded)
 
 
 def raw_tokens(text: str) -> Iterator[Token]:
     """Word tokens of the unfolded text with their spans; used to place snippets in source text."""
     for m in word_pattern(text).finditer(text):
-        yield Token(m.start(), m.end(), fold(m.group()))
+        yield Token(m.start(), m.end(), case_fold(m.group()))
 
 
 def unique_terms(text: str) -> list[str]:

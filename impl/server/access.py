@@ -133,7 +133,7 @@ class BearerGate:
                 'Bearer realm="knowspec", error="invalid_token"'
         else:
             message, challenge = f"a session is required: {LOGIN_HINT}", 'Bearer realm="knowspec"'
-        from knowspec.impl.server.envelope import envelope_of
+        from knowspec.impl.server.tool_results import envelope_of
 
         body = json.dumps(envelope_of(ToolError("unauthenticated", message))).encode("utf-8")
         await send({"type": "http.response.start", "status": 401, "headers": [

@@ -25,7 +25,7 @@ from typing import Any, Awaitable, Callable
 
 import anyio
 
-from knowspec.impl.rest.envelope import envelope
+from knowspec.impl.rest.error_responses import envelope
 
 Scope = dict[str, Any]
 Message = dict[str, Any]

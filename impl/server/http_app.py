@@ -12,7 +12,7 @@ from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool import auth
-from knowspec.impl.rest.envelope import EXCEPTION_HANDLERS
+from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.session_endpoints import bearer_token
 from knowspec.impl.rest.sessions import SessionStore

@@ -3,7 +3,7 @@
 cancellation check → (in a worker thread, under the call deadline) raw-argument walk → JSON Schema validation (format assertion on) → input
 model → handler in a worker thread (polling a cancellation flag) → output validation → result.
 Every failure on the way is a ``ToolError`` turned into an ``isError`` result by
-``envelope.error_result``; nothing here raises to the transport.
+``tool_results.error_result``; nothing here raises to the transport.
 """
 
 from __future__ import annotations
@@ -21,7 +21,7 @@ from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext, Caller, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
 from knowspec.impl.server.arguments import walk_arguments
-from knowspec.impl.server.envelope import error_result, fallback_text, success_result
+from knowspec.impl.server.tool_results import error_result, fallback_text, success_result
 from knowspec.impl.server.native_memory import HeapTrimmer
 from knowspec.impl.server.validation import SchemaCheck, input_error, output_error
 
@@ -34,16 +34,10 @@ MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 Handler = Callable[[Any, CallContext], ToolOutput]
 
 
-def resolve_handler(entry: ToolEntry) -> Handler | None:
-    """The impl function a registry entry names, or None when it is not written yet."""
+def resolve_handler(entry: ToolEntry) -> Handler:
+    """The impl function a registry entry names; a name that does not resolve is a bug, so it raises."""
     module_name, _, attr = entry.impl.partition(":")
-    try:
-        module = importlib.import_module(module_name)
-    except ModuleNotFoundError as exc:
-        if exc.name and module_name.startswith(exc.name):
-            return None
-        raise
-    return getattr(module, attr, None)
+    return getattr(importlib.import_module(module_name), attr)
 
 
 class ToolRuntime:

@@ -54,7 +54,7 @@ def _has_lone_surrogate(value: Any, depth: int = 0) -> bool:
         except UnicodeEncodeError:
             return True
         return False
-    if depth > 64:  # only the envelope is walked here; deep values live in arguments
+    if depth > 64:  # only the message outside its arguments is walked here; deep values live in arguments
         return False
     if isinstance(value, dict):
         return any(_has_lone_surrogate(k) or _has_lone_surrogate(v, depth + 1) for k, v in value.items())
@@ -85,12 +85,12 @@ def decode_line(line: bytes) -> types.JSONRPCMessage | bytes:
     if not isinstance(value, dict):
         return error_line(INVALID_REQUEST, "Invalid Request")
     request_id = _usable_id(value.get("id"))
-    envelope = value
+    outside_arguments = value
     params = value.get("params")
     if value.get("method") == "tools/call" and isinstance(params, dict) and "arguments" in params:
         # Arguments are the pipeline's to judge (invalid UTF-8 there is invalid_request).
-        envelope = {**value, "params": {k: v for k, v in params.items() if k != "arguments"}}
-    if _has_lone_surrogate(envelope):
+        outside_arguments = {**value, "params": {k: v for k, v in params.items() if k != "arguments"}}
+    if _has_lone_surrogate(outside_arguments):
         return error_line(INVALID_REQUEST, "Invalid Request: invalid UTF-8", request_id)
     try:
         return types.jsonrpc_message_adapter.validate_python(value, by_name=False)

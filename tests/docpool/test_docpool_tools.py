@@ -292,7 +292,7 @@ def test_text_content_is_the_seed_array(ctx):
 
 def test_pool_errors_name_the_pool_not_a_file_so_they_survive_redaction(tmp_path):
     from knowspec.impl.errors import ToolError
-    from knowspec.impl.server.envelope import envelope_of
+    from knowspec.impl.server.tool_results import envelope_of
     from knowspec.impl.config import Settings
     from knowspec.impl.context import CallContext
     from knowspec.impl.docpool import pools

@@ -12,7 +12,7 @@ from knowspec.impl.okf import neighbors as nb
 from knowspec.impl.okf import search_concepts as sc
 from knowspec.impl.okf import search_concepts_index as sci
 from knowspec.impl.okf.model import load_snapshot
-from knowspec.impl.rules.text import fold
+from knowspec.impl.rules.text import case_fold
 from okf_helpers import OWN_FIXTURES, ctx, write_bundle
 from optional_data import UPSTREAM_FIXTURES, cases
 
@@ -22,7 +22,7 @@ QUERIES = ["a", "b", "note", "é", "ab", "ss", "x y", "title", "[", "\x00"]
 def reference(snapshot, query: str, limit: int = 100):
     entries = [(cid, sc.SearchableConcept.of(cid, c.title or "", c.description or "", c.tags, c.body))
                for cid, c in snapshot.concepts.items()]
-    return sc.search(entries, fold(query), limit)
+    return sc.search(entries, case_fold(query), limit)
 
 
 def _doc(title: str, body: str, tags=()) -> str:
@@ -40,8 +40,8 @@ def test_edited_concept_is_refolded_and_only_it(tmp_path, monkeypatch):
     snapshot = load_snapshot(str(kb), ctx())
     index = sci.index_for_snapshot(snapshot)
     assert calls == ["c3"]
-    assert index.search(fold("needle"), 10).hits == [("c3", "body")]
-    assert index.search(fold("body"), 10) == reference(snapshot, "body", 10)
+    assert index.search(case_fold("needle"), 10).hits == [("c3", "body")]
+    assert index.search(case_fold("body"), 10) == reference(snapshot, "body", 10)
 
 
 def test_ascii_and_non_ascii_bodies_are_both_searched():
@@ -49,8 +49,8 @@ def test_ascii_and_non_ascii_bodies_are_both_searched():
                ("b", sc.SearchableConcept.of("b", "", "", [], "Straße café und ascii"))]
     index = sci.ConceptSearchIndex(entries)
     assert isinstance(index.bodies[0], str) and isinstance(index.bodies[1], bytes)
-    assert index.search(fold("ASCII"), 10).hits == [("a", "body"), ("b", "body")]
-    assert index.search(fold("STRASSE CAFÉ"), 10).hits == [("b", "body")]
+    assert index.search(case_fold("ASCII"), 10).hits == [("a", "body"), ("b", "body")]
+    assert index.search(case_fold("STRASSE CAFÉ"), 10).hits == [("b", "body")]
 
 
 bodies = st.text(alphabet="abxyéß\u0301 [\x00", max_size=30)
@@ -74,7 +74,7 @@ def test_incremental_search_index_equals_reference_after_random_edits(rounds):
                 continue
             index = sci.index_for_snapshot(snapshot)
             for q in QUERIES:
-                assert index.search(fold(q), 3) == reference(snapshot, q, 3)
+                assert index.search(case_fold(q), 3) == reference(snapshot, q, 3)
 
 
 def reference_edges(snapshot) -> nb.EdgeIndex:

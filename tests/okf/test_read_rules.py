@@ -223,7 +223,7 @@ def test_resolve_navigation_matches_single_link_resolution(source, target, resol
     ],
 )
 def test_log_structure_rules(body, messages):
-    from knowspec.impl.okf.validator_reserved import log_findings
+    from knowspec.impl.okf.reserved_files import log_findings
 
     assert [m for _f, m in log_findings(body)] == messages
 
@@ -237,6 +237,6 @@ def test_log_structure_rules(body, messages):
     ],
 )
 def test_index_structure_rules(body, messages):
-    from knowspec.impl.okf.validator_reserved import index_findings
+    from knowspec.impl.okf.reserved_files import index_findings
 
     assert [m for _f, m in index_findings(body)] == messages

@@ -10,7 +10,7 @@ from knowspec.impl.okf.search_concepts import (
     normalise_query,
     search,
 )
-from knowspec.impl.rules.text import fold
+from knowspec.impl.rules.text import case_fold
 
 import pytest
 
@@ -51,8 +51,8 @@ def test_priority_then_id_order():
 
 def test_query_cannot_span_two_tags():
     concept = SearchableConcept.of("x", "", "", ["foo", "bar"], "")
-    assert best_match(fold("foo\nbar"), concept) is None
-    assert best_match(fold("FOO"), concept) == "tags"
+    assert best_match(case_fold("foo\nbar"), concept) is None
+    assert best_match(case_fold("FOO"), concept) == "tags"
 
 
 def test_type_is_not_searched():
@@ -87,7 +87,7 @@ def test_hits_obey_the_contract_order_and_bounds(rows, query, limit):
     keys = [(-FIELD_RANKS[m], cid.encode()) for cid, m in result.hits]
     assert keys == sorted(keys)
     # every reported field really contains the folded query, and no better field does
-    q = fold(query)
+    q = case_fold(query)
     by_id = dict(index)
     for cid, match in result.hits:
         assert best_match(q, by_id[cid]) == match
@@ -108,12 +108,12 @@ ANY_TEXT = st.text(alphabet="ab\x00é\u0301ßs€😀 ", max_size=12)
 )
 def test_fast_index_answers_exactly_like_the_reference_scan(rows, query, limit):
     entries = [rec(cid, t, d, tags, b) for cid, t, d, tags, b in rows]
-    folded = fold(query)
+    folded = case_fold(query)
     assert ConceptSearchIndex(entries).search(folded, limit) == search(entries, folded, limit)
 
 
 def test_fast_index_finds_body_matches_past_trigram_filter():
     body = "x" * 5000 + " unity catalog " + "y" * 5000
     entries = [rec("a", body=body), rec("b", body="unity only"), rec("c", title="Catalog")]
-    result = ConceptSearchIndex(entries).search(fold("Unity Catalog"), 20)
+    result = ConceptSearchIndex(entries).search(case_fold("Unity Catalog"), 20)
     assert result.hits == [("a", "body")]

@@ -8,7 +8,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.query_tools import search_concepts
-from knowspec.impl.rules.text import fold
+from knowspec.impl.rules.text import case_fold
 from tool_args import tool_args
 
 
@@ -156,10 +156,10 @@ def test_property_order_bounds_and_determinism(tmp_path_factory, rows, query, li
     rank = {"id": 6, "title": 5, "description": 4, "tags": 3, "body": 1}
     keys = [(-rank[h["match"]], h["concept"]["id"].encode()) for h in hits]
     assert keys == sorted(keys)
-    q = fold(query)
+    q = case_fold(query)
     expected_total = sum(
         1 for cid, (t, d, tags, b) in rows.items()
-        if any(q in fold(x) for x in [cid, t, d, b, *tags])
+        if any(q in case_fold(x) for x in [cid, t, d, b, *tags])
     )
     assert s["total"] == expected_total
     second = call(bundle, query, limit)

@@ -11,7 +11,7 @@ through ``translate``, every other character through a map holding each code poi
 Python fold differs from itself, so ``doc$fold(x) = fold(x)`` for all text. It folds queries.
 
 Tokens: the ``fts`` column is filled by the importer from the tokens FTS5 itself indexes
-(``rules.fts5.token_texts`` of the folded text, one space between tokens), not by PostgreSQL's
+(``rules.fts5_tokenizer.token_texts`` of the folded text, one space between tokens), not by PostgreSQL's
 parser, which would keep URLs, file paths, ``e-mail`` or ``snake_case`` as single lexemes and so
 miss words SQLite finds. Query words are cut the same way (a word unicode61 splits becomes a
 ``<->`` phrase). So a chunk matches exactly when it matches on SQLite.
@@ -44,7 +44,7 @@ from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
-from knowspec.impl.rules import fts5
+from knowspec.impl.rules import fts5_tokenizer
 from knowspec.impl.rules.fold import ascii_lower, fold, fold_char
 from knowspec.impl.rules.fts_query import parse_match
 
@@ -282,7 +282,7 @@ def tsquery_text(words: Sequence[tuple[str, bool]], joiner: str) -> str:
     """
     terms = []
     for word, prefix in words:
-        tokens = fts5.token_texts(word)
+        tokens = fts5_tokenizer.token_texts(word)
         if not tokens:
             continue
         quoted = ["'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in tokens]
@@ -294,7 +294,7 @@ def tsquery_text(words: Sequence[tuple[str, bool]], joiner: str) -> str:
 
 def index_text(text: str | None) -> str:
     """What the ``fts`` column indexes of one column: FTS5's tokens of the folded text."""
-    return " ".join(fts5.token_texts(fold(text or "")))
+    return " ".join(fts5_tokenizer.token_texts(fold(text or "")))
 
 
 def rank_weights(weights: Sequence[float]) -> list[float]:

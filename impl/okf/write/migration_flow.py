@@ -14,7 +14,7 @@ from typing import Any, Callable
 from knowspec.generated.models.okf.apply_v02_migration_input_schema import ApplyV02MigrationInput
 from knowspec.generated.models.okf.preview_v02_migration_input_schema import PreviewV02MigrationInput
 from knowspec.impl.errors import ToolError, diagnostic
-from knowspec.impl.okf.envelopes import recovery_step
+from knowspec.impl.okf.read_errors import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.encoding import is_digest
 from knowspec.impl.okf.write.migration_plan import (

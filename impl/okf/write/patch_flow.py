@@ -12,7 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from knowspec.impl.errors import ToolError, diagnostic
-from knowspec.impl.okf.envelopes import recovery_step
+from knowspec.impl.okf.read_errors import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.changeset import ChangeSet, patch_changeset_id, request_digest
 from knowspec.impl.okf.write.encoding import is_digest

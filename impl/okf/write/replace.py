@@ -11,7 +11,7 @@ from typing import Any, Callable
 
 from knowspec.generated.models.okf.write_concept_input_schema import WriteConceptInput
 from knowspec.impl.errors import ToolError, diagnostic
-from knowspec.impl.okf.envelopes import recovery_step
+from knowspec.impl.okf.read_errors import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.changeset import ChangeSet
 from knowspec.impl.okf.write.encoding import enc_str, sha256_hex, digest_string

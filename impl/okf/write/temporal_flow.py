@@ -14,7 +14,7 @@ from typing import Any, Callable
 from knowspec.generated.models.okf.apply_temporal_upgrade_input_schema import ApplyTemporalUpgradeInput
 from knowspec.generated.models.okf.preview_temporal_upgrade_input_schema import PreviewTemporalUpgradeInput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.envelopes import recovery_step
+from knowspec.impl.okf.read_errors import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.changeset import ChangeSet, request_digest
 from knowspec.impl.okf.write.encoding import is_digest

@@ -1,4 +1,4 @@
-"""Read-side error envelopes shared by every OKF read tool (spec/okf/contract/read.md §4.3, gaps.md §3.2)."""
+"""Read-side ``ToolError``s shared by every OKF read tool (spec/okf/contract/read.md §4.3, gaps.md §3.2)."""
 
 from __future__ import annotations
 
@@ -14,7 +14,7 @@ _MAX_FIELD_BYTES = 512
 _LONG_MESSAGE = "diagnostic message exceeds MCP output limit; inspect the bundle locally"
 
 
-def parse_error_envelope(errors, message: str = PARSE_MESSAGE) -> ToolError:
+def parse_failure(errors, message: str = PARSE_MESSAGE) -> ToolError:
     """``operation_rejected`` with one diagnostic per parse error; text is the legacy JSON."""
     errors = list(errors)
     if len(errors) > MAX_PARSE_DIAGNOSTICS:

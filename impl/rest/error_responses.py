@@ -13,7 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
-from knowspec.impl.server.envelope import envelope_of
+from knowspec.impl.server.tool_results import envelope_of
 from knowspec.impl.errors import Diagnostic, ToolError
 
 # HTTP status for each envelope code (spec/errors.toml plus the REST-only codes below).
@@ -33,11 +33,6 @@ STATUS_BY_CODE: dict[str, int] = {
     "embedding_unavailable": 409,  # the server's state (no model pack) conflicts with the mode
     "operation_cancelled": 503,
 }
-
-# Codes the REST surface adds to spec/errors.toml (family "rest").
-REST_CODES = (
-    "unauthenticated", "forbidden", "method_not_allowed", "unsupported_media_type", "internal_error"
-)
 
 _FRAMEWORK_CODES = {
     400: "invalid_request",
