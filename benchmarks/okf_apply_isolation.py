@@ -21,7 +21,8 @@ from knowspec.generated.models.okf.apply_concept_patch_input_schema import Apply
 from knowspec.generated.models.okf.list_concepts_input_schema import ListConceptsInput
 from knowspec.generated.models.okf.preview_concept_patch_input_schema import PreviewConceptPatchInput
 from knowspec.impl.context import CallContext
-from knowspec.impl.okf import read_tools, write_tools
+from knowspec.impl.okf.tools import read as read_tools
+from knowspec.impl.okf.tools import write as write_tools
 
 ACTOR = "human:bench"
 

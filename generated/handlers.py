@@ -39,72 +39,72 @@ if TYPE_CHECKING:
 
 
 class ListConceptsHandler(Protocol):
-    """List concepts (okf); implemented by ``knowspec.impl.okf.read_tools:list_concepts``."""
+    """List concepts (okf); implemented by ``knowspec.impl.okf.tools.read:list_concepts``."""
 
     def __call__(self, args: ListConceptsInput, ctx: Any) -> Any: ...
 
 class SearchSectionsHandler(Protocol):
-    """Search sections (okf); implemented by ``knowspec.impl.okf.query_tools:search_sections``."""
+    """Search sections (okf); implemented by ``knowspec.impl.okf.tools.query:search_sections``."""
 
     def __call__(self, args: SearchSectionsInput, ctx: Any) -> Any: ...
 
 class SearchConceptsHandler(Protocol):
-    """Search concepts (okf); implemented by ``knowspec.impl.okf.query_tools:search_concepts``."""
+    """Search concepts (okf); implemented by ``knowspec.impl.okf.tools.query:search_concepts``."""
 
     def __call__(self, args: SearchConceptsInput, ctx: Any) -> Any: ...
 
 class ReadConceptHandler(Protocol):
-    """Read concept (okf); implemented by ``knowspec.impl.okf.read_tools:read_concept``."""
+    """Read concept (okf); implemented by ``knowspec.impl.okf.tools.read:read_concept``."""
 
     def __call__(self, args: ReadConceptInput, ctx: Any) -> Any: ...
 
 class GetNeighborsHandler(Protocol):
-    """Get neighbors (okf); implemented by ``knowspec.impl.okf.query_tools:get_neighbors``."""
+    """Get neighbors (okf); implemented by ``knowspec.impl.okf.tools.query:get_neighbors``."""
 
     def __call__(self, args: GetNeighborsInput, ctx: Any) -> Any: ...
 
 class ValidateBundleHandler(Protocol):
-    """Validate bundle (okf); implemented by ``knowspec.impl.okf.read_tools:validate_bundle``."""
+    """Validate bundle (okf); implemented by ``knowspec.impl.okf.tools.read:validate_bundle``."""
 
     def __call__(self, args: ValidateBundleInput, ctx: Any) -> Any: ...
 
 class GetSemanticGraphHandler(Protocol):
-    """Get semantic graph (okf); implemented by ``knowspec.impl.okf.query_tools:get_semantic_graph``."""
+    """Get semantic graph (okf); implemented by ``knowspec.impl.okf.tools.query:get_semantic_graph``."""
 
     def __call__(self, args: GetSemanticGraphInput, ctx: Any) -> Any: ...
 
 class WriteConceptHandler(Protocol):
-    """Write concept (okf); implemented by ``knowspec.impl.okf.write_tools:write_concept``."""
+    """Write concept (okf); implemented by ``knowspec.impl.okf.tools.write:write_concept``."""
 
     def __call__(self, args: WriteConceptInput, ctx: Any) -> Any: ...
 
 class PreviewConceptPatchHandler(Protocol):
-    """Preview concept patch (okf); implemented by ``knowspec.impl.okf.write_tools:preview_concept_patch``."""
+    """Preview concept patch (okf); implemented by ``knowspec.impl.okf.tools.write:preview_concept_patch``."""
 
     def __call__(self, args: PreviewConceptPatchInput, ctx: Any) -> Any: ...
 
 class ApplyConceptPatchHandler(Protocol):
-    """Apply concept patch (okf); implemented by ``knowspec.impl.okf.write_tools:apply_concept_patch``."""
+    """Apply concept patch (okf); implemented by ``knowspec.impl.okf.tools.write:apply_concept_patch``."""
 
     def __call__(self, args: ApplyConceptPatchInput, ctx: Any) -> Any: ...
 
 class PreviewV02MigrationHandler(Protocol):
-    """Preview v0.2 migration (okf); implemented by ``knowspec.impl.okf.write_tools:preview_v02_migration``."""
+    """Preview v0.2 migration (okf); implemented by ``knowspec.impl.okf.tools.write:preview_v02_migration``."""
 
     def __call__(self, args: PreviewV02MigrationInput, ctx: Any) -> Any: ...
 
 class ApplyV02MigrationHandler(Protocol):
-    """Apply v0.2 migration (okf); implemented by ``knowspec.impl.okf.write_tools:apply_v02_migration``."""
+    """Apply v0.2 migration (okf); implemented by ``knowspec.impl.okf.tools.write:apply_v02_migration``."""
 
     def __call__(self, args: ApplyV02MigrationInput, ctx: Any) -> Any: ...
 
 class PreviewTemporalUpgradeHandler(Protocol):
-    """Preview temporal upgrade (okf); implemented by ``knowspec.impl.okf.write_tools:preview_temporal_upgrade``."""
+    """Preview temporal upgrade (okf); implemented by ``knowspec.impl.okf.tools.write:preview_temporal_upgrade``."""
 
     def __call__(self, args: PreviewTemporalUpgradeInput, ctx: Any) -> Any: ...
 
 class ApplyTemporalUpgradeHandler(Protocol):
-    """Apply temporal upgrade (okf); implemented by ``knowspec.impl.okf.write_tools:apply_temporal_upgrade``."""
+    """Apply temporal upgrade (okf); implemented by ``knowspec.impl.okf.tools.write:apply_temporal_upgrade``."""
 
     def __call__(self, args: ApplyTemporalUpgradeInput, ctx: Any) -> Any: ...
 

@@ -9,7 +9,9 @@ from __future__ import annotations
 
 from knowspec.generated import handlers as protocols
 from knowspec.impl.docpool import tools as docpool
-from knowspec.impl.okf import query_tools, read_tools, write_tools
+from knowspec.impl.okf.tools import query as query_tools
+from knowspec.impl.okf.tools import read as read_tools
+from knowspec.impl.okf.tools import write as write_tools
 
 list_concepts: protocols.ListConceptsHandler = read_tools.list_concepts
 search_sections: protocols.SearchSectionsHandler = query_tools.search_sections

@@ -22,12 +22,12 @@ from typing import Any, Iterator, Mapping
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
-from knowspec.impl.okf import ids as _ids
-from knowspec.impl.okf.frontmatter import FrontmatterError, YamlMap, parse_document
-from knowspec.impl.okf.links import NavLink, resolve_navigation
-from knowspec.impl.okf.markdown import BodyAnalysis, Heading, analyse_body
-from knowspec.impl.okf.relations import Relation, collect_relations, declared_fragments
-from knowspec.impl.okf.typed import read_str, read_tags
+from knowspec.impl.okf.concept import ids as _ids
+from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, YamlMap, parse_document
+from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation
+from knowspec.impl.okf.parsing.markdown import BodyAnalysis, Heading, analyse_body
+from knowspec.impl.okf.concept.relations import Relation, collect_relations, declared_fragments
+from knowspec.impl.okf.parsing.typed import read_str, read_tags
 
 __all__ = [
     "Concept",
@@ -166,7 +166,7 @@ class Concept(Document):
 
     def sources(self, profile: str = TEMPORAL_PROFILE_DATE) -> list[dict[str, Any]]:
         """Valid ``sources[]`` entries under ``profile`` (read_concept item shape)."""
-        from knowspec.impl.okf.projection import valid_sources
+        from knowspec.impl.okf.concept.projection import valid_sources
 
         return valid_sources(self, profile)
 
@@ -271,7 +271,7 @@ class Snapshot:
 
     def version(self, selector: str | None = None):
         """Resolve the bundle version (``version.VersionResolution``); ``selector`` is 0.1/0.2."""
-        from knowspec.impl.okf.version import resolve_version
+        from knowspec.impl.okf.bundle.version import resolve_version
 
         return resolve_version(self.root_index, selector)
 
@@ -307,6 +307,6 @@ def document_for(path: str, raw: bytes) -> Document:
 
 def load_snapshot(bundle_path: str, ctx) -> Snapshot:
     """Pin the root, capture (or revalidate) every file, parse concepts; ``ToolError`` on failure."""
-    from knowspec.impl.okf.snapshot import capture_snapshot
+    from knowspec.impl.okf.bundle.snapshot import capture_snapshot
 
     return capture_snapshot(bundle_path, ctx)

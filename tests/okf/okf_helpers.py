@@ -8,7 +8,7 @@ from pathlib import Path
 from typing import Any
 
 from knowspec.impl.context import CallContext
-from knowspec.impl.okf import read_tools
+from knowspec.impl.okf.tools import read as read_tools
 from tool_args import tool_args
 
 OWN_FIXTURES = Path(__file__).resolve().parents[1] / "fixtures" / "okf"  # bundles the project writes

@@ -8,10 +8,10 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.graph import check_budget
-from knowspec.impl.okf.graph_nodes import concept_iri, synthetic_iri
-from knowspec.impl.okf.graph_v02 import asset_path, resource_kind
-from knowspec.impl.okf.query_tools import get_semantic_graph
+from knowspec.impl.okf.graph.render import check_budget
+from knowspec.impl.okf.graph.nodes import concept_iri, synthetic_iri
+from knowspec.impl.okf.graph.v02 import asset_path, resource_kind
+from knowspec.impl.okf.tools.query import get_semantic_graph
 
 from optional_data import UPSTREAM_FIXTURES
 from tool_args import tool_args

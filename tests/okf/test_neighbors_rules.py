@@ -4,7 +4,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.neighbors import (
+from knowspec.impl.okf.graph.neighbors import (
     Edge,
     EdgeIndex,
     SourceEntry,

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.query_tools import get_neighbors
+from knowspec.impl.okf.tools.query import get_neighbors
 from tool_args import tool_args
 
 

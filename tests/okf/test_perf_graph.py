@@ -6,8 +6,8 @@ import json
 
 from hypothesis import given, strategies as st
 
-from knowspec.impl.okf import graph_legacy
-from knowspec.impl.okf.graph_nodes import Node, Value, concept_iri
+from knowspec.impl.okf.graph import legacy as graph_legacy
+from knowspec.impl.okf.graph.nodes import Node, Value, concept_iri
 
 json_values = st.recursive(
     st.none() | st.booleans() | st.integers() | st.text(alphabet=st.characters(blacklist_categories=("Cs",))),

@@ -8,9 +8,9 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from knowspec.impl.okf import neighbors as nb
-from knowspec.impl.okf import search_concepts as sc
-from knowspec.impl.okf import search_concepts_index as sci
+from knowspec.impl.okf.graph import neighbors as nb
+from knowspec.impl.okf.search import concepts as sc
+from knowspec.impl.okf.search import concepts_index as sci
 from knowspec.impl.okf.model import load_snapshot
 from knowspec.impl.rules.text import case_fold
 from okf_helpers import OWN_FIXTURES, ctx, write_bundle

@@ -13,10 +13,10 @@ import struct
 import pytest
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import snapshot as snap
-from knowspec.impl.okf import watch
+from knowspec.impl.okf.bundle import snapshot as snap
+from knowspec.impl.okf.bundle import watch
 from knowspec.impl.okf.model import load_snapshot
-from knowspec.impl.okf.paths import pin_root
+from knowspec.impl.okf.bundle.paths import pin_root
 from okf_helpers import ctx, write_bundle
 
 pytestmark = pytest.mark.skipif(not watch.available(), reason="inotify is Linux only")

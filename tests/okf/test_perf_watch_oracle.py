@@ -11,8 +11,8 @@ import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import snapshot as snap
-from knowspec.impl.okf import watch
+from knowspec.impl.okf.bundle import snapshot as snap
+from knowspec.impl.okf.bundle import watch
 from knowspec.impl.okf.model import load_snapshot
 from okf_helpers import ctx
 from test_perf_watch import oracle_files

@@ -7,7 +7,7 @@ import os
 import pytest
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import snapshot as snap
+from knowspec.impl.okf.bundle import snapshot as snap
 from okf_helpers import list_concepts, read_concept, validate, write_bundle
 
 CONCEPT = "---\ntype: Note\n---\nbody\n"
@@ -150,7 +150,7 @@ def test_root_okf_is_excluded_but_nested_okf_and_hidden_files_are_captured(tmp_p
 
 def test_cancelled_call_fails_without_partial_result(tmp_path):
     from knowspec.impl.context import CallContext
-    from knowspec.impl.okf import read_tools
+    from knowspec.impl.okf.tools import read as read_tools
     from okf_helpers import list_args
 
     kb = write_bundle(tmp_path / "kb", {"a.md": CONCEPT})

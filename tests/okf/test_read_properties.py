@@ -9,7 +9,7 @@ from pathlib import Path
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
-from knowspec.impl.okf.validator import diagnostic_key
+from knowspec.impl.okf.validation.diagnostics import diagnostic_key
 from okf_helpers import list_concepts, validate, write_bundle
 
 _NAME = st.text(alphabet="aZé_-. 1#", min_size=1, max_size=6).filter(

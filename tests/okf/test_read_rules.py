@@ -8,12 +8,12 @@ from hypothesis import given
 from hypothesis import strategies as st
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.frontmatter import YamlScalar, load_yaml_mapping
-from knowspec.impl.okf.ids import format_ref, parse_ref
-from knowspec.impl.okf.links import classify_link, resolve_link_target, scan_line_links
-from knowspec.impl.okf.markdown import analyse_body, heading_id_base, unique_heading_ids
-from knowspec.impl.okf.relations import collect_relations
-from knowspec.impl.okf.temporal import INSTANT_PROFILE, is_stale, parse_as_of, value_valid
+from knowspec.impl.okf.parsing.frontmatter import YamlScalar, load_yaml_mapping
+from knowspec.impl.okf.concept.ids import format_ref, parse_ref
+from knowspec.impl.okf.parsing.links import classify_link, resolve_link_target, scan_line_links
+from knowspec.impl.okf.parsing.markdown import analyse_body, heading_id_base, unique_heading_ids
+from knowspec.impl.okf.concept.relations import collect_relations
+from knowspec.impl.okf.concept.temporal import INSTANT_PROFILE, is_stale, parse_as_of, value_valid
 
 HEADING_IDS = [
     ("# Hello, World!", "hello-world"), ("# FOO", "foo"), ("#", "heading"),
@@ -205,8 +205,8 @@ def test_duplicate_keys_are_recorded_and_explicit_keys_override_merges():
      ("x/y/a", "../e.md", "x/e"), ("x/a", "https://h/x.md", None)],
 )
 def test_resolve_navigation_matches_single_link_resolution(source, target, resolved):
-    from knowspec.impl.okf.links import resolve_navigation
-    from knowspec.impl.okf.markdown import RawLink
+    from knowspec.impl.okf.parsing.links import resolve_navigation
+    from knowspec.impl.okf.parsing.markdown import RawLink
 
     (link,) = resolve_navigation(source, [RawLink(target, 1)])
     assert link.target_id == resolved == resolve_link_target(source, target)
@@ -223,7 +223,7 @@ def test_resolve_navigation_matches_single_link_resolution(source, target, resol
     ],
 )
 def test_log_structure_rules(body, messages):
-    from knowspec.impl.okf.reserved_files import log_findings
+    from knowspec.impl.okf.validation.reserved_files import log_findings
 
     assert [m for _f, m in log_findings(body)] == messages
 
@@ -237,6 +237,6 @@ def test_log_structure_rules(body, messages):
     ],
 )
 def test_index_structure_rules(body, messages):
-    from knowspec.impl.okf.reserved_files import index_findings
+    from knowspec.impl.okf.validation.reserved_files import index_findings
 
     assert [m for _f, m in index_findings(body)] == messages

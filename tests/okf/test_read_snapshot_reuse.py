@@ -5,7 +5,7 @@ from __future__ import annotations
 import os
 
 from knowspec.impl.okf.model import load_snapshot
-from knowspec.impl.okf.snapshot import Stats
+from knowspec.impl.okf.bundle.snapshot import Stats
 from okf_helpers import ctx, list_concepts, read_concept, write_bundle
 
 

@@ -234,7 +234,7 @@ def test_status_state_of_malformed_status(tmp_path):
 
 
 def test_read_concept_frontmatter_over_limit_is_resource_limit(tmp_path, monkeypatch):
-    from knowspec.impl.okf import read_tools
+    from knowspec.impl.okf.tools import read as read_tools
 
     monkeypatch.setattr(read_tools, "MAX_FRONTMATTER_BYTES", 10)
     kb = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: T\ntitle: long enough\n---\n"})

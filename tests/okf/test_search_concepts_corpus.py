@@ -6,7 +6,7 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.query_tools import get_neighbors, get_semantic_graph, search_concepts, search_sections
+from knowspec.impl.okf.tools.query import get_neighbors, get_semantic_graph, search_concepts, search_sections
 
 from optional_data import DATABRICKS
 from tool_args import tool_args

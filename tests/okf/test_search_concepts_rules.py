@@ -3,7 +3,7 @@
 from hypothesis import given, strategies as st
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.search_concepts import (
+from knowspec.impl.okf.search.concepts import (
     FIELD_RANKS,
     SearchableConcept,
     best_match,
@@ -94,7 +94,7 @@ def test_hits_obey_the_contract_order_and_bounds(rows, query, limit):
     assert search(index, normalise_query(query), limit) == result
 
 
-from knowspec.impl.okf.search_concepts_index import ConceptSearchIndex  # noqa: E402
+from knowspec.impl.okf.search.concepts_index import ConceptSearchIndex  # noqa: E402
 
 ANY_TEXT = st.text(alphabet="ab\x00é\u0301ßs€😀 ", max_size=12)
 

@@ -9,7 +9,7 @@ from referencing import Registry, Resource
 from referencing.jsonschema import DRAFT202012
 
 from knowspec.impl.context import CallContext
-from knowspec.impl.okf import query_tools as q
+from knowspec.impl.okf.tools import query as q
 from tool_args import tool_args
 
 SCHEMAS = pathlib.Path(__file__).resolve().parents[2] / "spec" / "okf" / "schemas"

@@ -7,7 +7,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.query_tools import search_concepts
+from knowspec.impl.okf.tools.query import search_concepts
 from knowspec.impl.rules.text import case_fold
 from tool_args import tool_args
 
@@ -167,7 +167,7 @@ def test_property_order_bounds_and_determinism(tmp_path_factory, rows, query, li
 
 
 def test_cancelled_call_fails_without_partial_result(tmp_path):
-    from knowspec.impl.okf.query_tools import get_neighbors, get_semantic_graph, search_sections
+    from knowspec.impl.okf.tools.query import get_neighbors, get_semantic_graph, search_sections
 
     bundle = write_bundle(tmp_path, {"a.md": concept(title="x")})
     calls = [

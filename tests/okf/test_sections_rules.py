@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, strategies as st
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.search_sections import (
+from knowspec.impl.okf.search.sections import (
     SectionDoc,
     build_index,
     locator,

@@ -7,7 +7,7 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.query_tools import search_sections, snapshot_fingerprint
+from knowspec.impl.okf.tools.query import search_sections, snapshot_fingerprint
 from tool_args import tool_args
 
 

@@ -12,7 +12,7 @@ import pytest
 
 from knowspec.impl.config import Settings
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import snapshot
+from knowspec.impl.okf.bundle import snapshot
 from knowspec.impl.server.pipeline import ToolRuntime
 
 FILE_BYTES = 64 * 1024

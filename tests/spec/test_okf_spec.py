@@ -41,8 +41,8 @@ REGISTRATION_ORDER = [
     "preview_temporal_upgrade", "apply_temporal_upgrade",
 ]
 HANDLER_MODULE = {
-    **dict.fromkeys(["list_concepts", "read_concept", "validate_bundle"], "read_tools"),
-    **dict.fromkeys(["search_concepts", "get_neighbors", "search_sections", "get_semantic_graph"], "query_tools"),
+    **dict.fromkeys(["list_concepts", "read_concept", "validate_bundle"], "tools.read"),
+    **dict.fromkeys(["search_concepts", "get_neighbors", "search_sections", "get_semantic_graph"], "tools.query"),
 }
 LIMIT_KEYWORDS = ("default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems")
 HEX = "0123456789abcdef" * 4
@@ -185,7 +185,7 @@ def test_table_row_is_complete_and_names_existing_files(tool: str) -> None:
     row = TOOLS[tool]
     assert (SCHEMAS / row["input"]).is_file() and (SCHEMAS / row["output"]).is_file()
     assert row["input"] == f"{tool}.input.schema.json" and row["output"] == f"{tool}.output.schema.json"
-    assert row["impl"] == f"knowspec.impl.okf.{HANDLER_MODULE.get(tool, 'write_tools')}:{tool}"
+    assert row["impl"] == f"knowspec.impl.okf.{HANDLER_MODULE.get(tool, 'tools.write')}:{tool}"
     assert row["title"] and len(row["description"]) > 80
     assert row["text_fallback"] in {"json", "custom"} and row["text_fallback_doc"]
     assert set(row["errors"]) <= {c for c, v in ERROR_CODES.items() if "okf" in v["families"]}

@@ -22,5 +22,5 @@ I/O at the edge:
 - ``readers``: reads that finish interrupted commits first and never see a half-published one;
 - ``bundle_io`` / ``store_errors``: opening a bundle for a tool, mapping store failures;
 - ``patch_flow`` / ``replace`` / ``migration_flow`` / ``temporal_flow``: the tool flows behind
-  ``write_tools``.
+  ``tools.write``.
 """

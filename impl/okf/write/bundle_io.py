@@ -1,6 +1,6 @@
 """Opening a bundle for a write tool: pin the root, finish interrupted commits, capture.
 
-Path rules and their error texts are the read side's (``knowspec.impl.okf.paths``); capture
+Path rules and their error texts are the read side's (``knowspec.impl.okf.bundle.paths``); capture
 here hashes with the write contract's revision recipe. Store failures are translated to the
 contract's envelope codes in one place.
 """
@@ -12,7 +12,7 @@ from contextlib import contextmanager
 from typing import Iterator
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.paths import check_bundle_path, pin_root
+from knowspec.impl.okf.bundle.paths import check_bundle_path, pin_root
 from knowspec.impl.okf.write import journal, lock
 from knowspec.impl.okf.write.readers import consistent_read
 from knowspec.impl.okf.write.receipts import StorageCorrupt

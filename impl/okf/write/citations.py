@@ -21,8 +21,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from knowspec.impl.okf.markdown import analyse_body
-from knowspec.impl.okf.projection import normalize_label
+from knowspec.impl.okf.parsing.markdown import analyse_body
+from knowspec.impl.okf.concept.projection import normalize_label
 
 _NUMBER_LIMIT = 1_000_000
 _ENTRY = re.compile(r"^ {0,3}(?:(?:[-*+]|\d{1,9}[.)])[ \t]+)?(?:\[(\d+)\][ \t]*)?(.*?)[ \t]*$")

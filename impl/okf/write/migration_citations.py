@@ -61,7 +61,7 @@ def decode_citations(citations: list) -> list[dict]:
 
 def label_collisions(inp: Any) -> list[dict]:
     """Supplied source ids of one document that differ but normalize to one footnote label."""
-    from knowspec.impl.okf.projection import normalize_label
+    from knowspec.impl.okf.concept.projection import normalize_label
 
     found = []
     for m in inp.citations:

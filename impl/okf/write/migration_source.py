@@ -29,7 +29,7 @@ def _unsupported(message: str) -> ToolError:
 
 def declaration(files: dict[str, bytes]) -> dict[str, Any]:
     from knowspec.impl.okf.model import document_for
-    from knowspec.impl.okf.version import resolve_version
+    from knowspec.impl.okf.bundle.version import resolve_version
 
     raw = files.get("index.md")
     return resolve_version(document_for("index.md", raw) if raw is not None else None).declaration

@@ -123,8 +123,8 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
     already had blocks too. Advisory = the WARN/INFO findings of the written documents, plus
     link and orphan findings the edit introduces (links to and from the edited documents);
     pre-existing link and orphan findings of the base are not repeated."""
-    from knowspec.impl.okf.frontmatter import YamlLimitError
-    from knowspec.impl.okf.validator import validate_snapshot
+    from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
+    from knowspec.impl.okf.validation.diagnostics import validate_snapshot
 
     ctx = _Cancellation(check)
     options = {"strict": True, "check_links": links, "check_orphans": links, "selector": "0.2", "profile": profile}

@@ -48,7 +48,7 @@ def _decode(args: WriteConceptInput) -> tuple[str, str, str, str]:
 
 
 def _check_frontmatter(fm: str) -> None:
-    from knowspec.impl.okf.frontmatter import FrontmatterError, YamlLimitError, load_yaml_mapping
+    from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, YamlLimitError, load_yaml_mapping
 
     try:
         load_yaml_mapping(fm)
@@ -99,7 +99,7 @@ def _check_round_trip(data: bytes, fm: str) -> None:
 
 def _version_policy(files: dict[str, bytes]) -> tuple[str, str, str, str]:
     from knowspec.impl.okf.model import document_for
-    from knowspec.impl.okf.version import resolve_version
+    from knowspec.impl.okf.bundle.version import resolve_version
 
     raw = files.get("index.md")
     res = resolve_version(document_for("index.md", raw) if raw is not None else None)

@@ -1,6 +1,6 @@
 """Descriptor-relative, no-follow access below a pinned bundle root.
 
-The root itself is pinned by the read side (``knowspec.impl.okf.paths.pin_root``); from then
+The root itself is pinned by the read side (``knowspec.impl.okf.bundle.paths.pin_root``); from then
 on no file is opened by absolute path and every component is opened with ``O_NOFOLLOW``.
 That keeps writes inside the root and never through a link, even if someone swaps
 directories while we work.

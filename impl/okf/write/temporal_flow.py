@@ -63,7 +63,7 @@ def _rejected(message: str, field: str, advice: str, *, retryable: bool = False)
 
 def _check_version(files: dict[str, bytes]) -> None:
     from knowspec.impl.okf.model import document_for
-    from knowspec.impl.okf.version import resolve_version
+    from knowspec.impl.okf.bundle.version import resolve_version
 
     raw = files.get("index.md")
     v = resolve_version(document_for("index.md", raw) if raw is not None else None).version

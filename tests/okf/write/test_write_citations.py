@@ -6,7 +6,7 @@ import pytest
 from hypothesis import given, settings
 from hypothesis import strategies as st
 
-from knowspec.impl.okf.markdown import analyse_body
+from knowspec.impl.okf.parsing.markdown import analyse_body
 from knowspec.impl.okf.write.citations import CitationBlocked, convert, find_section
 
 

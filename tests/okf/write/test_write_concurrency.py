@@ -6,7 +6,7 @@ import multiprocessing as mp
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import write_tools
+from knowspec.impl.okf.tools import write as write_tools
 from write_helpers import patch_args, preview
 
 N = 6

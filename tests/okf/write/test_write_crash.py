@@ -22,7 +22,7 @@ from knowspec.impl.okf.write.inputs import decode_patch
 from knowspec.impl.okf.write.plan import plan_idempotency_key
 from knowspec.impl.okf.write.planner import plan_change_set
 from knowspec.impl.okf.write.store import CommitRequest, Store
-from knowspec.impl.okf.paths import pin_root
+from knowspec.impl.okf.bundle.paths import pin_root
 from write_helpers import make_bundle, patch_args, preview, visible_bytes
 
 FILES = 8

@@ -12,7 +12,8 @@ import random
 import pytest
 
 from knowspec.impl.context import CallContext
-from knowspec.impl.okf import read_tools, snapshot
+from knowspec.impl.okf.tools import read as read_tools
+from knowspec.impl.okf.bundle import snapshot
 from test_write_crash import FILES, STEPS, _expected, _fresh, _run_killed, fast_dir  # noqa: F401
 from write_helpers import visible_bytes
 from tool_args import tool_args

@@ -8,7 +8,7 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import write_tools
+from knowspec.impl.okf.tools import write as write_tools
 from write_helpers import CONCEPT, make_bundle, patch_args, preview, apply, tree_bytes
 
 C = "arch/cache"
@@ -118,7 +118,7 @@ def test_malicious_executor_strings_are_written_inert(bundle, executor):
         "executor": {"resource": executor, "receipt": [executor]}, "attester": {"resource": executor}}}
     p = preview(bundle, [op])
     apply(bundle, [op], p["base_revision"], p["plan_digest"])
-    from knowspec.impl.okf.frontmatter import load_yaml_mapping
+    from knowspec.impl.okf.parsing.frontmatter import load_yaml_mapping
     from knowspec.impl.okf.write.document import split_document
     fm = load_yaml_mapping(split_document((bundle / "arch/cache.md").read_bytes()).frontmatter)
     assert str(fm["executor"]["resource"]) == executor

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from knowspec.impl.okf.frontmatter import load_yaml_mapping
+from knowspec.impl.okf.parsing.frontmatter import load_yaml_mapping
 from knowspec.impl.okf.write.document import split_document
 from knowspec.impl.okf.write.patch import apply_concept_operation
 

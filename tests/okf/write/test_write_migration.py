@@ -7,7 +7,7 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import write_tools
+from knowspec.impl.okf.tools import write as write_tools
 from write_helpers import assert_valid_output, make_bundle, tree_bytes, visible_bytes
 from tool_args import tool_args
 

@@ -10,8 +10,9 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import read_tools, write_tools
-from knowspec.impl.okf.graph_v02 import citation_entries
+from knowspec.impl.okf.tools import read as read_tools
+from knowspec.impl.okf.tools import write as write_tools
+from knowspec.impl.okf.graph.v02 import citation_entries
 from knowspec.impl.okf.model import load_snapshot
 from write_helpers import assert_valid_output, make_bundle, visible_bytes
 from tool_args import tool_args, unchecked_args

@@ -17,7 +17,9 @@ import time
 import pytest
 
 from knowspec.impl.context import CallContext
-from knowspec.impl.okf import read_tools, snapshot, watch
+from knowspec.impl.okf.tools import read as read_tools
+from knowspec.impl.okf.bundle import snapshot
+from knowspec.impl.okf.bundle import watch
 from knowspec.impl.okf.write import atomic
 from test_write_crash import fast_dir  # noqa: F401 - fixture
 from write_helpers import make_bundle, preview_and_apply

@@ -16,8 +16,9 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import read_tools, snapshot
-from knowspec.impl.okf.paths import pin_root
+from knowspec.impl.okf.tools import read as read_tools
+from knowspec.impl.okf.bundle import snapshot
+from knowspec.impl.okf.bundle.paths import pin_root
 from knowspec.impl.okf.write import journal, lock
 from knowspec.impl.okf.write.readers import consistent_read
 from knowspec.impl.okf.write.store import Store

@@ -8,7 +8,7 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import write_tools
+from knowspec.impl.okf.tools import write as write_tools
 from knowspec.impl.okf.write.planner import staged_validation
 from write_helpers import make_bundle, preview, visible_bytes
 from tool_args import tool_args

@@ -7,7 +7,7 @@ import threading
 
 import pytest
 
-from knowspec.impl.okf.paths import pin_root
+from knowspec.impl.okf.bundle.paths import pin_root
 from knowspec.impl.okf.write import journal, lock, receipts
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.revision import revision_of

@@ -11,7 +11,7 @@ import jsonschema
 from referencing import Registry, Resource
 
 from knowspec.impl.context import CallContext
-from knowspec.impl.okf import write_tools
+from knowspec.impl.okf.tools import write as write_tools
 from tool_args import tool_args, unchecked_args
 
 SCHEMAS = Path(__file__).resolve().parents[3] / "spec" / "okf" / "schemas"

@@ -18,7 +18,7 @@ from knowspec.generated.constants import (
     TEMPORAL_PROFILE_INSTANT as INSTANT_PROFILE,
 )
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.typed import is_date_like
+from knowspec.impl.okf.parsing.typed import is_date_like
 
 _DATE = re.compile(r"^([0-9]{4})-([0-9]{2})-([0-9]{2})$")
 _DATETIME = re.compile(

@@ -21,16 +21,16 @@ from knowspec.generated.models.okf.search_sections_input_schema import SearchSec
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import graph
-from knowspec.impl.okf import query_cards as cards
-from knowspec.impl.okf import search_concepts as sc
-from knowspec.impl.okf import search_sections as ss
-from knowspec.impl.okf.search_concepts_index import ConceptSearchIndex, index_for_snapshot
+from knowspec.impl.okf.graph import render as graph
+from knowspec.impl.okf.tools import cards
+from knowspec.impl.okf.search import concepts as sc
+from knowspec.impl.okf.search import sections as ss
+from knowspec.impl.okf.search.concepts_index import ConceptSearchIndex, index_for_snapshot
 from knowspec.impl.okf.read_errors import concept_not_found, too_many_concepts
-from knowspec.impl.okf.ids import canonical_id_error
+from knowspec.impl.okf.concept.ids import canonical_id_error
 from knowspec.impl.okf.model import Snapshot, load_snapshot
 from knowspec.impl.rules import go_json
-from knowspec.impl.okf.neighbors import (
+from knowspec.impl.okf.graph.neighbors import (
     EdgeIndex,
     edge_index_for,
     SourceEntry,

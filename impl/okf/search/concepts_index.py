@@ -28,7 +28,7 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from knowspec.impl import runtime as process
-from knowspec.impl.okf.search_concepts import FIELD_RANKS, SearchableConcept, SearchResult
+from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
 from knowspec.impl.rules.ordering import search_hit_key, truncate
 
 SIGNATURE_BITS = 1 << 15

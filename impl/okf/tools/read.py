@@ -15,8 +15,8 @@ from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateB
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import projection as proj
-from knowspec.impl.okf.ids import canonical_id_error
+from knowspec.impl.okf.concept import projection as proj
+from knowspec.impl.okf.concept.ids import canonical_id_error
 from knowspec.impl.okf.model import Concept, Snapshot, load_snapshot
 from knowspec.impl.okf.read_errors import (
     ROOT_INDEX_PARSE_MESSAGE,
@@ -24,7 +24,7 @@ from knowspec.impl.okf.read_errors import (
     parse_failure,
     too_many_concepts,
 )
-from knowspec.impl.okf.temporal import parse_as_of
+from knowspec.impl.okf.concept.temporal import parse_as_of
 from knowspec.impl.rules import go_json
 
 MAX_CONCEPTS = 10_000
@@ -216,7 +216,7 @@ def read_concept(args: ReadConceptInput, ctx: CallContext) -> ToolOutput:
 # --- validate_bundle -------------------------------------------------------------------------
 
 def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
-    from knowspec.impl.okf.validator import validate_snapshot
+    from knowspec.impl.okf.validation.diagnostics import validate_snapshot
 
     profile = args.temporal_profile
     as_of = parse_as_of(args.as_of, profile)

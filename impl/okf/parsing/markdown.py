@@ -15,7 +15,7 @@ from typing import Any, NamedTuple
 
 import pyromark
 
-from knowspec.impl.okf.links import scan_line_links
+from knowspec.impl.okf.parsing.links import scan_line_links
 
 _HTML_CLOSING_TYPES = re.compile(rb"^\s{0,3}<(?:script|pre|style|textarea|!--|\?|![A-Za-z]|!\[CDATA\[)", re.I)
 _FOOTNOTE_REF = re.compile(r"\[\^([^\]\r\n]+)\]")

@@ -9,10 +9,10 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from knowspec.impl.okf import projection as proj
-from knowspec.impl.okf import typed
-from knowspec.impl.okf.temporal import INSTANT_PROFILE, is_stale, parse_rfc3339, value_valid
-from knowspec.impl.okf.version import go_quote
+from knowspec.impl.okf.concept import projection as proj
+from knowspec.impl.okf.parsing import typed
+from knowspec.impl.okf.concept.temporal import INSTANT_PROFILE, is_stale, parse_rfc3339, value_valid
+from knowspec.impl.okf.bundle.version import go_quote
 
 _SCHEME_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
 _EXAMPLE_WORDS = re.compile(r"\b(for example|for instance|e\.g\.|such as)\b", re.I)
@@ -119,7 +119,7 @@ def _conventional_sections(concept, out, ref) -> None:
 
 def index_descriptions(snapshot, out) -> None:
     """Legacy strict: an index entry's ``- description`` must match the target's description."""
-    from knowspec.impl.okf.validator import resolve_bundle_path
+    from knowspec.impl.okf.validation.diagnostics import resolve_bundle_path
 
     entry = re.compile(r"^\s{0,3}[-*+]\s+\[[^\]]*\]\(([^)\s]+)[^)]*\)\s+[-–—:]\s+(.+?)\s*$")
     for path, doc in snapshot.indexes.items():

@@ -11,8 +11,8 @@ import re
 from dataclasses import dataclass
 from typing import Any
 
-from knowspec.impl.okf.ids import format_ref, parse_ref
-from knowspec.impl.okf.typed import is_duplicated, is_str
+from knowspec.impl.okf.concept.ids import format_ref, parse_ref
+from knowspec.impl.okf.parsing.typed import is_duplicated, is_str
 
 STANDARD_KEYS = frozenset(
     "type title description resource tags okf_version timestamp sources usage_window generated "

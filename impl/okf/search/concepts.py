@@ -6,7 +6,7 @@ field (id 6, title 5, description 4, any single tag 3, body 1; ``type`` is not s
 hits sort by rank descending, then canonical ID byte-wise.
 
 This module holds the rule and a plain reference scan (:func:`search`); the handler answers from
-``search_concepts_index.ConceptSearchIndex``, built once per snapshot revision, which gives the
+``search.concepts_index.ConceptSearchIndex``, built once per snapshot revision, which gives the
 same answers without re-folding or re-scanning every field on every call.
 """
 

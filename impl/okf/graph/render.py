@@ -14,8 +14,8 @@ from typing import Any
 
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.graph_legacy import legacy_document, render_legacy
-from knowspec.impl.okf.graph_v02 import project
+from knowspec.impl.okf.graph.legacy import legacy_document, render_legacy
+from knowspec.impl.okf.graph.v02 import project
 
 MAX_RENDER_BYTES = 16 * 1024 * 1024
 MAX_NODES = 100_000
@@ -54,7 +54,7 @@ def _legacy_text(snapshot: Any, ctx: CallContext) -> str:
 
 def _derived(ctx: CallContext):
     from knowspec.impl import runtime as process
-    from knowspec.impl.okf.query_tools import derived_cache  # query_tools imports this module
+    from knowspec.impl.okf.tools.query import derived_cache  # tools.query imports this module
 
     return derived_cache(process.of(ctx))
 

@@ -3,7 +3,7 @@
 Status and its state, trust tier, stale-after and staleness, sources under a profile, shared
 usage window, generated/verified events, the Attested Computation contract, footnote
 attributions and the v0.1 legacy fallbacks: the fields cards are made of. The cards themselves
-are built by ``read_tools.concept_card`` (list_concepts) and ``query_cards.card``
+are built by ``tools.read.concept_card`` (list_concepts) and ``tools.cards.card``
 (search_concepts, get_neighbors, get_semantic_graph).
 """
 
@@ -12,8 +12,8 @@ from __future__ import annotations
 import re
 from typing import Any
 
-from knowspec.impl.okf import typed
-from knowspec.impl.okf.temporal import DATE_PROFILE, AsOf, is_stale, parse_rfc3339, value_valid
+from knowspec.impl.okf.parsing import typed
+from knowspec.impl.okf.concept.temporal import DATE_PROFILE, AsOf, is_stale, parse_rfc3339, value_valid
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 _CITATIONS_HEADING = re.compile(r"(?m)^ {0,3}#[ \t]+Citations[ \t#]*\r?$")

@@ -20,8 +20,8 @@ import json
 from json.encoder import encode_basestring as _quote
 from typing import Any, Callable
 
-from knowspec.impl.okf.ids import escape_ref_id
-from knowspec.impl.okf.typed import is_date_like, is_duplicated
+from knowspec.impl.okf.concept.ids import escape_ref_id
+from knowspec.impl.okf.parsing.typed import is_date_like, is_duplicated
 from knowspec.impl.rules import go_json
 
 OKF_NS = "https://okf.io/ontology/v0.1#"

@@ -9,7 +9,7 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
-from knowspec.impl.okf.typed import is_duplicated
+from knowspec.impl.okf.parsing.typed import is_duplicated
 
 _CANONICAL = re.compile(r"^(0|[1-9][0-9]*)\.(0|[1-9][0-9]*)$")
 SUPPORTED = {"0.1": "legacy", "0.2": "native"}

@@ -8,7 +8,7 @@ from __future__ import annotations
 
 from typing import Any, TypeGuard
 
-from knowspec.impl.okf.frontmatter import YamlMap, YamlScalar
+from knowspec.impl.okf.parsing.frontmatter import YamlMap, YamlScalar
 
 MISSING = object()
 

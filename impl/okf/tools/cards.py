@@ -14,7 +14,8 @@ from __future__ import annotations
 from dataclasses import dataclass
 from typing import Any
 
-from knowspec.impl.okf import projection, temporal
+from knowspec.impl.okf.concept import projection
+from knowspec.impl.okf.concept import temporal
 
 
 @dataclass(frozen=True)

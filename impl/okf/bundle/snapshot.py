@@ -26,10 +26,10 @@ from dataclasses import dataclass, field
 
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf import watch as inotify
-from knowspec.impl.okf.frontmatter import YamlLimitError
+from knowspec.impl.okf.bundle import watch as inotify
+from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
 from knowspec.impl.okf.model import Document, Snapshot, document_for
-from knowspec.impl.okf.paths import DIR_FLAGS, check_bundle_path, pin_root
+from knowspec.impl.okf.bundle.paths import DIR_FLAGS, check_bundle_path, pin_root
 from knowspec.impl.okf.write.readers import consistent_read
 
 MAX_FILES = 10_000

@@ -12,11 +12,11 @@ from typing import Any
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl.errors import diagnostic
-from knowspec.impl.okf.links import classify_link
+from knowspec.impl.okf.parsing.links import classify_link
 from knowspec.impl.okf.model import Concept, Document, Snapshot
-from knowspec.impl.okf.typed import is_duplicated, read_str
-from knowspec.impl.okf.reserved_files import index_findings, log_findings
-from knowspec.impl.okf.version import go_quote
+from knowspec.impl.okf.parsing.typed import is_duplicated, read_str
+from knowspec.impl.okf.validation.reserved_files import index_findings, log_findings
+from knowspec.impl.okf.bundle.version import go_quote
 from knowspec.impl.rules.redaction import redact_message, safe_file
 
 _SEVERITY_RANK = {"ERROR": 0, "WARN": 1, "INFO": 2}
@@ -81,7 +81,7 @@ def validate_snapshot(snapshot: Snapshot, ctx, *, strict=False, check_links=Fals
     if check_orphans:
         _orphans(snapshot, out)
     if strict and resolution.compatibility in ("legacy", "native"):
-        from knowspec.impl.okf.validator_strict import strict_legacy, strict_v02
+        from knowspec.impl.okf.validation.strict import strict_legacy, strict_v02
 
         check = strict_legacy if resolution.compatibility == "legacy" else strict_v02
         for i, concept in enumerate(snapshot.concepts.values()):
@@ -90,7 +90,7 @@ def validate_snapshot(snapshot: Snapshot, ctx, *, strict=False, check_links=Fals
             if concept.parse_error is None and concept.has_frontmatter:
                 check(concept, out, profile=profile, as_of=as_of, snapshot=snapshot)
         if resolution.compatibility == "legacy":
-            from knowspec.impl.okf.validator_strict import index_descriptions
+            from knowspec.impl.okf.validation.strict import index_descriptions
 
             index_descriptions(snapshot, out)
     out.items.sort(key=diagnostic_key)

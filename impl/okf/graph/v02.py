@@ -18,9 +18,10 @@ import re
 from typing import Any, Callable
 from urllib.parse import quote
 
-from knowspec.impl.okf import projection, typed
-from knowspec.impl.okf.ids import parse_ref
-from knowspec.impl.okf.graph_nodes import (
+from knowspec.impl.okf.concept import projection
+from knowspec.impl.okf.parsing import typed
+from knowspec.impl.okf.concept.ids import parse_ref
+from knowspec.impl.okf.graph.nodes import (
     PATH_SEGMENT_SAFE,
     PROJECTION_IRI,
     Graph,
@@ -35,7 +36,7 @@ from knowspec.impl.okf.graph_nodes import (
     temporal_literal,
     text,
 )
-from knowspec.impl.okf.temporal import INSTANT_PROFILE, parse_rfc3339
+from knowspec.impl.okf.concept.temporal import INSTANT_PROFILE, parse_rfc3339
 from knowspec.impl.rules.ordering import byte_key
 
 PROFILE_DATE = "skosovsky/okf-v0.2"

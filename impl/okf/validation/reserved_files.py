@@ -12,8 +12,8 @@ from typing import Any
 
 import pyromark
 
-from knowspec.impl.okf.temporal import parse_date
-from knowspec.impl.okf.version import go_quote
+from knowspec.impl.okf.concept.temporal import parse_date
+from knowspec.impl.okf.bundle.version import go_quote
 
 _DATE_LOOKING = re.compile(r"^\d{4}-\d{1,2}-\d{1,2}$")
 

@@ -1,0 +1,1 @@
+"""What a concept's fields mean: IDs, relations, the typed projection, temporal profiles."""

@@ -1,0 +1,1 @@
+"""validate_bundle: base diagnostics, reserved-file rules, strict checks."""
