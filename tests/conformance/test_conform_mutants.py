@@ -204,11 +204,12 @@ HOST_SERVER = (f"{sys.executable} {HOST} --control {{control}} --pool {{pool}} -
 @pytest.mark.slow
 def test_host_mode_kills_server_side_mutants_a_proxy_cannot_fake(tmp_path):
     """CAS, ACL before ranking, query folding and the REST session gate live in the server: the
-    host switches them in-process."""
+    host switches them in-process. A response edit must reach the wire over HTTP too (the server
+    encodes answers off the event loop; the host must edit the real answer, not a placeholder)."""
     from knowspec.conformance.mutants.killrate import host_kill_rate
 
     names = ["apply_patch_no_compare_and_swap", "doc_search_acl_after_ranking", "query_fold_keeps_dotless_i",
-             "rest_login_accepts_wrong_password"]
+             "rest_login_accepts_wrong_password", "success_flagged_as_error"]
     results = host_kill_rate(RunConfig(target="", max_examples=2, shared_session=True), HOST_SERVER, names, jobs=1)
     baseline = results.pop()
     assert baseline.killed_by == ()
