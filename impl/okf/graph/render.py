@@ -12,8 +12,10 @@ from __future__ import annotations
 import json
 from typing import Any
 
+from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.derived import derived_cache
 from knowspec.impl.okf.graph.legacy import legacy_document, render_legacy
 from knowspec.impl.okf.graph.v02 import project
 
@@ -53,9 +55,6 @@ def _legacy_text(snapshot: Any, ctx: CallContext) -> str:
 
 
 def _derived(ctx: CallContext):
-    from knowspec.impl import runtime as process
-    from knowspec.impl.okf.tools.query import derived_cache  # tools.query imports this module
-
     return derived_cache(process.of(ctx))
 
 

@@ -18,7 +18,6 @@ from knowspec.generated.models.okf.get_neighbors_input_schema import GetNeighbor
 from knowspec.generated.models.okf.get_semantic_graph_input_schema import GetSemanticGraphInput
 from knowspec.generated.models.okf.search_concepts_input_schema import SearchConceptsInput
 from knowspec.generated.models.okf.search_sections_input_schema import SearchSectionsInput
-from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.graph import render as graph
@@ -28,6 +27,7 @@ from knowspec.impl.okf.search import sections as ss
 from knowspec.impl.okf.search.concepts_index import ConceptSearchIndex, index_for_snapshot
 from knowspec.impl.okf.read_errors import concept_not_found, too_many_concepts
 from knowspec.impl.okf.concept.ids import canonical_id_error
+from knowspec.impl.okf.derived import per_snapshot
 from knowspec.impl.okf.model import Snapshot, load_snapshot
 from knowspec.impl.rules import go_json
 from knowspec.impl.okf.graph.neighbors import (
@@ -41,7 +41,6 @@ from knowspec.impl.okf.graph.neighbors import (
 MAX_CONCEPTS = 10_000
 _CONCEPT_CAP_ADVICE = " Narrowing query will not change this limit."
 
-MAX_DERIVED = 256  # values derived from snapshots (indexes, renders), all roots together
 
 
 # --- shared edges --------------------------------------------------------------------------
@@ -50,40 +49,6 @@ MAX_DERIVED = 256  # values derived from snapshots (indexes, renders), all roots
 def compact_json(value: Any) -> str:
     """The text fallback of the query tools: Go's encoding/json bytes, as okf-mcp writes them."""
     return go_json.dumps(value)
-
-
-def per_snapshot(snapshot: Snapshot, name: str, build: Callable[[], Any]) -> Any:
-    """A value derived from the snapshot, built once per revision (the runtime's
-    ``okf.derived`` cache: key root and ``name``, stamp the revision).
-
-    A ``resource_limit`` raised while building is remembered too: the same snapshot would hit
-    the same bound again, so later calls fail at once instead of rebuilding.
-    """
-    def remembered_build() -> Any:
-        try:
-            return build()
-        except ToolError as exc:
-            if exc.code != "resource_limit":
-                raise
-            return exc
-
-    value = derived_cache(process.current()).get((getattr(snapshot, "root", None), name),
-                                                    getattr(snapshot, "revision", None), remembered_build)
-    if isinstance(value, ToolError):
-        raise ToolError(value.code, value.message, diagnostics=value.diagnostics)
-    return value
-
-
-def derived_cache(runtime: process.Runtime) -> process.Cache:
-    """Values derived from a snapshot, keyed by (root, what), stamped with the revision."""
-    return runtime.cache("okf.derived", max_entries=MAX_DERIVED, sizeof=_derived_size)
-
-
-def _derived_size(value: Any) -> int:
-    nbytes = getattr(value, "nbytes", None)
-    if callable(nbytes):
-        return nbytes()
-    return len(value) if isinstance(value, (str, bytes)) else 0
 
 
 def _load(bundle_path: str, ctx: CallContext, operation: str) -> Snapshot:
