@@ -105,13 +105,18 @@ def test_read_tool_refuses_a_journal_it_cannot_finish(written):
     assert visible_bytes(root) == before
 
 
-def test_read_tool_rolls_back_staging_a_dead_writer_left(written):
-    root, store = written
+def _stage_for_a_dead_writer(store) -> None:
+    """Staging a writer left behind: a change staged, never committed."""
     okf = journal.open_private(store.root_fd, create=False)
     try:
         journal.stage(okf, "dead", {"a.md": b"never published\n"})
     finally:
         os.close(okf)
+
+
+def test_read_tool_rolls_back_staging_a_dead_writer_left(written):
+    root, store = written
+    _stage_for_a_dead_writer(store)
     snapshot.clear_cache()
     assert _list(root) == ["a", "d/b"]
     assert not journal.pending(store.root_fd)
@@ -143,11 +148,7 @@ def test_read_only_bundle_with_a_journal_is_refused_not_served_mixed(written, mo
 
 def test_read_only_bundle_with_stale_staging_is_still_served(written, monkeypatch):
     root, store = written
-    okf = journal.open_private(store.root_fd, create=False)
-    try:
-        journal.stage(okf, "dead", {"a.md": b"never published\n"})
-    finally:
-        os.close(okf)
+    _stage_for_a_dead_writer(store)
     _read_only_recovery(monkeypatch)
     snapshot.clear_cache()
     assert _list(root) == ["a", "d/b"]
