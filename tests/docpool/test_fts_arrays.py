@@ -1,8 +1,8 @@
 """The SQLite pool's FTS5 index read into arrays (``fulltext.reader``) and ranked by the search
 layer (``fulltext.search``) answers exactly like FTS5.
 
-FTS5 is the reference: every comparison runs the storage's own ``search_fts`` (FTS5) and the
-search layer over the pool's arrays (``KNOWSPEC_FTS_ARRAYS=sync``), and demands identical hits:
+FTS5 is the reference: every comparison asks FTS5 itself (``fts5_reference.fts5_hits``: bm25()
+and snippet() in SQL) and the search layer over the pool's arrays, and demands identical hits:
 same topics, order, best chunks, scores to the last bit and snippets.
 """
 
@@ -23,6 +23,7 @@ from knowspec.impl.docpool.fulltext.search import index_hits
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
 from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write
 from knowspec.impl.rules.fts_query import build_fts_query
+from fts5_reference import fts5_hits
 from storages import SAMPLE, SAMPLE_COLLECTION, WORDS, query_words, write_generated_corpus
 
 ACCESSES = [UNRESTRICTED, Access(frozenset({"muhasebe"})), Access(frozenset({"*"})), Access(frozenset())]
@@ -47,9 +48,7 @@ def pools(tmp_path_factory) -> dict[str, Path]:
 
 def _both(path: Path, monkeypatch, match: str, access, **kw):
     with SqlitePool(path) as pool:
-        want = pool.search_fts(match, access, **kw)
-    _fts_mode(monkeypatch, "sync")
-    with SqlitePool(path) as pool:
+        want = fts5_hits(pool, match, access, **kw)
         got = index_hits(pool, pool.fulltext_index(pool.change_stamp()), match, access, **kw)
     return want, got
 
@@ -96,7 +95,7 @@ def test_totals_are_those_of_the_index(pools):
     assert list(arrays.terms) == sorted(arrays.terms)
 
 
-def test_a_word_fts5_splits_into_two_tokens_is_left_to_fts5():
+def test_a_word_fts5_splits_into_two_tokens_is_not_a_single_token_phrase():
     assert fts_rank.query_phrases('"köprü ışık"*') is None
     assert fts_rank.query_phrases('"kopru"* AND "isik"') == ([("kopru", True), ("isik", False)], "AND")
 
@@ -107,7 +106,7 @@ def test_off_mode_never_builds(pools, monkeypatch):
     assert cache.get(pools["uretilen"], ("stamp",), mode="off") is None
 
 
-def test_background_mode_answers_from_fts5_until_the_arrays_are_built(pools, monkeypatch):
+def test_background_mode_gives_nothing_until_the_arrays_are_built(pools, monkeypatch):
     release, real_build = threading.Event(), reader.build
 
     def slow_build(path):

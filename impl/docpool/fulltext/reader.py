@@ -230,6 +230,11 @@ class FtsIndex:
     def row(self, chunk_id: int) -> int:
         return int(np.searchsorted(self.arrays.row_chunk, chunk_id))
 
+    def nbytes(self) -> int:
+        """Estimated memory held: the arrays and the kept texts (a cache's ``sizeof``)."""
+        held = [v for v in vars(self.arrays).values() if isinstance(v, np.ndarray)]
+        return sum(a.nbytes for a in held) + sum(len(t) for row in self.texts or () for t in row)
+
 
 # -- the per-process cache -----------------------------------------------------------------------
 
