@@ -19,7 +19,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.fulltext import rank as fts_rank, reader
-from knowspec.impl.docpool.fulltext.search import index_hits
+from knowspec.impl.docpool.fulltext.search import index_hits, search_hits
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
 from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write
 from knowspec.impl.rules.fts_query import build_fts_query
@@ -150,3 +150,24 @@ def test_instance_order_check_sees_any_step_back():
     assert not reader._sorted_by(term, docs, np.array([2, 0, 1, 0]))
     assert not reader._sorted_by(term, np.array([5, 7, 5, 1]), cols)
     assert not reader._sorted_by(np.array([1, 0, 0, 1]), docs, cols)
+
+
+def test_hits_of_a_topic_an_import_removed_are_ranked_again_from_the_new_postings(tmp_path, pools):
+    path = tmp_path / "pool.db"
+    path.write_bytes(pools["uretilen"].read_bytes())
+    kw = dict(limit=10, weights=(10.0, 5.0, 1.0), snippet_column="body")
+    with SqlitePool(path) as pool:
+        old_stamp = pool.change_stamp()
+        before = search_hits(pool, '"kopru"*', UNRESTRICTED, stamp=old_stamp, **kw)
+    gone = before[0].topic_id
+    con = open_for_write(path)
+    con.execute('delete from "doc$chunk_fts" where rowid in (select id from "doc$chunk" where topic_id = ?)', [gone])
+    con.execute('delete from "doc$chunk" where topic_id = ?', [gone])
+    con.execute('delete from "doc$topic" where id = ?', [gone])
+    con.close()
+    with SqlitePool(path) as pool:
+        stale = pool.fulltext_index(old_stamp)  # still the arrays of the old stamp
+        assert index_hits(pool, stale, '"kopru"*', UNRESTRICTED, **kw) is None
+        again = search_hits(pool, '"kopru"*', UNRESTRICTED, stamp=old_stamp, **kw)
+        assert again == fts5_hits(pool, '"kopru"*', UNRESTRICTED, **kw)
+    assert gone not in {h.topic_id for h in again} and len(again) == len(before)

@@ -44,13 +44,16 @@ def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, we
     postings were read), the search runs once more over the postings of the new stamp."""
     stamp = pool.change_stamp() if stamp is None else stamp
     ids = topic_ids or (lambda: pool.topic_ids(access, collection=collection, linked_to=linked_to))
-    kw = dict(limit=limit, weights=weights, snippet_column=snippet_column, collection=collection,
-              linked_to=linked_to, topic_ids=ids)
-    hits = index_hits(pool, pool.fulltext_index(stamp), match, access, **kw)  # type: ignore[arg-type]
+
+    def ranked(at: tuple, stale_ok: bool) -> list[SearchHit] | None:
+        return index_hits(pool, pool.fulltext_index(at), match, access, limit=limit, weights=weights,
+                          snippet_column=snippet_column, collection=collection, linked_to=linked_to,
+                          topic_ids=ids, stale_ok=stale_ok)
+
+    hits = ranked(stamp, False)
     if hits is None:
-        fresh = pool.change_stamp()
-        hits = index_hits(pool, pool.fulltext_index(fresh), match, access, stale_ok=True, **kw)  # type: ignore[arg-type]
-    assert hits is not None
+        hits = ranked(pool.change_stamp(), True)
+    assert hits is not None  # stale_ok never gives None
     return hits
 
 
