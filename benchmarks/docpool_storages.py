@@ -14,8 +14,8 @@ the pool). That is the fair setup on a shared 2-CPU machine: the same process, p
 client serve all three, and the calls are interleaved -- each query is sent to the three
 storages back to back, in an order rotated per query -- so a load spike hits every storage
 alike instead of whichever happened to run then. The first search of each storage is timed
-apart: for Firebird it builds the in-memory full-text index (``fulltext.reader.FtsIndex``) of the
-pool, and for SQLite (``KNOWSPEC_FTS_ARRAYS=sync`` unless set, as in ``docpool_fts``) it reads
+apart: for PostgreSQL and Firebird it builds the in-memory full-text index
+(``fulltext.reader.FtsIndex``) of the pool, and for SQLite (``KNOWSPEC_FTS_ARRAYS=sync`` unless set, as in ``docpool_fts``) it reads
 the FTS5 index into arrays; the "warm" figures exclude it. Queries: ``docpool_fts``'s (the labelled databricks set
 plus 2-3 words of random concept titles), at the default limit (10).
 
@@ -28,7 +28,7 @@ Issue #18 goal 7: the fts p95 of PostgreSQL and of Firebird at most 2x SQLite's,
 same run (SQLite's p95 is the floor), with exact agreement. The run prints, per storage, the
 floor, the figure, their ratio, the bound and pass/fail, and the load average at start and end.
 
-``--profile`` afterwards profiles each storage's ``search_fts`` in-process (cProfile, same pool,
+``--profile`` afterwards profiles each storage's ``fts_ranked`` in-process (cProfile, same pool,
 same queries) and prints the top functions to stderr, with in-process p50s in the JSON.
 
 Writes benchmarks/results/docpool_storages.json and prints a short table. Removes the cluster.
@@ -237,15 +237,15 @@ def table(import_s: dict[str, float], served: dict[str, Any], rat: dict[str, Any
         lines.append(f"{kind:<11}{import_s[db]:>9.2f}{s['first_search_ms']:>10.1f}{s['doc_search_fts']['p50_ms']:>9.2f}"
                      f"{s['doc_search_fts']['p95_ms']:>9.2f}{r['fts_p50_vs_sqlite']:>8.2f}"
                      f"{r['fts_p95_vs_sqlite']:>8.2f}{s['doc_get']['p50_ms']:>9.2f}")
-    lines.append("(ms, client-side over stdio; 'first' = the first search of the pool, for Firebird "
-                 "the fts index build; p50/p95 are warm searches)")
+    lines.append("(ms, client-side over stdio; 'first' = the first search of the pool: the fts arrays or "
+                 "in-memory index build; p50/p95 are warm searches)")
     return "\n".join(lines)
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--calls", type=int, default=200, help="title-word queries and doc_get calls per storage")
-    parser.add_argument("--profile", action="store_true", help="also profile search_fts in-process per storage")
+    parser.add_argument("--profile", action="store_true", help="also profile fts_ranked in-process per storage")
     ns = parser.parse_args()
     os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")  # as docpool_fts: SQLite's arrays build in its first search
     source, info = cached_pool("databricks", DATABRICKS, COLLECTION)
