@@ -171,3 +171,18 @@ def test_hits_of_a_topic_an_import_removed_are_ranked_again_from_the_new_posting
         again = search_hits(pool, '"kopru"*', UNRESTRICTED, stamp=old_stamp, **kw)
         assert again == fts5_hits(pool, '"kopru"*', UNRESTRICTED, **kw)
     assert gone not in {h.topic_id for h in again} and len(again) == len(before)
+
+
+def test_an_index_that_cannot_be_read_is_a_driver_error_not_an_empty_answer(tmp_path, pools, monkeypatch):
+    import sqlite3
+
+    path = tmp_path / "pool.db"
+    path.write_bytes(pools["uretilen"].read_bytes())
+
+    def broken(_path):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(reader, "build", broken)
+    with SqlitePool(path) as pool:
+        with pytest.raises(pool.driver_errors, match="could not be read"):
+            search_hits(pool, '"kopru"*', UNRESTRICTED, limit=5, weights=(1.0,), snippet_column="body")

@@ -131,7 +131,7 @@ class SqlitePool(SqlPool):
         a search waits for them when they are still being read (FTS5 never ranks here)."""
         arrays = fts_arrays_cache().get(self.path, stamp, mode="sync")
         if arrays is None:
-            raise sqlite3.DatabaseError(f"the full-text index of {self.location} could not be read")
+            raise sqlite3.DatabaseError("the full-text index could not be read")  # no path in messages
         return FtsIndex(stamp, arrays)
 
     def change_stamp(self) -> tuple:
