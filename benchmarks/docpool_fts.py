@@ -7,8 +7,8 @@ measured client-side over stdio, the server's peak RSS, and fts retrieval qualit
 labelled databricks queries on the full pool (recall@10, success@10, MRR).
 
 The server runs with ``KNOWSPEC_FTS_ARRAYS=sync`` (unless set otherwise) so the one-time read of
-the FTS5 index into arrays lands in the first call, reported as ``doc_search_first_call_ms``;
-in the default ``background`` mode FTS5 itself answers while the arrays build.
+the FTS5 index into arrays lands in the first call, reported as ``doc_search_first_call_ms``
+(a search waits for the arrays in every mode: they are the pool's only ranker).
 
 Queries: the labelled set (``queries/databricks.json``) plus words taken from random concept
 titles, so both long natural-language queries (AND then OR) and short ones are timed.

@@ -41,8 +41,10 @@ def _env_int(name: str, default: int | None) -> int | None:
 class RuntimeSettings:
     """The ``KNOWSPEC_*`` process settings, read once when the runtime is made.
 
-    - ``fts_arrays``: ``KNOWSPEC_FTS_ARRAYS`` = background | sync | off (full-text arrays of a
-      SQLite pool: built beside FTS5 in a thread, built before answering, never built).
+    - ``fts_arrays``: ``KNOWSPEC_FTS_ARRAYS`` = background | sync | off, the default mode of
+      ``fulltext.reader.FtsArraysCache.get`` (a SQLite pool's full-text arrays: built in a
+      thread, built before answering, never built). A search always asks in ``sync`` mode: the
+      arrays are the only ranker of a SQLite pool.
     - ``vector_threads``: ``KNOWSPEC_VECTOR_THREADS``, threads one vector query uses
       (``None``: min(2, cores)).
     - ``cache_budget_bytes``: ``KNOWSPEC_CACHE_BYTES``, the memory budget of all caches.

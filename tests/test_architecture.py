@@ -265,3 +265,52 @@ def test_a_planted_violation_is_caught(tmp_path, case):
     broken = broken_rules(tmp_path)
     assert list(broken) == [rule]
     assert all(v.startswith(rel + ":") for v in broken[rule])
+
+
+# --- storages run no ranking SQL ---------------------------------------------------------------
+# Storages hand over data; the one search layer ranks full text for every backend. Imports are
+# checked above; this checks what a storage could still send its engine: every string literal of
+# a storage module (f-string parts too, docstrings aside) is searched for the SQL that ranks,
+# scores or cuts snippets (FTS5's bm25 / rank / snippet / highlight, PostgreSQL's ts_rank /
+# ts_rank_cd / ts_headline).
+RANKING_SQL = re.compile(r"\b(?:bm25|ts_rank(?:_cd)?|ts_headline|snippet|highlight)\s*\(|\brank\s+match\b"
+                         r"|\border\s+by\s+rank\b", re.IGNORECASE)
+
+
+def _docstrings(tree: ast.AST) -> set[int]:
+    out = set()
+    for node in ast.walk(tree):
+        if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)) and node.body:
+            first = node.body[0]
+            if isinstance(first, ast.Expr) and isinstance(first.value, ast.Constant):
+                out.add(id(first.value))
+    return out
+
+
+def ranking_sql(path: Path) -> list[str]:
+    """``path:line`` of each string literal of ``path`` that holds ranking SQL."""
+    tree = ast.parse(path.read_text("utf-8"))
+    docs = _docstrings(tree)
+    return [f"{path.name}:{node.lineno}: {RANKING_SQL.search(node.value).group(0)}"  # type: ignore[union-attr]
+            for node in ast.walk(tree)
+            if isinstance(node, ast.Constant) and isinstance(node.value, str) and id(node) not in docs
+            and RANKING_SQL.search(node.value)]
+
+
+def test_storages_send_no_ranking_sql():
+    storage = REPO / "impl" / "docpool" / "storage"
+    assert {"firebird.py", "postgres.py", "sqlite.py"} <= {p.name for p in storage.glob("*.py")}
+    assert [hit for path in sorted(storage.glob("*.py")) for hit in ranking_sql(path)] == []
+
+
+@pytest.mark.parametrize("source,caught", [
+    ('SQL = "select rank as score from t where t match ? and rank match ?"\n', True),
+    ("q = f'select bm25({t}, 10.0) from {t}'\n", True),
+    ('q = "select ts_rank_cd(w, fts, q) from doc$chunk"\n', True),
+    ("q = ('select ts_headline(cfg, body, '\n     'q) from x')\n", True),
+    ('"""Ranked by the layer with FTS5\'s bm25() and snippet() rules."""\nx = "select id from doc$chunk"\n', False),
+], ids=["rank-match", "f-string-bm25", "ts_rank_cd", "ts_headline", "docstring-only"])
+def test_ranking_sql_check_catches_what_it_names(tmp_path, source, caught):
+    path = tmp_path / "storage.py"
+    path.write_text(source, encoding="utf-8")
+    assert bool(ranking_sql(path)) is caught

@@ -2,9 +2,8 @@
 
 This is the one search layer: storages only return data (postings, rows, vectors) and it ranks.
 ``search_pool`` is the entry point. Full text builds the MATCH with ``rules.fts_query`` (AND
-first, OR when AND finds nothing) and ranks the storage's postings with ``fulltext.search`` (the
-storage's own engine answers only when it has no postings: PostgreSQL, or SQLite's FTS5 while its
-arrays are read). Vector mode embeds the query with the pool's model pack
+first, OR when AND finds nothing) and ranks the storage's postings with ``fulltext.search``, the
+same way for every storage (no storage ranks full text itself). Vector mode embeds the query with the pool's model pack
 (``vectors.embedder.query_vector``: ``embedding model not found`` / ``embedding runtime not
 found``), reads the pool's vectors once per process (``vectors.scoring.cached_pool_vectors``,
 refreshed when the storage's change stamp moves) and ranks with ``vectors.scoring.vector_rank``

@@ -82,8 +82,8 @@ _TERM = re.compile(r'"((?:[^"]|"")*)"(\*?)')
 def parse_match(expression: str) -> tuple[list[QueryWord], str]:
     """Split an expression built here back into its words and joiner ('AND' or 'OR').
 
-    Storages without FTS5 (PostgreSQL ``to_tsquery``, Firebird's in-memory index) receive the
-    same expression through ``PoolStorage.search_fts`` and translate it with this.
+    The full-text search layer (``docpool.fulltext``) ranks every storage's postings from the
+    expression and reads its words back with this.
     """
     words = [QueryWord(m.group(1).replace('""', '"'), bool(m.group(2))) for m in _TERM.finditer(expression)]
     return words, ("OR" if " OR " in expression else "AND")

@@ -11,6 +11,7 @@ from docpool_sample import SAMPLE, sample_config, sample_topics
 from knowspec.impl.docpool.builder import add_pool_build_parser, build_pool, chunk_sections, split_frontmatter
 from knowspec.impl.docpool.recipe import import_collection
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
+from knowspec.impl.docpool.fulltext.search import search_hits
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 
 from optional_data import DATABRICKS
@@ -54,7 +55,7 @@ def test_sample_corpus_builds_with_every_part(tmp_path):
 def test_fts_index_holds_folded_text(tmp_path):
     build_pool(SAMPLE, tmp_path / "help.db", "netsim-help", title="", erisim="herkes")
     with SqlitePool(tmp_path / "help.db") as pool:
-        hits = pool.search_fts('"isik"*', UNRESTRICTED, limit=5, weights=[1, 1, 1], snippet_column="body")
+        hits = search_hits(pool, '"isik"*', UNRESTRICTED, limit=5, weights=[1, 1, 1], snippet_column="body")
     assert [h.slug for h in hits] == ["doviz-kurlari"]
     assert "[Işık]" in hits[0].snippet
 
@@ -79,7 +80,7 @@ def test_import_replaces_only_its_collection(tmp_path):
     with SqlitePool(target) as pool:
         assert {c.id: c.topics for c in pool.collections(UNRESTRICTED)} == {"alpha": first.topics, "beta": first.topics}
         assert pool.counts(UNRESTRICTED)["chunk"] == 2 * first.chunks
-        hits = pool.search_fts('"stok"*', UNRESTRICTED, limit=50, weights=[1, 1, 1], snippet_column="body")
+        hits = search_hits(pool, '"stok"*', UNRESTRICTED, limit=50, weights=[1, 1, 1], snippet_column="body")
         assert {h.collection for h in hits} == {"alpha", "beta"}
 
 
@@ -88,7 +89,7 @@ def test_okf_bundle_becomes_a_collection_with_concepts_tags_and_aliases(tmp_path
     assert counts["topic"] == 3
     assert counts["chunk"] > counts["topic"]
     with SqlitePool(tmp_path / "wiki.db") as pool:
-        hits = pool.search_fts('"reefer"*', UNRESTRICTED, limit=5, weights=[10, 5, 1], snippet_column="body")
+        hits = search_hits(pool, '"reefer"*', UNRESTRICTED, limit=5, weights=[10, 5, 1], snippet_column="body")
         assert [h.collection for h in hits] == ["wiki"]
         assert pool.aliases_named("concept", "XD")[0].key == "cross-docking"
         assert pool.aliases_named("concept", "temperature-controlled shipping")[0].key == "cold-chain"
@@ -103,7 +104,7 @@ def test_databricks_okf_bundle_becomes_a_collection(tmp_path):
     assert counts["topic"] == concepts > 5000
     assert counts["chunk"] > counts["topic"]
     with SqlitePool(tmp_path / "dbx.db") as pool:
-        hits = pool.search_fts('"column"* AND "mask"*', UNRESTRICTED, limit=5, weights=[10, 5, 1], snippet_column="body")
+        hits = search_hits(pool, '"column"* AND "mask"*', UNRESTRICTED, limit=5, weights=[10, 5, 1], snippet_column="body")
         assert len(hits) == 5 and all(h.collection == "databricks" for h in hits)
         assert pool.aliases_named("concept", "ACMP")[0].key == "abac-column-mask-policy"
 

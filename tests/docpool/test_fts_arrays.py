@@ -1,8 +1,8 @@
 """The SQLite pool's FTS5 index read into arrays (``fulltext.reader``) and ranked by the search
 layer (``fulltext.search``) answers exactly like FTS5.
 
-FTS5 is the reference: every comparison runs the storage's own ``search_fts`` (FTS5) and the
-search layer over the pool's arrays (``KNOWSPEC_FTS_ARRAYS=sync``), and demands identical hits:
+FTS5 is the reference: every comparison asks FTS5 itself (``fts5_reference.fts5_hits``: bm25()
+and snippet() in SQL) and the search layer over the pool's arrays, and demands identical hits:
 same topics, order, best chunks, scores to the last bit and snippets.
 """
 
@@ -19,10 +19,11 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.fulltext import rank as fts_rank, reader
-from knowspec.impl.docpool.fulltext.search import index_hits
+from knowspec.impl.docpool.fulltext.search import index_hits, search_hits
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
 from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write
 from knowspec.impl.rules.fts_query import build_fts_query
+from fts5_reference import fts5_hits
 from storages import SAMPLE, SAMPLE_COLLECTION, WORDS, query_words, write_generated_corpus
 
 ACCESSES = [UNRESTRICTED, Access(frozenset({"muhasebe"})), Access(frozenset({"*"})), Access(frozenset())]
@@ -47,9 +48,7 @@ def pools(tmp_path_factory) -> dict[str, Path]:
 
 def _both(path: Path, monkeypatch, match: str, access, **kw):
     with SqlitePool(path) as pool:
-        want = pool.search_fts(match, access, **kw)
-    _fts_mode(monkeypatch, "sync")
-    with SqlitePool(path) as pool:
+        want = fts5_hits(pool, match, access, **kw)
         got = index_hits(pool, pool.fulltext_index(pool.change_stamp()), match, access, **kw)
     return want, got
 
@@ -96,7 +95,7 @@ def test_totals_are_those_of_the_index(pools):
     assert list(arrays.terms) == sorted(arrays.terms)
 
 
-def test_a_word_fts5_splits_into_two_tokens_is_left_to_fts5():
+def test_a_word_fts5_splits_into_two_tokens_is_not_a_single_token_phrase():
     assert fts_rank.query_phrases('"köprü ışık"*') is None
     assert fts_rank.query_phrases('"kopru"* AND "isik"') == ([("kopru", True), ("isik", False)], "AND")
 
@@ -107,7 +106,7 @@ def test_off_mode_never_builds(pools, monkeypatch):
     assert cache.get(pools["uretilen"], ("stamp",), mode="off") is None
 
 
-def test_background_mode_answers_from_fts5_until_the_arrays_are_built(pools, monkeypatch):
+def test_background_mode_gives_nothing_until_the_arrays_are_built(pools, monkeypatch):
     release, real_build = threading.Event(), reader.build
 
     def slow_build(path):
@@ -151,3 +150,39 @@ def test_instance_order_check_sees_any_step_back():
     assert not reader._sorted_by(term, docs, np.array([2, 0, 1, 0]))
     assert not reader._sorted_by(term, np.array([5, 7, 5, 1]), cols)
     assert not reader._sorted_by(np.array([1, 0, 0, 1]), docs, cols)
+
+
+def test_hits_of_a_topic_an_import_removed_are_ranked_again_from_the_new_postings(tmp_path, pools):
+    path = tmp_path / "pool.db"
+    path.write_bytes(pools["uretilen"].read_bytes())
+    kw = dict(limit=10, weights=(10.0, 5.0, 1.0), snippet_column="body")
+    with SqlitePool(path) as pool:
+        old_stamp = pool.change_stamp()
+        before = search_hits(pool, '"kopru"*', UNRESTRICTED, stamp=old_stamp, **kw)
+    gone = before[0].topic_id
+    con = open_for_write(path)
+    con.execute('delete from "doc$chunk_fts" where rowid in (select id from "doc$chunk" where topic_id = ?)', [gone])
+    con.execute('delete from "doc$chunk" where topic_id = ?', [gone])
+    con.execute('delete from "doc$topic" where id = ?', [gone])
+    con.close()
+    with SqlitePool(path) as pool:
+        stale = pool.fulltext_index(old_stamp)  # still the arrays of the old stamp
+        assert index_hits(pool, stale, '"kopru"*', UNRESTRICTED, **kw) is None
+        again = search_hits(pool, '"kopru"*', UNRESTRICTED, stamp=old_stamp, **kw)
+        assert again == fts5_hits(pool, '"kopru"*', UNRESTRICTED, **kw)
+    assert gone not in {h.topic_id for h in again} and len(again) == len(before)
+
+
+def test_an_index_that_cannot_be_read_is_a_driver_error_not_an_empty_answer(tmp_path, pools, monkeypatch):
+    import sqlite3
+
+    path = tmp_path / "pool.db"
+    path.write_bytes(pools["uretilen"].read_bytes())
+
+    def broken(_path):
+        raise sqlite3.DatabaseError("database disk image is malformed")
+
+    monkeypatch.setattr(reader, "build", broken)
+    with SqlitePool(path) as pool:
+        with pytest.raises(pool.driver_errors, match="could not be read"):
+            search_hits(pool, '"kopru"*', UNRESTRICTED, limit=5, weights=(1.0,), snippet_column="body")

@@ -1,7 +1,7 @@
 """Firebird's in-memory full-text index (``fulltext.reader.FtsIndex``), ranked by the search
 layer (``fulltext.search``), answers exactly like FTS5.
 
-The reference is a SQLite pool's own ``search_fts`` (FTS5 itself): the index
+The reference is FTS5 itself on a SQLite pool (``fts5_reference.fts5_hits``): the index
 is built from that pool's chunk and topic rows and must return the same hits -- topics, order,
 best chunks, scores to the last bit, snippets -- for the same MATCH, caller, collection, link,
 weights and snippet column. Words that unicode61 splits into several tokens (``e-mail``,
@@ -11,8 +11,6 @@ The Firebird-specific part (reading the chunk texts in one ``list()``) runs on t
 
 from __future__ import annotations
 
-import dataclasses
-
 import random
 import sqlite3
 from contextlib import closing
@@ -21,7 +19,6 @@ from pathlib import Path
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from knowspec.impl import runtime as process
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.fulltext import rank as fts_rank, reader
 from knowspec.impl.docpool.fulltext.reader import FtsIndex
@@ -31,6 +28,7 @@ from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 from knowspec.impl.rules import fts5
 from knowspec.impl.rules.fts_query import build_fts_query
+from fts5_reference import fts5_hits
 from storages import WORDS, fb_dsn, fb_ready, query_words, write_generated_corpus  # noqa: F401
 
 COLLECTION = "uretilen"
@@ -50,12 +48,6 @@ def _write_split_topics(folder: Path, seed: int = 3, topics: int = 12) -> None:
             f"---\nslug: ayrik-{i:03d}\ntitle: \"{' '.join(r.sample(SPLIT_WORDS, 2))}\"\n{acl}"
             f"form_class: TfrmAyrik{i % 3}\n---\n# Başlık\n\n{' '.join(words)}. {r.choice(SPLIT_WORDS)}: son.\n",
             "utf-8")
-
-
-def _fts_mode(monkeypatch, mode: str) -> None:
-    """The runtime's full-text arrays setting (``KNOWSPEC_FTS_ARRAYS``, read once) for this test."""
-    runtime = process.current()
-    monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings, fts_arrays=mode))
 
 
 @pytest.fixture(scope="module")
@@ -78,9 +70,8 @@ def index(pool) -> FtsIndex:
 
 
 def _both(pool, index, monkeypatch, match, access, *, collection=None, linked_to=None, **kw):
-    _fts_mode(monkeypatch, "off")
     with SqlitePool(pool) as sq:
-        want = sq.search_fts(match, access, collection=collection, linked_to=linked_to, **kw)
+        want = fts5_hits(sq, match, access, collection=collection, linked_to=linked_to, **kw)
         got = index_hits(sq, index, match, access, collection=collection, linked_to=linked_to, **kw)
     return want, got
 

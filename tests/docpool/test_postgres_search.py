@@ -1,4 +1,5 @@
-"""PostgreSQL full text: one round trip per search, a real snapshot per request, a settled import."""
+"""PostgreSQL full text: an in-memory index per import, no full-text SQL once it is built, a real
+snapshot per request, a settled import."""
 
 from __future__ import annotations
 
@@ -46,7 +47,7 @@ def test_connections_go_back_to_the_pool_as_they_came(dsn):
         assert again.autocommit is False
 
 
-def test_a_search_is_one_statement(dsn, monkeypatch):
+def _statements(monkeypatch) -> list[str]:
     seen, real = [], postgres.PostgresPool._rows
 
     def rows(self, sql, params=()):
@@ -54,9 +55,37 @@ def test_a_search_is_one_statement(dsn, monkeypatch):
         return real(self, sql, params)
 
     monkeypatch.setattr(postgres.PostgresPool, "_rows", rows)
+    return seen
+
+
+def test_a_warm_search_reads_no_chunk_rows_and_runs_no_ranking_sql(dsn, monkeypatch):
     with _open(dsn) as pool:
-        hits = pool.search_fts('"kopru"*', UNRESTRICTED, limit=5, weights=(10.0, 5.0, 1.0), snippet_column="body")
-    assert hits and len(seen) == 1 and any("[" in h.snippet for h in hits)  # body snippets; some hit the title only
+        fts_ranked(pool, "köprü", UNRESTRICTED, limit=5)  # builds the index if needed
+    seen = _statements(monkeypatch)
+    with _open(dsn) as pool:
+        hits = fts_ranked(pool, "köprü ışık", UNRESTRICTED, limit=5)
+    assert hits and any("[" in h.snippet for h in hits)
+    assert not any("doc$chunk" in sql for sql in seen), seen
+    assert not any(word in sql for sql in seen for word in ("ts_rank", "ts_headline", "tsquery")), seen
+
+
+def test_the_index_is_built_once_per_import(pg_dsn, tmp_path):
+    own = fresh_pg_database(pg_dsn, f"knowspec_search{next(_names)}")
+    sources = []
+    for version, topics in ((1, 15), (2, 9)):
+        write_generated_corpus(tmp_path / f"c{version}", seed=version, topics=topics)
+        sources.append(tmp_path / f"v{version}.db")
+        build_pool(tmp_path / f"c{version}", sources[-1], GENERATED_COLLECTION, title="v", erisim="herkes")
+    postgres.import_collection(own, sources[0], GENERATED_COLLECTION)
+    with _open(own) as pool:
+        first = pool.fulltext_index(pool.change_stamp())
+    with _open(own) as pool:
+        assert pool.fulltext_index(pool.change_stamp()) is first
+    postgres.import_collection(own, sources[1], GENERATED_COLLECTION)
+    with _open(own) as pool:
+        again = pool.fulltext_index(pool.change_stamp())
+        topics = pool.topic_ids(UNRESTRICTED)
+    assert again is not first and again.arrays.topic_id.tolist() == topics
 
 
 def test_limit_and_filters_cut_after_the_best_chunk_of_each_topic(dsn):

@@ -83,16 +83,6 @@ def test_concurrent_readers_see_old_or_new_never_a_mix(dsn, versions):
     check_concurrent_readers_see_old_or_new(postgres, _open, dsn, versions)
 
 
-def test_full_text_uses_the_gin_index(dsn, versions):
-    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
-    with psycopg.connect(dsn) as con:
-        con.execute('set search_path to "ivd$docs"')
-        con.execute("set enable_seqscan = off")
-        plan = "\n".join(r[0] for r in con.execute(
-            "explain select id from doc$chunk where fts @@ to_tsquery('simple', doc$fold(%s))", ["'kopru':*"]))
-    assert "doc$chunk_fts" in plan
-
-
 # -- errors -------------------------------------------------------------------------------------
 
 def test_a_database_without_the_schema_says_document_pool_not_imported(dsn):
@@ -119,20 +109,6 @@ def test_refusals_match_the_sqlite_recipe_and_leave_the_target_alone(tmp_path, d
 
 def test_messages_never_show_the_password():
     assert "s3cret" not in postgres.display("host=db.example user=ana password=s3cret dbname=pool")
-
-
-def test_rank_weights_scale_the_pool_weights_to_one():
-    assert postgres.rank_weights([10.0, 5.0, 1.0]) == [0.1, 0.1, 0.5, 1.0]
-
-
-def test_tsquery_terms_are_quoted_and_prefixed():
-    assert postgres.tsquery_text([("kopru", True), ("bc", False)], "AND") == "'kopru':* & 'bc'"
-    assert postgres.tsquery_text([("a", False), ("bc", False)], "OR") == "'a' | 'bc'"
-
-
-def test_a_word_fts5_splits_is_a_phrase_with_the_prefix_on_its_last_token():
-    assert postgres.tsquery_text([("o'n", True), ("x", False)], "AND") == "('o' <-> 'n':*) & 'x'"
-    assert postgres.tsquery_text([("'", False), ("ab", False)], "OR") == "'ab'"
 
 
 def test_the_index_text_is_fts5s_tokens_of_the_folded_text():

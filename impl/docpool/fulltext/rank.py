@@ -4,13 +4,14 @@
 ``rules.bm25``'s FTS5 rule, elementwise, with the table-wide statistics FTS5 uses. A query word
 that unicode61 splits into several tokens (or none) is a phrase the arrays cannot answer:
 ``query_phrases`` says so, and ``rank_phrases`` finds those instances by tokenising the candidate
-rows again and scores them one row at a time with ``rules.fts5.bm25`` (it needs the rows' texts).
+rows again and scores them one row at a time with ``rules.fts5.bm25`` (it asks for the texts of
+those candidate rows only: kept by the index, or read from the storage).
 """
 
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
@@ -39,6 +40,7 @@ class RankedRow:
     instances: list[fts5.Instance]
     column_sizes: list[int]
     phrase_sizes: list[int]
+    texts: tuple[str, ...]  # the row's original (title, heading, body)
 
 
 def query_phrases(match: str) -> tuple[list[tuple[str, bool]], str] | None:
@@ -136,27 +138,39 @@ def _rows_with(arrays: FtsArrays, token: str, prefix: bool) -> set[int]:
     return set(arrays.post_row[start:stop].tolist())
 
 
-def rank_phrases(arrays: FtsArrays, texts: Sequence[tuple[str, str, str]], match: str,
+RowTexts = Callable[[list[int]], Mapping[int, Sequence[str]]]
+"""Original (title, heading, body) of the given rows (``FtsArrays`` row numbers)."""
+
+
+def rank_phrases(arrays: FtsArrays, texts: RowTexts, match: str,
                  allowed_topics: np.ndarray | None, weights: Sequence[float], limit: int) -> list[RankedRow]:
     """Any phrases (several tokens, or none), row by row: candidates from the postings, the
-    instances from tokenising those rows' ``texts`` again, ``rules.fts5.bm25`` per matching row;
-    the best row per allowed topic, topics by (bm25, collection, slug), ``limit`` of them."""
+    instances from tokenising those rows' texts (``texts``, asked once for all candidates)
+    again, ``rules.fts5.bm25`` per matching row; the best row per allowed topic, topics by
+    (bm25, collection, slug), ``limit`` of them."""
     a = arrays
     words, joiner = parse_match(match)
     phrases = [fts5.phrase(w.text, w.prefix) for w in words]
     if not phrases:
         return []
-    tokenised: dict[int, list[list[str]]] = {}
-    hits: list[dict[int, list[tuple[int, int]]]] = []
+    candidates_of: list[set[int]] = []
     for p in phrases:
         candidates: set[int] = set()
         for k, tok in enumerate(p.tokens):
             found = _rows_with(a, tok, p.prefix and k == p.size - 1)
             candidates = found if k == 0 else candidates & found
+        candidates_of.append(candidates)
+    every = sorted(set().union(*candidates_of))
+    original = texts(every) if every else {}
+    tokenised: dict[int, list[list[str]]] = {}
+    hits: list[dict[int, list[tuple[int, int]]]] = []
+    for p, candidates in zip(phrases, candidates_of):
         where: dict[int, list[tuple[int, int]]] = {}
         for row in sorted(candidates):
+            if row not in original:
+                continue  # gone from the storage since the arrays were read
             if row not in tokenised:
-                tokenised[row] = [fts5.token_texts(fold(t)) for t in texts[row]]
+                tokenised[row] = [fts5.token_texts(fold(t or "")) for t in original[row]]
             found_at = [(c, off) for c, col in enumerate(tokenised[row]) for off in fts5.phrase_offsets(p, col)]
             if found_at:
                 where[row] = found_at
@@ -177,5 +191,6 @@ def rank_phrases(arrays: FtsArrays, texts: Sequence[tuple[str, str, str]], match
             best[t] = (score, chunk, row, instances)
     ranked = sorted(best.items(), key=lambda kv: (kv[1][0], a.topic_collection[kv[0]], a.topic_slug[kv[0]]))
     sizes = [p.size for p in phrases]
-    return [RankedRow(row, score, instances, [len(c) for c in tokenised[row]], sizes)
+    return [RankedRow(row, score, instances, [len(c) for c in tokenised[row]], sizes,
+                      tuple(t or "" for t in original[row]))
             for _, (score, _, row, instances) in ranked[: max(limit, 0)]]

@@ -5,12 +5,12 @@ postings (term -> rows with per-column instance counts), tokens per row, the row
 topic maps, and the table-wide statistics FTS5's ``bm25()`` uses. Two readers fill it:
 
 - ``build`` reads a SQLite pool's FTS5 index (``fts5vocab`` instances and the averages record)
-  once per change stamp; ``FtsArraysCache`` keeps it per pool file. FTS5 stays the reference:
-  until the arrays exist (``KNOWSPEC_FTS_ARRAYS`` = ``background``, the default: built in a
-  thread; ``sync``: built by the first search that needs them; ``off``) FTS5 answers.
+  once per change stamp; ``FtsArraysCache`` keeps it per pool file. A search waits for them
+  (the SQLite storage asks in ``sync`` mode): FTS5 never ranks; ``KNOWSPEC_FTS_ARRAYS`` now only
+  decides whether other callers of ``get`` start a build in a thread (``background``) or not.
 - ``FtsIndex.build`` tokenises chunk rows itself (``rules.fts5.token_texts``, unicode61 over
-  folded text) for a storage without FTS5 (Firebird), and keeps their original texts and the
-  topics' titles, so a search there needs no further SQL.
+  folded text) for a storage without FTS5 (PostgreSQL, Firebird), and keeps their original
+  texts and the topics' titles, so a search there needs no further SQL.
 
 Nothing here ranks: ranking is ``fulltext.rank``, snippets ``fulltext.snippet``.
 """
@@ -229,6 +229,11 @@ class FtsIndex:
 
     def row(self, chunk_id: int) -> int:
         return int(np.searchsorted(self.arrays.row_chunk, chunk_id))
+
+    def nbytes(self) -> int:
+        """Estimated memory held: the arrays and the kept texts (a cache's ``sizeof``)."""
+        held = [v for v in vars(self.arrays).values() if isinstance(v, np.ndarray)]
+        return sum(a.nbytes for a in held) + sum(len(t) for row in self.texts or () for t in row)
 
 
 # -- the per-process cache -----------------------------------------------------------------------

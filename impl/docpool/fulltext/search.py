@@ -1,21 +1,22 @@
-"""Full-text search for every storage: storages give postings, this module ranks them.
+"""Full-text search for every storage: storages give data, this module alone ranks.
 
-A storage hands over its index (``PoolStorage.fulltext_index``: ``reader.FtsIndex``) or ``None``
-when its own engine ranks (PostgreSQL's ``ts_rank_cd``; SQLite's FTS5 while the arrays are being
-read). With an index, ``search_hits`` ranks here (``rank``), cuts snippets (``snippet``) and reads
-only the returned topics' titles and chunk texts from the storage (none at all when the index
-keeps them, as Firebird's does); anything the arrays cannot answer exactly goes to the storage's
-``search_fts`` (FTS5 stays the reference on SQLite).
+Every storage hands over its postings (``PoolStorage.fulltext_index``: ``reader.FtsIndex``):
+SQLite its FTS5 index read into arrays, PostgreSQL and Firebird an index of their chunk rows
+kept in memory. ``search_hits`` ranks them here with FTS5's ``bm25()`` rule (``rank``), cuts
+snippets with FTS5's ``snippet()`` rule (``snippet``) and reads from the storage only what the
+index does not keep (the returned topics' titles and chunk texts, and for a word unicode61 splits
+the candidate rows' texts). So the same pool ranks the same on every backend: same topics,
+order, scores and snippets; no storage runs ranking SQL.
 """
 
 from __future__ import annotations
 
-from typing import Callable, Sequence
+from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
 from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays, FtsIndex
-from knowspec.impl.docpool.fulltext.rank import query_phrases, rank, rank_phrases
+from knowspec.impl.docpool.fulltext.rank import RankedRow, query_phrases, rank, rank_phrases
 from knowspec.impl.docpool.fulltext.snippet import chunk_snippet, column_index, phrase_snippet
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
 
@@ -33,63 +34,88 @@ def allowed_topics(arrays: FtsArrays, access: Access, collection: str | None,
 def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, weights: Sequence[float],
                 snippet_column: str, collection: str | None = None, linked_to: tuple[str, str] | None = None,
                 stamp: tuple | None = None, topic_ids: Callable[[], Sequence[int]] | None = None) -> list[SearchHit]:
-    """The best chunk per allowed topic for ``match`` (a ``rules.fts_query`` expression), ranked
-    by score then (collection, slug), at most ``limit``, with snippets (``PoolStorage.search_fts``'s
-    contract). ``stamp`` / ``topic_ids``: the pool's change stamp and allowed topic ids when the
-    caller already has them (one read per call)."""
-    index = pool.fulltext_index(pool.change_stamp() if stamp is None else stamp)
-    hits = None
-    if index is not None:
-        ids = topic_ids or (lambda: pool.topic_ids(access, collection=collection, linked_to=linked_to))
-        hits = index_hits(pool, index, match, access, limit=limit, weights=weights, snippet_column=snippet_column,
-                       collection=collection, linked_to=linked_to, topic_ids=ids)
+    """The best chunk per allowed topic for ``match`` (a ``rules.fts_query`` expression: quoted
+    folded words, ``*`` for prefixes, joined by AND or OR), ranked by bm25 ascending then
+    (collection, slug), at most ``limit``, with snippets. ``linked_to`` keeps only topics linked
+    to that (kind, key) entity. ``stamp`` / ``topic_ids``: the pool's change stamp and allowed
+    topic ids when the caller already has them (one read per call).
+
+    When the storage no longer holds a ranked topic or chunk (an import landed after the
+    postings were read), the search runs once more over the postings of the new stamp."""
+    stamp = pool.change_stamp() if stamp is None else stamp
+    ids = topic_ids or (lambda: pool.topic_ids(access, collection=collection, linked_to=linked_to))
+
+    def ranked(at: tuple, stale_ok: bool) -> list[SearchHit] | None:
+        return index_hits(pool, pool.fulltext_index(at), match, access, limit=limit, weights=weights,
+                          snippet_column=snippet_column, collection=collection, linked_to=linked_to,
+                          topic_ids=ids, stale_ok=stale_ok)
+
+    hits = ranked(stamp, False)
     if hits is None:
-        hits = pool.search_fts(match, access, limit=limit, weights=weights, snippet_column=snippet_column,
-                               collection=collection, linked_to=linked_to)
+        hits = ranked(pool.change_stamp(), True)
+    assert hits is not None  # stale_ok never gives None
     return hits
 
 
 def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *, limit: int,
                weights: Sequence[float], snippet_column: str, collection: str | None = None,
                linked_to: tuple[str, str] | None = None,
-               topic_ids: Callable[[], Sequence[int]] | None = None) -> list[SearchHit] | None:
-    """Hits ranked from ``index`` (``search_hits``' contract); ``None``: the storage's engine must
-    answer (a word FTS5 splits and no kept texts, or the pool changed under the arrays)."""
+               topic_ids: Callable[[], Sequence[int]] | None = None, stale_ok: bool = False) -> list[SearchHit] | None:
+    """Hits ranked from ``index`` (``search_hits``' contract). ``None``: a ranked topic or chunk
+    is gone from the storage (the index is older than the pool); with ``stale_ok`` such hits are
+    left out instead."""
     if topic_ids is None:
         topic_ids = lambda: pool.topic_ids(access, collection=collection, linked_to=linked_to)  # noqa: E731
-    parsed = query_phrases(match)
-    if parsed is None and index.texts is None:
-        return None  # a word unicode61 splits: only FTS5 itself (or kept texts) can find the phrase
     weights = list(weights)[: len(COLUMNS)] or [1.0]
     column = column_index(snippet_column)
     allowed = allowed_topics(index.arrays, access, collection, linked_to, topic_ids)
-    if parsed is None:
-        assert index.texts is not None
-        return [_kept_hit(index, r.row, r.score, phrase_snippet(index.texts[r.row], r.column_sizes, r.instances,
-                                                                 r.phrase_sizes, column))
-                for r in rank_phrases(index.arrays, index.texts, match, allowed, weights, limit)]
+    parsed = query_phrases(match)
+    if parsed is None:  # a word unicode61 splits: phrases found row by row in the candidates' texts
+        found = rank_phrases(index.arrays, _row_texts(pool, index), match, allowed, weights, limit)
+        return _hits(pool, index, found, lambda r: phrase_snippet(r.texts, r.column_sizes, r.instances,
+                                                                   r.phrase_sizes, column), stale_ok)
     phrases, joiner = parsed
-    ranked = rank(index.arrays, phrases, joiner, weights, allowed, limit)
+    ranked = [(index.row(r.chunk_id), r.score) for r in rank(index.arrays, phrases, joiner, weights, allowed, limit)]
     if index.texts is not None:
-        rows = [index.row(r.chunk_id) for r in ranked]
-        return [_kept_hit(index, row, r.score, chunk_snippet(index.texts[row], phrases, column))
-                for row, r in zip(rows, ranked)]
-    topics = pool.topics_by_id([r.topic_id for r in ranked], UNRESTRICTED)
-    chunks = pool.chunk_columns([r.chunk_id for r in ranked])
-    out = []
-    for r in ranked:
-        t, texts = topics.get(r.topic_id), chunks.get(r.chunk_id)
-        if t is None or texts is None:  # the pool changed under the arrays: let its engine answer
-            return None
-        out.append(SearchHit(r.topic_id, r.chunk_id, t.collection, t.slug, t.title, t.breadcrumb, r.score,
-                             chunk_snippet([x or "" for x in texts], phrases, column)))
-    return out
+        texts: Mapping[int, Sequence[str]] = {row: index.texts[row] for row, _ in ranked}
+    else:
+        texts = _row_texts(pool, index)([row for row, _ in ranked])
+    rows = [RankedRow(row, score, [], [], [], tuple(texts[row])) for row, score in ranked if row in texts]
+    if len(rows) < len(ranked) and not stale_ok:
+        return None
+    return _hits(pool, index, rows, lambda r: chunk_snippet(r.texts, phrases, column), stale_ok)
 
 
-def _kept_hit(index: FtsIndex, row: int, score: float, snippet: str) -> SearchHit:
-    """A hit from an index that keeps its texts and topic titles (no storage read)."""
+def _row_texts(pool: PoolStorage, index: FtsIndex) -> Callable[[list[int]], Mapping[int, Sequence[str]]]:
+    """Original texts of index rows: kept by the index, else read from the storage by chunk id."""
+    if index.texts is not None:
+        kept = index.texts
+        return lambda rows: {r: kept[r] for r in rows}
+    chunk_of = index.arrays.row_chunk
+
+    def read(rows: list[int]) -> Mapping[int, Sequence[str]]:
+        found = pool.chunk_columns([int(chunk_of[r]) for r in rows])
+        return {r: tuple(x or "" for x in found[int(chunk_of[r])]) for r in rows if int(chunk_of[r]) in found}
+    return read
+
+
+def _hits(pool: PoolStorage, index: FtsIndex, rows: list[RankedRow], snippet: Callable[[RankedRow], str],
+          stale_ok: bool) -> list[SearchHit] | None:
+    """``SearchHit`` per ranked row: topic titles kept by the index, else read from the storage."""
     a = index.arrays
-    t = int(a.row_topic[row])
-    assert index.topic_title is not None and index.topic_breadcrumb is not None
-    return SearchHit(int(a.topic_id[t]), int(a.row_chunk[row]), a.topic_collection[t], a.topic_slug[t],
-                     index.topic_title[t], index.topic_breadcrumb[t], float(score), snippet)
+    topic_of = [int(a.row_topic[r.row]) for r in rows]
+    if index.topic_title is not None and index.topic_breadcrumb is not None:
+        titles = {t: (index.topic_title[t], index.topic_breadcrumb[t]) for t in topic_of}
+    else:
+        read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], UNRESTRICTED)
+        titles = {t: (read[int(a.topic_id[t])].title, read[int(a.topic_id[t])].breadcrumb)
+                  for t in topic_of if int(a.topic_id[t]) in read}
+    out = []
+    for r, t in zip(rows, topic_of):
+        if t not in titles:
+            if not stale_ok:
+                return None
+            continue
+        out.append(SearchHit(int(a.topic_id[t]), int(a.row_chunk[r.row]), a.topic_collection[t], a.topic_slug[t],
+                             titles[t][0], titles[t][1], float(r.score), snippet(r)))
+    return out

@@ -1,4 +1,4 @@
-"""The ``PoolStorage`` queries every SQL storage shares (everything except full text).
+"""The ``PoolStorage`` queries every SQL storage shares (everything except the full-text postings).
 
 SQLite, PostgreSQL and Firebird hold the same ``doc$`` tables; PostgreSQL and Firebird add
 derived columns their importer fills (``*_ci``: ASCII-lower-cased, standing in for SQLite's
@@ -13,7 +13,7 @@ and folded form of a column), ``_contains`` and ``_first`` (row limit).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import Any, Iterator, Sequence
 
 from knowspec.impl.docpool.storage.base import (
     pick_entity_kind,
@@ -27,14 +27,10 @@ from knowspec.impl.docpool.storage.base import (
     LinkedTopic,
     LinkRecord,
     RelationRecord,
-    SearchHit,
     TopicRecord,
     VectorRow,
 )
 from knowspec.impl.rules.fold import ascii_lower, fold
-
-if TYPE_CHECKING:
-    from knowspec.impl.docpool.fulltext.reader import FtsIndex
 
 TOPIC_COLS = ("t.id, t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, "
               "t.source_uri, t.mime, t.mtime, t.body_md")
@@ -133,14 +129,6 @@ class SqlPool:
         return out
 
     # -- full text -------------------------------------------------------------------------
-    def fulltext_index(self, stamp: tuple) -> "FtsIndex | None":
-        """No postings by default: the storage's ``search_fts`` ranks."""
-        return None
-
-    def search_fts(self, match, access, *, limit, weights, snippet_column,
-                   collection=None, linked_to=None) -> list[SearchHit]:
-        raise NotImplementedError(f"{type(self).__name__} gives postings (fulltext_index); the search layer ranks")
-
     def chunk_columns(self, chunk_ids) -> dict[int, tuple[str, str, str]]:
         ids = sorted(set(int(i) for i in chunk_ids))
         out: dict[int, tuple[str, str, str]] = {}

@@ -179,35 +179,13 @@ class PoolStorage(Protocol):
         """Every ``doc$meta`` row: ``{collection: {name: value}}`` ('' = general recipe)."""
 
     # -- full text ---------------------------------------------------------------------------
-    def fulltext_index(self, stamp: tuple) -> "FtsIndex | None":
-        """The pool's full-text postings at ``stamp`` (``change_stamp()``) for the search layer
-        (``fulltext.search``) to rank, or ``None`` when this storage's own engine ranks
-        (``search_fts``). Data only: a storage never ranks postings itself."""
+    def fulltext_index(self, stamp: tuple) -> "FtsIndex":
+        """The pool's full-text postings at ``stamp`` (``change_stamp()``), for the search layer
+        (``fulltext.search``), the one place that ranks and cuts snippets for every storage.
+        Data only: a storage never ranks, and runs no ranking SQL."""
 
     def chunk_columns(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
         """Original (title, heading, body) of chunks (full-text snippets)."""
-
-    def search_fts(
-        self,
-        match: str,
-        access: Access,
-        *,
-        limit: int,
-        weights: Sequence[float],
-        snippet_column: str,
-        collection: str | None = None,
-        linked_to: tuple[str, str] | None = None,
-    ) -> list[SearchHit]:
-        """Best chunk per allowed topic for ``match``, ranked by the storage's own engine (SQLite:
-        FTS5 ``bm25()``; PostgreSQL: ``ts_rank_cd``), asked by the search layer only when
-        ``fulltext_index`` gives no postings or they cannot answer ``match``. ``match`` is an
-        expression from ``rules.fts_query``: double-quoted folded words, ``*`` for prefixes,
-        joined by AND or OR. SQLite runs it as FTS5 MATCH; PostgreSQL translates it with
-        ``rules.fts_query.parse_match``.
-
-        Ordered by score ascending, then collection, slug; at most ``limit``. ``linked_to``
-        keeps only topics linked to that (kind, key) entity (help_search ``module``).
-        """
 
     # -- topics ------------------------------------------------------------------------------
     def topic(self, slug: str, access: Access, collection: str | None = None) -> TopicRecord | None:

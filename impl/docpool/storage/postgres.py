@@ -1,4 +1,4 @@
-"""PostgreSQL pool storage: schema ``ivd$docs``, weighted tsvector + GIN, ``ts_rank_cd``.
+"""PostgreSQL pool storage: schema ``ivd$docs``; full text ranked by the shared search layer.
 
 The DSN is a libpq connection string or URL; connections come from a ``psycopg_pool``
 ConnectionPool per DSN, with ``search_path = ivd$docs`` and server-side parameter binding
@@ -8,21 +8,14 @@ collection in ONE transaction, visible to the next read.
 
 Folding: ``doc$fold`` is generated from ``rules.fold`` (``fold_function_sql``): ASCII runs go
 through ``translate``, every other character through a map holding each code point whose
-Python fold differs from itself, so ``doc$fold(x) = fold(x)`` for all text. It folds queries.
+Python fold differs from itself, so ``doc$fold(x) = fold(x)`` for all text.
 
-Tokens: the ``fts`` column is filled by the importer from the tokens FTS5 itself indexes
-(``rules.fts5_tokenizer.token_texts`` of the folded text, one space between tokens), not by PostgreSQL's
-parser, which would keep URLs, file paths, ``e-mail`` or ``snake_case`` as single lexemes and so
-miss words SQLite finds. Query words are cut the same way (a word unicode61 splits becomes a
-``<->`` phrase). So a chunk matches exactly when it matches on SQLite.
-
-Why ranking differs from SQLite (by design of the seed): a chunk matches under the same rule
-(every folded word, 3+ characters as prefixes; AND first, then OR), so the SET of topics is the
-same as SQLite's, but the score is ``-ts_rank_cd`` (cover density over weighted lexemes: A =
-title, B = heading, D = body, weights scaled from ``search_bm25_weights``), not bm25: no IDF, no
-length saturation. Order, score values and ``ts_headline`` snippets (``[word]`` over the original
-text, through an ``unaccent`` configuration when available) therefore differ from SQLite and
-Firebird. (tsvector positions stop at 16,383, which touches ranking only.)
+Full text: like Firebird, the storage hands over an in-memory index of its chunk rows
+(``fulltext.reader.FtsIndex``: the rows read once per import counter, tokenised as FTS5 does,
+original texts and topic titles kept), and the search layer (``fulltext.search``) ranks it with
+FTS5's ``bm25()`` and ``snippet()`` rules, so hits equal a SQLite pool's: same topics, order,
+scores, snippets. No ranking SQL runs here. The importer still fills the ``fts`` tsvector column
+(FTS5's tokens of the folded text, ``index_text``) and its GIN index; search no longer reads them.
 """
 
 from __future__ import annotations
@@ -41,21 +34,16 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.storage.base import SearchHit
+from knowspec.impl.docpool.fulltext.reader import FtsIndex
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
 from knowspec.impl.rules import fts5_tokenizer
 from knowspec.impl.rules.fold import ascii_lower, fold, fold_char
-from knowspec.impl.rules.fts_query import parse_match
 
 SCHEMA = "ivd$docs"
 UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
 CONNECT_TIMEOUT = 10.0  # seconds a request waits for a connection (an unreachable server fails then)
 STREAM_ROWS = 2000      # rows per round trip when streaming vectors (~3 MB of 384-d BLOBs)
-HEADLINE_OPTIONS = "StartSel=[, StopSel=], MaxWords=16, MinWords=4, MaxFragments=1, FragmentDelimiter=…"
-
-HEADLINE_CONFIG_EXISTS = ("select exists (select 1 from pg_ts_config c join pg_namespace n on n.oid = c.cfgnamespace "
-                          "where n.nspname = %s and c.cfgname = 'doc$fold_headline')")
 
 
 ImportFailed = _source.ImportFailed  # raised by import_collection: rolled back, nothing changed
@@ -224,86 +212,23 @@ class PostgresPool(SqlPool):
         return bytes(value) if isinstance(value, memoryview) else value
 
     # -- full text ---------------------------------------------------------------------------
-    def search_fts(self, match, access, *, limit, weights, snippet_column,
-                   collection=None, linked_to=None) -> list[SearchHit]:
-        """One statement, one round trip: rank every matching chunk once (``ts_rank_cd`` named
-        ``r`` so the DISTINCT ON sort reuses it; the GIN index finds the chunks), keep each
-        topic's best chunk, filter and order the topics, and cut ``ts_headline`` snippets for
-        the ``limit`` survivors only. The collection / link / ACL filters are topic-level, so
-        applying them after the best-chunk step gives the same topics and chunks (no per-chunk
-        topic lookups)."""
-        words, joiner = parse_match(match)
-        tsquery = tsquery_text([(w.text, w.prefix) for w in words], joiner)
-        if not tsquery:
-            return []
-        params: list[Any] = [tsquery, rank_weights(weights)]  # bound in the order the SQL names them
-        where = []
-        if collection is not None:
-            where.append("t.collection = ?")
-            params.append(collection)
-        if linked_to is not None:
-            where.append("exists (select 1 from doc$link l where l.topic_id = t.id and l.kind = ? and l.key_ci = ?)")
-            params.extend([linked_to[0], ascii_lower(linked_to[1])])
-        where.append(self._acl(access, params))
-        params.extend([int(limit), tsquery, HEADLINE_OPTIONS])
-        column = snippet_column if snippet_column in ("title", "heading", "body") else "body"
-        rows = self._rows(
-            f"""with q as (select to_tsquery('pg_catalog.simple'::regconfig, doc$fold(?)) as tq, ?::float4[] as w),
-                best as (
-                  select distinct on (ch.topic_id) ch.topic_id, ch.id as chunk_id, ts_rank_cd(q.w, ch.fts, q.tq) as r
-                  from doc$chunk ch, q where ch.fts @@ q.tq
-                  order by ch.topic_id, r desc, ch.id),
-                top as (
-                  select b.topic_id, b.chunk_id, -b.r as score, t.collection, t.slug, t.title, t.breadcrumb
-                  from best b join doc$topic t on t.id = b.topic_id join doc$collection c on c.id = t.collection
-                  where {' and '.join(where)}
-                  order by score, {self._o('t.collection', 't.slug')} fetch first ? rows only),
-                hc as ({HEADLINE_CONFIG})
-                select top.topic_id, top.chunk_id, top.score, top.collection, top.slug, top.title, top.breadcrumb,
-                       ts_headline(hc.cfg, coalesce(nullif(ch.{column}, ''), ch.body, ''),
-                                   to_tsquery(hc.cfg, doc$fold(?)), ?)
-                from top join doc$chunk ch on ch.id = top.chunk_id, hc
-                order by top.score, {self._o('top.collection', 'top.slug')}""",
-            params)
-        return [SearchHit(int(r[0]), int(r[1]), r[3], r[4], r[5], r[6], float(r[2]), r[7] or "") for r in rows]
+    def fulltext_index(self, stamp: tuple) -> FtsIndex:
+        """The pool's in-memory index at ``stamp``, built from this request's snapshot when the
+        import counter moved (one per DSN, in the runtime's ``docpool.postgres_fts``)."""
+        stamp = stamp[1:]  # the import counter (location names may differ per caller)
 
+        def build() -> FtsIndex:
+            topics = self._rows("select id, collection, slug, title, breadcrumb from doc$topic")
+            chunks = self._rows("select id, topic_id, title, heading, body from doc$chunk")
+            return FtsIndex.build(stamp, chunks, topics)
 
-# ``ts_headline``'s configuration: the unaccent one when the import could create it, else 'simple'.
-HEADLINE_CONFIG = ("select coalesce((select cfg.oid::regconfig from pg_ts_config cfg join pg_namespace n "
-                   f"on n.oid = cfg.cfgnamespace where n.nspname = '{SCHEMA}' and cfg.cfgname = 'doc$fold_headline'), "
-                   "'pg_catalog.simple'::regconfig) as cfg")
-
-
-def tsquery_text(words: Sequence[tuple[str, bool]], joiner: str) -> str:
-    """``'word':*`` terms (quotes doubled) joined by ``&`` (AND) or ``|`` (OR): a bound value.
-
-    Each word is cut into the tokens FTS5 would index (``rules.fts5``), as the ``fts`` column
-    was; a word of several tokens is a phrase ``('a' <-> 'b':*)``, the prefix on its last token.
-    """
-    terms = []
-    for word, prefix in words:
-        tokens = fts5_tokenizer.token_texts(word)
-        if not tokens:
-            continue
-        quoted = ["'" + t.replace("\\", "\\\\").replace("'", "''") + "'" for t in tokens]
-        if prefix:
-            quoted[-1] += ":*"
-        terms.append(quoted[0] if len(quoted) == 1 else "(" + " <-> ".join(quoted) + ")")
-    return (" & " if joiner == "AND" else " | ").join(terms)
+        cache = process.current().cache("docpool.postgres_fts", max_entries=8, sizeof=FtsIndex.nbytes)
+        return cache.get(self.dsn, stamp, build)
 
 
 def index_text(text: str | None) -> str:
     """What the ``fts`` column indexes of one column: FTS5's tokens of the folded text."""
     return " ".join(fts5_tokenizer.token_texts(fold(text or "")))
-
-
-def rank_weights(weights: Sequence[float]) -> list[float]:
-    """``ts_rank_cd`` weights {D, C, B, A} from the pool's (title, heading, body) bm25 weights,
-    scaled so the largest is 1 (C is unused: it gets the body's)."""
-    w = (list(weights) + [1.0, 1.0, 1.0])[:3]
-    top = max(w) if max(w) > 0 else 1.0
-    title, heading, body = (x / top for x in w)
-    return [body, body, heading, title]
 
 
 def open_pool(location: PoolLocation) -> PostgresPool:
@@ -328,7 +253,6 @@ def ensure_schema(con) -> None:
         cur = con.cursor()
         cur.executemany('insert into doc$meta(collection, name, "value") values (%s, %s, %s) '
                         "on conflict do nothing", [list(m) for m in _source.DEFAULT_META])
-        _ensure_headline_config(con)
 
 
 def _fts_filled_by_importer(con) -> None:
@@ -338,22 +262,6 @@ def _fts_filled_by_importer(con) -> None:
                             "and attname = 'fts'").fetchone()
     if generated and generated[0]:
         con.execute("alter table doc$chunk alter column fts drop expression")
-
-
-def _ensure_headline_config(con) -> None:
-    """A text search configuration for ``ts_headline``: ``unaccent`` then ``simple`` (lower-case),
-    so the original accented words are found by folded query lexemes. Skipped without unaccent."""
-    if con.execute(HEADLINE_CONFIG_EXISTS, [SCHEMA]).fetchone()[0]:
-        return
-    try:
-        with con.transaction():
-            con.execute("create extension if not exists unaccent")
-            con.execute(f'create text search configuration "{SCHEMA}".doc$fold_headline (copy = pg_catalog.simple)')
-            con.execute(f'alter text search configuration "{SCHEMA}".doc$fold_headline alter mapping for '
-                        "asciiword, word, hword, hword_part, asciihword, hword_asciipart, numword, numhword "
-                        "with unaccent, simple")
-    except Exception:  # no unaccent on this server: headlines use 'simple'
-        pass
 
 
 INSERTS = (

@@ -16,11 +16,7 @@ from typing import Any, Callable, Iterator, Sequence
 
 from knowspec.impl.docpool.fulltext.reader import FtsIndex, fts_arrays_cache
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.storage.base import SearchHit
 from knowspec.impl.rules.fold import fold
-
-FTS_COLUMNS = ("title", "heading", "body")
-SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, SNIPPET_TOKENS = "[", "]", "…", 16
 
 class NotAPool(Exception):
     """The file exists but holds no doc$ schema (the pool was never imported)."""
@@ -67,7 +63,8 @@ def open_for_write(path: Path | str) -> sqlite3.Connection:
 
 class SqlitePool(SqlPool):
     """``PoolStorage`` over one SQLite pool file, read-only: the SQLite dialect of ``SqlPool``
-    (keys are ``collate nocase`` columns, ``doc_fold`` folds, ``limit`` cuts) plus FTS5."""
+    (keys are ``collate nocase`` columns, ``doc_fold`` folds, ``limit`` cuts) plus its FTS5
+    index handed over as postings (the search layer ranks them)."""
 
     driver_errors: tuple[type[Exception], ...] = (sqlite3.Error,)
 
@@ -129,77 +126,13 @@ class SqlitePool(SqlPool):
         return f"limit {n}"
 
     # -- full text -----------------------------------------------------------------------
-    def search_fts(self, match, access, *, limit, weights, snippet_column,
-                   collection=None, linked_to=None) -> list[SearchHit]:
-        """Best chunk per allowed topic, topics by (score, collection, slug), at most ``limit``.
-
-        FTS5 hands rows over in ``rank`` order (its bm25 with the recipe's weights), so rows are
-        read only until ``limit`` topics are known and the score has moved past the last of
-        them: equal scores are all seen, so ties break exactly as a full sort would (best chunk
-        by chunk id, topics by collection and slug).
-        """
-        params: list[Any] = [match, f"bm25({self._weights_sql(weights)})"]
-        where = ['"doc$chunk_fts" match ?', "rank match ?"]
-        if collection is not None:
-            where.append("t.collection = ?")
-            params.append(collection)
-        if linked_to is not None:
-            where.append('exists (select 1 from "doc$link" l where l.topic_id = t.id '
-                         f"and l.kind = ? and {self._ci('l.key')} = ?)")
-            params.extend(linked_to)
-        where.append(self._acl(access, params))
-        cursor = self._con.execute(
-            f"""select ch.topic_id, ch.id as chunk_id, rank as score, t.collection, t.slug, t.title, t.breadcrumb
-                from "doc$chunk_fts" join "doc$chunk" ch on ch.id = "doc$chunk_fts".rowid
-                join "doc$topic" t on t.id = ch.topic_id
-                join "doc$collection" c on c.id = t.collection
-                where {' and '.join(where)} order by rank""", params)
-        best: dict[int, sqlite3.Row] = {}
-        cutoff: float | None = None
-        while True:
-            rows = cursor.fetchmany(256)
-            if not rows:
-                break
-            for r in rows:
-                if cutoff is not None and r["score"] > cutoff:
-                    break
-                known = best.get(r["topic_id"])
-                if known is None or (r["score"], r["chunk_id"]) < (known["score"], known["chunk_id"]):
-                    best[r["topic_id"]] = r
-                if cutoff is None and len(best) >= limit:
-                    cutoff = r["score"]
-            else:
-                continue
-            break
-        cursor.close()
-        ranked = sorted(best.values(), key=lambda r: (r["score"], r["collection"], r["slug"]))[:limit]
-        snippets = self._snippets(match, [r["chunk_id"] for r in ranked], snippet_column)
-        return [SearchHit(r["topic_id"], r["chunk_id"], r["collection"], r["slug"], r["title"],
-                          r["breadcrumb"], r["score"], snippets.get(r["chunk_id"], ""))
-                for r in ranked]
-
-    def fulltext_index(self, stamp: tuple) -> FtsIndex | None:
+    def fulltext_index(self, stamp: tuple) -> FtsIndex:
         """The pool's FTS5 index read into arrays (``fulltext.reader``), once per change stamp;
-        ``None`` while they are being read (``KNOWSPEC_FTS_ARRAYS``): FTS5 answers meanwhile."""
-        arrays = fts_arrays_cache().get(self.path, stamp)
-        return None if arrays is None else FtsIndex(stamp, arrays)
-
-    @staticmethod
-    def _weights_sql(weights) -> str:
-        return ", ".join(repr(float(w)) for w in list(weights)[: len(FTS_COLUMNS)]) or "1.0"
-
-    def _snippets(self, match: str, chunk_ids: list[int], column: str) -> dict[int, str]:
-        if not chunk_ids:
-            return {}
-        col = FTS_COLUMNS.index(column) if column in FTS_COLUMNS else -1
-        marks = ",".join("?" * len(chunk_ids))
-        rows = self._rows(
-            f"""select rowid, snippet("doc$chunk_fts", {col}, ?1, ?2, ?3, {SNIPPET_TOKENS}) as s,
-                       snippet("doc$chunk_fts", -1, ?1, ?2, ?3, {SNIPPET_TOKENS}) as any_column
-                from "doc$chunk_fts" where "doc$chunk_fts" match ?4 and rowid in ({marks})""",
-            [SNIPPET_OPEN, SNIPPET_CLOSE, SNIPPET_ELLIPSIS, match, *chunk_ids])
-        # An empty snippet column (a heading-only section) falls back to the best column.
-        return {r["rowid"]: r["s"] or r["any_column"] or "" for r in rows}
+        a search waits for them when they are still being read (FTS5 never ranks here)."""
+        arrays = fts_arrays_cache().get(self.path, stamp, mode="sync")
+        if arrays is None:
+            raise sqlite3.DatabaseError("the full-text index could not be read")  # no path in messages
+        return FtsIndex(stamp, arrays)
 
     def change_stamp(self) -> tuple:
         """The file's identity, size and modification time, and its WAL file's."""
