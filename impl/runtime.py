@@ -43,7 +43,7 @@ class RuntimeSettings:
 
     - ``fts_arrays``: ``KNOWSPEC_FTS_ARRAYS`` = background | sync | off (full-text arrays of a
       SQLite pool: built beside FTS5 in a thread, built before answering, never built).
-    - ``vector_threads``: ``KNOWSPEC_VECTOR_THREADS``, threads one vector query uses
+    - ``vector_threads``: ``KNOWSPEC_VECTOR_THREADS``, threads one query embedding uses
       (``None``: min(2, cores)).
     - ``cache_budget_bytes``: ``KNOWSPEC_CACHE_BYTES``, the memory budget of all caches.
     - ``raise_unexpected``: ``KNOWSPEC_RAISE_UNEXPECTED`` (tests: see a handler's bug as such).
