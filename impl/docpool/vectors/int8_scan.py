@@ -196,7 +196,7 @@ def matmul_integer_model(codes_t: np.ndarray) -> bytes:
     The codes are copied once, by the final join: a 100k-row sketch is 38 MB."""
     codes = np.ascontiguousarray(codes_t, dtype=np.int8)
     dim, n = codes.shape
-    raw = memoryview(codes).cast("B")
+    raw = codes.data.cast("B")
     weight_head = b"".join(_field(1, d) for d in (dim, n)) + _field(2, INT8) + _field(8, "codes") + _head(9, raw.nbytes)
     weight_size = len(weight_head) + raw.nbytes
     node = _field(1, "q") + _field(1, "codes") + _field(2, "s") + _field(4, "MatMulInteger")
