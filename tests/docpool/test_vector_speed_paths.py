@@ -368,3 +368,19 @@ def test_restricted_streams_hold_only_allowed_topics(sqlite_pool):
         rows = list(pool.iter_vectors("chunk", everyone))
         assert rows and {r.topic_id for r in rows} <= allowed
         assert pool.vector_count("chunk", everyone) < pool.vector_count("chunk", UNRESTRICTED)
+
+
+@needs_kernel
+def test_a_sketched_query_runs_on_the_calling_thread_alone():
+    """No fan-out to helper threads: on busy cores a split scan lost to one thread."""
+    import threading
+
+    from knowspec.impl import runtime as process
+
+    with process.activated():  # a fresh runtime: none of its helper threads exists yet
+        pool = random_pool(17, 50, scoring.SKETCH_MIN_ROWS + 10, 16, sketch=None)
+        plain = random_pool(17, 50, scoring.SKETCH_MIN_ROWS + 10, 16, sketch=False)
+        q = unit_rows(np.random.default_rng(18), 1, 16)[0]
+        before = {t.ident for t in threading.enumerate()}
+        assert hits(pool, q, None, 10) == hits(plain, q, None, 10)
+        assert {t.ident for t in threading.enumerate()} <= before
