@@ -139,16 +139,21 @@ def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k
     shifted, s_q, s_r, e_r, q_norm = quantized
     dots = sketch.scan(shifted)        # exact int32 dot products, then float64:
     approx = dots[0] * s_q             # its rounding is far below gamma's slack
-    approx += dots[1] * s_r
-    approx -= QUERY_SHIFT * (s_q + s_r) * sketch.code_sums
+    work = dots[1] * s_r               # (three float64 rows a call: approx, work, low)
+    approx += work
+    approx -= np.multiply(sketch.code_sums, QUERY_SHIFT * (s_q + s_r), out=work)
     approx *= sketch.scale
-    radius = sketch.err * q_norm
-    radius += sketch.coded_norm * e_r
-    low = approx - radius
+    low = np.multiply(sketch.coded_norm, e_r)
+    radius = np.multiply(sketch.err, q_norm, out=work)
+    radius += low
+    np.subtract(approx, radius, out=low)
     if mask is not None:
         low[~mask] = -np.inf
     n = len(low)
-    kth_low = np.partition(low, n - k)[n - k] if k < n else -np.inf
+    kth_low = -np.inf
+    if k < n:
+        low.partition(n - k)           # in place: the lower ends are not needed after this
+        kth_low = low[n - k]
     approx += radius                   # now the upper ends (inf for a row with a non-finite value)
     keep = approx >= kth_low
     if mask is not None:
