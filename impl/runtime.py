@@ -45,7 +45,7 @@ class RuntimeSettings:
       ``fulltext.reader.FtsArraysCache.get`` (a SQLite pool's full-text arrays: built in a
       thread, built before answering, never built). A search always asks in ``sync`` mode: the
       arrays are the only ranker of a SQLite pool.
-    - ``vector_threads``: ``KNOWSPEC_VECTOR_THREADS``, threads one vector query uses
+    - ``vector_threads``: ``KNOWSPEC_VECTOR_THREADS``, threads one query embedding uses
       (``None``: min(2, cores)).
     - ``cache_budget_bytes``: ``KNOWSPEC_CACHE_BYTES``, the memory budget of all caches.
     - ``raise_unexpected``: ``KNOWSPEC_RAISE_UNEXPECTED`` (tests: see a handler's bug as such).

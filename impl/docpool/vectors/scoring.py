@@ -21,8 +21,8 @@ How the pool helper calls it (``impl/docpool/search.py``)::
   appears and never pushes an allowed one out. It becomes a boolean mask over the pool's topics
   (``searchsorted`` on sorted ids), then over chunk rows by one gather.
 - The top 80 of each matrix is exact and, for large matrices, found through an int8 copy
-  (``int8_scan``): the same rows, order and float32 scores as a full float32 scan, at about a
-  quarter of the memory traffic; a large sketch is scanned in shards, one per query thread.
+  (``int8_scan``, packed once per pool load by ONNX Runtime): the same rows, order and float32
+  scores as a full float32 scan, at about a quarter of the memory traffic, on the calling thread.
 - ``VectorHit.chunk_id`` is the best chunk of the topic (``None`` if it has no chunk vector);
   the snippet is ``vector_snippet(chunk_text)``.
 - Ties are broken by topic id ascending (chunk rows: lower row first), so the order is deterministic.
@@ -35,13 +35,12 @@ and no padding, so ``len(blob) == 4 * dim`` (1,536 bytes for e5-small's 384 dime
 from __future__ import annotations
 
 from dataclasses import InitVar, dataclass, field
-from typing import Any, Callable, Collection, Hashable, Iterable, Sequence
+from typing import Any, Callable, Collection, Hashable, Iterable
 
 import numpy as np
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.vectors import int8_scan
-from knowspec.impl.docpool.vectors.parallelism import query_threads
 
 TOP_K = 80
 TOPIC_BONUS = 0.02
@@ -149,43 +148,22 @@ def exact_top(matrix: np.ndarray, sketch: int8_scan.Int8Sketch | None, q: np.nda
     """``(rows, scores)``: the ``k`` best rows of ``matrix @ q`` among ``mask``, best first, with
     their float32 scores. Exactly a full float32 scan's answer; only the rows scored differ:
     every allowed row when few are allowed, else the int8 sketch's candidates."""
-    return exact_tops([(matrix, sketch, mask)], q, k)[0]
-
-
-def exact_tops(searches: Sequence[tuple[np.ndarray, int8_scan.Int8Sketch | None, np.ndarray | None]],
-               q: np.ndarray, k: int) -> list[tuple[np.ndarray, np.ndarray]]:
-    """``exact_top`` for several ``(matrix, sketch, mask)`` with one query; the int8 scans of
-    all of them run as one parallel step (``int8_scan.candidate_rows_many``)."""
-    rows: list[np.ndarray | None] = []
-    scanned: list[int] = []
-    to_scan: list[tuple[int8_scan.Int8Sketch, np.ndarray | None]] = []
-    kernel = int8_scan.int8_kernel() if any(sketch is not None for _, sketch, _ in searches) else None
-    for i, (matrix, sketch, mask) in enumerate(searches):
-        n = len(matrix)
-        allowed = n if mask is None else int(np.count_nonzero(mask))
-        if allowed * 4 <= n:  # gathering the allowed rows costs less than scanning the int8 copy
-            rows.append(np.arange(n) if mask is None else np.flatnonzero(mask))
-        else:
-            rows.append(None)
-            if sketch is not None and kernel is not None:
-                scanned.append(i)
-                to_scan.append((sketch, mask))
-    if scanned and kernel is not None:
-        found = int8_scan.candidate_rows_many(to_scan, kernel, q, k)
-        for i, candidates in zip(scanned, found):
-            if candidates is not None and len(candidates) * 4 <= len(searches[i][0]):
-                rows[i] = candidates
-    out = []
-    for (matrix, _, mask), chosen in zip(searches, rows):
-        if chosen is None:  # full float32 scan
-            scores = matrix_dot(matrix, q)
-            best = top_rows(scores, mask, k)
-            out.append((best, scores[best]))
-        else:
-            scores = matrix_dot(matrix[chosen], q)
-            best = top_rows(scores, None, k)
-            out.append((chosen[best], scores[best]))
-    return out
+    n = len(matrix)
+    allowed = n if mask is None else int(np.count_nonzero(mask))
+    chosen: np.ndarray | None = None
+    if allowed * 4 <= n:  # gathering the allowed rows costs less than scanning the int8 copy
+        chosen = np.arange(n) if mask is None else np.flatnonzero(mask)
+    elif sketch is not None:
+        candidates = int8_scan.candidate_rows(sketch, q, mask, k)
+        if candidates is not None and len(candidates) * 4 <= n:
+            chosen = candidates
+    if chosen is None:  # full float32 scan
+        scores = matrix_dot(matrix, q)
+        best = top_rows(scores, mask, k)
+        return best, scores[best]
+    scores = matrix_dot(matrix[chosen], q)
+    best = top_rows(scores, None, k)
+    return chosen[best], scores[best]
 
 
 @dataclass(frozen=True, eq=False)
@@ -224,13 +202,13 @@ class PoolVectors:
         sets(self, "chunk_slot", chunk_slot)
         sets(self, "chunk_order", order)
         sets(self, "chunk_bounds", bounds)
-        use = sketch is not False and int8_scan.int8_kernel() is not None
+        kernel = int8_scan.int8_kernel() if sketch is not False else None
 
         def build(matrix: np.ndarray) -> int8_scan.Int8Sketch | None:
             big = len(matrix) >= SKETCH_MIN_ROWS or sketch is True
-            if not (use and big and len(matrix)):
+            if kernel is None or not (big and len(matrix)):
                 return None
-            return int8_scan.build_sketch(matrix, shards=query_threads())
+            return int8_scan.build_sketch(matrix, kernel)
 
         sets(self, "topic_sketch", build(self.topic_matrix))
         sets(self, "chunk_sketch", build(self.chunk_matrix))
@@ -335,9 +313,8 @@ def vector_rank(
     if allowed_topic_ids is not None:
         slots = pool.allowed_slots(allowed_topic_ids)
         chunk_mask, topic_mask = slots[pool.chunk_slot], slots[pool.topic_slot]
-    (chunk_rows, chunk_scores), (topic_rows, topic_scores) = exact_tops(
-        [(pool.chunk_matrix, pool.chunk_sketch, chunk_mask), (pool.topic_matrix, pool.topic_sketch, topic_mask)],
-        q, top_k)
+    chunk_rows, chunk_scores = exact_top(pool.chunk_matrix, pool.chunk_sketch, q, chunk_mask, top_k)
+    topic_rows, topic_scores = exact_top(pool.topic_matrix, pool.topic_sketch, q, topic_mask, top_k)
     tids = np.concatenate([pool.chunk_topic_ids[chunk_rows], pool.topic_ids[topic_rows]])
     scores = np.concatenate([chunk_scores.astype(np.float64), topic_scores.astype(np.float64) + topic_bonus])
     by_topic = np.lexsort((-scores, tids))  # each topic's best score first
@@ -357,7 +334,7 @@ MAX_CACHED_POOL_VECTORS = 8
 def _vector_bytes(vectors: PoolVectors) -> int:
     held = [v for v in vars(vectors).values() if isinstance(v, np.ndarray)]
     sketches = [s for s in (vectors.topic_sketch, vectors.chunk_sketch) if s is not None]
-    return sum(a.nbytes for a in held) + sum(p.nbytes for s in sketches for p in s.shards)
+    return sum(a.nbytes for a in held) + sum(s.nbytes for s in sketches)
 
 
 def pool_vector_cache(runtime: process.Runtime) -> process.Cache:
