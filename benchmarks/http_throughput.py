@@ -24,7 +24,7 @@ import tempfile
 import time
 from pathlib import Path
 
-import httpx
+import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 
