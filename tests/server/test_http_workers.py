@@ -216,7 +216,7 @@ def test_an_mcp_session_keeps_working_when_its_requests_alternate_between_worker
     ])
     assert len(tools.tools) == 25
     assert [r.is_error for r in results] == [False, False, False, True]
-    assert results[3].structured_content["code"] == "not_found"
+    assert results[3].structured_content["code"] == "concept_not_found"
     assert min(transport.sent) >= 3  # both workers carried requests of the one session
 
 
