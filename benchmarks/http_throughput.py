@@ -125,7 +125,8 @@ async def phase(base: str, token: str, clients: int, seconds: float, calls: list
     await asyncio.gather(*(s.close() for s in sessions))
     return {"clients": clients, "calls": len(samples), "calls_per_s": round(len(samples) / wall, 1),
             **{k: v for k, v in percentiles(samples).items() if k != "n"},
-            "server_cores": round(cpu / wall, 2)}
+            "server_cores": round(cpu / wall, 2),
+            "server_cpu_ms_per_call": round(cpu * 1000 / len(samples), 2) if samples else None}
 
 
 def login(base: str) -> str:
