@@ -117,6 +117,7 @@ def layout(tmp_path_factory):
     settings = Settings(appdir=appdir)
     auth.create_user(settings.catalog_path, "rita", "pw", [])
     auth.create_user(settings.catalog_path, "wanda", "pw", ["WRITER"])
+    auth.create_user(settings.catalog_path, "sam", "pw", ["SYSADMIN"])
     shutil.copytree(EXAMPLE_BUNDLE, root / "kb")
     return {"appdir": appdir, "root": root, "base": base, "catalog": settings.catalog_path}
 
@@ -234,6 +235,18 @@ def test_a_revoked_write_role_stops_writes_on_another_worker(two, layout):
                              [("write_concept", {**note, "concept_id": "worker-note-2"})])
     assert refused.is_error and refused.structured_content["code"] == "forbidden"
     assert not (layout["root"] / "kb" / "concepts" / "worker-note-2.md").exists()
+
+
+def test_a_revoked_sysadmin_is_refused_by_another_worker(two, layout):
+    a, b = two.wait_for(2)[:2]
+    token = login(two, a, "sam")
+    command = {"command": "SQL", "params": {"sql": "ALTER DATABASE nowhere SET DOCUMENTS OFF"}}
+    with worker_client(two, b, authorization=f"Bearer {token}") as client:
+        allowed = client.post("/AdminREST/EXECCOMMAND", json=command)
+        auth.revoke_role(layout["catalog"], "sam", "SYSADMIN")
+        refused = client.post("/AdminREST/EXECCOMMAND", json=command)
+    assert allowed.status_code != 403 and allowed.json().get("code") != "forbidden"
+    assert refused.status_code == 403 and refused.json()["code"] == "forbidden"
 
 
 def test_a_session_id_of_an_unknown_worker_answers_not_found(two):
