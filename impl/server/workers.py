@@ -23,7 +23,6 @@ from __future__ import annotations
 import argparse
 import functools
 import json
-import logging
 import os
 import re
 import secrets
@@ -49,7 +48,6 @@ TAG_PATTERN = re.compile(r"[0-9a-f]{12}")
 # Headers that belong to one connection, never relayed (RFC 9110 §7.6.1), plus the length httpx sets.
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te",
                         b"trailer", b"upgrade", b"content-length"})
-logger = logging.getLogger(__name__)
 
 
 @dataclass(frozen=True)
