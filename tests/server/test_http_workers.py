@@ -312,3 +312,43 @@ def test_workers_must_be_a_whole_number_from_1_to_64(value):
     with pytest.raises(argparse.ArgumentTypeError):
         worker_count(value)
     assert worker_count("1") == 1 and worker_count("64") == 64
+
+
+def test_a_cancel_sent_through_another_worker_reaches_the_call_it_names(two, layout):
+    """The cancel lands on worker B, the call runs on A (B relayed it there): the call ends cancelled."""
+    a, b = two.wait_for(2)[:2]
+    token = login(two, a, "rita")
+    big = layout["root"] / "big"
+    if not big.exists():  # a broad search over ~24 MB of concept bodies takes seconds, time to cancel it
+        (big / "concepts").mkdir(parents=True)
+        filler = "lorem ipsum dolor sit amet " * 40_000
+        for n in range(24):
+            (big / "concepts" / f"c{n}.md").write_text(f"---\ntype: Note\ntitle: C{n}\n---\n# C{n}\n{filler}\n")
+    headers = {"authorization": f"Bearer {token}", "accept": ACCEPT}
+
+    async def go():
+        on = {sock: httpx2.AsyncClient(transport=httpx2.AsyncHTTPTransport(uds=str(sock)), base_url=two.base,
+                                       timeout=120, headers=headers) for sock in (a, b)}
+        opened = await on[a].post("/mcp", json=INITIALIZE)
+        session = {"mcp-session-id": opened.headers["mcp-session-id"], "mcp-protocol-version": "2025-06-18"}
+        await on[b].post("/mcp", headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        call = {"jsonrpc": "2.0", "id": 7, "method": "tools/call",
+                "params": {"name": "search_concepts", "arguments": {"bundle_path": str(big), "query": "lorem"}}}
+        answer = {}
+
+        async def slow_call():
+            answer["body"] = (await on[b].post("/mcp", headers=session, json=call)).text
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(slow_call)
+            await anyio.sleep(0.5)
+            cancelled = await on[b].post("/mcp", headers=session, json={
+                "jsonrpc": "2.0", "method": "notifications/cancelled", "params": {"requestId": 7}})
+            assert cancelled.status_code == 202
+        for client in on.values():
+            await client.aclose()
+        return answer["body"]
+
+    body = anyio.run(go)
+    assert '"isError":false' not in body.replace(" ", "")  # never a success after the cancel
+    assert "operation_cancelled" in body or "-32800" in body
