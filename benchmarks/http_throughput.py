@@ -80,8 +80,9 @@ class Client:
         await self.http.aclose()
 
 
-def tree_cpu_seconds(pid: int) -> float:
-    """utime+stime of ``pid`` and every process below it (Linux /proc)."""
+def process_cpu_seconds(pid: int) -> tuple[float, dict[int, float]]:
+    """utime+stime of ``pid`` and every process below it, and the same per child of ``pid``
+    (with ``--workers N`` each child is a worker: how the load split between them)."""
     tick = os.sysconf("SC_CLK_TCK")
     children: dict[int, list[int]] = {}
     times: dict[int, float] = {}
@@ -93,12 +94,16 @@ def tree_cpu_seconds(pid: int) -> float:
         me = int(stat.parent.name)
         children.setdefault(int(fields[1]), []).append(me)
         times[me] = (int(fields[11]) + int(fields[12])) / tick
-    total, todo = 0.0, [pid]
-    while todo:
-        current = todo.pop()
-        total += times.get(current, 0.0)
-        todo.extend(children.get(current, []))
-    return total
+
+    def tree(root: int) -> float:
+        total, todo = 0.0, [root]
+        while todo:
+            current = todo.pop()
+            total += times.get(current, 0.0)
+            todo.extend(children.get(current, []))
+        return total
+
+    return tree(pid), {child: tree(child) for child in children.get(pid, [])}
 
 
 async def phase(base: str, token: str, clients: int, seconds: float, calls: list[tuple[str, dict]],
@@ -118,14 +123,17 @@ async def phase(base: str, token: str, clients: int, seconds: float, calls: list
             await session.call(name, arguments)
             samples.append((time.perf_counter() - start) * 1000)
 
-    cpu_before, wall_before = tree_cpu_seconds(server_pid), time.perf_counter()
+    (cpu_before, per_child_before), wall_before = process_cpu_seconds(server_pid), time.perf_counter()
     await asyncio.gather(*(loop(i, s) for i, s in enumerate(sessions)))
     wall = time.perf_counter() - wall_before
-    cpu = tree_cpu_seconds(server_pid) - cpu_before
+    cpu_after, per_child_after = process_cpu_seconds(server_pid)
+    cpu = cpu_after - cpu_before
+    per_worker = sorted((round(t - per_child_before.get(c, 0.0), 2) for c, t in per_child_after.items()), reverse=True)
     await asyncio.gather(*(s.close() for s in sessions))
     return {"clients": clients, "calls": len(samples), "calls_per_s": round(len(samples) / wall, 1),
             **{k: v for k, v in percentiles(samples).items() if k != "n"},
             "server_cores": round(cpu / wall, 2),
+            "cpu_s_per_worker": per_worker if len(per_worker) > 1 else None,
             "server_cpu_ms_per_call": round(cpu * 1000 / len(samples), 2) if samples else None}
 
 
@@ -189,7 +197,8 @@ def measure_server(workers: int, server_args: list[str], bundle: Path, tools: di
                 for row in rows:
                     row["ratio_vs_1_client"] = round(row["calls_per_s"] / single, 2) if single else None
                     print(f"workers={workers} {tool} clients={row['clients']}: {row['calls_per_s']} calls/s "
-                          f"p95 {row['p95_ms']} ms x{row['ratio_vs_1_client']} cores {row['server_cores']}",
+                          f"p95 {row['p95_ms']} ms x{row['ratio_vs_1_client']} cores {row['server_cores']} "
+                          f"per worker {row['cpu_s_per_worker']}",
                           file=sys.stderr, flush=True)
                 out[tool] = rows
             return out
