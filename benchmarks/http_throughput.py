@@ -186,11 +186,12 @@ def measure_server(workers: int, server_args: list[str], bundle: Path, tools: di
 
         async def run_all() -> dict:
             out: dict = {}
-            warm = [Client(base, token) for _ in range(max(2, workers * 4))]
-            await asyncio.gather(*(c.open() for c in warm))
-            for calls in tools.values():  # every worker builds its indexes before it is timed
-                await asyncio.gather(*(c.call(*calls[0]) for c in warm))
-            await asyncio.gather(*(c.close() for c in warm))
+            for _ in range(3):  # fresh connections each round: every worker builds its indexes before it is timed
+                warm = [Client(base, token) for _ in range(max(2, workers * 4))]
+                await asyncio.gather(*(c.open() for c in warm))
+                for calls in tools.values():
+                    await asyncio.gather(*(c.call(*calls[0]) for c in warm))
+                await asyncio.gather(*(c.close() for c in warm))
             for tool, calls in tools.items():
                 rows = [await phase(base, token, n, seconds, calls, proc.pid) for n in client_counts]
                 single = rows[0]["calls_per_s"]

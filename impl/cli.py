@@ -137,11 +137,11 @@ def prepare_serve(args: argparse.Namespace):
 def _serve(args: argparse.Namespace) -> int:
     workers = getattr(args, "workers", 1)
     if args.http and workers > 1:
-        from knowspec.impl.server.workers import serve_workers
+        from knowspec.impl.server.workers import reuseport_socket, serve_workers
 
         host, port = args.http
         try:
-            sock = _listening_socket(host, port)
+            sock = reuseport_socket(host, port)
         except OSError as exc:
             print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
             return 1

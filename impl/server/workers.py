@@ -1,8 +1,9 @@
-"""``serve --http --workers N``: N server processes on one listening socket, one event loop each.
+"""``serve --http --workers N``: N server processes on one port, one event loop each.
 
 A tool call holds the GIL for most of its time, so one process never uses more than one core.
-N processes (uvicorn's supervisor: spawned workers share the socket the parent bound, a worker
-that dies is replaced, SIGINT/SIGTERM stop them all gracefully) serve N calls at once.
+N processes (uvicorn's supervisor: spawned workers, each listening on its own ``SO_REUSEPORT``
+socket of the one port so the kernel spreads connections evenly; a worker that dies is replaced,
+SIGINT/SIGTERM stop them all gracefully) serve N calls at once.
 
 What must hold across workers:
 - REST sessions, users, roles and the database registry are rows of the catalog database
@@ -240,35 +241,80 @@ def worker_app(args: argparse.Namespace, run_dir: str):
     return app
 
 
+def reuseport_socket(host: str, port: int) -> socket.socket:
+    """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT``: each worker listens on its own such
+    socket, and the kernel spreads new connections over them evenly. (One socket shared by all
+    workers would not: the first worker to wake accepts every waiting connection at once.)"""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    sock = socket.socket(family, socket.SOCK_STREAM)
+    try:
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        sock.bind((host, port))
+    except OSError:
+        sock.close()
+        raise
+    return sock
+
+
 def serve_workers(args: argparse.Namespace, sock: socket.socket, workers: int) -> int:
-    """Run ``workers`` worker processes on ``sock`` until SIGINT/SIGTERM; a worker that dies is replaced
-    (and said so on stderr); one that cannot start stops the server with exit code 1."""
+    """Run ``workers`` worker processes on ``sock``'s port until SIGINT/SIGTERM; a worker that dies is
+    replaced (and said so on stderr); one that cannot start stops the server with exit code 1.
+
+    ``sock`` (from ``reuseport_socket``) holds the port and never listens; every worker gets a
+    listening socket of its own on the same port, closed with the worker.
+    """
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
 
     run_dir = Path(tempfile.mkdtemp(prefix="knowspec-workers-"))  # mode 0700: only this user may relay
-    host, port = args.http
+    host, _ = args.http
+    port = sock.getsockname()[1]
     config = uvicorn.Config(functools.partial(worker_app, args, str(run_dir)), factory=True, host=host, port=port,
                             workers=workers, log_level=args.log_level.lower())
 
     class Supervisor(Multiprocess):
+        """uvicorn's supervisor, handing each new worker a socket of its own and saying when one died."""
+
+        @property  # type: ignore[override]
+        def sockets(self) -> list[socket.socket]:
+            fresh = reuseport_socket(host, port)
+            self.handed_out.append(fresh)
+            return [fresh]
+
+        @sockets.setter
+        def sockets(self, value: list[socket.socket]) -> None:
+            self.handed_out: list[socket.socket] = []
+
+        def close_handed_out(self) -> None:
+            # The child received its own copy when it was started; the parent's must not keep a
+            # dead worker's socket listening.
+            for handed in self.handed_out:
+                handed.close()
+            self.handed_out.clear()
+
+        def init_processes(self) -> None:
+            super().init_processes()
+            self.close_handed_out()
+
         def keep_subprocess_alive(self) -> None:
             before = [(p.pid, p) for p in self.processes]
             super().keep_subprocess_alive()
+            self.close_handed_out()
             for (pid, old), new in zip(before, self.processes):
                 if new is not old:
                     print(f"knowspec serve: worker {pid} stopped (exit code {old.exitcode}); "
                           f"started worker {new.pid} in its place", file=sys.stderr, flush=True)
 
-    supervisor = Supervisor(config, sockets=[sock])
-    sock.listen(2048)  # connections wait in the backlog while the workers start
+    supervisor = Supervisor(config, sockets=[])
     from knowspec.impl.cli import _announce
 
-    _announce(host, sock.getsockname()[1])
+    _announce(host, port)
     try:
         supervisor.run()
     finally:
+        supervisor.close_handed_out()
         shutil.rmtree(run_dir, ignore_errors=True)
     failed = [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE]
     if failed:
