@@ -277,7 +277,7 @@ def serve_workers(args: argparse.Namespace, sock: socket.socket, workers: int) -
     class Supervisor(Multiprocess):
         """uvicorn's supervisor, handing each new worker a socket of its own and saying when one died."""
 
-        @property  # type: ignore[override]
+        @property
         def sockets(self) -> list[socket.socket]:
             fresh = reuseport_socket(host, port)
             self.handed_out.append(fresh)
