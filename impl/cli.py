@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from knowspec.impl.cli_args import UsageError, host_port, log_level, positive_float
+from knowspec.impl.cli_args import UsageError, host_port, log_level, positive_float, worker_count
 from knowspec.impl.config import Settings
 
 DEBUG_HINT = "run again with --debug for the traceback"
@@ -113,7 +113,8 @@ def _mount(subparsers: argparse._SubParsersAction, module: str, func: str) -> No
         adder(subparsers)
 
 
-def _serve(args: argparse.Namespace) -> int:
+def prepare_serve(args: argparse.Namespace):
+    """The call runtime ``serve`` runs (one per server process: each worker of ``--workers N`` makes its own)."""
     from knowspec.impl import runtime as process
     from knowspec.impl.server.access import apply_serve_access_options
     from knowspec.impl.server.native_memory import limit_arenas
@@ -130,7 +131,23 @@ def _serve(args: argparse.Namespace) -> int:
     # that runs without a call context (pool openers, storages) reaches the same one.
     state = process.Runtime()
     process.activate(state)
-    runtime = ToolRuntime(settings, process_runtime=state)
+    return ToolRuntime(settings, process_runtime=state)
+
+
+def _serve(args: argparse.Namespace) -> int:
+    workers = getattr(args, "workers", 1)
+    if args.http and workers > 1:
+        from knowspec.impl.server.workers import reuseport_socket, serve_workers
+
+        host, port = args.http
+        try:
+            sock = reuseport_socket(host, port)
+        except OSError as exc:
+            print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
+            return 1
+        with sock:
+            return serve_workers(args, sock, workers)
+    runtime = prepare_serve(args)
     if args.http:
         import uvicorn
 
@@ -226,6 +243,9 @@ def build_parser() -> argparse.ArgumentParser:
     add_settings_options(serve)
     serve.add_argument("--call-timeout", type=positive_float, metavar="SECONDS",
                        help="deadline per tool call; a call past it answers operation_cancelled (default 120)")
+    serve.add_argument("--workers", type=worker_count, default=1, metavar="N",
+                       help="with --http: N server processes sharing the port, one core each (default 1); "
+                            "sessions and users are kept in the catalog, so every worker honours them")
     serve.add_argument("--server-name", default="knowspec",
                        help="serverInfo.name in the initialize answer (okf-mcp's own is okf-mcp)")
     serve.add_argument("--server-version", metavar="VERSION",

@@ -77,6 +77,17 @@ def positive_float(value: str) -> float:
     return number
 
 
+def worker_count(value: str) -> int:
+    """``serve --workers``: a whole number of processes from 1 to 64."""
+    try:
+        number = int(value)
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of worker processes, got {value!r}") from None
+    if not 1 <= number <= 64:
+        raise argparse.ArgumentTypeError(f"--workers must be between 1 and 64, got {number}")
+    return number
+
+
 def existing_dir(value: str) -> Path:
     path = Path(value).expanduser()
     if not path.exists():

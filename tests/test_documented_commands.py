@@ -55,6 +55,8 @@ ROWS: dict[str, Row] = {
     ".venv/bin/knowspec serve --stdio": Row("stdio", "everyday", expect='"serverInfo":{"name":"knowspec"',
                                             stdin=INITIALIZE),
     ".venv/bin/knowspec serve --http 127.0.0.1:8765 --bundle-root /srv/kb": Row("http", "everyday"),
+    ".venv/bin/knowspec serve --http 127.0.0.1:8765 --bundle-root /srv/kb --workers 2":
+        Row("elsewhere", expect="tests/server/test_http_workers.py::test_a_login_on_one_worker_is_honoured_by_the_other"),
     ".venv/bin/knowspec spec diff git:HEAD~1 spec":
         Row("elsewhere", expect="tests/codegen/test_spec_diff_cli.py::test_a_git_revision_reads_that_revision_of_the_spec"),
     # writing into a temporary folder: the same call, without touching the checkout's generated/

@@ -47,7 +47,7 @@ def _still_sysadmin(settings, sessions: SessionStore, session) -> None:
 async def exec_command(
     request: Request, endpoint: Endpoint, settings, sessions: SessionStore
 ) -> JSONResponse:
-    session = require_session(request, sessions, sysadmin=True)
+    session = await require_session(request, sessions, sysadmin=True)
     await run_in_threadpool(_still_sysadmin, settings, sessions, session)
     body = parse_json_body(await request.body(), request.headers.get("content-type"))
     # The seed's own rule first: a missing IMPORTDOC parameter answers 400 by name.

@@ -27,8 +27,9 @@ def bearer_token(request: Request) -> str | None:
     return None
 
 
-def require_session(request: Request, sessions: SessionStore, *, sysadmin: bool = False) -> Session:
-    session = sessions.get(bearer_token(request))
+async def require_session(request: Request, sessions: SessionStore, *, sysadmin: bool = False) -> Session:
+    """The request's live session (read from the catalog in a worker thread, off the event loop)."""
+    session = await run_in_threadpool(sessions.get, bearer_token(request))
     if session is None:
         raise ToolError(
             "unauthenticated", "a valid session is required: log in at POST /ClientREST/Login"
@@ -49,7 +50,7 @@ async def login(request: Request, settings, sessions: SessionStore, schema: dict
     database = body.get("database") or settings.default_database
     if database is not None:
         await run_in_threadpool(catalog_bridge.require_registered, settings, database)
-    session = sessions.open(user.name, user.roles, database)
+    session = await run_in_threadpool(sessions.open, user.name, user.roles, database)
     return JSONResponse(
         {
             "token": session.token,
@@ -62,6 +63,6 @@ async def login(request: Request, settings, sessions: SessionStore, schema: dict
 
 
 async def logout(request: Request, sessions: SessionStore) -> JSONResponse:
-    session = require_session(request, sessions)
-    sessions.close(session.token)
+    session = await require_session(request, sessions)
+    await run_in_threadpool(sessions.close, session.token)
     return JSONResponse({"result": True})

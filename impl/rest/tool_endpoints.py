@@ -34,7 +34,7 @@ def tool_arguments(endpoint: Endpoint, body: dict, session: Session) -> dict:
 async def call_tool(
     request: Request, endpoint: Endpoint, sessions: SessionStore, runtime: ToolRuntime
 ) -> JSONResponse:
-    session = require_session(request, sessions)
+    session = await require_session(request, sessions)
     body = parse_json_body(await request.body(), request.headers.get("content-type"))
     assert endpoint.request is not None and endpoint.tool is not None
     validate_body(endpoint.request, body)

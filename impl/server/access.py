@@ -24,6 +24,8 @@ import posixpath
 from pathlib import Path
 from typing import Any, Callable
 
+import anyio
+
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import may_write
 from knowspec.impl.errors import ToolError
@@ -31,6 +33,7 @@ from knowspec.impl.errors import ToolError
 MCP_PATH = "/mcp"
 OUTSIDE_ROOTS = "bundle_path is not inside a bundle root this server serves"
 NO_ROOTS = "this server serves no OKF bundles over HTTP: its operator listed no --bundle-root"
+SESSION_STATE = "knowspec_session"  # the request state key under which the gate leaves the session
 LOGIN_HINT = "log in at POST /ClientREST/Login and send Authorization: Bearer <token>"
 
 
@@ -110,8 +113,10 @@ def bearer_of(headers: list[tuple[bytes, bytes]]) -> tuple[bool, str | None]:
 class BearerGate:
     """ASGI middleware: ``/mcp`` requests need a live session unless anonymous callers are allowed.
 
-    ``session_for(token)`` answers the session or ``None``. A refused request gets 401 with
-    ``WWW-Authenticate: Bearer`` and the REST error envelope; other paths pass untouched.
+    ``session_for(token)`` answers the session or ``None``; it reads the catalog, so it runs in a
+    worker thread, and the session it found rides in the request's state (``SESSION_STATE``) for
+    the tool call to name its caller. A refused request gets 401 with ``WWW-Authenticate: Bearer``
+    and the REST error envelope; other paths pass untouched.
     """
 
     def __init__(self, app: Any, session_for: Callable[[str | None], Any], allow_anonymous: bool) -> None:
@@ -125,7 +130,10 @@ class BearerGate:
             await self.app(scope, receive, send)
             return
         sent, token = bearer_of(scope.get("headers") or [])
-        if (not sent and self.allow_anonymous) or (token and self.session_for(token) is not None):
+        session = await anyio.to_thread.run_sync(self.session_for, token) if token else None
+        if session is not None:
+            scope.setdefault("state", {})[SESSION_STATE] = session
+        if (not sent and self.allow_anonymous) or session is not None:
             await self.app(scope, receive, send)
             return
         if sent:

@@ -14,20 +14,21 @@ from knowspec.impl.context import Caller
 from knowspec.impl.docpool import auth
 from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
-from knowspec.impl.rest.session_endpoints import bearer_token
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
-from knowspec.impl.server.access import LOGIN_HINT, BearerGate, guarded_runtime
+from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
 from knowspec.impl.server.http_answers import ParkedAnswers, answer_from_parked
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.workers import SessionRouter, Worker, tag_sessions
 
 
 MAX_REQUEST_BYTES = 72 * 1024 * 1024
 ANONYMOUS = Caller(user="", roles=(), database=None, unrestricted=False)
 
 
-def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_protection: bool = True) -> Starlette:
+def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_protection: bool = True,
+              worker: Worker | None = None) -> Starlette:
     """The SDK builds the app (and runs its session manager in the lifespan); REST rides along.
 
     REST shares the runtime, so a Help*/Doc* request goes through the same call pipeline as an
@@ -37,6 +38,10 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     by ``Authorization: Bearer <token>`` (log in at ``/ClientREST/Login``); without one ``/mcp``
     answers 401, unless the operator allowed anonymous callers, whose principals are ``{*}``
     and who may only read. OKF tools keep to the operator's bundle roots (``access.py``).
+
+    One worker of several (``serve --workers N``, ``workers.py``) passes its ``worker``: its MCP
+    session ids carry the worker's tag, and a request for another worker's session is relayed to
+    its owner (the innermost middleware: the gate and the body caps come first).
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -45,12 +50,12 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     def caller_for(ctx) -> Caller:
         request = getattr(ctx, "request", None)
-        session = sessions.get(bearer_token(request)) if request is not None else None
+        session = getattr(request.state, SESSION_STATE, None) if request is not None else None
         if session is not None:
             return session.caller()
         if settings.allow_anonymous:
             return ANONYMOUS
-        # The gate let the request in, but its session ended since: refuse, never downgrade.
+        # A request with a token the gate let in always carries its session; refuse, never downgrade.
         raise MCPError(code=types.INVALID_REQUEST, message=f"the session has ended: {LOGIN_HINT}")
 
     def roles_of(user: str) -> tuple[str, ...] | None:
@@ -79,8 +84,12 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         max_request_body_size=MAX_REQUEST_BYTES,
     )
     answer_from_parked(server.session_manager, answers)
+    if worker is not None:
+        tag_sessions(server.session_manager, worker.tag)
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
+    if worker is not None:
+        app.add_middleware(SessionRouter, tag=worker.tag, run_dir=worker.run_dir)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
     app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)  # outermost
     return app

@@ -89,3 +89,69 @@ def test_store_from_settings_takes_both_ttls():
     assert (store.ttl_seconds, store.idle_seconds) == (100, 10)
     defaults = SessionStore.from_settings(Settings())
     assert (defaults.ttl_seconds, defaults.idle_seconds) == (12 * 3600, 30 * 60)
+
+
+# --- sessions shared through the catalog (every worker of `serve --workers N`, or several servers) ---
+
+
+def test_a_session_opened_by_one_store_is_live_in_another_on_the_same_catalog(tmp_path):
+    clock = Clock()
+    first = SessionStore(3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
+    second = SessionStore(3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
+    session = first.open("ayse", ("editors", "SYSADMIN"), "sales")
+    assert second.get(session.token) == session
+    assert second.get(session.token).caller() == session.caller()
+
+
+def test_a_logout_through_one_store_ends_the_session_for_every_store(tmp_path):
+    first = SessionStore(3600, catalog_path=tmp_path / "catalog.db")
+    second = SessionStore(3600, catalog_path=tmp_path / "catalog.db")
+    session = first.open("ayse", (), None)
+    assert second.close(session.token)
+    assert first.get(session.token) is None
+
+
+def test_use_seen_by_one_store_keeps_the_session_alive_for_another(tmp_path):
+    clock = Clock()
+    first = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
+    second = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
+    session = first.open("ayse", (), None)
+    for _ in range(4):  # used every 500 s, alternately through each store: never idle for 600 s
+        clock.now += 500
+        assert second.get(session.token) == session
+        clock.now += 500
+        assert first.get(session.token) == session
+    clock.now += 600
+    assert second.get(session.token) is None
+    assert first.get(session.token) is None
+
+
+def test_an_expired_session_is_gone_for_every_store_and_the_ttl_is_absolute(tmp_path):
+    clock = Clock()
+    first = SessionStore(60, clock=clock, catalog_path=tmp_path / "catalog.db")
+    second = SessionStore(60, clock=clock, catalog_path=tmp_path / "catalog.db")
+    session = first.open("ayse", (), None)
+    clock.now += 59.9
+    assert second.get(session.token) == session
+    clock.now += 0.1
+    assert first.get(session.token) is None
+    assert len(second) == 0
+
+
+def test_the_catalog_keeps_no_token_in_clear(tmp_path):
+    catalog = tmp_path / "catalog.db"
+    session = SessionStore(60, catalog_path=catalog).open("ayse", (), None)
+    import sqlite3
+
+    with sqlite3.connect(catalog) as con:
+        rows = con.execute('select * from "auth$session"').fetchall()
+    assert len(rows) == 1
+    assert not any(session.token in str(value) for value in rows[0])
+
+
+def test_the_server_store_lives_in_the_catalog(tmp_path):
+    from knowspec.impl.config import Settings
+
+    settings = Settings(appdir=tmp_path)
+    session = SessionStore.from_settings(settings).open("ayse", (), None)
+    assert SessionStore.from_settings(settings).get(session.token) == session

@@ -1,0 +1,266 @@
+"""HTTP throughput with 1, 8 and 32 concurrent clients, for `serve --http` with 1 and N workers.
+
+Issue #18 goal 3 ("Every core used"): with 8 clients, calls/s must reach at least 1.6x the
+single-client figure for ``search_concepts`` and ``doc_search`` (full text) on the databricks
+corpus. The floor is the single-client figure of the same server in the same run; the load
+generator shares the machine with the server, so the ratios of one run are the figures to trust.
+
+Each client is its own MCP streamable-HTTP session (``initialize`` then ``tools/call`` over one
+keep-alive connection, bearer token from ``POST /ClientREST/Login``), kept light on purpose (raw
+JSON-RPC over httpx) so the load generator takes as little CPU as it can. Every answer is parsed
+and must be a success. The server's CPU (all its processes) is read from /proc per phase.
+"""
+
+from __future__ import annotations
+
+import argparse
+import asyncio
+import itertools
+import json
+import os
+import subprocess
+import sys
+import tempfile
+import time
+from pathlib import Path
+
+import httpx2 as httpx
+
+sys.path.insert(0, str(Path(__file__).parent))
+
+from common import percentiles, require_bundle, write_results  # noqa: E402
+from docpool_setup import CACHE, DATABRICKS, cached_pool, load_queries, machine_load, make_appdir  # noqa: E402
+
+GOAL_RATIO = 1.6       # 8 clients vs 1 client, calls/s
+GOAL_CLIENTS = 8
+PROTOCOL = "2025-06-18"
+ACCEPT = "application/json, text/event-stream"
+SEARCH_WORDS = ["delta", "spark", "unity catalog", "table", "streaming", "cluster", "sql warehouse", "notebook",
+                "mlflow", "permissions", "job", "pipeline", "schema", "volume", "token", "python", "api",
+                "lakehouse", "autoloader", "photon"]
+USER, PASSWORD = "bench", "bench-password"
+
+
+def sse_message(body: bytes) -> dict:
+    """The JSON-RPC message of a one-event SSE answer (or a plain JSON body)."""
+    text = body.decode("utf-8")
+    if text.lstrip().startswith("{"):
+        return json.loads(text)
+    data = [line[5:].lstrip() for line in text.splitlines() if line.startswith("data:")]
+    return json.loads("".join(data))
+
+
+class Client:
+    """One MCP session over one keep-alive connection."""
+
+    def __init__(self, base: str, token: str) -> None:
+        self.http = httpx.AsyncClient(base_url=base, timeout=120, headers={
+            "authorization": f"Bearer {token}", "accept": ACCEPT, "content-type": "application/json"})
+        self.ids = itertools.count(1)
+
+    async def open(self) -> None:
+        answer = await self.http.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
+        answer.raise_for_status()
+        session = answer.headers.get("mcp-session-id")
+        self.http.headers["mcp-protocol-version"] = PROTOCOL
+        if session:
+            self.http.headers["mcp-session-id"] = session
+        await self.http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+
+    async def call(self, name: str, arguments: dict) -> None:
+        answer = await self.http.post("/mcp", json={"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
+                                                    "params": {"name": name, "arguments": arguments}})
+        answer.raise_for_status()
+        message = sse_message(answer.content)
+        if "result" not in message or message["result"].get("isError"):
+            raise RuntimeError(f"{name} failed: {str(message)[:300]}")
+
+    async def close(self) -> None:
+        await self.http.aclose()
+
+
+def process_cpu_seconds(pid: int) -> tuple[float, dict[int, float]]:
+    """utime+stime of ``pid`` and every process below it, and the same per child of ``pid``
+    (with ``--workers N`` each child is a worker: how the load split between them)."""
+    tick = os.sysconf("SC_CLK_TCK")
+    children: dict[int, list[int]] = {}
+    times: dict[int, float] = {}
+    for stat in Path("/proc").glob("[0-9]*/stat"):
+        try:
+            fields = stat.read_text().rsplit(")", 1)[1].split()
+        except (OSError, IndexError):
+            continue
+        me = int(stat.parent.name)
+        children.setdefault(int(fields[1]), []).append(me)
+        times[me] = (int(fields[11]) + int(fields[12])) / tick
+
+    def tree(root: int) -> float:
+        total, todo = 0.0, [root]
+        while todo:
+            current = todo.pop()
+            total += times.get(current, 0.0)
+            todo.extend(children.get(current, []))
+        return total
+
+    return tree(pid), {child: tree(child) for child in children.get(pid, [])}
+
+
+async def phase(base: str, token: str, clients: int, seconds: float, calls: list[tuple[str, dict]],
+                server_pid: int) -> dict:
+    """``clients`` sessions calling in a loop for ``seconds``: calls/s, latency percentiles, server cores."""
+    sessions = [Client(base, token) for _ in range(clients)]
+    await asyncio.gather(*(s.open() for s in sessions))
+    samples: list[float] = []
+    deadline = time.perf_counter() + seconds
+
+    async def loop(index: int, session: Client) -> None:
+        for n in itertools.count(index * 7):
+            if time.perf_counter() >= deadline:
+                return
+            name, arguments = calls[n % len(calls)]
+            start = time.perf_counter()
+            await session.call(name, arguments)
+            samples.append((time.perf_counter() - start) * 1000)
+
+    (cpu_before, per_child_before), wall_before = process_cpu_seconds(server_pid), time.perf_counter()
+    await asyncio.gather(*(loop(i, s) for i, s in enumerate(sessions)))
+    wall = time.perf_counter() - wall_before
+    cpu_after, per_child_after = process_cpu_seconds(server_pid)
+    cpu = cpu_after - cpu_before
+    per_worker = sorted((round(t - per_child_before.get(c, 0.0), 2) for c, t in per_child_after.items()), reverse=True)
+    await asyncio.gather(*(s.close() for s in sessions))
+    return {"clients": clients, "calls": len(samples), "calls_per_s": round(len(samples) / wall, 1),
+            **{k: v for k, v in percentiles(samples).items() if k != "n"},
+            "server_cores": round(cpu / wall, 2),
+            "cpu_s_per_worker": per_worker if len(per_worker) > 1 else None,
+            "server_cpu_ms_per_call": round(cpu * 1000 / len(samples), 2) if samples else None}
+
+
+def login(base: str) -> str:
+    answer = httpx.post(f"{base}/ClientREST/Login", json={"user": USER, "password": PASSWORD}, timeout=60)
+    answer.raise_for_status()
+    return answer.json()["token"]
+
+
+def start_server(argv: list[str], port: int, log: Path) -> subprocess.Popen:
+    with log.open("wb") as err:
+        proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
+    deadline = time.monotonic() + 120
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server exited ({proc.returncode}): {log.read_text()[-1500:]}")
+        try:
+            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
+                return proc
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.terminate()
+    raise RuntimeError("server did not answer /healthz in 120 s")
+
+
+def free_port() -> int:
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def supports_workers() -> bool:
+    out = subprocess.run([sys.executable, "-m", "knowspec.impl.cli", "serve", "--help"], capture_output=True,
+                         text=True).stdout
+    return "--workers" in out
+
+
+def measure_server(workers: int, server_args: list[str], bundle: Path, tools: dict[str, list[tuple[str, dict]]],
+                   client_counts: list[int], seconds: float, logdir: Path) -> dict:
+    port = free_port()
+    argv = [sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
+            "--bundle-root", str(bundle), *server_args] + (["--workers", str(workers)] if workers > 1 else [])
+    proc = start_server(argv, port, logdir / f"server-{workers}.log")
+    base = f"http://127.0.0.1:{port}"
+    try:
+        token = login(base)
+
+        async def run_all() -> dict:
+            out: dict = {}
+            for _ in range(3):  # fresh connections each round: every worker builds its indexes before it is timed
+                warm = [Client(base, token) for _ in range(max(2, workers * 4))]
+                await asyncio.gather(*(c.open() for c in warm))
+                for calls in tools.values():
+                    await asyncio.gather(*(c.call(*calls[0]) for c in warm))
+                await asyncio.gather(*(c.close() for c in warm))
+            for tool, calls in tools.items():
+                rows = [await phase(base, token, n, seconds, calls, proc.pid) for n in client_counts]
+                single = rows[0]["calls_per_s"]
+                for row in rows:
+                    row["ratio_vs_1_client"] = round(row["calls_per_s"] / single, 2) if single else None
+                    print(f"workers={workers} {tool} clients={row['clients']}: {row['calls_per_s']} calls/s "
+                          f"p95 {row['p95_ms']} ms x{row['ratio_vs_1_client']} cores {row['server_cores']} "
+                          f"per worker {row['cpu_s_per_worker']}",
+                          file=sys.stderr, flush=True)
+                out[tool] = rows
+            return out
+
+        return asyncio.run(run_all())
+    finally:
+        proc.terminate()
+        try:
+            proc.wait(30)
+        except subprocess.TimeoutExpired:
+            proc.kill()
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--bundle", type=Path, default=None,
+                        help="OKF bundle (default: $KNOWSPEC_CORPUS_DIR/databricks-okf)")
+    parser.add_argument("--clients", default="1,8,32", help="client counts, the first is the floor")
+    parser.add_argument("--workers", default="1,2", help="server worker counts to measure in this run")
+    parser.add_argument("--seconds", type=float, default=6.0, help="timed seconds per phase")
+    parser.add_argument("--out", default="http_throughput", help="results name (benchmarks/results/NAME.json)")
+    ns = parser.parse_args()
+    load_start = machine_load()
+    bundle = require_bundle(ns.bundle)
+    source, _ = cached_pool("databricks", DATABRICKS, "databricks")
+    app = make_appdir(CACHE / "http-run", {"databricks": source})
+    from knowspec.impl.docpool import auth
+
+    auth.create_user(app.settings.catalog_path, USER, PASSWORD, ["READER"])
+    labelled = [q["query"] for q in load_queries("databricks")["queries"]]
+    tools = {
+        "search_concepts": [("search_concepts", {"bundle_path": str(bundle), "query": q}) for q in SEARCH_WORDS],
+        "doc_search_fts": [("doc_search", {"query": q, "collection": "databricks", "mode": "fts"})
+                           for q in labelled + SEARCH_WORDS],
+    }
+    client_counts = [int(x) for x in ns.clients.split(",")]
+    has_workers = supports_workers()
+    runs: dict = {}
+    with tempfile.TemporaryDirectory(prefix="ks-http-bench-") as logdir:
+        for workers in (int(x) for x in ns.workers.split(",")):
+            if workers > 1 and not has_workers:
+                runs[f"workers_{workers}"] = "unsupported: this build has no serve --workers"
+                continue
+            runs[f"workers_{workers}"] = measure_server(workers, app.server_args(), bundle, tools, client_counts,
+                                                        ns.seconds, Path(logdir))
+    verdicts = {}
+    for name, rows in runs.items():
+        if isinstance(rows, str):
+            continue
+        for tool, tool_rows in rows.items():
+            at_goal = next((r for r in tool_rows if r["clients"] == GOAL_CLIENTS), None)
+            if at_goal is not None:
+                verdicts[f"{name}.{tool}"] = {"floor_calls_per_s_1_client": tool_rows[0]["calls_per_s"],
+                                              "calls_per_s_8_clients": at_goal["calls_per_s"],
+                                              "ratio": at_goal["ratio_vs_1_client"], "bound": GOAL_RATIO,
+                                              "pass": bool(at_goal["ratio_vs_1_client"] and
+                                                           at_goal["ratio_vs_1_client"] >= GOAL_RATIO)}
+    write_results(ns.out, {"corpus": str(DATABRICKS), "cpus": os.cpu_count(), "seconds_per_phase": ns.seconds,
+                           "runs": runs, "goal": verdicts,
+                           "machine_load_start": load_start, "machine_load_end": machine_load()})
+
+
+if __name__ == "__main__":
+    main()
