@@ -5,7 +5,8 @@ Run: .venv/bin/knowspec bench big-answers [--bundle DIR] [--calls N]
 
 One run measures, against the same server build:
 - the floor: ``json.dumps`` (compact, non-ASCII kept) of the answer's ``structuredContent`` dict,
-  timed in THIS (the benchmark's) process on the dict it received, best of several;
+  timed in THIS (the benchmark's) process on the dict it received, once after each warm call
+  (median reported);
 - the figure: a warm ``list_concepts`` call, median of ``--calls``, timed by a raw client from the
   request's first byte sent to the answer's last byte read (no client-side JSON parsing or model
   validation in the timing), over stdio, over HTTP on a 2025-era session and over HTTP on the
@@ -40,14 +41,11 @@ LEGACY = "2025-06-18"
 CLIENT = {"name": "big-answers", "version": "1"}
 
 
-def floor_seconds(structured: dict[str, Any], repeats: int = 5) -> float:
-    """Best of ``repeats`` plain ``json.dumps`` of the answer's structured content."""
-    best = float("inf")
-    for _ in range(repeats):
-        start = time.perf_counter()
-        json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
-        best = min(best, time.perf_counter() - start)
-    return best
+def floor_seconds(structured: dict[str, Any]) -> float:
+    """One plain ``json.dumps`` of the answer's structured content."""
+    start = time.perf_counter()
+    json.dumps(structured, ensure_ascii=False, separators=(",", ":"))
+    return time.perf_counter() - start
 
 
 def _call(request_id: int, bundle: Path, meta: dict[str, Any] | None = None) -> dict[str, Any]:
@@ -158,14 +156,18 @@ def leg(client: Any, bundle: Path, calls: int, meta: dict[str, Any] | None) -> d
     structured = result.get("structuredContent")
     if result.get("isError") or not isinstance(structured, dict):
         raise SystemExit(f"list_concepts failed: {line[:400]!r}")
-    warm = [client.timed(_call(2 + i, bundle, meta))[0] for i in range(calls)]
-    floor = floor_seconds(structured)
+    warm, floors = [], []
+    for i in range(calls):  # alternated, so that both see the same load on a shared machine
+        warm.append(client.timed(_call(2 + i, bundle, meta))[0])
+        floors.append(floor_seconds(structured))
+    floor = statistics.median(floors)
     figure = statistics.median(warm)
     return {
         "concepts": len(structured.get("concepts", [])),
         "answer_bytes": len(line),
         "cold_s": round(cold, 3),
         "warm_s": [round(t, 4) for t in warm],
+        "floors_s": [round(t, 4) for t in floors],
         "floor_s": round(floor, 6),
         "figure_s": round(figure, 6),
         "ratio": round(figure / floor, 2),
@@ -181,7 +183,7 @@ def main(argv: list[str] | None = None) -> int:
     parser.add_argument("--calls", type=int, default=7, help="warm calls per transport (median reported)")
     args = parser.parse_args(argv)
     bundle = require_bundle(args.bundle)
-    out: dict[str, Any] = {"bundle": bundle.name, "floor_measured_in": "benchmark process, on the received dict",
+    out: dict[str, Any] = {"bundle": bundle.name, "floor_measured_in": "benchmark process, on the received dict, median, alternated with the calls",
                            "figure": "warm list_concepts, request sent to last answer byte read, median",
                            "load_start": os.getloadavg()}
     with tempfile.TemporaryDirectory() as appdir:
