@@ -18,7 +18,7 @@ from knowspec.impl.rest.session_endpoints import bearer_token
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
 from knowspec.impl.server.access import LOGIN_HINT, BearerGate, guarded_runtime
-from knowspec.impl.server.http_answers import ParkedAnswers, answer_from_parked
+from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -57,7 +57,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         found = auth.get_user(settings.catalog_path, user)
         return None if found is None else found.roles
 
-    answers = ParkedAnswers()  # tool answers are encoded off the event loop (http_answers.py)
+    answers = ParkedAnswers(ascii_for_http)  # tool answers are encoded off the event loop (parked_answers.py)
     server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
                           answers=answers)
 
@@ -78,9 +78,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # resource_limit instead of an HTTP 413 the client would see as a JSON-RPC error.
         max_request_body_size=MAX_REQUEST_BYTES,
     )
-    answer_from_parked(server.session_manager, answers)
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
+    app.add_middleware(ParkedAnswerWriter, answers=answers)  # placeholders written as their parked answers
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
     app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)  # outermost
     return app

@@ -3,7 +3,8 @@
 CPython switches threads only between bytecodes: a single ``json.dumps`` or pydantic dump of a
 55 MiB value holds the GIL for its whole length (measured: the loop did not tick for 1.7 s while
 a worker thread encoded one answer). Encoding big strings, lists and objects piece by piece keeps
-every hold short. The text is the same JSON (compact, non-ASCII kept as is).
+every hold short. The text is the same JSON (compact; non-ASCII kept as is, or escaped with
+``ensure_ascii``).
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any, Iterator
 PIECE_WEIGHT = 4096  # one piece: about this many values, or 64 times as many characters
 STRING_SLICE = 1 << 18  # characters escaped per call for a long string
 
-_dumps = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_DUMPS = {ascii_only: partial(json.dumps, ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False)
+          for ascii_only in (False, True)}
 
 
 def weight(value: Any, limit: int = PIECE_WEIGHT) -> int:
@@ -36,11 +38,12 @@ def weight(value: Any, limit: int = PIECE_WEIGHT) -> int:
     return total
 
 
-def json_pieces(value: Any) -> Iterator[str]:
+def json_pieces(value: Any, ensure_ascii: bool = False) -> Iterator[str]:
     """``value`` as JSON text, in pieces that each took a short time to encode.
 
     Raises TypeError/ValueError on what JSON cannot carry (non-string keys, NaN, other types).
     """
+    _dumps = _DUMPS[ensure_ascii]
     if weight(value, PIECE_WEIGHT) <= PIECE_WEIGHT:
         yield _dumps(value)
     elif isinstance(value, str):
@@ -50,18 +53,19 @@ def json_pieces(value: Any) -> Iterator[str]:
         yield '"'
     elif isinstance(value, dict):
         yield "{"
-        yield from _members(value.items(), is_object=True)
+        yield from _members(value.items(), True, ensure_ascii)
         yield "}"
     elif isinstance(value, (list, tuple)):
         yield "["
-        yield from _members(value, is_object=False)
+        yield from _members(value, False, ensure_ascii)
         yield "]"
     else:
         yield _dumps(value)
 
 
-def _members(members: Any, is_object: bool) -> Iterator[str]:
+def _members(members: Any, is_object: bool, ensure_ascii: bool) -> Iterator[str]:
     """Comma-separated members; light ones are encoded together, heavy ones piece by piece."""
+    _dumps = _DUMPS[ensure_ascii]
     batch: list[Any] = []
     batch_weight = 0
     started = False
@@ -86,5 +90,5 @@ def _members(members: Any, is_object: bool) -> Iterator[str]:
         yield from flush()
         yield ("," if started else "") + (_dumps(member[0]) + ":" if is_object else "")
         started = True
-        yield from json_pieces(member[1] if is_object else member)
+        yield from json_pieces(member[1] if is_object else member, ensure_ascii)
     yield from flush()
