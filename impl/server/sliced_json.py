@@ -10,29 +10,38 @@ every hold short. The text is the same JSON (compact; non-ASCII kept as is, or e
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import Any, Iterator
 
 PIECE_WEIGHT = 4096  # one piece: about this many values, or 64 times as many characters
 STRING_SLICE = 1 << 18  # characters escaped per call for a long string
 
-_DUMPS = {ascii_only: partial(json.dumps, ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False)
+_DUMPS = {ascii_only: json.JSONEncoder(ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False).encode
           for ascii_only in (False, True)}
+_CONTAINERS = (dict, list, tuple)
 
 
 def weight(value: Any, limit: int = PIECE_WEIGHT) -> int:
-    """Values plus string length / 64 in ``value``, counted only until it passes ``limit``."""
-    total, stack = 0, [value]
+    """Values plus string length / 64 in ``value``, counted only until it passes ``limit``.
+
+    Only containers are stacked: scalars are counted where they sit, since this walk runs over
+    every value of an answer and must stay a small fraction of encoding it.
+    """
+    if isinstance(value, str):
+        return 1 + (len(value) >> 6)
+    if not isinstance(value, _CONTAINERS):
+        return 1
+    total, stack = 1, [value]
     while stack:
         item = stack.pop()
-        total += 1
-        if isinstance(item, str):
-            total += len(item) >> 6
-        elif isinstance(item, (dict, list, tuple)):
-            if len(item) > limit:
-                return limit + 1
-            total += len(item)
-            stack.extend(item.values() if isinstance(item, dict) else item)
+        if len(item) > limit:
+            return limit + 1
+        total += len(item)
+        for member in (item.values() if isinstance(item, dict) else item):
+            kind = type(member)
+            if kind is str:
+                total += len(member) >> 6
+            elif kind is dict or kind is list or isinstance(member, _CONTAINERS):
+                stack.append(member)
         if total > limit:
             return total
     return total
