@@ -72,6 +72,9 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        # The advertised input schemas, for the 2026-07-28 Mcp-Param header check (else the SDK
+        # lists every tool again for each call).
+        get_tool_input_schema=lambda tool: runtime.entries[tool].input_schema if tool in runtime.entries else None,
     )
 
 
