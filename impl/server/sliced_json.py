@@ -14,6 +14,7 @@ from typing import Any, Iterator
 
 PIECE_WEIGHT = 4096  # one piece: about this many values, or 64 times as many characters
 STRING_SLICE = 1 << 18  # characters escaped per call for a long string
+GROUP = 64  # members weighed together before any is weighed alone
 
 _DUMPS = {ascii_only: json.JSONEncoder(ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False).encode
           for ascii_only in (False, True)}
@@ -86,18 +87,30 @@ def _members(members: Any, is_object: bool, ensure_ascii: bool) -> Iterator[str]
             started = True
         batch, batch_weight = [], 0
 
-    for member in members:
-        if is_object and not isinstance(member[0], str):
+    members = list(members)
+    for start in range(0, len(members), GROUP):
+        group = members[start:start + GROUP]
+        if is_object and not all(isinstance(key, str) for key, _ in group):
             raise TypeError("JSON object keys must be strings")
-        heft = weight(member[1] if is_object else member, PIECE_WEIGHT)
+        # A light group (the usual case: many small records) is weighed in one walk: its members
+        # are light too, since each weighs less than all of them.
+        heft = weight([value for _, value in group] if is_object else group, PIECE_WEIGHT)
         if heft <= PIECE_WEIGHT:
-            batch.append(member)
+            batch.extend(group)
             batch_weight += heft
             if batch_weight > PIECE_WEIGHT:
                 yield from flush()
             continue
-        yield from flush()
-        yield ("," if started else "") + (_dumps(member[0]) + ":" if is_object else "")
-        started = True
-        yield from json_pieces(member[1] if is_object else member, ensure_ascii)
+        for member in group:
+            heft = weight(member[1] if is_object else member, PIECE_WEIGHT)
+            if heft <= PIECE_WEIGHT:
+                batch.append(member)
+                batch_weight += heft
+                if batch_weight > PIECE_WEIGHT:
+                    yield from flush()
+                continue
+            yield from flush()
+            yield ("," if started else "") + (_dumps(member[0]) + ":" if is_object else "")
+            started = True
+            yield from json_pieces(member[1] if is_object else member, ensure_ascii)
     yield from flush()
