@@ -61,7 +61,7 @@ class StdioClient:
     """A bare JSON-lines client: one request written, one answer line read."""
 
     def __init__(self, appdir: str):
-        self.proc = subprocess.Popen([*SERVER, "--stdio", "--appdir", appdir], stdin=subprocess.PIPE,
+        self.proc = subprocess.Popen([*SERVER, "--stdio", "--appdir", appdir], stdin=subprocess.PIPE, bufsize=1 << 20,
                                      stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, env={**os.environ})
         self.send({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": LEGACY, "capabilities": {}, "clientInfo": CLIENT}})
