@@ -7,18 +7,25 @@ first checked against the advertised REST schema (the tool's input schema minus 
 properties); then ``ToolRuntime.call`` runs exactly what an MCP ``tools/call`` runs (argument
 walk, schema validation, generated input model, handler in a worker thread with the deadline,
 output validation), and an ``isError`` result becomes the envelope with its HTTP status.
+
+As over MCP, nothing of the call runs on the event loop: the body is decoded and checked in a
+worker thread under the call deadline, and the answer is encoded in the call's worker thread.
 """
 
 from __future__ import annotations
 
+import anyio
+import mcp.types as types
 from starlette.requests import Request
-from starlette.responses import JSONResponse
+from starlette.responses import Response
 
+from knowspec.impl.errors import ToolError
 from knowspec.impl.rest.endpoint_table import Endpoint
-from knowspec.impl.rest.error_responses import STATUS_BY_CODE
+from knowspec.impl.rest.error_responses import STATUS_BY_CODE, tool_error_response
 from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import Session, SessionStore
 from knowspec.impl.rest.validation import integral_floats_to_int, parse_json_body, validate_body
+from knowspec.impl.server.parked_answers import encoded
 from knowspec.impl.server.pipeline import ToolRuntime
 
 
@@ -31,17 +38,33 @@ def tool_arguments(endpoint: Endpoint, body: dict, session: Session) -> dict:
     return arguments
 
 
+def checked_arguments(endpoint: Endpoint, raw: bytes, content_type: str | None, session: Session) -> dict:
+    """The call's arguments from a raw REST body: decoded, checked against the REST schema, filled."""
+    assert endpoint.request is not None
+    body = parse_json_body(raw, content_type)
+    validate_body(endpoint.request, body)
+    return tool_arguments(endpoint, body, session)
+
+
+def rest_answer(result: types.CallToolResult) -> Response:
+    """A result as its REST response: the structured content (the envelope for an error), in the
+    bytes ``JSONResponse`` would write."""
+    content = result.structured_content or {}
+    status = STATUS_BY_CODE.get(str(content.get("code")), 400) if result.is_error else 200
+    return Response(b"".join(encoded(content, ensure_ascii=False)), status_code=status, media_type="application/json")
+
+
 async def call_tool(
     request: Request, endpoint: Endpoint, sessions: SessionStore, runtime: ToolRuntime
-) -> JSONResponse:
+) -> Response:
     session = await require_session(request, sessions)
-    body = parse_json_body(await request.body(), request.headers.get("content-type"))
-    assert endpoint.request is not None and endpoint.tool is not None
-    validate_body(endpoint.request, body)
-    result = await runtime.call(
-        endpoint.tool, tool_arguments(endpoint, body, session), session.caller()
-    )
-    content = result.structured_content or {}
-    if result.is_error:
-        return JSONResponse(content, status_code=STATUS_BY_CODE.get(str(content.get("code")), 400))
-    return JSONResponse(content)
+    assert endpoint.tool is not None
+    raw = await request.body()
+    try:
+        with anyio.fail_after(runtime.settings.call_timeout_seconds):
+            arguments = await anyio.to_thread.run_sync(
+                checked_arguments, endpoint, raw, request.headers.get("content-type"), session, abandon_on_cancel=True)
+    except TimeoutError:
+        return tool_error_response(ToolError("operation_cancelled", f"{endpoint.tool} request was cancelled",
+                                             retryable=True))
+    return await runtime.call(endpoint.tool, arguments, session.caller(), rest_answer)

@@ -59,13 +59,26 @@ def dumps(value: Any, *, indent: int | None = None) -> str:
 
 
 def _has_float(value: Any) -> bool:
-    kind = type(value)
-    if kind is float:
+    """Whether a float sits anywhere in ``value``; one loop over its members, containers
+    stacked, since it runs over every value of a large answer's text."""
+    if type(value) is float:
         return True
-    if kind is dict:
-        return any(_has_float(v) for v in value.values())
-    if kind is list or kind is tuple:
-        return any(_has_float(v) for v in value)
+    stack = [value]
+    while stack:
+        item = stack.pop()
+        kind = type(item)
+        if kind is dict:
+            members = item.values()
+        elif kind is list or kind is tuple:
+            members = item
+        else:
+            continue
+        for member in members:
+            kind = type(member)
+            if kind is float:
+                return True
+            if kind is dict or kind is list or kind is tuple:
+                stack.append(member)
     return False
 
 

@@ -17,7 +17,7 @@ from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
-from knowspec.impl.server.http_answers import ParkedAnswers, answer_from_parked
+from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 from knowspec.impl.server.workers import SessionRouter, Worker, tag_sessions
@@ -41,7 +41,8 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     One worker of several (``serve --workers N``, ``workers.py``) passes its ``worker``: its MCP
     session ids carry the worker's tag, and a request for another worker's session is relayed to
-    its owner (the innermost middleware: the gate and the body caps come first).
+    its owner (inside the gate and the body caps, outside the parked-answer writer: the owner has
+    written its answers).
     """
     from mcp.server.transport_security import TransportSecuritySettings
 
@@ -62,7 +63,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         found = auth.get_user(settings.catalog_path, user)
         return None if found is None else found.roles
 
-    answers = ParkedAnswers()  # tool answers are encoded off the event loop (http_answers.py)
+    answers = ParkedAnswers(ascii_for_http)  # tool answers are encoded off the event loop (parked_answers.py)
     server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
                           answers=answers)
 
@@ -83,12 +84,12 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # resource_limit instead of an HTTP 413 the client would see as a JSON-RPC error.
         max_request_body_size=MAX_REQUEST_BYTES,
     )
-    answer_from_parked(server.session_manager, answers)
     if worker is not None:
         tag_sessions(server.session_manager, worker.tag)
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
-    if worker is not None:
+    app.add_middleware(ParkedAnswerWriter, answers=answers)  # placeholders written as their parked answers
+    if worker is not None:  # another worker's session is relayed whole: its owner wrote its answers
         app.add_middleware(SessionRouter, tag=worker.tag, run_dir=worker.run_dir)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
     app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)  # outermost

@@ -9,15 +9,21 @@ from __future__ import annotations
 
 from typing import Any
 
-import anyio
+from functools import partial
+
 import mcp.types as types
 from mcp.server import Server, ServerRequestContext
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
-from knowspec.impl.server.http_answers import ParkedAnswers, encode_answer, parks_answers_for
+from knowspec.impl.server.parked_answers import ParkedAnswers
 from knowspec.impl.server.pipeline import ToolRuntime
 
+
+def parks_answers_for(protocol_version: str) -> bool:
+    """Whether a call on a session of this protocol version parks its answer: every era does.
+    (The conformance suite's mutant host turns it off: its response mutants edit real results.)"""
+    return True
 
 
 def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
@@ -36,8 +42,9 @@ def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
 def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAnswers | None = None) -> Server:
     """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted.
 
-    With ``answers`` (HTTP), a call's answer is encoded in a worker thread and parked there, and
-    the SDK carries a placeholder to the transport (``http_answers.py``).
+    With ``answers``, a call's answer is encoded in its worker thread and parked there, and the
+    SDK carries a placeholder to the transport, which writes the parked bytes
+    (``parked_answers.py``).
     """
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
@@ -49,11 +56,10 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
         if params.name not in runtime.entries:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name}")
         caller = caller_for(ctx) if caller_for else Caller()
-        result = await runtime.call(params.name, params.arguments, caller)
         if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
-            return result
-        frame = await anyio.to_thread.run_sync(encode_answer, ctx.request_id, ctx.protocol_version, result)
-        return answers.park(frame)
+            return await runtime.call(params.name, params.arguments, caller)
+        return await runtime.call(params.name, params.arguments, caller,
+                                  partial(answers.park, protocol_version=ctx.protocol_version))
 
     name, version = server_identity(runtime)
     return Server(
@@ -66,14 +72,18 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
         ),
         on_list_tools=list_tools,
         on_call_tool=call_tool,
+        # The advertised input schemas, for the 2026-07-28 Mcp-Param header check (else the SDK
+        # lists every tool again for each call).
+        get_tool_input_schema=lambda tool: runtime.entries[tool].input_schema if tool in runtime.entries else None,
     )
 
 
 async def serve_stdio(runtime: ToolRuntime) -> None:
     from knowspec.impl.server.stdio_transport import stdio_transport
 
-    server = build_server(runtime)
+    answers = ParkedAnswers()
+    server = build_server(runtime, answers=answers)
     # At end of input, calls in flight finish (each within the call deadline) and are answered.
     drain = runtime.settings.call_timeout_seconds + 5
-    async with stdio_transport(drain_seconds=drain) as (read, write):
+    async with stdio_transport(drain_seconds=drain, answers=answers) as (read, write):
         await server.run(read, write, server.create_initialization_options())

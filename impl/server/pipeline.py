@@ -11,7 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 
 import anyio
 import mcp.types as types
@@ -32,6 +32,7 @@ log = logging.getLogger("knowspec.pipeline")
 
 MAX_OUTPUT_BYTES = 64 * 1024 * 1024
 Handler = Callable[[Any, CallContext], ToolOutput]
+Finished = TypeVar("Finished")
 
 
 def resolve_handler(entry: ToolEntry) -> Handler:
@@ -87,21 +88,34 @@ class ToolRuntime:
             self._output_checks[entry.name] = SchemaCheck(entry.success_schema)
         return self._output_checks[entry.name]
 
-    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None = None) -> types.CallToolResult:
+    @overload
+    async def call(self, name: str, arguments: dict[str, Any] | None,
+                   caller: Caller | None = None) -> types.CallToolResult: ...
+
+    @overload
+    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None,
+                   finish: Callable[[types.CallToolResult], Finished]) -> Finished: ...
+
+    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None = None,
+                   finish: Callable[[types.CallToolResult], Any] | None = None) -> Any:
         """Run one tool call; ``name`` must be a known tool (the server checks that first).
 
         Everything after the first cancellation check (argument walk, both validations, the
-        handler, serialisation) runs in a worker thread under the call deadline, so no request,
-        however hostile, holds the event loop.
+        handler, and ``finish``: the transport's encoding of the result) runs in a worker thread
+        under the call deadline, so no request, however hostile, holds the event loop. Only an
+        error result made here (cancelled before it started, past its deadline) is finished on
+        the loop: it is small.
         """
         entry = self.entries[name]
         ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event(),
                           runtime=self.process)
+        finished: Callable[[types.CallToolResult], Any] = finish if finish is not None else _unchanged
         try:
             ctx.check_cancelled(f"{entry.name} request")
-            return await self._in_thread(entry, lambda: self._call_sync(entry, {} if arguments is None else arguments, ctx), ctx)
+            return await self._in_thread(
+                entry, lambda: finished(self._call_sync(entry, {} if arguments is None else arguments, ctx)), ctx)
         except ToolError as err:
-            return error_result(err)
+            return finished(error_result(err))
 
     def _call_sync(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> types.CallToolResult:
         walked = {"values": 0, "bytes": 0}
@@ -133,9 +147,8 @@ class ToolRuntime:
             raise output_error(errors)
         return output
 
-    async def _in_thread(self, entry: ToolEntry, call: Callable[[], types.CallToolResult],
-                         ctx: CallContext) -> types.CallToolResult:
-        def work() -> types.CallToolResult:
+    async def _in_thread(self, entry: ToolEntry, call: Callable[[], Any], ctx: CallContext) -> Any:
+        def work() -> Any:
             try:
                 return call()
             except ToolError:
@@ -164,3 +177,7 @@ class ToolRuntime:
             raise_limit = ToolError("resource_limit", "tool output exceeds MCP resource limits")
             return error_result(raise_limit)
         return success_result(output.structured, text)
+
+
+def _unchanged(result: types.CallToolResult) -> types.CallToolResult:
+    return result

@@ -3,44 +3,57 @@
 CPython switches threads only between bytecodes: a single ``json.dumps`` or pydantic dump of a
 55 MiB value holds the GIL for its whole length (measured: the loop did not tick for 1.7 s while
 a worker thread encoded one answer). Encoding big strings, lists and objects piece by piece keeps
-every hold short. The text is the same JSON (compact, non-ASCII kept as is).
+every hold short. The text is the same JSON (compact; non-ASCII kept as is, or escaped with
+``ensure_ascii``).
 """
 
 from __future__ import annotations
 
 import json
-from functools import partial
 from typing import Any, Iterator
 
 PIECE_WEIGHT = 4096  # one piece: about this many values, or 64 times as many characters
 STRING_SLICE = 1 << 18  # characters escaped per call for a long string
+GROUP = 64  # members weighed together before any is weighed alone
 
-_dumps = partial(json.dumps, ensure_ascii=False, separators=(",", ":"), allow_nan=False)
+_DUMPS = {ascii_only: json.JSONEncoder(ensure_ascii=ascii_only, separators=(",", ":"), allow_nan=False).encode
+          for ascii_only in (False, True)}
+_CONTAINERS = (dict, list, tuple)
 
 
 def weight(value: Any, limit: int = PIECE_WEIGHT) -> int:
-    """Values plus string length / 64 in ``value``, counted only until it passes ``limit``."""
-    total, stack = 0, [value]
+    """Values plus string length / 64 in ``value``, counted only until it passes ``limit``.
+
+    Only containers are stacked: scalars are counted where they sit, since this walk runs over
+    every value of an answer and must stay a small fraction of encoding it.
+    """
+    if isinstance(value, str):
+        return 1 + (len(value) >> 6)
+    if not isinstance(value, _CONTAINERS):
+        return 1
+    total, stack = 1, [value]
     while stack:
         item = stack.pop()
-        total += 1
-        if isinstance(item, str):
-            total += len(item) >> 6
-        elif isinstance(item, (dict, list, tuple)):
-            if len(item) > limit:
-                return limit + 1
-            total += len(item)
-            stack.extend(item.values() if isinstance(item, dict) else item)
+        if len(item) > limit:
+            return limit + 1
+        total += len(item)
+        for member in (item.values() if isinstance(item, dict) else item):
+            kind = type(member)
+            if kind is str:
+                total += len(member) >> 6
+            elif kind is dict or kind is list or isinstance(member, _CONTAINERS):
+                stack.append(member)
         if total > limit:
             return total
     return total
 
 
-def json_pieces(value: Any) -> Iterator[str]:
+def json_pieces(value: Any, ensure_ascii: bool = False) -> Iterator[str]:
     """``value`` as JSON text, in pieces that each took a short time to encode.
 
     Raises TypeError/ValueError on what JSON cannot carry (non-string keys, NaN, other types).
     """
+    _dumps = _DUMPS[ensure_ascii]
     if weight(value, PIECE_WEIGHT) <= PIECE_WEIGHT:
         yield _dumps(value)
     elif isinstance(value, str):
@@ -50,18 +63,19 @@ def json_pieces(value: Any) -> Iterator[str]:
         yield '"'
     elif isinstance(value, dict):
         yield "{"
-        yield from _members(value.items(), is_object=True)
+        yield from _members(value.items(), True, ensure_ascii)
         yield "}"
     elif isinstance(value, (list, tuple)):
         yield "["
-        yield from _members(value, is_object=False)
+        yield from _members(value, False, ensure_ascii)
         yield "]"
     else:
         yield _dumps(value)
 
 
-def _members(members: Any, is_object: bool) -> Iterator[str]:
+def _members(members: Any, is_object: bool, ensure_ascii: bool) -> Iterator[str]:
     """Comma-separated members; light ones are encoded together, heavy ones piece by piece."""
+    _dumps = _DUMPS[ensure_ascii]
     batch: list[Any] = []
     batch_weight = 0
     started = False
@@ -73,18 +87,30 @@ def _members(members: Any, is_object: bool) -> Iterator[str]:
             started = True
         batch, batch_weight = [], 0
 
-    for member in members:
-        if is_object and not isinstance(member[0], str):
+    members = list(members)
+    for start in range(0, len(members), GROUP):
+        group = members[start:start + GROUP]
+        if is_object and not all(isinstance(key, str) for key, _ in group):
             raise TypeError("JSON object keys must be strings")
-        heft = weight(member[1] if is_object else member, PIECE_WEIGHT)
+        # A light group (the usual case: many small records) is weighed in one walk: its members
+        # are light too, since each weighs less than all of them.
+        heft = weight([value for _, value in group] if is_object else group, PIECE_WEIGHT)
         if heft <= PIECE_WEIGHT:
-            batch.append(member)
+            batch.extend(group)
             batch_weight += heft
             if batch_weight > PIECE_WEIGHT:
                 yield from flush()
             continue
-        yield from flush()
-        yield ("," if started else "") + (_dumps(member[0]) + ":" if is_object else "")
-        started = True
-        yield from json_pieces(member[1] if is_object else member)
+        for member in group:
+            heft = weight(member[1] if is_object else member, PIECE_WEIGHT)
+            if heft <= PIECE_WEIGHT:
+                batch.append(member)
+                batch_weight += heft
+                if batch_weight > PIECE_WEIGHT:
+                    yield from flush()
+                continue
+            yield from flush()
+            yield ("," if started else "") + (_dumps(member[0]) + ":" if is_object else "")
+            started = True
+            yield from json_pieces(member[1] if is_object else member, ensure_ascii)
     yield from flush()

@@ -14,7 +14,7 @@ calls still running with "Connection closed". This transport instead:
   answers, and only then ends the session.
 
 Decoding and encoding of large lines run in a worker thread, so a big request never holds the
-event loop. While serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray
+event loop; an answer the call parked (``parked_answers.py``) is written as its parked bytes. While serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray
 ``print`` in a handler cannot corrupt the wire; both are restored on exit.
 """
 
@@ -31,6 +31,8 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from knowspec.impl.server.parked_answers import ParkedAnswers
+
 log = logging.getLogger("knowspec.stdio")
 
 PARSE_ERROR = -32700
@@ -39,6 +41,7 @@ INTERNAL_ERROR = -32603
 MAX_LINE_BYTES = 72 * 1024 * 1024  # the HTTP body cap: above the 64 MiB argument estimate
 INLINE_BYTES = 64 * 1024  # smaller lines are decoded on the loop; larger ones in a thread
 READ_CHUNK = 1024 * 1024
+PIPE_BYTES = 1024 * 1024  # the answer pipe's capacity, where the system allows it
 
 
 def error_line(code: int, message: str, request_id: Any = None) -> bytes:
@@ -161,11 +164,29 @@ async def _lines(source: BinaryIO) -> AsyncIterator[bytes | None]:
         yield bytes(buffer)
 
 
+def _widen_pipe(fd: int) -> None:
+    """Let a pipe on ``fd`` hold ``PIPE_BYTES``: a big answer then reaches the client in a few
+    hand-overs instead of one per 64 KiB (each a wake-up of both sides). Linux only; a
+    descriptor that is not a pipe, or a system limit below the size, leaves it as it is."""
+    try:
+        import fcntl
+    except ImportError:  # not a POSIX system
+        return
+    set_size = getattr(fcntl, "F_SETPIPE_SZ", None)
+    if set_size is None:
+        return
+    try:
+        fcntl.fcntl(fd, set_size, PIPE_BYTES)
+    except OSError:
+        pass
+
+
 @asynccontextmanager
 async def _claimed_stdio() -> AsyncIterator[tuple[BinaryIO, BinaryIO]]:
     """Private duplicates of fd 0/1; the originals point at /dev/null and stderr meanwhile."""
     sys.stdout.flush()
     wire_in, wire_out = os.dup(0), os.dup(1)
+    _widen_pipe(wire_out)
     null = os.open(os.devnull, os.O_RDONLY)
     try:
         os.dup2(null, 0)
@@ -183,11 +204,12 @@ async def _claimed_stdio() -> AsyncIterator[tuple[BinaryIO, BinaryIO]]:
 
 @asynccontextmanager
 async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None = None, *,
-                          drain_seconds: float = 60.0):
-    """``(read_stream, write_stream)`` for ``Server.run``, over the given binary streams or stdio."""
+                          drain_seconds: float = 60.0, answers: ParkedAnswers | None = None):
+    """``(read_stream, write_stream)`` for ``Server.run``, over the given binary streams or stdio;
+    ``answers``: where the server parks its calls' encoded answers."""
     if stdin is None or stdout is None:
         async with _claimed_stdio() as (wire_in, wire_out):
-            async with stdio_transport(wire_in, wire_out, drain_seconds=drain_seconds) as streams:
+            async with stdio_transport(wire_in, wire_out, drain_seconds=drain_seconds, answers=answers) as streams:
                 yield streams
         return
 
@@ -197,12 +219,18 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
     to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
 
-    async def emit(data: bytes) -> None:
-        if not data:
+    async def emit(data: bytes | list[bytes]) -> None:
+        pieces = [data] if isinstance(data, bytes) else data
+        if not any(pieces):
             return
         async with write_lock:
-            await sink.write(data)
+            for piece in pieces:
+                await sink.write(piece)
             await sink.flush()
+
+    def encoded(message: types.JSONRPCMessage) -> bytes | list[bytes]:
+        data = encode_message(message)
+        return (answers.splice(data) if answers is not None else None) or data
 
     async def reader() -> None:
         async with to_server:
@@ -232,7 +260,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
         async with from_server:
             async for session_message in from_server:
                 message = session_message.message
-                data = await anyio.to_thread.run_sync(encode_message, message)
+                data = await anyio.to_thread.run_sync(encoded, message)
                 await emit(data)
                 if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
                     in_flight.discard(message.id)

@@ -492,7 +492,7 @@ def main(argv: list[str] | None = None) -> int:
     switch = Switch(ns.control.absolute(), runtime)
     mcp_server.Server = mutant_server_class(switch)
     # Response mutants edit a call's result on its way to the transport; an answer parked for
-    # off-loop encoding (http_answers.py) reaches them as a placeholder, so the host never parks.
+    # off-loop encoding (parked_answers.py) reaches them as a placeholder, so the host never parks.
     mcp_server.parks_answers_for = lambda protocol_version: False
     if ns.http:
         import uvicorn

@@ -143,6 +143,36 @@ def test_wrong_method_is_405_envelope_with_allow(client):
     assert response.headers["allow"] == "POST"
 
 
+def _on_event_loop() -> bool:
+    import asyncio
+
+    try:
+        asyncio.get_running_loop()
+    except RuntimeError:
+        return False
+    return True
+
+
+def test_a_rest_call_is_decoded_checked_and_encoded_off_the_event_loop(client, monkeypatch):
+    """Issue #19: no part of a REST tool call runs on the event loop, as over MCP."""
+    from knowspec.impl.rest import tool_endpoints
+
+    seen = []
+
+    def recorded(step, function):
+        def wrapped(*args, **kwargs):
+            seen.append((step, _on_event_loop()))
+            return function(*args, **kwargs)
+        return wrapped
+
+    for step, name in (("decode", "parse_json_body"), ("check", "validate_body"), ("encode", "encoded")):
+        monkeypatch.setattr(tool_endpoints, name, recorded(step, getattr(tool_endpoints, name)))
+    headers = login(client, "fatma", READER_PW)
+    response = client.post("/ClientREST/DocStats", headers=headers, json={})
+    assert response.headers["content-type"] == "application/json" and response.json()
+    assert seen == [("decode", False), ("check", False), ("encode", False)]
+
+
 def test_malformed_json_is_400_envelope(client):
     headers = {**login(client, "fatma", READER_PW), "content-type": "application/json"}
     response = client.post("/ClientREST/DocStats", headers=headers, content=b"{not json")

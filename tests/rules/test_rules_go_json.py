@@ -67,3 +67,18 @@ def test_the_text_is_json_for_the_same_value_and_never_holds_raw_html_characters
     text = go_json.dumps(value)
     assert _same(json.loads(text), value)
     assert not {"<", ">", "&", "\u2028", "\u2029"} & set(text)
+
+
+def _holds_float(value) -> bool:
+    if type(value) is float:
+        return True
+    if isinstance(value, dict):
+        return any(map(_holds_float, value.values()))
+    return isinstance(value, list) and any(map(_holds_float, value))
+
+
+@given(json_values)
+def test_a_float_is_found_at_any_depth(value):
+    """Floats take Go's number format only when found: a float missed at any depth would be
+    written in Python's format (1e-07 where Go writes 1e-7)."""
+    assert go_json._has_float(value) == _holds_float(value)

@@ -96,3 +96,22 @@ def test_calls_in_flight_at_end_of_input_are_answered_with_their_results(mini_re
     answers = {a["id"]: a for a in map(json.loads, stdout.getvalue().decode().splitlines())}
     assert "error" not in answers[9], answers[9]
     assert answers[9]["result"]["structuredContent"] == {"text": "late", "items": []}
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="pipe capacity is set with Linux's F_SETPIPE_SZ")
+def test_the_answer_pipe_holds_a_big_answer_in_few_hand_overs(tmp_path):
+    import fcntl
+
+    from knowspec.impl.server.stdio_transport import PIPE_BYTES
+
+    server = subprocess.Popen([sys.executable, "-m", "knowspec.impl.cli", "serve", "--stdio", "--appdir", str(tmp_path)],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.DEVNULL)
+    try:
+        server.stdin.write(json.dumps(INIT).encode() + b"\n")
+        server.stdin.flush()
+        assert json.loads(server.stdout.readline())["id"] == "init"
+        assert fcntl.fcntl(server.stdout.fileno(), fcntl.F_GETPIPE_SZ) >= min(
+            PIPE_BYTES, int(open("/proc/sys/fs/pipe-max-size").read()))
+    finally:
+        server.stdin.close()
+        server.wait(30)

@@ -17,6 +17,7 @@ from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.concept import projection as proj
 from knowspec.impl.okf.concept.ids import canonical_id_error
+from knowspec.impl.okf.derived import per_snapshot
 from knowspec.impl.okf.model import Concept, Snapshot, load_snapshot
 from knowspec.impl.okf.read_errors import (
     ROOT_INDEX_PARSE_MESSAGE,
@@ -99,6 +100,12 @@ def concept_card(concept: Concept, profile: str, as_of, base: dict[str, Any] | N
     }
 
 
+def _list_text(cards: list[dict[str, Any]]) -> str:
+    """list_concepts' text: the cards' id, type, title and path, which depend on the snapshot
+    alone (not on ``as_of`` or the profile), so it is rendered once per revision."""
+    return _compact({"concepts": [{k: c[k] for k in ("id", "type", "title", "path")} for c in cards]})
+
+
 def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
     profile = args.temporal_profile
     as_of = parse_as_of(args.as_of, profile)
@@ -123,7 +130,7 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
         "as_of": as_of.echo if as_of else None,
         "concepts": cards,
     }
-    text = _compact({"concepts": [{k: c[k] for k in ("id", "type", "title", "path")} for c in cards]})
+    text = per_snapshot(snapshot, "list_concepts.text", lambda: _list_text(cards))
     if len(text) > MAX_OUTPUT_BYTES:
         raise ToolError("resource_limit", "tool output exceeds MCP resource limits")
     return ToolOutput(structured, text)

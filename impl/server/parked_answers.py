@@ -1,0 +1,210 @@
+"""Tool answers are encoded once, in the call's worker thread; the SDK only ever carries a placeholder.
+
+Left to itself the SDK turns a handler's ``CallToolResult`` into wire bytes on the event loop: it
+dumps the result model, validates and dumps it again per protocol version, builds the JSON-RPC
+response model and dumps that to JSON. For a 55 MiB answer that is seconds in which ``/healthz``
+and every other client wait, and for any big answer it is several times the cost of one
+``json.dumps``. So the call's worker thread (under the call deadline) encodes the answer's heavy
+values, its text blocks and its structured content, parks the bytes here under a random token and
+hands the SDK the same result with each heavy value replaced by a short marker naming its slot.
+The SDK shapes and frames that small result exactly as it would the real one (every protocol era,
+every transport); on its way out, the one seam in this module (``splice``) replaces each marker
+with its parked bytes. Where the marker bytes are found is the only thing the transports differ
+in: an ASGI wrapper for streamable HTTP (``ParkedAnswerWriter``: SSE events and JSON bodies, 2025
+sessions and 2026-07-28 single exchanges alike) and the stdio transport's writer.
+
+The values are encoded as the SDK's writer would encode them, so the bytes are the SDK's own: raw
+UTF-8 where the SDK writes with pydantic (stdio, 2025-era HTTP), ``\\uXXXX`` escapes where it
+writes with ``json.dumps`` (2026-07-28 HTTP). ``tests/server/test_parked_answers.py`` compares the
+two paths byte for byte on every transport, and fails when an SDK release changes its writers.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+import secrets
+import threading
+import time
+from typing import Any, Callable, Iterable
+
+import mcp.types as types
+import pydantic_core
+from mcp_types.version import MODERN_PROTOCOL_VERSIONS
+
+from knowspec.impl.server.sliced_json import json_pieces
+
+PARKED_KEY = "knowspec/parked"  # the structured content of a placeholder: {PARKED_KEY: "<token>:<slot>"}
+TEXT_MARK = PARKED_KEY + ":"  # the text of a placeholder's text block: "knowspec/parked:<token>:<slot>"
+MAX_PARKED_SECONDS = 300.0  # an answer whose placeholder is never written (client gone) is dropped after this
+MAX_PLACEHOLDER_BYTES = 256 * 1024  # a placeholder message is small; bigger bytes are never scanned
+CHUNK_BYTES = 1 << 20  # parked bytes are joined into chunks of about this size (fewer writes)
+
+# A marker as the SDK writes it; never one inside a JSON string (there its quotes are escaped).
+_MARKER = re.compile(rb'(?<!\\)(?:\{"' + PARKED_KEY.encode() + rb'":"([0-9a-f]{32}):(\d+)"\}|"'
+                     + TEXT_MARK.encode() + rb'([0-9a-f]{32}):(\d+)")')
+
+
+def ascii_for_http(protocol_version: str) -> bool:
+    """Whether the SDK's streamable HTTP writer escapes non-ASCII for this protocol version."""
+    return protocol_version in MODERN_PROTOCOL_VERSIONS
+
+
+def encoded(value: Any, ensure_ascii: bool) -> list[bytes]:
+    """``value`` as compact JSON bytes, encoded in short slices (``sliced_json``), in ~1 MiB chunks.
+
+    What slicing cannot encode (a lone surrogate in raw UTF-8, NaN) is left to pydantic, as the
+    SDK would do it.
+    """
+    chunks: list[bytes] = []
+    pending: list[bytes] = []
+    size = 0
+    try:
+        for piece in json_pieces(value, ensure_ascii):
+            data = piece.encode("utf-8")
+            pending.append(data)
+            size += len(data)
+            if size >= CHUNK_BYTES:
+                chunks.append(b"".join(pending))
+                pending, size = [], 0
+    except (TypeError, ValueError):
+        return [pydantic_core.to_json(value)]
+    if pending or not chunks:
+        chunks.append(b"".join(pending))
+    return chunks
+
+
+class ParkedAnswers:
+    """Encoded answer values waiting for the SDK's placeholder to reach the wire; thread-safe.
+
+    ``ensure_ascii(protocol_version)`` says how the transport's SDK writer encodes text.
+    """
+
+    def __init__(self, ensure_ascii: Callable[[str], bool] = lambda version: False,
+                 max_age: float = MAX_PARKED_SECONDS, clock: Callable[[], float] = time.monotonic):
+        self._parked: dict[str, tuple[float, list[list[bytes]]]] = {}
+        self._lock = threading.Lock()
+        self._ensure_ascii = ensure_ascii
+        self._max_age = max_age
+        self._clock = clock
+
+    def park(self, result: types.CallToolResult, protocol_version: str) -> types.CallToolResult:
+        """Encode ``result``'s heavy values and keep them; return the placeholder for the SDK."""
+        token = secrets.token_hex(16)
+        ascii_only = self._ensure_ascii(protocol_version)
+        slots: list[list[bytes]] = []
+
+        def slot(value: Any) -> str:
+            slots.append(encoded(value, ascii_only))
+            return f"{token}:{len(slots) - 1}"
+
+        content = [c.model_copy(update={"text": TEXT_MARK + slot(c.text)}) if isinstance(c, types.TextContent) else c
+                   for c in result.content]
+        structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
+        now = self._clock()
+        with self._lock:
+            for stale in [t for t, (at, _) in self._parked.items() if now - at > self._max_age]:
+                del self._parked[stale]
+            self._parked[token] = (now, slots)
+        return result.model_copy(update={"content": content, "structured_content": structured})
+
+    def splice(self, data: bytes) -> list[bytes] | None:
+        """The bytes to write instead of ``data``, which the SDK wrote for a placeholder; None when
+        ``data`` carries no marker. The parked answer is taken (removed)."""
+        if len(data) > MAX_PLACEHOLDER_BYTES or PARKED_KEY.encode() not in data:
+            return None
+        markers = list(_MARKER.finditer(data))
+        if not markers:
+            return None
+        with self._lock:
+            taken = {token: self._parked.pop(token, None) for token in {_token(m) for m in markers}}
+        out: list[bytes] = []
+        at = 0
+        for marker in markers:
+            entry = taken[_token(marker)]
+            index = int(marker.group(2) or marker.group(4))
+            if entry is None or index >= len(entry[1]):  # dropped as stale: say so, never write a marker
+                return [unavailable(data)]
+            out.append(data[at:marker.start()])
+            out.extend(entry[1][index])
+            at = marker.end()
+        out.append(data[at:])
+        return out
+
+    def __len__(self) -> int:
+        return len(self._parked)
+
+
+def _token(marker: re.Match[bytes]) -> str:
+    return (marker.group(1) or marker.group(3)).decode("ascii")
+
+
+def unavailable(data: bytes) -> bytes:
+    """``data`` with its JSON-RPC message (from its first ``{`` to its last ``}``) replaced by an
+    internal error for the same request id."""
+    start, end = data.find(b"{"), data.rfind(b"}") + 1
+    try:
+        request_id = json.loads(data[start:end]).get("id")
+    except (ValueError, AttributeError):
+        request_id = None
+    error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
+        code=types.INTERNAL_ERROR, message="the answer was no longer available"))
+    return data[:start] + error.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + data[end:]
+
+
+class ParkedAnswerWriter:
+    """ASGI wrapper of the MCP endpoint: a response body (or SSE event) the SDK wrote for a
+    placeholder goes out as the parked answer, in its chunks; a JSON body's Content-Length follows.
+
+    Uses nothing of the SDK but the bytes it writes: streamed (SSE) responses pass their headers
+    at once; a plain response's headers wait for its body, which may change its length.
+    """
+
+    def __init__(self, app: Any, answers: ParkedAnswers, path: str = "/mcp"):
+        self.app = app
+        self.answers = answers
+        self.path = path
+
+    async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
+        if scope["type"] != "http" or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        held: dict[str, Any] | None = None
+
+        async def write(message: dict[str, Any]) -> None:
+            nonlocal held
+            if message["type"] == "http.response.start" and not _streamed(message):
+                held = message
+                return
+            if message["type"] != "http.response.body":
+                await send(message)
+                return
+            more = message.get("more_body", False)
+            pieces = self.answers.splice(message.get("body", b""))
+            if held is not None:
+                start, held = held, None
+                await send(start if pieces is None else _resized(start, None if more else sum(map(len, pieces))))
+            if pieces is None:
+                await send(message)
+                return
+            for index, piece in enumerate(pieces):
+                await send({"type": "http.response.body", "body": piece,
+                            "more_body": more or index < len(pieces) - 1})
+
+        await self.app(scope, receive, write)
+        if held is not None:  # headers without a body
+            await send(held)
+
+
+def _streamed(start: dict[str, Any]) -> bool:
+    return any(key.lower() == b"content-type" and value.startswith(b"text/event-stream")
+               for key, value in start.get("headers", []))
+
+
+def _resized(start: dict[str, Any], length: int | None) -> dict[str, Any]:
+    """``start`` with its Content-Length set to ``length`` (dropped when None: sent chunked)."""
+    headers: Iterable[tuple[bytes, bytes]] = [(k, v) for k, v in start.get("headers", [])
+                                               if k.lower() != b"content-length"]
+    if length is not None:
+        headers = [*headers, (b"content-length", str(length).encode("ascii"))]
+    return {**start, "headers": list(headers)}

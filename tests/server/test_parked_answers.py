@@ -1,0 +1,286 @@
+"""Tool answers are encoded once, off the event loop, and written as the SDK would write them
+(issue #19: no serialisation on the loop; issue #18: big answers cheap)."""
+
+from __future__ import annotations
+
+import http.client
+import io
+import json
+import sys
+import tempfile
+import textwrap
+import threading
+import time
+from pathlib import Path
+
+import anyio
+import mcp.types as types
+import pytest
+from hypothesis import given
+from hypothesis import settings as hypothesis_settings
+from hypothesis import strategies as st
+from starlette.testclient import TestClient
+
+from knowspec.impl.config import Settings
+from knowspec.impl.context import ToolOutput
+from knowspec.impl.server import mcp_server, sliced_json
+from knowspec.impl.server.http_app import build_app
+from knowspec.impl.server.parked_answers import PARKED_KEY, ParkedAnswers
+from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.stdio_transport import stdio_transport
+from serving import free_port, serving
+
+json_values = st.recursive(
+    st.none() | st.booleans() | st.integers(-10**20, 10**20) | st.floats(allow_nan=False, allow_infinity=False)
+    | st.text(max_size=40),
+    lambda inner: st.lists(inner, max_size=12) | st.dictionaries(st.text(max_size=8), inner, max_size=8),
+    max_leaves=60,
+)
+
+
+@hypothesis_settings(deadline=None)  # timing is not what this pins; a loaded machine must not fail it
+@given(json_values, st.booleans())
+def test_sliced_json_is_the_same_text_as_one_dumps(value, ensure_ascii):
+    expected = json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"))
+    saved = sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE
+    sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE = 3, 4  # force slicing at every level
+    try:
+        assert "".join(sliced_json.json_pieces(value, ensure_ascii)) == expected
+    finally:
+        sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE = saved
+
+
+# ---- the same bytes as the SDK's own path, on every transport and protocol era -----------------
+
+SAMPLE_BUNDLE = Path(__file__).resolve().parents[2] / "examples" / "okf-sample"
+HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+CLIENT = {"name": "t", "version": "1"}
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": "2026-07-28", "io.modelcontextprotocol/clientInfo": CLIENT,
+               "io.modelcontextprotocol/clientCapabilities": {}}
+# What a text encoder may get wrong: non-ASCII (escaped on the modern wire), quotes, backslashes,
+# control characters, U+2028, a character outside the BMP, a marker-like string.
+AWKWARD = 'çay "q" \\ \n\t\x01 \u2028 😀 </x> & {"knowspec/parked":"0:0"}'
+
+
+def _awkward(args, ctx):
+    items = [{"text": AWKWARD + str(i), "kind": "a"} for i in range(300)]
+    return ToolOutput({"results": items}, text=AWKWARD * 50)
+
+
+def _mini_runtime(registry, settings: Settings) -> ToolRuntime:
+    return ToolRuntime(settings, entries=registry.TOOLS, handlers={"echo_list": _awkward, "echo_text": None})
+
+
+CALLS = [("echo_list", {"text": "a"}), ("echo_list", {"text": ""}), ("echo_text", {"text": "a"})]  # ok, schema error, not implemented
+
+
+def _http_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]]) -> list[tuple[str, str | None, bytes]]:
+    """(content type, content length, body) of each call, on a 2025 session and then on the modern protocol."""
+    app = build_app(runtime, host="testserver", dns_rebinding_protection=False)
+    out = []
+    with TestClient(app) as client:
+        init = client.post("/mcp", headers=HEADERS, json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+            "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}})
+        session = {**HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+        client.post("/mcp", headers=session, json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        for request_id, (name, arguments) in enumerate(calls, 1):
+            legacy = client.post("/mcp", headers=session, json={"jsonrpc": "2.0", "id": request_id, "method": "tools/call",
+                                                              "params": {"name": name, "arguments": arguments}})
+            modern = client.post("/mcp", headers={**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                                                  "Mcp-Name": name},
+                                 json={"jsonrpc": "2.0", "id": f"m{request_id}", "method": "tools/call",
+                                       "params": {"name": name, "arguments": arguments, "_meta": MODERN_META}})
+            out += [(r.headers["content-type"], r.headers.get("content-length"), r.content) for r in (legacy, modern)]
+    return out
+
+
+def _stdio_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], park: bool) -> list[bytes]:
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+              for i, (name, arguments) in enumerate(calls, 1)]
+    stdin = io.BytesIO("".join(json.dumps(line) + "\n" for line in lines).encode())
+    stdout = io.BytesIO()
+    answers = ParkedAnswers() if park else None
+    server = mcp_server.build_server(runtime, answers=answers)
+
+    async def go():
+        async with stdio_transport(stdin, stdout, drain_seconds=30, answers=answers) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(go)
+    return sorted(stdout.getvalue().splitlines())
+
+
+def _both_paths(monkeypatch, wire):
+    """``wire(park)`` with answers parked, then with the SDK encoding the real result itself."""
+    parked = wire(True)
+    monkeypatch.setattr(mcp_server, "parks_answers_for", lambda protocol_version: False)
+    return parked, wire(False)
+
+
+def test_a_parked_answer_is_the_bytes_the_sdk_writes_over_http_in_both_protocol_eras(mini_registry, tmp_path, monkeypatch):
+    """Fails when an SDK release changes how it writes an answer (framing, escaping, shaping)."""
+    settings = Settings(appdir=tmp_path, allow_anonymous=True)
+    parked, sdk = _both_paths(monkeypatch, lambda park: _http_wire(_mini_runtime(mini_registry, settings), CALLS))
+    assert [kind for kind, _, _ in parked] == ["text/event-stream", "application/json"] * len(CALLS)
+    assert b"\\u00e7ay" in parked[1][2] and "çay".encode() in parked[0][2]  # modern escapes, 2025 does not
+    for ours, theirs in zip(parked, sdk):
+        assert ours == theirs
+        assert PARKED_KEY.encode() + b'":"' not in ours[2]
+
+
+def test_a_parked_answer_is_the_bytes_the_sdk_writes_over_stdio(mini_registry, tmp_path, monkeypatch):
+    settings = Settings(appdir=tmp_path)
+    parked, sdk = _both_paths(monkeypatch, lambda park: _stdio_wire(_mini_runtime(mini_registry, settings), CALLS, park))
+    assert parked == sdk and len(parked) == 1 + len(CALLS)
+    assert "çay".encode() in b"".join(parked)
+
+
+def test_list_concepts_answers_are_the_sdk_path_bytes_on_every_transport(tmp_path, monkeypatch):
+    """The golden comparison for issue #18's big answers: list_concepts (structured content and
+    Go-compatible text) on the wire, parked against the SDK's own serialisation."""
+    settings = Settings(appdir=tmp_path, allow_anonymous=True, bundle_roots=(SAMPLE_BUNDLE,))
+    calls = [("list_concepts", {"bundle_path": str(SAMPLE_BUNDLE)})]
+    parked, sdk = _both_paths(monkeypatch, lambda park: (_http_wire(ToolRuntime(settings), calls),
+                                                         _stdio_wire(ToolRuntime(settings), calls, park)))
+    assert parked == sdk
+    answer = json.loads(parked[1][-1])["result"]
+    assert answer["structuredContent"]["concepts"] and json.loads(answer["content"][0]["text"])["concepts"]
+
+
+def test_output_validation_still_runs_for_a_parked_answer(mini_registry, tmp_path):
+    def off_schema(args, ctx):
+        return ToolOutput({"results": [{"text": "x", "kind": "not-an-enum-value"}]})
+
+    runtime = ToolRuntime(Settings(appdir=tmp_path), entries=mini_registry.TOOLS, handlers={"echo_list": off_schema})
+    [_, answer] = _stdio_wire(runtime, [("echo_list", {"text": "a"})], park=True)
+    result = json.loads(answer)["result"]
+    assert result["isError"] and result["structuredContent"]["code"] == "schema_validation"
+
+
+# ---- the splice --------------------------------------------------------------------------------
+
+def _placeholder_line(answers: ParkedAnswers, request_id, result: types.CallToolResult) -> bytes:
+    placeholder = answers.park(result, "2025-06-18")
+    dumped = placeholder.model_dump(by_alias=True, mode="json", exclude_none=True)
+    return types.JSONRPCResponse(jsonrpc="2.0", id=request_id, result=dumped).model_dump_json(
+        by_alias=True, exclude_unset=True).encode()
+
+
+def test_a_parked_answer_is_taken_once_by_its_placeholder():
+    answers = ParkedAnswers()
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="big")], structured_content={"a": [1]})
+    line = _placeholder_line(answers, 1, result)
+    assert len(answers) == 1 and b"big" not in line
+    assert json.loads(b"".join(answers.splice(line)))["result"]["structuredContent"] == {"a": [1]}
+    assert len(answers) == 0
+    [again] = answers.splice(line)  # taken: a second placeholder for it is answered as unavailable
+    assert json.loads(again)["error"]["code"] == types.INTERNAL_ERROR
+    assert answers.splice(b'{"jsonrpc":"2.0","id":2,"result":{"content":[]}}') is None
+
+
+def test_an_answer_parked_too_long_is_dropped_and_its_response_says_so():
+    now = [0.0]
+    answers = ParkedAnswers(max_age=10, clock=lambda: now[0])
+    line = _placeholder_line(answers, 3, types.CallToolResult(content=[types.TextContent(type="text", text="old")]))
+    now[0] = 11.0
+    _placeholder_line(answers, 4, types.CallToolResult(content=[]))  # parking purges what is stale
+    [frame] = answers.splice(b"data: " + line + b"\r\n\r\n")
+    assert frame.startswith(b"data: {") and frame.endswith(b"}\r\n\r\n")
+    error = json.loads(frame[6:-4])
+    assert error["id"] == 3 and error["error"]["code"] == types.INTERNAL_ERROR and len(answers) == 1
+    assert PARKED_KEY.encode() not in frame
+
+
+def test_a_marker_inside_a_json_string_is_never_spliced():
+    answers = ParkedAnswers()
+    line = _placeholder_line(answers, 5, types.CallToolResult(content=[types.TextContent(type="text", text="t")]))
+    token_marker = line[line.index(b'"knowspec/parked:'):line.index(b'"', line.index(b'"knowspec/parked:') + 1) + 1]
+    echoed = json.dumps({"jsonrpc": "2.0", "id": 6, "error": {"code": 1, "message": token_marker.decode()}}).encode()
+    assert answers.splice(echoed) is None and len(answers) == 1
+
+
+_BIG_ANSWER_SERVER = textwrap.dedent("""
+    import sys
+    from pathlib import Path
+    sys.path.insert(0, sys.argv[1])
+    import uvicorn
+    import mini_generated.registry as registry
+    from knowspec.impl.config import Settings
+    from knowspec.impl.context import ToolOutput
+    from knowspec.impl.server.http_app import build_app
+    from knowspec.impl.server.pipeline import ToolRuntime
+
+    TEXT = "é" * (24 * 1024 * 1024)
+    ITEMS = [{"text": str(i) + "t" * 8000, "kind": "a"} for i in range(3000)]
+
+    def big(args, ctx):
+        return ToolOutput({"results": ITEMS}, text=TEXT)
+
+    settings = Settings(appdir=Path(sys.argv[2]), allow_anonymous=True)
+    runtime = ToolRuntime(settings, entries=registry.TOOLS, handlers={"echo_list": big})
+    uvicorn.run(build_app(runtime), host="127.0.0.1", port=int(sys.argv[3]), log_level="warning")
+""")
+
+_HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
+
+
+def _post(conn: http.client.HTTPConnection, message: dict, headers: dict) -> http.client.HTTPResponse:
+    conn.request("POST", "/mcp", body=json.dumps(message), headers=headers)
+    return conn.getresponse()
+
+
+@pytest.mark.parametrize("era", ["2025-06-18", "2026-07-28"])
+def test_health_answers_while_a_large_answer_is_encoded(mini_registry, tmp_path, era):
+    """While one client waits for a ~100 MiB answer, /healthz keeps answering, on a 2025-era
+    session and on a 2026-07-28 single exchange alike.
+
+    The window runs from the big call's request to the first byte of its answer; no health
+    probe may wait for more than a third of it. With the SDK encoding on the loop, one probe
+    waited out the whole encoding (most of the window).
+    """
+    root = str(Path(mini_registry.__file__).parent.parent)
+    port = free_port()
+    with serving([sys.executable, "-c", _BIG_ANSWER_SERVER, root, str(tmp_path), str(port)], port):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+        params: dict = {"name": "echo_list", "arguments": {"text": "a"}}
+        if era == "2026-07-28":  # no handshake: every request carries its envelope
+            session = {**_HEADERS, "MCP-Protocol-Version": era, "Mcp-Method": "tools/call", "Mcp-Name": "echo_list"}
+            params["_meta"] = MODERN_META
+        else:
+            init = _post(conn, {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+                "protocolVersion": era, "capabilities": {}, "clientInfo": CLIENT}}, _HEADERS)
+            session = {**_HEADERS, "Mcp-Session-Id": init.getheader("mcp-session-id")}
+            init.read()
+            _post(conn, {"jsonrpc": "2.0", "method": "notifications/initialized"}, session).read()
+
+        done, probes = threading.Event(), []
+
+        def probe() -> None:
+            health = http.client.HTTPConnection("127.0.0.1", port, timeout=300)
+            while not done.is_set():
+                health.request("GET", "/healthz")
+                health.getresponse().read()
+                probes.append(time.monotonic())
+
+        prober = threading.Thread(target=probe)
+        prober.start()
+        while not probes:
+            time.sleep(0.01)
+        started = time.monotonic()
+        answer = _post(conn, {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": params}, session)
+        first = answer.read(1)  # SSE headers come at once, JSON ones with the body: the answer's first byte
+        first_byte = time.monotonic()
+        body = first + answer.read()
+        done.set()
+        prober.join()
+
+    event = json.loads(body.split(b"data: ", 1)[1] if body.startswith(b"event:") else body)
+    results = event["result"].get("structuredContent", {}).get("results", [])
+    assert event["id"] == 1 and len(results) == 3000, str(event)[:600]
+    window = first_byte - started
+    marks = [started] + [t for t in probes if started < t < first_byte] + [first_byte]
+    longest_wait = max(b - a for a, b in zip(marks, marks[1:]))
+    assert longest_wait < window / 3, f"a probe waited {longest_wait:.2f} s of a {window:.2f} s window"
