@@ -45,13 +45,17 @@ def check_budget(document: dict[str, Any]) -> None:
 
 
 def _legacy_text(snapshot: Any, ctx: CallContext) -> str:
-    def render() -> str:
+    """The legacy JSON-LD text, kept as UTF-8 bytes between calls (a non-ASCII ``str`` would
+    take two or four bytes a character) and decoded for each answer."""
+    def render() -> bytes:
         text = render_legacy(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD")))
-        if len(text.encode("utf-8")) > MAX_RENDER_BYTES:
+        encoded = text.encode("utf-8")
+        if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
-        return text
+        return encoded
 
-    return _derived(ctx).get((snapshot.root, "legacy_jsonld"), getattr(snapshot, "revision", None), render)
+    encoded = _derived(ctx).get((snapshot.root, "legacy_jsonld"), getattr(snapshot, "revision", None), render)
+    return encoded.decode("utf-8")
 
 
 def _derived(ctx: CallContext):
