@@ -8,11 +8,11 @@ substring containment, best field wins. Two speed-ups, neither of which changes 
   NUL falls back to the per-concept scan);
 - bodies get a 32,768-bit trigram signature each (hashed UTF-8 byte trigrams); a body can hold
   the query only if its signature has every trigram bit of the query, so only those candidate
-  bodies are searched.
+  bodies are searched (in a C-level loop), each trigram narrowing the rows the next one reads;
+- only the hits the page shows are put in order (row numbers, which follow the ID order).
 
 Substring search on UTF-8 bytes is exact for code-point substrings (UTF-8 is self-synchronising),
-and non-ASCII folded bodies are stored as bytes to halve the memory of wide Python strings (an
-ASCII body is kept as the folded ``str`` itself: one byte per character, and no second copy).
+and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 bytes a character).
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
@@ -22,6 +22,7 @@ are copied; only new or changed concepts are folded and hashed again.
 from __future__ import annotations
 
 import bisect
+from itertools import compress, repeat
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -29,7 +30,7 @@ import numpy as np
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
-from knowspec.impl.rules.ordering import search_hit_key, truncate
+from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 
 SIGNATURE_BITS = 1 << 15
 _SEP = b"\x00"
@@ -77,14 +78,14 @@ def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]
     return (f.id.encode(), f.title.encode(), f.description.encode(), tuple(t.encode() for t in f.tags))
 
 
-def _stored_body(folded: str) -> bytes | str:
-    """The folded body as searched: the ``str`` itself when ASCII, else its UTF-8 bytes."""
-    return folded if folded.isascii() else folded.encode("utf-8", "surrogatepass")
+def _stored_body(folded: str) -> bytes:
+    """The folded body as searched: its UTF-8 bytes (one byte a character when ASCII)."""
+    return folded.encode("utf-8", "surrogatepass")
 
 
-def _sign(out: np.ndarray, body: bytes | str, scratch: np.ndarray) -> None:
+def _sign(out: np.ndarray, body: bytes, scratch: np.ndarray) -> None:
     """Write the packed trigram signature of ``body`` into the zeroed row ``out``."""
-    hashes = trigram_hashes(body.encode("ascii") if isinstance(body, str) else body)
+    hashes = trigram_hashes(body)
     if len(hashes):
         scratch[:] = False
         scratch[hashes] = True
@@ -110,6 +111,16 @@ class ConceptSearchIndex:
 
     def _assemble(self, ids: list[str], small: list, bodies: list, signatures: np.ndarray, concepts: list) -> None:
         self.ids = ids
+        # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
+        # snapshot's concepts are), sorting row numbers is sorting IDs; else ``position`` maps
+        # a row to its place in that order.
+        keys = [byte_key(cid) for cid in ids]
+        in_order = all(a < b for a, b in zip(keys, keys[1:]))
+        self.position: list[int] | None = None
+        if not in_order:
+            self.position = [0] * len(ids)
+            for place, row in enumerate(sorted(range(len(ids)), key=keys.__getitem__)):
+                self.position[row] = place
         self.small = small
         self.bodies = bodies
         self.signatures = signatures
@@ -127,12 +138,19 @@ class ConceptSearchIndex:
         return self.signatures.nbytes + sum(len(b) for b in self.bodies) + blobs
 
     def _body_candidates(self, needle: bytes) -> np.ndarray:
+        """Rows whose signature has every trigram bit of ``needle``: one trigram at a time,
+        each narrowing the rows the next one reads (not every row times every trigram)."""
         hashes = np.unique(trigram_hashes(needle))
         if not len(hashes):
             return np.arange(len(self.bodies))
+        columns = (hashes >> 3).astype(np.intp)
         masks = (np.uint8(128) >> (hashes & 7).astype(np.uint8)).astype(np.uint8)
-        bits = self.signatures[:, (hashes >> 3).astype(np.intp)] & masks
-        return np.nonzero(np.all(bits != 0, axis=1))[0]
+        rows = np.nonzero(self.signatures[:, columns[0]] & masks[0])[0]
+        for column, mask in zip(columns[1:].tolist(), masks[1:].tolist()):
+            if not len(rows):
+                break
+            rows = rows[(self.signatures[rows, column] & mask) != 0]
+        return rows
 
     def search(self, folded_query: str, limit: int, check_cancelled: Callable[[], None] = lambda: None) -> SearchResult:
         needle = folded_query.encode("utf-8", "surrogatepass")
@@ -143,17 +161,34 @@ class ConceptSearchIndex:
             for owner in self.fields[field].owners_matching(needle):
                 rank_of.setdefault(owner, field)
             check_cancelled()
-        for n, i in enumerate(self._body_candidates(needle).tolist()):
-            if n % 512 == 0:
-                check_cancelled()
-            if i not in rank_of:
-                body = self.bodies[i]
-                if (folded_query if type(body) is str else needle) in body:
-                    rank_of[i] = "body"
-        matches = [(self.ids[i], field) for i, field in rank_of.items()]
-        matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
-        page, total, truncated = truncate(matches, limit)
-        return SearchResult(page, total, truncated)
+        candidates = self._body_candidates(needle)
+        if rank_of:
+            candidates = candidates[~np.isin(candidates, np.fromiter(rank_of, dtype=np.intp, count=len(rank_of)))]
+        bodies, contains = self.bodies, bytes.__contains__
+        for start in range(0, len(candidates), 4096):
+            check_cancelled()
+            rows = candidates[start:start + 4096].tolist()
+            # a C-level loop: ``needle in bodies[row]`` for each row, the matching rows kept
+            for row in compress(rows, map(contains, map(bodies.__getitem__, rows), repeat(needle))):
+                rank_of[row] = "body"
+        return self._page(rank_of, limit)
+
+    def _page(self, rank_of: dict[int, str], limit: int) -> SearchResult:
+        """The first ``limit`` hits in (field rank, ID) order and the total, sorting only the
+        rows of the fields the page reaches (row numbers, not IDs: see ``position``)."""
+        by_field: dict[str, list[int]] = {}
+        for row, field in rank_of.items():
+            by_field.setdefault(field, []).append(row)
+        page: list[tuple[str, str]] = []
+        order = None if self.position is None else self.position.__getitem__
+        for field in sorted(by_field, key=lambda f: -FIELD_RANKS[f]):
+            if len(page) >= limit:
+                break
+            rows = by_field[field]
+            rows.sort(key=order)
+            page.extend((self.ids[row], field) for row in rows[: limit - len(page)])
+        total = len(rank_of)
+        return SearchResult(page, total, total > len(page))
 
     def _scan(self, query: str, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
         """Per-concept scan, used when the query holds the blob separator (NUL)."""
@@ -169,7 +204,7 @@ class ConceptSearchIndex:
                 matches.append((cid, "description"))
             elif any(needle in t for t in tags):
                 matches.append((cid, "tags"))
-            elif (query if type(self.bodies[i]) is str else needle) in self.bodies[i]:
+            elif needle in self.bodies[i]:
                 matches.append((cid, "body"))
         matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
         page, total, truncated = truncate(matches, limit)
