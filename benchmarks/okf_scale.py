@@ -103,7 +103,7 @@ def main() -> None:
     for n in (args.small, args.large):
         bundle = synthetic_bundle(n)
         nbytes = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
-        flags = limit_flags(n + 16, max(64 << 20, 2 * nbytes))
+        flags = limit_flags(max(10_000, n + 16), max(64 << 20, 2 * nbytes))  # never below the contract's
         floor = floor_seconds(bundle)
         run = anyio.run(server_run, bundle, flags)
         results["sizes"][str(n)] = {"concepts": n, "bundle_mib": round(nbytes / 2**20, 1), "flags": flags,
