@@ -33,6 +33,7 @@ from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, Se
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 
 SIGNATURE_BITS = 1 << 15
+_FIELDS = sorted(FIELD_RANKS, key=lambda name: -FIELD_RANKS[name])  # id, title, description, tags, body
 _SEP = b"\x00"
 _GOLDEN = np.uint32(2654435761)
 
@@ -116,11 +117,10 @@ class ConceptSearchIndex:
         # a row to its place in that order.
         keys = [byte_key(cid) for cid in ids]
         in_order = all(a < b for a, b in zip(keys, keys[1:]))
-        self.position: list[int] | None = None
+        self.position: np.ndarray | None = None
         if not in_order:
-            self.position = [0] * len(ids)
-            for place, row in enumerate(sorted(range(len(ids)), key=keys.__getitem__)):
-                self.position[row] = place
+            self.position = np.empty(len(ids), dtype=np.intp)
+            self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
         self.small = small
         self.bodies = bodies
         self.signatures = signatures
@@ -156,38 +156,36 @@ class ConceptSearchIndex:
         needle = folded_query.encode("utf-8", "surrogatepass")
         if _SEP in needle:
             return self._scan(folded_query, needle, limit, check_cancelled)
-        rank_of: dict[int, str] = {}
-        for field in ("id", "title", "description", "tags"):
-            for owner in self.fields[field].owners_matching(needle):
-                rank_of.setdefault(owner, field)
+        # field[row]: the best field matched so far (0 none, else 1 + its place in _FIELDS)
+        field = np.zeros(len(self.ids), dtype=np.int8)
+        for place, name in reversed(list(enumerate(_FIELDS[:-1]))):  # better fields overwrite
+            owners = self.fields[name].owners_matching(needle)
+            if owners:
+                field[np.fromiter(owners, dtype=np.intp, count=len(owners))] = place + 1
             check_cancelled()
         candidates = self._body_candidates(needle)
-        if rank_of:
-            candidates = candidates[~np.isin(candidates, np.fromiter(rank_of, dtype=np.intp, count=len(rank_of)))]
+        candidates = candidates[field[candidates] == 0]
         bodies, contains = self.bodies, bytes.__contains__
         for start in range(0, len(candidates), 4096):
             check_cancelled()
             rows = candidates[start:start + 4096].tolist()
             # a C-level loop: ``needle in bodies[row]`` for each row, the matching rows kept
-            for row in compress(rows, map(contains, map(bodies.__getitem__, rows), repeat(needle))):
-                rank_of[row] = "body"
-        return self._page(rank_of, limit)
+            found = list(compress(rows, map(contains, map(bodies.__getitem__, rows), repeat(needle))))
+            field[found] = len(_FIELDS)
+        return self._page(field, limit)
 
-    def _page(self, rank_of: dict[int, str], limit: int) -> SearchResult:
-        """The first ``limit`` hits in (field rank, ID) order and the total, sorting only the
-        rows of the fields the page reaches (row numbers, not IDs: see ``position``)."""
-        by_field: dict[str, list[int]] = {}
-        for row, field in rank_of.items():
-            by_field.setdefault(field, []).append(row)
+    def _page(self, field: np.ndarray, limit: int) -> SearchResult:
+        """The first ``limit`` hits in (field rank, ID) order and the total; rows are taken in
+        row order, which is the ID byte order (else put in it through ``position``)."""
         page: list[tuple[str, str]] = []
-        order = None if self.position is None else self.position.__getitem__
-        for field in sorted(by_field, key=lambda f: -FIELD_RANKS[f]):
+        for place, name in enumerate(_FIELDS):
             if len(page) >= limit:
                 break
-            rows = by_field[field]
-            rows.sort(key=order)
-            page.extend((self.ids[row], field) for row in rows[: limit - len(page)])
-        total = len(rank_of)
+            rows = np.flatnonzero(field == place + 1)
+            if self.position is not None:
+                rows = rows[np.argsort(self.position[rows], kind="stable")]
+            page.extend((self.ids[row], name) for row in rows[: limit - len(page)].tolist())
+        total = int(np.count_nonzero(field))
         return SearchResult(page, total, total > len(page))
 
     def _scan(self, query: str, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
