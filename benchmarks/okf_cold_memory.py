@@ -64,7 +64,8 @@ async def server_run(bundle: Path, concept_id: str) -> dict:
         for name, arguments in calls:
             ms, result = await timed(session, name, arguments)
             code = (result.structured_content or {}).get("code") if result.is_error else None
-            out["tools"][name] = {"ms": round(ms, 1), "error": code or result.is_error}
+            out["tools"][name] = {"ms": round(ms, 1), "error": code or result.is_error,
+                                  "rss_after_mib": server_memory_mib("VmRSS")}
         out["rss_after_all_tools_mib"] = server_memory_mib("VmRSS")
         out["peak_rss_mib"] = server_memory_mib("VmHWM")
     return out

@@ -6,7 +6,7 @@ substring containment, best field wins. Two speed-ups, neither of which changes 
 - the short fields (id, title, description, each tag) are joined per field into one UTF-8 blob
   with NUL separators, so one ``bytes.find`` loop visits only real matches (a query containing
   NUL falls back to the per-concept scan);
-- bodies get a 32,768-bit trigram signature each (hashed UTF-8 byte trigrams); a body can hold
+- bodies get a 16,384-bit trigram signature each (hashed UTF-8 byte trigrams); a body can hold
   the query only if its signature has every trigram bit of the query, so only those candidate
   bodies are searched (in a C-level loop), each trigram narrowing the rows the next one reads;
 - only the hits the page shows are put in order (row numbers, which follow the ID order).
@@ -32,7 +32,8 @@ from knowspec.impl import runtime as process
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 
-SIGNATURE_BITS = 1 << 15
+SIGNATURE_BITS = 1 << 14  # 2 KiB a body: few false candidates, and each is verified anyway
+_HASH_SHIFT = np.uint32(32 - 14)  # the top bits of the 32-bit multiplicative hash
 _FIELDS = sorted(FIELD_RANKS, key=lambda name: -FIELD_RANKS[name])  # id, title, description, tags, body
 _SEP = b"\x00"
 _GOLDEN = np.uint32(2654435761)
@@ -44,7 +45,7 @@ def trigram_hashes(data: bytes) -> np.ndarray:
         return np.empty(0, dtype=np.uint32)
     a = np.frombuffer(data, dtype=np.uint8).astype(np.uint32)
     codes = (a[:-2] << np.uint32(16)) | (a[1:-1] << np.uint32(8)) | a[2:]
-    return ((codes * _GOLDEN) >> np.uint32(17)) & np.uint32(SIGNATURE_BITS - 1)
+    return ((codes * _GOLDEN) >> _HASH_SHIFT) & np.uint32(SIGNATURE_BITS - 1)
 
 
 @dataclass
