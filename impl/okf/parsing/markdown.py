@@ -96,7 +96,7 @@ class BodyAnalysis:
     @property
     def body(self) -> str:
         source = self._source
-        return source if type(source) is str else source()
+        return source if isinstance(source, str) else source()
 
     @property
     def prose(self) -> str:
@@ -226,7 +226,7 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
     mask: list[tuple[int, int]] = []
     link_spans: list[tuple[int, int]] = []
     footnote_blocks: list[tuple[int, int]] = []
-    heading_raw: list[tuple[int, int, int, list[str]]] = []  # level, start, end, texts
+    heading_raw: list[tuple[int, int, int, str]] = []  # level, start, end, inline text
     current_heading: list | None = None
     fence_unclosed_from: int | None = None
     fences: list[tuple[int, int, bool]] = []
