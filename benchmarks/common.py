@@ -68,6 +68,11 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
 
 def server_peak_rss_mib() -> float | None:
     """VmHWM of the newest child python process serving stdio (Linux only)."""
+    return server_memory_mib("VmHWM")
+
+
+def server_memory_mib(field: str = "VmRSS") -> float | None:
+    """A /proc status field (VmRSS now, VmHWM peak) of the child process serving stdio, in MiB."""
     me = os.getpid()
     best = None
     for status in Path("/proc").glob("[0-9]*/status"):
@@ -76,9 +81,20 @@ def server_peak_rss_mib() -> float | None:
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        if fields.get("PPid", "").strip() == str(me) and "VmHWM" in fields:
-            best = int(fields["VmHWM"].split()[0]) / 1024
+        if fields.get("PPid", "").strip() == str(me) and field in fields:
+            best = int(fields[field].split()[0]) / 1024
     return best
+
+
+def goal(name: str, floor: float, figure: float, bound: float, unit: str) -> dict[str, Any]:
+    """One goal's line: the floor and the figure measured in the same run, their ratio and the
+    bound on it; printed at once and returned for the results file."""
+    ratio = figure / floor if floor else float("inf")
+    row = {"goal": name, "floor": round(floor, 3), "figure": round(figure, 3), "unit": unit,
+           "ratio": round(ratio, 2), "bound": bound, "holds": ratio <= bound}
+    print(f"{name}: floor {floor:.3f} {unit}, figure {figure:.3f} {unit}, ratio {ratio:.2f} "
+          f"(bound {bound}) {'PASS' if row['holds'] else 'FAIL'}", flush=True)
+    return row
 
 
 def write_results(name: str, data: dict[str, Any]) -> Path:

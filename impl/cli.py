@@ -13,7 +13,7 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from knowspec.impl.cli_args import UsageError, host_port, log_level, positive_float, worker_count
+from knowspec.impl.cli_args import UsageError, host_port, log_level, positive_float, raised_limit, worker_count
 from knowspec.impl.config import Settings
 
 DEBUG_HINT = "run again with --debug for the traceback"
@@ -129,7 +129,7 @@ def prepare_serve(args: argparse.Namespace):
     settings.server_version = getattr(args, "server_version", None) or ""
     # The server's one runtime (every cache, the KNOWSPEC_* settings read now); activated, so code
     # that runs without a call context (pool openers, storages) reaches the same one.
-    state = process.Runtime()
+    state = process.Runtime(_runtime_settings(args))
     process.activate(state)
     return ToolRuntime(settings, process_runtime=state)
 
@@ -170,6 +170,17 @@ def _serve(args: argparse.Namespace) -> int:
 
     anyio.run(serve_stdio, runtime)
     return 0
+
+
+def _runtime_settings(args: argparse.Namespace):
+    """The KNOWSPEC_* settings read now, with the bundle limits the operator raised."""
+    import dataclasses
+
+    from knowspec.impl import runtime as process
+
+    return dataclasses.replace(process.RuntimeSettings.from_environment(),
+                               max_bundle_files=getattr(args, "max_bundle_files", None),
+                               max_bundle_bytes=getattr(args, "max_bundle_bytes", None))
 
 
 def _authority(host: str, port: int) -> str:
@@ -250,6 +261,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="serverInfo.name in the initialize answer (okf-mcp's own is okf-mcp)")
     serve.add_argument("--server-version", metavar="VERSION",
                        help="serverInfo.version (default: the installed knowspec version; okf-mcp's is 0.2.0)")
+    from knowspec.impl.okf.bundle.limits import DEFAULT_MAX_BYTES, DEFAULT_MAX_FILES
+
+    serve.add_argument("--max-bundle-files", type=raised_limit(DEFAULT_MAX_FILES, "files"), metavar="N",
+                       help="raise the OKF bundle limit of 10,000 files (and concepts) to N")
+    serve.add_argument("--max-bundle-bytes", type=raised_limit(DEFAULT_MAX_BYTES, "bytes"), metavar="N",
+                       help="raise the OKF bundle limit of 64 MiB (67108864 bytes) of captured files to N bytes")
     from knowspec.impl.server.access import add_serve_access_options
 
     add_serve_access_options(serve)

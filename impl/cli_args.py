@@ -88,6 +88,22 @@ def worker_count(value: str) -> int:
     return number
 
 
+def raised_limit(default: int, what: str):
+    """A validator for an operator's raised limit: a whole number at least the contract's
+    ``default`` (the limits can be raised, never lowered below the contract)."""
+    def check(value: str) -> int:
+        try:
+            number = int(value.strip().replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {what}, got {value!r}") from None
+        if number < default:
+            raise argparse.ArgumentTypeError(
+                f"expected at least the contract's {default} {what} (limits can only be raised), got {value!r}")
+        return number
+
+    return check
+
+
 def existing_dir(value: str) -> Path:
     path = Path(value).expanduser()
     if not path.exists():

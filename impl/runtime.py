@@ -50,6 +50,8 @@ class RuntimeSettings:
     - ``cache_budget_bytes``: ``KNOWSPEC_CACHE_BYTES``, the memory budget of all caches.
     - ``raise_unexpected``: ``KNOWSPEC_RAISE_UNEXPECTED`` (tests: see a handler's bug as such).
     - ``gc_pause``: ``KNOWSPEC_GC_PAUSE`` (default on; ``0`` keeps the collector running).
+    - ``max_bundle_files`` / ``max_bundle_bytes``: OKF bundle limits an operator raised
+      (``knowspec serve --max-bundle-files/--max-bundle-bytes``); ``None``: the contract's.
     """
 
     fts_arrays: str = "background"
@@ -57,6 +59,8 @@ class RuntimeSettings:
     cache_budget_bytes: int = DEFAULT_BUDGET_BYTES
     raise_unexpected: bool = False
     gc_pause: bool = True
+    max_bundle_files: int | None = None
+    max_bundle_bytes: int | None = None
 
     @classmethod
     def from_environment(cls) -> RuntimeSettings:

@@ -27,7 +27,8 @@ def per_snapshot(snapshot: Any, name: str, build: Callable[[], Any]) -> Any:
         except ToolError as exc:
             if exc.code != "resource_limit":
                 raise
-            return exc
+            # A copy without the traceback: its frames hold the half-built value.
+            return ToolError(exc.code, exc.message, diagnostics=exc.diagnostics)
 
     value = derived_cache(process.current()).get((getattr(snapshot, "root", None), name),
                                                     getattr(snapshot, "revision", None), remembered_build)

@@ -23,9 +23,9 @@ from typing import Any, Iterator, Mapping
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.concept import ids as _ids
-from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, YamlMap, parse_document
+from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, SplitDocument, YamlMap, parse_document
 from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation
-from knowspec.impl.okf.parsing.markdown import BodyAnalysis, Heading, analyse_body
+from knowspec.impl.okf.parsing.markdown import BodyAnalysis, BodySlice, Heading, analyse_body
 from knowspec.impl.okf.concept.relations import Relation, collect_relations, declared_fragments
 from knowspec.impl.okf.parsing.typed import read_str, read_tags
 
@@ -77,22 +77,33 @@ class Document:
         self.raw = raw
         self.parse_error: ParseError | None = None
         self.has_frontmatter = False
-        self.frontmatter_yaml = ""
         self.frontmatter: YamlMap = YamlMap()
-        self.body = ""
         self.body_start_line = 1
+        self._spans = _NO_SPANS  # byte ranges of frontmatter_yaml and body in raw
         try:
             parsed = parse_document(raw)
         except FrontmatterError as exc:
             self.parse_error = ParseError(path, exc.code, exc.message)
             return
-        self.has_frontmatter = parsed.split.has_frontmatter
-        self.frontmatter_yaml = parsed.split.frontmatter_yaml
+        split = parsed.split
+        self.has_frontmatter = split.has_frontmatter
         self.frontmatter = parsed.frontmatter
-        self.body = parsed.split.body
-        self.body_start_line = parsed.split.body_start_line
+        self.body_start_line = split.body_start_line
+        self._spans = _byte_spans(raw, split)
 
-    @cached_property
+    # The texts are cut from ``raw`` on each use rather than kept: a bundle's decoded bodies
+    # would double or quadruple its bytes in memory (non-ASCII text is 2-4 bytes a character).
+    @property
+    def frontmatter_yaml(self) -> str:
+        start, end = self._spans[0], self._spans[1]
+        return self.raw[start:end].decode("utf-8") if end > start else ""
+
+    @property
+    def body(self) -> str:
+        start, end = self._spans[2], self._spans[3]
+        return self.raw[start:end].decode("utf-8") if end > start else ""
+
+    @property
     def text(self) -> str:
         """The whole file as text (``""`` when it is not valid UTF-8)."""
         try:
@@ -102,8 +113,9 @@ class Document:
 
     @cached_property
     def markdown(self) -> BodyAnalysis:
+        start, end = self._spans[2], self._spans[3]
         with process.current().gc_paused():
-            return analyse_body(self.body, self.body_start_line)
+            return analyse_body(self.body, self.body_start_line, source=BodySlice(self.raw, start, end))
 
     @property
     def headings(self) -> list[Heading]:
@@ -295,6 +307,26 @@ class Snapshot:
             )
             out.append(RelationEdge(concept_id, rel, exists))
         return out
+
+
+_NO_SPANS = (0, 0, 0, 0)
+
+
+def _byte_spans(raw: bytes, split: SplitDocument) -> tuple[int, int, int, int]:
+    """(frontmatter start, end, body start, end) of a split document in ``raw``.
+
+    What lies between them (the ``---`` lines, the newlines the split drops) is ASCII, so byte
+    and character counts differ only inside the frontmatter and the body themselves."""
+    if not split.has_frontmatter:
+        return (0, 0, 0, len(raw))  # the whole text is the body
+    fm_start = split.frontmatter_offset
+    fm_end = fm_start + _utf8_length(split.frontmatter_yaml)
+    body_start = fm_end + split.body_offset - split.frontmatter_offset - len(split.frontmatter_yaml)
+    return (fm_start, fm_end, body_start, body_start + _utf8_length(split.body))
+
+
+def _utf8_length(text: str) -> int:
+    return len(text) if text.isascii() else len(text.encode("utf-8"))
 
 
 def document_for(path: str, raw: bytes) -> Document:

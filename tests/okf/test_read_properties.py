@@ -47,3 +47,27 @@ def test_validate_diagnostics_are_ordered_and_counted(names, bodies):
     errors = sum(d["severity"] == "ERROR" for d in diags)
     assert out["conformance"] == {"conformant": errors == 0, "errors": errors}
     assert out["guidance"]["warnings"] + out["guidance"]["info"] + errors == len(diags)
+
+
+_doc_text = st.text(alphabet="-\n\r a:é€\U0001f600#`", max_size=40)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.one_of(_doc_text, st.builds(lambda fm, body: f"---\n{fm}\n---\n{body}", _doc_text, _doc_text),
+                 st.builds(lambda fm, body: f"---\r\n{fm}\r\n---\r\n{body}", _doc_text, _doc_text)))
+def test_document_texts_cut_from_raw_equal_the_split(text):
+    """A Document keeps byte ranges, not texts: its body and frontmatter text, cut from the raw
+    bytes on each use, equal what the split of the decoded text gives."""
+    from knowspec.impl.okf.model import Document
+    from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, split_document
+
+    raw = text.encode("utf-8")
+    doc = Document("a.md", raw)
+    try:
+        split = split_document(text)
+    except FrontmatterError:
+        assert doc.parse_error is not None and (doc.body, doc.frontmatter_yaml) == ("", "")
+        return
+    if doc.parse_error is None:  # the YAML itself may still fail to load
+        assert (doc.body, doc.frontmatter_yaml) == (split.body, split.frontmatter_yaml)
+        assert doc.markdown.body == split.body

@@ -29,6 +29,7 @@ from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import watch as inotify
 from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
 from knowspec.impl.okf.model import Document, Snapshot, document_for
+from knowspec.impl.okf.bundle.limits import BundleLimits, limits_for
 from knowspec.impl.okf.bundle.paths import DIR_FLAGS, check_bundle_path, pin_root
 from knowspec.impl.okf.write.readers import consistent_read
 
@@ -66,6 +67,7 @@ class _Walk:
 
     previous: dict[str, _Entry] | None
     ctx: object
+    limits: BundleLimits = field(default_factory=lambda: _limits(process.current()))
     watch: inotify.DirectoryWatch | None = None
     root_dev: int = 0
     entries: dict[str, _Entry] = field(default_factory=dict)
@@ -111,8 +113,13 @@ def clear_cache() -> None:
     _slots(process.current()).clear()
 
 
-def _limits() -> tuple:
-    return (MAX_FILES, MAX_TOTAL_BYTES, MAX_FILE_BYTES, MAX_DEPTH, MAX_PATH_BYTES)
+def _limits(runtime: process.Runtime) -> BundleLimits:
+    """The file and byte limits of this runtime (the module's defaults unless raised)."""
+    return limits_for(runtime, files=MAX_FILES, total_bytes=MAX_TOTAL_BYTES)
+
+
+def _limit_stamp(limits: BundleLimits) -> tuple:
+    return (limits.files, limits.total_bytes, MAX_FILE_BYTES, MAX_DEPTH, MAX_PATH_BYTES)
 
 
 def _limit() -> ToolError:
@@ -215,7 +222,7 @@ def _capture_child(walk: _Walk, dir_fd: int, name: str, prefix: str, depth: int,
 
 
 def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_result) -> None:
-    if len(walk.entries) + 1 > MAX_FILES or st.st_size > MAX_FILE_BYTES:
+    if len(walk.entries) + 1 > walk.limits.files or st.st_size > MAX_FILE_BYTES:
         raise _limit()
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     old = walk.previous.get(rel) if walk.previous else None
@@ -225,7 +232,7 @@ def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_res
         data = _read_file(dir_fd, name, st)
         entry = _Entry(key, old.data, old.document) if old is not None and old.data == data else _Entry(key, data, None)
     walk.total += len(entry.data)
-    if walk.total > MAX_TOTAL_BYTES:
+    if walk.total > walk.limits.total_bytes:
         raise _limit()
     walk.entries[rel] = entry
     if st.st_nlink > 1:
@@ -288,9 +295,9 @@ class _Fallback(Exception):
     """The event-driven update cannot vouch for its result: walk the whole tree instead."""
 
 
-def _full_walk(slot: _CacheSlot, root_fd: int, root_id: tuple[int, int], ctx) -> _Walk:
+def _full_walk(slot: _CacheSlot, root_fd: int, root_id: tuple[int, int], ctx, limits: BundleLimits) -> _Walk:
     Stats.full_walks += 1
-    walk = _Walk(slot.entries or None, ctx, root_dev=root_id[0])
+    walk = _Walk(slot.entries or None, ctx, limits, root_dev=root_id[0])
     if inotify.available() and inotify.watchable(root_fd):
         try:
             walk.watch = inotify.DirectoryWatch()
@@ -350,10 +357,11 @@ def _drop(walk: _Walk, rel: str) -> None:
             walk.watch.remove_under(sub)
 
 
-def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, str]], ctx) -> _Walk:
+def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, str]], ctx,
+                   limits: BundleLimits) -> _Walk:
     """Re-check only the named entries; removals first so a moved directory is re-armed cleanly."""
     assert slot.root_id is not None  # a slot with changes to apply was walked in full before
-    walk = _Walk(slot.entries, ctx, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
+    walk = _Walk(slot.entries, ctx, limits, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
                  set(slot.shared))
     fds = _DirFds(root_fd, walk.dirs)
     try:
@@ -398,9 +406,9 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
         raise _Fallback  # let the full walk report the first problem in its own order
     finally:
         fds.close()
-    if walk.watch is None or len(walk.entries) > MAX_FILES:
+    if walk.watch is None or len(walk.entries) > limits.files:
         raise _Fallback
-    if sum(len(e.data) for e in walk.entries.values()) > MAX_TOTAL_BYTES:
+    if sum(len(e.data) for e in walk.entries.values()) > limits.total_bytes:
         raise _Fallback
     walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
     Stats.incremental += 1
@@ -420,15 +428,17 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
         _check(ctx)
         snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
     slot.snapshot, slot.entries, slot.dirs, slot.shared = snapshot, entries, walk.dirs, walk.shared
-    slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limits()
+    slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limit_stamp(walk.limits)
     slot.nbytes = sum(len(e.data) for e in entries.values())
     return snapshot
 
 
-def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, int], ctx) -> Snapshot:
+def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, int], ctx,
+                limits: BundleLimits) -> Snapshot:
     watch, slot.watch = slot.watch, None  # any failure below leaves the slot needing a full walk
     walk = None
-    if watch is not None and slot.snapshot is not None and slot.root_id == root_id and slot.limits == _limits():
+    if (watch is not None and slot.snapshot is not None and slot.root_id == root_id
+            and slot.limits == _limit_stamp(limits)):
         changes = watch.drain()
         if not changes.full:
             if not changes.names and _shared_unchanged(slot, root_fd):
@@ -436,7 +446,7 @@ def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, i
                 return slot.snapshot
             names = changes.names | {_split(rel) for rel in slot.shared}
             try:
-                walk = _apply_changes(slot, watch, root_fd, names, ctx)
+                walk = _apply_changes(slot, watch, root_fd, names, ctx, limits)
             except _Fallback:
                 walk = None
             except BaseException:
@@ -445,7 +455,7 @@ def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, i
     if walk is None:
         if watch is not None:
             watch.close()
-        walk = _full_walk(slot, root_fd, root_id, ctx)
+        walk = _full_walk(slot, root_fd, root_id, ctx, limits)
     return _publish(slot, walk, path, root_id, ctx)
 
 
@@ -512,7 +522,8 @@ def _capture_snapshot(bundle_path: str, ctx, runtime: process.Runtime) -> Snapsh
         slot = slots.get(path, None, _CacheSlot)
         # A commit's renames run wholly before or after this (interrupted ones are finished first).
         with slot.lock, consistent_read(root_fd, lambda: _check(ctx)):
-            snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+            snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx,
+                                   _limits(runtime))
         slots.resize(path)
         return snapshot
     finally:

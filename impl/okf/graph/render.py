@@ -10,6 +10,7 @@ most 64 runes. Structured content is the v0.2 document, the text content the leg
 from __future__ import annotations
 
 import json
+import zlib
 from typing import Any
 
 from knowspec.impl import runtime as process
@@ -45,13 +46,17 @@ def check_budget(document: dict[str, Any]) -> None:
 
 
 def _legacy_text(snapshot: Any, ctx: CallContext) -> str:
-    def render() -> str:
+    """The legacy JSON-LD text, kept compressed between calls (a non-ASCII ``str`` would take
+    two or four bytes a character) and decoded for each answer."""
+    def render() -> bytes:
         text = render_legacy(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD")))
-        if len(text.encode("utf-8")) > MAX_RENDER_BYTES:
+        encoded = text.encode("utf-8")
+        if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
-        return text
+        return zlib.compress(encoded, 1)
 
-    return _derived(ctx).get((snapshot.root, "legacy_jsonld"), getattr(snapshot, "revision", None), render)
+    compressed = _derived(ctx).get((snapshot.root, "legacy_jsonld"), getattr(snapshot, "revision", None), render)
+    return zlib.decompress(compressed).decode("utf-8")
 
 
 def _derived(ctx: CallContext):
@@ -65,15 +70,17 @@ def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput
         raise ToolError("invalid_request", f"render JSON-LD: {resolution.error}")
     text = _legacy_text(snapshot, ctx)
 
-    def render() -> dict:
+    def render() -> bytes:
         document = project(snapshot, temporal.profile, temporal.as_of, lambda: ctx.check_cancelled("render v0.2 JSON-LD"))
-        size = len(json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8"))
-        if size > MAX_RENDER_BYTES:
+        encoded = json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+        if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
-        return document
+        return zlib.compress(encoded, 1)
 
+    # Kept between calls as compressed JSON (a few bytes a node, not a tree of dicts), loaded
+    # again for each answer: the same values, in the same key order.
     key = (snapshot.root, "v02_jsonld", temporal.profile, temporal.as_of_echo)
-    document = _derived(ctx).get(key, getattr(snapshot, "revision", None), render)
+    document = json.loads(zlib.decompress(_derived(ctx).get(key, getattr(snapshot, "revision", None), render)))
     check_budget(document)
     ctx.check_cancelled("get semantic graph")
     return ToolOutput(document, text)

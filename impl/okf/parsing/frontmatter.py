@@ -304,6 +304,8 @@ class SplitDocument:
     frontmatter_yaml: str
     body: str
     body_start_line: int  # 1-based line number of the body's first line in the file
+    frontmatter_offset: int = 0  # where frontmatter_yaml starts in the text (characters)
+    body_offset: int = 0  # where body starts in the text (characters)
 
 
 def decode_utf8(raw: bytes) -> str:
@@ -339,11 +341,12 @@ def split_document(text: str) -> SplitDocument:
             elif rest.startswith("\n"):
                 rest = rest[1:]
                 body_line += 1
+            body_offset = len(text) - len(rest)
             if rest.endswith("\r\n"):
                 rest = rest[:-2]
             elif rest.endswith("\n"):
                 rest = rest[:-1]
-            return SplitDocument(True, frontmatter, rest, body_line)
+            return SplitDocument(True, frontmatter, rest, body_line, yaml_start, body_offset)
         if end < 0:
             break
         pos = end + 1

@@ -9,8 +9,7 @@ pseudo-syntax inside code. Heading IDs follow Goldmark's ``ids.Generate`` byte r
 from __future__ import annotations
 
 import re
-from dataclasses import dataclass, field
-from functools import cached_property
+import sys
 from typing import Any, NamedTuple
 
 import pyromark
@@ -55,26 +54,72 @@ class FootnoteDef(NamedTuple):
     line: int
 
 
-@dataclass
+class BodySlice:
+    """A body kept as its byte range in the file's bytes, decoded on each use (no second copy)."""
+
+    __slots__ = ("raw", "start", "end")
+
+    def __init__(self, raw: bytes, start: int, end: int) -> None:
+        self.raw, self.start, self.end = raw, start, end
+
+    def __call__(self) -> str:
+        return self.raw[self.start:self.end].decode("utf-8") if self.end > self.start else ""
+
+
 class BodyAnalysis:
     """Everything the read side derives from a body's Markdown structure.
 
-    ``headings`` are built on first use from the heading ranges recorded during the parse
-    (link-only consumers such as neighbours never pay for heading IDs)."""
+    Kept per document for the life of a snapshot, so it holds only the small results (links,
+    footnotes, fences, heading ranges, the masked spans); the body comes from ``source`` (the
+    text itself, or a :class:`BodySlice` of the file's bytes) and the prose is rebuilt from the
+    masked spans when asked. ``headings`` are built on first use from the heading ranges
+    recorded during the parse (link-only consumers such as neighbours never pay for heading IDs).
+    """
 
-    body: str = ""
-    first_line: int = 1
-    heading_ranges: list = field(default_factory=list)  # (level, start, end, inline texts)
-    links: list[RawLink] = field(default_factory=list)
-    footnote_refs: list[FootnoteRef] = field(default_factory=list)
-    footnote_defs: list[FootnoteDef] = field(default_factory=list)
-    prose: str = ""  # the body with opaque bytes blanked (newlines kept)
-    fences: list[tuple[int, int, bool]] = field(default_factory=list)  # (start, end, closed) bytes
+    __slots__ = ("_source", "first_line", "_heading_state", "links", "footnote_refs", "footnote_defs",
+                 "mask", "fences")
 
-    @cached_property
+    def __init__(self, source: "str | BodySlice" = "", first_line: int = 1,
+                 heading_ranges: list | None = None, mask: list | None = None,
+                 fences: list | None = None) -> None:
+        self._source = source
+        self.first_line = first_line
+        # (False, ranges) until the headings are built, then (True, headings): one attribute
+        # swapped at once, so a concurrent reader sees either, never half of a change.
+        self._heading_state: tuple[bool, list] = (False, heading_ranges or [])
+        self.links: list[RawLink] = []
+        self.footnote_refs: list[FootnoteRef] = []
+        self.footnote_defs: list[FootnoteDef] = []
+        self.mask: list[tuple[int, int]] = mask or []  # body byte spans blanked in the prose
+        self.fences: list[tuple[int, int, bool]] = fences or []  # (start, end, closed) bytes
+
+    @property
+    def body(self) -> str:
+        source = self._source
+        return source if isinstance(source, str) else source()
+
+    @property
+    def prose(self) -> str:
+        """The body with opaque bytes blanked (newlines kept)."""
+        body = self.body
+        if not self.mask:
+            return body
+        return _apply_mask(body.encode("utf-8"), self.mask).decode("utf-8", errors="replace")
+
+    @property
+    def heading_ranges(self) -> list:
+        """(level, start, end, inline text) of each heading, in body order."""
+        built, items = self._heading_state
+        return [(h.level, h.start, h.end, h.text) for h in items] if built else items
+
+    @property
     def headings(self) -> list[Heading]:
-        data = self.body.encode("utf-8")
-        return _headings(data, _LineIndex(data, self.first_line), self.heading_ranges)
+        built, items = self._heading_state
+        if not built:
+            data = self.body.encode("utf-8")
+            items = _headings(data, _LineIndex(data, self.first_line), items)
+            self._heading_state = (True, items)  # the ranges live on in the headings
+        return items
 
     @property
     def anchors(self) -> set[str]:
@@ -172,14 +217,16 @@ def _fence_closed(data: bytes, start: int, end: int) -> bool:
     return crun >= run and stripped[crun:].strip() == b""
 
 
-def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
-    """Parse ``body`` once with pyromark and derive headings, prose mask, links and footnotes."""
+def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None = None) -> BodyAnalysis:
+    """Parse ``body`` once with pyromark and derive headings, prose mask, links and footnotes.
+
+    ``source``: where the analysis reads the body again later (default: ``body`` itself)."""
     data = body.encode("utf-8")
     lines = _LineIndex(data, body_start_line)
     mask: list[tuple[int, int]] = []
     link_spans: list[tuple[int, int]] = []
     footnote_blocks: list[tuple[int, int]] = []
-    heading_raw: list[tuple[int, int, int, list[str]]] = []  # level, start, end, texts
+    heading_raw: list[tuple[int, int, int, str]] = []  # level, start, end, inline text
     current_heading: list | None = None
     fence_unclosed_from: int | None = None
     fences: list[tuple[int, int, bool]] = []
@@ -194,7 +241,8 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
             continue
         if "End" in event:
             if current_heading is not None and type(event["End"]) is dict and "Heading" in event["End"]:
-                heading_raw.append(tuple(current_heading))
+                level, start, end, texts = current_heading
+                heading_raw.append((level, start, end, "".join(texts)))
                 current_heading = None
             continue
         if type(event) is not dict:
@@ -248,8 +296,7 @@ def analyse_body(body: str, body_start_line: int = 1) -> BodyAnalysis:
         prose = prose_bytes.decode("utf-8", errors="replace")
     else:
         prose_bytes, prose = data, body
-    analysis = BodyAnalysis(body=body, first_line=body_start_line, heading_ranges=heading_raw,
-                            prose=prose, fences=fences)
+    analysis = BodyAnalysis(body if source is None else source, body_start_line, heading_raw, mask, fences)
     _scan_links(prose, body_start_line, analysis)
     _scan_footnotes(data, prose_bytes, lines, footnote_blocks, link_spans, analysis)
     return analysis
@@ -284,8 +331,8 @@ def _headings(data: bytes, lines: _LineIndex, raw: list) -> list[Heading]:
         bases.append(heading_id_base(source))
     ids = unique_heading_ids(bases)
     return [
-        Heading(level, "".join(texts), anchor, lines.line_of(start), start, end)
-        for (level, start, end, texts), anchor in zip(raw, ids)
+        Heading(level, text, anchor, lines.line_of(start), start, end)
+        for (level, start, end, text), anchor in zip(raw, ids)
     ]
 
 
@@ -301,7 +348,7 @@ def _scan_links(prose: str, first_line: int, analysis: BodyAnalysis) -> None:
         line_no += prose.count("\n", counted, start)
         counted = start
         for target in scan_line_links(prose[start:end]):
-            analysis.links.append(RawLink(target, line_no))
+            analysis.links.append(RawLink(sys.intern(target), line_no))  # bundles repeat their targets
         pos = prose.find("](", end)
 
 

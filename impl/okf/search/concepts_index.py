@@ -6,13 +6,13 @@ substring containment, best field wins. Two speed-ups, neither of which changes 
 - the short fields (id, title, description, each tag) are joined per field into one UTF-8 blob
   with NUL separators, so one ``bytes.find`` loop visits only real matches (a query containing
   NUL falls back to the per-concept scan);
-- bodies get a 32,768-bit trigram signature each (hashed UTF-8 byte trigrams); a body can hold
+- bodies get a 16,384-bit trigram signature each (hashed UTF-8 byte trigrams); a body can hold
   the query only if its signature has every trigram bit of the query, so only those candidate
-  bodies are searched.
+  bodies are searched (in a C-level loop), each trigram narrowing the rows the next one reads;
+- only the hits the page shows are put in order (row numbers, which follow the ID order).
 
 Substring search on UTF-8 bytes is exact for code-point substrings (UTF-8 is self-synchronising),
-and non-ASCII folded bodies are stored as bytes to halve the memory of wide Python strings (an
-ASCII body is kept as the folded ``str`` itself: one byte per character, and no second copy).
+and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 bytes a character).
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
@@ -22,6 +22,7 @@ are copied; only new or changed concepts are folded and hashed again.
 from __future__ import annotations
 
 import bisect
+from itertools import compress, repeat
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -29,9 +30,11 @@ import numpy as np
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
-from knowspec.impl.rules.ordering import search_hit_key, truncate
+from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 
-SIGNATURE_BITS = 1 << 15
+SIGNATURE_BITS = 1 << 14  # 2 KiB a body: few false candidates, and each is verified anyway
+_HASH_SHIFT = np.uint32(32 - 14)  # the top bits of the 32-bit multiplicative hash
+_FIELDS = sorted(FIELD_RANKS, key=lambda name: -FIELD_RANKS[name])  # id, title, description, tags, body
 _SEP = b"\x00"
 _GOLDEN = np.uint32(2654435761)
 
@@ -42,7 +45,7 @@ def trigram_hashes(data: bytes) -> np.ndarray:
         return np.empty(0, dtype=np.uint32)
     a = np.frombuffer(data, dtype=np.uint8).astype(np.uint32)
     codes = (a[:-2] << np.uint32(16)) | (a[1:-1] << np.uint32(8)) | a[2:]
-    return ((codes * _GOLDEN) >> np.uint32(17)) & np.uint32(SIGNATURE_BITS - 1)
+    return ((codes * _GOLDEN) >> _HASH_SHIFT) & np.uint32(SIGNATURE_BITS - 1)
 
 
 @dataclass
@@ -77,14 +80,14 @@ def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]
     return (f.id.encode(), f.title.encode(), f.description.encode(), tuple(t.encode() for t in f.tags))
 
 
-def _stored_body(folded: str) -> bytes | str:
-    """The folded body as searched: the ``str`` itself when ASCII, else its UTF-8 bytes."""
-    return folded if folded.isascii() else folded.encode("utf-8", "surrogatepass")
+def _stored_body(folded: str) -> bytes:
+    """The folded body as searched: its UTF-8 bytes (one byte a character when ASCII)."""
+    return folded.encode("utf-8", "surrogatepass")
 
 
-def _sign(out: np.ndarray, body: bytes | str, scratch: np.ndarray) -> None:
+def _sign(out: np.ndarray, body: bytes, scratch: np.ndarray) -> None:
     """Write the packed trigram signature of ``body`` into the zeroed row ``out``."""
-    hashes = trigram_hashes(body.encode("ascii") if isinstance(body, str) else body)
+    hashes = trigram_hashes(body)
     if len(hashes):
         scratch[:] = False
         scratch[hashes] = True
@@ -110,6 +113,15 @@ class ConceptSearchIndex:
 
     def _assemble(self, ids: list[str], small: list, bodies: list, signatures: np.ndarray, concepts: list) -> None:
         self.ids = ids
+        # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
+        # snapshot's concepts are), sorting row numbers is sorting IDs; else ``position`` maps
+        # a row to its place in that order.
+        keys = [byte_key(cid) for cid in ids]
+        in_order = all(a < b for a, b in zip(keys, keys[1:]))
+        self.position: np.ndarray | None = None
+        if not in_order:
+            self.position = np.empty(len(ids), dtype=np.intp)
+            self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
         self.small = small
         self.bodies = bodies
         self.signatures = signatures
@@ -127,33 +139,55 @@ class ConceptSearchIndex:
         return self.signatures.nbytes + sum(len(b) for b in self.bodies) + blobs
 
     def _body_candidates(self, needle: bytes) -> np.ndarray:
+        """Rows whose signature has every trigram bit of ``needle``: one trigram at a time,
+        each narrowing the rows the next one reads (not every row times every trigram)."""
         hashes = np.unique(trigram_hashes(needle))
         if not len(hashes):
             return np.arange(len(self.bodies))
+        columns = (hashes >> 3).astype(np.intp)
         masks = (np.uint8(128) >> (hashes & 7).astype(np.uint8)).astype(np.uint8)
-        bits = self.signatures[:, (hashes >> 3).astype(np.intp)] & masks
-        return np.nonzero(np.all(bits != 0, axis=1))[0]
+        rows = np.nonzero(self.signatures[:, columns[0]] & masks[0])[0]
+        for column, mask in zip(columns[1:].tolist(), masks[1:].tolist()):
+            if not len(rows):
+                break
+            rows = rows[(self.signatures[rows, column] & mask) != 0]
+        return rows
 
     def search(self, folded_query: str, limit: int, check_cancelled: Callable[[], None] = lambda: None) -> SearchResult:
         needle = folded_query.encode("utf-8", "surrogatepass")
         if _SEP in needle:
             return self._scan(folded_query, needle, limit, check_cancelled)
-        rank_of: dict[int, str] = {}
-        for field in ("id", "title", "description", "tags"):
-            for owner in self.fields[field].owners_matching(needle):
-                rank_of.setdefault(owner, field)
+        # field[row]: the best field matched so far (0 none, else 1 + its place in _FIELDS)
+        field = np.zeros(len(self.ids), dtype=np.int8)
+        for place, name in reversed(list(enumerate(_FIELDS[:-1]))):  # better fields overwrite
+            owners = self.fields[name].owners_matching(needle)
+            if owners:
+                field[np.fromiter(owners, dtype=np.intp, count=len(owners))] = place + 1
             check_cancelled()
-        for n, i in enumerate(self._body_candidates(needle).tolist()):
-            if n % 512 == 0:
-                check_cancelled()
-            if i not in rank_of:
-                body = self.bodies[i]
-                if (folded_query if type(body) is str else needle) in body:
-                    rank_of[i] = "body"
-        matches = [(self.ids[i], field) for i, field in rank_of.items()]
-        matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
-        page, total, truncated = truncate(matches, limit)
-        return SearchResult(page, total, truncated)
+        candidates = self._body_candidates(needle)
+        candidates = candidates[field[candidates] == 0]
+        bodies, contains = self.bodies, bytes.__contains__
+        for start in range(0, len(candidates), 4096):
+            check_cancelled()
+            rows = candidates[start:start + 4096].tolist()
+            # a C-level loop: ``needle in bodies[row]`` for each row, the matching rows kept
+            found = list(compress(rows, map(contains, map(bodies.__getitem__, rows), repeat(needle))))
+            field[found] = len(_FIELDS)
+        return self._page(field, limit)
+
+    def _page(self, field: np.ndarray, limit: int) -> SearchResult:
+        """The first ``limit`` hits in (field rank, ID) order and the total; rows are taken in
+        row order, which is the ID byte order (else put in it through ``position``)."""
+        page: list[tuple[str, str]] = []
+        for place, name in enumerate(_FIELDS):
+            if len(page) >= limit:
+                break
+            rows = np.flatnonzero(field == place + 1)
+            if self.position is not None:
+                rows = rows[np.argsort(self.position[rows], kind="stable")]
+            page.extend((self.ids[row], name) for row in rows[: limit - len(page)].tolist())
+        total = int(np.count_nonzero(field))
+        return SearchResult(page, total, total > len(page))
 
     def _scan(self, query: str, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
         """Per-concept scan, used when the query holds the blob separator (NUL)."""
@@ -169,7 +203,7 @@ class ConceptSearchIndex:
                 matches.append((cid, "description"))
             elif any(needle in t for t in tags):
                 matches.append((cid, "tags"))
-            elif (query if type(self.bodies[i]) is str else needle) in self.bodies[i]:
+            elif needle in self.bodies[i]:
                 matches.append((cid, "body"))
         matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
         page, total, truncated = truncate(matches, limit)

@@ -18,8 +18,10 @@ from knowspec.generated.models.okf.get_neighbors_input_schema import GetNeighbor
 from knowspec.generated.models.okf.get_semantic_graph_input_schema import GetSemanticGraphInput
 from knowspec.generated.models.okf.search_concepts_input_schema import SearchConceptsInput
 from knowspec.generated.models.okf.search_sections_input_schema import SearchSectionsInput
+from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.graph import render as graph
 from knowspec.impl.okf.tools import cards
 from knowspec.impl.okf.search import concepts as sc
@@ -54,7 +56,7 @@ def compact_json(value: Any) -> str:
 def _load(bundle_path: str, ctx: CallContext, operation: str) -> Snapshot:
     snapshot = load_snapshot(bundle_path, ctx)
     snapshot.require_parseable()
-    if len(snapshot.concepts) > MAX_CONCEPTS:
+    if len(snapshot.concepts) > limits_for(process.of(ctx), concepts=MAX_CONCEPTS).concepts:
         raise too_many_concepts(f"{operation} exceeds MCP resource limits", _CONCEPT_CAP_ADVICE)
     ctx.check_cancelled(operation)
     return snapshot

@@ -15,6 +15,7 @@ from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateB
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.concept import projection as proj
 from knowspec.impl.okf.concept.ids import canonical_id_error
 from knowspec.impl.okf.derived import per_snapshot
@@ -111,7 +112,7 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
     as_of = parse_as_of(args.as_of, profile)
     snapshot = load_snapshot(args.bundle_path, ctx)
     snapshot.require_parseable()
-    if len(snapshot.concepts) > MAX_CONCEPTS:
+    if len(snapshot.concepts) > limits_for(process.of(ctx), concepts=MAX_CONCEPTS).concepts:
         raise too_many_concepts()
     resolution = snapshot.version()
     if resolution.error is not None:

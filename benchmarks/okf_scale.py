@@ -1,0 +1,128 @@
+"""Issue #18 goal 8: bundles past the default limits (synthetic, built by this benchmark).
+
+Run: knowspec bench okf_scale [--small 5000] [--large 50000]
+Writes benchmarks/results/okf_scale.json. The bundles (concepts with frontmatter, headings,
+links to other concepts and prose from a fixed vocabulary, about 1 KB each) are generated once
+under ``$KNOWSPEC_BENCH_CACHE`` (default /tmp/knowspec-bench). For each size, one fresh stdio
+server started with the limits raised (``--max-bundle-files``, ``--max-bundle-bytes``) answers a
+cold ``search_concepts`` (the load and the index build) and then warm queries. One run prints:
+
+- warm search_concepts p50 at the large size against the small one (bound 2x: the index must be
+  sublinear in the number of concepts);
+- the large bundle's cold load (first search_concepts) against its parse floor (read + libyaml +
+  pyromark, ``okf_read.floor_seconds``, measured in this run), bound 1.3x;
+
+and the load average at start and end (the machine is shared: ratios of one run are what counts).
+A server without the limit flags (before goal 8) is run without them and reports its refusal.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import random
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import anyio
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import goal, percentiles, server_memory_mib, stdio_session, timed, write_results  # noqa: E402
+from okf_read import floor_seconds  # noqa: E402
+
+SEARCH_BOUND = 2.0
+COLD_BOUND = 1.3
+CACHE = Path(os.environ.get("KNOWSPEC_BENCH_CACHE") or "/tmp/knowspec-bench")
+WORDS = ("table cluster stream delta schema volume token python lakehouse notebook pipeline warehouse "
+         "catalog permission job metric model serving vector index query engine storage account region "
+         "policy budget compute photon autoloader checkpoint merge partition snapshot history").split()
+QUERIES = ["delta", "cluster", "stream", "unity catalog", "lakehouse", "notebook 17", "photon engine",
+           "checkpoint", "zz-not-there", "concept 4242", "merge partition", "warehouse"] * 3
+
+
+def concept_text(i: int, n: int, rng: random.Random) -> str:
+    words = [rng.choice(WORDS) for _ in range(120)]
+    paragraphs = [" ".join(words[k:k + 40]) + "." for k in range(0, 120, 40)]
+    links = " ".join(f"[see {j}](/concepts/c{j:06d}.md)" for j in rng.sample(range(n), 3))
+    tags = ", ".join(rng.sample(WORDS, 2))
+    return (f"---\ntype: Reference\ntitle: Concept {i} {rng.choice(WORDS)}\n"
+            f"description: About {rng.choice(WORDS)} and {rng.choice(WORDS)} number {i}\ntags: [{tags}]\n---\n"
+            f"# Concept {i}\n\n{paragraphs[0]}\n\n## Details\n\n{paragraphs[1]} {links}\n\n"
+            f"## Notes\n\n{paragraphs[2]}\n\n```\ncode {i} not a [link](/x.md)\n```\n")
+
+
+def synthetic_bundle(n: int) -> Path:
+    """A bundle of ``n`` concepts (built once, reused while its marker file exists)."""
+    root = CACHE / f"okf-scale-{n}"
+    done = root / ".okf" / "complete"
+    if done.exists():
+        return root
+    rng = random.Random(n)
+    (root / "concepts").mkdir(parents=True, exist_ok=True)
+    (root / "index.md").write_text("---\nokf_version: \"0.1\"\n---\n# Index\n")
+    for i in range(n):
+        (root / "concepts" / f"c{i:06d}.md").write_text(concept_text(i, n, rng))
+    done.parent.mkdir(exist_ok=True)
+    done.write_text("")
+    return root
+
+
+def limit_flags(files: int, nbytes: int) -> list[str]:
+    """The serve flags raising the bundle limits, when this build has them."""
+    usage = subprocess.run([sys.executable, "-m", "knowspec.impl.cli", "serve", "--help"],
+                           capture_output=True, text=True).stdout
+    if "--max-bundle-files" not in usage:
+        return []
+    return ["--max-bundle-files", str(files), "--max-bundle-bytes", str(nbytes)]
+
+
+async def server_run(bundle: Path, flags: list[str]) -> dict:
+    path = str(bundle)
+    async with stdio_session(*flags) as session:
+        ms, result = await timed(session, "search_concepts", {"bundle_path": path, "query": "delta"})
+        out: dict = {"cold_search_s": round(ms / 1000, 3)}
+        if result.is_error:
+            out["error"] = (result.structured_content or {}).get("code", "error")
+            return out
+        warm = [(await timed(session, "search_concepts", {"bundle_path": path, "query": q}))[0] for q in QUERIES]
+        out["warm_search_concepts"] = percentiles(warm)
+        out["rss_mib"] = server_memory_mib("VmRSS")
+    return out
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser()
+    parser.add_argument("--small", type=int, default=5_000)
+    parser.add_argument("--large", type=int, default=50_000)
+    args = parser.parse_args()
+    load_start = os.getloadavg()
+    started = time.perf_counter()
+    results: dict = {"load_start": load_start, "sizes": {}}
+    for n in (args.small, args.large):
+        bundle = synthetic_bundle(n)
+        nbytes = sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
+        flags = limit_flags(max(10_000, n + 16), max(64 << 20, 2 * nbytes))  # never below the contract's
+        floor = floor_seconds(bundle)
+        run = anyio.run(server_run, bundle, flags)
+        results["sizes"][str(n)] = {"concepts": n, "bundle_mib": round(nbytes / 2**20, 1), "flags": flags,
+                                    "floor_s": round(floor, 3), **run}
+        print(f"{n} concepts: {results['sizes'][str(n)]}", flush=True)
+    small, large = results["sizes"][str(args.small)], results["sizes"][str(args.large)]
+    goals = []
+    if "warm_search_concepts" in small and "warm_search_concepts" in large:
+        goals.append(goal(f"goal 8 warm search_concepts p50 at {args.large} (floor: p50 at {args.small})",
+                          small["warm_search_concepts"]["p50_ms"], large["warm_search_concepts"]["p50_ms"],
+                          SEARCH_BOUND, "ms"))
+    if "error" not in large:
+        goals.append(goal(f"goal 8 cold load at {args.large} (first search_concepts; floor: read+yaml+pyromark)",
+                          large["floor_s"], large["cold_search_s"], COLD_BOUND, "s"))
+    else:
+        print(f"goal 8: the server refused {args.large} concepts ({large['error']})", flush=True)
+    results.update(goals=goals, load_end=os.getloadavg(), seconds=round(time.perf_counter() - started, 1))
+    write_results("okf_scale", results)
+
+
+if __name__ == "__main__":
+    main()
