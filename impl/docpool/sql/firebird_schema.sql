@@ -2,8 +2,10 @@
 -- Same rows as the SQLite pool plus derived columns the importer fills: *_ci = ASCII-lower-cased
 -- (SQLite's collate nocase), key_fold / title_fold = rules.fold. VARCHAR sizes keep a row under
 -- Firebird's 64 KB limit (longer values fail the import, which rolls back). Long text is BLOB SUB_TYPE TEXT,
--- vectors BLOB SUB_TYPE BINARY. There is no full-text index in the database: storage/firebird.py
--- builds one in memory (rules.fts5) and rebuilds it when doc$pool_state.stamp moves.
+-- vectors BLOB SUB_TYPE BINARY. There is no full-text index of Firebird's own: every import builds
+-- the search layer's index (rules.fts5) and persists it in doc$fts_snapshot with the stamp it made
+-- (fulltext/reader.py dump); storage/firebird.py loads it while doc$pool_state.stamp still says so,
+-- else builds it in memory.
 -- The default UTF8 collation orders by code point, as SQLite compares text.
 
 create table doc$collection (
@@ -101,6 +103,11 @@ create table doc$topic_vec (
 create table doc$chunk_vec (
     chunk_id bigint not null primary key,
     vec      blob sub_type binary not null
+);;
+create table doc$fts_snapshot (
+    part     integer not null primary key,
+    revision varchar(255) not null,
+    data     blob sub_type binary not null
 );;
 create table doc$pool_state (
     id    integer not null primary key,

@@ -141,6 +141,28 @@ class SqlPool:
                    collection=None, linked_to=None) -> list[SearchHit]:
         raise NotImplementedError(f"{type(self).__name__} gives postings (fulltext_index); the search layer ranks")
 
+    def _persisted_index(self, stamp: tuple) -> "FtsIndex | None":
+        """The index the last import persisted (``doc$fts_snapshot``), if it was made at this
+        snapshot's import counter (``stamp[-1]``, read in the same transaction), else ``None``."""
+        from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, persisted
+
+        if not self._has_table(SNAPSHOT_TABLE):
+            return None
+
+        def first() -> tuple[str, Any] | None:
+            rows = self._rows(f"select revision, data from {SNAPSHOT_TABLE} where part = 0")
+            return (rows[0][0], self._blob(rows[0][1])) if rows else None
+
+        def rest() -> Iterator[Any]:
+            for (data,) in self._stream(f"select data from {SNAPSHOT_TABLE} where part > 0 order by part"):
+                yield self._blob(data)
+
+        return persisted(first, rest, str(stamp[-1]), stamp)
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the pool has table ``name`` (pools made before it was added do not)."""
+        raise NotImplementedError
+
     def chunk_columns(self, chunk_ids) -> dict[int, tuple[str, str, str]]:
         ids = sorted(set(int(i) for i in chunk_ids))
         out: dict[int, tuple[str, str, str]] = {}

@@ -5,9 +5,10 @@ through ``firebird-driver``) or a server DSN (``host[/port]:path``); ``user`` / 
 come from ``firebird://user:password@host[:port]/path`` or ISC_USER / ISC_PASSWORD (SYSDBA).
 
 Firebird has no FTS5, so its full text is an in-memory index (``fulltext.reader.FtsIndex``:
-numpy postings, the chunks' original texts, the topics' titles) built at the first search of a
-pool -- its chunk texts read in one ``list()`` (``_chunk_texts``) -- and rebuilt when an import
-moves ``doc$pool_state.stamp``. The storage only hands the index over (``fulltext_index``); the
+numpy postings, the chunks' original texts, the topics' titles). Every import builds it in its
+own transaction and persists it (``doc$fts_snapshot``, tagged with the new ``doc$pool_state.stamp``);
+the first search of a process loads it while the stamp still matches, else builds it from the
+chunk texts read in one ``list()`` (``chunk_texts``). The storage only hands the index over (``fulltext_index``); the
 search layer (``fulltext.search``) ranks it with FTS5's ``bm25()`` and ``snippet()`` rules, so
 results equal a SQLite pool's (same topics, order, scores, snippets), and a warm search sends no
 full-text SQL (only ``topic_ids`` for ACLs and links). Every request reads one snapshot (a
@@ -30,7 +31,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.fulltext.reader import FtsIndex
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
@@ -162,6 +163,11 @@ def _has_schema(cur) -> bool:
     return cur.fetchone()[0] == 2
 
 
+def _has_table(cur, name: str) -> bool:
+    cur.execute("select count(*) from rdb$relations where rdb$relation_name = ?", [name.upper()])
+    return cur.fetchone()[0] > 0
+
+
 def _value(v: Any) -> Any:
     """BLOBs above the driver's stream threshold arrive as readers."""
     return v.read() if hasattr(v, "read") else v
@@ -217,44 +223,60 @@ class FirebirdPool(SqlPool):
     def _blob(self, value: Any) -> Any:
         return _value(value)
 
+    def _has_table(self, name: str) -> bool:
+        return _has_table(self._cur, name)
+
     # -- full text ---------------------------------------------------------------------------
     def fulltext_index(self, stamp: tuple) -> FtsIndex:
-        """The pool's in-memory index at ``stamp`` (built, or rebuilt after an import, here)."""
+        """The pool's in-memory index at ``stamp``: the one the last import persisted when it
+        was made at this stamp, else built here (once per stamp and process)."""
         stamp = stamp[1:]  # the import counter (location names may differ per caller)
         key = parse_dsn(self.dsn)[0]
 
         def build() -> FtsIndex:
-            topics = self._rows("select id, collection, slug, title, breadcrumb from doc$topic")
-            return FtsIndex.build(stamp, self._chunk_texts(), topics)
+            return self._persisted_index(stamp) or build_index(self._rows, stamp)
 
         cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=_index_bytes)
         return cache.get(key, stamp, build)
 
-    def _chunk_texts(self) -> list[tuple[int, int, str, str, str]]:
-        """Every chunk's ``(id, topic_id, title, heading, body)``, for the index.
 
-        Fetching 50k rows of three BLOBs costs ~60 us a BLOB in the driver, so the short chunks
-        (nearly all) come as ONE text: ``list()`` of ``id,topic,len,len,len:`` headers each
-        followed by the three texts cast to VARCHAR, split here by the lengths (characters, as
-        Python counts them in UTF8). The long ones, and everything if that text does not parse
-        back into exactly the rows counted, are fetched row by row."""
-        short = " and ".join(f"char_length({c}) <= {n}" for c, n in LIST_LIMITS)
-        framed = " || ".join(["id || ',' || topic_id || ',' || char_length(title) || ',' || char_length(heading) "
-                              "|| ',' || char_length(body) || ':'"] +
-                             [f"cast({c} as varchar({n}))" for c, n in LIST_LIMITS])
-        rows = self._rows(f"select count(*), list({framed}, '') from doc$chunk where {short}")
-        count, text = int(rows[0][0]), rows[0][1] or ""
-        parsed = _parse_framed(text, count)
-        if parsed is None:
-            return self._rows("select id, topic_id, title, heading, body from doc$chunk")
-        return parsed + self._rows(f"select id, topic_id, title, heading, body from doc$chunk where not ({short})")
+def build_index(rows, stamp: tuple, *, skip_collection: str | None = None,
+                extra: Sequence[tuple[int, int, str, str, str]] = ()) -> FtsIndex:
+    """The full-text index of the pool ``rows(sql, params)`` reads; ``skip_collection``'s chunks
+    are not read but taken from ``extra`` (an import has them in memory)."""
+    topics = rows("select id, collection, slug, title, breadcrumb from doc$topic")
+    return FtsIndex.build(stamp, [*chunk_texts(rows, skip_collection), *extra], topics)
+
+
+def chunk_texts(rows, skip_collection: str | None = None) -> list[tuple[int, int, str, str, str]]:
+    """Every chunk's ``(id, topic_id, title, heading, body)`` (but ``skip_collection``'s), for the index.
+
+    Fetching 50k rows of three BLOBs costs ~60 us a BLOB in the driver, so the short chunks
+    (nearly all) come as ONE text: ``list()`` of ``id,topic,len,len,len:`` headers each
+    followed by the three texts cast to VARCHAR, split here by the lengths (characters, as
+    Python counts them in UTF8). The long ones, and everything if that text does not parse
+    back into exactly the rows counted, are fetched row by row."""
+    short = " and ".join(f"char_length({c}) <= {n}" for c, n in LIST_LIMITS)
+    where, params = "1 = 1", []
+    if skip_collection is not None:
+        where, params = "topic_id not in (select id from doc$topic where collection = ?)", [skip_collection]
+    framed = " || ".join(["id || ',' || topic_id || ',' || char_length(title) || ',' || char_length(heading) "
+                          "|| ',' || char_length(body) || ':'"] +
+                         [f"cast({c} as varchar({n}))" for c, n in LIST_LIMITS])
+    found = rows(f"select count(*), list({framed}, '') from doc$chunk where {short} and {where}", params)
+    count, text = int(found[0][0]), _value(found[0][1]) or ""
+    parsed = _parse_framed(text, count)
+    if parsed is None:
+        return rows(f"select id, topic_id, title, heading, body from doc$chunk where {where}", params)
+    return parsed + rows(f"select id, topic_id, title, heading, body from doc$chunk where not ({short}) "
+                         f"and {where}", params)
 
 
 LIST_LIMITS = (("title", 1000), ("heading", 1000), ("body", 4000))  # characters; 6000 * 4 bytes < 32k
 
 
 def _parse_framed(text: str, count: int) -> list[tuple[int, int, str, str, str]] | None:
-    """The rows of ``_chunk_texts``' framed text, or ``None`` unless exactly ``count`` parse."""
+    """The rows of ``chunk_texts``' framed text, or ``None`` unless exactly ``count`` parse."""
     out: list[tuple[int, int, str, str, str]] = []
     i, end = 0, len(text)
     try:
@@ -304,6 +326,9 @@ def ensure_pool(dsn: str):
             con.commit()
         cur.executemany('insert into doc$meta(collection, name, "value") values (?, ?, ?)',
                         [list(m) for m in _source.DEFAULT_META])
+        con.commit()
+    elif not _has_table(cur, SNAPSHOT_TABLE):  # a pool made before imports persisted the index
+        cur.execute(next(sql for sql in schema_statements() if SNAPSHOT_TABLE in sql.split("(")[0]))
         con.commit()
     return con
 
@@ -356,6 +381,23 @@ def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
         cur.executemany(sql, [list(r) for r in rows])
 
 
+def persist_index(cur, collection: str, chunks: Sequence[tuple]) -> None:
+    """Inside the import's transaction: build the whole pool's full-text index (``collection``'s
+    ``chunks`` from memory, the rest read back) and persist it with the new stamp."""
+
+    def rows(sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        cur.execute(sql, list(params))
+        return [tuple(_value(v) for v in row) for row in cur.fetchall()]
+
+    stamp = int(rows("select stamp from doc$pool_state where id = 1")[0][0])
+    index = build_index(rows, (stamp,), skip_collection=collection,
+                        extra=[(c[0], c[1], c[3], c[4], c[5]) for c in chunks])
+    blob = dump(index, str(stamp))
+    cur.execute(f"delete from {SNAPSHOT_TABLE}")
+    _insert(cur, "fts_snapshot", f"insert into {SNAPSHOT_TABLE}(part, revision, data) values (?, ?, ?)",
+            [(k, str(stamp), part) for k, part in enumerate(parts(blob))])
+
+
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
     """IMPORTDOC into the Firebird pool at ``dsn``: replace ``collection`` with the source's rows
     in one transaction (``recipe.import_collection``'s refusals and result)."""
@@ -376,6 +418,7 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
                                        next_entity_id=_next_id(cur, "doc$entity"))
             for name, sql in INSERTS:
                 _insert(cur, name, sql, getattr(rows, name))
+            persist_index(cur, collection, rows.chunks)
             con.commit()
         except Exception as exc:
             con.rollback()
