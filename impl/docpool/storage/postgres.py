@@ -356,30 +356,30 @@ def _ensure_headline_config(con) -> None:
         pass
 
 
+# COPY for every table (one stream per table, no statement per row). Chunks go through a
+# temporary table so the tsvector is made server-side from ``index_text`` of title, heading, body.
+CHUNK_STAGE = ("create temp table if not exists doc$chunk_in (id bigint, tid bigint, ord integer, ti text, he text, "
+               "bo text, it text, ih text, ib text) on commit drop")
+CHUNK_FROM_STAGE = ("insert into doc$chunk(id, topic_id, ord, title, heading, body, fts) "
+                    "select id, tid, ord, ti, he, bo, "
+                    "setweight(to_tsvector('pg_catalog.simple'::regconfig, it), 'A') || "
+                    "setweight(to_tsvector('pg_catalog.simple'::regconfig, ih), 'B') || "
+                    "setweight(to_tsvector('pg_catalog.simple'::regconfig, ib), 'D') from doc$chunk_in")
 INSERTS = (
-    ("topics", "insert into doc$topic(id, collection, slug, title, breadcrumb, category, description, "
-               "source_uri, mime, mtime, body_md) values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
-    # One statement for all chunks; the last three arrays are ``index_text`` of title, heading, body.
-    ("chunks", "insert into doc$chunk(id, topic_id, ord, title, heading, body, fts) "
-               "select id, tid, ord, ti, he, bo, "
-               "setweight(to_tsvector('pg_catalog.simple'::regconfig, it), 'A') || "
-               "setweight(to_tsvector('pg_catalog.simple'::regconfig, ih), 'B') || "
-               "setweight(to_tsvector('pg_catalog.simple'::regconfig, ib), 'D') "
-               "from unnest(%s::bigint[], %s::bigint[], %s::integer[], %s::text[], %s::text[], %s::text[], "
-               "%s::text[], %s::text[], %s::text[]) as u(id, tid, ord, ti, he, bo, it, ih, ib)"),
-    ("links", "insert into doc$link(topic_id, kind, key, key_ci, confidence, source) values (%s, %s, %s, %s, %s, %s)"),
-    ("acl", "insert into doc$acl(topic_id, principal, principal_ci) values (%s, %s, %s)"),
-    ("topic_vecs", "insert into doc$topic_vec(topic_id, vec) values (%s, %s)"),
-    ("chunk_vecs", "insert into doc$chunk_vec(chunk_id, vec) values (%s, %s)"),
-    ("entities", "insert into doc$entity(id, collection, kind, key, key_ci, key_fold, title, title_fold, attrs) "
-                 "values (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
-    ("relations", "insert into doc$entity_rel(collection, from_kind, from_key, from_key_ci, rel, to_kind, to_key, "
-                  "to_key_ci) values (%s, %s, %s, %s, %s, %s, %s, %s)"),
-    ("aliases", "insert into doc$alias(collection, kind, alias, alias_ci, key, key_ci, confidence) "
-                "values (%s, %s, %s, %s, %s, %s, %s)"),
-    ("entity_kinds", "insert into doc$entity_kind(collection, kind, title, key_rule, url_template) "
-                     "values (%s, %s, %s, %s, %s)"),
-    ("meta", 'insert into doc$meta(collection, name, "value") values (%s, %s, %s)'),
+    ("topics", "copy doc$topic(id, collection, slug, title, breadcrumb, category, description, "
+               "source_uri, mime, mtime, body_md) from stdin"),
+    # the last three columns are ``index_text`` of title, heading, body
+    ("chunks", "copy doc$chunk_in(id, tid, ord, ti, he, bo, it, ih, ib) from stdin"),
+    ("links", "copy doc$link(topic_id, kind, key, key_ci, confidence, source) from stdin"),
+    ("acl", "copy doc$acl(topic_id, principal, principal_ci) from stdin"),
+    ("topic_vecs", "copy doc$topic_vec(topic_id, vec) from stdin"),
+    ("chunk_vecs", "copy doc$chunk_vec(chunk_id, vec) from stdin"),
+    ("entities", "copy doc$entity(id, collection, kind, key, key_ci, key_fold, title, title_fold, attrs) from stdin"),
+    ("relations", "copy doc$entity_rel(collection, from_kind, from_key, from_key_ci, rel, to_kind, to_key, "
+                  "to_key_ci) from stdin"),
+    ("aliases", "copy doc$alias(collection, kind, alias, alias_ci, key, key_ci, confidence) from stdin"),
+    ("entity_kinds", "copy doc$entity_kind(collection, kind, title, key_rule, url_template) from stdin"),
+    ("meta", 'copy doc$meta(collection, name, "value") from stdin'),
 )
 
 DELETES = (
@@ -400,11 +400,16 @@ DELETES = (
 
 
 def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
-    """One table's rows (a seam the atomicity tests break on purpose)."""
-    if rows and "unnest(" in sql:
-        cur.execute(sql, [list(column) for column in zip(*rows)])
-    elif rows:
-        cur.executemany(sql, rows)
+    """One table's rows, streamed by COPY (a seam the atomicity tests break on purpose)."""
+    if not rows:
+        return
+    if name == "chunks":
+        cur.execute(CHUNK_STAGE)
+    with cur.copy(sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+    if name == "chunks":
+        cur.execute(CHUNK_FROM_STAGE)
 
 
 def _replace_collection(cur, src: _source.CollectionRows, collection: str) -> _source.TargetRows:
