@@ -30,6 +30,9 @@ create table doc$topic (
     body_md     blob sub_type text default '' not null
 );;
 create index doc$topic_collection on doc$topic(collection);;
+-- doc_get finds a topic by slug: a key of the whole slug (4000 bytes in UTF8) is too long for an
+-- index, so its first 200 characters are indexed (storage/firebird.py SLUG_KEY, same expression).
+create index doc$topic_slug on doc$topic computed by (cast(left(slug, 200) as varchar(200)));;
 create table doc$chunk (
     id       bigint not null primary key,
     topic_id bigint not null,

@@ -177,9 +177,14 @@ class SqlPool:
     def _topic(self, r: Sequence[Any]) -> TopicRecord:
         return TopicRecord(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], self._text(r[10]))
 
+    def _slug_is(self, column: str) -> str:
+        """Condition: ``column`` equals the bound slug (a dialect may add an indexable twin;
+        the slug is bound once per ``?``)."""
+        return f"{column} = ?"
+
     def topic(self, slug, access, collection=None) -> TopicRecord | None:
-        params: list[Any] = [slug]
-        where = "t.slug = ?"
+        where = self._slug_is("t.slug")
+        params: list[Any] = [slug] * where.count("?")
         if collection is not None:
             where += " and t.collection = ?"
             params.append(collection)

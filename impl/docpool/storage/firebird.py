@@ -116,10 +116,10 @@ def release(dsn: str, con) -> None:
         if con.main_transaction.is_active():
             con.rollback()
     except Exception:
-        con.close()
+        _close_quietly([con])
         return
     if not _idle(process.current()).give(dsn, None, con, IDLE_PER_POOL):
-        con.close()
+        _close_quietly([con])
 
 
 def close_connections() -> None:
@@ -140,6 +140,8 @@ def _index_bytes(index: FtsIndex) -> int:
 def _close_quietly(cons: list[Any]) -> None:
     for con in cons:
         try:
+            for stmt in getattr(con, "_knowspec_prepared", {}).values():
+                stmt.free()  # before the attachment goes (a later free would fail)
             con.close()
         except Exception:
             pass
@@ -158,8 +160,13 @@ def schema_statements() -> list[str]:
     return out
 
 
+SLUG_KEY = "cast(left({}, 200) as varchar(200))"  # doc$topic_slug's expression (firebird_schema.sql)
+HAS_SCHEMA = "select count(*) from rdb$relations where rdb$relation_name in ('DOC$TOPIC', 'DOC$POOL_STATE')"
+PREPARED_PER_CONNECTION = 64
+
+
 def _has_schema(cur) -> bool:
-    cur.execute("select count(*) from rdb$relations where rdb$relation_name in ('DOC$TOPIC', 'DOC$POOL_STATE')")
+    cur.execute(HAS_SCHEMA)
     return cur.fetchone()[0] == 2
 
 
@@ -190,14 +197,14 @@ class FirebirdPool(SqlPool):
             try:
                 self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
             except Exception:  # a kept connection that went stale: attach afresh
-                self._con.close()
+                _close_quietly([self._con])
                 self._con = connect(dsn)
                 self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
             self._cur = self._con.cursor()
-            if not _has_schema(self._cur):
+            if not self._rows(HAS_SCHEMA)[0][0] == 2:
                 raise LookupError(f"{self.location} has no doc$ tables")
         except BaseException:
-            self._con.close()
+            _close_quietly([self._con])
             raise
 
     def close(self) -> None:
@@ -207,8 +214,25 @@ class FirebirdPool(SqlPool):
             self._con = None
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        self._cur.execute(sql, list(params))
+        self._cur.execute(self._prepared(sql), list(params))
         return [tuple(_value(v) for v in row) for row in self._cur.fetchall()]
+
+    def _prepared(self, sql: str):
+        """``sql`` prepared once per connection (kept on it while it waits between requests):
+        preparing and describing a statement cost more than running a doc_get's queries."""
+        kept = getattr(self._con, "_knowspec_prepared", None)
+        if kept is None:
+            kept = {}
+            self._con._knowspec_prepared = kept
+        stmt = kept.get(sql)
+        if stmt is None:
+            if len(kept) >= PREPARED_PER_CONNECTION:
+                self._cur.close()  # it may hold one of them
+                for old in kept.values():
+                    old.free()
+                kept.clear()
+            stmt = kept[sql] = self._cur.prepare(sql)
+        return stmt
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
         """Rows fetched one at a time from a cursor of the request's transaction."""
@@ -225,6 +249,11 @@ class FirebirdPool(SqlPool):
 
     def _has_table(self, name: str) -> bool:
         return _has_table(self._cur, name)
+
+    def _slug_is(self, column: str) -> str:
+        """The slug's indexed prefix (``doc$topic_slug``: a key of the whole VARCHAR(1000) in
+        UTF8 is too long for an index), then the slug itself."""
+        return f"{SLUG_KEY.format(column)} = {SLUG_KEY.format('cast(? as varchar(1000))')} and {column} = ?"
 
     # -- full text ---------------------------------------------------------------------------
     def fulltext_index(self, stamp: tuple) -> FtsIndex:
@@ -327,9 +356,14 @@ def ensure_pool(dsn: str):
         cur.executemany('insert into doc$meta(collection, name, "value") values (?, ?, ?)',
                         [list(m) for m in _source.DEFAULT_META])
         con.commit()
-    elif not _has_table(cur, SNAPSHOT_TABLE):  # a pool made before imports persisted the index
-        cur.execute(next(sql for sql in schema_statements() if SNAPSHOT_TABLE in sql.split("(")[0]))
-        con.commit()
+    else:  # a pool made before these were added
+        if not _has_table(cur, SNAPSHOT_TABLE):
+            cur.execute(next(sql for sql in schema_statements() if SNAPSHOT_TABLE in sql.split("(")[0]))
+            con.commit()
+        cur.execute("select count(*) from rdb$indices where rdb$index_name = 'DOC$TOPIC_SLUG'")
+        if not cur.fetchone()[0]:
+            cur.execute(next(sql for sql in schema_statements() if "doc$topic_slug" in sql))
+            con.commit()
     return con
 
 
