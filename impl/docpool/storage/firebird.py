@@ -67,6 +67,8 @@ def load_engine() -> None:
                 except OSError:
                     pass  # the loader reports what is really missing
             load_api(provider)
+        # After the driver's own exit hook (which shuts the engine down), so this one runs first.
+        atexit.register(close_connections)
         _API_LOADED = True
 
 
@@ -146,8 +148,6 @@ def _close_quietly(cons: list[Any]) -> None:
         except Exception:
             pass
 
-
-atexit.register(close_connections)
 
 
 def schema_statements() -> list[str]:
