@@ -234,3 +234,48 @@ def test_a_failed_firebird_import_leaves_the_old_snapshot(tmp_path, versions, mo
             assert pool._persisted_index(pool.change_stamp()[1:]) is not None
             assert searches(pool) == want
         firebird.close_connections()
+
+
+@pytest.mark.firebird
+def test_an_older_firebird_pool_gets_the_snapshot_table_and_slug_index_at_its_next_import(
+        tmp_path, versions, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    dsn = fb_dsn(tmp_path, "older")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    con = firebird.connect(dsn)  # what a pool made before both were added looks like
+    con.cursor().execute("drop index doc$topic_slug")
+    con.cursor().execute("drop table doc$fts_snapshot")
+    con.commit()
+    con.close()
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is None
+            assert searches(pool)  # built from the chunks
+        firebird.close_connections()
+    firebird.import_collection(dsn, versions[1], GENERATED_COLLECTION)
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is not None
+            assert pool._rows("select count(*) from rdb$indices where rdb$index_name = 'DOC$TOPIC_SLUG'")[0][0] == 1
+        firebird.close_connections()
+
+
+@pytest.mark.firebird
+def test_firebird_finds_the_topic_whose_long_slug_shares_the_indexed_prefix(tmp_path, fb_ready):
+    from knowspec.impl.docpool.builder import build_pool
+    from knowspec.impl.docpool.storage import firebird
+
+    prefix = "p" * 230
+    (tmp_path / "src" / "topics").mkdir(parents=True)
+    for tail in ("a", "b"):
+        (tmp_path / "src" / "topics" / f"{tail}.md").write_text(
+            f"---\nslug: {prefix}-{tail}\ntitle: Konu {tail}\n---\n# Konu {tail}\n\nmetin {tail}\n", "utf-8")
+    source = tmp_path / "src.db"
+    build_pool(tmp_path / "src", source, "uzun", title="Uzun", erisim="herkes")
+    dsn = fb_dsn(tmp_path, "slugs")
+    firebird.import_collection(dsn, source, "uzun")
+    with _fb_open(dsn) as pool:
+        for tail in ("a", "b"):
+            assert pool.topic(f"{prefix}-{tail}", UNRESTRICTED).title == f"Konu {tail}"
+        assert pool.topic(prefix, UNRESTRICTED) is None
