@@ -269,6 +269,11 @@ class PackedTexts(Sequence):
     def __len__(self) -> int:
         return (len(self._offsets) - 1) // len(COLUMNS)
 
+    @property
+    def nbytes(self) -> int:
+        """Memory held (the cache's size estimate; no row is decoded for it)."""
+        return len(self._data) + self._offsets.nbytes
+
     def __getitem__(self, row):  # type: ignore[override]
         if isinstance(row, slice):
             return [self[i] for i in range(*row.indices(len(self)))]

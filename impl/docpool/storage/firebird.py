@@ -136,7 +136,10 @@ def _idle(runtime: process.Runtime):
 
 def _index_bytes(index: FtsIndex) -> int:
     arrays = [v for v in vars(index.arrays).values() if hasattr(v, "nbytes")]
-    return sum(int(a.nbytes) for a in arrays) + sum(len(t) for row in index.texts or () for t in row)
+    texts = getattr(index.texts, "nbytes", None)  # a loaded index: its packed size, nothing decoded
+    if texts is None:
+        texts = sum(len(t) for row in index.texts or () for t in row)
+    return sum(int(a.nbytes) for a in arrays) + texts
 
 
 def _close_quietly(cons: list[Any]) -> None:
@@ -350,9 +353,14 @@ def ensure_pool(dsn: str):
             con = connect(dsn, create=True)
     cur = con.cursor()
     if not _has_schema(cur):
-        for sql in schema_statements():
-            cur.execute(sql)
-            con.commit()
+        statements = schema_statements()
+        for sql in statements:  # the DDL in one transaction (each commit is a forced write)
+            if not sql.lower().startswith("insert"):
+                cur.execute(sql)
+        con.commit()
+        for sql in statements:  # rows go into committed tables
+            if sql.lower().startswith("insert"):
+                cur.execute(sql)
         cur.executemany('insert into doc$meta(collection, name, "value") values (?, ?, ?)',
                         [list(m) for m in _source.DEFAULT_META])
         con.commit()
