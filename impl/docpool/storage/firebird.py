@@ -204,8 +204,10 @@ class FirebirdPool(SqlPool):
                 self._con = connect(dsn)
                 self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
             self._cur = self._con.cursor()
-            if not self._rows(HAS_SCHEMA)[0][0] == 2:
-                raise LookupError(f"{self.location} has no doc$ tables")
+            if not getattr(self._con, "_knowspec_schema_seen", False):  # once per kept connection
+                if not self._rows(HAS_SCHEMA)[0][0] == 2:
+                    raise LookupError(f"{self.location} has no doc$ tables")
+                self._con._knowspec_schema_seen = True
         except BaseException:
             _close_quietly([self._con])
             raise
