@@ -17,9 +17,10 @@ the pool). That is the fair setup on a shared 2-CPU machine: the same process, p
 client serve all three, and the calls are interleaved -- each query is sent to the three
 storages back to back, in an order rotated per query -- so a load spike hits every storage
 alike instead of whichever happened to run then. The first search of each storage is timed
-apart: for Firebird it builds the in-memory full-text index (``fulltext.reader.FtsIndex``) of the
-pool, and for SQLite (``KNOWSPEC_FTS_ARRAYS=sync`` unless set, as in ``docpool_fts``) it reads
-the FTS5 index into arrays; the "warm" figures exclude it. Queries: ``docpool_fts``'s (the labelled databricks set
+apart, in a server started for it alone (after a restart) and in the shared server: SQLite and
+Firebird load the full-text index their import persisted (``doc$fts_snapshot``; a pool without
+one builds it then: Firebird from its chunks, SQLite from FTS5 with ``KNOWSPEC_FTS_ARRAYS=sync``
+unless set, as in ``docpool_fts``); the "warm" figures exclude it. Queries: ``docpool_fts``'s (the labelled databricks set
 plus 2-3 words of random concept titles), at the default limit (10).
 
 Agreement (limit 50, over the same server): Firebird must equal SQLite exactly (slugs, order,
@@ -331,8 +332,8 @@ def table(import_s: dict[str, float], served: dict[str, Any], rat: dict[str, Any
         lines.append(f"{kind:<11}{import_s[db]:>9.2f}{s['first_search_ms']:>10.1f}{s['doc_search_fts']['p50_ms']:>9.2f}"
                      f"{s['doc_search_fts']['p95_ms']:>9.2f}{r['fts_p50_vs_sqlite']:>8.2f}"
                      f"{r['fts_p95_vs_sqlite']:>8.2f}{s['doc_get']['p50_ms']:>9.2f}")
-    lines.append("(ms, client-side over stdio; 'first' = the first search of the pool, for Firebird "
-                 "the fts index build; p50/p95 are warm searches)")
+    lines.append("(ms, client-side over stdio; 'first' = the first search of the pool (its full-text "
+                 "index loaded or built); p50/p95 are warm searches)")
     return "\n".join(lines)
 
 
