@@ -26,7 +26,8 @@ from knowspec.impl.docpool.fulltext.reader import FtsIndex
 from knowspec.impl.docpool.search import fts_ranked
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write
-from storages import GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready, query_words  # noqa: F401
+from storages import (  # noqa: F401
+    GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready, fresh_pg_database, pg_dsn, query_words)
 
 ARRAY_FIELDS = ("term_start", "post_row", "post_tf", "row_chunk", "row_topic", "row_len", "topic_id")
 LIST_FIELDS = ("terms", "topic_collection", "topic_slug", "n_rows", "total_tokens")
@@ -279,3 +280,14 @@ def test_firebird_finds_the_topic_whose_long_slug_shares_the_indexed_prefix(tmp_
         for tail in ("a", "b"):
             assert pool.topic(f"{prefix}-{tail}", UNRESTRICTED).title == f"Konu {tail}"
         assert pool.topic(prefix, UNRESTRICTED) is None
+
+
+@pytest.mark.postgres
+def test_a_postgres_pool_has_no_persisted_index_and_says_so(pg_dsn, versions):
+    from knowspec.impl.docpool.storage import postgres
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_snapshot")
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    with postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", dsn)) as pool:
+        assert pool._has_table("doc$topic")
+        assert pool._persisted_index(pool.change_stamp()) is None

@@ -223,6 +223,10 @@ class PostgresPool(SqlPool):
     def _blob(self, value: Any) -> Any:
         return bytes(value) if isinstance(value, memoryview) else value
 
+    def _has_table(self, name: str) -> bool:
+        """(``SqlPool._persisted_index``: a PostgreSQL pool persists no full-text index yet.)"""
+        return bool(self._rows("select to_regclass(?) is not null", [f'"{SCHEMA}".{name}'])[0][0])
+
     # -- full text ---------------------------------------------------------------------------
     def search_fts(self, match, access, *, limit, weights, snippet_column,
                    collection=None, linked_to=None) -> list[SearchHit]:
