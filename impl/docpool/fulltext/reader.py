@@ -274,7 +274,7 @@ class PackedTexts(Sequence):
         """Memory held (the cache's size estimate; no row is decoded for it)."""
         return len(self._data) + self._offsets.nbytes
 
-    def __getitem__(self, row):  # type: ignore[override]
+    def __getitem__(self, row):
         if isinstance(row, slice):
             return [self[i] for i in range(*row.indices(len(self)))]
         if row < 0:
@@ -367,9 +367,11 @@ def load(blob: bytes, stamp: tuple) -> "FtsIndex":
     if "texts" in layout:
         (o_start, o_n), (t_start, t_n) = layout["texts"]
         texts = PackedTexts(body[t_start:t_start + t_n], np.frombuffer(body[o_start:o_start + o_n], dtype=np.int64))
-    fts = FtsArrays(terms=strings["terms"], topic_collection=strings["topic_collection"],
-                    topic_slug=strings["topic_slug"], n_rows=int(layout["n_rows"]),
-                    total_tokens=int(layout["total_tokens"]), **arrays)
+    fts = FtsArrays(terms=strings["terms"], term_start=arrays["term_start"], post_row=arrays["post_row"],
+                    post_tf=arrays["post_tf"], row_chunk=arrays["row_chunk"], row_topic=arrays["row_topic"],
+                    row_len=arrays["row_len"], topic_id=arrays["topic_id"],
+                    topic_collection=strings["topic_collection"], topic_slug=strings["topic_slug"],
+                    n_rows=int(layout["n_rows"]), total_tokens=int(layout["total_tokens"]))
     return FtsIndex(stamp, fts, texts, strings.get("topic_title"), strings.get("topic_breadcrumb"))
 
 

@@ -485,22 +485,24 @@ class _RowPacker:
         import struct
 
         buf = self._buffer
+        base = ctypes.addressof(buf)
         ctypes.memset(buf, 0, len(buf))
         for value, (kind, offset, length, null_at) in zip(row, self._params):
             if value is None:
-                buf[null_at] = 1
+                buf[null_at] = b"\x01"
                 continue
             if kind == "varying":
                 data = value.encode(self._encoding) if isinstance(value, str) else bytes(value)
                 if len(data) > length:
                     raise ValueError(f"value too long for its parameter ({len(data)} > {length} bytes)")
-                buf[offset:offset + 2 + len(data)] = len(data).to_bytes(2, "little") + data
+                data = len(data).to_bytes(2, "little") + data
             elif kind == "int":
-                buf[offset:offset + length] = int(value).to_bytes(length, "little", signed=True)
+                data = int(value).to_bytes(length, "little", signed=True)
             elif kind == "double":
-                buf[offset:offset + 8] = struct.pack("<d", float(value))
+                data = struct.pack("<d", float(value))
             else:
-                buf[offset:offset + length] = self._blob(value)
+                data = self._blob(value)
+            ctypes.memmove(base + offset, data, len(data))
         self._stmt._istmt.execute(self._tra, self._meta, buf, None, None)
 
     def _blob(self, value: Any) -> bytes:
@@ -511,9 +513,10 @@ class _RowPacker:
         blob_id = a.ISC_QUAD(0, 0)
         blob = self._att.create_blob(self._tra, blob_id)
         try:
-            chunk = ctypes.create_string_buffer(data, len(data)) if data else None
-            for at in range(0, len(data), 65535):
-                blob.put_segment(min(65535, len(data) - at), ctypes.addressof(chunk) + at)
+            if data:
+                chunk = ctypes.create_string_buffer(data, len(data))
+                for at in range(0, len(data), 65535):
+                    blob.put_segment(min(65535, len(data) - at), ctypes.addressof(chunk) + at)
         finally:
             blob.close()
         return ctypes.string_at(ctypes.addressof(blob_id), ctypes.sizeof(blob_id))
