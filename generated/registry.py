@@ -26,7 +26,7 @@
 #   docpool/schemas/help_stats.input.schema.json 1a563d4291f08523947e377667d39cded272bd02276368781fee655bdec7c8f2
 #   docpool/schemas/help_stats.output.schema.json 4e7747fc49dfb03c551bd2218aadff7ed6147862a660401f1273164516f6fd8c
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
-#   docpool/sql/sqlite_schema.sql 5385fea09559f867d8c08e8bd75570d605fe872898c22aba36bb583cd7c0ec09
+#   docpool/sql/sqlite_schema.sql 85aadea1eb2493eeb4d198109b379f722d6f42d082b9e1838295fd510a3e0044
 #   docpool/tools.toml fad9bb9e113162f52d5fa89f33cd2601abbddb3977f277c630ac9286caa4c261
 #   errors.toml f7efacae7602d0b146f890d527034cded748d8d783eb72484658090046e12b1c
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44

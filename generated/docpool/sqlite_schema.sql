@@ -116,6 +116,16 @@ create table if not exists "doc$chunk_vec" (
     vec      blob not null
 );
 
+-- The full-text index as the search layer ranks it (knowspec.impl.docpool.fulltext.reader.dump),
+-- written by every import in its own transaction, cut into parts (part 0 first). revision is the
+-- pool's content revision when it was written (reader.sqlite_revision): a reader uses it only
+-- while the pool still has that revision, else it reads the FTS5 index itself.
+create table if not exists "doc$fts_snapshot" (
+    part     integer primary key,
+    revision text not null,
+    data     blob not null
+);
+
 insert or ignore into "doc$meta"(collection, name, value) values
     ('', 'schema_version', '2'),
     ('', 'search_bm25_weights', '10.0, 5.0, 1.0'),

@@ -28,6 +28,7 @@ from typing import Any, Iterable
 
 import yaml
 
+from knowspec.impl.docpool.fulltext.reader import sqlite_persist
 from knowspec.impl.docpool.storage.sqlite import open_for_write
 from knowspec.impl.progress import PhaseProgress, Report
 from knowspec.impl.rules.fold import fold
@@ -308,6 +309,9 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
             embed_pool(con, embedder, passage_prefix=recipe.get("vec_passage_prefix"),
                        query_prefix=recipe.get("vec_query_prefix"),
                        progress=lambda done, total: report("vectors", done, total))
+        report("full-text arrays", 0, 1)
+        sqlite_persist(con)  # the served help pool loads them at its first search
+        report("full-text arrays", 1, 1)
         con.execute("commit")
         counts = {name: con.execute(f'select count(*) from "doc${name}"').fetchone()[0]
                   for name in ("topic", "chunk", "entity", "alias", "link", "acl", "topic_vec", "chunk_vec")}

@@ -15,6 +15,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
 
+from knowspec.impl.docpool.fulltext.reader import sqlite_persist
 from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
 from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, read_identity
 
@@ -104,6 +105,12 @@ def step_phase(sql: str) -> str:
     return "removing the old collection" if sql.lstrip().lower().startswith("delete") else "copying rows"
 
 
+def persist_fulltext(con: sqlite3.Connection) -> None:
+    """The search layer's arrays of the rebuilt index, persisted in the import's transaction (a
+    seam the atomicity tests break on purpose)."""
+    sqlite_persist(con)
+
+
 def import_collection(target: Path | str, source: Path | str, collection: str, *,
                       progress: Callable[[str, int, int], None] | None = None) -> ImportResult:
     """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``.
@@ -130,6 +137,11 @@ def import_collection(target: Path | str, source: Path | str, collection: str, *
                 done[phase] += 1
                 if progress:
                     progress(phase, done[phase], totals[phase])
+            if progress:
+                progress("persisting full-text arrays", 0, 1)
+            persist_fulltext(con)
+            if progress:
+                progress("persisting full-text arrays", 1, 1)
             con.execute("commit")
         except BaseException:
             con.execute("rollback")

@@ -178,7 +178,7 @@ def test_firebird_reads_every_chunk_text_like_a_plain_select(tmp_path, fb_ready,
     firebird.import_collection(dsn, pool, COLLECTION)
     firebird.import_collection(dsn, long_pool, "uzun")
     with firebird.open_pool(PoolLocation("fb", "fb", "FIREBIRD", dsn)) as fb:
-        got = sorted(fb._chunk_texts())
+        got = sorted(firebird.chunk_texts(fb._rows))
         want = sorted(fb._rows("select id, topic_id, title, heading, body from doc$chunk"))
         assert any(len(r[4]) > 4000 for r in want)  # the row-by-row part is exercised too
         assert got == want

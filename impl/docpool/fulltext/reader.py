@@ -12,18 +12,28 @@ topic maps, and the table-wide statistics FTS5's ``bm25()`` uses. Two readers fi
   folded text) for a storage without FTS5 (PostgreSQL, Firebird), and keeps their original
   texts and the topics' titles, so a search there needs no further SQL.
 
+Both are made at import time too and persisted in the pool (``doc$fts_snapshot``, written in the
+import's own transaction, see ``persisted``): ``dump`` / ``load`` turn an index into one byte
+string and back (numpy arrays as raw bytes, texts decoded only when a row is read), tagged with
+the pool's revision (``sqlite_revision``, or the pool's import counter). A reader loads it only
+when that revision is the pool's revision in the same snapshot, else it builds as above: a stale
+snapshot never answers.
+
 Nothing here ranks: ranking is ``fulltext.rank``, snippets ``fulltext.snippet``.
 """
 
 from __future__ import annotations
 
+import hashlib
+import json
 import sqlite3
 import threading
 from array import array
 from bisect import bisect_left
+from collections.abc import Sequence
 from dataclasses import dataclass, field
 from pathlib import Path
-from typing import Iterable
+from typing import Any, Callable, Iterable
 
 import numpy as np
 
@@ -101,7 +111,16 @@ def build(path: Path | str) -> FtsArrays:
     con = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
     try:
         con.execute("begin")  # one snapshot for the index, the chunks and the topics
-        con.execute(f"create virtual table temp.v using fts5vocab(main, '{FTS_TABLE}', 'instance')")
+        return read_arrays(con)
+    finally:
+        con.close()
+
+
+def read_arrays(con: sqlite3.Connection) -> FtsArrays:
+    """``FtsArrays`` of the FTS5 index as ``con`` sees it (inside its transaction, if any: an
+    import reads the index it has just rebuilt, before it commits)."""
+    con.execute(f"create virtual table temp.v using fts5vocab(main, '{FTS_TABLE}', 'instance')")
+    try:
         cases = " ".join(f"when '{c}' then {i}" for i, c in enumerate(COLUMNS))
         terms: list[str] = []
         lengths: list[int] = []
@@ -120,7 +139,7 @@ def build(path: Path | str) -> FtsArrays:
                                dtype=np.int64).reshape(-1, 2)
         topics = con.execute('select id, collection, slug from "doc$topic" order by id').fetchall()
     finally:
-        con.close()
+        con.execute("drop table temp.v")
     docs = np.fromstring(",".join(doc_parts), dtype=np.int64, sep=",") if doc_parts else np.zeros(0, np.int64)
     del doc_parts
     cols = np.frombuffer("".join(col_parts).encode("ascii"), dtype=np.uint8) - ord("0")
@@ -182,7 +201,7 @@ class FtsIndex:
 
     stamp: tuple
     arrays: FtsArrays
-    texts: list[tuple[str, str, str]] | None = None   # per row (row = arrays.row_chunk)
+    texts: Sequence[tuple[str, str, str]] | None = None   # per row (row = arrays.row_chunk)
     topic_title: list[str] | None = None              # per topic index (arrays.topic_id)
     topic_breadcrumb: list[str] | None = None
 
@@ -236,6 +255,186 @@ class FtsIndex:
         return sum(a.nbytes for a in held) + sum(len(t) for row in self.texts or () for t in row)
 
 
+# -- the persisted form ---------------------------------------------------------------------------
+
+SNAPSHOT_TABLE = "doc$fts_snapshot"   # (part, revision, data): ``dump`` cut into parts, in order
+SNAPSHOT_PART_BYTES = 8 << 20         # a BLOB / bytea value of every storage holds this easily
+_MAGIC = b"KSFTS1\n"
+_ARRAY_FIELDS = ("term_start", "post_row", "post_tf", "row_chunk", "row_topic", "row_len", "topic_id")
+_SEPARATOR = "\x1f"                   # joins a string list that holds no such character
+
+
+class PackedTexts(Sequence):
+    """Rows of (title, heading, body) kept as UTF-8 bytes and offsets, decoded when a row is
+    read: loading a persisted index costs no per-text work."""
+
+    def __init__(self, data: memoryview | bytes, offsets: np.ndarray) -> None:
+        self._data, self._offsets = data, offsets
+
+    def __len__(self) -> int:
+        return (len(self._offsets) - 1) // len(COLUMNS)
+
+    @property
+    def nbytes(self) -> int:
+        """Memory held (the cache's size estimate; no row is decoded for it)."""
+        return len(self._data) + self._offsets.nbytes
+
+    def __getitem__(self, row):
+        if isinstance(row, slice):
+            return [self[i] for i in range(*row.indices(len(self)))]
+        if row < 0:
+            row += len(self)
+        if not 0 <= row < len(self):
+            raise IndexError(row)
+        o, k, d = self._offsets, row * len(COLUMNS), self._data
+        return tuple(bytes(d[o[k + c]:o[k + c + 1]]).decode("utf-8") for c in range(len(COLUMNS)))
+
+
+def _pack_strings(values: Sequence[str]) -> tuple[dict[str, Any], bytes]:
+    """A string list as bytes: joined by ``_SEPARATOR`` when none holds it, else with offsets."""
+    if not any(_SEPARATOR in v for v in values):
+        return {"joined": len(values)}, _SEPARATOR.join(values).encode("utf-8")
+    encoded = [v.encode("utf-8") for v in values]
+    offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+    np.cumsum([len(e) for e in encoded], out=offsets[1:])
+    return {"offsets": len(values)}, offsets.tobytes() + b"".join(encoded)
+
+
+def _unpack_strings(spec: dict[str, Any], data: memoryview) -> list[str]:
+    if "joined" in spec:
+        return str(data, "utf-8").split(_SEPARATOR) if spec["joined"] else []
+    n = spec["offsets"]
+    offsets = np.frombuffer(data, dtype=np.int64, count=n + 1)
+    body = data[(n + 1) * 8:]
+    return [bytes(body[offsets[i]:offsets[i + 1]]).decode("utf-8") for i in range(n)]
+
+
+def dump(index: "FtsIndex", revision: str) -> bytes:
+    """``index`` as one byte string (``load`` reads it back), tagged with the pool's ``revision``."""
+    a = index.arrays
+    pieces: list[bytes] = []
+    layout: dict[str, Any] = {"revision": revision, "n_rows": a.n_rows, "total_tokens": a.total_tokens,
+                              "arrays": {}, "strings": {}}
+    at = 0
+
+    def put(data: bytes) -> tuple[int, int]:
+        nonlocal at
+        pad = -at % 8
+        pieces.append(b"\0" * pad + data)
+        at += pad
+        start, at = at, at + len(data)
+        return start, len(data)
+
+    for name in _ARRAY_FIELDS:
+        arr = np.ascontiguousarray(getattr(a, name))
+        layout["arrays"][name] = [arr.dtype.str, list(arr.shape), *put(arr.tobytes())]
+    strings = {"terms": a.terms, "topic_collection": a.topic_collection, "topic_slug": a.topic_slug}
+    if index.topic_title is not None and index.topic_breadcrumb is not None:
+        strings.update(topic_title=index.topic_title, topic_breadcrumb=index.topic_breadcrumb)
+    for name, values in strings.items():
+        spec, data = _pack_strings(values)
+        layout["strings"][name] = [spec, *put(data)]
+    if index.texts is not None:
+        encoded = [t.encode("utf-8") for row in index.texts for t in row]
+        offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
+        np.cumsum([len(e) for e in encoded], out=offsets[1:])
+        layout["texts"] = [list(put(offsets.tobytes())), list(put(b"".join(encoded)))]
+    header = json.dumps(layout).encode("utf-8")
+    return _MAGIC + len(header).to_bytes(8, "little") + header + b"".join(pieces)
+
+
+def revision_of(blob: bytes | memoryview) -> str | None:
+    """The revision ``dump`` tagged ``blob`` (its first part is enough), or ``None`` if not ours."""
+    view = memoryview(blob)
+    if bytes(view[:len(_MAGIC)]) != _MAGIC:
+        return None
+    size = int.from_bytes(view[len(_MAGIC):len(_MAGIC) + 8], "little")
+    try:
+        return json.loads(bytes(view[len(_MAGIC) + 8:len(_MAGIC) + 8 + size]))["revision"]
+    except (ValueError, KeyError, TypeError):
+        return None
+
+
+def load(blob: bytes, stamp: tuple) -> "FtsIndex":
+    """The ``FtsIndex`` ``dump`` wrote into ``blob`` (arrays are views of it: no copy)."""
+    view = memoryview(blob)
+    if bytes(view[:len(_MAGIC)]) != _MAGIC:
+        raise ValueError("not a persisted full-text index")
+    size = int.from_bytes(view[len(_MAGIC):len(_MAGIC) + 8], "little")
+    base = len(_MAGIC) + 8 + size
+    layout = json.loads(bytes(view[len(_MAGIC) + 8:base]))
+    body = view[base:]
+    arrays = {name: np.frombuffer(body[start:start + n], dtype=np.dtype(dtype)).reshape(shape)
+              for name, (dtype, shape, start, n) in layout["arrays"].items()}
+    strings = {name: _unpack_strings(spec, body[start:start + n])
+               for name, (spec, start, n) in layout["strings"].items()}
+    texts = None
+    if "texts" in layout:
+        (o_start, o_n), (t_start, t_n) = layout["texts"]
+        texts = PackedTexts(body[t_start:t_start + t_n], np.frombuffer(body[o_start:o_start + o_n], dtype=np.int64))
+    fts = FtsArrays(terms=strings["terms"], term_start=arrays["term_start"], post_row=arrays["post_row"],
+                    post_tf=arrays["post_tf"], row_chunk=arrays["row_chunk"], row_topic=arrays["row_topic"],
+                    row_len=arrays["row_len"], topic_id=arrays["topic_id"],
+                    topic_collection=strings["topic_collection"], topic_slug=strings["topic_slug"],
+                    n_rows=int(layout["n_rows"]), total_tokens=int(layout["total_tokens"]))
+    return FtsIndex(stamp, fts, texts, strings.get("topic_title"), strings.get("topic_breadcrumb"))
+
+
+def parts(blob: bytes) -> list[bytes]:
+    """``blob`` cut into ``SNAPSHOT_PART_BYTES`` pieces (the rows of ``doc$fts_snapshot``)."""
+    return [blob[k:k + SNAPSHOT_PART_BYTES] for k in range(0, max(len(blob), 1), SNAPSHOT_PART_BYTES)]
+
+
+def persisted(first_part: Callable[[], tuple[str, Any] | None], rest: Callable[[], Iterable[Any]],
+              revision: str, stamp: tuple) -> "FtsIndex | None":
+    """The index a pool persisted, if it was made at ``revision`` (the pool's, read in the same
+    snapshot), else ``None`` (build it instead). ``first_part()``: (revision column, data) of
+    part 0, ``None`` when absent; ``rest()``: the data of the other parts in order."""
+    first = first_part()
+    if first is None or first[0] != revision:
+        return None
+    head = bytes(first[1])
+    if revision_of(head) != revision:
+        return None
+    return load(b"".join([head, *(bytes(x) for x in rest())]), stamp)
+
+
+def sqlite_revision(con: sqlite3.Connection) -> str:
+    """A SQLite pool's content revision: a digest of its FTS5 index records (the averages and the
+    structure, which every change to the index rewrites) and the chunk and topic id ranges."""
+    h = hashlib.sha256()
+    for row in con.execute(f'select id, block from "{FTS_TABLE}_data" where id in (1, 10) order by id'):
+        h.update(b"%d:" % row[0] + bytes(row[1] or b""))
+    for table in ("doc$chunk", "doc$topic"):
+        h.update(repr(con.execute(f'select count(*), min(id), max(id), total(id) from "{table}"').fetchone()).encode())
+    return h.hexdigest()
+
+
+def sqlite_persist(con: sqlite3.Connection) -> None:
+    """Build the arrays of the pool ``con`` writes (inside its transaction) and persist them."""
+    index = FtsIndex(("persist",), read_arrays(con))
+    blob = dump(index, sqlite_revision(con))
+    con.execute(f'delete from "{SNAPSHOT_TABLE}"')
+    con.executemany(f'insert into "{SNAPSHOT_TABLE}"(part, revision, data) values (?, ?, ?)',
+                    [(k, revision_of(blob), part) for k, part in enumerate(parts(blob))])
+
+
+def sqlite_persisted(path: Path | str) -> FtsArrays | None:
+    """The arrays a SQLite pool file persisted, when they match its content now, else ``None``."""
+    con = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
+    try:
+        con.execute("begin")  # the revision and the parts from one snapshot
+        try:
+            first = con.execute(f'select revision, data from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
+        except sqlite3.OperationalError:  # a pool made before snapshots were persisted
+            return None
+        index = persisted(lambda: first, lambda: (r[0] for r in con.execute(
+            f'select data from "{SNAPSHOT_TABLE}" where part > 0 order by part')), sqlite_revision(con), ("sqlite",))
+        return None if index is None else index.arrays
+    finally:
+        con.close()
+
+
 # -- the per-process cache -----------------------------------------------------------------------
 
 @dataclass
@@ -265,6 +464,12 @@ class FtsArraysCache:
         return entry.arrays
 
     def _start(self, stamp: tuple, key: str) -> _Entry:
+        try:
+            arrays = sqlite_persisted(key)  # made at import: cheap to load, so loaded here
+        except (sqlite3.Error, ValueError, OSError):
+            arrays = None
+        if arrays is not None:
+            return _Entry(stamp, arrays)
         entry = _Entry(stamp, done=threading.Event())
         threading.Thread(target=self._build, args=(entry, key), daemon=True, name="knowspec-fts-arrays").start()
         return entry

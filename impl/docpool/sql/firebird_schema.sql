@@ -2,8 +2,10 @@
 -- Same rows as the SQLite pool plus derived columns the importer fills: *_ci = ASCII-lower-cased
 -- (SQLite's collate nocase), key_fold / title_fold = rules.fold. VARCHAR sizes keep a row under
 -- Firebird's 64 KB limit (longer values fail the import, which rolls back). Long text is BLOB SUB_TYPE TEXT,
--- vectors BLOB SUB_TYPE BINARY. There is no full-text index in the database: storage/firebird.py
--- builds one in memory (rules.fts5) and rebuilds it when doc$pool_state.stamp moves.
+-- vectors BLOB SUB_TYPE BINARY. There is no full-text index of Firebird's own: every import builds
+-- the search layer's index (rules.fts5) and persists it in doc$fts_snapshot with the stamp it made
+-- (fulltext/reader.py dump); storage/firebird.py loads it while doc$pool_state.stamp still says so,
+-- else builds it in memory.
 -- The default UTF8 collation orders by code point, as SQLite compares text.
 
 create table doc$collection (
@@ -28,6 +30,9 @@ create table doc$topic (
     body_md     blob sub_type text default '' not null
 );;
 create index doc$topic_collection on doc$topic(collection);;
+-- doc_get finds a topic by slug: a key of the whole slug (4000 bytes in UTF8) is too long for an
+-- index, so its first 200 characters are indexed (storage/firebird.py SLUG_KEY, same expression).
+create index doc$topic_slug on doc$topic computed by (cast(left(slug, 200) as varchar(200)));;
 create table doc$chunk (
     id       bigint not null primary key,
     topic_id bigint not null,
@@ -101,6 +106,11 @@ create table doc$topic_vec (
 create table doc$chunk_vec (
     chunk_id bigint not null primary key,
     vec      blob sub_type binary not null
+);;
+create table doc$fts_snapshot (
+    part     integer not null primary key,
+    revision varchar(255) not null,
+    data     blob sub_type binary not null
 );;
 create table doc$pool_state (
     id    integer not null primary key,

@@ -124,6 +124,14 @@ create table if not exists doc$chunk_vec (
     vec      bytea not null
 );
 
+-- The search layer's full-text index of the whole pool, made by every import in its transaction
+-- and tagged with the import counter it made (fulltext.reader.dump, cut into parts).
+create table if not exists doc$fts_snapshot (
+    part     integer primary key,
+    revision text not null,
+    data     bytea not null
+);
+
 -- One row: bumped by every import; the in-process caches (vectors) key on it.
 create table if not exists doc$pool_state (
     id    integer primary key,

@@ -129,6 +129,28 @@ class SqlPool:
         return out
 
     # -- full text -------------------------------------------------------------------------
+    def _persisted_index(self, stamp: tuple) -> "FtsIndex | None":
+        """The index the last import persisted (``doc$fts_snapshot``), if it was made at this
+        snapshot's import counter (``stamp[-1]``, read in the same transaction), else ``None``."""
+        from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, persisted
+
+        if not self._has_table(SNAPSHOT_TABLE):
+            return None
+
+        def first() -> tuple[str, Any] | None:
+            rows = self._rows(f"select revision, data from {SNAPSHOT_TABLE} where part = 0")
+            return (rows[0][0], self._blob(rows[0][1])) if rows else None
+
+        def rest() -> Iterator[Any]:
+            for (data,) in self._stream(f"select data from {SNAPSHOT_TABLE} where part > 0 order by part"):
+                yield self._blob(data)
+
+        return persisted(first, rest, str(stamp[-1]), stamp)
+
+    def _has_table(self, name: str) -> bool:
+        """Whether the pool has table ``name`` (pools made before it was added do not)."""
+        raise NotImplementedError
+
     def chunk_columns(self, chunk_ids) -> dict[int, tuple[str, str, str]]:
         ids = sorted(set(int(i) for i in chunk_ids))
         out: dict[int, tuple[str, str, str]] = {}
@@ -143,9 +165,14 @@ class SqlPool:
     def _topic(self, r: Sequence[Any]) -> TopicRecord:
         return TopicRecord(int(r[0]), r[1], r[2], r[3], r[4], r[5], r[6], r[7], r[8], r[9], self._text(r[10]))
 
+    def _slug_is(self, column: str) -> str:
+        """Condition: ``column`` equals the bound slug (a dialect may add an indexable twin;
+        the slug is bound once per ``?``)."""
+        return f"{column} = ?"
+
     def topic(self, slug, access, collection=None) -> TopicRecord | None:
-        params: list[Any] = [slug]
-        where = "t.slug = ?"
+        where = self._slug_is("t.slug")
+        params: list[Any] = [slug] * where.count("?")
         if collection is not None:
             where += " and t.collection = ?"
             params.append(collection)

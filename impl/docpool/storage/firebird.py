@@ -5,9 +5,10 @@ through ``firebird-driver``) or a server DSN (``host[/port]:path``); ``user`` / 
 come from ``firebird://user:password@host[:port]/path`` or ISC_USER / ISC_PASSWORD (SYSDBA).
 
 Firebird has no FTS5, so its full text is an in-memory index (``fulltext.reader.FtsIndex``:
-numpy postings, the chunks' original texts, the topics' titles) built at the first search of a
-pool -- its chunk texts read in one ``list()`` (``_chunk_texts``) -- and rebuilt when an import
-moves ``doc$pool_state.stamp``. The storage only hands the index over (``fulltext_index``); the
+numpy postings, the chunks' original texts, the topics' titles). Every import builds it in its
+own transaction and persists it (``doc$fts_snapshot``, tagged with the new ``doc$pool_state.stamp``);
+the first search of a process loads it while the stamp still matches, else builds it from the
+chunk texts read in one ``list()`` (``chunk_texts``). The storage only hands the index over (``fulltext_index``); the
 search layer (``fulltext.search``) ranks it with FTS5's ``bm25()`` and ``snippet()`` rules, so
 results equal a SQLite pool's (same topics, order, scores, snippets), and a warm search sends no
 full-text SQL (only ``topic_ids`` for ACLs and links). Every request reads one snapshot (a
@@ -30,7 +31,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.fulltext.reader import FtsIndex
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
@@ -66,6 +67,8 @@ def load_engine() -> None:
                 except OSError:
                     pass  # the loader reports what is really missing
             load_api(provider)
+        # After the driver's own exit hook (which shuts the engine down), so this one runs first.
+        atexit.register(close_connections)
         _API_LOADED = True
 
 
@@ -115,10 +118,10 @@ def release(dsn: str, con) -> None:
         if con.main_transaction.is_active():
             con.rollback()
     except Exception:
-        con.close()
+        _close_quietly([con])
         return
     if not _idle(process.current()).give(dsn, None, con, IDLE_PER_POOL):
-        con.close()
+        _close_quietly([con])
 
 
 def close_connections() -> None:
@@ -133,18 +136,21 @@ def _idle(runtime: process.Runtime):
 
 def _index_bytes(index: FtsIndex) -> int:
     arrays = [v for v in vars(index.arrays).values() if hasattr(v, "nbytes")]
-    return sum(int(a.nbytes) for a in arrays) + sum(len(t) for row in index.texts or () for t in row)
+    texts = getattr(index.texts, "nbytes", None)  # a loaded index: its packed size, nothing decoded
+    if texts is None:
+        texts = sum(len(t) for row in index.texts or () for t in row)
+    return sum(int(a.nbytes) for a in arrays) + texts
 
 
 def _close_quietly(cons: list[Any]) -> None:
     for con in cons:
         try:
+            for stmt in getattr(con, "_knowspec_prepared", {}).values():
+                stmt.free()  # before the attachment goes (a later free would fail)
             con.close()
         except Exception:
             pass
 
-
-atexit.register(close_connections)
 
 
 def schema_statements() -> list[str]:
@@ -157,9 +163,19 @@ def schema_statements() -> list[str]:
     return out
 
 
+SLUG_KEY = "cast(left({}, 200) as varchar(200))"  # doc$topic_slug's expression (firebird_schema.sql)
+HAS_SCHEMA = "select count(*) from rdb$relations where rdb$relation_name in ('DOC$TOPIC', 'DOC$POOL_STATE')"
+PREPARED_PER_CONNECTION = 64
+
+
 def _has_schema(cur) -> bool:
-    cur.execute("select count(*) from rdb$relations where rdb$relation_name in ('DOC$TOPIC', 'DOC$POOL_STATE')")
+    cur.execute(HAS_SCHEMA)
     return cur.fetchone()[0] == 2
+
+
+def _has_table(cur, name: str) -> bool:
+    cur.execute("select count(*) from rdb$relations where rdb$relation_name = ?", [name.upper()])
+    return cur.fetchone()[0] > 0
 
 
 def _value(v: Any) -> Any:
@@ -184,14 +200,16 @@ class FirebirdPool(SqlPool):
             try:
                 self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
             except Exception:  # a kept connection that went stale: attach afresh
-                self._con.close()
+                _close_quietly([self._con])
                 self._con = connect(dsn)
                 self._con.begin(tpb(Isolation.SNAPSHOT, access_mode=TraAccessMode.READ))
             self._cur = self._con.cursor()
-            if not _has_schema(self._cur):
-                raise LookupError(f"{self.location} has no doc$ tables")
+            if not getattr(self._con, "_knowspec_schema_seen", False):  # once per kept connection
+                if not self._rows(HAS_SCHEMA)[0][0] == 2:
+                    raise LookupError(f"{self.location} has no doc$ tables")
+                self._con._knowspec_schema_seen = True
         except BaseException:
-            self._con.close()
+            _close_quietly([self._con])
             raise
 
     def close(self) -> None:
@@ -201,8 +219,25 @@ class FirebirdPool(SqlPool):
             self._con = None
 
     def _rows(self, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-        self._cur.execute(sql, list(params))
+        self._cur.execute(self._prepared(sql), list(params))
         return [tuple(_value(v) for v in row) for row in self._cur.fetchall()]
+
+    def _prepared(self, sql: str):
+        """``sql`` prepared once per connection (kept on it while it waits between requests):
+        preparing and describing a statement cost more than running a doc_get's queries."""
+        kept = getattr(self._con, "_knowspec_prepared", None)
+        if kept is None:
+            kept = {}
+            self._con._knowspec_prepared = kept
+        stmt = kept.get(sql)
+        if stmt is None:
+            if len(kept) >= PREPARED_PER_CONNECTION:
+                self._cur.close()  # it may hold one of them
+                for old in kept.values():
+                    old.free()
+                kept.clear()
+            stmt = kept[sql] = self._cur.prepare(sql)
+        return stmt
 
     def _stream(self, sql: str, params: Sequence[Any] = ()) -> Iterator[tuple]:
         """Rows fetched one at a time from a cursor of the request's transaction."""
@@ -217,44 +252,65 @@ class FirebirdPool(SqlPool):
     def _blob(self, value: Any) -> Any:
         return _value(value)
 
+    def _has_table(self, name: str) -> bool:
+        return _has_table(self._cur, name)
+
+    def _slug_is(self, column: str) -> str:
+        """The slug's indexed prefix (``doc$topic_slug``: a key of the whole VARCHAR(1000) in
+        UTF8 is too long for an index), then the slug itself."""
+        return f"{SLUG_KEY.format(column)} = {SLUG_KEY.format('cast(? as varchar(1000))')} and {column} = ?"
+
     # -- full text ---------------------------------------------------------------------------
     def fulltext_index(self, stamp: tuple) -> FtsIndex:
-        """The pool's in-memory index at ``stamp`` (built, or rebuilt after an import, here)."""
+        """The pool's in-memory index at ``stamp``: the one the last import persisted when it
+        was made at this stamp, else built here (once per stamp and process)."""
         stamp = stamp[1:]  # the import counter (location names may differ per caller)
         key = parse_dsn(self.dsn)[0]
 
         def build() -> FtsIndex:
-            topics = self._rows("select id, collection, slug, title, breadcrumb from doc$topic")
-            return FtsIndex.build(stamp, self._chunk_texts(), topics)
+            return self._persisted_index(stamp) or build_index(self._rows, stamp)
 
         cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=_index_bytes)
         return cache.get(key, stamp, build)
 
-    def _chunk_texts(self) -> list[tuple[int, int, str, str, str]]:
-        """Every chunk's ``(id, topic_id, title, heading, body)``, for the index.
 
-        Fetching 50k rows of three BLOBs costs ~60 us a BLOB in the driver, so the short chunks
-        (nearly all) come as ONE text: ``list()`` of ``id,topic,len,len,len:`` headers each
-        followed by the three texts cast to VARCHAR, split here by the lengths (characters, as
-        Python counts them in UTF8). The long ones, and everything if that text does not parse
-        back into exactly the rows counted, are fetched row by row."""
-        short = " and ".join(f"char_length({c}) <= {n}" for c, n in LIST_LIMITS)
-        framed = " || ".join(["id || ',' || topic_id || ',' || char_length(title) || ',' || char_length(heading) "
-                              "|| ',' || char_length(body) || ':'"] +
-                             [f"cast({c} as varchar({n}))" for c, n in LIST_LIMITS])
-        rows = self._rows(f"select count(*), list({framed}, '') from doc$chunk where {short}")
-        count, text = int(rows[0][0]), rows[0][1] or ""
-        parsed = _parse_framed(text, count)
-        if parsed is None:
-            return self._rows("select id, topic_id, title, heading, body from doc$chunk")
-        return parsed + self._rows(f"select id, topic_id, title, heading, body from doc$chunk where not ({short})")
+def build_index(rows, stamp: tuple, *, skip_collection: str | None = None,
+                extra: Sequence[tuple[int, int, str, str, str]] = ()) -> FtsIndex:
+    """The full-text index of the pool ``rows(sql, params)`` reads; ``skip_collection``'s chunks
+    are not read but taken from ``extra`` (an import has them in memory)."""
+    topics = rows("select id, collection, slug, title, breadcrumb from doc$topic")
+    return FtsIndex.build(stamp, [*chunk_texts(rows, skip_collection), *extra], topics)
+
+
+def chunk_texts(rows, skip_collection: str | None = None) -> list[tuple[int, int, str, str, str]]:
+    """Every chunk's ``(id, topic_id, title, heading, body)`` (but ``skip_collection``'s), for the index.
+
+    Fetching 50k rows of three BLOBs costs ~60 us a BLOB in the driver, so the short chunks
+    (nearly all) come as ONE text: ``list()`` of ``id,topic,len,len,len:`` headers each
+    followed by the three texts cast to VARCHAR, split here by the lengths (characters, as
+    Python counts them in UTF8). The long ones, and everything if that text does not parse
+    back into exactly the rows counted, are fetched row by row."""
+    short = " and ".join(f"char_length({c}) <= {n}" for c, n in LIST_LIMITS)
+    where, params = "1 = 1", []
+    if skip_collection is not None:
+        where, params = "topic_id not in (select id from doc$topic where collection = ?)", [skip_collection]
+    framed = " || ".join(["id || ',' || topic_id || ',' || char_length(title) || ',' || char_length(heading) "
+                          "|| ',' || char_length(body) || ':'"] +
+                         [f"cast({c} as varchar({n}))" for c, n in LIST_LIMITS])
+    found = rows(f"select count(*), list({framed}, '') from doc$chunk where {short} and {where}", params)
+    count, text = int(found[0][0]), _value(found[0][1]) or ""
+    parsed = _parse_framed(text, count)
+    if parsed is None:
+        return rows(f"select id, topic_id, title, heading, body from doc$chunk where {where}", params)
+    return parsed + rows(f"select id, topic_id, title, heading, body from doc$chunk where not ({short}) "
+                         f"and {where}", params)
 
 
 LIST_LIMITS = (("title", 1000), ("heading", 1000), ("body", 4000))  # characters; 6000 * 4 bytes < 32k
 
 
 def _parse_framed(text: str, count: int) -> list[tuple[int, int, str, str, str]] | None:
-    """The rows of ``_chunk_texts``' framed text, or ``None`` unless exactly ``count`` parse."""
+    """The rows of ``chunk_texts``' framed text, or ``None`` unless exactly ``count`` parse."""
     out: list[tuple[int, int, str, str, str]] = []
     i, end = 0, len(text)
     try:
@@ -299,12 +355,25 @@ def ensure_pool(dsn: str):
             con = connect(dsn, create=True)
     cur = con.cursor()
     if not _has_schema(cur):
-        for sql in schema_statements():
-            cur.execute(sql)
-            con.commit()
+        statements = schema_statements()
+        for sql in statements:  # the DDL in one transaction (each commit is a forced write)
+            if not sql.lower().startswith("insert"):
+                cur.execute(sql)
+        con.commit()
+        for sql in statements:  # rows go into committed tables
+            if sql.lower().startswith("insert"):
+                cur.execute(sql)
         cur.executemany('insert into doc$meta(collection, name, "value") values (?, ?, ?)',
                         [list(m) for m in _source.DEFAULT_META])
         con.commit()
+    else:  # a pool made before these were added
+        if not _has_table(cur, SNAPSHOT_TABLE):
+            cur.execute(next(sql for sql in schema_statements() if SNAPSHOT_TABLE in sql.split("(")[0]))
+            con.commit()
+        cur.execute("select count(*) from rdb$indices where rdb$index_name = 'DOC$TOPIC_SLUG'")
+        if not cur.fetchone()[0]:
+            cur.execute(next(sql for sql in schema_statements() if "doc$topic_slug" in sql))
+            con.commit()
     return con
 
 
@@ -352,8 +421,125 @@ INSERTS = (
 
 def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
     """One table's rows (a seam the atomicity tests break on purpose)."""
-    if rows:
+    if not rows:
+        return
+    if name == "chunks":  # texts as VARCHAR parameters (no BLOB per value) where they fit
+        fits = [r for r in rows if all(len(t or "") <= n for t, (_, n) in zip(r[3:6], LIST_LIMITS))]
+        rest = [r for r in rows if not all(len(t or "") <= n for t, (_, n) in zip(r[3:6], LIST_LIMITS))]
+        casts = ", ".join(f"cast(? as varchar({n}))" for _, n in LIST_LIMITS)
+        bulk_insert(cur, sql.replace("values (?, ?, ?, ?, ?, ?)", f"values (?, ?, ?, {casts})"), fits)
+        bulk_insert(cur, sql, rest)
+        return
+    bulk_insert(cur, sql, rows)
+
+
+def bulk_insert(cur, sql: str, rows: Sequence[Sequence[Any]]) -> None:
+    """``cur.executemany(sql, rows)`` without the driver's per-value work: the statement's
+    parameter layout is read once and each row is packed straight into its message buffer
+    (the driver describes every parameter again for every row, ~90% of an import's time). Values
+    of a type not handled here, and a driver without these internals, take ``executemany``."""
+    if not rows:
+        return
+    try:
+        packer = _RowPacker(cur, sql)
+    except (AttributeError, TypeError, _Unpackable):
         cur.executemany(sql, [list(r) for r in rows])
+        return
+    try:
+        for row in rows:
+            packer.execute(row)
+    finally:
+        packer.close()
+
+
+class _Unpackable(Exception):
+    """A parameter type ``_RowPacker`` does not pack: the driver's own path is used."""
+
+
+class _RowPacker:
+    """One prepared INSERT and its input message layout (driver internals, read once)."""
+
+    def __init__(self, cur, sql: str) -> None:
+        from ctypes import create_string_buffer
+
+        types = require("firebird.driver.types").SQLDataType
+        con, tra = cur._connection, cur._transaction
+        if not tra.is_active():
+            tra.begin()
+        self._stmt = con._prepare(sql, tra)
+        self._tra, self._att, self._encoding = tra._tra, con._att, con._encoding
+        meta = self._stmt._in_meta
+        self._meta = meta
+        self._buffer = create_string_buffer(meta.get_message_length())
+        kinds = {types.VARYING: "varying", types.LONG: "int", types.INT64: "int", types.SHORT: "int",
+                 types.DOUBLE: "double", types.BLOB: "blob"}
+        self._params = []
+        for i in range(meta.get_count()):
+            kind = kinds.get(meta.get_type(i))
+            if kind is None or (kind == "int" and meta.get_scale(i)):
+                raise _Unpackable(meta.get_type(i))
+            self._params.append((kind, meta.get_offset(i), meta.get_length(i), meta.get_null_offset(i)))
+
+    def execute(self, row: Sequence[Any]) -> None:
+        import ctypes
+        import struct
+
+        buf = self._buffer
+        base = ctypes.addressof(buf)
+        ctypes.memset(buf, 0, len(buf))
+        for value, (kind, offset, length, null_at) in zip(row, self._params):
+            if value is None:
+                buf[null_at] = b"\x01"
+                continue
+            if kind == "varying":
+                data = value.encode(self._encoding) if isinstance(value, str) else bytes(value)
+                if len(data) > length:
+                    raise ValueError(f"value too long for its parameter ({len(data)} > {length} bytes)")
+                data = len(data).to_bytes(2, "little") + data
+            elif kind == "int":
+                data = int(value).to_bytes(length, "little", signed=True)
+            elif kind == "double":
+                data = struct.pack("<d", float(value))
+            else:
+                data = self._blob(value)
+            ctypes.memmove(base + offset, data, len(data))
+        self._stmt._istmt.execute(self._tra, self._meta, buf, None, None)
+
+    def _blob(self, value: Any) -> bytes:
+        import ctypes
+
+        a = require("firebird.driver.fbapi")
+        data = value.encode(self._encoding) if isinstance(value, str) else bytes(value)
+        blob_id = a.ISC_QUAD(0, 0)
+        blob = self._att.create_blob(self._tra, blob_id)
+        try:
+            if data:
+                chunk = ctypes.create_string_buffer(data, len(data))
+                for at in range(0, len(data), 65535):
+                    blob.put_segment(min(65535, len(data) - at), ctypes.addressof(chunk) + at)
+        finally:
+            blob.close()
+        return ctypes.string_at(ctypes.addressof(blob_id), ctypes.sizeof(blob_id))
+
+    def close(self) -> None:
+        self._stmt.free()
+
+
+def persist_index(cur, collection: str, chunks: Sequence[tuple]) -> None:
+    """Inside the import's transaction: build the whole pool's full-text index (``collection``'s
+    ``chunks`` from memory, the rest read back) and persist it with the new stamp."""
+
+    def rows(sql: str, params: Sequence[Any] = ()) -> list[tuple]:
+        cur.execute(sql, list(params))
+        return [tuple(_value(v) for v in row) for row in cur.fetchall()]
+
+    stamp = int(rows("select stamp from doc$pool_state where id = 1")[0][0])
+    index = build_index(rows, (stamp,), skip_collection=collection,
+                        extra=[(c[0], c[1], c[3], c[4], c[5]) for c in chunks])
+    blob = dump(index, str(stamp))
+    cur.execute(f"delete from {SNAPSHOT_TABLE}")
+    _insert(cur, "fts_snapshot", f"insert into {SNAPSHOT_TABLE}(part, revision, data) values (?, ?, ?)",
+            [(k, str(stamp), part) for k, part in enumerate(parts(blob))])
 
 
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
@@ -376,6 +562,7 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
                                        next_entity_id=_next_id(cur, "doc$entity"))
             for name, sql in INSERTS:
                 _insert(cur, name, sql, getattr(rows, name))
+            persist_index(cur, collection, rows.chunks)
             con.commit()
         except Exception as exc:
             con.rollback()

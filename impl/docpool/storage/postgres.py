@@ -34,7 +34,7 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.fulltext.reader import FtsIndex
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
 from knowspec.impl.rules import fts5_tokenizer
@@ -211,16 +211,19 @@ class PostgresPool(SqlPool):
     def _blob(self, value: Any) -> Any:
         return bytes(value) if isinstance(value, memoryview) else value
 
+    def _has_table(self, name: str) -> bool:
+        """(``SqlPool._persisted_index``: pools made before ``doc$fts_snapshot`` lack it.)"""
+        return bool(self._rows("select to_regclass(?) is not null", [f'"{SCHEMA}".{name}'])[0][0])
+
     # -- full text ---------------------------------------------------------------------------
     def fulltext_index(self, stamp: tuple) -> FtsIndex:
-        """The pool's in-memory index at ``stamp``, built from this request's snapshot when the
-        import counter moved (one per DSN, in the runtime's ``docpool.postgres_fts``)."""
+        """The pool's in-memory index at ``stamp``: the one the last import persisted when it was
+        made at this import counter, else built from this request's snapshot (once per counter
+        and DSN, in the runtime's ``docpool.postgres_fts``)."""
         stamp = stamp[1:]  # the import counter (location names may differ per caller)
 
         def build() -> FtsIndex:
-            topics = self._rows("select id, collection, slug, title, breadcrumb from doc$topic")
-            chunks = self._rows("select id, topic_id, title, heading, body from doc$chunk")
-            return FtsIndex.build(stamp, chunks, topics)
+            return self._persisted_index(stamp) or index_of(self._rows, stamp)
 
         cache = process.current().cache("docpool.postgres_fts", max_entries=8, sizeof=FtsIndex.nbytes)
         return cache.get(self.dsn, stamp, build)
@@ -264,30 +267,30 @@ def _fts_filled_by_importer(con) -> None:
         con.execute("alter table doc$chunk alter column fts drop expression")
 
 
+# COPY for every table (one stream per table, no statement per row). Chunks go through a
+# temporary table so the tsvector is made server-side from ``index_text`` of title, heading, body.
+CHUNK_STAGE = ("create temp table if not exists doc$chunk_in (id bigint, tid bigint, ord integer, ti text, he text, "
+               "bo text, it text, ih text, ib text) on commit drop")
+CHUNK_FROM_STAGE = ("insert into doc$chunk(id, topic_id, ord, title, heading, body, fts) "
+                    "select id, tid, ord, ti, he, bo, "
+                    "setweight(to_tsvector('pg_catalog.simple'::regconfig, it), 'A') || "
+                    "setweight(to_tsvector('pg_catalog.simple'::regconfig, ih), 'B') || "
+                    "setweight(to_tsvector('pg_catalog.simple'::regconfig, ib), 'D') from doc$chunk_in")
 INSERTS = (
-    ("topics", "insert into doc$topic(id, collection, slug, title, breadcrumb, category, description, "
-               "source_uri, mime, mtime, body_md) values (%s, %s, %s, %s, %s, %s, %s, %s, %s, %s, %s)"),
-    # One statement for all chunks; the last three arrays are ``index_text`` of title, heading, body.
-    ("chunks", "insert into doc$chunk(id, topic_id, ord, title, heading, body, fts) "
-               "select id, tid, ord, ti, he, bo, "
-               "setweight(to_tsvector('pg_catalog.simple'::regconfig, it), 'A') || "
-               "setweight(to_tsvector('pg_catalog.simple'::regconfig, ih), 'B') || "
-               "setweight(to_tsvector('pg_catalog.simple'::regconfig, ib), 'D') "
-               "from unnest(%s::bigint[], %s::bigint[], %s::integer[], %s::text[], %s::text[], %s::text[], "
-               "%s::text[], %s::text[], %s::text[]) as u(id, tid, ord, ti, he, bo, it, ih, ib)"),
-    ("links", "insert into doc$link(topic_id, kind, key, key_ci, confidence, source) values (%s, %s, %s, %s, %s, %s)"),
-    ("acl", "insert into doc$acl(topic_id, principal, principal_ci) values (%s, %s, %s)"),
-    ("topic_vecs", "insert into doc$topic_vec(topic_id, vec) values (%s, %s)"),
-    ("chunk_vecs", "insert into doc$chunk_vec(chunk_id, vec) values (%s, %s)"),
-    ("entities", "insert into doc$entity(id, collection, kind, key, key_ci, key_fold, title, title_fold, attrs) "
-                 "values (%s, %s, %s, %s, %s, %s, %s, %s, %s)"),
-    ("relations", "insert into doc$entity_rel(collection, from_kind, from_key, from_key_ci, rel, to_kind, to_key, "
-                  "to_key_ci) values (%s, %s, %s, %s, %s, %s, %s, %s)"),
-    ("aliases", "insert into doc$alias(collection, kind, alias, alias_ci, key, key_ci, confidence) "
-                "values (%s, %s, %s, %s, %s, %s, %s)"),
-    ("entity_kinds", "insert into doc$entity_kind(collection, kind, title, key_rule, url_template) "
-                     "values (%s, %s, %s, %s, %s)"),
-    ("meta", 'insert into doc$meta(collection, name, "value") values (%s, %s, %s)'),
+    ("topics", "copy doc$topic(id, collection, slug, title, breadcrumb, category, description, "
+               "source_uri, mime, mtime, body_md) from stdin"),
+    # the last three columns are ``index_text`` of title, heading, body
+    ("chunks", "copy doc$chunk_in(id, tid, ord, ti, he, bo, it, ih, ib) from stdin"),
+    ("links", "copy doc$link(topic_id, kind, key, key_ci, confidence, source) from stdin"),
+    ("acl", "copy doc$acl(topic_id, principal, principal_ci) from stdin"),
+    ("topic_vecs", "copy doc$topic_vec(topic_id, vec) from stdin"),
+    ("chunk_vecs", "copy doc$chunk_vec(chunk_id, vec) from stdin"),
+    ("entities", "copy doc$entity(id, collection, kind, key, key_ci, key_fold, title, title_fold, attrs) from stdin"),
+    ("relations", "copy doc$entity_rel(collection, from_kind, from_key, from_key_ci, rel, to_kind, to_key, "
+                  "to_key_ci) from stdin"),
+    ("aliases", "copy doc$alias(collection, kind, alias, alias_ci, key, key_ci, confidence) from stdin"),
+    ("entity_kinds", "copy doc$entity_kind(collection, kind, title, key_rule, url_template) from stdin"),
+    ("meta", 'copy doc$meta(collection, name, "value") from stdin'),
 )
 
 DELETES = (
@@ -308,11 +311,16 @@ DELETES = (
 
 
 def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
-    """One table's rows (a seam the atomicity tests break on purpose)."""
-    if rows and "unnest(" in sql:
-        cur.execute(sql, [list(column) for column in zip(*rows)])
-    elif rows:
-        cur.executemany(sql, rows)
+    """One table's rows, streamed by COPY (a seam the atomicity tests break on purpose)."""
+    if not rows:
+        return
+    if name == "chunks":
+        cur.execute(CHUNK_STAGE)
+    with cur.copy(sql) as copy:
+        for row in rows:
+            copy.write_row(row)
+    if name == "chunks":
+        cur.execute(CHUNK_FROM_STAGE)
 
 
 def _replace_collection(cur, src: _source.CollectionRows, collection: str) -> _source.TargetRows:
@@ -331,7 +339,26 @@ def _replace_collection(cur, src: _source.CollectionRows, collection: str) -> _s
         if name == "chunks":
             data = [(*r, *(index_text(t) for t in r[3:6])) for r in data]
         _insert(cur, name, sql, data)
+    _persist_index(cur)
     return rows
+
+
+def index_of(rows, stamp: tuple) -> FtsIndex:
+    """The search layer's full-text index of every chunk ``rows(sql)`` reads."""
+    topics = rows("select id, collection, slug, title, breadcrumb from doc$topic")
+    chunks = rows("select id, topic_id, title, heading, body from doc$chunk")
+    return FtsIndex.build(stamp, chunks, topics)
+
+
+def _persist_index(cur) -> None:
+    """Inside the import's transaction: the whole pool's index, persisted with the new counter,
+    so a process's first search loads it instead of tokenising every chunk."""
+    stamp = int(cur.execute("select stamp from doc$pool_state where id = 1").fetchone()[0])
+    blob = dump(index_of(lambda sql: cur.execute(sql).fetchall(), (stamp,)), str(stamp))
+    cur.execute(f"delete from {SNAPSHOT_TABLE}")
+    with cur.copy(f"copy {SNAPSHOT_TABLE}(part, revision, data) from stdin") as copy:
+        for k, part in enumerate(parts(blob)):
+            copy.write_row((k, str(stamp), part))
 
 
 def _settle(con) -> None:

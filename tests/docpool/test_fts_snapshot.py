@@ -1,0 +1,322 @@
+"""The full-text index persisted at import (``doc$fts_snapshot``, ``fulltext.reader.dump``).
+
+An import builds the search layer's index in its own transaction and stores it in the pool with
+the pool's revision; a process's first search loads it instead of building it. These tests pin:
+the loaded index equals the one built from the pool (so every exactness test of the built one
+holds for it), it is what a fresh process uses, a snapshot whose revision is not the pool's
+is never used (the index is built instead), and a failed import leaves the old snapshot.
+"""
+
+from __future__ import annotations
+
+import shutil
+import sqlite3
+from contextlib import closing
+from pathlib import Path
+
+import numpy as np
+import pytest
+from hypothesis import given, settings, strategies as st
+
+from knowspec.impl import runtime as process
+from knowspec.impl.docpool import recipe
+from knowspec.impl.docpool.catalog import PoolLocation
+from knowspec.impl.docpool.fulltext import reader
+from knowspec.impl.docpool.fulltext.reader import FtsIndex
+from knowspec.impl.docpool.search import fts_ranked
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
+from knowspec.impl.docpool.storage.sqlite import SqlitePool, open_for_write
+from storages import (  # noqa: F401
+    GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready, fresh_pg_database, pg_dsn, query_words)
+
+ARRAY_FIELDS = ("term_start", "post_row", "post_tf", "row_chunk", "row_topic", "row_len", "topic_id")
+LIST_FIELDS = ("terms", "topic_collection", "topic_slug", "n_rows", "total_tokens")
+QUERIES = query_words(31, 25) + ["köprü", "ışık straße", "e-mail"]
+
+
+def assert_same_arrays(got: reader.FtsArrays, want: reader.FtsArrays) -> None:
+    for name in ARRAY_FIELDS:
+        a, b = getattr(got, name), getattr(want, name)
+        assert a.dtype == b.dtype and np.array_equal(a, b), name
+    for name in LIST_FIELDS:
+        assert getattr(got, name) == getattr(want, name), name
+
+
+def searches(pool) -> list:
+    return [[(h.slug, h.score, h.snippet) for h in fts_ranked(pool, q, UNRESTRICTED, limit=20)] for q in QUERIES]
+
+
+@pytest.fixture(scope="module")
+def versions(tmp_path_factory):
+    return build_versions(tmp_path_factory.mktemp("snapshot-src"))
+
+
+@pytest.fixture
+def sync_arrays(runtime_settings):
+    runtime_settings(fts_arrays="sync")
+
+
+def _fresh_process():
+    """A new runtime (no cached arrays or indexes, the same settings), as after a restart."""
+    return process.activated(process.Runtime(process.current().settings))
+
+
+# -- the byte form ---------------------------------------------------------------------------------
+
+texts = st.text(st.characters(blacklist_categories=("Cs",)), max_size=30)
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(texts, texts, texts), max_size=12),
+       titles=st.lists(texts, min_size=1, max_size=4))
+def test_dump_then_load_gives_back_the_same_index(rows, titles):
+    chunks = [(10 + i, 1 + i % len(titles), *r) for i, r in enumerate(rows)]
+    topics = [(1 + k, "c\x1f" if k % 2 else "c", f"s{k}", t, t[::-1]) for k, t in enumerate(titles)]
+    built = FtsIndex.build(("a",), chunks, topics)
+    blob = reader.dump(built, "rev-1")
+    assert reader.revision_of(blob) == "rev-1"
+    loaded = reader.load(blob, ("b",))
+    assert loaded.stamp == ("b",)
+    assert_same_arrays(loaded.arrays, built.arrays)
+    assert list(loaded.texts) == list(built.texts)
+    assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
+
+
+def test_a_blob_that_is_not_a_dump_has_no_revision():
+    assert reader.revision_of(b"something else") is None
+
+
+# -- SQLite ----------------------------------------------------------------------------------------
+
+def test_sqlite_import_persists_the_arrays_of_its_fts5_index(tmp_path, versions):
+    target = tmp_path / "pool.db"
+    recipe.import_collection(target, versions[0], GENERATED_COLLECTION)
+    persisted = reader.sqlite_persisted(target)
+    assert persisted is not None
+    assert_same_arrays(persisted, reader.build(target))
+
+
+def test_a_fresh_process_searches_with_the_persisted_arrays(tmp_path, versions, monkeypatch, sync_arrays):
+    target = tmp_path / "pool.db"
+    recipe.import_collection(target, versions[0], GENERATED_COLLECTION)
+    with SqlitePool(target) as pool:
+        want = searches(pool)  # arrays built from FTS5 in this process (sync)
+
+    def no_build(path):
+        raise AssertionError("the persisted arrays should have been loaded")
+
+    monkeypatch.setattr(reader, "build", no_build)
+    with _fresh_process():
+        with SqlitePool(target) as pool:
+            assert pool.fulltext_index(pool.change_stamp()) is not None
+            assert searches(pool) == want
+
+
+def test_sqlite_arrays_persisted_for_other_content_are_not_used(tmp_path, versions, sync_arrays):
+    old, new = tmp_path / "old.db", tmp_path / "new.db"
+    recipe.import_collection(old, versions[0], GENERATED_COLLECTION)
+    recipe.import_collection(new, versions[1], GENERATED_COLLECTION)
+    with closing(sqlite3.connect(new)) as con:  # the other pool's snapshot planted in this one
+        con.execute('delete from "doc$fts_snapshot"')
+        con.execute("attach database ? as o", [str(old)])
+        con.execute('insert into "doc$fts_snapshot" select * from o."doc$fts_snapshot"')
+        con.commit()
+    assert reader.sqlite_persisted(new) is None
+    with _fresh_process(), SqlitePool(new) as pool:
+        assert_same_arrays(pool.fulltext_index(pool.change_stamp()).arrays, reader.build(new))
+
+
+def test_sqlite_pool_written_after_the_import_is_not_answered_from_the_old_snapshot(tmp_path, versions,
+                                                                                      sync_arrays):
+    target = tmp_path / "pool.db"
+    recipe.import_collection(target, versions[0], GENERATED_COLLECTION)
+    con = open_for_write(target)  # a writer that does not persist the arrays
+    try:
+        (topic,) = con.execute('select id from "doc$topic" order by id limit 1').fetchone()
+        cur = con.execute('insert into "doc$chunk"(topic_id, ord, title, heading, body) '
+                          "values (?, 999, 'zeplin', 'zeplin', 'zeplin')", [topic])
+        con.execute('insert into "doc$chunk_fts"(rowid, title, heading, body) values (?, ?, ?, ?)',
+                    [cur.lastrowid, "zeplin", "zeplin", "zeplin"])
+    finally:
+        con.close()
+    assert reader.sqlite_persisted(target) is None
+    with _fresh_process(), SqlitePool(target) as pool:
+        assert [h.slug for h in fts_ranked(pool, "zeplin", UNRESTRICTED, limit=5)]
+
+
+def test_a_failed_sqlite_import_leaves_the_old_snapshot(tmp_path, versions, monkeypatch, sync_arrays):
+    target = tmp_path / "pool.db"
+    recipe.import_collection(target, versions[0], GENERATED_COLLECTION)
+    with SqlitePool(target) as pool:
+        want = searches(pool)
+    real = recipe.persist_fulltext
+
+    def failing(con):
+        real(con)
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(recipe, "persist_fulltext", failing)
+    with pytest.raises(RuntimeError, match="injected failure"):
+        recipe.import_collection(target, versions[1], GENERATED_COLLECTION)
+    assert reader.sqlite_persisted(target) is not None
+    with _fresh_process(), SqlitePool(target) as pool:
+        assert searches(pool) == want
+
+
+# -- Firebird --------------------------------------------------------------------------------------
+
+def _fb_open(dsn):
+    from knowspec.impl.docpool.storage import firebird
+
+    return firebird.open_pool(PoolLocation("db", "db", "FIREBIRD", dsn))
+
+
+@pytest.mark.firebird
+def test_firebird_import_persists_the_index_a_fresh_process_loads(tmp_path, versions, monkeypatch, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    dsn = fb_dsn(tmp_path, "snap")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    with _fb_open(dsn) as pool:
+        built = firebird.build_index(pool._rows, ("x",))
+    reference = tmp_path / "ref.db"
+    recipe.import_collection(reference, versions[0], GENERATED_COLLECTION)
+    with SqlitePool(reference) as pool:
+        want = searches(pool)
+    monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            loaded = pool.fulltext_index(pool.change_stamp())
+            assert_same_arrays(loaded.arrays, built.arrays)
+            assert list(loaded.texts) == list(built.texts)
+            assert searches(pool) == want  # the same hits as SQLite's
+        firebird.close_connections()
+
+
+@pytest.mark.firebird
+def test_firebird_snapshot_of_an_older_stamp_is_rebuilt(tmp_path, versions, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    dsn = fb_dsn(tmp_path, "stale")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    con = firebird.connect(dsn)  # a writer that changes a chunk and moves the stamp, not the snapshot
+    cur = con.cursor()
+    cur.execute("update doc$chunk set body = 'zeplin' where id = (select min(id) from doc$chunk)")
+    cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+    con.commit()
+    con.close()
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is None
+            assert [h.slug for h in fts_ranked(pool, "zeplin", UNRESTRICTED, limit=5)]
+        firebird.close_connections()
+
+
+@pytest.mark.firebird
+def test_a_failed_firebird_import_leaves_the_old_snapshot(tmp_path, versions, monkeypatch, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    dsn = fb_dsn(tmp_path, "atomic")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    with _fb_open(dsn) as pool:
+        want = searches(pool)
+    real = firebird._insert
+
+    def failing(cur, name, sql, rows):
+        real(cur, name, sql, rows)
+        if name == "fts_snapshot":
+            raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(firebird, "_insert", failing)
+    with pytest.raises(firebird.ImportFailed):
+        firebird.import_collection(dsn, versions[1], GENERATED_COLLECTION)
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is not None
+            assert searches(pool) == want
+        firebird.close_connections()
+
+
+@pytest.mark.firebird
+def test_an_older_firebird_pool_gets_the_snapshot_table_and_slug_index_at_its_next_import(
+        tmp_path, versions, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    dsn = fb_dsn(tmp_path, "older")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    con = firebird.connect(dsn)  # what a pool made before both were added looks like
+    con.cursor().execute("drop index doc$topic_slug")
+    con.cursor().execute("drop table doc$fts_snapshot")
+    con.commit()
+    con.close()
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is None
+            assert searches(pool)  # built from the chunks
+        firebird.close_connections()
+    firebird.import_collection(dsn, versions[1], GENERATED_COLLECTION)
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is not None
+            assert pool._rows("select count(*) from rdb$indices where rdb$index_name = 'DOC$TOPIC_SLUG'")[0][0] == 1
+        firebird.close_connections()
+
+
+@pytest.mark.firebird
+def test_firebird_finds_the_topic_whose_long_slug_shares_the_indexed_prefix(tmp_path, fb_ready):
+    from knowspec.impl.docpool.builder import build_pool
+    from knowspec.impl.docpool.storage import firebird
+
+    prefix = "p" * 230
+    (tmp_path / "src" / "topics").mkdir(parents=True)
+    for tail in ("a", "b"):
+        (tmp_path / "src" / "topics" / f"{tail}.md").write_text(
+            f"---\nslug: {prefix}-{tail}\ntitle: Konu {tail}\n---\n# Konu {tail}\n\nmetin {tail}\n", "utf-8")
+    source = tmp_path / "src.db"
+    build_pool(tmp_path / "src", source, "uzun", title="Uzun", erisim="herkes")
+    dsn = fb_dsn(tmp_path, "slugs")
+    firebird.import_collection(dsn, source, "uzun")
+    with _fb_open(dsn) as pool:
+        for tail in ("a", "b"):
+            assert pool.topic(f"{prefix}-{tail}", UNRESTRICTED).title == f"Konu {tail}"
+        assert pool.topic(prefix, UNRESTRICTED) is None
+
+
+@pytest.mark.postgres
+def test_postgres_import_persists_the_index_a_fresh_process_loads(pg_dsn, tmp_path, versions, monkeypatch):
+    from knowspec.impl.docpool.storage import postgres
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_snapshot")
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    location = PoolLocation("db", "db", "POSTGRESQL", dsn)
+    with postgres.open_pool(location) as pool:
+        built = postgres.index_of(pool._rows, ("x",))
+    reference = tmp_path / "ref.db"
+    recipe.import_collection(reference, versions[0], GENERATED_COLLECTION)
+    with SqlitePool(reference) as pool:
+        want = searches(pool)
+    monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
+    with _fresh_process():
+        with postgres.open_pool(location) as pool:
+            loaded = pool.fulltext_index(pool.change_stamp())
+            assert_same_arrays(loaded.arrays, built.arrays)
+            assert list(loaded.texts) == list(built.texts)
+            assert searches(pool) == want  # the same hits as SQLite's
+
+
+@pytest.mark.postgres
+def test_postgres_snapshot_of_an_older_counter_is_never_used(pg_dsn, versions):
+    import psycopg
+
+    from knowspec.impl.docpool.storage import postgres
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_snapshot_stale")
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    with psycopg.connect(dsn, autocommit=True) as con:  # a writer that moves the counter, not the snapshot
+        con.execute('set search_path to "ivd$docs"')
+        con.execute("update doc$chunk set body = 'zeplin' where id = (select min(id) from doc$chunk)")
+        con.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+    with _fresh_process():
+        with postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", dsn)) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is None
+            assert [h.slug for h in fts_ranked(pool, "zeplin", UNRESTRICTED, limit=5)]
