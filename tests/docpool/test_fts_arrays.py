@@ -187,8 +187,7 @@ def test_hits_of_a_topic_an_import_removed_are_ranked_again_from_the_new_posting
 def test_an_index_that_cannot_be_read_is_a_driver_error_not_an_empty_answer(tmp_path, pools, monkeypatch):
     import sqlite3
 
-    path = tmp_path / "pool.db"
-    path.write_bytes(pools["uretilen"].read_bytes())
+    path = _without_snapshot(pools["uretilen"], tmp_path)  # the arrays must be read from FTS5
 
     def broken(_path):
         raise sqlite3.DatabaseError("database disk image is malformed")

@@ -13,7 +13,7 @@ and folded form of a column), ``_contains`` and ``_first`` (row limit).
 from __future__ import annotations
 
 import json
-from typing import Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Iterator, Sequence
 
 from knowspec.impl.docpool.storage.base import (
     pick_entity_kind,
@@ -31,6 +31,9 @@ from knowspec.impl.docpool.storage.base import (
     VectorRow,
 )
 from knowspec.impl.rules.fold import ascii_lower, fold
+
+if TYPE_CHECKING:
+    from knowspec.impl.docpool.fulltext.reader import FtsIndex
 
 TOPIC_COLS = ("t.id, t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, "
               "t.source_uri, t.mime, t.mtime, t.body_md")
@@ -129,7 +132,7 @@ class SqlPool:
         return out
 
     # -- full text -------------------------------------------------------------------------
-    def _persisted_index(self, stamp: tuple) -> "FtsIndex | None":
+    def _persisted_index(self, stamp: tuple) -> FtsIndex | None:
         """The index the last import persisted (``doc$fts_snapshot``), if it was made at this
         snapshot's import counter (``stamp[-1]``, read in the same transaction), else ``None``."""
         from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, persisted

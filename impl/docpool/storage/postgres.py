@@ -11,7 +11,8 @@ through ``translate``, every other character through a map holding each code poi
 Python fold differs from itself, so ``doc$fold(x) = fold(x)`` for all text.
 
 Full text: like Firebird, the storage hands over an in-memory index of its chunk rows
-(``fulltext.reader.FtsIndex``: the rows read once per import counter, tokenised as FTS5 does,
+(``fulltext.reader.FtsIndex``: made by every import and persisted in ``doc$fts_snapshot``, or
+built from the rows once per import counter when that is missing; tokenised as FTS5 does,
 original texts and topic titles kept), and the search layer (``fulltext.search``) ranks it with
 FTS5's ``bm25()`` and ``snippet()`` rules, so hits equal a SQLite pool's: same topics, order,
 scores, snippets. No ranking SQL runs here. The importer still fills the ``fts`` tsvector column
