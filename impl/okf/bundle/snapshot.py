@@ -71,6 +71,7 @@ class _Walk:
     entries: dict[str, _Entry] = field(default_factory=dict)
     dirs: dict[str, tuple[int, int]] = field(default_factory=dict)  # prefix -> (dev, ino)
     shared: set[str] = field(default_factory=set)
+    links: set[str] = field(default_factory=set)  # symbolic links skipped (a writer's store refuses them)
     total: int = 0
 
 
@@ -81,6 +82,7 @@ class _CacheSlot:
     entries: dict[str, _Entry] = field(default_factory=dict)
     dirs: dict[str, tuple[int, int]] = field(default_factory=dict)
     shared: set[str] = field(default_factory=set)
+    links: set[str] = field(default_factory=set)
     watch: inotify.DirectoryWatch | None = None  # None: the next call walks everything
     root_id: tuple[int, int] | None = None
     limits: tuple = ()
@@ -189,6 +191,8 @@ def _capture_dir(walk: _Walk, dir_fd: int, prefix: str, depth: int, ident: tuple
         except OSError as exc:
             raise _io_failure(exc)
         mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            walk.links.add(rel)
         if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             continue
         _check_path(rel, depth)
@@ -339,6 +343,7 @@ def _drop(walk: _Walk, rel: str) -> None:
     """Forget a file or a whole directory subtree that left the tree."""
     walk.entries.pop(rel, None)
     walk.shared.discard(rel)
+    walk.links.discard(rel)
     sub = rel + "/"
     if sub in walk.dirs:
         for prefix in [p for p in walk.dirs if p.startswith(sub)]:
@@ -346,6 +351,7 @@ def _drop(walk: _Walk, rel: str) -> None:
         for path in [p for p in walk.entries if p.startswith(sub)]:
             del walk.entries[path]
         walk.shared = {p for p in walk.shared if not p.startswith(sub)}
+        walk.links = {p for p in walk.links if not p.startswith(sub)}
         if walk.watch is not None:
             walk.watch.remove_under(sub)
 
@@ -354,7 +360,7 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
     """Re-check only the named entries; removals first so a moved directory is re-armed cleanly."""
     assert slot.root_id is not None  # a slot with changes to apply was walked in full before
     walk = _Walk(slot.entries, ctx, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
-                 set(slot.shared))
+                 set(slot.shared), set(slot.links))
     fds = _DirFds(root_fd, walk.dirs)
     try:
         found = []
@@ -378,9 +384,12 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
                 # (A deleted and recreated directory can reuse the inode but has lost its watch.)
                 continue
             if stat.S_ISREG(st.st_mode) and rel + "/" not in walk.dirs:
+                walk.links.discard(rel)
                 found.append((prefix, name, st))
                 continue
             _drop(walk, rel)
+            if stat.S_ISLNK(st.st_mode):
+                walk.links.add(rel)
             if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
                 found.append((prefix, name, st))
         for prefix, name, st in found:
@@ -420,6 +429,7 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
         _check(ctx)
         snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
     slot.snapshot, slot.entries, slot.dirs, slot.shared = snapshot, entries, walk.dirs, walk.shared
+    slot.links = walk.links
     slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limits()
     slot.nbytes = sum(len(e.data) for e in entries.values())
     return snapshot
@@ -428,7 +438,8 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
 def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, int], ctx) -> Snapshot:
     watch, slot.watch = slot.watch, None  # any failure below leaves the slot needing a full walk
     walk = None
-    if watch is not None and slot.snapshot is not None and slot.root_id == root_id and slot.limits == _limits():
+    if watch is not None and watch.owner == os.getpid() and slot.snapshot is not None and slot.root_id == root_id \
+            and slot.limits == _limits():
         changes = watch.drain()
         if not changes.full:
             if not changes.names and _shared_unchanged(slot, root_fd):
@@ -481,10 +492,42 @@ def capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     an exception kept alive by a reference cycle further up (the collector is paused here, and
     rarely runs a full pass) would keep them all in memory.
     """
+    return _guarded(ctx, lambda runtime: _capture_snapshot(bundle_path, ctx, runtime))
+
+
+def capture_pinned(bundle_path: str, root_fd: int, ctx, *, locked: bool = False) -> tuple[Snapshot, frozenset[str]] | None:
+    """The same snapshot for a writer that pinned ``bundle_path`` itself as ``root_fd``, with the
+    symbolic links the capture skipped. ``locked``: the caller holds the writers' lock, so no
+    commit can publish and the readers' gate is not taken; a capture running in another thread
+    then gives None (it may be waiting for that gate) and the writer captures on its own."""
+    def capture(runtime: process.Runtime) -> tuple[Snapshot, frozenset[str]] | None:
+        _check(ctx)
+        path = check_bundle_path(bundle_path)
+        root_stat = os.fstat(root_fd)
+        slots = _slots(runtime)
+        slot = slots.get(path, None, _CacheSlot)
+        if not slot.lock.acquire(blocking=not locked):
+            return None
+        try:
+            if locked:
+                snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+            else:
+                with consistent_read(root_fd, lambda: _check(ctx)):
+                    snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+            links = frozenset(slot.links)
+        finally:
+            slot.lock.release()
+        slots.resize(path)
+        return snapshot, links
+
+    return _guarded(ctx, capture)
+
+
+def _guarded(ctx, capture):
     runtime = process.of(ctx)
     try:
         with runtime.gc_paused():
-            return _capture_snapshot(bundle_path, ctx, runtime)
+            return capture(runtime)
     except OSError as exc:  # any I/O failure not mapped where it happened
         _forget_frames(exc)
         raise _io_failure(exc) from None
