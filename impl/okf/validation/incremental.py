@@ -49,15 +49,14 @@ class DocumentFindings:
 
     def __init__(self, resolution, options: Options, documents: dict[str, Document],
                  indexes: dict[str, Document], by_document: dict[str, tuple[Diagnostic, ...]],
-                 bundle: tuple[Diagnostic, ...]) -> None:
+                 errors_by_document: dict[str, tuple[Diagnostic, ...]], bundle: tuple[Diagnostic, ...]) -> None:
         self.resolution = resolution
         self.options = options
         self.documents = documents
         self.indexes = indexes
         self.by_document = by_document
         self.bundle = bundle
-        self.errors_by_document = {p: e for p, ds in by_document.items()
-                                   if (e := tuple(d for d in ds if d["severity"] == "ERROR"))}
+        self.errors_by_document = errors_by_document  # only the documents that have an ERROR
 
     @classmethod
     def of(cls, snapshot: Snapshot, ctx, options: Options) -> "DocumentFindings":
@@ -68,7 +67,8 @@ class DocumentFindings:
                 ctx.check_cancelled("validate bundle")
             by_document[path] = _document_findings(path, doc, resolution, options)
         documents, indexes = dict(snapshot.documents), dict(snapshot.indexes)
-        return cls(resolution, options, documents, indexes, by_document,
+        errors = {p: e for p, ds in by_document.items() if (e := _errors(ds))}
+        return cls(resolution, options, documents, indexes, by_document, errors,
                    _bundle_findings(resolution, options, _IndexView(indexes, documents)))
 
     def replaced(self, documents: Mapping[str, Document]) -> "DocumentFindings | None":
@@ -77,16 +77,19 @@ class DocumentFindings:
         for path, doc in documents.items():
             if not (isinstance(doc, Concept) and isinstance(self.documents.get(path), Concept)):
                 return None
-        by_document = dict(self.by_document)
+        by_document, errors = dict(self.by_document), dict(self.errors_by_document)
         for path, doc in documents.items():
-            by_document[path] = _document_findings(path, doc, self.resolution, self.options)
+            by_document[path] = found = _document_findings(path, doc, self.resolution, self.options)
+            errors.pop(path, None)
+            if own := _errors(found):
+                errors[path] = own
         merged = dict(self.documents)
         merged.update(documents)
         bundle = self.bundle
         if _legacy_strict(self.resolution, self.options) and any(
                 _description(self.documents[p]) != _description(d) for p, d in documents.items()):
             bundle = _bundle_findings(self.resolution, self.options, _IndexView(self.indexes, merged))
-        return DocumentFindings(self.resolution, self.options, merged, self.indexes, by_document, bundle)
+        return DocumentFindings(self.resolution, self.options, merged, self.indexes, by_document, errors, bundle)
 
     def diagnostics(self) -> list[Diagnostic]:
         """Every diagnostic, in ``validate_snapshot``'s order."""
@@ -101,6 +104,10 @@ class DocumentFindings:
     def of_documents(self, paths: Iterable[str]) -> list[Diagnostic]:
         """The diagnostics these documents produced, in ``validate_snapshot``'s order."""
         return sorted(chain.from_iterable(self.by_document.get(p, ()) for p in paths), key=diagnostic_key)
+
+
+def _errors(found: tuple[Diagnostic, ...]) -> tuple[Diagnostic, ...]:
+    return tuple(d for d in found if d["severity"] == "ERROR")
 
 
 def _legacy_strict(resolution, options: Options) -> bool:
