@@ -109,8 +109,9 @@ def migration_args(bundle: Path, mappings: list[dict]) -> dict:
             "citation_mappings": mappings}
 
 
-def in_process_proof(args: dict) -> tuple[float, dict]:
-    """The preview's source, proof and digest without the diff (which the MCP cap refuses)."""
+def in_process_proof(args: dict) -> tuple[float, dict | None, list]:
+    """The preview's source, proof and digest without the diff (which the MCP cap refuses);
+    None and the blockers when the migration is blocked."""
     from knowspec.generated.models.okf.preview_v02_migration_input_schema import PreviewV02MigrationInput
     from knowspec.impl.okf.write import bundle_io
     from knowspec.impl.okf.write.migration_flow import _plan
@@ -125,9 +126,9 @@ def in_process_proof(args: dict) -> tuple[float, dict]:
     _, out, proof = _plan(files, base, inp, source)
     elapsed = (time.perf_counter() - start) * 1000
     if proof is None:
-        raise SystemExit(f"migration blocked: {out.blockers[:3]}")
+        return elapsed, None, list(out.blockers)
     return elapsed, {"expected_source": source, "proof": proof, "expected_plan_digest": proof_digest(proof),
-                     "writes": len(proof["writes"])}
+                     "writes": len(proof["writes"])}, []
 
 
 BOUND = 20.0  # goal: one-concept preview/apply p50 <= 20x the one-file floor, at every size
@@ -220,18 +221,21 @@ async def migration_row(session, bundle: Path, work: Path) -> dict:
     preview = {"ms": round(ms, 1), "is_error": bool(result.is_error),
                "status_or_code": (result.structured_content or {}).get("status")
                or (result.structured_content or {}).get("code")}
-    plan_ms, bound = in_process_proof(margs)
+    plan_ms, bound, blockers = in_process_proof(margs)
+    row = {"documents": sum(1 for _ in full.rglob("*.md")),
+           "citation_documents": len(mappings), "citation_entries": sum(len(m["entries"]) for m in mappings),
+           "normalized_sections": normalized, "mcp_preview": preview, "in_process_plan_ms": round(plan_ms, 1)}
+    if bound is None:  # the corpus itself blocks the migration (e.g. documents without a type)
+        codes: dict[str, int] = {}
+        for b in blockers:
+            codes[b["code"]] = codes.get(b["code"], 0) + 1
+        return {**row, "apply_status": "blocked", "blockers": codes}
     writes = bound.pop("writes")
     ms_apply, applied = await timed(session, "apply_v02_migration", {**margs, **bound})
     assert not applied.is_error, applied.structured_content
-    return {
-        "documents": sum(1 for _ in full.rglob("*.md")),
-        "citation_documents": len(mappings), "citation_entries": sum(len(m["entries"]) for m in mappings),
-        "normalized_sections": normalized, "written_files": writes,
-        "mcp_preview": preview, "in_process_plan_ms": round(plan_ms, 1),
-        "mcp_apply_ms": round(ms_apply, 1), "apply_status": applied.structured_content["status"],
-        "changed_paths": len(applied.structured_content["changed_paths"]),
-    }
+    return {**row, "written_files": writes, "mcp_apply_ms": round(ms_apply, 1),
+            "apply_status": applied.structured_content["status"],
+            "changed_paths": len(applied.structured_content["changed_paths"])}
 
 
 async def run(args) -> dict:
