@@ -411,7 +411,10 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
         raise _Fallback
     if sum(len(e.data) for e in walk.entries.values()) > MAX_TOTAL_BYTES:
         raise _Fallback
-    walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
+    if walk.entries.keys() == slot.entries.keys():  # the same files: the walk order is the old one
+        walk.entries = {rel: walk.entries[rel] for rel in slot.entries}
+    else:
+        walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
     Stats.incremental += 1
     return walk
 
@@ -420,10 +423,10 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
     """Install the walk's result in the slot; an unchanged file set keeps the same Snapshot."""
     entries = walk.entries
     old = slot.entries
-    if slot.snapshot is not None and entries.keys() == old.keys() and all(
-        entries[k].data is old[k].data for k in entries
-    ):
-        snapshot = slot.snapshot
+    if slot.snapshot is not None and entries.keys() == old.keys():
+        changed = {k: e for k, e in entries.items() if e.data is not old[k].data}
+        snapshot = slot.snapshot if not changed else slot.snapshot.replaced(
+            {k: e.data for k, e in changed.items()}, _build_documents(changed, ctx))
     else:
         documents = _build_documents(entries, ctx)
         _check(ctx)
