@@ -254,6 +254,7 @@ class Snapshot:
             key=lambda e: e.file,
         )
         self.scanned_files = len(documents)
+        self.derived_from: tuple[dict[str, bytes], frozenset[str]] | None = None
 
     def replaced(self, files: dict[str, bytes], documents: dict[str, Document]) -> "Snapshot":
         """This snapshot with the bytes of some of its files, and the parses of those that are
@@ -274,6 +275,7 @@ class Snapshot:
             key=lambda e: e.file,
         )
         new.scanned_files = self.scanned_files
+        new.derived_from = (self.files, frozenset(files))  # whose files, and which of them changed
         return new
 
     @cached_property

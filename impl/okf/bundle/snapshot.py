@@ -73,6 +73,7 @@ class _Walk:
     shared: set[str] = field(default_factory=set)
     links: set[str] = field(default_factory=set)  # symbolic links skipped (a writer's store refuses them)
     total: int = 0
+    touched: set[str] | None = None  # the entries an event-driven update re-checked (None: a full walk)
 
 
 @dataclass
@@ -219,7 +220,7 @@ def _capture_child(walk: _Walk, dir_fd: int, name: str, prefix: str, depth: int,
 
 
 def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_result) -> None:
-    if len(walk.entries) + 1 > MAX_FILES or st.st_size > MAX_FILE_BYTES:
+    if (rel not in walk.entries and len(walk.entries) + 1 > MAX_FILES) or st.st_size > MAX_FILE_BYTES:
         raise _limit()
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     old = walk.previous.get(rel) if walk.previous else None
@@ -362,6 +363,8 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
     walk = _Walk(slot.entries, ctx, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
                  set(slot.shared), set(slot.links))
     fds = _DirFds(root_fd, walk.dirs)
+    touched: set[str] = set()
+    only_files = True  # no entry dropped, no directory captured: ``touched`` names every change
     try:
         found = []
         for prefix, name in sorted(names):
@@ -372,6 +375,7 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
                 st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             except FileNotFoundError:
                 _drop(walk, prefix + name)
+                only_files = False
                 continue
             except OSError:
                 raise _Fallback
@@ -388,6 +392,7 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
                 found.append((prefix, name, st))
                 continue
             _drop(walk, rel)
+            only_files = False
             if stat.S_ISLNK(st.st_mode):
                 walk.links.add(rel)
             if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
@@ -397,9 +402,10 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
             rel, depth = prefix + name, prefix.count("/")
             _check_path(rel, depth)
             if stat.S_ISDIR(st.st_mode):
+                only_files = False
                 _capture_child(walk, fds.get(prefix), name, rel + "/", depth + 1, st)
-            else:
-                walk.entries.pop(rel, None)
+            else:  # an existing entry keeps its place: the walk order changes only with the file set
+                touched.add(rel)
                 _capture_file(walk, fds.get(prefix), name, rel, st)
     except ToolError as exc:
         if exc.code == "operation_cancelled":
@@ -411,10 +417,9 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
         raise _Fallback
     if sum(len(e.data) for e in walk.entries.values()) > MAX_TOTAL_BYTES:
         raise _Fallback
-    if walk.entries.keys() == slot.entries.keys():  # the same files: the walk order is the old one
-        walk.entries = {rel: walk.entries[rel] for rel in slot.entries}
-    else:
+    if walk.entries.keys() != slot.entries.keys():
         walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
+    walk.touched = touched if only_files else None
     Stats.incremental += 1
     return walk
 
@@ -424,7 +429,8 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
     entries = walk.entries
     old = slot.entries
     if slot.snapshot is not None and entries.keys() == old.keys():
-        changed = {k: e for k, e in entries.items() if e.data is not old[k].data}
+        candidates = entries if walk.touched is None else walk.touched
+        changed = {k: entries[k] for k in candidates if entries[k].data is not old[k].data}
         snapshot = slot.snapshot if not changed else slot.snapshot.replaced(
             {k: e.data for k, e in changed.items()}, _build_documents(changed, ctx))
     else:

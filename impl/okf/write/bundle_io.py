@@ -108,8 +108,8 @@ def cached_capture(root_fd: int, bundle_path: str, check: Callable[[], None] | N
         return None
     if found is None or (strict and found[1]):
         return None
-    files = found[0].files
-    return dict(files), index_files(files, root=found[0].root).revision
+    snapshot = found[0]
+    return dict(snapshot.files), index_files(snapshot.files, snapshot.root, snapshot.derived_from).revision
 def has_private_dir(root_fd: int) -> bool:
     try:
         os.stat(journal.OKF_DIR, dir_fd=root_fd, follow_symlinks=False)

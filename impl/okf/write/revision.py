@@ -61,6 +61,18 @@ class RevisionIndex:
             self.records.append(record)
         self.revision = _hash(self.records)
 
+    def updated(self, files: Mapping[str, bytes], changed: frozenset[str]) -> "RevisionIndex":
+        """The index of ``files``: these files with the bytes of ``changed`` (existing paths) replaced."""
+        new = RevisionIndex.__new__(RevisionIndex)
+        new.paths, new.position, new.files = self.paths, self.position, files
+        new.data = dict(self.data)
+        new.records = list(self.records)
+        for path in changed:
+            new.data[path] = files[path]
+            new.records[self.position[path]] = _record(path, files[path])
+        new.revision = _hash(new.records)
+        return new
+
     def revision_with(self, writes: Mapping[str, bytes], deletes: tuple[str, ...] = ()) -> str:
         """The revision of these files with ``writes`` (new or replaced), then ``deletes``, applied."""
         records = list(self.records)
@@ -92,13 +104,17 @@ def _indexes() -> process.Cache:
                                    sizeof=lambda index: 96 * len(index.records))
 
 
-def index_files(files: Mapping[str, bytes], root: str | None = None) -> RevisionIndex:
+def index_files(files: Mapping[str, bytes], root: str | None = None,
+                derived_from: tuple[Mapping[str, bytes], frozenset[str]] | None = None) -> RevisionIndex:
     """The revision index of ``files``, built from ``root``'s previous one, and kept by revision
-    (for ``revision_with``) and as the root's latest (for the next capture)."""
+    (for ``revision_with``) and as the root's latest (for the next capture). ``derived_from``:
+    the files these were made from and which paths changed, so only those are hashed again."""
     cache = _indexes()
     previous = cache.peek(("root", root)) if root is not None else None
     if previous is not None and previous.files is files:  # the same captured mapping: nothing changed
         index = previous
+    elif previous is not None and derived_from is not None and derived_from[0] is previous.files:
+        index = previous.updated(files, derived_from[1])
     else:
         index = RevisionIndex(files, previous)
     cache.put(index.revision, None, index)

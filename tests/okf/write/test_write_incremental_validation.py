@@ -155,3 +155,5 @@ def test_the_revision_index_gives_the_full_hash(files, writes, deletes):
         post.pop(path, None)
     assert index.revision_with(writes, tuple(deletes)) == revision_of(post)
     assert RevisionIndex(post, index).revision == revision_of(post)
+    rewritten = {**files, **{p: b for p, b in writes.items() if p in files}}
+    assert index.updated(rewritten, frozenset(p for p in writes if p in files)).revision == revision_of(rewritten)
