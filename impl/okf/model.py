@@ -266,7 +266,7 @@ class Snapshot:
         new.documents = {**self.documents, **documents}
         new.indexes = {p: documents.get(p, d) for p, d in self.indexes.items()}
         new.logs = {p: documents.get(p, d) for p, d in self.logs.items()}
-        concepts = dict(self.concepts.items())
+        concepts = dict(self.concepts._by_id)  # a plain copy, in id order
         concepts.update((d.id, d) for d in documents.values() if isinstance(d, Concept))
         new.concepts = ConceptMap.ordered(concepts)
         new.parse_errors = sorted(
