@@ -41,6 +41,13 @@ def revision_of(files: Mapping[str, bytes]) -> str:
 class RevisionIndex:
     """The records of one revision, in revision order."""
 
+    paths: list[str]
+    position: dict[str, int]
+    files: Mapping[str, bytes]
+    data: dict[str, bytes]
+    records: list[bytes]
+    revision: str
+
     def __init__(self, files: Mapping[str, bytes], previous: "RevisionIndex | None" = None) -> None:
         if previous is not None and files.keys() == previous.position.keys():
             self.paths, self.position = previous.paths, previous.position
@@ -48,8 +55,8 @@ class RevisionIndex:
             self.paths = sorted(files, key=_bkey)
             self.position = {p: i for i, p in enumerate(self.paths)}
         self.files = files  # held, so that its identity names this content while the index lives
-        self.data: dict[str, bytes] = {}
-        self.records: list[bytes] = []
+        self.data = {}
+        self.records = []
         for path in self.paths:
             data = files[path]
             # Identity, not equality: the held bytes object is the one the record was made from.
