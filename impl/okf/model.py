@@ -210,6 +210,13 @@ class ConceptMap(Mapping[str, Concept]):
     def __init__(self, concepts: dict[str, Concept]) -> None:
         self._by_id = {cid: concepts[cid] for cid in sorted(concepts)}
 
+    @classmethod
+    def ordered(cls, concepts: dict[str, Concept]) -> "ConceptMap":
+        """A map of ``concepts``, already in id order (not sorted again)."""
+        new = cls.__new__(cls)
+        new._by_id = concepts
+        return new
+
     def __getitem__(self, key: str) -> Concept:
         return self._by_id[key]
 
@@ -259,6 +266,29 @@ class Snapshot:
             key=lambda e: e.file,
         )
         self.scanned_files = len(documents)
+        self.derived_from: tuple[dict[str, bytes], frozenset[str]] | None = None
+
+    def replaced(self, files: dict[str, bytes], documents: dict[str, Document]) -> "Snapshot":
+        """This snapshot with the bytes of some of its files, and the parses of those that are
+        documents, replaced. The file set is the same, so every order is kept: a change costs
+        the changed files, not a re-sort of the bundle."""
+        new = object.__new__(Snapshot)
+        new.root = self.root
+        new.files = {**self.files, **files}
+        new.documents = {**self.documents, **documents}
+        new.indexes = {p: documents.get(p, d) for p, d in self.indexes.items()}
+        new.logs = {p: documents.get(p, d) for p, d in self.logs.items()}
+        concepts = dict(self.concepts._by_id)  # a plain copy, in id order
+        concepts.update((d.id, d) for d in documents.values() if isinstance(d, Concept))
+        new.concepts = ConceptMap.ordered(concepts)
+        new.parse_errors = sorted(
+            [e for e in self.parse_errors if e.file not in documents]
+            + [d.parse_error for d in documents.values() if isinstance(d, Concept) and d.parse_error is not None],
+            key=lambda e: e.file,
+        )
+        new.scanned_files = self.scanned_files
+        new.derived_from = (self.files, frozenset(files))  # whose files, and which of them changed
+        return new
 
     @cached_property
     def revision(self) -> str:

@@ -13,7 +13,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
 from knowspec.impl.okf.bundle import watch
-from knowspec.impl.okf.model import load_snapshot
+from knowspec.impl.okf.model import Snapshot, document_for, load_snapshot
 from okf_helpers import ctx
 from test_perf_watch import oracle_files
 
@@ -75,4 +75,50 @@ def test_watch_and_stat_walk_agree_on_random_edits(edits):
             got = _outcome(lambda: load_snapshot(str(root), ctx()).files)
             want = _outcome(lambda: oracle_files(root))
             assert got == want
+        snap.clear_cache()
+
+
+def _views(snapshot: Snapshot) -> tuple:
+    return (list(snapshot.files.items()), [(p, type(d).__name__, d.path) for p, d in snapshot.documents.items()],
+            [(i, c.path) for i, c in snapshot.concepts.items()], list(snapshot.indexes), list(snapshot.logs),
+            [(e.file, e.code, e.message) for e in snapshot.parse_errors], snapshot.scanned_files)
+
+
+def _skipped_links(root: Path) -> set[str]:
+    found = set()
+    for folder, dirs, files in os.walk(root):
+        for name in dirs + files:
+            path = Path(folder) / name
+            if path.is_symlink():
+                found.add(path.relative_to(root).as_posix())
+    return found
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ops, max_size=14))
+def test_a_snapshot_updated_in_place_equals_one_built_afresh_and_knows_its_symlinks(edits):
+    """Edits that keep the file set update the cached snapshot without rebuilding it
+    (``Snapshot.replaced``); every view of it is what a fresh build gives, and the symbolic
+    links the capture skipped (a writer's store refuses them) are the tree's."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "kb"
+        (root / "d1").mkdir(parents=True)
+        (root / "a.md").write_bytes(b"---\ntype: N\n---\nstart\n")
+        load_snapshot(str(root), ctx())
+        for op, a, b in edits + [("load", None, None)]:
+            if op != "load":
+                _apply(root, op, a, b)
+                continue
+            fd = os.open(root, os.O_RDONLY | os.O_DIRECTORY)
+            try:
+                found = snap.capture_pinned(str(root), fd, ctx())
+            except ToolError:
+                continue
+            finally:
+                os.close(fd)
+            assert found is not None
+            got, links = found
+            fresh = Snapshot(got.root, got.files, {p: document_for(p, d) for p, d in got.files.items() if p.endswith(".md")})
+            assert _views(got) == _views(fresh)
+            assert links == _skipped_links(root)
         snap.clear_cache()

@@ -73,7 +73,9 @@ class _Walk:
     entries: dict[str, _Entry] = field(default_factory=dict)
     dirs: dict[str, tuple[int, int]] = field(default_factory=dict)  # prefix -> (dev, ino)
     shared: set[str] = field(default_factory=set)
+    links: set[str] = field(default_factory=set)  # symbolic links skipped (a writer's store refuses them)
     total: int = 0
+    touched: set[str] | None = None  # the entries an event-driven update re-checked (None: a full walk)
 
 
 @dataclass
@@ -83,6 +85,7 @@ class _CacheSlot:
     entries: dict[str, _Entry] = field(default_factory=dict)
     dirs: dict[str, tuple[int, int]] = field(default_factory=dict)
     shared: set[str] = field(default_factory=set)
+    links: set[str] = field(default_factory=set)
     watch: inotify.DirectoryWatch | None = None  # None: the next call walks everything
     root_id: tuple[int, int] | None = None
     limits: tuple = ()
@@ -196,6 +199,8 @@ def _capture_dir(walk: _Walk, dir_fd: int, prefix: str, depth: int, ident: tuple
         except OSError as exc:
             raise _io_failure(exc)
         mode = st.st_mode
+        if stat.S_ISLNK(mode):
+            walk.links.add(rel)
         if stat.S_ISLNK(mode) or not (stat.S_ISDIR(mode) or stat.S_ISREG(mode)):
             continue
         _check_path(rel, depth)
@@ -222,7 +227,7 @@ def _capture_child(walk: _Walk, dir_fd: int, name: str, prefix: str, depth: int,
 
 
 def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_result) -> None:
-    if len(walk.entries) + 1 > walk.limits.files or st.st_size > MAX_FILE_BYTES:
+    if (rel not in walk.entries and len(walk.entries) + 1 > walk.limits.files) or st.st_size > MAX_FILE_BYTES:
         raise _limit()
     key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
     old = walk.previous.get(rel) if walk.previous else None
@@ -346,6 +351,7 @@ def _drop(walk: _Walk, rel: str) -> None:
     """Forget a file or a whole directory subtree that left the tree."""
     walk.entries.pop(rel, None)
     walk.shared.discard(rel)
+    walk.links.discard(rel)
     sub = rel + "/"
     if sub in walk.dirs:
         for prefix in [p for p in walk.dirs if p.startswith(sub)]:
@@ -353,6 +359,7 @@ def _drop(walk: _Walk, rel: str) -> None:
         for path in [p for p in walk.entries if p.startswith(sub)]:
             del walk.entries[path]
         walk.shared = {p for p in walk.shared if not p.startswith(sub)}
+        walk.links = {p for p in walk.links if not p.startswith(sub)}
         if walk.watch is not None:
             walk.watch.remove_under(sub)
 
@@ -362,8 +369,10 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
     """Re-check only the named entries; removals first so a moved directory is re-armed cleanly."""
     assert slot.root_id is not None  # a slot with changes to apply was walked in full before
     walk = _Walk(slot.entries, ctx, limits, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
-                 set(slot.shared))
+                 set(slot.shared), set(slot.links))
     fds = _DirFds(root_fd, walk.dirs)
+    touched: set[str] = set()
+    only_files = True  # no entry dropped, no directory captured: ``touched`` names every change
     try:
         found = []
         for prefix, name in sorted(names):
@@ -374,6 +383,7 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
                 st = os.stat(name, dir_fd=dir_fd, follow_symlinks=False)
             except FileNotFoundError:
                 _drop(walk, prefix + name)
+                only_files = False
                 continue
             except OSError:
                 raise _Fallback
@@ -386,9 +396,13 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
                 # (A deleted and recreated directory can reuse the inode but has lost its watch.)
                 continue
             if stat.S_ISREG(st.st_mode) and rel + "/" not in walk.dirs:
+                walk.links.discard(rel)
                 found.append((prefix, name, st))
                 continue
             _drop(walk, rel)
+            only_files = False
+            if stat.S_ISLNK(st.st_mode):
+                walk.links.add(rel)
             if stat.S_ISDIR(st.st_mode) or stat.S_ISREG(st.st_mode):
                 found.append((prefix, name, st))
         for prefix, name, st in found:
@@ -396,9 +410,10 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
             rel, depth = prefix + name, prefix.count("/")
             _check_path(rel, depth)
             if stat.S_ISDIR(st.st_mode):
+                only_files = False
                 _capture_child(walk, fds.get(prefix), name, rel + "/", depth + 1, st)
-            else:
-                walk.entries.pop(rel, None)
+            else:  # an existing entry keeps its place: the walk order changes only with the file set
+                touched.add(rel)
                 _capture_file(walk, fds.get(prefix), name, rel, st)
     except ToolError as exc:
         if exc.code == "operation_cancelled":
@@ -410,7 +425,9 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
         raise _Fallback
     if sum(len(e.data) for e in walk.entries.values()) > limits.total_bytes:
         raise _Fallback
-    walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
+    if walk.entries.keys() != slot.entries.keys():
+        walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
+    walk.touched = touched if only_files else None
     Stats.incremental += 1
     return walk
 
@@ -419,15 +436,17 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
     """Install the walk's result in the slot; an unchanged file set keeps the same Snapshot."""
     entries = walk.entries
     old = slot.entries
-    if slot.snapshot is not None and entries.keys() == old.keys() and all(
-        entries[k].data is old[k].data for k in entries
-    ):
-        snapshot = slot.snapshot
+    if slot.snapshot is not None and entries.keys() == old.keys():
+        candidates = entries if walk.touched is None else walk.touched
+        changed = {k: entries[k] for k in candidates if entries[k].data is not old[k].data}
+        snapshot = slot.snapshot if not changed else slot.snapshot.replaced(
+            {k: e.data for k, e in changed.items()}, _build_documents(changed, ctx))
     else:
         documents = _build_documents(entries, ctx)
         _check(ctx)
         snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
     slot.snapshot, slot.entries, slot.dirs, slot.shared = snapshot, entries, walk.dirs, walk.shared
+    slot.links = walk.links
     slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limit_stamp(walk.limits)
     slot.nbytes = sum(len(e.data) for e in entries.values())
     return snapshot
@@ -437,8 +456,8 @@ def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, i
                 limits: BundleLimits) -> Snapshot:
     watch, slot.watch = slot.watch, None  # any failure below leaves the slot needing a full walk
     walk = None
-    if (watch is not None and slot.snapshot is not None and slot.root_id == root_id
-            and slot.limits == _limit_stamp(limits)):
+    if (watch is not None and watch.owner == os.getpid() and slot.snapshot is not None
+            and slot.root_id == root_id and slot.limits == _limit_stamp(limits)):
         changes = watch.drain()
         if not changes.full:
             if not changes.names and _shared_unchanged(slot, root_fd):
@@ -491,10 +510,42 @@ def capture_snapshot(bundle_path: str, ctx) -> Snapshot:
     an exception kept alive by a reference cycle further up (the collector is paused here, and
     rarely runs a full pass) would keep them all in memory.
     """
+    return _guarded(ctx, lambda runtime: _capture_snapshot(bundle_path, ctx, runtime))
+
+
+def capture_pinned(bundle_path: str, root_fd: int, ctx, *, locked: bool = False) -> tuple[Snapshot, frozenset[str]] | None:
+    """The same snapshot for a writer that pinned ``bundle_path`` itself as ``root_fd``, with the
+    symbolic links the capture skipped. ``locked``: the caller holds the writers' lock, so no
+    commit can publish and the readers' gate is not taken; a capture running in another thread
+    then gives None (it may be waiting for that gate) and the writer captures on its own."""
+    def capture(runtime: process.Runtime) -> tuple[Snapshot, frozenset[str]] | None:
+        _check(ctx)
+        path = check_bundle_path(bundle_path)
+        root_stat = os.fstat(root_fd)
+        slots = _slots(runtime)
+        slot = slots.get(path, None, _CacheSlot)
+        if not slot.lock.acquire(blocking=not locked):
+            return None
+        try:
+            if locked:
+                snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+            else:
+                with consistent_read(root_fd, lambda: _check(ctx)):
+                    snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+            links = frozenset(slot.links)
+        finally:
+            slot.lock.release()
+        slots.resize(path)
+        return snapshot, links
+
+    return _guarded(ctx, capture)
+
+
+def _guarded(ctx, capture):
     runtime = process.of(ctx)
     try:
         with runtime.gc_paused():
-            return _capture_snapshot(bundle_path, ctx, runtime)
+            return capture(runtime)
     except OSError as exc:  # any I/O failure not mapped where it happened
         _forget_frames(exc)
         raise _io_failure(exc) from None

@@ -119,6 +119,7 @@ class DirectoryWatch:
         if fd < 0:
             raise WatchUnavailable(os.strerror(ctypes.get_errno()))
         self.fd = fd
+        self.owner = os.getpid()  # a forked child shares the queue: its events are not all its own
         self.prefixes: dict[int, str] = {}
 
     def add(self, dir_fd: int, prefix: str) -> None:

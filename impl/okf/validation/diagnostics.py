@@ -71,7 +71,7 @@ def validate_snapshot(snapshot: Snapshot, ctx, *, strict=False, check_links=Fals
     for i, concept in enumerate(snapshot.concepts.values()):
         if i % 256 == 0:
             ctx.check_cancelled("validate bundle")
-        _base_concept(concept, out)
+        base_concept(concept, out)
     _reserved(snapshot, resolution, out, check_orphans)
     if resolution.assertion is not None:
         out.add("version_assertion_failed", "WARN", "index.md", "okf_version", resolution.assertion,
@@ -97,7 +97,7 @@ def validate_snapshot(snapshot: Snapshot, ctx, *, strict=False, check_links=Fals
     return Report(resolution.version, resolution.declaration, out.items)
 
 
-def _base_concept(concept: Concept, out: Collector) -> None:
+def base_concept(concept: Concept, out: Collector) -> None:
     spec = out.okf
     if concept.parse_error is not None:
         out.add("concept_unparseable", "ERROR", concept.path, "frontmatter",
@@ -116,28 +116,39 @@ def _base_concept(concept: Concept, out: Collector) -> None:
 
 
 def _reserved(snapshot: Snapshot, resolution, out: Collector, check_orphans: bool) -> None:
-    spec = f"{out.okf}#11.3"
     for path, doc in snapshot.indexes.items():
-        root = path == "index.md"
-        if doc.parse_error is not None:
-            out.add("index_structure_invalid", "ERROR", path, "frontmatter", doc.parse_error.message, spec)
-            continue
-        if root:
-            for field_name, message in resolution.index_problems:
-                out.add("index_structure_invalid", "ERROR", path, field_name, message, "okf-v0.2#12")
-        elif doc.has_frontmatter:
-            out.add("index_structure_invalid", "ERROR", path, "frontmatter", "index.md should not contain frontmatter", spec)
-        for field_name, message in index_findings(doc.body, nested_empty_skipped=check_orphans and not root):
-            out.add("index_structure_invalid", "ERROR", path, field_name, message, spec)
+        reserved_index(path, doc, resolution, out, check_orphans)
     for path, doc in snapshot.logs.items():
-        if doc.parse_error is not None:
-            out.add("log_structure_invalid", "ERROR", path, "frontmatter", doc.parse_error.message, spec)
-            continue
-        if doc.has_frontmatter:
-            out.add("log_structure_invalid", "ERROR", path, "frontmatter", "log.md should not contain frontmatter", spec)
-            continue
-        for field_name, message in log_findings(doc.body):
-            out.add("log_structure_invalid", "ERROR", path, field_name, message, spec)
+        reserved_log(path, doc, out)
+
+
+def reserved_index(path: str, doc: Document, resolution, out: Collector, check_orphans: bool) -> None:
+    """The structure rules of one ``index.md`` (the root one also carries the declaration's problems)."""
+    spec = f"{out.okf}#11.3"
+    root = path == "index.md"
+    if doc.parse_error is not None:
+        out.add("index_structure_invalid", "ERROR", path, "frontmatter", doc.parse_error.message, spec)
+        return
+    if root:
+        for field_name, message in resolution.index_problems:
+            out.add("index_structure_invalid", "ERROR", path, field_name, message, "okf-v0.2#12")
+    elif doc.has_frontmatter:
+        out.add("index_structure_invalid", "ERROR", path, "frontmatter", "index.md should not contain frontmatter", spec)
+    for field_name, message in index_findings(doc.body, nested_empty_skipped=check_orphans and not root):
+        out.add("index_structure_invalid", "ERROR", path, field_name, message, spec)
+
+
+def reserved_log(path: str, doc: Document, out: Collector) -> None:
+    """The structure rules of one ``log.md``."""
+    spec = f"{out.okf}#11.3"
+    if doc.parse_error is not None:
+        out.add("log_structure_invalid", "ERROR", path, "frontmatter", doc.parse_error.message, spec)
+        return
+    if doc.has_frontmatter:
+        out.add("log_structure_invalid", "ERROR", path, "frontmatter", "log.md should not contain frontmatter", spec)
+        return
+    for field_name, message in log_findings(doc.body):
+        out.add("log_structure_invalid", "ERROR", path, field_name, message, spec)
 
 
 # --- links ------------------------------------------------------------------------------------

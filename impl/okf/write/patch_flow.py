@@ -43,7 +43,7 @@ def preview(req: PatchArgs, check: Check) -> dict[str, Any]:
     with bundle_io.pinned(req.bundle_path) as root_fd:
         bundle_io.finish_interrupted(root_fd)
         check()
-        files, base = bundle_io.capture(root_fd)
+        files, base = bundle_io.capture(root_fd, req.bundle_path, check)
     check()
     cs, digest = _change_set(req, base)
     try:
@@ -94,7 +94,7 @@ def apply(req: PatchArgs, expected_revision: str, expected_digest: str, check: C
     with bundle_io.pinned(req.bundle_path) as root_fd:
         bundle_io.finish_interrupted(root_fd)
         check()
-        files, live = bundle_io.capture(root_fd)
+        files, live = bundle_io.capture(root_fd, req.bundle_path, check)
         plan: Plan | None = None
         if live == expected_revision:
             try:
@@ -112,5 +112,6 @@ def apply(req: PatchArgs, expected_revision: str, expected_digest: str, check: C
             raise _conflict()
         check()
         receipt = commit_or_raise(root_fd, cs, key, digest, plan, check, step_hook=step_hook,
-                                  conflict=_conflict, mismatch=plan_mismatch)
+                                  conflict=_conflict, mismatch=plan_mismatch,
+                                  capture=lambda: bundle_io.locked_capture(root_fd, req.bundle_path, check))
     return _applied(receipt, expected_digest)

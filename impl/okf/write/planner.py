@@ -22,7 +22,7 @@ from knowspec.impl.okf.write.document import Document, DocumentError, split_docu
 from knowspec.impl.okf.write.patch import PatchRejected, apply_concept_operation, set_bundle_version
 from knowspec.impl.okf.write.paths import concept_path
 from knowspec.impl.okf.write.plan import Plan
-from knowspec.impl.okf.write.revision import revision_of
+from knowspec.impl.okf.write.revision import revision_with
 from knowspec.impl.okf.write.yaml_text import YamlRejected
 
 ROOT_INDEX = "index.md"
@@ -113,8 +113,8 @@ def _finding(d: dict) -> tuple:
 
 
 def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = TEMPORAL_PROFILE_DATE,
-                      check: Callable[[], None] = lambda: None, *,
-                      links: bool = True) -> tuple[list[dict], list[dict]]:
+                      check: Callable[[], None] = lambda: None, *, links: bool = True,
+                      revisions: tuple[str, str] | None = None) -> tuple[list[dict], list[dict]]:
     """(blocking, advisory) findings of the read side's strict 0.2 validator over the whole
     staged bundle, with links and orphans checked when ``links`` is set.
 
@@ -122,7 +122,11 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
     whole staged bundle and publishes nothing unless it is conformant, so an ERROR the base
     already had blocks too. Advisory = the WARN/INFO findings of the written documents, plus
     link and orphan findings the edit introduces (links to and from the edited documents);
-    pre-existing link and orphan findings of the base are not repeated."""
+    pre-existing link and orphan findings of the base are not repeated.
+
+    Without links, ``revisions`` (the base's and the staged bundle's) lets the findings be kept
+    per document and re-checked in the written documents only (``validation.incremental``);
+    the answer is the same as the full validation's."""
     from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
     from knowspec.impl.okf.validation.diagnostics import validate_snapshot
 
@@ -137,6 +141,10 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
                                lambda: validate_snapshot(snapshot, ctx, **options).diagnostics)
 
     try:
+        if not links and revisions is not None:
+            found = _incremental(files, writes, profile, ctx, revisions)
+            if found is not None:
+                return found
         after = report(staged_files)
         before = report(files)
     except YamlLimitError:
@@ -146,6 +154,30 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
     advisory = [d for d in after if d["severity"] != "ERROR" and (
         (d["file"] in writes and d["code"] not in _BUNDLE_CODES)
         or (d["code"] in _BUNDLE_CODES and _finding(d) not in old))]
+    return blocking, advisory
+
+
+def _incremental(files: dict[str, bytes], writes: dict[str, bytes], profile: str, ctx,
+                 revisions: tuple[str, str]) -> tuple[list[dict], list[dict]] | None:
+    """The no-links staged validation from the base's per-document findings (kept per base
+    revision, and the staged bundle's kept under its own for the apply and the next edit); None
+    when the change is not a local one (``DocumentFindings.replaced``)."""
+    from knowspec.impl.okf.validation.incremental import DocumentFindings, Options
+
+    options = Options(strict=True, selector="0.2", profile=profile)
+    cache = process.current().cache("okf.write.findings", max_entries=FINDINGS_LIMIT)
+    base_revision, staged_revision = revisions
+    staged = cache.peek(("documents", staged_revision, profile))
+    if staged is None:
+        base = cache.get(("documents", base_revision, profile), None,
+                         lambda: DocumentFindings.of(_snapshot(files), ctx, options))
+        staged = base.replaced({p: parsed_document(p, b) for p, b in writes.items()}) \
+            if all(p.endswith(".md") for p in writes) else None
+        if staged is None:
+            return None
+        cache.put(("documents", staged_revision, profile), None, staged)
+    blocking = staged.errors()
+    advisory = [d for d in staged.of_documents(writes) if d["severity"] != "ERROR" and d["file"] in writes]
     return blocking, advisory
 
 
@@ -176,17 +208,17 @@ def plan_change_set(files: dict[str, bytes], cs: ChangeSet, request_digest: str,
         new = doc.render().encode("utf-8")
         if files.get(path) != new:
             writes[path] = new
+    result_revision = revision_with(files, cs.base_revision, writes)
     # Patch plans check documents, not links or orphans (spec/okf/NOTES.md#write-gate).
-    blocking, advisory = staged_validation(files, writes, profile, links=False) if writes else ([], [])
+    blocking, advisory = staged_validation(files, writes, profile, links=False,
+                                           revisions=(cs.base_revision, result_revision)) if writes else ([], [])
     if blocking:
         raise PlanRejected("staged_validation_failed", blocking)
-    post = dict(files)
-    post.update(writes)
     refs = sorted(p[: -len(".md")] for p in writes if p.endswith(".md") and p.rsplit("/", 1)[-1] not in ("index.md", "log.md"))
     return Plan(
         request_digest=request_digest,
         base_revision=cs.base_revision,
-        result_revision=revision_of(post),
+        result_revision=result_revision,
         reads=tuple(sorted(overlay.docs)),
         writes=writes,
         old={p: files.get(p) for p in writes},

@@ -1,21 +1,144 @@
-"""The bundle revision: one digest over every revision-visible file (spec/okf/contract/write.md §2.1)."""
+"""The bundle revision: one digest over every revision-visible file (spec/okf/contract/write.md §2.1).
+
+The digest is a hash of per-file records in path order, so a ``RevisionIndex`` keeps the records
+of one revision: the revision of the same files with a few of them written is the hash of the
+kept records with those swapped (a one-file write costs one file digest, not the bundle's), and
+the next revision of a bundle reuses the digests of the files whose bytes it still holds.
+"""
 
 from __future__ import annotations
 
+import bisect
 import hashlib
 from typing import Mapping
 
+from knowspec.impl import runtime as process
 from knowspec.impl.okf.write.encoding import enc_bytes, enc_str
+
+MAX_INDEXES = 8  # recent revisions (a preview's base, its result) and each root's latest
 
 
 def file_digest(data: bytes) -> bytes:
     return hashlib.sha256(data).digest()
 
 
+def _bkey(path: str) -> bytes:
+    return path.encode("utf-8")
+
+
+def _record(path: str, data: bytes) -> bytes:
+    return enc_str(path) + enc_bytes(file_digest(data))
+
+
 def revision_of(files: Mapping[str, bytes]) -> str:
     """``sha256:`` over str(path) ‖ str(sha256(file)) for paths in ascending byte order."""
     h = hashlib.sha256()
-    for path in sorted(files, key=lambda p: p.encode("utf-8")):
-        h.update(enc_str(path))
-        h.update(enc_bytes(file_digest(files[path])))
+    for path in sorted(files, key=_bkey):
+        h.update(_record(path, files[path]))
     return "sha256:" + h.hexdigest()
+
+
+class RevisionIndex:
+    """The records of one revision, in revision order."""
+
+    paths: list[str]
+    position: dict[str, int]
+    files: Mapping[str, bytes]
+    data: dict[str, bytes]
+    records: list[bytes]
+    revision: str
+
+    def __init__(self, files: Mapping[str, bytes], previous: "RevisionIndex | None" = None) -> None:
+        if previous is not None and files.keys() == previous.position.keys():
+            self.paths, self.position = previous.paths, previous.position
+        else:
+            self.paths = sorted(files, key=_bkey)
+            self.position = {p: i for i, p in enumerate(self.paths)}
+        self.files = files  # held, so that its identity names this content while the index lives
+        self.data = {}
+        self.records = []
+        for path in self.paths:
+            data = files[path]
+            # Identity, not equality: the held bytes object is the one the record was made from.
+            if previous is not None and previous.data.get(path) is data:
+                record = previous.records[previous.position[path]]
+            else:
+                record = _record(path, data)
+            self.data[path] = data
+            self.records.append(record)
+        self.revision = _hash(self.records)
+
+    def updated(self, files: Mapping[str, bytes], changed: frozenset[str]) -> "RevisionIndex":
+        """The index of ``files``: these files with the bytes of ``changed`` (existing paths) replaced."""
+        new = RevisionIndex.__new__(RevisionIndex)
+        new.paths, new.position, new.files = self.paths, self.position, files
+        new.data = dict(self.data)
+        new.records = list(self.records)
+        for path in changed:
+            new.data[path] = files[path]
+            new.records[self.position[path]] = _record(path, files[path])
+        new.revision = _hash(new.records)
+        return new
+
+    def revision_with(self, writes: Mapping[str, bytes], deletes: tuple[str, ...] = ()) -> str:
+        """The revision of these files with ``writes`` (new or replaced), then ``deletes``, applied."""
+        records = list(self.records)
+        added = []
+        for path, data in writes.items():
+            at = self.position.get(path)
+            if at is not None:
+                records[at] = _record(path, data)
+            elif path not in deletes:
+                added.append((_bkey(path), _record(path, data)))
+        gone = {self.position[p] for p in deletes if p in self.position}
+        if not added and not gone:
+            return _hash(records)
+        keys = [_bkey(p) for i, p in enumerate(self.paths) if i not in gone]
+        kept = [r for i, r in enumerate(records) if i not in gone]
+        for key, record in sorted(added):
+            at = bisect.bisect_left(keys, key)
+            keys.insert(at, key)
+            kept.insert(at, record)
+        return _hash(kept)
+
+
+def _hash(records: list[bytes]) -> str:
+    return "sha256:" + hashlib.sha256(b"".join(records)).hexdigest()
+
+
+def _indexes() -> process.Cache:
+    return process.current().cache("okf.write.revisions", max_entries=MAX_INDEXES,
+                                   sizeof=lambda index: 96 * len(index.records))
+
+
+def index_files(files: Mapping[str, bytes], root: str | None = None,
+                derived_from: tuple[Mapping[str, bytes], frozenset[str]] | None = None) -> RevisionIndex:
+    """The revision index of ``files``, built from ``root``'s previous one, and kept by revision
+    (for ``revision_with``) and as the root's latest (for the next capture). ``derived_from``:
+    the files these were made from and which paths changed, so only those are hashed again."""
+    cache = _indexes()
+    previous = cache.peek(("root", root)) if root is not None else None
+    if previous is not None and previous.files is files:  # the same captured mapping: nothing changed
+        index = previous
+    elif previous is not None and derived_from is not None and derived_from[0] is previous.files:
+        index = previous.updated(files, derived_from[1])
+    else:
+        index = RevisionIndex(files, previous)
+    cache.put(index.revision, None, index)
+    if root is not None:
+        cache.put(("root", root), None, index)
+    return index
+
+
+def revision_with(files: Mapping[str, bytes], base_revision: str, writes: Mapping[str, bytes],
+                  deletes: tuple[str, ...] = ()) -> str:
+    """The revision of ``files`` (whose revision is ``base_revision``) with ``writes`` and
+    ``deletes`` applied: from the base's index when one is kept, else hashed in full."""
+    index = _indexes().peek(base_revision)
+    if index is not None:
+        return index.revision_with(writes, deletes)
+    post = dict(files)
+    post.update(writes)
+    for path in deletes:
+        post.pop(path, None)
+    return revision_of(post)

@@ -18,7 +18,7 @@ from knowspec.impl.okf.write import journal, lock, receipts
 from knowspec.impl.okf.write.paths import is_revision_path
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.receipts import Receipt, StorageCorrupt
-from knowspec.impl.okf.write.revision import revision_of
+from knowspec.impl.okf.write.revision import revision_of, revision_with
 from knowspec.impl.okf.write.rootfs import capture_files
 
 MAX_STAGED_PAYLOAD = 16 << 20
@@ -75,14 +75,21 @@ class Store:
         *,
         lease_timeout: float = lock.DEFAULT_LEASE_TIMEOUT,
         step_hook: Callable[[str], None] | None = None,
+        capture: Callable[[], tuple[dict[str, bytes], str]] | None = None,
     ) -> None:
+        """``capture``: the strict capture to use under the lock (files, revision); the walk by
+        default, a cached one when the caller has it (``bundle_io.locked_capture``)."""
         self.root_fd = root_fd
         self.lease_timeout = lease_timeout
         self._step = step_hook or (lambda _name: None)
+        self._capture = capture or self._walk
 
     def snapshot(self) -> tuple[dict[str, bytes], str]:
         """Strict snapshot (links are corruption) after finishing any interrupted commit."""
         self.recover()
+        return self._walk()
+
+    def _walk(self) -> tuple[dict[str, bytes], str]:
         files = capture_files(self.root_fd, strict=True)
         return files, revision_of(files)
 
@@ -118,15 +125,10 @@ class Store:
                 if prior.RequestDigest != req.request_digest:
                     raise IdempotencyConflict("idempotency key reused for a different request")
                 return CommitResult(prior, replayed=True)
-            files = capture_files(self.root_fd, strict=True)
-            actual = revision_of(files)
+            files, actual = self._capture()
             if req.plan is None or actual != req.plan.base_revision:
                 raise Conflict(req.plan.base_revision if req.plan else "", actual)
-            post = dict(files)
-            post.update(req.plan.writes)
-            for path in req.plan.deletes:
-                post.pop(path, None)
-            if revision_of(post) != req.plan.result_revision:
+            if revision_with(files, actual, req.plan.writes, req.plan.deletes) != req.plan.result_revision:
                 raise InvalidCommit("plan result revision does not match its writes")
             check_cancelled()
             return CommitResult(self._publish(req, check_cancelled), replayed=False)

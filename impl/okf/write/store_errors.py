@@ -38,9 +38,10 @@ def commit_or_raise(
     mismatch: Callable[[], Exception],
     step_hook: Callable[[str], None] | None = None,
     check_base: bool = True,
+    capture: Callable[[], tuple[dict[str, bytes], str]] | None = None,
 ) -> Receipt:
     """Commit ``plan`` (None: replay-or-conflict only) and return the verified receipt."""
-    store = Store(root_fd, step_hook=step_hook)
+    store = Store(root_fd, step_hook=step_hook, capture=capture)
     try:
         result = store.commit(CommitRequest(cs.id, key, digest, plan, tuple(plan.affected_refs) if plan else ()), check)
         receipt = result.receipt
