@@ -527,11 +527,12 @@ def capture_pinned(bundle_path: str, root_fd: int, ctx, *, locked: bool = False)
         if not slot.lock.acquire(blocking=not locked):
             return None
         try:
+            root_id, limits = (root_stat.st_dev, root_stat.st_ino), _limits(runtime)
             if locked:
-                snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+                snapshot = _revalidate(slot, path, root_fd, root_id, ctx, limits)
             else:
                 with consistent_read(root_fd, lambda: _check(ctx)):
-                    snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx)
+                    snapshot = _revalidate(slot, path, root_fd, root_id, ctx, limits)
             links = frozenset(slot.links)
         finally:
             slot.lock.release()
