@@ -10,8 +10,10 @@ from __future__ import annotations
 
 import os
 import stat
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 
+from knowspec.impl import runtime as process
+from knowspec.impl.okf.bundle.limits import BundleLimits, limits_for
 from knowspec.impl.okf.write.paths import is_reserved_component, is_revision_path
 
 DIR_FLAGS = os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC
@@ -79,6 +81,8 @@ class _Walk:
     strict: bool
     files: dict
     total: int = 0
+    # the read side's limits: the contract's, or the ones the operator raised at start
+    limits: BundleLimits = field(default_factory=lambda: limits_for(process.current(), MAX_FILES, MAX_TOTAL_BYTES))
 
 
 def capture_files(root_fd: int, *, strict: bool) -> dict[str, bytes]:
@@ -124,5 +128,5 @@ def _walk_dir(dir_fd: int, prefix: str, walk: _Walk, depth: int) -> None:
             continue
         walk.total += len(data)
         walk.files[rel] = data
-        if len(walk.files) > MAX_FILES or walk.total > MAX_TOTAL_BYTES:
+        if len(walk.files) > walk.limits.files or walk.total > walk.limits.total_bytes:
             raise CaptureLimit("bundle exceeds the capture limits")
