@@ -5,7 +5,9 @@ server over stdio and one over HTTP on a scratch copy of the OKF sample bundle a
 pools, then sends generated lines: valid calls, calls with mutated arguments (wrong types,
 unknown fields, over-long and hostile strings, NUL and lone surrogates, deep nesting, huge mixed
 arrays, hostile bundle paths such as /proc) and, over stdio, lines that are not one message
-(malformed JSON, batches, non-UTF-8). It reports, per transport and overall:
+(malformed JSON, batches, non-UTF-8). Over HTTP half the client threads hold a 2025-06-18
+session and half speak the 2026-07-28 protocol (no handshake; the envelope rides in every
+request), so both answer paths are judged. It reports, per transport and overall:
 
 - ``unanswered``: request lines with no reply (an id answered twice counts as ``duplicates``);
 - ``output_schema_failures``: successes whose structuredContent breaks the tool's outputSchema,
@@ -45,6 +47,10 @@ SERVER = [sys.executable, "-m", "knowspec.impl.cli"]
 INIT = {"jsonrpc": "2.0", "id": "init", "method": "initialize",
         "params": {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "fuzz", "version": "1"}}}
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
+MODERN = "2026-07-28"  # no handshake: every request carries its protocol envelope in params._meta
+MODERN_META = {"io.modelcontextprotocol/protocolVersion": MODERN,
+               "io.modelcontextprotocol/clientInfo": {"name": "fuzz", "version": "1"},
+               "io.modelcontextprotocol/clientCapabilities": {}}
 UNEXPECTED = b"failed unexpectedly"
 FUZZ_USER, FUZZ_PASSWORD = "fuzz", "fuzz-password"
 
@@ -333,7 +339,31 @@ class _Poster:
         raise AssertionError("unreachable")
 
 
+def _modern_request(line: str) -> tuple[bytes, dict[str, str]]:
+    """A generated line as a 2026-07-28 request: the envelope added to any params object, and the
+    routing headers the body names (a line that is not a JSON object goes as it is)."""
+    headers = {"MCP-Protocol-Version": MODERN, "Mcp-Method": "tools/call"}
+    try:
+        message = json.loads(line)
+    except ValueError:
+        return line.encode("utf-8", "surrogatepass"), headers
+    if not isinstance(message, dict):
+        return line.encode("utf-8", "surrogatepass"), headers
+    params = message.get("params")
+    if isinstance(params, dict):
+        meta = params.get("_meta")
+        params["_meta"] = {**MODERN_META, **(meta if isinstance(meta, dict) else {})}
+        name = params.get("name")
+        if isinstance(name, str) and name.isascii() and name.isprintable():
+            headers["Mcp-Name"] = name
+    method = message.get("method")
+    if isinstance(method, str) and method.isascii() and method.isprintable():
+        headers["Mcp-Method"] = method
+    return json.dumps(message).encode(), headers
+
+
 def run_http(gen: Generator, judge: Judge, calls: int, server_args: list[str], workers: int) -> dict[str, Any]:
+    """Half the client threads hold a 2025-06-18 session, the other half speak 2026-07-28."""
     port = _free_port()
     stderr = tempfile.TemporaryFile()
     proc = subprocess.Popen([*SERVER, "serve", "--http", f"127.0.0.1:{port}", *server_args],
@@ -346,17 +376,21 @@ def run_http(gen: Generator, judge: Judge, calls: int, server_args: list[str], w
                 break
         time.sleep(0.2)
     headers["Authorization"] = f"Bearer {_login(port)}"  # /mcp needs a session (spec/security.md)
-    counters: dict[str, Any] = {"unanswered": 0, "http_errors": 0, "null_id_errors": 0}
+    counters: dict[str, Any] = {"unanswered": 0, "http_errors": 0, "null_id_errors": 0,
+                                "calls_by_era": {"2025-06-18": 0, MODERN: 0}}
     lock = threading.Lock()
     next_id = iter(range(calls))
     warm = {"rss": None}
     started = time.perf_counter()
 
-    def worker() -> None:
+    def worker(modern: bool) -> None:
         client = _Poster(port)
-        _, init_headers, _ = client.post(json.dumps(INIT).encode(), headers)
-        session = {"Mcp-Session-Id": init_headers["mcp-session-id"]} if "mcp-session-id" in init_headers else {}
-        client.post(json.dumps(INITIALIZED).encode(), {**headers, **session})
+        session: dict[str, str] = {}
+        if not modern:
+            _, init_headers, _ = client.post(json.dumps(INIT).encode(), headers)
+            session = {"Mcp-Session-Id": init_headers["mcp-session-id"]} if "mcp-session-id" in init_headers else {}
+            client.post(json.dumps(INITIALIZED).encode(), {**headers, **session})
+        era = MODERN if modern else "2025-06-18"
         if True:
             while True:
                 with lock:
@@ -364,11 +398,16 @@ def run_http(gen: Generator, judge: Judge, calls: int, server_args: list[str], w
                     if i is None:
                         return
                     tool, line, _ = gen.call(i, http=True)
+                    counters["calls_by_era"][era] += 1
                     if i == min(1000, calls // 10):
                         warm["rss"] = rss_mib(proc.pid)
                 status = 0
                 try:
-                    status, reply_headers, body = client.post(line.encode("utf-8"), {**headers, **session})
+                    if modern:
+                        body_bytes, envelope = _modern_request(line)
+                        status, reply_headers, body = client.post(body_bytes, {**headers, **envelope})
+                    else:
+                        status, reply_headers, body = client.post(line.encode("utf-8"), {**headers, **session})
                     replies = _sse_or_json(reply_headers.get("content-type", ""), body)
                     answers = [a for a in replies if a.get("id") == i]
                     if not answers and len(replies) == 1 and replies[0].get("id") is None and "error" in replies[0]:
@@ -390,7 +429,7 @@ def run_http(gen: Generator, judge: Judge, calls: int, server_args: list[str], w
                     else:
                         judge.judge(tool, answers[0])
 
-    threads = [threading.Thread(target=worker) for _ in range(workers)]
+    threads = [threading.Thread(target=worker, args=(k % 2 == 1,)) for k in range(workers)]
     for t in threads:
         t.start()
     for t in threads:
