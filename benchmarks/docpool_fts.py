@@ -94,7 +94,7 @@ def main() -> None:
     load_before = machine_load()
     served = anyio.run(measure, app.server_args(), labelled, short, slugs, ns.calls)
     write_results("docpool_fts", {
-        "corpus": str(DATABRICKS), "pool": info["counts"], "pool_build_s": info["build_s"],
+        "corpus": DATABRICKS.name, "pool": info["counts"], "pool_build_s": info["build_s"],
         "pool_file_mib": round(source.stat().st_size / 2**20, 1),
         "importdoc_s": app.import_s["databricks"], **served,
         "fts_arrays_mode": os.environ["KNOWSPEC_FTS_ARRAYS"],

@@ -362,7 +362,7 @@ def main() -> None:
     rat = ratios(served)
     goals = goal_rows(import_s, served, load_after)
     data = {
-        "corpus": str(DATABRICKS), "pool": info["counts"], "collection": COLLECTION,
+        "corpus": DATABRICKS.name, "pool": info["counts"], "collection": COLLECTION,
         "setup": "one stdio server for all three storages; calls interleaved per query, order rotated",
         "sqlite_fts_arrays_mode": os.environ["KNOWSPEC_FTS_ARRAYS"],
         "queries": {"labelled": len(labelled), "title_words": len(short), "single_words": len(singles),

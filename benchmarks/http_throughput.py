@@ -257,7 +257,7 @@ def main() -> None:
                                               "ratio": at_goal["ratio_vs_1_client"], "bound": GOAL_RATIO,
                                               "pass": bool(at_goal["ratio_vs_1_client"] and
                                                            at_goal["ratio_vs_1_client"] >= GOAL_RATIO)}
-    write_results(ns.out, {"corpus": str(DATABRICKS), "cpus": os.cpu_count(), "seconds_per_phase": ns.seconds,
+    write_results(ns.out, {"corpus": DATABRICKS.name, "cpus": os.cpu_count(), "seconds_per_phase": ns.seconds,
                            "runs": runs, "goal": verdicts,
                            "machine_load_start": load_start, "machine_load_end": machine_load()})
 
