@@ -319,11 +319,13 @@ def test_a_cancel_sent_through_another_worker_reaches_the_call_it_names(two, lay
     a, b = two.wait_for(2)[:2]
     token = login(two, a, "rita")
     big = layout["root"] / "big"
-    if not big.exists():  # a broad search over ~24 MB of concept bodies takes seconds, time to cancel it
+    if not big.exists():  # the first call on 6,000 concepts (~34 MB) parses them all: seconds, time to cancel it
         (big / "concepts").mkdir(parents=True)
-        filler = "lorem ipsum dolor sit amet " * 40_000
-        for n in range(24):
-            (big / "concepts" / f"c{n}.md").write_text(f"---\ntype: Note\ntitle: C{n}\n---\n# C{n}\n{filler}\n")
+        filler = "lorem ipsum dolor sit amet " * 200
+        for n in range(6_000):
+            (big / "concepts" / f"c{n}.md").write_text(
+                f"---\ntype: Note\ntitle: C{n}\ntags: [t{n % 7}]\n---\n# C{n}\n\nSee [next](c{n + 1}.md).\n\n"
+                f"## Part\n\n{filler}\n")
     headers = {"authorization": f"Bearer {token}", "accept": ACCEPT}
 
     async def go():
