@@ -202,15 +202,9 @@ def _announce(host: str, port: int, stream=None) -> None:
 
 def _listening_socket(host: str, port: int) -> socket.socket:
     """Bind before uvicorn starts, so a taken port is one clear line instead of a log record."""
-    family = socket.AF_INET6 if ":" in host else socket.AF_INET
-    sock = socket.socket(family, socket.SOCK_STREAM)
-    try:
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.bind((host, port))
-    except OSError:
-        sock.close()
-        raise
-    return sock
+    from knowspec.impl.server.workers import bound_socket
+
+    return bound_socket(host, port, reuse_port=False)
 
 
 def _uvicorn_server_class():

@@ -245,11 +245,17 @@ def reuseport_socket(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT``: each worker listens on its own such
     socket, and the kernel spreads new connections over them evenly. (One socket shared by all
     workers would not: the first worker to wake accepts every waiting connection at once.)"""
+    return bound_socket(host, port, reuse_port=True)
+
+
+def bound_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
+    """A TCP socket bound to ``host:port`` (IPv6 when the host has a colon), not yet listening."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
     sock = socket.socket(family, socket.SOCK_STREAM)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
+        if reuse_port:
+            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except OSError:
         sock.close()

@@ -186,10 +186,7 @@ def test_firebird_import_persists_the_index_a_fresh_process_loads(tmp_path, vers
     monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
     with _fresh_process():
         with _fb_open(dsn) as pool:
-            loaded = pool.fulltext_index(pool.change_stamp())
-            assert_same_arrays(loaded.arrays, built.arrays)
-            assert list(loaded.texts) == list(built.texts)
-            assert searches(pool) == want  # the same hits as SQLite's
+            _loads_the_persisted_index(pool, built, want)
         firebird.close_connections()
 
 
@@ -282,6 +279,15 @@ def test_firebird_finds_the_topic_whose_long_slug_shares_the_indexed_prefix(tmp_
         assert pool.topic(prefix, UNRESTRICTED) is None
 
 
+def _loads_the_persisted_index(pool, built: FtsIndex, want) -> None:
+    """``pool``'s first search in a fresh process uses the index its import persisted: the same
+    arrays and texts as a build, and SQLite's hits (``want``)."""
+    loaded = pool.fulltext_index(pool.change_stamp())
+    assert_same_arrays(loaded.arrays, built.arrays)
+    assert list(loaded.texts) == list(built.texts)
+    assert searches(pool) == want
+
+
 @pytest.mark.postgres
 def test_postgres_import_persists_the_index_a_fresh_process_loads(pg_dsn, tmp_path, versions, monkeypatch):
     from knowspec.impl.docpool.storage import postgres
@@ -298,10 +304,7 @@ def test_postgres_import_persists_the_index_a_fresh_process_loads(pg_dsn, tmp_pa
     monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
     with _fresh_process():
         with postgres.open_pool(location) as pool:
-            loaded = pool.fulltext_index(pool.change_stamp())
-            assert_same_arrays(loaded.arrays, built.arrays)
-            assert list(loaded.texts) == list(built.texts)
-            assert searches(pool) == want  # the same hits as SQLite's
+            _loads_the_persisted_index(pool, built, want)
 
 
 @pytest.mark.postgres
