@@ -111,12 +111,6 @@ def test_messages_never_show_the_password():
     assert "s3cret" not in postgres.display("host=db.example user=ana password=s3cret dbname=pool")
 
 
-def test_the_index_text_is_fts5s_tokens_of_the_folded_text():
-    text = "Köprü: https://örnek.com/yol/dosya_adı.md, e-mail user@host, snake_case, x1.2"
-    assert postgres.index_text(text) == ("kopru https ornek com yol dosya adi md e mail user host "
-                                         "snake case x1 2")
-
-
 def test_an_import_into_an_unreachable_server_fails_without_waiting_long(tmp_path, versions, monkeypatch):
     monkeypatch.setattr(postgres, "CONNECT_TIMEOUT", 1.0)
     with pytest.raises(postgres.ImportFailed):
@@ -151,3 +145,17 @@ def test_importdoc_dispatches_to_postgres_and_answers_like_sqlite(tmp_path, dsn,
     want = importdoc.import_collection(settings, "sqdb", GENERATED_COLLECTION, str(versions[0]))
     assert got == {**want, "docsDb": "pgdb"} and got["result"] is True
     assert importdoc.import_collection(settings, "pgdb", "yok", str(versions[0]))["result"] is False
+
+
+def test_an_import_drops_the_tsvector_an_older_pool_carried(dsn, versions):
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    stale = ("select count(*) from pg_attribute where attrelid = '\"ivd$docs\".doc$chunk'::regclass "
+             "and attname = 'fts' and not attisdropped")
+    with psycopg.connect(dsn, autocommit=True) as con:  # the column and index PostgreSQL once ranked with
+        assert con.execute(stale).fetchone()[0] == 0
+        con.execute("alter table \"ivd$docs\".doc$chunk add column fts tsvector not null default ''::tsvector")
+        con.execute("create index \"doc$chunk_fts\" on \"ivd$docs\".doc$chunk using gin(fts)")
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    with psycopg.connect(dsn) as con:
+        assert con.execute(stale).fetchone()[0] == 0
+        assert con.execute("select to_regclass('\"ivd$docs\".\"doc$chunk_fts\"')").fetchone()[0] is None

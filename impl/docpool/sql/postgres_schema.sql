@@ -1,10 +1,9 @@
 -- Pool schema v2 on PostgreSQL: the doc$ tables in schema ivd$docs (outside any catalog).
 -- Same rows as the SQLite pool (spec/docpool/pool-schema.md) plus derived columns the importer
 -- fills: *_ci = ASCII-lower-cased (SQLite's collate nocase), key_fold / title_fold = rules.fold.
--- doc$chunk.fts is a weighted tsvector (A = title, B = heading, D = body) that the importer
--- fills from the tokens SQLite's FTS5 indexes (rules.fts5 over rules.fold), so matching equals
--- SQLite's; the function doc$fold (generated from knowspec.impl.rules.fold, installed before
--- this script) folds queries. Idempotent. The connection's search_path is ivd$docs.
+-- Full text is ranked by the search layer from doc$fts_snapshot (no tsvector, no GIN index); the
+-- function doc$fold (generated from knowspec.impl.rules.fold, installed before this script)
+-- folds entity lookups. Idempotent. The connection's search_path is ivd$docs.
 
 create table if not exists doc$collection (
     id          text primary key,
@@ -36,11 +35,9 @@ create table if not exists doc$chunk (
     ord      integer not null default 0,
     title    text not null default '',
     heading  text not null default '',
-    body     text not null default '',
-    fts      tsvector not null default ''::tsvector   -- filled by the importer (see the header)
+    body     text not null default ''
 );
 create unique index if not exists doc$chunk_topic on doc$chunk(topic_id, ord);
-create index if not exists doc$chunk_fts on doc$chunk using gin(fts);
 
 create table if not exists doc$entity_kind (
     collection   text not null,
