@@ -179,10 +179,7 @@ def test_firebird_import_persists_the_index_a_fresh_process_loads(tmp_path, vers
     firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
     with _fb_open(dsn) as pool:
         built = firebird.build_index(pool._rows, ("x",))
-    reference = tmp_path / "ref.db"
-    recipe.import_collection(reference, versions[0], GENERATED_COLLECTION)
-    with SqlitePool(reference) as pool:
-        want = searches(pool)
+    want = _sqlite_hits(tmp_path, versions)
     monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
     with _fresh_process():
         with _fb_open(dsn) as pool:
@@ -279,6 +276,14 @@ def test_firebird_finds_the_topic_whose_long_slug_shares_the_indexed_prefix(tmp_
         assert pool.topic(prefix, UNRESTRICTED) is None
 
 
+def _sqlite_hits(tmp_path, versions):
+    """The searches' hits on a SQLite pool of the same import: what every storage must answer."""
+    reference = tmp_path / "ref.db"
+    recipe.import_collection(reference, versions[0], GENERATED_COLLECTION)
+    with SqlitePool(reference) as pool:
+        return searches(pool)
+
+
 def _loads_the_persisted_index(pool, built: FtsIndex, want) -> None:
     """``pool``'s first search in a fresh process uses the index its import persisted: the same
     arrays and texts as a build, and SQLite's hits (``want``)."""
@@ -297,10 +302,7 @@ def test_postgres_import_persists_the_index_a_fresh_process_loads(pg_dsn, tmp_pa
     location = PoolLocation("db", "db", "POSTGRESQL", dsn)
     with postgres.open_pool(location) as pool:
         built = postgres.index_of(pool._rows, ("x",))
-    reference = tmp_path / "ref.db"
-    recipe.import_collection(reference, versions[0], GENERATED_COLLECTION)
-    with SqlitePool(reference) as pool:
-        want = searches(pool)
+    want = _sqlite_hits(tmp_path, versions)
     monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
     with _fresh_process():
         with postgres.open_pool(location) as pool:

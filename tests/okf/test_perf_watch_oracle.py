@@ -60,14 +60,20 @@ def _outcome(load):
         return (exc.code, exc.message)
 
 
+def _watched_tree(tmp: Path) -> Path:
+    """A small bundle, loaded once so that its snapshot is cached and watched."""
+    root = tmp / "kb"
+    (root / "d1").mkdir(parents=True)
+    (root / "a.md").write_bytes(b"---\ntype: N\n---\nstart\n")
+    load_snapshot(str(root), ctx())
+    return root
+
+
 @settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
 @given(st.lists(ops, max_size=14))
 def test_watch_and_stat_walk_agree_on_random_edits(edits):
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "kb"
-        (root / "d1").mkdir(parents=True)
-        (root / "a.md").write_bytes(b"---\ntype: N\n---\nstart\n")
-        load_snapshot(str(root), ctx())
+        root = _watched_tree(Path(tmp))
         for op, a, b in edits + [("load", None, None)]:
             if op != "load":
                 _apply(root, op, a, b)
@@ -101,10 +107,7 @@ def test_a_snapshot_updated_in_place_equals_one_built_afresh_and_knows_its_symli
     (``Snapshot.replaced``); every view of it is what a fresh build gives, and the symbolic
     links the capture skipped (a writer's store refuses them) are the tree's."""
     with tempfile.TemporaryDirectory() as tmp:
-        root = Path(tmp) / "kb"
-        (root / "d1").mkdir(parents=True)
-        (root / "a.md").write_bytes(b"---\ntype: N\n---\nstart\n")
-        load_snapshot(str(root), ctx())
+        root = _watched_tree(Path(tmp))
         for op, a, b in edits + [("load", None, None)]:
             if op != "load":
                 _apply(root, op, a, b)
