@@ -213,17 +213,24 @@ def _capture_dir(walk: _Walk, dir_fd: int, prefix: str, depth: int, ident: tuple
 
 
 def _capture_child(walk: _Walk, dir_fd: int, name: str, prefix: str, depth: int, st: os.stat_result) -> None:
+    child, cst = _open_same(dir_fd, name, DIR_FLAGS, st)
     try:
-        child = os.open(name, DIR_FLAGS, dir_fd=dir_fd)
-    except OSError as exc:
-        raise ToolError("invalid_request", f"load bundle: {exc.strerror}")
-    try:
-        cst = os.fstat(child)
-        if (cst.st_ino, cst.st_dev) != (st.st_ino, st.st_dev):
-            raise ToolError("invalid_request", "load bundle: file changed while reading")
         _capture_dir(walk, child, prefix, depth, (cst.st_dev, cst.st_ino))
     finally:
         os.close(child)
+
+
+def _open_same(dir_fd: int, name: str, flags: int, st: os.stat_result) -> tuple[int, os.stat_result]:
+    """``name`` opened, if it is still the entry ``st`` described (else the walk raced a change)."""
+    try:
+        fd = os.open(name, flags, dir_fd=dir_fd)
+    except OSError as exc:
+        raise ToolError("invalid_request", f"load bundle: {exc.strerror}")
+    fst = os.fstat(fd)
+    if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev) or stat.S_IFMT(fst.st_mode) != stat.S_IFMT(st.st_mode):
+        os.close(fd)
+        raise ToolError("invalid_request", "load bundle: file changed while reading")
+    return fd, fst
 
 
 def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_result) -> None:
@@ -247,14 +254,8 @@ def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_res
 
 
 def _read_file(dir_fd: int, name: str, st: os.stat_result) -> bytes:
+    fd, _ = _open_same(dir_fd, name, FILE_FLAGS, st)
     try:
-        fd = os.open(name, FILE_FLAGS, dir_fd=dir_fd)
-    except OSError as exc:
-        raise ToolError("invalid_request", f"load bundle: {exc.strerror}")
-    try:
-        fst = os.fstat(fd)
-        if (fst.st_ino, fst.st_dev) != (st.st_ino, st.st_dev) or not stat.S_ISREG(fst.st_mode):
-            raise ToolError("invalid_request", "load bundle: file changed while reading")
         chunks = []
         size = 0
         while True:
