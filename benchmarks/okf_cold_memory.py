@@ -7,6 +7,8 @@ Writes benchmarks/results/okf_cold_memory.json. One run measures, side by side:
   pyromark (``okf_read.floor_seconds``, the best of two passes, in this process);
 - goal 5: a fresh stdio server's first call, ``get_neighbors`` (client-side time); bound 1.3x
   the floor;
+- the idle server's RSS (after initialize, before any call): the imports alone, which bound
+  what any change to the bundle model can achieve;
 - goal 6: that server's RSS (``VmRSS``, and the peak ``VmHWM``) after every read tool
   (list_concepts, read_concept, search_concepts, search_sections, get_neighbors,
   validate_bundle, get_semantic_graph) ran on the bundle; bound 3x the bundle's bytes.
@@ -47,6 +49,7 @@ async def server_run(bundle: Path, concept_id: str) -> dict:
     out: dict = {}
     path = str(bundle)
     async with stdio_session() as session:
+        out["rss_idle_mib"] = server_memory_mib("VmRSS")  # imports alone: no change to the bundle model goes under it
         ms, result = await timed(session, "get_neighbors", {"bundle_path": path, "concept_id": concept_id})
         out["cold_get_neighbors_s"] = round(ms / 1000, 3)
         out["cold_get_neighbors_error"] = result.is_error
@@ -91,6 +94,9 @@ def main() -> None:
     results = {"bundle": bundle.name, "bundle_mib": round(size_mib, 1), "floor_s": round(floor, 3),
                "load_start": load_start, **run, "goals": goals, "load_end": os.getloadavg(),
                "seconds": round(time.perf_counter() - started, 1)}
+    if run.get("rss_idle_mib") is not None:
+        print(f"idle server RSS (imports only) {run['rss_idle_mib']:.1f} MiB; after all tools "
+              f"{run['rss_after_all_tools_mib']:.1f} MiB, peak {run['peak_rss_mib']:.1f} MiB", flush=True)
     write_results("okf_cold_memory", results)
 
 
