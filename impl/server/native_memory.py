@@ -23,6 +23,10 @@ M_ARENA_MAX = -8  # glibc's mallopt parameter number
 ARENAS = 2
 TRIM_AFTER_BYTES = 8 * 1024 * 1024  # calls that moved this much input/output since the last trim
 TRIM_AFTER_CALLS = 256  # or this many calls: small calls fragment too, a trim then is a few ms
+# Or one call that worked this long (thread CPU seconds): a bundle load or an index build frees
+# tens of MiB of transient parse data with a small answer (databricks-okf: 335 -> 283 MiB after
+# the read tools, benchmarks/okf_cold_memory.py); a trim (1-30 ms) is noise beside such a call.
+TRIM_AFTER_CPU_SECONDS = 0.25
 
 
 def _glibc():
@@ -46,9 +50,10 @@ def release_free_memory() -> bool:
     return bool(_LIBC is not None and _LIBC.malloc_trim(0))
 
 
-def trim_due(calls: int, moved_bytes: int) -> bool:
-    """The rule: trim once enough calls, or enough input/output bytes, passed since the last trim."""
-    return calls >= TRIM_AFTER_CALLS or moved_bytes >= TRIM_AFTER_BYTES
+def trim_due(calls: int, moved_bytes: int, cpu_seconds: float = 0.0) -> bool:
+    """The rule: trim once enough calls, or enough input/output bytes, passed since the last trim,
+    or after one call that took enough CPU time."""
+    return calls >= TRIM_AFTER_CALLS or moved_bytes >= TRIM_AFTER_BYTES or cpu_seconds >= TRIM_AFTER_CPU_SECONDS
 
 
 @dataclass
@@ -60,12 +65,13 @@ class HeapTrimmer:
     moved_bytes: int = 0
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
-    def after_call(self, moved_bytes: int) -> bool:
-        """Note one finished call that read and wrote ``moved_bytes``; True if it trimmed."""
+    def after_call(self, moved_bytes: int, cpu_seconds: float = 0.0) -> bool:
+        """Note one finished call that read and wrote ``moved_bytes`` and took ``cpu_seconds`` of
+        its thread's CPU time; True if it trimmed."""
         with self._lock:
             self.calls += 1
             self.moved_bytes += moved_bytes
-            if not trim_due(self.calls, self.moved_bytes):
+            if not trim_due(self.calls, self.moved_bytes, cpu_seconds):
                 return False
             self.calls = self.moved_bytes = 0
         self.release()

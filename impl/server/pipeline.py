@@ -11,6 +11,7 @@ from __future__ import annotations
 import importlib
 import logging
 import threading
+import time
 from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
 
 import anyio
@@ -119,11 +120,13 @@ class ToolRuntime:
 
     def _call_sync(self, entry: ToolEntry, arguments: Any, ctx: CallContext) -> types.CallToolResult:
         walked = {"values": 0, "bytes": 0}
+        started = time.thread_time()
         try:
             result = self._success(entry, self._run(entry, arguments, ctx, walked))
         except ToolError as err:
             result = error_result(err)
-        self.heap.after_call(walked["bytes"] + sum(len(getattr(c, "text", "")) for c in result.content))
+        self.heap.after_call(walked["bytes"] + sum(len(getattr(c, "text", "")) for c in result.content),
+                             time.thread_time() - started)
         return result
 
     def _run(self, entry: ToolEntry, arguments: Any, ctx: CallContext, walked: dict[str, int]) -> ToolOutput:

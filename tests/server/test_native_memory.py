@@ -6,6 +6,7 @@ import json
 import subprocess
 import sys
 import textwrap
+import time
 
 import anyio
 import pytest
@@ -14,15 +15,18 @@ from hypothesis import strategies as st
 
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server import native_memory
-from knowspec.impl.server.native_memory import TRIM_AFTER_BYTES, TRIM_AFTER_CALLS, HeapTrimmer, trim_due
+from knowspec.impl.server.native_memory import (TRIM_AFTER_BYTES, TRIM_AFTER_CALLS, TRIM_AFTER_CPU_SECONDS,
+                                                HeapTrimmer, trim_due)
 from knowspec.impl.server.pipeline import ToolRuntime
 
 glibc_only = pytest.mark.skipif(native_memory._LIBC is None, reason="malloc_trim/mallopt exist only in glibc")
 
 
-@given(st.integers(0, 2 * TRIM_AFTER_CALLS), st.integers(0, 2 * TRIM_AFTER_BYTES))
-def test_trim_is_due_after_enough_calls_or_enough_bytes(calls, moved):
-    assert trim_due(calls, moved) == (calls >= TRIM_AFTER_CALLS or moved >= TRIM_AFTER_BYTES)
+@given(st.integers(0, 2 * TRIM_AFTER_CALLS), st.integers(0, 2 * TRIM_AFTER_BYTES),
+       st.floats(0, 2 * TRIM_AFTER_CPU_SECONDS))
+def test_trim_is_due_after_enough_calls_bytes_or_one_long_call(calls, moved, cpu):
+    assert trim_due(calls, moved, cpu) == (calls >= TRIM_AFTER_CALLS or moved >= TRIM_AFTER_BYTES
+                                           or cpu >= TRIM_AFTER_CPU_SECONDS)
 
 
 def test_the_trimmer_trims_once_per_due_point_and_starts_counting_again():
@@ -52,6 +56,22 @@ def test_a_refused_large_argument_counts_towards_the_trim(mini_registry):
     runtime.heap = HeapTrimmer(release=lambda: released.append(1) or True)
     result = anyio.run(runtime.call, "echo_text", {"text": "q" * TRIM_AFTER_BYTES})
     assert result.is_error and released == [1]
+
+
+def test_a_call_that_worked_long_trims_the_heap_even_with_a_small_answer(mini_registry, monkeypatch):
+    monkeypatch.setattr(native_memory, "TRIM_AFTER_CPU_SECONDS", 0.002)
+
+    def busy(args, ctx):  # a bundle load: much CPU work, a small answer
+        start = time.thread_time()
+        while time.thread_time() - start < 0.004:
+            pass
+        return ToolOutput({"text": args.text, "items": []}, text="small")
+
+    runtime = ToolRuntime(entries=mini_registry.TOOLS, handlers={"echo_text": busy})
+    released = []
+    runtime.heap = HeapTrimmer(release=lambda: released.append(1) or True)
+    anyio.run(runtime.call, "echo_text", {"text": "a"})
+    assert released == [1]
 
 
 def test_small_calls_do_not_trim(mini_registry):
