@@ -29,7 +29,7 @@ MAX_SOURCES = 100
 LIMIT_MESSAGE = "get neighbors exceeds MCP resource limits"
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, slots=True)
 class Edge:
     """One concept edge. ``source_id``/``target_id`` are the concept parts used for cards."""
 

@@ -15,6 +15,7 @@ aliases), node count and alias expansion are bounded, so YAML bombs fail fast.
 from __future__ import annotations
 
 import re
+import sys
 from dataclasses import dataclass
 from typing import Any, Iterator
 
@@ -127,8 +128,14 @@ def _construct_typed(tag: str):
     return construct
 
 
+MAX_SHARED_SCALAR = 256  # shorter !!str scalars are shared (interned) across the bundle
+
+
 def _construct_str(loader: _Loader, node: ScalarNode) -> str:
-    return str(node.value)
+    """Keys and short values repeat across a bundle's frontmatter (``type``, ``tags`` entries,
+    ``x-llmwiki`` sub-keys, source names): one shared copy each, not one per document."""
+    value = str(node.value)
+    return sys.intern(value) if len(value) < MAX_SHARED_SCALAR else value
 
 
 def _construct_map(loader: _Loader, node: MappingNode) -> Iterator[YamlMap]:
