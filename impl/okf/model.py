@@ -164,8 +164,11 @@ class Concept(Document):
     def tags(self) -> list[str]:
         return read_tags(self.frontmatter)
 
-    @cached_property
+    @property
     def links(self) -> list[NavLink]:
+        """Made on each use, not kept: their readers (the edge index, the graph renders) run
+        once per snapshot revision and keep what they derive, while a bundle has tens of
+        thousands of links."""
         return resolve_navigation(self.id, self.markdown.links)
 
     @cached_property

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import re
 import sys
+from array import array
 from typing import Any, NamedTuple
 
 import pyromark
@@ -76,22 +77,35 @@ class BodyAnalysis:
     recorded during the parse (link-only consumers such as neighbours never pay for heading IDs).
     """
 
-    __slots__ = ("_source", "first_line", "_heading_state", "links", "footnote_refs", "footnote_defs",
-                 "mask", "fences")
+    __slots__ = ("_source", "first_line", "_heading_state", "_link_targets", "_link_lines", "footnote_refs",
+                 "footnote_defs", "mask", "fences")
 
     def __init__(self, source: "str | BodySlice" = "", first_line: int = 1,
-                 heading_ranges: list | None = None, mask: list | None = None,
+                 heading_ranges: list | None = None, mask: "array | None" = None,
                  fences: list | None = None) -> None:
         self._source = source
         self.first_line = first_line
         # (False, ranges) until the headings are built, then (True, headings): one attribute
         # swapped at once, so a concurrent reader sees either, never half of a change.
         self._heading_state: tuple[bool, list] = (False, heading_ranges or [])
-        self.links: list[RawLink] = []
+        # Links as two flat columns (a bundle has tens of thousands: a record each would cost
+        # more than the links themselves); ``links`` makes the records when asked.
+        self._link_targets: list[str] = []
+        self._link_lines = array("q")
         self.footnote_refs: list[FootnoteRef] = []
         self.footnote_defs: list[FootnoteDef] = []
-        self.mask: list[tuple[int, int]] = mask or []  # body byte spans blanked in the prose
+        # Body byte spans blanked in the prose, flat: start, end, start, end, ...
+        self.mask: array = mask if mask is not None else array("q")
         self.fences: list[tuple[int, int, bool]] = fences or []  # (start, end, closed) bytes
+
+    @property
+    def links(self) -> list[RawLink]:
+        """Inline link targets in body order, with their file lines."""
+        return list(map(RawLink, self._link_targets, self._link_lines))
+
+    def add_link(self, target: str, line: int) -> None:
+        self._link_targets.append(target)
+        self._link_lines.append(line)
 
     @property
     def body(self) -> str:
@@ -223,7 +237,7 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
     ``source``: where the analysis reads the body again later (default: ``body`` itself)."""
     data = body.encode("utf-8")
     lines = _LineIndex(data, body_start_line)
-    mask: list[tuple[int, int]] = []
+    mask = array("q")  # flat (start, end) pairs: code spans alone can number tens of thousands
     link_spans: list[tuple[int, int]] = []
     footnote_blocks: list[tuple[int, int]] = []
     heading_raw: list[tuple[int, int, int, str]] = []  # level, start, end, inline text
@@ -257,7 +271,7 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
                     chunk = data[s:e].rstrip(b"\n")
                     if b"\n" in chunk and _HTML_CLOSING_TYPES.match(chunk):
                         e = s + chunk.rfind(b"\n") + 1
-                    mask.append((s, e))
+                    mask.extend((s, e))
                 elif footnotes and tag == "Paragraph":
                     footnote_blocks.append((rng["start"], rng["end"]))
                 continue
@@ -275,7 +289,7 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
                     fences.append((s, e, closed))
                     if fence_unclosed_from is None and not closed:
                         fence_unclosed_from = s
-                mask.append((s, e))
+                mask.extend((s, e))
             elif footnotes and ("Link" in tag or "Image" in tag):
                 link_spans.append((rng["start"], rng["end"]))
             continue
@@ -284,13 +298,13 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
             raw = data[start:end]
             ticks = len(raw) - len(raw.lstrip(b"`"))
             if end - start > 2 * ticks:
-                mask.append((start + ticks, end - ticks))
+                mask.extend((start + ticks, end - ticks))
             if current_heading is not None:
                 current_heading[3].append(event["Code"])
         elif "InlineHtml" in event:
-            mask.append((rng["start"], rng["end"]))
+            mask.extend((rng["start"], rng["end"]))
     if fence_unclosed_from is not None:
-        mask.append((fence_unclosed_from, len(data)))
+        mask.extend((fence_unclosed_from, len(data)))
     if mask:
         prose_bytes = _apply_mask(data, mask)
         prose = prose_bytes.decode("utf-8", errors="replace")
@@ -305,12 +319,14 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
 _BLANK = bytes(0x20 if b not in (0x0A, 0x0D) else b for b in range(256))
 
 
-def _apply_mask(data: bytes, spans: list[tuple[int, int]]) -> bytes:
-    """Blank every masked byte except LF and CR (line structure is kept)."""
+def _apply_mask(data: bytes, spans: array) -> bytes:
+    """Blank every masked byte except LF and CR (line structure is kept); ``spans`` is flat
+    (start, end) pairs."""
     if not spans:
         return data
     buf = bytearray(data)
-    for s, e in spans:
+    ends = iter(spans)
+    for s, e in zip(ends, ends):
         buf[s:e] = data[s:e].translate(_BLANK)
     return bytes(buf)
 
@@ -348,7 +364,7 @@ def _scan_links(prose: str, first_line: int, analysis: BodyAnalysis) -> None:
         line_no += prose.count("\n", counted, start)
         counted = start
         for target in scan_line_links(prose[start:end]):
-            analysis.links.append(RawLink(sys.intern(target), line_no))  # bundles repeat their targets
+            analysis.add_link(sys.intern(target), line_no)  # bundles repeat their targets
         pos = prose.find("](", end)
 
 
