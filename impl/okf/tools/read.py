@@ -70,14 +70,28 @@ def _card_bases(snapshot: Any, profile: str, ctx: CallContext) -> dict[str, tupl
     def build() -> dict[str, tuple[Concept, dict[str, Any]]]:
         previous = cache.peek(key) or {}
         bases = {}
+        alike: dict[str, Any] = {}
         for index, concept in enumerate(snapshot.concepts.values()):
             if index % 256 == 0:
                 ctx.check_cancelled("list_concepts request")
             held = previous.get(concept.path)
-            bases[concept.path] = held if held is not None and held[0] is concept else (concept, _card_base(concept, profile))
+            if held is None or held[0] is not concept:
+                held = (concept, _shared_parts(_card_base(concept, profile), alike))
+            bases[concept.path] = held
         return bases
 
     return cache.get(key, snapshot.revision, build)
+
+
+def _shared_parts(base: dict[str, Any], alike: dict[str, Any]) -> dict[str, Any]:
+    """``base`` with each of its mappings replaced by an equal one already kept, if any.
+
+    Bases are read, never changed (a card copies their mappings), and most concepts of a
+    bundle have the same status state, computation summary and legacy flags."""
+    for name, value in base.items():
+        if type(value) is dict:
+            base[name] = alike.setdefault(repr(value), value)
+    return base
 
 
 def concept_card(concept: Concept, profile: str, as_of, base: dict[str, Any] | None = None) -> dict[str, Any]:
