@@ -81,13 +81,14 @@ class BodyAnalysis:
                  "footnote_defs", "mask", "fences")
 
     def __init__(self, source: "str | BodySlice" = "", first_line: int = 1,
-                 heading_ranges: list | None = None, mask: "array | None" = None,
+                 heading_ranges: "tuple[array, list[str]] | None" = None, mask: "array | None" = None,
                  fences: list | None = None) -> None:
         self._source = source
         self.first_line = first_line
-        # (False, ranges) until the headings are built, then (True, headings): one attribute
-        # swapped at once, so a concurrent reader sees either, never half of a change.
-        self._heading_state: tuple[bool, list] = (False, heading_ranges or [])
+        # (False, (flat level/start/end triples, inline texts)) until the headings are built,
+        # then (True, headings): one attribute swapped at once, so a concurrent reader sees
+        # either, never half of a change.
+        self._heading_state: tuple[bool, Any] = (False, heading_ranges or (array("q"), []))
         # Links as two flat columns (a bundle has tens of thousands: a record each would cost
         # more than the links themselves); ``links`` makes the records when asked.
         self._link_targets: list[str] = []
@@ -124,14 +125,17 @@ class BodyAnalysis:
     def heading_ranges(self) -> list:
         """(level, start, end, inline text) of each heading, in body order."""
         built, items = self._heading_state
-        return [(h.level, h.start, h.end, h.text) for h in items] if built else items
+        if built:
+            return [(h.level, h.start, h.end, h.text) for h in items]
+        spans, texts = items
+        return [(spans[3 * i], spans[3 * i + 1], spans[3 * i + 2], text) for i, text in enumerate(texts)]
 
     @property
     def headings(self) -> list[Heading]:
         built, items = self._heading_state
         if not built:
             data = self.body.encode("utf-8")
-            items = _headings(data, _LineIndex(data, self.first_line), items)
+            items = _headings(data, _LineIndex(data, self.first_line), self.heading_ranges)
             self._heading_state = (True, items)  # the ranges live on in the headings
         return items
 
@@ -240,7 +244,8 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
     mask = array("q")  # flat (start, end) pairs: code spans alone can number tens of thousands
     link_spans: list[tuple[int, int]] = []
     footnote_blocks: list[tuple[int, int]] = []
-    heading_raw: list[tuple[int, int, int, str]] = []  # level, start, end, inline text
+    heading_spans = array("q")  # level, start, end of each heading, flat
+    heading_texts: list[str] = []  # its inline text
     current_heading: list | None = None
     fence_unclosed_from: int | None = None
     fences: list[tuple[int, int, bool]] = []
@@ -256,7 +261,8 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
         if "End" in event:
             if current_heading is not None and type(event["End"]) is dict and "Heading" in event["End"]:
                 level, start, end, texts = current_heading
-                heading_raw.append((level, start, end, "".join(texts)))
+                heading_spans.extend((level, start, end))
+                heading_texts.append("".join(texts))
                 current_heading = None
             continue
         if type(event) is not dict:
@@ -310,7 +316,8 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
         prose = prose_bytes.decode("utf-8", errors="replace")
     else:
         prose_bytes, prose = data, body
-    analysis = BodyAnalysis(body if source is None else source, body_start_line, heading_raw, mask, fences)
+    analysis = BodyAnalysis(body if source is None else source, body_start_line, (heading_spans, heading_texts),
+                            mask, fences)
     _scan_links(prose, body_start_line, analysis)
     _scan_footnotes(data, prose_bytes, lines, footnote_blocks, link_spans, analysis)
     return analysis
