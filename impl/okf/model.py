@@ -173,6 +173,11 @@ class Concept(Document):
 
     @cached_property
     def relations(self) -> list[Relation]:
+        start, end = self._spans[0], self._spans[1]
+        if self.raw.find(b"relations", start, end) < 0 and self.raw.find(b"\\", start, end) < 0:
+            # No key can read ``relations`` (one spelled with escapes holds a backslash): skip
+            # the walk through every nested mapping, most of a bundle's frontmatter.
+            return []
         return collect_relations(self.id, self.frontmatter)
 
     @cached_property

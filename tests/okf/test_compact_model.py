@@ -67,3 +67,18 @@ def test_changing_one_answer_card_leaves_every_other_card_and_later_answers_alon
     first[0]["legacy_derived"]["generated"] = "changed"
     assert first[1] == expected[1]
     assert list_concepts(root).structured["concepts"] == expected
+
+
+def _relations(frontmatter: str) -> list[tuple[str, str, str]]:
+    from knowspec.impl.okf.model import document_for
+
+    concept = document_for("a.md", f"---\n{frontmatter}---\nBody\n".encode())
+    return [(r.from_ref, r.to_ref, r.relation_type) for r in concept.relations]
+
+
+def test_relations_are_found_however_their_key_is_spelled_and_wherever_nested():
+    assert _relations("type: Note\nrelations:\n  uses:\n    - target: b\n") == [("a", "b", "uses")]
+    assert _relations('type: Note\n"rel\\x61tions":\n  uses:\n    - target: b\n') == [("a", "b", "uses")]
+    assert _relations("parts:\n  - id: sec\n    relations:\n      uses:\n        - target: b\n") == [
+        ("a#sec", "b", "uses")]
+    assert _relations("type: Note\nx-meta:\n  deep:\n    - id: sec\n      links: [b]\n") == []
