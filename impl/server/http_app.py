@@ -60,7 +60,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         raise MCPError(code=types.INVALID_REQUEST, message=f"the session has ended: {LOGIN_HINT}")
 
     def roles_of(user: str) -> tuple[str, ...] | None:
-        found = auth.get_user(settings.catalog_path, user)
+        found = auth.get_user(settings.catalog, user)
         return None if found is None else found.roles
 
     answers = ParkedAnswers(ascii_for_http)  # tool answers are encoded off the event loop (parked_answers.py)
