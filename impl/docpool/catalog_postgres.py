@@ -98,7 +98,7 @@ class PostgresRows:
 
     def databases(self) -> list[DatabaseRow]:
         return self._all('select name, storage, dsn, documents, documents_db from "db$database" '
-                         "order by name_key, name")  # type: ignore[return-value]
+                         "order by name_key collate \"C\", name collate \"C\"")  # type: ignore[return-value]
 
     def put_database(self, name: str, storage: str, dsn: str) -> None:
         self._run('insert into "db$database"(name_key, name, storage, dsn) values (%s, %s, %s, %s) '
@@ -116,7 +116,7 @@ class PostgresRows:
         return None if row is None else (row[0], bytes(row[1]), bytes(row[2]), row[3])
 
     def user_names(self) -> list[str]:
-        return [r[0] for r in self._all('select name from "auth$user" order by name_key, name')]
+        return [r[0] for r in self._all('select name from "auth$user" order by name_key collate "C", name collate "C"')]
 
     def add_user(self, name: str, salt: bytes, digest: bytes, params: str) -> bool:
         return self._run('insert into "auth$user"(name_key, name, salt, hash, params) values (%s, %s, %s, %s, %s) '
@@ -124,7 +124,7 @@ class PostgresRows:
 
     def roles_of(self, user: str) -> list[str]:
         return [r[0] for r in self._all('select role_name from "auth$user_role" where user_key = %s '
-                                        "order by role_key, role_name", (ascii_lower(user),))]
+                                        'order by role_key collate "C"', (ascii_lower(user),))]
 
     def add_role(self, role: str) -> None:
         self._run('insert into "auth$role"(name_key, name) values (%s, %s) on conflict do nothing',
