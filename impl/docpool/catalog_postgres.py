@@ -94,11 +94,11 @@ class PostgresRows:
     # db$database
     def database(self, name: str) -> DatabaseRow | None:
         return first(self._all('select name, storage, dsn, documents, documents_db from "db$database" '
-                               "where name_key = %s", (ascii_lower(name),)))  # type: ignore[return-value]
+                               "where name_key = %s", (ascii_lower(name),)))
 
     def databases(self) -> list[DatabaseRow]:
         return self._all('select name, storage, dsn, documents, documents_db from "db$database" '
-                         "order by name_key collate \"C\", name collate \"C\"")  # type: ignore[return-value]
+                         "order by name_key collate \"C\", name collate \"C\"")
 
     def put_database(self, name: str, storage: str, dsn: str) -> None:
         self._run('insert into "db$database"(name_key, name, storage, dsn) values (%s, %s, %s, %s) '
@@ -146,7 +146,7 @@ class PostgresRows:
 
     def session(self, key: str) -> SessionRow | None:
         return first(self._all('select user_name, roles, database, expires_at, last_used from "auth$session" '
-                               "where token_hash = %s", (key,)))  # type: ignore[return-value]
+                               "where token_hash = %s", (key,)))
 
     def touch_session(self, key: str, now: float) -> None:
         self._run('update "auth$session" set last_used = greatest(last_used, %s) where token_hash = %s', (now, key))

@@ -90,7 +90,7 @@ class SqliteRows:
     # db$database
     def database(self, name: str) -> DatabaseRow | None:
         return first(self._all('select name, storage, dsn, documents, documents_db from "db$database" '
-                               "where name = ?", (name,)))  # type: ignore[return-value]
+                               "where name = ?", (name,)))
 
     def databases(self) -> list[DatabaseRow]:
         return self._all('select name, storage, dsn, documents, documents_db from "db$database" order by name')
@@ -107,7 +107,7 @@ class SqliteRows:
     # auth$
     def user(self, name: str) -> UserRow | None:
         return first(self._all('select name, salt, hash, params from "auth$user" where name = ?',
-                               (name,)))  # type: ignore[return-value]
+                               (name,)))
 
     def user_names(self) -> list[str]:
         return [r[0] for r in self._all('select name from "auth$user" order by name')]
@@ -141,7 +141,7 @@ class SqliteRows:
 
     def session(self, key: str) -> SessionRow | None:
         return first(self._all('select user_name, roles, database, expires_at, last_used from "auth$session" '
-                               "where token_hash = ?", (key,)))  # type: ignore[return-value]
+                               "where token_hash = ?", (key,)))
 
     def touch_session(self, key: str, now: float) -> None:
         self.con.execute('update "auth$session" set last_used = max(last_used, ?) where token_hash = ?', (now, key))
