@@ -16,7 +16,7 @@ import secrets
 import sys
 from dataclasses import dataclass
 
-from knowspec.impl.docpool.catalog_store import CatalogRows, CatalogTarget, open_catalog
+from knowspec.impl.docpool.catalog_store import CatalogRows, CatalogTarget, CatalogUnavailable, open_catalog
 
 SYSADMIN = "SYSADMIN"
 # Over HTTP the OKF write and apply tools (write_concept, apply_*) need WRITER or SYSADMIN;
@@ -184,7 +184,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
     password = sys.stdin.readline().rstrip("\r\n")
     try:
         user = create_user(_catalog(args), args.name, password, args.role)
-    except AuthError as exc:
+    except (AuthError, CatalogUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"user {user.name} created with roles: {', '.join(user.roles) or '(none)'}")
@@ -194,7 +194,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
 def _cmd_grant(args: argparse.Namespace) -> int:
     try:
         grant_role(_catalog(args), args.name, args.role)
-    except AuthError as exc:
+    except (AuthError, CatalogUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"granted {args.role} to {args.name}")

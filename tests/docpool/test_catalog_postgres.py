@@ -270,3 +270,21 @@ def test_an_alter_database_or_a_revoked_role_on_one_server_is_seen_by_the_other(
     assert response.status_code == 403 and response.json()["code"] == "forbidden"
     assert a.post("/ClientREST/DocStats", headers=admin, json={}).status_code == 401  # the session ended too
     assert catalog.get_database(url, "sales").documents == "OFF"
+
+
+# -- the command line ---------------------------------------------------------------------------
+
+def test_the_command_line_keeps_users_and_databases_in_a_postgresql_catalog(url, tmp_path, capsys, monkeypatch):
+    from knowspec.impl.cli import main
+
+    monkeypatch.setattr("sys.stdin", __import__("io").StringIO("pw\n"))
+    assert main(["user", "add", "ali", "--password-stdin", "--role", "Finance", "--catalog", url,
+                 "--appdir", str(tmp_path)]) == 0
+    assert main(["pool", "register", "shop", "--storage", "postgresql", "--dsn", "dbname=x",
+                 "--catalog", url, "--appdir", str(tmp_path)]) == 0
+    assert main(["pool", "alter", "ALTER DATABASE SHOP SET DOCUMENTS INTERNAL", "--catalog", url,
+                 "--appdir", str(tmp_path)]) == 0
+    capsys.readouterr()
+    assert auth.get_user(url, "ALI").roles == ("Finance",)
+    assert catalog.get_database(url, "shop").documents == "INTERNAL"
+    assert not (tmp_path / "catalog.db").exists()   # nothing went to the default file
