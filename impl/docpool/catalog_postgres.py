@@ -167,11 +167,11 @@ class PostgresRows:
 
 
 class PostgresCatalog:
-    """The catalog in the PostgreSQL database named by ``url``."""
+    """The catalog in the PostgreSQL database named by ``url``, over its connection pool."""
 
     def __init__(self, url: str, pool) -> None:
         self.target = url
-        self._pool = pool
+        self.pool = pool
         self._errors = (require("psycopg").Error, require("psycopg_pool").PoolTimeout)
 
     def exists(self) -> bool:
@@ -179,13 +179,24 @@ class PostgresCatalog:
 
     @contextmanager
     def transaction(self, *, write: bool = False) -> Iterator[PostgresRows]:
+        """A write block is one transaction; a read block runs each statement on its own
+        (autocommit: one round trip each, as the SQLite store reads), which the session rules
+        allow because each of their writes is a single statement."""
         try:
-            with self._pool.connection(timeout=CONNECT_TIMEOUT) as con:
-                yield PostgresRows(con)
+            with self.pool.connection(timeout=CONNECT_TIMEOUT) as con:
+                con.autocommit = not write
+                try:
+                    yield PostgresRows(con)
+                finally:
+                    if con.autocommit and not con.closed:
+                        con.autocommit = False
         except self._errors as exc:
             # The driver's words, never the URL (it may carry a password).
             raise CatalogUnavailable(f"the PostgreSQL catalog is unavailable ({type(exc).__name__}: "
                                      f"{_first_line(exc)})") from exc
+
+    def close(self) -> None:
+        self.pool.close()
 
 
 def _first_line(exc: BaseException) -> str:
@@ -197,7 +208,7 @@ def _configure(con) -> None:
     con.commit()
 
 
-def _open_pool(url: str):
+def _open(url: str) -> PostgresCatalog:
     psycopg = require("psycopg")
     ConnectionPool = require("psycopg_pool").ConnectionPool
 
@@ -208,25 +219,25 @@ def _open_pool(url: str):
     except psycopg.Error as exc:
         raise CatalogUnavailable(f"the PostgreSQL catalog is unavailable ({type(exc).__name__}: "
                                  f"{_first_line(exc)})") from exc
-    return ConnectionPool(url, min_size=0, max_size=MAX_CONNECTIONS, configure=_configure, open=True,
-                          kwargs={"prepare_threshold": None})
+    return PostgresCatalog(url, ConnectionPool(url, min_size=0, max_size=MAX_CONNECTIONS, configure=_configure,
+                                               open=True))
 
 
-def _pools(runtime: process.Runtime):
-    """Connection pools per catalog URL (the runtime's ``docpool.catalog_pools``), closed when dropped."""
-    return runtime.cache("docpool.catalog_pools", max_entries=4, dispose=lambda pool: pool.close())
+def _catalogs(runtime: process.Runtime):
+    """Open catalogs per URL (the runtime's ``docpool.catalog_pools``), their pools closed when dropped."""
+    return runtime.cache("docpool.catalog_pools", max_entries=4, dispose=PostgresCatalog.close)
 
 
 def postgres_catalog(url: str) -> PostgresCatalog:
     """The catalog at ``url``, over this process's connection pool for it (opened on first use)."""
-    pools = _pools(process.current())
-    pool = pools.get(url, None, lambda: _open_pool(url))
-    if pool.closed:
-        pools.pop(url)
-        pool = pools.get(url, None, lambda: _open_pool(url))
-    return PostgresCatalog(url, pool)
+    catalogs = _catalogs(process.current())
+    found = catalogs.get(url, None, lambda: _open(url))
+    if found.pool.closed:
+        catalogs.pop(url)
+        found = catalogs.get(url, None, lambda: _open(url))
+    return found
 
 
 def close_pools() -> None:
     """Close every catalog connection pool (tests, shutdown)."""
-    _pools(process.current()).clear()
+    _catalogs(process.current()).clear()
