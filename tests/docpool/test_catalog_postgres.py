@@ -288,3 +288,20 @@ def test_the_command_line_keeps_users_and_databases_in_a_postgresql_catalog(url,
     assert auth.get_user(url, "ALI").roles == ("Finance",)
     assert catalog.get_database(url, "shop").documents == "INTERNAL"
     assert not (tmp_path / "catalog.db").exists()   # nothing went to the default file
+
+
+def test_a_login_while_the_postgresql_catalog_is_down_answers_503_naming_no_secret(tmp_path):
+    from starlette.testclient import TestClient
+
+    from knowspec.impl.config import Settings
+    from knowspec.impl.rest.routes import rest_app
+
+    settings = Settings(appdir=tmp_path)
+    settings.catalog_url = (f"postgresql://knowspec:s3cret@/none?host={urllib.parse.quote(str(tmp_path))}"
+                            "&port=1&connect_timeout=1")
+    with TestClient(rest_app(settings), raise_server_exceptions=False) as client:
+        response = client.post("/ClientREST/Login", json={"user": "ali", "password": "pw"})
+    assert response.status_code == 503, response.text
+    body = response.json()
+    assert body["code"] == "storage_error" and body["retryable"] is True
+    assert body["message"] == "the catalog database is unavailable" and "s3cret" not in response.text
