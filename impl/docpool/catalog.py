@@ -18,7 +18,7 @@ from pathlib import Path
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog_sqlite import SqliteRows, connect
-from knowspec.impl.docpool.catalog_store import CatalogTarget, is_catalog_url, open_catalog
+from knowspec.impl.docpool.catalog_store import CatalogTarget, CatalogUnavailable, is_catalog_url, open_catalog
 from knowspec.impl.errors import ToolError, diagnostic
 
 STORAGE_KINDS = ("SQLITE", "POSTGRESQL", "FIREBIRD")
@@ -142,7 +142,10 @@ def _cached_database(catalog: CatalogTarget, name: str) -> DatabaseEntry | None:
     """A SQLite catalog's answer from the held connection; a PostgreSQL catalog is asked each time
     (one round trip on a pooled connection: it has no cheap change counter to stamp answers with)."""
     if is_catalog_url(catalog):
-        return get_database(catalog, name)
+        try:
+            return get_database(catalog, name)
+        except CatalogUnavailable as exc:  # a tool answers with the contract's code, the cause stays chained
+            raise ToolError("storage_error", "the catalog database is unavailable") from exc
     key = str(Path(catalog).absolute())
     cache = _database_reads(process.current())
     try:

@@ -305,3 +305,12 @@ def test_a_login_while_the_postgresql_catalog_is_down_answers_503_naming_no_secr
     body = response.json()
     assert body["code"] == "storage_error" and body["retryable"] is True
     assert body["message"] == "the catalog database is unavailable" and "s3cret" not in response.text
+
+
+def test_a_doc_tool_while_the_postgresql_catalog_is_down_answers_storage_error(tmp_path):
+    from knowspec.impl.errors import ToolError
+
+    bad = f"postgresql:///none?host={urllib.parse.quote(str(tmp_path))}&port=1&connect_timeout=1"
+    with pytest.raises(ToolError) as caught:
+        catalog.resolve_pool_location(bad, "sales")
+    assert caught.value.code == "storage_error" and caught.value.retryable is True
