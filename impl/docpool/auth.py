@@ -81,7 +81,7 @@ def create_user(
     if not password:
         raise AuthError("password must not be empty")
     salt, digest, params = _new_hash(password)
-    with open_catalog(catalog).transaction(write=True) as rows:
+    with open_catalog(catalog).transaction(atomic=True) as rows:
         if not rows.add_user(name, salt, digest, params):
             raise AuthError(f"user {name!r} already exists")
         for role in roles:
@@ -101,12 +101,12 @@ def _grant(rows: CatalogRows, user: str, role: str) -> None:
 
 def grant_role(catalog: CatalogTarget, user: str, role: str) -> None:
     """Give ``user`` the role ``role`` (the role is created when new)."""
-    with open_catalog(catalog).transaction(write=True) as rows:
+    with open_catalog(catalog).transaction(atomic=True) as rows:
         _grant(rows, user, role)
 
 
 def revoke_role(catalog: CatalogTarget, user: str, role: str) -> None:
-    with open_catalog(catalog).transaction(write=True) as rows:
+    with open_catalog(catalog).transaction(atomic=True) as rows:
         rows.remove_user_role(user, role)
 
 

@@ -85,7 +85,7 @@ def register_database(catalog: CatalogTarget, name: str, storage: str, dsn: str)
     """Register (or re-point) a database; its documents setting is kept."""
     if not name:
         raise CatalogError("database is required")
-    with open_catalog(catalog).transaction(write=True) as rows:
+    with open_catalog(catalog).transaction(atomic=True) as rows:
         rows.put_database(name, storage.upper(), str(dsn))
         entry = rows.database(name)
     assert entry is not None
@@ -175,7 +175,7 @@ def set_documents(catalog: CatalogTarget, alter: AlterDocuments) -> DatabaseEntr
     store = open_catalog(catalog)
     if not store.exists():
         raise CatalogError(f"database is not registered ({alter.database})")
-    with store.transaction(write=True) as rows:
+    with store.transaction(atomic=True) as rows:
         if rows.database(alter.database) is None:
             raise CatalogError(f"database is not registered ({alter.database})")
         other = None

@@ -6,8 +6,9 @@ role is seen by the next request anywhere. The schema may sit in the same databa
 PostgreSQL document pool (``ivd$docs``); they never touch each other's tables.
 
 Connections come from one ``psycopg_pool.ConnectionPool`` per URL in the runtime's
-``docpool.catalog_pools`` cache; values are always bound, never formatted into SQL. Each
-``transaction()`` is one PostgreSQL transaction (READ COMMITTED), committed when its block ends.
+``docpool.catalog_pools`` cache; values are always bound, never formatted into SQL. An
+``atomic`` block is one PostgreSQL transaction (READ COMMITTED), committed when it ends; any
+other block runs each statement in autocommit.
 A session's use is recorded with ``greatest(last_used, now)`` in one UPDATE and an ended
 session is deleted only while it is still ended, so concurrent requests on several servers
 never lose a newer use. Names compare ASCII case-insensitively, like SQLite's ``nocase``: each
@@ -178,13 +179,14 @@ class PostgresCatalog:
         return True  # the tables were made when the pool opened
 
     @contextmanager
-    def transaction(self, *, write: bool = False) -> Iterator[PostgresRows]:
-        """A write block is one transaction; a read block runs each statement on its own
-        (autocommit: one round trip each, as the SQLite store reads), which the session rules
-        allow because each of their writes is a single statement."""
+    def transaction(self, *, atomic: bool = False) -> Iterator[PostgresRows]:
+        """An atomic block is one transaction; any other runs each statement on its own
+        (autocommit: one round trip each, as in the SQLite store), which the session rules allow
+        because each of their writes is a single statement; nor do two logins' sweeps of ended
+        sessions hold each other's row locks for longer than one statement."""
         try:
             with self.pool.connection(timeout=CONNECT_TIMEOUT) as con:
-                con.autocommit = not write
+                con.autocommit = not atomic
                 try:
                     yield PostgresRows(con)
                 finally:

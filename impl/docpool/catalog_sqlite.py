@@ -2,8 +2,9 @@
 
 Every process that opens the same file shares the rows (the workers of ``serve --workers N``,
 or several servers on one machine). Tables are created idempotently on every connection. A
-read runs its statements in autocommit (each sees the latest commit); a write transaction takes
-the write lock first (``begin immediate``) so two processes never deadlock upgrading a read lock.
+block that is not ``atomic`` runs its statements in autocommit (each sees the latest commit); an
+atomic one takes the write lock first (``begin immediate``) so two processes never deadlock
+upgrading a read lock.
 ``":memory:"`` is a private database behind one lock (tests without a catalog file).
 """
 
@@ -178,26 +179,26 @@ class SqliteCatalog:
         return self.memory or Path(self.target).is_file()
 
     @contextmanager
-    def transaction(self, *, write: bool = False) -> Iterator[SqliteRows]:
+    def transaction(self, *, atomic: bool = False) -> Iterator[SqliteRows]:
         if self._shared is not None:
             with self._lock:
-                yield from _run(self._shared, write)
+                yield from _run(self._shared, atomic)
             return
         if self._keep:
             con = getattr(self._local, "con", None)
             if con is None:
                 con = self._local.con = connect(self.target)
-            yield from _run(con, write)
+            yield from _run(con, atomic)
             return
         con = connect(self.target)
         try:
-            yield from _run(con, write)
+            yield from _run(con, atomic)
         finally:
             con.close()
 
 
-def _run(con: sqlite3.Connection, write: bool) -> Iterator[SqliteRows]:
-    if not write:
+def _run(con: sqlite3.Connection, atomic: bool) -> Iterator[SqliteRows]:
+    if not atomic:
         yield SqliteRows(con)
         return
     con.execute("begin immediate")

@@ -5,8 +5,9 @@ the REST ``auth$session`` rows) is read and written by ``catalog.py``, ``auth.py
 ``rest/sessions.py``, which hold every rule (name checks, password hashing, expiry, the seed's
 errors). A store only keeps rows: ``open_catalog(target)`` answers one for a file path (SQLite,
 ``catalog_sqlite.py``) or a ``postgresql://`` URL (``catalog_postgres.py``), and
-``store.transaction()`` yields ``CatalogRows`` whose methods read or write rows in one
-transaction, committed when the block ends and rolled back when it raises.
+``store.transaction(atomic=True)`` yields ``CatalogRows`` whose methods read or write rows in
+one transaction, committed when the block ends and rolled back when it raises (without
+``atomic`` each statement commits on its own).
 
 Names of databases, users and roles compare ASCII case-insensitively in both stores (SQLite's
 ``collate nocase``; PostgreSQL keeps a key column of ``ascii_lower(name)``).
@@ -66,8 +67,10 @@ class CatalogStore(Protocol):
     target: str
 
     def exists(self) -> bool: ...
-    def transaction(self, *, write: bool = False) -> AbstractContextManager[CatalogRows]:
-        """``write``: the block changes rows (a store may take its write lock up front)."""
+    def transaction(self, *, atomic: bool = False) -> AbstractContextManager[CatalogRows]:
+        """``atomic``: the block's statements are one transaction (a store takes its write lock up
+        front); otherwise each statement commits on its own, which is enough for any block whose
+        statements are each right alone (the session writes)."""
 
 
 def is_catalog_url(target: CatalogTarget) -> bool:

@@ -94,7 +94,7 @@ class SessionStore:
             database=database,
             expires_at=now + self.ttl_seconds,
         )
-        with self._store().transaction(write=True) as rows:
+        with self._store().transaction() as rows:
             rows.remove_ended_sessions(now, self.idle_seconds)
             rows.add_session(_token_hash(session.token), user, json.dumps(list(roles)), database,
                              session.expires_at, now)
@@ -120,11 +120,11 @@ class SessionStore:
                        expires_at=expires_at)
 
     def close(self, token: str) -> bool:
-        with self._store().transaction(write=True) as rows:
+        with self._store().transaction() as rows:
             return rows.remove_session(_token_hash(token))
 
     def __len__(self) -> int:
-        with self._store().transaction(write=True) as rows:
+        with self._store().transaction() as rows:
             rows.remove_ended_sessions(self._clock(), self.idle_seconds)
             return rows.session_count()
 
