@@ -79,9 +79,11 @@ class PgCluster:
         """Close this process's connection pools, stop the server (immediate) and delete the folder."""
         if self.base is None:
             return
+        from knowspec.impl.docpool import catalog_postgres
         from knowspec.impl.docpool.storage import postgres
 
         postgres.close_pools()
+        catalog_postgres.close_pools()
         subprocess.run(as_postgres([str(self.bindir / "pg_ctl"), "-D", str(self.base / "data"), "-m", "immediate",
                                     "-w", "stop"]), capture_output=True)
         shutil.rmtree(self.base, ignore_errors=True)

@@ -15,6 +15,7 @@ from typing import Sequence
 
 from knowspec.impl.cli_args import UsageError, host_port, log_level, positive_float, raised_limit, worker_count
 from knowspec.impl.config import Settings
+from knowspec.impl.docpool.catalog_store import is_catalog_url
 
 DEBUG_HINT = "run again with --debug for the traceback"
 
@@ -84,7 +85,8 @@ def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
 def add_settings_options(p: argparse.ArgumentParser) -> None:
     p.add_argument("--appdir", type=Path, help="the server's ${APPDIR} (default: $KNOWSPEC_APPDIR or ./.knowspec)")
     p.add_argument("--help-db", type=Path, help="help pool file (default: APPDIR/help.db)")
-    p.add_argument("--catalog", type=Path, help="catalog database (default: APPDIR/catalog.db)")
+    p.add_argument("--catalog", help="catalog database: a SQLite file (default: APPDIR/catalog.db) or a "
+                                      "postgresql:// URL that several servers may share")
     p.add_argument("--database", help="default database for doc_* tools that name none")
 
 
@@ -95,7 +97,10 @@ def settings_from(args: argparse.Namespace) -> Settings:
     if getattr(args, "help_db", None):
         settings.help_db = args.help_db.absolute()
     if getattr(args, "catalog", None):
-        settings.catalog_db = args.catalog.absolute()
+        if is_catalog_url(args.catalog):
+            settings.catalog_url = args.catalog
+        else:
+            settings.catalog_db = Path(args.catalog).absolute()
     if getattr(args, "database", None):
         settings.default_database = args.database
     return settings

@@ -23,6 +23,7 @@ class Settings:
     appdir: Path = field(default_factory=_default_appdir)
     help_db: Path | None = None          # default: appdir / "help.db"
     catalog_db: Path | None = None       # default: appdir / "catalog.db"
+    catalog_url: str | None = None       # a postgresql:// URL: the catalog lives there, not in a file
     default_database: str | None = None  # the seed's -DATABASE: used when a doc_* call names none
     agent_version: str = "5.1.1.1531"    # its third field is the <v3> fallback of help URLs
     session_ttl_seconds: int = 12 * 3600   # a session's absolute life after login
@@ -45,7 +46,13 @@ class Settings:
 
     @property
     def catalog_path(self) -> Path:
+        """The SQLite catalog file (unused when ``catalog_url`` names a PostgreSQL catalog)."""
         return self.catalog_db or self.appdir / "catalog.db"
+
+    @property
+    def catalog(self) -> Path | str:
+        """Where the catalog lives: its PostgreSQL URL when one is set, else its SQLite file."""
+        return self.catalog_url or self.catalog_path
 
     @property
     def import_path(self) -> Path:

@@ -44,9 +44,9 @@ def prepare(settings, rebuild: bool = False) -> list[str]:
     if rebuild or not help_db.exists():
         counts = build_pool(EXAMPLES / "help", help_db, "netsim-help", title="Netsim Yardım")
         done.append(f"built help pool netsim-help: {counts['topic']} topics, {counts['chunk']} chunks")
-    if rebuild or catalog.get_database(settings.catalog_path, DEMO_DB) is None:
-        catalog.register_database(settings.catalog_path, DEMO_DB, "SQLITE", str(settings.appdir / "demo-docs.db"))
-        catalog.execute_alter(settings.catalog_path, f"ALTER DATABASE {DEMO_DB} SET DOCUMENTS INTERNAL")
+    if rebuild or catalog.get_database(settings.catalog, DEMO_DB) is None:
+        catalog.register_database(settings.catalog, DEMO_DB, "SQLITE", str(settings.appdir / "demo-docs.db"))
+        catalog.execute_alter(settings.catalog, f"ALTER DATABASE {DEMO_DB} SET DOCUMENTS INTERNAL")
         source = settings.appdir / "demo-source.db"
         build_pool(EXAMPLES / "help", source, "demo-docs", title="Demo documents")
         result = importdoc.import_collection(settings, DEMO_DB, "demo-docs", str(source))
@@ -85,7 +85,7 @@ async def client_run(settings) -> int:
     from mcp import ClientSession, StdioServerParameters, stdio_client
 
     args = ["-m", "knowspec.impl.cli", "serve", "--stdio", "--appdir", str(settings.appdir),
-            "--help-db", str(settings.help_db_path), "--catalog", str(settings.catalog_path),
+            "--help-db", str(settings.help_db_path), "--catalog", str(settings.catalog),
             "--database", settings.default_database or DEMO_DB]
     params = StdioServerParameters(command=sys.executable, args=args, env={**os.environ})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:

@@ -1,10 +1,10 @@
-"""Users, roles and the SYSADMIN role, kept in the catalog SQLite file.
+"""Users, roles and the SYSADMIN role, kept in the catalog (a SQLite file or a PostgreSQL database).
 
 The REST surface logs people in against these tables; the roles a user holds become the
 ``Caller.roles`` that the document-pool ACL compares with ``doc$acl.principal``. Passwords are
 stored as salted scrypt hashes (a per-user random salt, parameters stored beside the hash so they
-can be raised later) and compared in constant time. Tables are prefixed ``auth$`` and created
-idempotently the first time any function here touches the catalog.
+can be raised later) and compared in constant time. The rules are here; the ``auth$`` rows live
+in the catalog's store (``catalog_store.py``), created idempotently when it is first opened.
 """
 
 from __future__ import annotations
@@ -13,11 +13,10 @@ import argparse
 import hashlib
 import hmac
 import secrets
-import sqlite3
 import sys
-from contextlib import closing
 from dataclasses import dataclass
-from pathlib import Path
+
+from knowspec.impl.docpool.catalog_store import CatalogRows, CatalogTarget, CatalogUnavailable, open_catalog
 
 SYSADMIN = "SYSADMIN"
 # Over HTTP the OKF write and apply tools (write_concept, apply_*) need WRITER or SYSADMIN;
@@ -32,30 +31,6 @@ SCRYPT_R = 8
 SCRYPT_P = 1
 _HASH_BYTES = 32
 _SALT_BYTES = 16
-
-_SCHEMA = """
-create table if not exists "auth$user" (
-    name       text primary key collate nocase,
-    salt       blob not null,
-    hash       blob not null,
-    params     text not null,
-    created_at text not null default (strftime('%Y-%m-%dT%H:%M:%SZ', 'now'))
-);
-create table if not exists "auth$role" (
-    name        text primary key collate nocase,
-    description text not null default ''
-);
-create table if not exists "auth$user_role" (
-    user_name text not null collate nocase references "auth$user"(name) on delete cascade,
-    role_name text not null collate nocase references "auth$role"(name) on delete cascade,
-    primary key (user_name, role_name)
-);
-insert or ignore into "auth$role"(name, description)
-    values ('SYSADMIN', 'may run administrative commands (IMPORTDOC, ALTER DATABASE) and write OKF bundles');
-insert or ignore into "auth$role"(name, description)
-    values ('WRITER', 'may call the OKF write and apply tools over HTTP');
-"""
-
 
 def may_write(roles: tuple[str, ...] | list[str]) -> bool:
     """Whether a signed-in user with ``roles`` may call the OKF write and apply tools."""
@@ -74,16 +49,6 @@ class User:
     @property
     def is_sysadmin(self) -> bool:
         return any(r.upper() == SYSADMIN for r in self.roles)
-
-
-def connect(catalog_path: Path | str) -> sqlite3.Connection:
-    """Open the catalog and make sure the ``auth$`` tables exist."""
-    path = Path(catalog_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    conn = sqlite3.connect(path, timeout=30)
-    conn.execute("pragma foreign_keys = on")
-    conn.executescript(_SCHEMA)
-    return conn
 
 
 def hash_password(password: str, salt: bytes, params: str) -> bytes:
@@ -109,68 +74,56 @@ def _check_name(kind: str, name: str) -> str:
 
 
 def create_user(
-    catalog_path: Path | str, name: str, password: str, roles: tuple[str, ...] | list[str] = ()
+    catalog: CatalogTarget, name: str, password: str, roles: tuple[str, ...] | list[str] = ()
 ) -> User:
     """Create a user with a password and optional roles; fails if the user exists."""
     name = _check_name("user", name)
     if not password:
         raise AuthError("password must not be empty")
     salt, digest, params = _new_hash(password)
-    with closing(connect(catalog_path)) as conn, conn:
-        try:
-            conn.execute(
-                'insert into "auth$user"(name, salt, hash, params) values (?, ?, ?, ?)',
-                (name, salt, digest, params),
-            )
-        except sqlite3.IntegrityError:
-            raise AuthError(f"user {name!r} already exists") from None
+    with open_catalog(catalog).transaction(atomic=True) as rows:
+        if not rows.add_user(name, salt, digest, params):
+            raise AuthError(f"user {name!r} already exists")
         for role in roles:
-            _grant(conn, name, role)
-    return get_user(catalog_path, name)  # type: ignore[return-value]
+            _grant(rows, name, role)
+    return get_user(catalog, name)  # type: ignore[return-value]
 
 
-def _grant(conn: sqlite3.Connection, user: str, role: str) -> None:
+def _grant(rows: CatalogRows, user: str, role: str) -> None:
     role = _check_name("role", role)
     if role.upper() in WRITE_ROLES:
         role = role.upper()
-    if conn.execute('select 1 from "auth$user" where name = ?', (user,)).fetchone() is None:
+    if rows.user(user) is None:
         raise AuthError(f"no such user {user!r}")
-    conn.execute('insert or ignore into "auth$role"(name) values (?)', (role,))
-    conn.execute(
-        'insert or ignore into "auth$user_role"(user_name, role_name) values (?, ?)', (user, role)
-    )
+    rows.add_role(role)
+    rows.add_user_role(user, role)
 
 
-def grant_role(catalog_path: Path | str, user: str, role: str) -> None:
+def grant_role(catalog: CatalogTarget, user: str, role: str) -> None:
     """Give ``user`` the role ``role`` (the role is created when new)."""
-    with closing(connect(catalog_path)) as conn, conn:
-        _grant(conn, user, role)
+    with open_catalog(catalog).transaction(atomic=True) as rows:
+        _grant(rows, user, role)
 
 
-def revoke_role(catalog_path: Path | str, user: str, role: str) -> None:
-    with closing(connect(catalog_path)) as conn, conn:
-        conn.execute(
-            'delete from "auth$user_role" where user_name = ? and role_name = ?', (user, role)
-        )
+def revoke_role(catalog: CatalogTarget, user: str, role: str) -> None:
+    with open_catalog(catalog).transaction(atomic=True) as rows:
+        rows.remove_user_role(user, role)
 
 
-def get_user(catalog_path: Path | str, name: str) -> User | None:
+def _user(rows: CatalogRows, name: str) -> User | None:
+    row = rows.user(name)
+    return None if row is None else User(row[0], tuple(rows.roles_of(row[0])))
+
+
+def get_user(catalog: CatalogTarget, name: str) -> User | None:
     """The user with its roles (stored spelling), or ``None``."""
-    with closing(connect(catalog_path)) as conn:
-        row = conn.execute('select name from "auth$user" where name = ?', (name,)).fetchone()
-        if row is None:
-            return None
-        roles = conn.execute(
-            'select role_name from "auth$user_role" where user_name = ? order by role_name',
-            (row[0],),
-        ).fetchall()
-    return User(row[0], tuple(r[0] for r in roles))
+    with open_catalog(catalog).transaction() as rows:
+        return _user(rows, name)
 
 
-def list_users(catalog_path: Path | str) -> list[User]:
-    with closing(connect(catalog_path)) as conn:
-        names = [r[0] for r in conn.execute('select name from "auth$user" order by name')]
-    return [u for u in (get_user(catalog_path, n) for n in names) if u is not None]
+def list_users(catalog: CatalogTarget) -> list[User]:
+    with open_catalog(catalog).transaction() as rows:
+        return [u for u in (_user(rows, n) for n in rows.user_names()) if u is not None]
 
 
 # A fixed dummy record so that an unknown user costs as much time as a wrong password.
@@ -178,19 +131,17 @@ _DUMMY_SALT = b"\x00" * _SALT_BYTES
 _DUMMY_PARAMS = f"{SCRYPT_N},{SCRYPT_R},{SCRYPT_P}"
 
 
-def authenticate(catalog_path: Path | str, name: str, password: str) -> User | None:
+def authenticate(catalog: CatalogTarget, name: str, password: str) -> User | None:
     """The user when ``password`` is right, else ``None`` (same cost for unknown users)."""
-    with closing(connect(catalog_path)) as conn:
-        row = conn.execute(
-            'select name, salt, hash, params from "auth$user" where name = ?', (name,)
-        ).fetchone()
+    with open_catalog(catalog).transaction() as rows:
+        row = rows.user(name)
     if row is None:
         hmac.compare_digest(hash_password(password, _DUMMY_SALT, _DUMMY_PARAMS), b"\x01" * 32)
         return None
     stored_name, salt, digest, params = row
     if not hmac.compare_digest(hash_password(password, salt, params), digest):
         return None
-    return get_user(catalog_path, stored_name)
+    return get_user(catalog, stored_name)
 
 
 # --- CLI: `knowspec user add NAME --password-stdin --role SYSADMIN` ---------------------------
@@ -223,17 +174,17 @@ def add_user_parser(subparsers: argparse._SubParsersAction) -> None:
     lst.set_defaults(func=_cmd_list)
 
 
-def _catalog(args: argparse.Namespace) -> Path:
+def _catalog(args: argparse.Namespace) -> CatalogTarget:
     from knowspec.impl.cli import settings_from
 
-    return settings_from(args).catalog_path
+    return settings_from(args).catalog
 
 
 def _cmd_add(args: argparse.Namespace) -> int:
     password = sys.stdin.readline().rstrip("\r\n")
     try:
         user = create_user(_catalog(args), args.name, password, args.role)
-    except AuthError as exc:
+    except (AuthError, CatalogUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"user {user.name} created with roles: {', '.join(user.roles) or '(none)'}")
@@ -243,7 +194,7 @@ def _cmd_add(args: argparse.Namespace) -> int:
 def _cmd_grant(args: argparse.Namespace) -> int:
     try:
         grant_role(_catalog(args), args.name, args.role)
-    except AuthError as exc:
+    except (AuthError, CatalogUnavailable) as exc:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"granted {args.role} to {args.name}")

@@ -1,8 +1,9 @@
 """The MASTER catalog's database registry and each database's documents setting.
 
-The catalog is one SQLite file (``settings.catalog_path``) shared with other modules (users,
-roles, sessions add their own tables); this module owns the ``db$`` tables and creates them
-idempotently. A registered database has a storage kind and a DSN (a file path for SQLite);
+The catalog is a SQLite file (``settings.catalog_path``) or a PostgreSQL database
+(``settings.catalog_url``), shared with the users, roles and sessions (``auth.py``,
+``rest/sessions.py``); its rows live in a store (``catalog_store.py``), the rules live here. A
+registered database has a storage kind and a DSN (a file path for SQLite);
 ``ALTER DATABASE <db> SET DOCUMENTS INTERNAL | DATABASE <other> | OFF`` says where its document
 pool lives. Resolving a database to a pool location raises the seed's error texts.
 """
@@ -12,27 +13,17 @@ from __future__ import annotations
 import re
 import sqlite3
 import threading
-from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 
 from knowspec.impl import runtime as process
+from knowspec.impl.docpool.catalog_sqlite import SqliteRows, connect
+from knowspec.impl.docpool.catalog_store import CatalogTarget, CatalogUnavailable, is_catalog_url, open_catalog
 from knowspec.impl.errors import ToolError, diagnostic
 
 STORAGE_KINDS = ("SQLITE", "POSTGRESQL", "FIREBIRD")
 MAX_OPEN_CATALOGS = 4   # catalogs whose database answers are kept (a server has one)
 
-_SCHEMA = """
-create table if not exists "db$database" (
-    name         text primary key collate nocase,
-    storage      text not null,                -- SQLITE | POSTGRESQL | FIREBIRD | (anything else: unsupported)
-    dsn          text not null default '',     -- SQLite: the database file; others: connection string
-    documents    text not null default '',     -- '' (never set) | INTERNAL | DATABASE | OFF
-    documents_db text                          -- the other database when documents = DATABASE
-);
-"""
-
-_SELECT_DATABASE = 'select name, storage, dsn, documents, documents_db from "db$database" where name = ?'
 
 _ALTER = re.compile(
     r"^\s*ALTER\s+DATABASE\s+(?P<db>\"[^\"]+\"|[A-Za-z0-9_$.\-]+)\s+SET\s+DOCUMENTS\s+"
@@ -73,17 +64,6 @@ class PoolLocation:
     dsn: str
 
 
-def connect(catalog_path: Path | str, *, any_thread: bool = False) -> sqlite3.Connection:
-    """Open (creating if needed) the catalog with the ``db$`` tables in place; ``any_thread``
-    for a connection that several threads use in turn (under their own lock)."""
-    path = Path(catalog_path)
-    path.parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(str(path), isolation_level=None, check_same_thread=not any_thread)
-    con.execute("pragma busy_timeout = 5000")
-    con.executescript(_SCHEMA)
-    return con
-
-
 def _unquote(name: str) -> str:
     return name[1:-1] if name.startswith('"') and name.endswith('"') else name
 
@@ -101,25 +81,24 @@ def parse_alter_documents(command: str) -> AlterDocuments:
     return AlterDocuments(db, "DATABASE", _unquote(m.group("other")))
 
 
-def register_database(catalog_path: Path | str, name: str, storage: str, dsn: str) -> DatabaseEntry:
+def register_database(catalog: CatalogTarget, name: str, storage: str, dsn: str) -> DatabaseEntry:
     """Register (or re-point) a database; its documents setting is kept."""
     if not name:
         raise CatalogError("database is required")
-    with closing(connect(catalog_path)) as con:
-        con.execute('insert into "db$database"(name, storage, dsn) values (?, ?, ?) '
-                    "on conflict(name) do update set storage = excluded.storage, dsn = excluded.dsn",
-                    [name, storage.upper(), str(dsn)])
-    entry = get_database(catalog_path, name)
+    with open_catalog(catalog).transaction(atomic=True) as rows:
+        rows.put_database(name, storage.upper(), str(dsn))
+        entry = rows.database(name)
     assert entry is not None
-    return entry
+    return DatabaseEntry(*entry)
 
 
-def get_database(catalog_path: Path | str, name: str) -> DatabaseEntry | None:
+def get_database(catalog: CatalogTarget, name: str) -> DatabaseEntry | None:
     """The registered database ``name`` (case-insensitive), or None."""
-    if not Path(catalog_path).is_file():
+    store = open_catalog(catalog)
+    if not store.exists():
         return None
-    with closing(connect(catalog_path)) as con:
-        row = con.execute(_SELECT_DATABASE, [name]).fetchone()
+    with store.transaction() as rows:
+        row = rows.database(name)
     return DatabaseEntry(*row) if row else None
 
 
@@ -138,7 +117,7 @@ class _HeldCatalog:
             if version != self.version:
                 self.version, self.answers = version, {}
             if name not in self.answers:
-                row = self.con.execute(_SELECT_DATABASE, [name]).fetchone()
+                row = SqliteRows(self.con).database(name)
                 self.answers[name] = DatabaseEntry(*row) if row else None
             return self.answers[name]
 
@@ -159,8 +138,15 @@ def _database_reads(runtime: process.Runtime) -> process.Cache:
     return runtime.cache("docpool.catalogs", max_entries=MAX_OPEN_CATALOGS, dispose=_HeldCatalog.close)
 
 
-def _cached_database(catalog_path: Path | str, name: str) -> DatabaseEntry | None:
-    key = str(Path(catalog_path).absolute())
+def _cached_database(catalog: CatalogTarget, name: str) -> DatabaseEntry | None:
+    """A SQLite catalog's answer from the held connection; a PostgreSQL catalog is asked each time
+    (one round trip on a pooled connection: it has no cheap change counter to stamp answers with)."""
+    if is_catalog_url(catalog):
+        try:
+            return get_database(catalog, name)
+        except CatalogUnavailable as exc:  # a tool answers with the contract's code, the cause stays chained
+            raise ToolError("storage_error", "the catalog database is unavailable") from exc
+    key = str(Path(catalog).absolute())
     cache = _database_reads(process.current())
     try:
         st = Path(key).stat()
@@ -175,35 +161,38 @@ def _cached_database(catalog_path: Path | str, name: str) -> DatabaseEntry | Non
         raise
 
 
-def list_databases(catalog_path: Path | str) -> list[DatabaseEntry]:
-    if not Path(catalog_path).is_file():
+def list_databases(catalog: CatalogTarget) -> list[DatabaseEntry]:
+    store = open_catalog(catalog)
+    if not store.exists():
         return []
-    with closing(connect(catalog_path)) as con:
-        rows = con.execute('select name, storage, dsn, documents, documents_db from "db$database" order by name').fetchall()
-    return [DatabaseEntry(*r) for r in rows]
+    with store.transaction() as rows:
+        return [DatabaseEntry(*r) for r in rows.databases()]
 
 
-def set_documents(catalog_path: Path | str, alter: AlterDocuments) -> DatabaseEntry:
-    """Apply a parsed documents setting; both databases must be registered."""
-    if get_database(catalog_path, alter.database) is None:
+def set_documents(catalog: CatalogTarget, alter: AlterDocuments) -> DatabaseEntry:
+    """Apply a parsed documents setting; both databases must be registered (checked in the same
+    transaction as the change, so a concurrent re-registration cannot slip between)."""
+    store = open_catalog(catalog)
+    if not store.exists():
         raise CatalogError(f"database is not registered ({alter.database})")
-    other = None
-    if alter.mode == "DATABASE":
-        target = get_database(catalog_path, alter.other or "")
-        if target is None:
-            raise CatalogError(f"database is not registered ({alter.other})")
-        other = target.name
-    with closing(connect(catalog_path)) as con:
-        con.execute('update "db$database" set documents = ?, documents_db = ? where name = ?',
-                    [alter.mode, other, alter.database])
-    entry = get_database(catalog_path, alter.database)
+    with store.transaction(atomic=True) as rows:
+        if rows.database(alter.database) is None:
+            raise CatalogError(f"database is not registered ({alter.database})")
+        other = None
+        if alter.mode == "DATABASE":
+            target = rows.database(alter.other or "")
+            if target is None:
+                raise CatalogError(f"database is not registered ({alter.other})")
+            other = target[0]
+        rows.set_documents(alter.database, alter.mode, other)
+        entry = rows.database(alter.database)
     assert entry is not None
-    return entry
+    return DatabaseEntry(*entry)
 
 
-def execute_alter(catalog_path: Path | str, command: str) -> DatabaseEntry:
+def execute_alter(catalog: CatalogTarget, command: str) -> DatabaseEntry:
     """Parse and apply an ``ALTER DATABASE ... SET DOCUMENTS ...`` command."""
-    return set_documents(catalog_path, parse_alter_documents(command))
+    return set_documents(catalog, parse_alter_documents(command))
 
 
 def _unavailable(message: str, name: str = "") -> ToolError:
@@ -213,19 +202,19 @@ def _unavailable(message: str, name: str = "") -> ToolError:
                      if name else ())
 
 
-def resolve_pool_location(catalog_path: Path | str, database: str | None) -> PoolLocation:
+def resolve_pool_location(catalog: CatalogTarget, database: str | None) -> PoolLocation:
     """Where ``database``'s document pool lives, or the seed's error for why there is none."""
     if not database:
         raise ToolError("invalid_request", "database is required",
                         diagnostics=[diagnostic("invalid_request", "database is required", field="database")])
-    entry = _cached_database(catalog_path, database)
+    entry = _cached_database(catalog, database)
     if entry is None:
         raise _unavailable("database is not registered", database)
     if entry.documents not in ("INTERNAL", "DATABASE"):
         raise _unavailable("has no document pool", entry.name)
     holder = entry
     if entry.documents == "DATABASE":
-        documents = _cached_database(catalog_path, entry.documents_db or "")
+        documents = _cached_database(catalog, entry.documents_db or "")
         if documents is None:
             raise _unavailable("database is not registered", entry.documents_db or "")
         holder = documents

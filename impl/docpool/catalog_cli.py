@@ -7,6 +7,7 @@ import json
 import sys
 
 from knowspec.impl.docpool import catalog
+from knowspec.impl.docpool.catalog_store import CatalogUnavailable
 from knowspec.impl.errors import ToolError
 
 
@@ -36,14 +37,15 @@ def _settings(args):
     from knowspec.impl.cli import settings_from
 
     settings = settings_from(args)
-    settings.catalog_path.parent.mkdir(parents=True, exist_ok=True)
+    if settings.catalog_url is None:
+        settings.catalog_path.parent.mkdir(parents=True, exist_ok=True)
     return settings
 
 
 def _print_entry(action) -> int:
     try:
         entry = action()
-    except (catalog.CatalogError, ToolError) as exc:
+    except (catalog.CatalogError, CatalogUnavailable, ToolError) as exc:
         print(f"knowspec: {exc}", file=sys.stderr)
         return 2
     print(json.dumps(entry.__dict__, default=str))
@@ -56,15 +58,15 @@ def _register(args: argparse.Namespace) -> int:
     settings = _settings(args)
     dsn = check_dsn(args.storage, str(settings.in_appdir(check_dsn(args.storage, args.dsn)))
                     if args.storage == "SQLITE" else args.dsn)
-    return _print_entry(lambda: catalog.register_database(settings.catalog_path, args.name, args.storage, dsn))
+    return _print_entry(lambda: catalog.register_database(settings.catalog, args.name, args.storage, dsn))
 
 
 def _alter(args: argparse.Namespace) -> int:
-    path = _settings(args).catalog_path
-    return _print_entry(lambda: catalog.execute_alter(path, args.statement))
+    target = _settings(args).catalog
+    return _print_entry(lambda: catalog.execute_alter(target, args.statement))
 
 
 def _list(args: argparse.Namespace) -> int:
-    for entry in catalog.list_databases(_settings(args).catalog_path):
+    for entry in catalog.list_databases(_settings(args).catalog):
         print(json.dumps(entry.__dict__, default=str))
     return 0

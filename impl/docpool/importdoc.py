@@ -105,7 +105,7 @@ def source_refusal(source: Path, collection: str, shown: str | None = None) -> s
 
 def resolve_target(settings, database: str) -> catalog.PoolLocation:
     """The pool IMPORTDOC writes, or the catalog's error (not registered, no pool, ...)."""
-    return catalog.resolve_pool_location(settings.catalog_path, database)
+    return catalog.resolve_pool_location(settings.catalog, database)
 
 
 def importer_for(location: catalog.PoolLocation, progress: Report | None = None

@@ -120,5 +120,5 @@ def open_location(location: PoolLocation) -> PoolStorage:
 
 def document_pool(ctx: CallContext, database: str | None) -> PoolStorage:
     """The document pool of ``database`` (or the default one), with the seed's errors."""
-    location = resolve_pool_location(ctx.settings.catalog_path, requested_database(ctx, database))
+    location = resolve_pool_location(ctx.settings.catalog, requested_database(ctx, database))
     return open_location(location)

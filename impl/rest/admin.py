@@ -38,7 +38,7 @@ def documents_setting(params: dict[str, Any]) -> tuple[str, str, str | None]:
 def _still_sysadmin(settings, sessions: SessionStore, session) -> None:
     """Roles are read again for every admin command: a revoked SYSADMIN or a deleted user loses
     the power at once, not when the session expires."""
-    user = auth.get_user(settings.catalog_path, session.user)
+    user = auth.get_user(settings.catalog, session.user)
     if user is None or not any(role.upper() == SYSADMIN for role in user.roles):
         sessions.close(session.token)
         raise ToolError("forbidden", "the session's user no longer holds the SYSADMIN role")

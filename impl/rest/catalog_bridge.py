@@ -14,7 +14,7 @@ from knowspec.impl.errors import ToolError, diagnostic
 
 def require_registered(settings, database: str) -> None:
     """``pool_unavailable`` 'database is not registered' unless the catalog knows ``database``."""
-    if catalog.get_database(settings.catalog_path, database) is None:
+    if catalog.get_database(settings.catalog, database) is None:
         raise ToolError(
             "pool_unavailable", "database is not registered",
             diagnostics=[diagnostic("pool_unavailable", "database is not registered",
@@ -38,7 +38,7 @@ def set_documents(settings, database: str, documents: str, related: str | None) 
 
 def _apply(settings, alter: "catalog.AlterDocuments") -> dict[str, Any]:
     try:
-        entry = catalog.set_documents(settings.catalog_path, alter)
+        entry = catalog.set_documents(settings.catalog, alter)
     except catalog.CatalogError as exc:
         raise ToolError("pool_unavailable", str(exc)) from None
     return {

@@ -13,6 +13,7 @@ from starlette.exceptions import HTTPException
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 
+from knowspec.impl.docpool.catalog_store import CatalogUnavailable
 from knowspec.impl.server.tool_results import envelope_of
 from knowspec.impl.errors import Diagnostic, ToolError
 
@@ -90,7 +91,10 @@ async def http_exception_handler(request: Request, exc: Exception) -> JSONRespon
 
 
 async def unexpected_exception_handler(request: Request, exc: Exception) -> JSONResponse:
-    """A bug must still answer with the envelope (500), never a bare traceback page."""
+    """A bug must still answer with the envelope (500), never a bare traceback page; a catalog
+    database that cannot be reached (PostgreSQL down) is 503, worth a retry."""
+    if isinstance(exc, CatalogUnavailable):  # the driver's words (hosts, sockets) stay in the server's log
+        return error_response("storage_error", "the catalog database is unavailable", status=503, retryable=True)
     return error_response("internal_error", f"internal error: {type(exc).__name__}", status=500)
 
 

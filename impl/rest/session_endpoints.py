@@ -43,7 +43,7 @@ async def login(request: Request, settings, sessions: SessionStore, schema: dict
     body = parse_json_body(await request.body(), request.headers.get("content-type"))
     validate_body(schema, body)
     user = await run_in_threadpool(
-        auth.authenticate, settings.catalog_path, body["user"], body["password"]
+        auth.authenticate, settings.catalog, body["user"], body["password"]
     )
     if user is None:
         raise ToolError("unauthenticated", "invalid user or password")

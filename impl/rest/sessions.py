@@ -8,8 +8,11 @@ after login (the absolute life: use never extends it, so a stolen token has a bo
 ``settings.session_idle_seconds`` after its last recorded use (a forgotten session does not
 linger). A use is recorded at most once per ``touch_seconds`` (at most one write a second per
 busy session), so a session may end up to that much early, never late. The clock is injectable
-so expiry is testable without sleeping. Without a catalog path (tests) the rows live in a private
-in-memory database.
+so expiry is testable without sleeping. Without a catalog (tests) the rows live in a private
+in-memory database. The rules (tokens, expiry, when a use is recorded) are here; the rows live in
+the catalog's store (``docpool/catalog_store.py``: a SQLite file or a PostgreSQL database), whose
+writes are single statements that cannot lose a concurrent use: a touch keeps the later of two
+uses, and an ended session is deleted only while it is still ended.
 """
 
 from __future__ import annotations
@@ -17,31 +20,16 @@ from __future__ import annotations
 import hashlib
 import json
 import secrets
-import sqlite3
-import threading
 import time
-from contextlib import contextmanager
 from dataclasses import dataclass
-from pathlib import Path
-from typing import Callable, Iterator
+from typing import Callable
 
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import SYSADMIN
+from knowspec.impl.docpool.catalog_sqlite import SqliteCatalog
+from knowspec.impl.docpool.catalog_store import CatalogStore, CatalogTarget, is_catalog_url, open_catalog
 
 MAX_TOUCH_SECONDS = 1.0  # the idle clock of a session is written at most this often
-
-_SCHEMA = """
-create table if not exists "auth$session" (
-    token_hash text primary key,      -- sha256 of the bearer token; the token itself is never stored
-    user_name  text not null,
-    roles      text not null,         -- JSON list: the roles held at login
-    database   text,
-    expires_at real not null,         -- the absolute end
-    last_used  real not null          -- the idle end is last_used + the idle life
-);
-create index if not exists "auth$session_expires" on "auth$session"(expires_at);
-"""
-
 
 @dataclass(frozen=True)
 class Session:
@@ -66,15 +54,6 @@ def _token_hash(token: str) -> str:
     return hashlib.sha256(token.encode("utf-8")).hexdigest()
 
 
-def _connect(target: str) -> sqlite3.Connection:
-    if target != ":memory:":
-        Path(target).parent.mkdir(parents=True, exist_ok=True)
-    con = sqlite3.connect(target, isolation_level=None, check_same_thread=False, timeout=30)
-    con.execute("pragma busy_timeout = 30000")
-    con.executescript(_SCHEMA)
-    return con
-
-
 class SessionStore:
     """Token → session rows with an absolute and an idle expiry, shared through the catalog."""
 
@@ -83,33 +62,28 @@ class SessionStore:
         ttl_seconds: float,
         clock: Callable[[], float] = time.time,
         idle_seconds: float | None = None,
-        catalog_path: Path | str | None = None,
+        catalog: CatalogTarget | None = None,
     ) -> None:
         self.ttl_seconds = ttl_seconds
         self.idle_seconds = idle_seconds  # None: no idle limit
         self.touch_seconds = MAX_TOUCH_SECONDS if idle_seconds is None else min(MAX_TOUCH_SECONDS, idle_seconds / 100)
         self._clock = clock
-        self._path = None if catalog_path is None else str(Path(catalog_path).absolute())
-        self._local = threading.local()   # one connection per thread for a catalog file
-        self._lock = threading.Lock()     # the in-memory database: one connection, taken in turn
-        self._memory = _connect(":memory:") if self._path is None else None
+        self._catalog = catalog
+        # A SQLite file keeps one connection per thread (asked on every request); a PostgreSQL
+        # catalog draws from the process's connection pool, found again per use (it may be replaced).
+        self._sqlite = (SqliteCatalog(":memory:") if catalog is None else
+                        None if is_catalog_url(catalog) else SqliteCatalog(catalog, keep_connections=True))
 
     @classmethod
     def from_settings(cls, settings, clock: Callable[[], float] = time.time) -> "SessionStore":
         return cls(settings.session_ttl_seconds, clock=clock, idle_seconds=settings.session_idle_seconds,
-                   catalog_path=settings.catalog_path)
+                   catalog=settings.catalog)
 
-    @contextmanager
-    def _db(self) -> Iterator[sqlite3.Connection]:
-        if self._memory is not None:
-            with self._lock:
-                yield self._memory
-            return
-        con = getattr(self._local, "con", None)
-        if con is None:
-            assert self._path is not None
-            con = self._local.con = _connect(self._path)
-        yield con
+    def _store(self) -> CatalogStore:
+        if self._sqlite is not None:
+            return self._sqlite
+        assert self._catalog is not None
+        return open_catalog(self._catalog)
 
     def open(self, user: str, roles: tuple[str, ...], database: str | None) -> Session:
         now = self._clock()
@@ -120,12 +94,10 @@ class SessionStore:
             database=database,
             expires_at=now + self.ttl_seconds,
         )
-        with self._db() as con:
-            self._drop_expired(con, now)
-            con.execute('insert into "auth$session"(token_hash, user_name, roles, database, expires_at, last_used) '
-                        "values (?, ?, ?, ?, ?, ?)",
-                        (_token_hash(session.token), user, json.dumps(list(roles)), database,
-                         session.expires_at, now))
+        with self._store().transaction() as rows:
+            rows.remove_ended_sessions(now, self.idle_seconds)
+            rows.add_session(_token_hash(session.token), user, json.dumps(list(roles)), database,
+                             session.expires_at, now)
         return session
 
     def get(self, token: str | None) -> Session | None:
@@ -133,38 +105,32 @@ class SessionStore:
         if not token:
             return None
         key = _token_hash(token)
-        with self._db() as con:
-            row = con.execute('select user_name, roles, database, expires_at, last_used from "auth$session" '
-                              "where token_hash = ?", (key,)).fetchone()
+        with self._store().transaction() as rows:
+            row = rows.session(key)
             if row is None:
                 return None
             user, roles, database, expires_at, last_used = row
             now = self._clock()
-            if self._expired(expires_at, last_used, now):
-                con.execute('delete from "auth$session" where token_hash = ?', (key,))
+            if self.ended(expires_at, last_used, now):
+                rows.remove_session_if_ended(key, now, self.idle_seconds)
                 return None
             if now - last_used >= self.touch_seconds:
-                con.execute('update "auth$session" set last_used = max(last_used, ?) where token_hash = ?', (now, key))
+                rows.touch_session(key, now)
         return Session(token=token, user=user, roles=tuple(json.loads(roles)), database=database,
                        expires_at=expires_at)
 
     def close(self, token: str) -> bool:
-        with self._db() as con:
-            return con.execute('delete from "auth$session" where token_hash = ?', (_token_hash(token),)).rowcount > 0
+        with self._store().transaction() as rows:
+            return rows.remove_session(_token_hash(token))
 
     def __len__(self) -> int:
-        with self._db() as con:
-            self._drop_expired(con, self._clock())
-            return con.execute('select count(*) from "auth$session"').fetchone()[0]
+        with self._store().transaction() as rows:
+            rows.remove_ended_sessions(self._clock(), self.idle_seconds)
+            return rows.session_count()
 
-    def _expired(self, expires_at: float, last_used: float, now: float) -> bool:
+    def ended(self, expires_at: float, last_used: float, now: float) -> bool:
+        """Whether a session row has ended at ``now`` (``catalog_store.ended_condition`` is the
+        same rule in SQL, for the rows not read)."""
         if now >= expires_at:
             return True
         return self.idle_seconds is not None and now >= last_used + self.idle_seconds
-
-    def _drop_expired(self, con: sqlite3.Connection, now: float) -> None:
-        if self.idle_seconds is None:
-            con.execute('delete from "auth$session" where expires_at <= ?', (now,))
-        else:
-            con.execute('delete from "auth$session" where expires_at <= ? or last_used + ? <= ?',
-                        (now, self.idle_seconds, now))

@@ -20,7 +20,7 @@ from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, g
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
-from knowspec.impl.server.workers import SessionRouter, Worker, tag_sessions
+from knowspec.impl.server.workers import SessionRouter, Worker
 
 
 MAX_REQUEST_BYTES = 72 * 1024 * 1024
@@ -40,8 +40,8 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     and who may only read. OKF tools keep to the operator's bundle roots (``access.py``).
 
     One worker of several (``serve --workers N``, ``workers.py``) passes its ``worker``: its MCP
-    session ids carry the worker's tag, and a request for another worker's session is relayed to
-    its owner (inside the gate and the body caps, outside the parked-answer writer: the owner has
+    session ids carry the worker's tag (added and removed on the wire, outside the SDK), and a
+    request for another worker's session is relayed to its owner (inside the gate and the body caps, outside the parked-answer writer: the owner has
     written its answers).
     """
     from mcp.server.transport_security import TransportSecuritySettings
@@ -60,7 +60,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         raise MCPError(code=types.INVALID_REQUEST, message=f"the session has ended: {LOGIN_HINT}")
 
     def roles_of(user: str) -> tuple[str, ...] | None:
-        found = auth.get_user(settings.catalog_path, user)
+        found = auth.get_user(settings.catalog, user)
         return None if found is None else found.roles
 
     answers = ParkedAnswers(ascii_for_http)  # tool answers are encoded off the event loop (parked_answers.py)
@@ -84,8 +84,6 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # resource_limit instead of an HTTP 413 the client would see as a JSON-RPC error.
         max_request_body_size=MAX_REQUEST_BYTES,
     )
-    if worker is not None:
-        tag_sessions(server.session_manager, worker.tag)
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
     app.add_middleware(ParkedAnswerWriter, answers=answers)  # placeholders written as their parked answers

@@ -77,27 +77,17 @@ def socket_path(run_dir: Path, tag: str) -> Path:
     return run_dir / f"{tag}.sock"
 
 
-def tag_sessions(session_manager: Any, tag: str) -> None:
-    """Make every MCP session ``session_manager`` opens carry ``tag`` in its id (``<tag>-<uuid>``).
+def tagged_headers(headers: list[tuple[bytes, bytes]], tag: str) -> list[tuple[bytes, bytes]]:
+    """Response headers with the MCP session id the SDK drew (``<id>``) tagged as ``<tag>-<id>``."""
+    prefix = tag.encode("ascii") + b"-"
+    return [(k, prefix + v if k.lower() == SESSION_HEADER else v) for k, v in headers]
 
-    The seam is the SDK manager's ``_admit_session``, which registers a transport under the id it
-    drew; the transport is re-registered under the tagged id before its first answer is written.
-    """
-    admit = session_manager._admit_session
 
-    @functools.wraps(admit)
-    def admit_tagged(*args: Any, **kwargs: Any):
-        transport = admit(*args, **kwargs)
-        if transport is not None and transport.mcp_session_id:
-            drawn = transport.mcp_session_id
-            tagged = f"{tag}-{drawn}"
-            transport.mcp_session_id = tagged
-            session_manager._server_instances[tagged] = session_manager._server_instances.pop(drawn)
-            if drawn in session_manager._session_owners:
-                session_manager._session_owners[tagged] = session_manager._session_owners.pop(drawn)
-        return transport
-
-    session_manager._admit_session = admit_tagged
+def untagged_scope(scope: Scope, session_id: str) -> Scope:
+    """``scope`` with its MCP session header cut back to the id the SDK drew (``session_id``)."""
+    headers = [(k, session_id.encode("latin-1") if k.lower() == SESSION_HEADER else v)
+               for k, v in scope.get("headers") or []]
+    return {**scope, "headers": headers}
 
 
 async def _session_not_found(send: Send) -> None:
@@ -109,12 +99,17 @@ async def _session_not_found(send: Send) -> None:
 
 
 class SessionRouter:
-    """ASGI middleware: a ``/mcp`` request for a session another worker owns is relayed to it.
+    """ASGI middleware: MCP session ids carry the worker's tag, and a ``/mcp`` request for a
+    session another worker owns is relayed to it.
 
-    Everything else (REST, new sessions, this worker's own sessions, sessionless requests) goes
-    to ``app``. The relay reads the (already capped) body, sends it over the owner's private
-    socket and streams the answer back as it comes (event streams included) until either side
-    ends; the owner checks the bearer token again, as for any request.
+    The tag lives only on the wire, through the SDK's public surface (its HTTP headers): the
+    ``Mcp-Session-Id`` a ``/mcp`` answer carries is tagged on the way out (``<tag>-<id>``) and
+    cut back to the SDK's own id on the way in, so the SDK's session manager keeps the ids it
+    drew and none of its internals is touched. An id without a valid tag was never issued by a
+    worker: 404 "Session not found". REST and other paths go to ``app`` untouched. The relay
+    reads the (already capped) body, sends it over the owner's private socket (where the
+    owner's own router untags it) and streams the answer back as it comes (event streams
+    included) until either side ends; the owner checks the bearer token again, as for any request.
     """
 
     def __init__(self, app: ASGIApp, tag: str, run_dir: Path) -> None:
@@ -124,23 +119,39 @@ class SessionRouter:
         self._clients: dict[str, Any] = {}
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        owner = self._owner(scope)
-        if owner is None or owner == self.tag:
+        if scope.get("type") != "http" or scope.get("path", "").rstrip("/") != "/mcp":
             await self.app(scope, receive, send)
             return
+        session_id = self._session_id(scope)
+        owner = None if session_id is None else owner_tag(session_id)
+        if session_id is not None and owner is None:
+            await _session_not_found(send)
+            return
+        if session_id is None or owner == self.tag:
+            if session_id is not None:
+                scope = untagged_scope(scope, session_id[len(self.tag) + 1:])
+            await self.app(scope, receive, self._tagging(send))
+            return
+        assert owner is not None
         path = socket_path(self.run_dir, owner)
         if not path.exists():
             await _session_not_found(send)
             return
         await self._relay(self._client(owner, path), scope, receive, send)
 
+    def _tagging(self, send: Send) -> Send:
+        async def send_tagged(message: Message) -> None:
+            if message["type"] == "http.response.start":
+                message = {**message, "headers": tagged_headers(list(message.get("headers") or []), self.tag)}
+            await send(message)
+
+        return send_tagged
+
     @staticmethod
-    def _owner(scope: Scope) -> str | None:
-        if scope.get("type") != "http" or scope.get("path", "").rstrip("/") != "/mcp":
-            return None
+    def _session_id(scope: Scope) -> str | None:
         for key, value in scope.get("headers") or []:
             if key.lower() == SESSION_HEADER:
-                return owner_tag(value.decode("latin-1"))
+                return value.decode("latin-1")
         return None
 
     def _client(self, owner: str, path: Path):

@@ -7,7 +7,7 @@ import sqlite3
 
 import pytest
 
-from knowspec.impl.docpool import auth
+from knowspec.impl.docpool import auth, catalog_sqlite
 
 
 @pytest.fixture()
@@ -56,8 +56,8 @@ def test_grant_to_unknown_user_fails(catalog):
 
 
 def test_schema_creation_is_idempotent(catalog):
-    auth.connect(catalog).close()
-    auth.connect(catalog).close()
+    catalog_sqlite.connect(catalog).close()
+    catalog_sqlite.connect(catalog).close()
     with sqlite3.connect(catalog) as con:
         roles = con.execute('select name from "auth$role" order by name').fetchall()
     assert roles == [("SYSADMIN",), ("WRITER",)]

@@ -96,16 +96,16 @@ def test_store_from_settings_takes_both_ttls():
 
 def test_a_session_opened_by_one_store_is_live_in_another_on_the_same_catalog(tmp_path):
     clock = Clock()
-    first = SessionStore(3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
-    second = SessionStore(3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
+    first = SessionStore(3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
+    second = SessionStore(3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
     session = first.open("ayse", ("editors", "SYSADMIN"), "sales")
     assert second.get(session.token) == session
     assert second.get(session.token).caller() == session.caller()
 
 
 def test_a_logout_through_one_store_ends_the_session_for_every_store(tmp_path):
-    first = SessionStore(3600, catalog_path=tmp_path / "catalog.db")
-    second = SessionStore(3600, catalog_path=tmp_path / "catalog.db")
+    first = SessionStore(3600, catalog=tmp_path / "catalog.db")
+    second = SessionStore(3600, catalog=tmp_path / "catalog.db")
     session = first.open("ayse", (), None)
     assert second.close(session.token)
     assert first.get(session.token) is None
@@ -113,8 +113,8 @@ def test_a_logout_through_one_store_ends_the_session_for_every_store(tmp_path):
 
 def test_use_seen_by_one_store_keeps_the_session_alive_for_another(tmp_path):
     clock = Clock()
-    first = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
-    second = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog_path=tmp_path / "catalog.db")
+    first = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
+    second = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
     session = first.open("ayse", (), None)
     for _ in range(4):  # used every 500 s, alternately through each store: never idle for 600 s
         clock.now += 500
@@ -128,8 +128,8 @@ def test_use_seen_by_one_store_keeps_the_session_alive_for_another(tmp_path):
 
 def test_an_expired_session_is_gone_for_every_store_and_the_ttl_is_absolute(tmp_path):
     clock = Clock()
-    first = SessionStore(60, clock=clock, catalog_path=tmp_path / "catalog.db")
-    second = SessionStore(60, clock=clock, catalog_path=tmp_path / "catalog.db")
+    first = SessionStore(60, clock=clock, catalog=tmp_path / "catalog.db")
+    second = SessionStore(60, clock=clock, catalog=tmp_path / "catalog.db")
     session = first.open("ayse", (), None)
     clock.now += 59.9
     assert second.get(session.token) == session
@@ -140,7 +140,7 @@ def test_an_expired_session_is_gone_for_every_store_and_the_ttl_is_absolute(tmp_
 
 def test_the_catalog_keeps_no_token_in_clear(tmp_path):
     catalog = tmp_path / "catalog.db"
-    session = SessionStore(60, catalog_path=catalog).open("ayse", (), None)
+    session = SessionStore(60, catalog=catalog).open("ayse", (), None)
     import sqlite3
 
     with sqlite3.connect(catalog) as con:

@@ -354,3 +354,39 @@ def test_a_cancel_sent_through_another_worker_reaches_the_call_it_names(two, lay
     body = anyio.run(go)
     assert '"isError":false' not in body.replace(" ", "")  # never a success after the cancel
     assert "operation_cancelled" in body or "-32800" in body
+
+
+def _through_router(tag: str, session_header: bytes | None, run_dir: Path) -> tuple[list, list]:
+    """One /mcp request through a ``SessionRouter`` over a stub app that issues session ``abc``:
+    (the session headers the app saw, the response headers the client got)."""
+    from knowspec.impl.server.workers import SessionRouter
+
+    seen: list = []
+    sent: list = []
+
+    async def app(scope, receive, send):
+        seen.extend(v for k, v in scope["headers"] if k == b"mcp-session-id")
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"mcp-session-id", b"abc")]})
+        await send({"type": "http.response.body", "body": b""})
+
+    async def receive():
+        return {"type": "http.request", "body": b"", "more_body": False}
+
+    async def send(message):
+        if message["type"] == "http.response.start":
+            sent.append(message)
+
+    headers = [] if session_header is None else [(b"mcp-session-id", session_header)]
+    scope = {"type": "http", "path": "/mcp", "method": "POST", "headers": headers}
+    anyio.run(SessionRouter(app, tag, run_dir), scope, receive, send)
+    return seen, sent
+
+
+def test_the_router_tags_session_ids_on_the_wire_and_the_sdk_keeps_its_own(tmp_path):
+    tag = "0123456789ab"
+    seen, sent = _through_router(tag, None, tmp_path)                      # a new session
+    assert seen == [] and dict(sent[0]["headers"])[b"mcp-session-id"] == f"{tag}-abc".encode()
+    seen, sent = _through_router(tag, f"{tag}-abc".encode(), tmp_path)    # its next request
+    assert seen == [b"abc"] and dict(sent[0]["headers"])[b"mcp-session-id"] == f"{tag}-abc".encode()
+    seen, sent = _through_router(tag, b"abc", tmp_path)                    # an untagged id: never issued
+    assert seen == [] and sent[0]["status"] == 404
