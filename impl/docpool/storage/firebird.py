@@ -134,14 +134,6 @@ def _idle(runtime: process.Runtime):
     return runtime.cache("docpool.firebird_idle", max_entries=16, dispose=_close_quietly)
 
 
-def _index_bytes(index: FtsIndex) -> int:
-    arrays = [v for v in vars(index.arrays).values() if hasattr(v, "nbytes")]
-    texts = getattr(index.texts, "nbytes", None)  # a loaded index: its packed size, nothing decoded
-    if texts is None:
-        texts = sum(len(t) for row in index.texts or () for t in row)
-    return sum(int(a.nbytes) for a in arrays) + texts
-
-
 def _close_quietly(cons: list[Any]) -> None:
     for con in cons:
         try:
@@ -270,8 +262,8 @@ class FirebirdPool(SqlPool):
         def build() -> FtsIndex:
             return self._persisted_index(stamp) or build_index(self._rows, stamp)
 
-        cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=_index_bytes)
-        return cache.get(key, stamp, build)
+        cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=FtsIndex.nbytes)
+        return cache.get(key, stamp, build).with_reader(self._snapshot_parts)
 
 
 def build_index(rows, stamp: tuple, *, skip_collection: str | None = None,

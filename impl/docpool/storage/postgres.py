@@ -226,7 +226,7 @@ class PostgresPool(SqlPool):
             return self._persisted_index(stamp) or index_of(self._rows, stamp)
 
         cache = process.current().cache("docpool.postgres_fts", max_entries=8, sizeof=FtsIndex.nbytes)
-        return cache.get(self.dsn, stamp, build)
+        return cache.get(self.dsn, stamp, build).with_reader(self._snapshot_parts)
 
 
 def open_pool(location: PoolLocation) -> PostgresPool:
