@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool import recipe
 from knowspec.impl.docpool.catalog import PoolLocation
-from knowspec.impl.docpool.fulltext import reader
+from knowspec.impl.docpool.fulltext import rank, reader
 from knowspec.impl.docpool.fulltext.reader import FtsIndex
 from knowspec.impl.docpool.search import fts_ranked
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
@@ -80,6 +81,72 @@ def test_dump_then_load_gives_back_the_same_index(rows, titles):
     assert_same_arrays(loaded.arrays, built.arrays)
     assert list(loaded.texts) == list(built.texts)
     assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
+
+
+class StoredParts:
+    """``dump``'s parts as a pool table holds them, with the ranges a reader asked for."""
+
+    def __init__(self, blob: bytes, revision: str = "rev-1") -> None:
+        self.rows = {k: (revision, part) for k, part in enumerate(reader.parts(blob))}
+        self.asked: list[int] = []
+
+    def first(self):
+        return self.rows[0]
+
+    def read(self, first: int, last: int):
+        found = [(k, *self.rows[k]) for k in range(first, min(last, len(self.rows) - 1) + 1)]
+        self.asked.extend(k for k, _, _ in found)
+        return found
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(texts, texts, texts), max_size=12),
+       titles=st.lists(texts, min_size=1, max_size=4), part_bytes=st.sampled_from([64, 300, 4096, 1 << 20]))
+def test_a_snapshot_read_part_by_part_gives_back_the_same_index(rows, titles, part_bytes):
+    chunks = [(10 + i, 1 + i % len(titles), *r) for i, r in enumerate(rows)]
+    topics = [(1 + k, "c", f"s{k}", t, t[::-1]) for k, t in enumerate(titles)]
+    built = FtsIndex.build(("a",), chunks, topics)
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", part_bytes):
+        stored = StoredParts(reader.dump(built, "rev-1"))
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",)).with_reader(stored.read)
+    assert_same_arrays(loaded.arrays, built.arrays)
+    assert list(loaded.texts) == list(built.texts)
+    assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
+
+
+def _many_words_index() -> FtsIndex:
+    """400 chunks, each with its own word among shared ones: postings and texts over many parts."""
+    chunks = [(1 + i, 1 + i % 20, f"title {i}", "", f"word{i:04d} " + "common body text of a chunk " * 8)
+              for i in range(400)]
+    topics = [(1 + k, "c", f"s{k}", f"T{k}", "") for k in range(20)]
+    return FtsIndex.build(("a",), chunks, topics)
+
+
+def test_a_lazily_loaded_snapshot_reads_its_head_then_only_the_parts_a_search_slices():
+    built = _many_words_index()
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", 512):
+        stored = StoredParts(reader.dump(built, "rev-1"))
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",))
+    head_parts = {0, *stored.asked}
+    assert len(head_parts) < len(stored.rows) / 4  # postings and texts are the bulk, still unread
+    stored.asked.clear()
+    bound = loaded.with_reader(stored.read)
+    got = rank.phrase_postings(bound.arrays, "word0123", False)
+    want = rank.phrase_postings(built.arrays, "word0123", False)
+    assert [np.array_equal(g, w) for g, w in zip(got, want)] == [True, True]
+    assert 0 < len(stored.asked) <= 4  # one posting: its row and counts, each within at most two parts
+    assert bound.texts[122] == built.texts[122]
+    assert len(stored.asked) <= 4 + 3  # one row's offsets and text
+
+
+def test_a_part_of_another_revision_is_never_read():
+    built = _many_words_index()
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", 512):
+        stored = StoredParts(reader.dump(built, "rev-1"))
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",))
+    stored.rows = {k: ("rev-2", data) for k, (_, data) in stored.rows.items()}  # a later import's parts
+    with pytest.raises(LookupError):
+        rank.phrase_postings(loaded.with_reader(stored.read).arrays, "common", False)
 
 
 def test_a_blob_that_is_not_a_dump_has_no_revision():
@@ -325,3 +392,57 @@ def test_postgres_snapshot_of_an_older_counter_is_never_used(pg_dsn, versions):
         with postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", dsn)) as pool:
             assert pool._persisted_index(pool.change_stamp()[1:]) is None
             assert [h.slug for h in fts_ranked(pool, "zeplin", UNRESTRICTED, limit=5)]
+
+
+# -- reading the snapshot part by part (PostgreSQL, Firebird) --------------------------------------
+
+def _first_search_reads_only_some_parts(open_pool, import_collection, dsn, tmp_path, versions, monkeypatch,
+                                        close=lambda: None):
+    """With small parts: a fresh process's first search reads the snapshot's head and the parts
+    of its terms and hits, not the whole snapshot, and every search still equals SQLite's."""
+    from knowspec.impl.docpool.storage._sqlpool import SqlPool
+
+    monkeypatch.setattr(reader, "SNAPSHOT_PART_BYTES", 1024)
+    import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    want = _sqlite_hits(tmp_path, versions)
+    asked: list[int] = []
+    real = SqlPool._snapshot_parts
+
+    def counting(self, first, last):
+        found = real(self, first, last)
+        asked.extend(k for k, _, _ in found)
+        return found
+
+    monkeypatch.setattr(SqlPool, "_snapshot_parts", counting)
+    monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
+    with _fresh_process():
+        with open_pool(dsn) as pool:
+            total = pool._rows(f"select count(*) from {reader.SNAPSHOT_TABLE}")[0][0]
+            assert [h.slug for h in fts_ranked(pool, "fatura", UNRESTRICTED, limit=3)]
+            assert 0 < len(set(asked)) < total / 2
+        with open_pool(dsn) as pool:  # the parts read stay read: the next request reads none again
+            before = len(asked)
+            fts_ranked(pool, "fatura", UNRESTRICTED, limit=3)
+            assert len(asked) == before
+        with open_pool(dsn) as pool:
+            assert searches(pool) == want
+        close()
+
+
+@pytest.mark.postgres
+def test_postgres_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs(
+        pg_dsn, tmp_path, versions, monkeypatch):
+    from knowspec.impl.docpool.storage import postgres
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_snapshot_parts")
+    _first_search_reads_only_some_parts(lambda d: postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", d)),
+                                        postgres.import_collection, dsn, tmp_path, versions, monkeypatch)
+
+
+@pytest.mark.firebird
+def test_firebird_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs(
+        tmp_path, versions, monkeypatch, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    _first_search_reads_only_some_parts(_fb_open, firebird.import_collection, fb_dsn(tmp_path, "parts"),
+                                        tmp_path, versions, monkeypatch, close=firebird.close_connections)

@@ -453,14 +453,21 @@ def persisted(first_part: Callable[[], tuple[str, Any] | None], read_parts: Part
     if first is None or first[0] != revision:
         return None
     head = bytes(first[1])
+    if bytes(head[:len(_MAGIC)]) == _MAGIC and len(head) >= len(_MAGIC) + 8:  # a header longer than a part
+        header_end = len(_MAGIC) + 8 + int.from_bytes(head[len(_MAGIC):len(_MAGIC) + 8], "little")
+        if header_end > len(head):
+            more = sorted((int(k), bytes(d)) for k, rev, d in read_parts(1, (header_end - 1) // len(head))
+                          if rev == revision)
+            head = b"".join([head, *(d for _, d in more)])
     found = _layout(head)
     if found is None or found[0].get("revision") != revision:
         return None
     layout, base = found
     if not lazy or "head_end" not in layout:
         rest = sorted((int(k), bytes(data)) for k, rev, data in read_parts(1, _ALL_PARTS) if rev == revision)
-        return load(b"".join([head, *(data for _, data in rest)]), stamp)
-    loaded = SnapshotParts(revision, int(layout["part_bytes"]), {0: head})
+        return load(b"".join([first[1], *(data for _, data in rest)]), stamp)
+    size = int(layout["part_bytes"])
+    loaded = SnapshotParts(revision, size, {k: head[k * size:(k + 1) * size] for k in range(len(head) // size or 1)})
     loaded.read(0, base + int(layout["head_end"]), read_parts)  # the head's other parts, if any
     return _index(layout, stamp, lambda start, n: loaded.read(base + start, base + start + n, None),
                   lambda dtype, shape, start, n: LazyArray(loaded, base + start, dtype, shape),
