@@ -29,6 +29,7 @@ SUBCOMMANDS = (
 POOL_COMMANDS = (
     ("knowspec.impl.docpool.builder", "add_pool_build_parser"),
     ("knowspec.impl.docpool.importdoc", "add_pool_import_parser"),
+    ("knowspec.impl.docpool.importdoc", "add_pool_reindex_parser"),
     ("knowspec.impl.docpool.catalog_cli", "add_db_parser"),
 )
 OTHER_GROUPS = (

@@ -446,3 +446,64 @@ def test_firebird_first_search_reads_the_snapshot_head_and_only_the_parts_it_nee
 
     _first_search_reads_only_some_parts(_fb_open, firebird.import_collection, fb_dsn(tmp_path, "parts"),
                                         tmp_path, versions, monkeypatch, close=firebird.close_connections)
+
+
+# -- `knowspec pool reindex`: a pool imported before the index was persisted -----------------------
+
+def test_reindex_persists_the_arrays_of_a_sqlite_pool_that_has_none(tmp_path, versions, sync_arrays):
+    from knowspec.impl.config import Settings
+    from knowspec.impl.docpool import catalog, importdoc
+
+    settings = Settings(appdir=tmp_path)
+    target = tmp_path / "shop-docs.db"
+    catalog.register_database(settings.catalog_path, "shop", "SQLITE", str(target))
+    catalog.execute_alter(settings.catalog_path, "ALTER DATABASE shop SET DOCUMENTS INTERNAL")
+    recipe.import_collection(target, versions[0], GENERATED_COLLECTION)
+    with closing(sqlite3.connect(target)) as con:  # what a pool made before snapshots looks like
+        con.execute('drop table "doc$fts_snapshot"')
+        con.commit()
+    assert reader.sqlite_persisted(target) is None
+    with SqlitePool(target) as pool:
+        want = searches(pool)
+    importdoc.reindex(settings, "shop")
+    assert_same_arrays(reader.sqlite_persisted(target), reader.build(target))
+    with _fresh_process(), SqlitePool(target) as pool:
+        assert searches(pool) == want
+
+
+@pytest.mark.postgres
+def test_reindex_persists_the_index_of_a_postgres_pool_that_has_none(pg_dsn, tmp_path, versions):
+    import psycopg
+
+    from knowspec.impl.docpool.storage import postgres
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_reindex")
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    location = PoolLocation("db", "db", "POSTGRESQL", dsn)
+    with psycopg.connect(dsn, autocommit=True) as con:
+        con.execute('delete from "ivd$docs".doc$fts_snapshot')
+    want = _sqlite_hits(tmp_path, versions)
+    postgres.reindex(dsn)
+    with _fresh_process():
+        with postgres.open_pool(location) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is not None
+            assert searches(pool) == want
+
+
+@pytest.mark.firebird
+def test_reindex_persists_the_index_of_a_firebird_pool_that_has_none(tmp_path, versions, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    dsn = fb_dsn(tmp_path, "reindex")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    con = firebird.connect(dsn)
+    con.cursor().execute("drop table doc$fts_snapshot")
+    con.commit()
+    con.close()
+    want = _sqlite_hits(tmp_path, versions)
+    firebird.reindex(dsn)
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is not None
+            assert searches(pool) == want
+        firebird.close_connections()

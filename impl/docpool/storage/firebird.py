@@ -517,9 +517,10 @@ class _RowPacker:
         self._stmt.free()
 
 
-def persist_index(cur, collection: str, chunks: Sequence[tuple]) -> None:
+def persist_index(cur, collection: str | None = None, chunks: Sequence[tuple] = ()) -> None:
     """Inside the import's transaction: build the whole pool's full-text index (``collection``'s
-    ``chunks`` from memory, the rest read back) and persist it with the new stamp."""
+    ``chunks`` from memory, the rest read back; with no collection, every chunk read back) and
+    persist it with the new stamp."""
 
     def rows(sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         cur.execute(sql, list(params))
@@ -532,6 +533,24 @@ def persist_index(cur, collection: str, chunks: Sequence[tuple]) -> None:
     cur.execute(f"delete from {SNAPSHOT_TABLE}")
     _insert(cur, "fts_snapshot", f"insert into {SNAPSHOT_TABLE}(part, revision, data) values (?, ?, ?)",
             [(k, str(stamp), part) for k, part in enumerate(parts(blob))])
+
+
+def reindex(dsn: str) -> None:
+    """Persist the pool's full-text index again (``knowspec pool reindex``), in one transaction
+    that moves the stamp like an import (serialised with imports; every process reloads): a pool
+    imported before imports persisted it gets a first search that loads instead of builds."""
+    con = ensure_pool(dsn)
+    try:
+        cur = con.cursor()
+        try:
+            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+            persist_index(cur)
+            con.commit()
+        except Exception as exc:
+            con.rollback()
+            raise ImportFailed(str(exc) or type(exc).__name__) from exc
+    finally:
+        con.close()
 
 
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:

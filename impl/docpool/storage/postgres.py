@@ -351,6 +351,21 @@ def _settle(con) -> None:
         pass
 
 
+def reindex(dsn: str) -> None:
+    """Persist the pool's full-text index again (``knowspec pool reindex``), in one transaction
+    that moves the counter like an import (serialised with imports; every process reloads): a
+    pool imported before imports persisted it gets a first search that loads instead of builds."""
+    try:
+        with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
+            ensure_schema(con)
+            with con.transaction():
+                cur = con.cursor()
+                cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+                _persist_index(cur)
+    except Exception as exc:
+        raise ImportFailed(str(exc) or type(exc).__name__) from exc
+
+
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
     """IMPORTDOC into the PostgreSQL pool at ``dsn``: replace ``collection`` with the source's
     rows in ONE transaction (``recipe.import_collection``'s refusals and result)."""
