@@ -89,12 +89,14 @@ class StoredParts:
     def __init__(self, blob: bytes, revision: str = "rev-1") -> None:
         self.rows = {k: (revision, part) for k, part in enumerate(reader.parts(blob))}
         self.asked: list[int] = []
+        self.calls = 0
 
     def first(self):
         return self.rows[0]
 
-    def read(self, first: int, last: int):
-        found = [(k, *self.rows[k]) for k in range(first, min(last, len(self.rows) - 1) + 1)]
+    def read(self, wanted: list[int]):
+        self.calls += 1
+        found = [(k, *self.rows[k]) for k in wanted if k in self.rows]
         self.asked.extend(k for k, _, _ in found)
         return found
 
@@ -137,6 +139,26 @@ def test_a_lazily_loaded_snapshot_reads_its_head_then_only_the_parts_a_search_sl
     assert 0 < len(stored.asked) <= 4  # one posting: its row and counts, each within at most two parts
     assert bound.texts[122] == built.texts[122]
     assert len(stored.asked) <= 4 + 3  # one row's offsets and text
+
+
+def test_a_search_reads_its_terms_postings_in_one_round_trip_and_its_rows_texts_in_two():
+    built = _many_words_index()
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", 512):
+        stored = StoredParts(reader.dump(built, "rev-1"))
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",)).with_reader(stored.read)
+    stored.calls = 0
+    terms = [("word0001", False), ("word0200", False), ("word0399", False), ("comm", True)]
+    loaded.prefetch_postings(terms)
+    assert stored.calls == 1
+    for token, prefix in terms:
+        got, want = rank.phrase_postings(loaded.arrays, token, prefix), rank.phrase_postings(built.arrays, token, prefix)
+        assert [np.array_equal(g, w) for g, w in zip(got, want)] == [True, True]
+    assert stored.calls == 1
+    rows = [3, 150, 390]
+    loaded.texts.prefetch(rows)
+    assert stored.calls == 3
+    assert [loaded.texts[r] for r in rows] == [built.texts[r] for r in rows]
+    assert stored.calls == 3
 
 
 def test_a_part_of_another_revision_is_never_read():
@@ -408,8 +430,8 @@ def _first_search_reads_only_some_parts(open_pool, import_collection, dsn, tmp_p
     asked: list[int] = []
     real = SqlPool._snapshot_parts
 
-    def counting(self, first, last):
-        found = real(self, first, last)
+    def counting(self, wanted):
+        found = real(self, wanted)
         asked.extend(k for k, _, _ in found)
         return found
 

@@ -10,13 +10,13 @@ request by ``FtsIndex.with_reader``), and each one's revision is checked against
 
 from __future__ import annotations
 
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
-PartReader = Callable[[int, int], Iterable[tuple[int, str, Any]]]
-"""``(part, revision, data)`` of the parts numbered ``first`` to ``last`` (inclusive) in the
-request's snapshot of ``doc$fts_snapshot``."""
+PartReader = Callable[[list[int]], Iterable[tuple[int, str, Any]]]
+"""``(part, revision, data)`` of the numbered parts (those that exist) in the request's
+snapshot of ``doc$fts_snapshot``: one query for all of them."""
 
 
 class SnapshotParts:
@@ -26,25 +26,31 @@ class SnapshotParts:
         self.revision, self.part_bytes = revision, part_bytes
         self._parts = dict(loaded)
 
+    def prefetch(self, spans: Iterable[tuple[int, int]], reader: PartReader | None) -> None:
+        """Read the parts of every byte span ``[start, stop)`` not held yet, in one ``reader`` call."""
+        size = self.part_bytes
+        wanted = {k for start, stop in spans if stop > start for k in range(start // size, (stop - 1) // size + 1)}
+        missing = sorted(k for k in wanted if k not in self._parts)
+        if missing:
+            self._fetch(missing, reader)
+
     def read(self, start: int, stop: int, reader: PartReader | None) -> memoryview | bytes:
         """Bytes ``[start, stop)`` of the dump, reading the parts not held yet through ``reader``."""
         if stop <= start:
             return b""
         size = self.part_bytes
         first, last = start // size, (stop - 1) // size
-        missing = [k for k in range(first, last + 1) if k not in self._parts]
-        if missing:
-            self._fetch(missing[0], missing[-1], reader)
+        self.prefetch([(start, stop)], reader)
         if first == last:
             return memoryview(self._parts[first])[start - first * size:stop - first * size]
         return b"".join(memoryview(self._parts[k])[max(start - k * size, 0):min(stop - k * size, size)]
                         for k in range(first, last + 1))
 
-    def _fetch(self, first: int, last: int, reader: PartReader | None) -> None:
+    def _fetch(self, wanted: list[int], reader: PartReader | None) -> None:
         if reader is None:
             raise RuntimeError("a persisted full-text index was read outside a request")
-        got = {int(k): bytes(data) for k, revision, data in reader(first, last) if revision == self.revision}
-        if any(k not in got for k in range(first, last + 1)):
+        got = {int(k): bytes(data) for k, revision, data in reader(wanted) if revision == self.revision}
+        if any(k not in got for k in wanted):
             raise LookupError("the persisted full-text index is incomplete")
         self._parts.update(got)  # concurrent readers may both fetch a part: the same bytes
 
@@ -93,6 +99,15 @@ class LazyArray:
         data = self._parts.read(self._start + lo * self._row_bytes, self._start + hi * self._row_bytes, self._reader)
         return np.frombuffer(data, dtype=self.dtype).reshape((hi - lo, *self.shape[1:]))
 
+    def prefetch(self, slices: Iterable[tuple[int, int]]) -> None:
+        """Read the parts of every ``[lo, hi)`` slice not held yet, in one round trip."""
+        self._parts.prefetch(self.spans(slices), self._reader)
+
+    def spans(self, slices: Iterable[tuple[int, int]]) -> list[tuple[int, int]]:
+        """The dump's byte spans of these ``[lo, hi)`` slices."""
+        row = self._row_bytes
+        return [(self._start + lo * row, self._start + hi * row) for lo, hi in slices]
+
     def __array__(self, dtype: Any = None, copy: Any = None) -> np.ndarray:
         whole = self[:]
         return whole if dtype is None else whole.astype(dtype)
@@ -110,8 +125,19 @@ class LazyBytes:
     def __len__(self) -> int:
         return self._size
 
+    def prefetch(self, spans: Sequence[tuple[int, int]]) -> None:
+        """Read the parts of every ``[lo, hi)`` span not held yet, in one round trip."""
+        self._parts.prefetch([(self._start + lo, self._start + hi) for lo, hi in spans], self._reader)
+
     def __getitem__(self, key: slice) -> bytes:
         lo, hi, step = key.indices(self._size)
         if step != 1:
             raise TypeError("a persisted byte string is read by plain slices")
         return bytes(self._parts.read(self._start + lo, self._start + max(hi, lo), self._reader))
+
+
+def prefetch_slices(arrays: Sequence[LazyArray], slices: Sequence[tuple[int, int]]) -> None:
+    """The same ``[lo, hi)`` slices of several arrays of one dump, read in one round trip."""
+    if arrays:
+        spans = [span for a in arrays for span in a.spans(slices)]
+        arrays[0]._parts.prefetch(spans, arrays[0]._reader)

@@ -26,6 +26,7 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
 import threading
 from array import array
@@ -38,9 +39,11 @@ from typing import Any, Callable, Iterable
 import numpy as np
 
 from knowspec.impl import runtime as process
-from knowspec.impl.docpool.fulltext.parts import LazyArray, LazyBytes, PartReader, SnapshotParts
+from knowspec.impl.docpool.fulltext.parts import LazyArray, LazyBytes, PartReader, SnapshotParts, prefetch_slices
 from knowspec.impl.rules import fts5
 from knowspec.impl.rules.fold import fold
+
+log = logging.getLogger("knowspec.docpool.fulltext")
 
 FTS_TABLE = "doc$chunk_fts"
 COLUMNS = ("title", "heading", "body")
@@ -259,6 +262,16 @@ class FtsIndex:
             texts = sum(len(t) for row in self.texts or () for t in row)
         return sum(int(a.nbytes) for a in held) + texts
 
+    def prefetch_postings(self, phrases: Iterable[tuple[str, bool]]) -> None:
+        """Read the persisted postings of these (token, prefix) phrases not held yet, in one round
+        trip (a search's terms), instead of one per term and array."""
+        a = self.arrays
+        spans = []
+        for token, prefix in phrases:
+            lo, hi = a.term_range(token, prefix)
+            spans.append((int(a.term_start[lo]), int(a.term_start[hi])))
+        prefetch_slices([x for x in (a.post_row, a.post_tf) if isinstance(x, LazyArray)], spans)
+
     def with_reader(self, reader: PartReader) -> "FtsIndex":
         """This index reading the persisted parts it has not read yet through ``reader`` (the
         request's snapshot); the index itself when it holds everything."""
@@ -273,11 +286,11 @@ class FtsIndex:
 # -- the persisted form ---------------------------------------------------------------------------
 
 SNAPSHOT_TABLE = "doc$fts_snapshot"   # (part, revision, data): ``dump`` cut into parts, in order
-SNAPSHOT_PART_BYTES = 256 << 10       # what a search reads at once of postings it has not read yet
+SNAPSHOT_PART_BYTES = 64 << 10        # the unit a search reads of postings or texts it has not read yet
 _MAGIC = b"KSFTS1\n"
 _HEAD_ARRAYS = ("term_start", "row_chunk", "row_topic", "row_len", "topic_id")  # read at load
 _LAZY_ARRAYS = ("post_row", "post_tf")                                          # read when sliced
-_ALL_PARTS = 2 ** 31 - 1              # ``PartReader``'s ``last`` for "every part"
+_PARTS_PER_ASK = 64                   # parts read per query when a reader reads them all
 _SEPARATOR = "\x1f"                   # joins a string list that holds no such character
 
 
@@ -302,6 +315,21 @@ class PackedTexts(Sequence):
     def nbytes(self) -> int:
         """Memory held (the cache's size estimate; no row is decoded for it)."""
         return len(self._data) + self._offsets.nbytes
+
+    def prefetch(self, rows: Iterable[int]) -> None:
+        """Read the persisted parts of these rows' texts not held yet: two round trips at most
+        (their offsets, then their texts), instead of one per row."""
+        if not isinstance(self._data, LazyBytes):
+            return
+        n = len(COLUMNS)
+        rows = sorted(set(rows))
+        if isinstance(self._offsets, LazyArray):
+            self._offsets.prefetch([(r * n, r * n + n + 1) for r in rows])
+        spans = []
+        for r in rows:
+            o = self._offsets[r * n:r * n + n + 1]
+            spans.append((int(o[0]), int(o[-1])))
+        self._data.prefetch(spans)
 
     def __getitem__(self, row):
         if isinstance(row, slice):
@@ -456,22 +484,41 @@ def persisted(first_part: Callable[[], tuple[str, Any] | None], read_parts: Part
     if bytes(head[:len(_MAGIC)]) == _MAGIC and len(head) >= len(_MAGIC) + 8:  # a header longer than a part
         header_end = len(_MAGIC) + 8 + int.from_bytes(head[len(_MAGIC):len(_MAGIC) + 8], "little")
         if header_end > len(head):
-            more = sorted((int(k), bytes(d)) for k, rev, d in read_parts(1, (header_end - 1) // len(head))
-                          if rev == revision)
+            more = sorted((int(k), bytes(d)) for k, rev, d in
+                          read_parts(list(range(1, (header_end - 1) // len(head) + 1))) if rev == revision)
             head = b"".join([head, *(d for _, d in more)])
     found = _layout(head)
     if found is None or found[0].get("revision") != revision:
         return None
     layout, base = found
     if not lazy or "head_end" not in layout:
-        rest = sorted((int(k), bytes(data)) for k, rev, data in read_parts(1, _ALL_PARTS) if rev == revision)
-        return load(b"".join([first[1], *(data for _, data in rest)]), stamp)
+        return load(b"".join([first[1], *_other_parts(read_parts, revision)]), stamp)
     size = int(layout["part_bytes"])
     loaded = SnapshotParts(revision, size, {k: head[k * size:(k + 1) * size] for k in range(len(head) // size or 1)})
     loaded.read(0, base + int(layout["head_end"]), read_parts)  # the head's other parts, if any
     return _index(layout, stamp, lambda start, n: loaded.read(base + start, base + start + n, None),
                   lambda dtype, shape, start, n: LazyArray(loaded, base + start, dtype, shape),
                   lambda start, n: LazyBytes(loaded, base + start, n))
+
+
+def warn_not_persisted(where: str) -> None:
+    """Say once per build why a first search is slow and how to make it fast (operator's log)."""
+    log.warning("%s holds no full-text index persisted for its content (imported before imports "
+                "persisted it, or written since without it): building it in this search; "
+                "`knowspec pool reindex --database NAME` (a database's pool) or a new `knowspec pool build` "
+                "(a help pool) persists it", where)
+
+
+def _other_parts(read_parts: PartReader, revision: str) -> list[bytes]:
+    """The data of parts 1, 2, ... in order, asked ``_PARTS_PER_ASK`` at a time until one is absent."""
+    out: list[bytes] = []
+    while True:
+        wanted = list(range(len(out) + 1, len(out) + 1 + _PARTS_PER_ASK))
+        found = dict((int(k), bytes(d)) for k, rev, d in read_parts(wanted) if rev == revision)
+        for k in wanted:
+            if k not in found:
+                return out
+            out.append(found[k])
 
 
 def sqlite_revision(con: sqlite3.Connection) -> str:
@@ -503,9 +550,9 @@ def sqlite_persisted(path: Path | str) -> FtsArrays | None:
             first = con.execute(f'select revision, data from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
         except sqlite3.OperationalError:  # a pool made before snapshots were persisted
             return None
-        index = persisted(lambda: first, lambda lo, hi: con.execute(
-            f'select part, revision, data from "{SNAPSHOT_TABLE}" where part between ? and ?', [lo, hi]),
-            sqlite_revision(con), ("sqlite",), lazy=False)
+        index = persisted(lambda: first, lambda wanted: con.execute(
+            f'select part, revision, data from "{SNAPSHOT_TABLE}" where part in ({", ".join("?" * len(wanted))})',
+            wanted), sqlite_revision(con), ("sqlite",), lazy=False)
         return None if index is None else index.arrays
     finally:
         con.close()
@@ -546,6 +593,7 @@ class FtsArraysCache:
             arrays = None
         if arrays is not None:
             return _Entry(stamp, arrays)
+        warn_not_persisted(Path(key).name)
         entry = _Entry(stamp, done=threading.Event())
         threading.Thread(target=self._build, args=(entry, key), daemon=True, name="knowspec-fts-arrays").start()
         return entry

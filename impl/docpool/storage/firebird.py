@@ -31,7 +31,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts, warn_not_persisted
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
@@ -260,7 +260,11 @@ class FirebirdPool(SqlPool):
         key = parse_dsn(self.dsn)[0]
 
         def build() -> FtsIndex:
-            return self._persisted_index(stamp) or build_index(self._rows, stamp)
+            found = self._persisted_index(stamp)
+            if found is None:
+                warn_not_persisted(self.location)
+                found = build_index(self._rows, stamp)
+            return found
 
         cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=FtsIndex.nbytes)
         return cache.get(key, stamp, build).with_reader(self._snapshot_parts)

@@ -35,7 +35,7 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts, warn_not_persisted
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
 from knowspec.impl.rules.fold import ascii_lower, fold_char
@@ -223,7 +223,11 @@ class PostgresPool(SqlPool):
         stamp = stamp[1:]  # the import counter (location names may differ per caller)
 
         def build() -> FtsIndex:
-            return self._persisted_index(stamp) or index_of(self._rows, stamp)
+            found = self._persisted_index(stamp)
+            if found is None:
+                warn_not_persisted(self.location)
+                found = index_of(self._rows, stamp)
+            return found
 
         cache = process.current().cache("docpool.postgres_fts", max_entries=8, sizeof=FtsIndex.nbytes)
         return cache.get(self.dsn, stamp, build).with_reader(self._snapshot_parts)
