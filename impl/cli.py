@@ -132,6 +132,9 @@ def prepare_serve(args: argparse.Namespace):
     # that runs without a call context (pool openers, storages) reaches the same one.
     state = process.Runtime(_runtime_settings(args))
     process.activate(state)
+    from knowspec.impl.docpool import warmup
+
+    warmup.start(settings.catalog_path)  # each pool's driver, connection and full-text index, in the background
     return ToolRuntime(settings, process_runtime=state)
 
 
