@@ -86,8 +86,8 @@ def test_dump_then_load_gives_back_the_same_index(rows, titles):
 class StoredParts:
     """``dump``'s parts as a pool table holds them, with the ranges a reader asked for."""
 
-    def __init__(self, blob: bytes, revision: str = "rev-1") -> None:
-        self.rows = {k: (revision, part) for k, part in enumerate(reader.parts(blob))}
+    def __init__(self, blob: bytes, revision: str = "rev-1", compress: bool = False) -> None:
+        self.rows = {k: (revision, part) for k, part in enumerate(reader.parts(blob, compress=compress))}
         self.asked: list[int] = []
         self.calls = 0
 
@@ -103,14 +103,15 @@ class StoredParts:
 
 @settings(max_examples=30, deadline=None)
 @given(rows=st.lists(st.tuples(texts, texts, texts), max_size=12),
-       titles=st.lists(texts, min_size=1, max_size=4), part_bytes=st.sampled_from([64, 300, 4096, 1 << 20]))
-def test_a_snapshot_read_part_by_part_gives_back_the_same_index(rows, titles, part_bytes):
+       titles=st.lists(texts, min_size=1, max_size=4), part_bytes=st.sampled_from([64, 300, 4096, 1 << 20]),
+       compress=st.booleans(), lazy=st.booleans())
+def test_a_snapshot_read_part_by_part_gives_back_the_same_index(rows, titles, part_bytes, compress, lazy):
     chunks = [(10 + i, 1 + i % len(titles), *r) for i, r in enumerate(rows)]
     topics = [(1 + k, "c", f"s{k}", t, t[::-1]) for k, t in enumerate(titles)]
     built = FtsIndex.build(("a",), chunks, topics)
     with patch.object(reader, "SNAPSHOT_PART_BYTES", part_bytes):
-        stored = StoredParts(reader.dump(built, "rev-1"))
-    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",)).with_reader(stored.read)
+        stored = StoredParts(reader.dump(built, "rev-1"), compress=compress)
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",), lazy=lazy).with_reader(stored.read)
     assert_same_arrays(loaded.arrays, built.arrays)
     assert list(loaded.texts) == list(built.texts)
     assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
@@ -144,7 +145,7 @@ def test_a_lazily_loaded_snapshot_reads_its_head_then_only_the_parts_a_search_sl
 def test_a_search_reads_its_terms_postings_in_one_round_trip_and_its_rows_texts_in_two():
     built = _many_words_index()
     with patch.object(reader, "SNAPSHOT_PART_BYTES", 512):
-        stored = StoredParts(reader.dump(built, "rev-1"))
+        stored = StoredParts(reader.dump(built, "rev-1"), compress=True)
     loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",)).with_reader(stored.read)
     stored.calls = 0
     terms = [("word0001", False), ("word0200", False), ("word0399", False), ("comm", True)]
@@ -169,6 +170,11 @@ def test_a_part_of_another_revision_is_never_read():
     stored.rows = {k: ("rev-2", data) for k, (_, data) in stored.rows.items()}  # a later import's parts
     with pytest.raises(LookupError):
         rank.phrase_postings(loaded.with_reader(stored.read).arrays, "common", False)
+
+
+def test_compressed_parts_are_a_fraction_of_the_plain_ones():
+    blob = reader.dump(_many_words_index(), "rev-1")
+    assert sum(map(len, reader.parts(blob, compress=True))) < len(blob) / 2
 
 
 def test_a_blob_that_is_not_a_dump_has_no_revision():

@@ -10,6 +10,7 @@ request by ``FtsIndex.with_reader``), and each one's revision is checked against
 
 from __future__ import annotations
 
+import zlib
 from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
@@ -22,8 +23,10 @@ snapshot of ``doc$fts_snapshot``: one query for all of them."""
 class SnapshotParts:
     """The parts of one persisted index read so far, shared by every request at its stamp."""
 
-    def __init__(self, revision: str, part_bytes: int, loaded: dict[int, bytes]) -> None:
-        self.revision, self.part_bytes = revision, part_bytes
+    def __init__(self, revision: str, part_bytes: int, loaded: dict[int, bytes],
+                 unpack: Callable[[Any], bytes] = bytes) -> None:
+        """``unpack``: a stored part's data as the dump's bytes (decompressed, if they were)."""
+        self.revision, self.part_bytes, self._unpack = revision, part_bytes, unpack
         self._parts = dict(loaded)
 
     def prefetch(self, spans: Iterable[tuple[int, int]], reader: PartReader | None) -> None:
@@ -49,7 +52,10 @@ class SnapshotParts:
     def _fetch(self, wanted: list[int], reader: PartReader | None) -> None:
         if reader is None:
             raise RuntimeError("a persisted full-text index was read outside a request")
-        got = {int(k): bytes(data) for k, revision, data in reader(wanted) if revision == self.revision}
+        try:
+            got = {int(k): self._unpack(data) for k, revision, data in reader(wanted) if revision == self.revision}
+        except zlib.error as exc:
+            raise LookupError("the persisted full-text index is damaged") from exc
         if any(k not in got for k in wanted):
             raise LookupError("the persisted full-text index is incomplete")
         self._parts.update(got)  # concurrent readers may both fetch a part: the same bytes

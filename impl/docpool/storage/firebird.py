@@ -536,7 +536,7 @@ def persist_index(cur, collection: str | None = None, chunks: Sequence[tuple] = 
     blob = dump(index, str(stamp))
     cur.execute(f"delete from {SNAPSHOT_TABLE}")
     _insert(cur, "fts_snapshot", f"insert into {SNAPSHOT_TABLE}(part, revision, data) values (?, ?, ?)",
-            [(k, str(stamp), part) for k, part in enumerate(parts(blob))])
+            [(k, str(stamp), part) for k, part in enumerate(parts(blob, compress=True))])
 
 
 def reindex(dsn: str) -> None:

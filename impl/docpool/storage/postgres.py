@@ -341,7 +341,7 @@ def _persist_index(cur) -> None:
     blob = dump(index_of(lambda sql: cur.execute(sql).fetchall(), (stamp,)), str(stamp))
     cur.execute(f"delete from {SNAPSHOT_TABLE}")
     with cur.copy(f"copy {SNAPSHOT_TABLE}(part, revision, data) from stdin") as copy:
-        for k, part in enumerate(parts(blob)):
+        for k, part in enumerate(parts(blob, compress=True)):
             copy.write_row((k, str(stamp), part))
 
 
