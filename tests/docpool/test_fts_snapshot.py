@@ -535,3 +535,9 @@ def test_reindex_persists_the_index_of_a_firebird_pool_that_has_none(tmp_path, v
             assert pool._persisted_index(pool.change_stamp()[1:]) is not None
             assert searches(pool) == want
         firebird.close_connections()
+
+
+def test_sqlite_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs(tmp_path, versions, monkeypatch,
+                                                                                  sync_arrays):
+    _first_search_reads_only_some_parts(SqlitePool, recipe.import_collection, tmp_path / "pool.db",
+                                        tmp_path, versions, monkeypatch)

@@ -558,8 +558,10 @@ def sqlite_persist(con: sqlite3.Connection) -> None:
                     [(k, revision_of(blob), part) for k, part in enumerate(parts(blob))])
 
 
-def sqlite_persisted(path: Path | str) -> FtsArrays | None:
-    """The arrays a SQLite pool file persisted, when they match its content now, else ``None``."""
+def sqlite_persisted(path: Path | str, *, lazy: bool = False) -> FtsArrays | None:
+    """The arrays a SQLite pool file persisted, when they match its content now, else ``None``.
+    ``lazy``: only the head is read; the postings are read when sliced, through the reader the
+    requests bind (``SqlitePool.fulltext_index``)."""
     con = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
     try:
         con.execute("begin")  # the revision and the parts from one snapshot
@@ -569,7 +571,7 @@ def sqlite_persisted(path: Path | str) -> FtsArrays | None:
             return None
         index = persisted(lambda: first, lambda wanted: con.execute(
             f'select part, revision, data from "{SNAPSHOT_TABLE}" where part in ({", ".join("?" * len(wanted))})',
-            wanted), sqlite_revision(con), ("sqlite",), lazy=False)
+            wanted), sqlite_revision(con), ("sqlite",), lazy=lazy)
         return None if index is None else index.arrays
     finally:
         con.close()
@@ -605,7 +607,7 @@ class FtsArraysCache:
 
     def _start(self, stamp: tuple, key: str) -> _Entry:
         try:
-            arrays = sqlite_persisted(key)  # made at import: cheap to load, so loaded here
+            arrays = sqlite_persisted(key, lazy=True)  # made at import: its head is cheap to load, so loaded here
         except (sqlite3.Error, ValueError, OSError):
             arrays = None
         if arrays is not None:
@@ -633,8 +635,8 @@ def _entry_bytes(entry: _Entry) -> int:
     arrays = entry.arrays
     if arrays is None:
         return 0
-    held = [v for v in vars(arrays).values() if isinstance(v, np.ndarray)]
-    return sum(a.nbytes for a in held) + sum(len(t) + 50 for t in arrays.terms)
+    held = [v for v in vars(arrays).values() if isinstance(v, (np.ndarray, LazyArray))]
+    return sum(int(a.nbytes) for a in held) + sum(len(t) + 50 for t in arrays.terms)
 
 
 def fts_arrays_cache() -> FtsArraysCache:

@@ -50,7 +50,10 @@ def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, we
                           snippet_column=snippet_column, collection=collection, linked_to=linked_to,
                           topic_ids=ids, stale_ok=stale_ok)
 
-    hits = ranked(stamp, False)
+    try:
+        hits = ranked(stamp, False)
+    except LookupError:  # a persisted part changed under this request (a SQLite import committed)
+        hits = None
     if hits is None:
         hits = ranked(pool.change_stamp(), True)
     assert hits is not None  # stale_ok never gives None
