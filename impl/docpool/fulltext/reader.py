@@ -57,8 +57,8 @@ class FtsArrays:
 
     terms: list[str]            # sorted vocabulary
     term_start: np.ndarray      # postings of terms[k]: [term_start[k], term_start[k + 1])
-    post_row: np.ndarray        # int32 row of each posting
-    post_tf: np.ndarray         # uint16 (int32 if needed) (postings, columns): instances per column
+    post_row: np.ndarray | LazyArray   # int32 row of each posting (persisted: read when sliced)
+    post_tf: np.ndarray | LazyArray    # uint16 (int32 if needed) (postings, columns): instances per column
     row_chunk: np.ndarray       # int64 chunk id per row
     row_topic: np.ndarray       # int64 index into ``topic_id`` per row
     row_len: np.ndarray         # float64 tokens per row over all columns (FTS5's ``D``)
@@ -277,7 +277,7 @@ class FtsIndex:
         """This index reading the persisted parts it has not read yet through ``reader`` (the
         request's snapshot); the index itself when it holds everything."""
         a = self.arrays
-        lazy = {name: v.bound(reader) for name, v in vars(a).items() if isinstance(v, LazyArray)}
+        lazy: dict[str, Any] = {name: v.bound(reader) for name, v in vars(a).items() if isinstance(v, LazyArray)}
         texts = self.texts.bound(reader) if isinstance(self.texts, PackedTexts) else self.texts
         if not lazy and texts is self.texts:
             return self
