@@ -15,9 +15,10 @@ topic maps, and the table-wide statistics FTS5's ``bm25()`` uses. Two readers fi
 Both are made at import time too and persisted in the pool (``doc$fts_snapshot``, written in the
 import's own transaction, see ``persisted``): ``dump`` / ``load`` turn an index into one byte
 string and back (numpy arrays as raw bytes, texts decoded only when a row is read), tagged with
-the pool's revision (``sqlite_revision``, or the pool's import counter). A reader loads it only
-when that revision is the pool's revision in the same snapshot, else it builds as above: a stale
-snapshot never answers.
+the pool's revision (``sqlite_revision``, or the pool's import counter), head first and cut into
+parts (``parts``). A reader loads only the head, and only when that revision is the pool's
+revision in the same snapshot, else it builds as above: a stale snapshot never answers. Postings
+and texts stay in the pool until a search slices them (``fulltext.parts``).
 
 Nothing here ranks: ranking is ``fulltext.rank``, snippets ``fulltext.snippet``.
 """
