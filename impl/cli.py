@@ -30,6 +30,7 @@ SUBCOMMANDS = (
 POOL_COMMANDS = (
     ("knowspec.impl.docpool.builder", "add_pool_build_parser"),
     ("knowspec.impl.docpool.importdoc", "add_pool_import_parser"),
+    ("knowspec.impl.docpool.importdoc", "add_pool_reindex_parser"),
     ("knowspec.impl.docpool.catalog_cli", "add_db_parser"),
 )
 OTHER_GROUPS = (
@@ -136,6 +137,9 @@ def prepare_serve(args: argparse.Namespace):
     # that runs without a call context (pool openers, storages) reaches the same one.
     state = process.Runtime(_runtime_settings(args))
     process.activate(state)
+    from knowspec.impl.docpool import warmup
+
+    warmup.start(settings.catalog_path)  # each pool's driver, connection and full-text index, in the background
     return ToolRuntime(settings, process_runtime=state)
 
 

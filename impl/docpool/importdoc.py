@@ -219,3 +219,59 @@ def _cmd_import(args: argparse.Namespace) -> int:
         file=sys.stdout,
     )
     return 0
+
+
+# --- CLI: `knowspec pool reindex --database DB` ---------------------------------------------
+
+def reindex(settings, database: str) -> catalog.PoolLocation:
+    """Persist the full-text index of ``database``'s pool again, in one transaction (a pool
+    imported before imports persisted it would otherwise build it in its first search)."""
+    location = resolve_target(settings, database)
+    if location.storage == "SQLITE":
+        if not Path(location.dsn).is_file():  # never create a pool here
+            raise ToolError("pool_unavailable", f"document pool not imported ({location.docs_database})")
+        recipe.reindex(location.dsn)
+        return location
+    module_name = pools.STORAGE_OPENERS.get(location.storage, "")
+    try:
+        run = importlib.import_module(module_name).reindex
+    except (ImportError, AttributeError, ValueError):
+        raise ToolError("not_implemented",
+                        f"reindexing {location.storage} storage is not available in this server") from None
+    run(location.dsn)
+    return location
+
+
+def add_pool_reindex_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Mount ``reindex`` under the lead's ``pool`` command; ``--database`` names the pool."""
+    from knowspec.impl.cli import add_settings_options
+
+    cmd = subparsers.add_parser(
+        "reindex", help="persist a database's full-text index again (pools imported before it was persisted)")
+    add_settings_options(cmd)
+    for action in cmd._actions:
+        if "--database" in action.option_strings:
+            action.required = True
+            action.help = "registered database whose document pool is reindexed"
+    cmd.set_defaults(func=_cmd_reindex)
+    return cmd
+
+
+def _cmd_reindex(args: argparse.Namespace) -> int:
+    import time
+
+    from knowspec.impl.cli import settings_from
+
+    settings = settings_from(args)
+    start = time.perf_counter()
+    try:
+        location = reindex(settings, args.database)
+    except ToolError as exc:
+        print(f"pool reindex failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the storage's error: its transaction rolled back, nothing changed
+        print(f"pool reindex failed, nothing changed: {exc}", file=sys.stderr)
+        return 1
+    print(f"reindexed {location.docs_database} ({location.storage.lower()}) in "
+          f"{time.perf_counter() - start:.1f} s", file=sys.stdout)
+    return 0

@@ -111,6 +111,23 @@ def persist_fulltext(con: sqlite3.Connection) -> None:
     sqlite_persist(con)
 
 
+def reindex(target: Path | str) -> None:
+    """Persist the pool's full-text arrays again (``knowspec pool reindex``), in one transaction:
+    a pool imported before imports persisted them (or written since by another tool) gets a
+    first search that loads them instead of reading the whole FTS5 index."""
+    con = open_for_write(target)  # ensures the schema: an older pool gains doc$fts_snapshot
+    try:
+        con.execute("begin immediate")
+        try:
+            persist_fulltext(con)
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+    finally:
+        con.close()
+
+
 def import_collection(target: Path | str, source: Path | str, collection: str, *,
                       progress: Callable[[str, int, int], None] | None = None) -> ImportResult:
     """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``.

@@ -13,6 +13,7 @@ import shutil
 import sqlite3
 from contextlib import closing
 from pathlib import Path
+from unittest.mock import patch
 
 import numpy as np
 import pytest
@@ -21,7 +22,7 @@ from hypothesis import given, settings, strategies as st
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool import recipe
 from knowspec.impl.docpool.catalog import PoolLocation
-from knowspec.impl.docpool.fulltext import reader
+from knowspec.impl.docpool.fulltext import rank, reader
 from knowspec.impl.docpool.fulltext.reader import FtsIndex
 from knowspec.impl.docpool.search import fts_ranked
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
@@ -80,6 +81,100 @@ def test_dump_then_load_gives_back_the_same_index(rows, titles):
     assert_same_arrays(loaded.arrays, built.arrays)
     assert list(loaded.texts) == list(built.texts)
     assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
+
+
+class StoredParts:
+    """``dump``'s parts as a pool table holds them, with the ranges a reader asked for."""
+
+    def __init__(self, blob: bytes, revision: str = "rev-1", compress: bool = False) -> None:
+        self.rows = {k: (revision, part) for k, part in enumerate(reader.parts(blob, compress=compress))}
+        self.asked: list[int] = []
+        self.calls = 0
+
+    def first(self):
+        return self.rows[0]
+
+    def read(self, wanted: list[int]):
+        self.calls += 1
+        found = [(k, *self.rows[k]) for k in wanted if k in self.rows]
+        self.asked.extend(k for k, _, _ in found)
+        return found
+
+
+@settings(max_examples=30, deadline=None)
+@given(rows=st.lists(st.tuples(texts, texts, texts), max_size=12),
+       titles=st.lists(texts, min_size=1, max_size=4), part_bytes=st.sampled_from([64, 300, 4096, 1 << 20]),
+       compress=st.booleans(), lazy=st.booleans())
+def test_a_snapshot_read_part_by_part_gives_back_the_same_index(rows, titles, part_bytes, compress, lazy):
+    chunks = [(10 + i, 1 + i % len(titles), *r) for i, r in enumerate(rows)]
+    topics = [(1 + k, "c", f"s{k}", t, t[::-1]) for k, t in enumerate(titles)]
+    built = FtsIndex.build(("a",), chunks, topics)
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", part_bytes):
+        stored = StoredParts(reader.dump(built, "rev-1"), compress=compress)
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",), lazy=lazy).with_reader(stored.read)
+    assert_same_arrays(loaded.arrays, built.arrays)
+    assert list(loaded.texts) == list(built.texts)
+    assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
+
+
+def _many_words_index() -> FtsIndex:
+    """400 chunks, each with its own word among shared ones: postings and texts over many parts."""
+    chunks = [(1 + i, 1 + i % 20, f"title {i}", "", f"word{i:04d} " + "common body text of a chunk " * 8)
+              for i in range(400)]
+    topics = [(1 + k, "c", f"s{k}", f"T{k}", "") for k in range(20)]
+    return FtsIndex.build(("a",), chunks, topics)
+
+
+def test_a_lazily_loaded_snapshot_reads_its_head_then_only_the_parts_a_search_slices():
+    built = _many_words_index()
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", 512):
+        stored = StoredParts(reader.dump(built, "rev-1"))
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",))
+    head_parts = {0, *stored.asked}
+    assert len(head_parts) < len(stored.rows) / 4  # postings and texts are the bulk, still unread
+    stored.asked.clear()
+    bound = loaded.with_reader(stored.read)
+    got = rank.phrase_postings(bound.arrays, "word0123", False)
+    want = rank.phrase_postings(built.arrays, "word0123", False)
+    assert [np.array_equal(g, w) for g, w in zip(got, want)] == [True, True]
+    assert 0 < len(stored.asked) <= 4  # one posting: its row and counts, each within at most two parts
+    assert bound.texts[122] == built.texts[122]
+    assert len(stored.asked) <= 4 + 3  # one row's offsets and text
+
+
+def test_a_search_reads_its_terms_postings_in_one_round_trip_and_its_rows_texts_in_two():
+    built = _many_words_index()
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", 512):
+        stored = StoredParts(reader.dump(built, "rev-1"), compress=True)
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",)).with_reader(stored.read)
+    stored.calls = 0
+    terms = [("word0001", False), ("word0200", False), ("word0399", False), ("comm", True)]
+    loaded.prefetch_postings(terms)
+    assert stored.calls == 1
+    for token, prefix in terms:
+        got, want = rank.phrase_postings(loaded.arrays, token, prefix), rank.phrase_postings(built.arrays, token, prefix)
+        assert [np.array_equal(g, w) for g, w in zip(got, want)] == [True, True]
+    assert stored.calls == 1
+    rows = [3, 150, 390]
+    loaded.texts.prefetch(rows)
+    assert stored.calls == 3
+    assert [loaded.texts[r] for r in rows] == [built.texts[r] for r in rows]
+    assert stored.calls == 3
+
+
+def test_a_part_of_another_revision_is_never_read():
+    built = _many_words_index()
+    with patch.object(reader, "SNAPSHOT_PART_BYTES", 512):
+        stored = StoredParts(reader.dump(built, "rev-1"))
+    loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",))
+    stored.rows = {k: ("rev-2", data) for k, (_, data) in stored.rows.items()}  # a later import's parts
+    with pytest.raises(LookupError):
+        rank.phrase_postings(loaded.with_reader(stored.read).arrays, "common", False)
+
+
+def test_compressed_parts_are_a_fraction_of_the_plain_ones():
+    blob = reader.dump(_many_words_index(), "rev-1")
+    assert sum(map(len, reader.parts(blob, compress=True))) < len(blob) / 2
 
 
 def test_a_blob_that_is_not_a_dump_has_no_revision():
@@ -325,3 +420,124 @@ def test_postgres_snapshot_of_an_older_counter_is_never_used(pg_dsn, versions):
         with postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", dsn)) as pool:
             assert pool._persisted_index(pool.change_stamp()[1:]) is None
             assert [h.slug for h in fts_ranked(pool, "zeplin", UNRESTRICTED, limit=5)]
+
+
+# -- reading the snapshot part by part (PostgreSQL, Firebird) --------------------------------------
+
+def _first_search_reads_only_some_parts(open_pool, import_collection, dsn, tmp_path, versions, monkeypatch,
+                                        close=lambda: None):
+    """With small parts: a fresh process's first search reads the snapshot's head and the parts
+    of its terms and hits, not the whole snapshot, and every search still equals SQLite's."""
+    from knowspec.impl.docpool.storage._sqlpool import SqlPool
+
+    monkeypatch.setattr(reader, "SNAPSHOT_PART_BYTES", 1024)
+    import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    want = _sqlite_hits(tmp_path, versions)
+    asked: list[int] = []
+    real = SqlPool._snapshot_parts
+
+    def counting(self, wanted):
+        found = real(self, wanted)
+        asked.extend(k for k, _, _ in found)
+        return found
+
+    monkeypatch.setattr(SqlPool, "_snapshot_parts", counting)
+    monkeypatch.setattr(FtsIndex, "build", classmethod(lambda *a, **k: pytest.fail("index rebuilt")))
+    with _fresh_process():
+        with open_pool(dsn) as pool:
+            total = pool._rows(f"select count(*) from {reader.SNAPSHOT_TABLE}")[0][0]
+            assert [h.slug for h in fts_ranked(pool, "fatura", UNRESTRICTED, limit=3)]
+            assert 0 < len(set(asked)) < total / 2
+        with open_pool(dsn) as pool:  # the parts read stay read: the next request reads none again
+            before = len(asked)
+            fts_ranked(pool, "fatura", UNRESTRICTED, limit=3)
+            assert len(asked) == before
+        with open_pool(dsn) as pool:
+            assert searches(pool) == want
+        close()
+
+
+@pytest.mark.postgres
+def test_postgres_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs(
+        pg_dsn, tmp_path, versions, monkeypatch):
+    from knowspec.impl.docpool.storage import postgres
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_snapshot_parts")
+    _first_search_reads_only_some_parts(lambda d: postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", d)),
+                                        postgres.import_collection, dsn, tmp_path, versions, monkeypatch)
+
+
+@pytest.mark.firebird
+def test_firebird_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs(
+        tmp_path, versions, monkeypatch, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    _first_search_reads_only_some_parts(_fb_open, firebird.import_collection, fb_dsn(tmp_path, "parts"),
+                                        tmp_path, versions, monkeypatch, close=firebird.close_connections)
+
+
+# -- `knowspec pool reindex`: a pool imported before the index was persisted -----------------------
+
+def test_reindex_persists_the_arrays_of_a_sqlite_pool_that_has_none(tmp_path, versions, sync_arrays):
+    from knowspec.impl.config import Settings
+    from knowspec.impl.docpool import catalog, importdoc
+
+    settings = Settings(appdir=tmp_path)
+    target = tmp_path / "shop-docs.db"
+    catalog.register_database(settings.catalog_path, "shop", "SQLITE", str(target))
+    catalog.execute_alter(settings.catalog_path, "ALTER DATABASE shop SET DOCUMENTS INTERNAL")
+    recipe.import_collection(target, versions[0], GENERATED_COLLECTION)
+    with closing(sqlite3.connect(target)) as con:  # what a pool made before snapshots looks like
+        con.execute('drop table "doc$fts_snapshot"')
+        con.commit()
+    assert reader.sqlite_persisted(target) is None
+    with SqlitePool(target) as pool:
+        want = searches(pool)
+    importdoc.reindex(settings, "shop")
+    assert_same_arrays(reader.sqlite_persisted(target), reader.build(target))
+    with _fresh_process(), SqlitePool(target) as pool:
+        assert searches(pool) == want
+
+
+@pytest.mark.postgres
+def test_reindex_persists_the_index_of_a_postgres_pool_that_has_none(pg_dsn, tmp_path, versions):
+    import psycopg
+
+    from knowspec.impl.docpool.storage import postgres
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_reindex")
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    location = PoolLocation("db", "db", "POSTGRESQL", dsn)
+    with psycopg.connect(dsn, autocommit=True) as con:
+        con.execute('delete from "ivd$docs".doc$fts_snapshot')
+    want = _sqlite_hits(tmp_path, versions)
+    postgres.reindex(dsn)
+    with _fresh_process():
+        with postgres.open_pool(location) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is not None
+            assert searches(pool) == want
+
+
+@pytest.mark.firebird
+def test_reindex_persists_the_index_of_a_firebird_pool_that_has_none(tmp_path, versions, fb_ready):
+    from knowspec.impl.docpool.storage import firebird
+
+    dsn = fb_dsn(tmp_path, "reindex")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    con = firebird.connect(dsn)
+    con.cursor().execute("drop table doc$fts_snapshot")
+    con.commit()
+    con.close()
+    want = _sqlite_hits(tmp_path, versions)
+    firebird.reindex(dsn)
+    with _fresh_process():
+        with _fb_open(dsn) as pool:
+            assert pool._persisted_index(pool.change_stamp()[1:]) is not None
+            assert searches(pool) == want
+        firebird.close_connections()
+
+
+def test_sqlite_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs(tmp_path, versions, monkeypatch,
+                                                                                  sync_arrays):
+    _first_search_reads_only_some_parts(SqlitePool, recipe.import_collection, tmp_path / "pool.db",
+                                        tmp_path, versions, monkeypatch)

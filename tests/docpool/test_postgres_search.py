@@ -80,7 +80,7 @@ def test_the_index_is_built_once_per_import(pg_dsn, tmp_path):
     with _open(own) as pool:
         first = pool.fulltext_index(pool.change_stamp())
     with _open(own) as pool:
-        assert pool.fulltext_index(pool.change_stamp()) is first
+        assert pool.fulltext_index(pool.change_stamp()).arrays.term_start is first.arrays.term_start
     postgres.import_collection(own, sources[1], GENERATED_COLLECTION)
     with _open(own) as pool:
         again = pool.fulltext_index(pool.change_stamp())

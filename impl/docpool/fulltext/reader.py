@@ -15,9 +15,10 @@ topic maps, and the table-wide statistics FTS5's ``bm25()`` uses. Two readers fi
 Both are made at import time too and persisted in the pool (``doc$fts_snapshot``, written in the
 import's own transaction, see ``persisted``): ``dump`` / ``load`` turn an index into one byte
 string and back (numpy arrays as raw bytes, texts decoded only when a row is read), tagged with
-the pool's revision (``sqlite_revision``, or the pool's import counter). A reader loads it only
-when that revision is the pool's revision in the same snapshot, else it builds as above: a stale
-snapshot never answers.
+the pool's revision (``sqlite_revision``, or the pool's import counter), head first and cut into
+parts (``parts``). A reader loads only the head, and only when that revision is the pool's
+revision in the same snapshot, else it builds as above: a stale snapshot never answers. Postings
+and texts stay in the pool until a search slices them (``fulltext.parts``).
 
 Nothing here ranks: ranking is ``fulltext.rank``, snippets ``fulltext.snippet``.
 """
@@ -26,20 +27,25 @@ from __future__ import annotations
 
 import hashlib
 import json
+import logging
 import sqlite3
+import zlib
 import threading
 from array import array
 from bisect import bisect_left
 from collections.abc import Sequence
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any, Callable, Iterable
 
 import numpy as np
 
 from knowspec.impl import runtime as process
+from knowspec.impl.docpool.fulltext.parts import LazyArray, LazyBytes, PartReader, SnapshotParts, prefetch_slices
 from knowspec.impl.rules import fts5
 from knowspec.impl.rules.fold import fold
+
+log = logging.getLogger("knowspec.docpool.fulltext")
 
 FTS_TABLE = "doc$chunk_fts"
 COLUMNS = ("title", "heading", "body")
@@ -52,8 +58,8 @@ class FtsArrays:
 
     terms: list[str]            # sorted vocabulary
     term_start: np.ndarray      # postings of terms[k]: [term_start[k], term_start[k + 1])
-    post_row: np.ndarray        # int32 row of each posting
-    post_tf: np.ndarray         # uint16 (int32 if needed) (postings, columns): instances per column
+    post_row: np.ndarray | LazyArray   # int32 row of each posting (persisted: read when sliced)
+    post_tf: np.ndarray | LazyArray    # uint16 (int32 if needed) (postings, columns): instances per column
     row_chunk: np.ndarray       # int64 chunk id per row
     row_topic: np.ndarray       # int64 index into ``topic_id`` per row
     row_len: np.ndarray         # float64 tokens per row over all columns (FTS5's ``D``)
@@ -250,17 +256,43 @@ class FtsIndex:
         return int(np.searchsorted(self.arrays.row_chunk, chunk_id))
 
     def nbytes(self) -> int:
-        """Estimated memory held: the arrays and the kept texts (a cache's ``sizeof``)."""
-        held = [v for v in vars(self.arrays).values() if isinstance(v, np.ndarray)]
-        return sum(a.nbytes for a in held) + sum(len(t) for row in self.texts or () for t in row)
+        """Estimated memory held: the arrays and the kept texts (a cache's ``sizeof``; a loaded
+        index counts its packed and persisted parts whole, read or not, and decodes nothing)."""
+        held = [v for v in vars(self.arrays).values() if isinstance(v, (np.ndarray, LazyArray))]
+        texts = getattr(self.texts, "nbytes", None)
+        if texts is None:
+            texts = sum(len(t) for row in self.texts or () for t in row)
+        return sum(int(a.nbytes) for a in held) + texts
+
+    def prefetch_postings(self, phrases: Iterable[tuple[str, bool]]) -> None:
+        """Read the persisted postings of these (token, prefix) phrases not held yet, in one round
+        trip (a search's terms), instead of one per term and array."""
+        a = self.arrays
+        spans = []
+        for token, prefix in phrases:
+            lo, hi = a.term_range(token, prefix)
+            spans.append((int(a.term_start[lo]), int(a.term_start[hi])))
+        prefetch_slices([x for x in (a.post_row, a.post_tf) if isinstance(x, LazyArray)], spans)
+
+    def with_reader(self, reader: PartReader) -> "FtsIndex":
+        """This index reading the persisted parts it has not read yet through ``reader`` (the
+        request's snapshot); the index itself when it holds everything."""
+        a = self.arrays
+        lazy: dict[str, Any] = {name: v.bound(reader) for name, v in vars(a).items() if isinstance(v, LazyArray)}
+        texts = self.texts.bound(reader) if isinstance(self.texts, PackedTexts) else self.texts
+        if not lazy and texts is self.texts:
+            return self
+        return FtsIndex(self.stamp, replace(a, **lazy), texts, self.topic_title, self.topic_breadcrumb)
 
 
 # -- the persisted form ---------------------------------------------------------------------------
 
 SNAPSHOT_TABLE = "doc$fts_snapshot"   # (part, revision, data): ``dump`` cut into parts, in order
-SNAPSHOT_PART_BYTES = 8 << 20         # a BLOB / bytea value of every storage holds this easily
+SNAPSHOT_PART_BYTES = 64 << 10        # the unit a search reads of postings or texts it has not read yet
 _MAGIC = b"KSFTS1\n"
-_ARRAY_FIELDS = ("term_start", "post_row", "post_tf", "row_chunk", "row_topic", "row_len", "topic_id")
+_HEAD_ARRAYS = ("term_start", "row_chunk", "row_topic", "row_len", "topic_id")  # read at load
+_LAZY_ARRAYS = ("post_row", "post_tf")                                          # read when sliced
+_PARTS_PER_ASK = 64                   # parts read per query when a reader reads them all
 _SEPARATOR = "\x1f"                   # joins a string list that holds no such character
 
 
@@ -268,8 +300,15 @@ class PackedTexts(Sequence):
     """Rows of (title, heading, body) kept as UTF-8 bytes and offsets, decoded when a row is
     read: loading a persisted index costs no per-text work."""
 
-    def __init__(self, data: memoryview | bytes, offsets: np.ndarray) -> None:
+    def __init__(self, data: memoryview | bytes | LazyBytes, offsets: np.ndarray | LazyArray) -> None:
         self._data, self._offsets = data, offsets
+
+    def bound(self, reader: PartReader) -> "PackedTexts":
+        """These texts reading their persisted parts through ``reader`` (itself when all held)."""
+        if not isinstance(self._data, LazyBytes):
+            return self
+        offsets = self._offsets.bound(reader) if isinstance(self._offsets, LazyArray) else self._offsets
+        return PackedTexts(self._data.bound(reader), offsets)
 
     def __len__(self) -> int:
         return (len(self._offsets) - 1) // len(COLUMNS)
@@ -279,6 +318,21 @@ class PackedTexts(Sequence):
         """Memory held (the cache's size estimate; no row is decoded for it)."""
         return len(self._data) + self._offsets.nbytes
 
+    def prefetch(self, rows: Iterable[int]) -> None:
+        """Read the persisted parts of these rows' texts not held yet: two round trips at most
+        (their offsets, then their texts), instead of one per row."""
+        if not isinstance(self._data, LazyBytes):
+            return
+        n = len(COLUMNS)
+        rows = sorted(set(rows))
+        if isinstance(self._offsets, LazyArray):
+            self._offsets.prefetch([(r * n, r * n + n + 1) for r in rows])
+        spans = []
+        for r in rows:
+            o = self._offsets[r * n:r * n + n + 1]
+            spans.append((int(o[0]), int(o[-1])))
+        self._data.prefetch(spans)
+
     def __getitem__(self, row):
         if isinstance(row, slice):
             return [self[i] for i in range(*row.indices(len(self)))]
@@ -286,8 +340,10 @@ class PackedTexts(Sequence):
             row += len(self)
         if not 0 <= row < len(self):
             raise IndexError(row)
-        o, k, d = self._offsets, row * len(COLUMNS), self._data
-        return tuple(bytes(d[o[k + c]:o[k + c + 1]]).decode("utf-8") for c in range(len(COLUMNS)))
+        k = row * len(COLUMNS)
+        o = [int(x) for x in self._offsets[k:k + len(COLUMNS) + 1]]
+        text = bytes(self._data[o[0]:o[-1]])
+        return tuple(text[o[c] - o[0]:o[c + 1] - o[0]].decode("utf-8") for c in range(len(COLUMNS)))
 
 
 def _pack_strings(values: Sequence[str]) -> tuple[dict[str, Any], bytes]:
@@ -310,11 +366,15 @@ def _unpack_strings(spec: dict[str, Any], data: memoryview) -> list[str]:
 
 
 def dump(index: "FtsIndex", revision: str) -> bytes:
-    """``index`` as one byte string (``load`` reads it back), tagged with the pool's ``revision``."""
+    """``index`` as one byte string (``load`` reads it back), tagged with the pool's ``revision``.
+
+    The head comes first (the header, then what every search needs: vocabulary, per-row and
+    per-topic data, ending at ``head_end``), then the postings and the texts, which a reader
+    cut into parts of ``part_bytes`` (``parts``) may read only where a search slices them."""
     a = index.arrays
     pieces: list[bytes] = []
     layout: dict[str, Any] = {"revision": revision, "n_rows": a.n_rows, "total_tokens": a.total_tokens,
-                              "arrays": {}, "strings": {}}
+                              "part_bytes": SNAPSHOT_PART_BYTES, "arrays": {}, "strings": {}}
     at = 0
 
     def put(data: bytes) -> tuple[int, int]:
@@ -325,15 +385,21 @@ def dump(index: "FtsIndex", revision: str) -> bytes:
         start, at = at, at + len(data)
         return start, len(data)
 
-    for name in _ARRAY_FIELDS:
+    def put_array(name: str) -> None:
         arr = np.ascontiguousarray(getattr(a, name))
         layout["arrays"][name] = [arr.dtype.str, list(arr.shape), *put(arr.tobytes())]
+
+    for name in _HEAD_ARRAYS:
+        put_array(name)
     strings = {"terms": a.terms, "topic_collection": a.topic_collection, "topic_slug": a.topic_slug}
     if index.topic_title is not None and index.topic_breadcrumb is not None:
         strings.update(topic_title=index.topic_title, topic_breadcrumb=index.topic_breadcrumb)
     for name, values in strings.items():
         spec, data = _pack_strings(values)
         layout["strings"][name] = [spec, *put(data)]
+    layout["head_end"] = at
+    for name in _LAZY_ARRAYS:
+        put_array(name)
     if index.texts is not None:
         encoded = [t.encode("utf-8") for row in index.texts for t in row]
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
@@ -343,35 +409,54 @@ def dump(index: "FtsIndex", revision: str) -> bytes:
     return _MAGIC + len(header).to_bytes(8, "little") + header + b"".join(pieces)
 
 
-def revision_of(blob: bytes | memoryview) -> str | None:
-    """The revision ``dump`` tagged ``blob`` (its first part is enough), or ``None`` if not ours."""
-    view = memoryview(blob)
+def _layout(head: bytes | memoryview) -> tuple[dict[str, Any], int] | None:
+    """(the header ``dump`` wrote, where its body starts), or ``None`` if ``head`` is not ours."""
+    view = memoryview(head)
     if bytes(view[:len(_MAGIC)]) != _MAGIC:
         return None
     size = int.from_bytes(view[len(_MAGIC):len(_MAGIC) + 8], "little")
     try:
-        return json.loads(bytes(view[len(_MAGIC) + 8:len(_MAGIC) + 8 + size]))["revision"]
-    except (ValueError, KeyError, TypeError):
+        layout = json.loads(bytes(view[len(_MAGIC) + 8:len(_MAGIC) + 8 + size]))
+    except ValueError:
         return None
+    return (layout, len(_MAGIC) + 8 + size) if isinstance(layout, dict) else None
+
+
+def revision_of(blob: bytes | memoryview) -> str | None:
+    """The revision ``dump`` tagged ``blob`` (its first part is enough), or ``None`` if not ours."""
+    found = _layout(blob)
+    revision = found[0].get("revision") if found else None
+    return revision if isinstance(revision, str) else None
 
 
 def load(blob: bytes, stamp: tuple) -> "FtsIndex":
     """The ``FtsIndex`` ``dump`` wrote into ``blob`` (arrays are views of it: no copy)."""
-    view = memoryview(blob)
-    if bytes(view[:len(_MAGIC)]) != _MAGIC:
+    found = _layout(blob)
+    if found is None:
         raise ValueError("not a persisted full-text index")
-    size = int.from_bytes(view[len(_MAGIC):len(_MAGIC) + 8], "little")
-    base = len(_MAGIC) + 8 + size
-    layout = json.loads(bytes(view[len(_MAGIC) + 8:base]))
-    body = view[base:]
-    arrays = {name: np.frombuffer(body[start:start + n], dtype=np.dtype(dtype)).reshape(shape)
-              for name, (dtype, shape, start, n) in layout["arrays"].items()}
-    strings = {name: _unpack_strings(spec, body[start:start + n])
+    layout, base = found
+    body = memoryview(blob)[base:]
+    return _index(layout, stamp, lambda start, n: body[start:start + n],
+                  lambda dtype, shape, start, n: np.frombuffer(body[start:start + n], dtype=dtype).reshape(shape),
+                  lambda start, n: body[start:start + n])
+
+
+def _index(layout: dict[str, Any], stamp: tuple, head: Callable[[int, int], Any],
+           array_at: Callable[[np.dtype, tuple, int, int], Any], bytes_at: Callable[[int, int], Any]) -> "FtsIndex":
+    """The ``FtsIndex`` of ``layout``: ``head(start, n)`` gives body bytes of the head (decoded
+    now), ``array_at`` / ``bytes_at`` the postings and texts (kept as they come)."""
+    arrays = {}
+    for name, (dtype, shape, start, n) in layout["arrays"].items():
+        if name in _LAZY_ARRAYS:
+            arrays[name] = array_at(np.dtype(dtype), tuple(shape), start, n)
+        else:
+            arrays[name] = np.frombuffer(head(start, n), dtype=np.dtype(dtype)).reshape(shape)
+    strings = {name: _unpack_strings(spec, memoryview(head(start, n)))
                for name, (spec, start, n) in layout["strings"].items()}
     texts = None
     if "texts" in layout:
         (o_start, o_n), (t_start, t_n) = layout["texts"]
-        texts = PackedTexts(body[t_start:t_start + t_n], np.frombuffer(body[o_start:o_start + o_n], dtype=np.int64))
+        texts = PackedTexts(bytes_at(t_start, t_n), array_at(np.dtype(np.int64), (o_n // 8,), o_start, o_n))
     fts = FtsArrays(terms=strings["terms"], term_start=arrays["term_start"], post_row=arrays["post_row"],
                     post_tf=arrays["post_tf"], row_chunk=arrays["row_chunk"], row_topic=arrays["row_topic"],
                     row_len=arrays["row_len"], topic_id=arrays["topic_id"],
@@ -380,23 +465,78 @@ def load(blob: bytes, stamp: tuple) -> "FtsIndex":
     return FtsIndex(stamp, fts, texts, strings.get("topic_title"), strings.get("topic_breadcrumb"))
 
 
-def parts(blob: bytes) -> list[bytes]:
-    """``blob`` cut into ``SNAPSHOT_PART_BYTES`` pieces (the rows of ``doc$fts_snapshot``)."""
-    return [blob[k:k + SNAPSHOT_PART_BYTES] for k in range(0, max(len(blob), 1), SNAPSHOT_PART_BYTES)]
+def parts(blob: bytes, *, compress: bool = False) -> list[bytes]:
+    """``blob`` cut into ``SNAPSHOT_PART_BYTES`` pieces (the rows of ``doc$fts_snapshot``), each
+    zlib-compressed when ``compress`` (PostgreSQL and Firebird: a quarter of the bytes to write at
+    import and to read per search; SQLite reads every part at once and keeps them plain)."""
+    cut = [blob[k:k + SNAPSHOT_PART_BYTES] for k in range(0, max(len(blob), 1), SNAPSHOT_PART_BYTES)]
+    return [zlib.compress(c, 1) for c in cut] if compress else cut
 
 
-def persisted(first_part: Callable[[], tuple[str, Any] | None], rest: Callable[[], Iterable[Any]],
-              revision: str, stamp: tuple) -> "FtsIndex | None":
+def _unpacker(first_data: Any) -> Callable[[Any], bytes]:
+    """How to read the parts of a snapshot whose part 0 is ``first_data``: plain parts begin with
+    ``_MAGIC``, compressed ones do not (``parts``)."""
+    if bytes(first_data[:len(_MAGIC)]) == _MAGIC:
+        return bytes
+    return lambda data: zlib.decompress(bytes(data))
+
+
+def persisted(first_part: Callable[[], tuple[str, Any] | None], read_parts: PartReader,
+              revision: str, stamp: tuple, *, lazy: bool = True) -> "FtsIndex | None":
     """The index a pool persisted, if it was made at ``revision`` (the pool's, read in the same
     snapshot), else ``None`` (build it instead). ``first_part()``: (revision column, data) of
-    part 0, ``None`` when absent; ``rest()``: the data of the other parts in order."""
+    part 0, ``None`` when absent; ``read_parts``: the others, as the request's snapshot has them.
+
+    ``lazy``: read only the head now; the postings and texts stay in the pool until a search
+    slices them (``FtsIndex.with_reader`` gives each request's reader). Otherwise, and for a
+    snapshot written before the head came first, every part is read now."""
     first = first_part()
     if first is None or first[0] != revision:
         return None
-    head = bytes(first[1])
-    if revision_of(head) != revision:
+    unpack = _unpacker(first[1])
+    try:
+        head = part0 = unpack(first[1])
+        if bytes(head[:len(_MAGIC)]) == _MAGIC and len(head) >= len(_MAGIC) + 8:  # a header longer than a part
+            header_end = len(_MAGIC) + 8 + int.from_bytes(head[len(_MAGIC):len(_MAGIC) + 8], "little")
+            if header_end > len(head):
+                more = sorted((int(k), unpack(d)) for k, rev, d in
+                              read_parts(list(range(1, (header_end - 1) // len(head) + 1))) if rev == revision)
+                head = b"".join([head, *(d for _, d in more)])
+    except zlib.error:
+        return None  # not ours
+    found = _layout(head)
+    if found is None or found[0].get("revision") != revision:
         return None
-    return load(b"".join([head, *(bytes(x) for x in rest())]), stamp)
+    layout, base = found
+    if not lazy or "head_end" not in layout:
+        return load(b"".join([part0, *(unpack(d) for d in _other_parts(read_parts, revision))]), stamp)
+    size = int(layout["part_bytes"])
+    loaded = SnapshotParts(revision, size, {k: head[k * size:(k + 1) * size] for k in range(len(head) // size or 1)},
+                           unpack)
+    loaded.read(0, base + int(layout["head_end"]), read_parts)  # the head's other parts, if any
+    return _index(layout, stamp, lambda start, n: loaded.read(base + start, base + start + n, None),
+                  lambda dtype, shape, start, n: LazyArray(loaded, base + start, dtype, shape),
+                  lambda start, n: LazyBytes(loaded, base + start, n))
+
+
+def warn_not_persisted(where: str) -> None:
+    """Say once per build why a first search is slow and how to make it fast (operator's log)."""
+    log.warning("%s holds no full-text index persisted for its content (imported before imports "
+                "persisted it, or written since without it): building it in this search; "
+                "`knowspec pool reindex --database NAME` (a database's pool) or a new `knowspec pool build` "
+                "(a help pool) persists it", where)
+
+
+def _other_parts(read_parts: PartReader, revision: str) -> list[bytes]:
+    """The data of parts 1, 2, ... in order, asked ``_PARTS_PER_ASK`` at a time until one is absent."""
+    out: list[bytes] = []
+    while True:
+        wanted = list(range(len(out) + 1, len(out) + 1 + _PARTS_PER_ASK))
+        found = dict((int(k), d) for k, rev, d in read_parts(wanted) if rev == revision)
+        for k in wanted:
+            if k not in found:
+                return out
+            out.append(found[k])
 
 
 def sqlite_revision(con: sqlite3.Connection) -> str:
@@ -419,8 +559,10 @@ def sqlite_persist(con: sqlite3.Connection) -> None:
                     [(k, revision_of(blob), part) for k, part in enumerate(parts(blob))])
 
 
-def sqlite_persisted(path: Path | str) -> FtsArrays | None:
-    """The arrays a SQLite pool file persisted, when they match its content now, else ``None``."""
+def sqlite_persisted(path: Path | str, *, lazy: bool = False) -> FtsArrays | None:
+    """The arrays a SQLite pool file persisted, when they match its content now, else ``None``.
+    ``lazy``: only the head is read; the postings are read when sliced, through the reader the
+    requests bind (``SqlitePool.fulltext_index``)."""
     con = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
     try:
         con.execute("begin")  # the revision and the parts from one snapshot
@@ -428,8 +570,9 @@ def sqlite_persisted(path: Path | str) -> FtsArrays | None:
             first = con.execute(f'select revision, data from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
         except sqlite3.OperationalError:  # a pool made before snapshots were persisted
             return None
-        index = persisted(lambda: first, lambda: (r[0] for r in con.execute(
-            f'select data from "{SNAPSHOT_TABLE}" where part > 0 order by part')), sqlite_revision(con), ("sqlite",))
+        index = persisted(lambda: first, lambda wanted: con.execute(
+            f'select part, revision, data from "{SNAPSHOT_TABLE}" where part in ({", ".join("?" * len(wanted))})',
+            wanted), sqlite_revision(con), ("sqlite",), lazy=lazy)
         return None if index is None else index.arrays
     finally:
         con.close()
@@ -465,11 +608,12 @@ class FtsArraysCache:
 
     def _start(self, stamp: tuple, key: str) -> _Entry:
         try:
-            arrays = sqlite_persisted(key)  # made at import: cheap to load, so loaded here
+            arrays = sqlite_persisted(key, lazy=True)  # made at import: its head is cheap to load, so loaded here
         except (sqlite3.Error, ValueError, OSError):
             arrays = None
         if arrays is not None:
             return _Entry(stamp, arrays)
+        warn_not_persisted(Path(key).name)
         entry = _Entry(stamp, done=threading.Event())
         threading.Thread(target=self._build, args=(entry, key), daemon=True, name="knowspec-fts-arrays").start()
         return entry
@@ -492,8 +636,8 @@ def _entry_bytes(entry: _Entry) -> int:
     arrays = entry.arrays
     if arrays is None:
         return 0
-    held = [v for v in vars(arrays).values() if isinstance(v, np.ndarray)]
-    return sum(a.nbytes for a in held) + sum(len(t) + 50 for t in arrays.terms)
+    held = [v for v in vars(arrays).values() if isinstance(v, (np.ndarray, LazyArray))]
+    return sum(int(a.nbytes) for a in held) + sum(len(t) + 50 for t in arrays.terms)
 
 
 def fts_arrays_cache() -> FtsArraysCache:

@@ -15,7 +15,7 @@ from typing import Callable, Mapping, Sequence
 
 import numpy as np
 
-from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays, FtsIndex
+from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays, FtsIndex, PackedTexts
 from knowspec.impl.docpool.fulltext.rank import RankedRow, query_phrases, rank, rank_phrases
 from knowspec.impl.docpool.fulltext.snippet import chunk_snippet, column_index, phrase_snippet
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
@@ -50,7 +50,10 @@ def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, we
                           snippet_column=snippet_column, collection=collection, linked_to=linked_to,
                           topic_ids=ids, stale_ok=stale_ok)
 
-    hits = ranked(stamp, False)
+    try:
+        hits = ranked(stamp, False)
+    except LookupError:  # a persisted part changed under this request (a SQLite import committed)
+        hits = None
     if hits is None:
         hits = ranked(pool.change_stamp(), True)
     assert hits is not None  # stale_ok never gives None
@@ -75,9 +78,10 @@ def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *
         return _hits(pool, index, found, lambda r: phrase_snippet(r.texts, r.column_sizes, r.instances,
                                                                    r.phrase_sizes, column), stale_ok)
     phrases, joiner = parsed
+    index.prefetch_postings(phrases)  # a persisted index not read yet: its terms' postings in one go
     ranked = [(index.row(r.chunk_id), r.score) for r in rank(index.arrays, phrases, joiner, weights, allowed, limit)]
     if index.texts is not None:
-        texts: Mapping[int, Sequence[str]] = {row: index.texts[row] for row, _ in ranked}
+        texts: Mapping[int, Sequence[str]] = _kept_texts(index.texts, [row for row, _ in ranked])
     else:
         texts = _row_texts(pool, index)([row for row, _ in ranked])
     rows = [RankedRow(row, score, [], [], [], tuple(texts[row])) for row, score in ranked if row in texts]
@@ -90,13 +94,20 @@ def _row_texts(pool: PoolStorage, index: FtsIndex) -> Callable[[list[int]], Mapp
     """Original texts of index rows: kept by the index, else read from the storage by chunk id."""
     if index.texts is not None:
         kept = index.texts
-        return lambda rows: {r: kept[r] for r in rows}
+        return lambda rows: _kept_texts(kept, rows)
     chunk_of = index.arrays.row_chunk
 
     def read(rows: list[int]) -> Mapping[int, Sequence[str]]:
         found = pool.chunk_columns([int(chunk_of[r]) for r in rows])
         return {r: tuple(x or "" for x in found[int(chunk_of[r])]) for r in rows if int(chunk_of[r]) in found}
     return read
+
+
+def _kept_texts(texts: Sequence[tuple[str, str, str]], rows: list[int]) -> dict[int, tuple[str, str, str]]:
+    """The index's own texts of ``rows`` (a persisted index reads the parts they lie in at once)."""
+    if isinstance(texts, PackedTexts):
+        texts.prefetch(rows)
+    return {r: texts[r] for r in rows}
 
 
 def _hits(pool: PoolStorage, index: FtsIndex, rows: list[RankedRow], snippet: Callable[[RankedRow], str],

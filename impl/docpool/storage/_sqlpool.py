@@ -134,7 +134,9 @@ class SqlPool:
     # -- full text -------------------------------------------------------------------------
     def _persisted_index(self, stamp: tuple) -> FtsIndex | None:
         """The index the last import persisted (``doc$fts_snapshot``), if it was made at this
-        snapshot's import counter (``stamp[-1]``, read in the same transaction), else ``None``."""
+        snapshot's import counter (``stamp[-1]``, read in the same transaction), else ``None``.
+        Only its head is read here: postings and texts are read when a search needs them, through
+        the request that does (``_snapshot_parts``, bound by ``FtsIndex.with_reader``)."""
         from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, persisted
 
         if not self._has_table(SNAPSHOT_TABLE):
@@ -144,11 +146,21 @@ class SqlPool:
             rows = self._rows(f"select revision, data from {SNAPSHOT_TABLE} where part = 0")
             return (rows[0][0], self._blob(rows[0][1])) if rows else None
 
-        def rest() -> Iterator[Any]:
-            for (data,) in self._stream(f"select data from {SNAPSHOT_TABLE} where part > 0 order by part"):
-                yield self._blob(data)
+        return persisted(first, self._snapshot_parts, str(stamp[-1]), stamp)
 
-        return persisted(first, rest, str(stamp[-1]), stamp)
+    def _snapshot_parts(self, wanted: list[int]) -> list[tuple[int, str, Any]]:
+        """``(part, revision, data)`` of the persisted index's parts numbered ``wanted``, in this
+        request's snapshot (``fulltext.parts.PartReader``). The list of numbers is padded to a
+        power of two (repeating its last): few distinct statements for a dialect that prepares each."""
+        from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE
+
+        out = []
+        for k in range(0, len(wanted), BATCH):
+            part = list(wanted[k:k + BATCH])
+            part += part[-1:] * ((1 << (len(part) - 1).bit_length()) - len(part))
+            out += [(int(r[0]), r[1], self._blob(r[2])) for r in self._rows(
+                f"select part, revision, data from {SNAPSHOT_TABLE} where part in ({marks(len(part))})", part)]
+        return out
 
     def _has_table(self, name: str) -> bool:
         """Whether the pool has table ``name`` (pools made before it was added do not)."""

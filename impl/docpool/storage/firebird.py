@@ -31,7 +31,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts, warn_not_persisted
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
@@ -132,14 +132,6 @@ def close_connections() -> None:
 def _idle(runtime: process.Runtime):
     """Connections kept between requests per DSN (the runtime's ``docpool.firebird_idle``)."""
     return runtime.cache("docpool.firebird_idle", max_entries=16, dispose=_close_quietly)
-
-
-def _index_bytes(index: FtsIndex) -> int:
-    arrays = [v for v in vars(index.arrays).values() if hasattr(v, "nbytes")]
-    texts = getattr(index.texts, "nbytes", None)  # a loaded index: its packed size, nothing decoded
-    if texts is None:
-        texts = sum(len(t) for row in index.texts or () for t in row)
-    return sum(int(a.nbytes) for a in arrays) + texts
 
 
 def _close_quietly(cons: list[Any]) -> None:
@@ -268,10 +260,14 @@ class FirebirdPool(SqlPool):
         key = parse_dsn(self.dsn)[0]
 
         def build() -> FtsIndex:
-            return self._persisted_index(stamp) or build_index(self._rows, stamp)
+            found = self._persisted_index(stamp)
+            if found is None:
+                warn_not_persisted(self.location)
+                found = build_index(self._rows, stamp)
+            return found
 
-        cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=_index_bytes)
-        return cache.get(key, stamp, build)
+        cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=FtsIndex.nbytes)
+        return cache.get(key, stamp, build).with_reader(self._snapshot_parts)
 
 
 def build_index(rows, stamp: tuple, *, skip_collection: str | None = None,
@@ -525,9 +521,10 @@ class _RowPacker:
         self._stmt.free()
 
 
-def persist_index(cur, collection: str, chunks: Sequence[tuple]) -> None:
+def persist_index(cur, collection: str | None = None, chunks: Sequence[tuple] = ()) -> None:
     """Inside the import's transaction: build the whole pool's full-text index (``collection``'s
-    ``chunks`` from memory, the rest read back) and persist it with the new stamp."""
+    ``chunks`` from memory, the rest read back; with no collection, every chunk read back) and
+    persist it with the new stamp."""
 
     def rows(sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         cur.execute(sql, list(params))
@@ -539,7 +536,25 @@ def persist_index(cur, collection: str, chunks: Sequence[tuple]) -> None:
     blob = dump(index, str(stamp))
     cur.execute(f"delete from {SNAPSHOT_TABLE}")
     _insert(cur, "fts_snapshot", f"insert into {SNAPSHOT_TABLE}(part, revision, data) values (?, ?, ?)",
-            [(k, str(stamp), part) for k, part in enumerate(parts(blob))])
+            [(k, str(stamp), part) for k, part in enumerate(parts(blob, compress=True))])
+
+
+def reindex(dsn: str) -> None:
+    """Persist the pool's full-text index again (``knowspec pool reindex``), in one transaction
+    that moves the stamp like an import (serialised with imports; every process reloads): a pool
+    imported before imports persisted it gets a first search that loads instead of builds."""
+    con = ensure_pool(dsn)
+    try:
+        cur = con.cursor()
+        try:
+            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+            persist_index(cur)
+            con.commit()
+        except Exception as exc:
+            con.rollback()
+            raise ImportFailed(str(exc) or type(exc).__name__) from exc
+    finally:
+        con.close()
 
 
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:

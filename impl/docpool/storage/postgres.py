@@ -35,7 +35,7 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts, warn_not_persisted
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
 from knowspec.impl.rules.fold import ascii_lower, fold_char
@@ -223,10 +223,14 @@ class PostgresPool(SqlPool):
         stamp = stamp[1:]  # the import counter (location names may differ per caller)
 
         def build() -> FtsIndex:
-            return self._persisted_index(stamp) or index_of(self._rows, stamp)
+            found = self._persisted_index(stamp)
+            if found is None:
+                warn_not_persisted(self.location)
+                found = index_of(self._rows, stamp)
+            return found
 
         cache = process.current().cache("docpool.postgres_fts", max_entries=8, sizeof=FtsIndex.nbytes)
-        return cache.get(self.dsn, stamp, build)
+        return cache.get(self.dsn, stamp, build).with_reader(self._snapshot_parts)
 
 
 def open_pool(location: PoolLocation) -> PostgresPool:
@@ -337,7 +341,7 @@ def _persist_index(cur) -> None:
     blob = dump(index_of(lambda sql: cur.execute(sql).fetchall(), (stamp,)), str(stamp))
     cur.execute(f"delete from {SNAPSHOT_TABLE}")
     with cur.copy(f"copy {SNAPSHOT_TABLE}(part, revision, data) from stdin") as copy:
-        for k, part in enumerate(parts(blob)):
+        for k, part in enumerate(parts(blob, compress=True)):
             copy.write_row((k, str(stamp), part))
 
 
@@ -349,6 +353,21 @@ def _settle(con) -> None:
             con.execute("analyze doc$chunk, doc$topic, doc$collection, doc$link, doc$acl")
     except Exception:  # the import itself is committed; autovacuum will do this later
         pass
+
+
+def reindex(dsn: str) -> None:
+    """Persist the pool's full-text index again (``knowspec pool reindex``), in one transaction
+    that moves the counter like an import (serialised with imports; every process reloads): a
+    pool imported before imports persisted it gets a first search that loads instead of builds."""
+    try:
+        with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
+            ensure_schema(con)
+            with con.transaction():
+                cur = con.cursor()
+                cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+                _persist_index(cur)
+    except Exception as exc:
+        raise ImportFailed(str(exc) or type(exc).__name__) from exc
 
 
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:

@@ -132,7 +132,7 @@ class SqlitePool(SqlPool):
         arrays = fts_arrays_cache().get(self.path, stamp, mode="sync")
         if arrays is None:
             raise sqlite3.DatabaseError("the full-text index could not be read")  # no path in messages
-        return FtsIndex(stamp, arrays)
+        return FtsIndex(stamp, arrays).with_reader(self._snapshot_parts)  # persisted postings: read when sliced
 
     def change_stamp(self) -> tuple:
         """The file's identity, size and modification time, and its WAL file's."""

@@ -1,0 +1,55 @@
+"""At server start, in the background: what each document pool's first search would otherwise pay.
+
+A fresh server's first full-text search of a pool paid one-time costs besides the search: the
+storage driver's import (psycopg; firebird-driver and the embedded engine: each 0.2-1 s on the
+2-core test machine), the first connection, and loading the full-text index its import persisted
+(the head only, for PostgreSQL and Firebird). ``start`` pays them once, for every distinct pool
+the catalog names, in one daemon thread while the server waits for its first call; a search
+that comes first waits for the same import or cache entry rather than doing the work twice.
+A pool whose import persisted no index has it built here, not in its first search.
+Failures are only logged: a pool that cannot be opened now fails its own calls as before.
+"""
+
+from __future__ import annotations
+
+import logging
+import threading
+
+from knowspec.impl.docpool import catalog, pools
+from knowspec.impl.errors import ToolError
+
+log = logging.getLogger("knowspec.docpool.warmup")
+
+
+def locations(catalog_path) -> list[catalog.PoolLocation]:
+    """One location per distinct pool of the catalog's databases (those with a document pool)."""
+    seen: dict[tuple[str, str], catalog.PoolLocation] = {}
+    for entry in catalog.list_databases(catalog_path):
+        try:
+            location = catalog.resolve_pool_location(catalog_path, entry.name)
+        except ToolError:
+            continue  # no document pool
+        seen.setdefault((location.storage, location.dsn), location)
+    return list(seen.values())
+
+
+def warm(catalog_path) -> None:
+    """Open each pool once and load its full-text index into the process's caches."""
+    try:
+        found = locations(catalog_path)
+    except Exception as exc:  # an unreadable catalog fails the calls that need it, with their errors
+        log.debug("pool warm-up skipped: %s", exc)
+        return
+    for location in found:
+        try:
+            with pools.open_location(location) as pool:
+                pool.fulltext_index(pool.change_stamp())
+        except Exception as exc:
+            log.debug("pool warm-up of %s skipped: %s", location.docs_database, exc)
+
+
+def start(catalog_path) -> threading.Thread:
+    """``warm`` in a daemon thread (the server does not wait for it)."""
+    thread = threading.Thread(target=warm, args=(catalog_path,), daemon=True, name="knowspec-pool-warmup")
+    thread.start()
+    return thread

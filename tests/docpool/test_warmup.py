@@ -1,0 +1,39 @@
+"""Server-start warm-up (``docpool.warmup``): every catalog pool's full-text index is loaded
+before the first call, and a pool that cannot be opened is skipped without failing the start."""
+
+from __future__ import annotations
+
+import pytest
+
+from knowspec.impl import runtime as process
+from knowspec.impl.config import Settings
+from knowspec.impl.docpool import catalog, recipe, warmup
+from knowspec.impl.docpool.fulltext import reader
+from knowspec.impl.docpool.storage.sqlite import SqlitePool
+from storages import GENERATED_COLLECTION, build_versions
+
+
+@pytest.fixture(scope="module")
+def source(tmp_path_factory):
+    return build_versions(tmp_path_factory.mktemp("warmup-src"))[0]
+
+
+def test_warm_loads_each_pool_index_so_the_first_search_reads_nothing(tmp_path, source, monkeypatch):
+    settings = Settings(appdir=tmp_path)
+    pool_file = tmp_path / "shop-docs.db"
+    for name, dsn in (("shop", str(pool_file)), ("empty", str(tmp_path / "never-imported.db"))):
+        catalog.register_database(settings.catalog_path, name, "SQLITE", dsn)
+        catalog.execute_alter(settings.catalog_path, f"ALTER DATABASE {name} SET DOCUMENTS INTERNAL")
+    catalog.register_database(settings.catalog_path, "plain", "SQLITE", str(tmp_path / "plain.db"))  # no pool
+    recipe.import_collection(pool_file, source, GENERATED_COLLECTION)
+    with process.activated(process.Runtime(process.current().settings)):
+        warmup.warm(settings.catalog_path)
+        monkeypatch.setattr(reader, "sqlite_persisted", lambda path: pytest.fail("index loaded again"))
+        monkeypatch.setattr(reader, "build", lambda path: pytest.fail("index built"))
+        with SqlitePool(pool_file) as pool:
+            assert pool.fulltext_index(pool.change_stamp()).arrays.n_rows > 0
+
+
+def test_a_catalog_that_does_not_exist_warms_nothing(tmp_path):
+    warmup.warm(tmp_path / "absent" / "catalog.db")
+    assert not (tmp_path / "absent").exists()
