@@ -139,7 +139,7 @@ def prepare_serve(args: argparse.Namespace):
     process.activate(state)
     from knowspec.impl.docpool import warmup
 
-    warmup.start(settings.catalog_path)  # each pool's driver, connection and full-text index, in the background
+    warmup.start(settings.catalog)  # each pool's driver, connection and full-text index, in the background
     return ToolRuntime(settings, process_runtime=state)
 
 

@@ -16,27 +16,28 @@ import logging
 import threading
 
 from knowspec.impl.docpool import catalog, pools
+from knowspec.impl.docpool.catalog_store import CatalogTarget
 from knowspec.impl.errors import ToolError
 
 log = logging.getLogger("knowspec.docpool.warmup")
 
 
-def locations(catalog_path) -> list[catalog.PoolLocation]:
+def locations(catalog_target: CatalogTarget) -> list[catalog.PoolLocation]:
     """One location per distinct pool of the catalog's databases (those with a document pool)."""
     seen: dict[tuple[str, str], catalog.PoolLocation] = {}
-    for entry in catalog.list_databases(catalog_path):
+    for entry in catalog.list_databases(catalog_target):
         try:
-            location = catalog.resolve_pool_location(catalog_path, entry.name)
+            location = catalog.resolve_pool_location(catalog_target, entry.name)
         except ToolError:
             continue  # no document pool
         seen.setdefault((location.storage, location.dsn), location)
     return list(seen.values())
 
 
-def warm(catalog_path) -> None:
+def warm(catalog_target: CatalogTarget) -> None:
     """Open each pool once and load its full-text index into the process's caches."""
     try:
-        found = locations(catalog_path)
+        found = locations(catalog_target)
     except Exception as exc:  # an unreadable catalog fails the calls that need it, with their errors
         log.debug("pool warm-up skipped: %s", exc)
         return
@@ -48,8 +49,8 @@ def warm(catalog_path) -> None:
             log.debug("pool warm-up of %s skipped: %s", location.docs_database, exc)
 
 
-def start(catalog_path) -> threading.Thread:
+def start(catalog_target: CatalogTarget) -> threading.Thread:
     """``warm`` in a daemon thread (the server does not wait for it)."""
-    thread = threading.Thread(target=warm, args=(catalog_path,), daemon=True, name="knowspec-pool-warmup")
+    thread = threading.Thread(target=warm, args=(catalog_target,), daemon=True, name="knowspec-pool-warmup")
     thread.start()
     return thread
