@@ -97,6 +97,19 @@ def goal(name: str, floor: float, figure: float, bound: float, unit: str) -> dic
     return row
 
 
+def upper_bound(name: str, figure: float, bound: float, unit: str, load: dict[str, Any] | None = None) -> dict[str, Any]:
+    """One goal's line for an absolute bound (a p50 in ms, say): the figure, the bound, whether it
+    holds and, when given, the load averages it was measured under; printed and returned."""
+    row: dict[str, Any] = {"goal": name, "figure": round(figure, 3), "unit": unit, "bound": bound,
+                           "holds": figure <= bound}
+    note = ""
+    if load is not None:
+        row["load"] = load
+        note = " (load " + ", ".join(f"{k} {v:.2f}" for k, v in load.items()) + ")"
+    print(f"{name}: {figure:.3f} {unit} (bound {bound} {unit}) {'PASS' if row['holds'] else 'FAIL'}{note}", flush=True)
+    return row
+
+
 def write_results(name: str, data: dict[str, Any]) -> Path:
     RESULTS.mkdir(exist_ok=True)
     data = {"benchmark": name, "python": platform.python_version(), "machine": platform.machine(),

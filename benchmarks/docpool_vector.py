@@ -49,7 +49,8 @@ import anyio
 import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
+from common import goal as common_goal  # noqa: E402
+from common import percentiles, server_peak_rss_mib, stdio_session, timed, upper_bound, write_results  # noqa: E402
 from docpool_setup import (CACHE, DATABASE, DATABRICKS, SAMPLE, Appdir, CachedEmbedder, cached_pool,  # noqa: E402
                            default_model_dir, first_relevant_rank, load_queries, machine_load, make_appdir, metrics,
                            subset_bundle)
@@ -310,21 +311,24 @@ P50_BOUNDS_MS = {"vector": 10.0, "hybrid": 15.0}
 
 
 def goal(results: dict) -> dict:
-    """The issue #18 goal's lines: floor, figures, ratios, bounds and whether each holds."""
+    """The issue #18 goal's lines, printed: floor, figures, ratios, bounds, whether each holds,
+    and the load averages at start and end (wall times move with them; the ratios much less)."""
     server, local = results["server"], results["in_process"]
+    load = {"start_1m": results["machine_load_before"]["load_1m"], "end_1m": results["machine_load_after"]["load_1m"]}
     floor = local["floor"]["cpu_p50_ms"]
     figures = {"server_cpu_ms_per_vector_call": server["vector"]["server_cpu_ms_per_call"],
                "handler_cpu_p50_ms_same_process": local["doc_search_vector_handler_alternating"]["cpu_p50_ms"]}
     out: dict = {"floor_cpu_p50_ms": floor, "floor_wall_p50_ms": local["floor"]["wall"]["p50_ms"]}
     for name, figure in figures.items():
-        ratio = round(figure / floor, 2) if floor else None
-        out[name] = {"figure": figure, "ratio": ratio, "bound": VECTOR_RATIO_BOUND,
-                     "holds": ratio is not None and ratio <= VECTOR_RATIO_BOUND}
+        row = common_goal(f"goal 1 {name} (floor: embedding + float32 top 80, CPU p50)",
+                          floor, figure, VECTOR_RATIO_BOUND, "ms")
+        out[name] = {"figure": figure, "ratio": row["ratio"], "bound": VECTOR_RATIO_BOUND, "holds": row["holds"]}
     for mode, bound in P50_BOUNDS_MS.items():
         p50 = server[mode]["p50_ms"]
+        row = upper_bound(f"goal 1 {mode} doc_search p50 through the server", p50, bound, "ms", load)
         out[f"{mode}_server"] = {"p50_ms": p50, "p95_ms": server[mode]["p95_ms"],
                                  "cpu_ms_per_call": server[mode]["server_cpu_ms_per_call"],
-                                 "p50_bound_ms": bound, "holds": p50 <= bound}
+                                 "p50_bound_ms": bound, "holds": row["holds"]}
     out["load_start"], out["load_end"] = results["machine_load_before"], results["machine_load_after"]
     return out
 

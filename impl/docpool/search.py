@@ -8,7 +8,9 @@ same way for every storage (no storage ranks full text itself). Vector mode embe
 found``), reads the pool's vectors once per process (``vectors.scoring.cached_pool_vectors``,
 refreshed when the storage's change stamp moves) and ranks with ``vectors.scoring.vector_rank``
 over the topics the caller may see *and* that pass the collection / module filters, so the
-filters act before the top-80 cut. Hybrid fuses both lists with ``rules.rrf.hybrid_rank``.
+filters act before the top-80 cut. Hybrid fuses both lists with ``rules.rrf.hybrid_rank``;
+its vector half (embedding and, once the matrices are loaded, ranking) runs on a worker thread
+while full text ranks on the calling one, which alone reads the storage.
 
 One call reads its pool's recipes, change stamp and allowed topic ids once (``PoolReads``),
 whatever the mode and however many full-text passes it makes.
@@ -141,26 +143,51 @@ def _vector_ranked(ctx: CallContext, reads: PoolReads, embed: Callable[[], Any],
     matrices are streamed from the storage into preallocated arrays once per process and cached
     until the storage's change stamp moves (an import).
     """
-    from knowspec.impl.docpool.vectors.scoring import PoolVectors, cached_pool_vectors, vector_rank, vector_snippet
-
-    pool, access = reads.pool, reads.access
     q = embed()
     ctx.check_cancelled("doc_search")
+    vectors = _pool_vectors(reads, default_dim=len(q))
+    return _rendered(reads, _vector_hits(ctx, vectors, q, reads.allowed_ids() if reads.filtered else None, limit))
 
-    def load() -> "PoolVectors":
+
+def _vector_key(pool: PoolStorage) -> tuple[str, str]:
+    return (type(pool).__name__, pool.location)
+
+
+def _pool_vectors(reads: PoolReads, *, default_dim: int) -> Any:
+    """The pool's ``PoolVectors`` at its current stamp, loaded on a miss (``default_dim``: an
+    empty pool's). Reads the storage, so it runs on the caller's thread."""
+    from knowspec.impl.docpool.vectors.scoring import PoolVectors, cached_pool_vectors
+
+    pool = reads.pool
+
+    def load() -> PoolVectors:
         return PoolVectors.from_streams(
             (pool.vector_count("topic", UNRESTRICTED), pool.iter_vectors("topic", UNRESTRICTED)),
             (pool.vector_count("chunk", UNRESTRICTED), pool.iter_vectors("chunk", UNRESTRICTED)),
-            default_dim=len(q))
+            default_dim=default_dim)
 
-    vectors = cached_pool_vectors((type(pool).__name__, pool.location), reads.stamp, load)
+    return cached_pool_vectors(_vector_key(pool), reads.stamp, load)
+
+
+def _vector_hits(ctx: CallContext, vectors: Any, q: Any, allowed: list[int] | None, limit: int) -> list[Any]:
+    """``vector_rank`` after checking the query's dimension; touches no storage, so it may run
+    on another thread."""
+    from knowspec.impl.docpool.vectors.scoring import vector_rank
+
     if vectors.dim != len(q):
         raise ToolError("embedding_unavailable", "embedding model does not match the pool",
                         diagnostics=[diagnostic("embedding_unavailable", f"the pool's vectors have dimension "
                                                 f"{vectors.dim}, the model gives {len(q)}")])
     ctx.check_cancelled("doc_search")
-    hits = vector_rank(vectors, q, reads.allowed_ids() if reads.filtered else None, limit)
-    topics = pool.topics_by_id([h.topic_id for h in hits], access)
+    return vector_rank(vectors, q, allowed, limit)
+
+
+def _rendered(reads: PoolReads, hits: list[Any]) -> list[RankedTopic]:
+    """Ranked vector hits with their topics' rows and snippets (read from the storage)."""
+    from knowspec.impl.docpool.vectors.scoring import vector_snippet
+
+    pool = reads.pool
+    topics = pool.topics_by_id([h.topic_id for h in hits], reads.access)
     texts = pool.chunk_texts([h.chunk_id for h in hits if h.chunk_id is not None])
     out = []
     for h in hits:
@@ -171,6 +198,35 @@ def _vector_ranked(ctx: CallContext, reads: PoolReads, embed: Callable[[], Any],
         out.append(RankedTopic(h.topic_id, t.collection, t.slug, t.title, t.breadcrumb,
                                vector_snippet(text), h.score, "vector"))
     return out
+
+
+def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -> list[RankedTopic]:
+    """Hybrid: the vector half (embedding, then ranking when the pool's matrices are loaded) on a
+    worker thread while full text ranks on this one; ONNX Runtime and numpy's scans release the
+    GIL. The worker touches no storage: the matrices and the allowed ids are read here first.
+    The vector list is ranked as deep as either outcome of full text needs and cut after it
+    (a ranking's first n are the ranking to depth n)."""
+    executor = process.of(ctx).executor("embed", 2)
+    embed = _query_embedder(ctx, reads, query)
+    from knowspec.impl.docpool.vectors.scoring import loaded_pool_vectors
+
+    vectors = loaded_pool_vectors(_vector_key(reads.pool), reads.stamp)
+    allowed = reads.allowed_ids() if reads.filtered else None
+    if vectors is not None:
+        ranking = executor.submit(lambda: _vector_hits(ctx, vectors, embed(), allowed, max(HYBRID_TOP, limit)))
+    else:  # the matrices load (from storage, on this thread) once the query is embedded
+        ranking = executor.submit(embed)
+    fts = fts_ranked(reads.pool, query, reads.access, limit=HYBRID_TOP, collection=reads.collection,
+                     linked_to=reads.linked_to, reads=reads)
+    # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
+    depth = HYBRID_TOP if fts else limit
+    if vectors is not None:
+        hits = ranking.result()[:depth]
+    else:
+        q = ranking.result()
+        ctx.check_cancelled("doc_search")
+        hits = _vector_hits(ctx, _pool_vectors(reads, default_dim=len(q)), q, allowed, depth)
+    return fuse(fts, _rendered(reads, hits), limit, depth)
 
 
 def fuse(fts: list[RankedTopic], vec: list[RankedTopic], limit: int, depth: int = HYBRID_TOP) -> list[RankedTopic]:
@@ -196,13 +252,5 @@ def search_pool(ctx: CallContext, pool: PoolStorage, query: str, access: Access,
         embed = _query_embedder(ctx, reads, query)
         return _vector_ranked(ctx, reads, embed, limit=limit)
     if mode == "hybrid":
-        # The query is embedded on a worker thread (ONNX Runtime releases the GIL) while full text
-        # ranks on this one; the vector ranking then runs once, as deep as the fusion needs.
-        embedding = process.of(ctx).executor("embed", 2).submit(_query_embedder(ctx, reads, query))
-        fts = fts_ranked(pool, query, access, limit=HYBRID_TOP, collection=collection, linked_to=linked_to,
-                         reads=reads)
-        # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
-        depth = HYBRID_TOP if fts else limit
-        vec = _vector_ranked(ctx, reads, embedding.result, limit=depth)
-        return fuse(fts, vec, limit, depth)
+        return _hybrid_ranked(ctx, reads, query, limit)
     raise ToolError("invalid_request", f"unknown search mode {mode!r}: fts, vector or hybrid")

@@ -14,7 +14,11 @@ calls still running with "Connection closed". This transport instead:
   answers, and only then ends the session.
 
 Decoding and encoding of large lines run in a worker thread, so a big request never holds the
-event loop; an answer the call parked (``parked_answers.py``) is written as its parked bytes. While serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray
+event loop; an answer the call parked (``parked_answers.py``) is written as its parked bytes.
+When stdin and stdout are pipes (or sockets), as an MCP client starts a server, they are read and
+written without blocking from the event loop, which waits for readiness instead of handing each
+read, write and flush to a worker thread: a call then costs one thread hand-over (its handler's)
+instead of five, each a wake-up of both sides, and on a busy host a wait for a core. While serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray
 ``print`` in a handler cannot corrupt the wire; both are restored on exit.
 """
 
@@ -23,15 +27,16 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import sys
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, BinaryIO
+from contextlib import asynccontextmanager, contextmanager
+from typing import Any, AsyncIterator, Awaitable, BinaryIO, Callable, Iterator
 
 import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from knowspec.impl.server.parked_answers import ParkedAnswers
+from knowspec.impl.server.parked_answers import PARKED_KEY, TEXT_MARK, ParkedAnswers
 
 log = logging.getLogger("knowspec.stdio")
 
@@ -132,13 +137,91 @@ class _InFlight:
             self.empty.set()
 
 
-async def _lines(source: BinaryIO) -> AsyncIterator[bytes | None]:
+def _pipe_fd(stream: BinaryIO) -> int | None:
+    """The descriptor of ``stream`` when it is a pipe or a socket (read and written without
+    blocking); None for anything else: a terminal or a file keeps its blocking mode."""
+    try:
+        fd = stream.fileno()
+        mode = os.fstat(fd).st_mode
+    except (AttributeError, OSError, ValueError):  # io.BytesIO and the like have no descriptor
+        return None
+    return fd if stat.S_ISFIFO(mode) or stat.S_ISSOCK(mode) else None
+
+
+def _thread_reads(source: BinaryIO) -> Callable[[], Awaitable[bytes]]:
+    async def read() -> bytes:
+        # Abandoned on cancel: a read blocked on an open pipe must not hold up shutdown.
+        return await anyio.to_thread.run_sync(source.read, READ_CHUNK, abandon_on_cancel=True)
+    return read
+
+
+def _loop_reads(fd: int) -> Callable[[], Awaitable[bytes]]:
+    """Reads of a non-blocking ``fd`` on the event loop, waiting for it to be readable."""
+    async def read() -> bytes:
+        while True:
+            try:
+                return os.read(fd, READ_CHUNK)
+            except BlockingIOError:
+                await anyio.wait_readable(fd)
+    return read
+
+
+def _loop_writes(fd: int) -> Callable[[list[bytes]], Awaitable[None]]:
+    """Writes to a non-blocking ``fd`` on the event loop; a full pipe is waited on, never spun on."""
+    async def write(pieces: list[bytes]) -> None:
+        for piece in pieces:
+            view = memoryview(piece)
+            while view:
+                try:
+                    view = view[os.write(fd, view):]
+                except BlockingIOError:
+                    await anyio.wait_writable(fd)
+    return write
+
+
+def _thread_writes(stdout: BinaryIO) -> Callable[[list[bytes]], Awaitable[None]]:
+    sink = anyio.wrap_file(stdout)
+
+    async def write(pieces: list[bytes]) -> None:
+        for piece in pieces:
+            await sink.write(piece)
+        await sink.flush()
+    return write
+
+
+@contextmanager
+def _non_blocking(fds: list[int]) -> Iterator[None]:
+    """``fds`` without blocking while serving; their modes are restored after (the descriptions
+    are shared with fd 0 and 1, which the process gets back)."""
+    modes = [os.get_blocking(fd) for fd in fds]
+    try:
+        for fd in fds:
+            os.set_blocking(fd, False)
+        yield
+    finally:
+        for fd, mode in zip(fds, modes):
+            try:
+                os.set_blocking(fd, mode)
+            except OSError:
+                pass
+
+
+def _placeholder(message: types.JSONRPCMessage) -> bool:
+    """A tool answer whose heavy values are parked: small, so it is encoded on the event loop."""
+    result = getattr(message, "result", None)
+    if not isinstance(result, dict):
+        return False
+    structured, content = result.get("structuredContent"), result.get("content")
+    return (isinstance(structured, dict) and list(structured) == [PARKED_KEY] and isinstance(content, list)
+            and all(isinstance(c, dict) and str(c.get("text", "")).startswith(TEXT_MARK) for c in content))
+
+
+async def _lines(read: Callable[[], Awaitable[bytes]]) -> AsyncIterator[bytes | None]:
     """Lines without their newline; ``None`` for a line over ``MAX_LINE_BYTES`` (dropped whole)."""
     buffer = bytearray()
     overflow = False
     while True:
-        # Abandoned on cancel: a read blocked on an open pipe must not hold up shutdown.
-        chunk = await anyio.to_thread.run_sync(source.read, READ_CHUNK, abandon_on_cancel=True)
+        chunk = await read()
         if not chunk:
             break
         start = 0
@@ -213,7 +296,20 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
                 yield streams
         return
 
-    sink = anyio.wrap_file(stdout)
+    in_fd, out_fd = _pipe_fd(stdin), _pipe_fd(stdout)
+    if in_fd is not None and out_fd is not None:
+        with _non_blocking([in_fd, out_fd]):
+            async with _serving(_loop_reads(in_fd), _loop_writes(out_fd), drain_seconds, answers) as streams:
+                yield streams
+        return
+    async with _serving(_thread_reads(stdin), _thread_writes(stdout), drain_seconds, answers) as streams:
+        yield streams
+
+
+@asynccontextmanager
+async def _serving(read: Callable[[], Awaitable[bytes]], write: Callable[[list[bytes]], Awaitable[None]],
+                   drain_seconds: float, answers: ParkedAnswers | None):
+    """The session over a ``read`` of the next chunk of input and a ``write`` of answer pieces."""
     write_lock = anyio.Lock()
     in_flight = _InFlight()
     to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
@@ -224,9 +320,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
         if not any(pieces):
             return
         async with write_lock:
-            for piece in pieces:
-                await sink.write(piece)
-            await sink.flush()
+            await write(pieces)
 
     def encoded(message: types.JSONRPCMessage) -> bytes | list[bytes]:
         data = encode_message(message)
@@ -234,7 +328,7 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
 
     async def reader() -> None:
         async with to_server:
-            async for line in _lines(stdin):
+            async for line in _lines(read):
                 if line is None:
                     await emit(error_line(INVALID_REQUEST, "Invalid Request: message exceeds the size limit"))
                     continue
@@ -260,7 +354,10 @@ async def stdio_transport(stdin: BinaryIO | None = None, stdout: BinaryIO | None
         async with from_server:
             async for session_message in from_server:
                 message = session_message.message
-                data = await anyio.to_thread.run_sync(encoded, message)
+                if _placeholder(message):
+                    data = encoded(message)
+                else:
+                    data = await anyio.to_thread.run_sync(encoded, message)
                 await emit(data)
                 if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
                     in_flight.discard(message.id)

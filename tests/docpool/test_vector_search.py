@@ -205,3 +205,30 @@ def test_a_hybrid_call_reads_recipes_stamp_and_allowed_topics_once(settings, fix
     hits = _search(_ctx(settings, "patron"), query="kalem yokboyle", mode="hybrid")
     assert {h["method"] for h in hits} == {"fts+vector"}
     assert calls == {"meta": 1, "change_stamp": 1, "topic_ids": 1}
+
+
+@pytest.mark.parametrize("query", ["kalem", "zzqqxx"])  # with and without full-text hits
+@pytest.mark.parametrize("limit", [3, 30])
+def test_hybrid_answers_the_same_whether_the_matrices_were_loaded_or_not(settings, fixed_query, query, limit):
+    ctx = _ctx(settings, "patron")
+    pool_vector_cache(process.current()).clear()
+    cold = _search(ctx, query=query, mode="hybrid", limit=limit)   # matrices load after full text
+    warm = _search(ctx, query=query, mode="hybrid", limit=limit)   # ranked on the worker thread
+    assert cold == warm
+    assert len(warm) == (limit if query == "zzqqxx" else min(limit, 40))
+
+
+def test_hybrid_ranks_vectors_off_the_calling_thread_once_the_matrices_are_loaded(settings, fixed_query, monkeypatch):
+    import threading
+
+    from knowspec.impl.docpool.vectors import scoring
+
+    threads = []
+    real = scoring.vector_rank
+    monkeypatch.setattr(scoring, "vector_rank",
+                        lambda *a, **k: threads.append(threading.current_thread()) or real(*a, **k))
+    ctx = _ctx(settings)
+    _search(ctx, mode="vector")  # loads the matrices
+    threads.clear()
+    assert _search(ctx, mode="hybrid")
+    assert threads and threading.current_thread() not in threads

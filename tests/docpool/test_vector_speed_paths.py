@@ -133,6 +133,44 @@ def test_candidates_hold_the_true_top_k(seed, n, k, masked):
         assert mask[rows].all()
 
 
+def every_interval_candidates(sketch: int8_scan.Int8Sketch, q: np.ndarray, mask, k: int) -> np.ndarray:
+    """The candidate rule computed over every row's interval: rows whose upper end reaches the
+    k-th best lower end among the allowed rows (a row with a non-finite value: always)."""
+    shifted, s_q, s_r, e_r, q_norm = int8_scan.quantize_query(q)
+    dots = sketch.scan(shifted)
+    center = dots[0] * s_q
+    work = dots[1] * s_r
+    center += work
+    center -= np.multiply(sketch.code_sums, int8_scan.QUERY_SHIFT * (s_q + s_r), out=work)
+    center *= sketch.scale
+    radius = np.multiply(sketch.err, q_norm)
+    radius += np.multiply(sketch.coded_norm, e_r)
+    low = center - radius
+    if mask is not None:
+        low[~mask] = -np.inf
+    kth_low = np.sort(low)[::-1][k - 1] if k <= len(low) else -np.inf
+    keep = center + radius >= kth_low
+    return np.flatnonzero(keep if mask is None else keep & mask)
+
+
+@needs_kernel
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(1, 400), k=st.integers(1, 120), masked=st.booleans(),
+       broken=st.integers(0, 3), duplicates=st.booleans())
+def test_candidates_are_the_rule_over_every_rows_interval(seed, n, k, masked, broken, duplicates):
+    rng = np.random.default_rng(seed)
+    matrix = unit_rows(rng, n, 24)
+    if duplicates:
+        matrix[n // 2:] = matrix[: n - n // 2]  # tied centres and intervals
+    for row in rng.integers(0, n, broken):
+        matrix[row, 0] = np.nan  # a broken row: unbounded interval
+    q = unit_rows(rng, 1, 24)[0]
+    mask = rng.random(n) < 0.6 if masked else None
+    sketch = int8_scan.build_sketch(matrix, int8_scan.int8_kernel(), block=13)
+    got = int8_scan.candidate_rows(sketch, q, mask, k)
+    assert got.tolist() == every_interval_candidates(sketch, q, mask, k).tolist()
+
+
 @needs_kernel
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 200), dim=st.integers(1, 70))

@@ -138,6 +138,65 @@ def test_a_parked_answer_is_the_bytes_the_sdk_writes_over_stdio(mini_registry, t
     assert "çay".encode() in b"".join(parked)
 
 
+def _stdio_pipe_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], reader_delay: float) -> list[bytes]:
+    """``_stdio_wire`` (parked) over two OS pipes, as a client starts a server; the client starts
+    reading only after ``reader_delay`` seconds, so a long answer fills the pipe first."""
+    import os
+
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    lines += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
+              for i, (name, arguments) in enumerate(calls, 1)]
+    (in_r, in_w), (out_r, out_w) = os.pipe(), os.pipe()
+    received = bytearray()
+
+    def client_writes() -> None:
+        with open(in_w, "wb") as sink:
+            sink.write("".join(json.dumps(line) + "\n" for line in lines).encode())
+
+    def client_reads() -> None:
+        time.sleep(reader_delay)
+        with open(out_r, "rb") as source:
+            received.extend(source.read())
+
+    answers = ParkedAnswers()
+    server = mcp_server.build_server(runtime, answers=answers)
+    threads = [threading.Thread(target=client_writes), threading.Thread(target=client_reads)]
+    for thread in threads:
+        thread.start()
+    with open(in_r, "rb", buffering=0) as stdin, open(out_w, "wb") as stdout:
+        async def go():
+            async with stdio_transport(stdin, stdout, drain_seconds=30, answers=answers) as (read, write):
+                await server.run(read, write, server.create_initialization_options())
+
+        anyio.run(go)
+        assert os.get_blocking(stdin.fileno()) and os.get_blocking(stdout.fileno())  # modes given back
+    for thread in threads:
+        thread.join(30)
+    return sorted(bytes(received).splitlines())
+
+
+def test_pipes_are_served_from_the_event_loop_with_the_same_bytes(mini_registry, tmp_path, monkeypatch):
+    """Over pipes, a call costs one thread hand-over (its handler's): no read, write, flush or
+    placeholder encoding goes to a worker thread, and a full pipe is waited on, not lost."""
+    calls = CALLS * 6  # about 150 KB of answers: more than a pipe holds while the client waits
+    runtime = _mini_runtime(mini_registry, Settings(appdir=tmp_path))
+    expected = _stdio_wire(runtime, calls, park=True)
+    handed_over: list[str] = []
+    real = anyio.to_thread.run_sync
+
+    async def counted(func, *args, **kwargs):
+        handed_over.append(getattr(func, "__qualname__", repr(func)))
+        return await real(func, *args, **kwargs)
+
+    monkeypatch.setattr(anyio.to_thread, "run_sync", counted)
+    assert _stdio_pipe_wire(runtime, calls, reader_delay=0.5) == expected
+    # the handlers, and the initialize answer's encoding (it is no parked placeholder)
+    assert sorted(handed_over) == sorted(["ToolRuntime._in_thread.<locals>.work"] * len(calls)
+                                         + ["_serving.<locals>.encoded"]), handed_over
+
+
 def test_list_concepts_answers_are_the_sdk_path_bytes_on_every_transport(tmp_path, monkeypatch):
     """The golden comparison for issue #18's big answers: list_concepts (structured content and
     Go-compatible text) on the wire, parked against the SDK's own serialisation."""

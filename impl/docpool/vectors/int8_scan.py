@@ -31,7 +31,7 @@ kernel loads; if it ever failed, or if onnxruntime is missing, callers scan in f
 from __future__ import annotations
 
 import threading
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
@@ -57,6 +57,15 @@ class Int8Sketch:
     scale: np.ndarray       # float64 [n]: s_v
     err: np.ndarray         # float64 [n]: |e_v| + gamma_d*|v| (both multiply |q|)
     coded_norm: np.ndarray  # float64 [n]: |s_v*v8| (multiplies |e_r|)
+    unbounded: np.ndarray = field(init=False)  # rows with a non-finite value (infinite err): always scored
+    widest_err: float = field(init=False)      # the largest finite err
+    widest_coded_norm: float = field(init=False)
+
+    def __post_init__(self) -> None:
+        finite = np.isfinite(self.err)
+        object.__setattr__(self, "unbounded", np.flatnonzero(~finite))
+        object.__setattr__(self, "widest_err", float(self.err[finite].max()) if finite.any() else 0.0)
+        object.__setattr__(self, "widest_coded_norm", float(self.coded_norm.max()) if len(self.coded_norm) else 0.0)
 
     @property
     def rows(self) -> int:
@@ -64,7 +73,8 @@ class Int8Sketch:
 
     @property
     def nbytes(self) -> int:
-        return self.code_bytes + sum(a.nbytes for a in (self.code_sums, self.scale, self.err, self.coded_norm))
+        arrays = (self.code_sums, self.scale, self.err, self.coded_norm, self.unbounded)
+        return self.code_bytes + sum(a.nbytes for a in arrays)
 
 
 def gamma(dim: int) -> float:
@@ -130,7 +140,15 @@ def quantize_query(q: np.ndarray) -> tuple[np.ndarray, float, float, float, floa
 
 def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k: int) -> np.ndarray | None:
     """Ascending rows that may hold the ``k`` best float32 scores among ``mask`` (a superset of
-    them), or None when the query cannot be quantized (the caller scans in float32)."""
+    them), or None when the query cannot be quantized (the caller scans in float32).
+
+    The rows are those whose upper end reaches the ``k``-th best lower end. Only the centres of
+    the intervals are computed for every row; no radius exceeds ``widest`` (the largest finite
+    err and coded norm: rounding is monotone), so the ``k``-th best lower end is found among the
+    rows whose centre is within ``widest`` of the ``k``-th best centre, and the upper ends are
+    compared only for rows whose centre is within ``widest`` of it: the same rows, and the same
+    float64 values for them, as with every row's interval.
+    """
     if k <= 0 or sketch.rows == 0:
         return np.zeros(0, dtype=np.intp)
     quantized = quantize_query(q)
@@ -138,27 +156,36 @@ def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k
         return None
     shifted, s_q, s_r, e_r, q_norm = quantized
     dots = sketch.scan(shifted)        # exact int32 dot products, then float64:
-    approx = dots[0] * s_q             # its rounding is far below gamma's slack
-    work = dots[1] * s_r               # (three float64 rows a call: approx, work, low)
-    approx += work
-    approx -= np.multiply(sketch.code_sums, QUERY_SHIFT * (s_q + s_r), out=work)
-    approx *= sketch.scale
-    low = np.multiply(sketch.coded_norm, e_r)
-    radius = np.multiply(sketch.err, q_norm, out=work)
-    radius += low
-    np.subtract(approx, radius, out=low)
+    center = dots[0] * s_q             # its rounding is far below gamma's slack
+    work = dots[1] * s_r
+    center += work
+    center -= np.multiply(sketch.code_sums, QUERY_SHIFT * (s_q + s_r), out=work)
+    center *= sketch.scale
+    n = len(center)
+    allowed_unbounded = sketch.unbounded if mask is None else sketch.unbounded[mask[sketch.unbounded]]
     if mask is not None:
-        low[~mask] = -np.inf
-    n = len(low)
-    kth_low = -np.inf
-    if k < n:
-        low.partition(n - k)           # in place: the lower ends are not needed after this
-        kth_low = low[n - k]
-    approx += radius                   # now the upper ends (inf for a row with a non-finite value)
-    keep = approx >= kth_low
-    if mask is not None:
-        keep &= mask                   # -inf >= -inf when fewer than k rows are allowed
-    return np.flatnonzero(keep)
+        center[~mask] = -np.inf
+    bounded = center
+    if len(sketch.unbounded):          # a lower end of -inf never counts towards the k-th
+        bounded = center.copy()
+        bounded[sketch.unbounded] = -np.inf
+    kth_center = np.partition(bounded, n - k)[n - k] if k < n else -np.inf
+    if kth_center == -np.inf:          # fewer than k bounded rows allowed: every allowed row
+        return np.arange(n) if mask is None else np.flatnonzero(mask)
+
+    def radius(rows: np.ndarray) -> np.ndarray:
+        out = np.multiply(sketch.err[rows], q_norm)
+        out += np.multiply(sketch.coded_norm[rows], e_r)
+        return out
+
+    widest = sketch.widest_err * q_norm + sketch.widest_coded_norm * e_r
+    near = np.flatnonzero(bounded >= kth_center - widest)   # every row whose lower end may be in the top k
+    low = center[near] - radius(near)
+    kth_low = low[np.argpartition(low, len(low) - k)[len(low) - k]]
+    margin = 1e-9 * (1.0 + abs(kth_low) + widest)           # covers the rounding of the shortcut's sum
+    reach = np.flatnonzero(center >= kth_low - widest - margin)
+    keep = reach[center[reach] + radius(reach) >= kth_low]
+    return np.union1d(keep, allowed_unbounded) if len(allowed_unbounded) else keep
 
 
 # -- the kernel: ONNX Runtime's MatMulInteger with the codes as its constant weight --------------

@@ -347,3 +347,8 @@ def cached_pool_vectors(pool_key: Hashable, stamp: Hashable, loader: Callable[[]
     storage path), ``stamp`` changes whenever an import rewrites it (e.g. an import counter or
     the file mtime); stale matrices are dropped before new ones load."""
     return pool_vector_cache(process.current()).get(pool_key, stamp, loader)
+
+
+def loaded_pool_vectors(pool_key: Hashable, stamp: Hashable) -> PoolVectors | None:
+    """The cached matrices of ``pool_key`` at ``stamp`` without loading them; None when absent."""
+    return pool_vector_cache(process.current()).peek(pool_key, stamp)
