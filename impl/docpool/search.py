@@ -147,19 +147,29 @@ def _vector_ranked(ctx: CallContext, reads: PoolReads, embed: Callable[[], Any],
     q = embed()
     ctx.check_cancelled("doc_search")
 
+    settings = process.of(ctx).settings
+    approximate = settings.vector_index == "approximate"  # operator opt-in, never the default
+
     def load() -> "PoolVectors":
         return PoolVectors.from_streams(
             (pool.vector_count("topic", UNRESTRICTED), pool.iter_vectors("topic", UNRESTRICTED)),
             (pool.vector_count("chunk", UNRESTRICTED), pool.iter_vectors("chunk", UNRESTRICTED)),
-            default_dim=len(q))
+            default_dim=len(q), sketch=False if approximate else None)
 
-    vectors = cached_pool_vectors((type(pool).__name__, pool.location), reads.stamp, load)
+    pool_key = (type(pool).__name__, pool.location)
+    vectors = cached_pool_vectors(pool_key, reads.stamp, load)
     if vectors.dim != len(q):
         raise ToolError("embedding_unavailable", "embedding model does not match the pool",
                         diagnostics=[diagnostic("embedding_unavailable", f"the pool's vectors have dimension "
                                                 f"{vectors.dim}, the model gives {len(q)}")])
     ctx.check_cancelled("doc_search")
-    hits = vector_rank(vectors, q, reads.allowed_ids() if reads.filtered else None, limit)
+    allowed = reads.allowed_ids() if reads.filtered else None
+    if approximate:  # the optional approximate index (vectors/approximate.py), candidates re-scored exactly
+        from knowspec.impl.docpool.vectors.approximate import approximate_rank
+
+        hits = approximate_rank(pool_key, reads.stamp, vectors, q, allowed, limit, settings.vector_candidates)
+    else:
+        hits = vector_rank(vectors, q, allowed, limit)
     topics = pool.topics_by_id([h.topic_id for h in hits], access)
     texts = pool.chunk_texts([h.chunk_id for h in hits if h.chunk_id is not None])
     out = []
