@@ -91,10 +91,10 @@ def candidate_rows(index: MatrixIndex | None, n: int, q: np.ndarray, mask: np.nd
     """Ascending rows to score exactly (all allowed by ``mask``): see the module docstring."""
     every = np.arange(n) if mask is None else np.flatnonzero(mask)
     allowed = len(every)
-    if index is None or count >= n or allowed * 4 <= n:
+    if index is None or allowed * 4 <= n:
         return every
     want = max(count, k)
-    while want < n:
+    while want < n:  # a count of every row or more: every allowed row
         rows = np.unique(index.propose(q, want))
         rows = rows[(rows >= 0) & (rows < n)]
         if mask is not None:
@@ -123,9 +123,11 @@ class ApproximateIndex:
 
     @classmethod
     def build(cls, vectors: PoolVectors, threads: int | None = None,
-              min_rows: int = INDEX_MIN_ROWS) -> "ApproximateIndex":
+              min_rows: int | None = None) -> "ApproximateIndex":
+        smallest = max(INDEX_MIN_ROWS if min_rows is None else min_rows, 1)
+
         def graph(matrix: np.ndarray) -> MatrixIndex | None:
-            return build_matrix_index(matrix, threads) if len(matrix) >= max(min_rows, 1) else None
+            return build_matrix_index(matrix, threads) if len(matrix) >= smallest else None
 
         return cls(vectors, graph(vectors.chunk_matrix), graph(vectors.topic_matrix))
 
@@ -167,6 +169,7 @@ def approximate_rank(pool_key: Hashable, stamp: Hashable, vectors: PoolVectors, 
     from knowspec.impl.extras import MissingExtra
 
     try:
+        usearch_index_module()  # asked for and missing is an error whatever the pool's size
         index = cached_index(pool_key, stamp, vectors)
     except MissingExtra as exc:
         raise ToolError("embedding_unavailable", "embedding runtime not found",
