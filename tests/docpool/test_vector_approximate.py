@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import dataclasses
 import sys
+import threading
 
 import numpy as np
 import pytest
@@ -196,13 +197,64 @@ def test_the_graph_finds_nearly_all_of_the_exact_top_10():
     assert found / 200 >= 0.9
 
 
+def _index_builds() -> list:
+    cache = process.current().caches.get("docpool.vector_index")
+    return [] if cache is None else [cache.peek(key) for key in cache.keys()]
+
+
+def test_the_exact_rule_answers_while_the_graph_builds(pool_settings, fixed_query, monkeypatch):
+    exact = _search(_ctx(pool_settings, "patron"))
+    release = threading.Event()
+    monkeypatch.setattr(approximate, "usearch_index_module", lambda: None)  # no graph library needed
+    monkeypatch.setattr(ApproximateIndex, "build", classmethod(lambda cls, v: release.wait(30) and cls(v, None, None)))
+    with process.activated(_approximate_runtime()):
+        assert _search(_ctx(pool_settings, "patron")) == exact
+        (build,) = _index_builds()
+        assert not build.done()
+        release.set()
+        assert build.result(timeout=30).vectors is not None
+
+
+def test_a_failed_build_answers_exactly_and_is_tried_again(pool_settings, fixed_query, monkeypatch):
+    exact = _search(_ctx(pool_settings, "patron"))
+    go, attempts = threading.Event(), []
+
+    def failing(cls, vectors):
+        attempts.append(1)
+        go.wait(30)
+        raise MemoryError("no room for the graph")
+
+    monkeypatch.setattr(approximate, "usearch_index_module", lambda: None)
+    monkeypatch.setattr(ApproximateIndex, "build", classmethod(failing))
+    with process.activated(_approximate_runtime()):
+        _search(_ctx(pool_settings, "patron"))                   # starts the build
+        (build,) = _index_builds()
+        go.set()
+        assert isinstance(build.exception(timeout=30), MemoryError)
+        assert _search(_ctx(pool_settings, "patron")) == exact   # answered exactly, the failed build dropped
+        assert _index_builds() == []
+        go.clear()
+        _search(_ctx(pool_settings, "patron"))                   # a new build
+        (again,) = _index_builds()
+        go.set()
+        assert again is not build and isinstance(again.exception(timeout=30), MemoryError)
+    assert len(attempts) == 2
+
+
 @needs_ann
 def test_approximate_doc_search_on_a_small_pool_equals_the_exact_one(pool_settings, fixed_query, monkeypatch):
     exact = {user: _search(_ctx(pool_settings, user)) for user in (None, "patron")}
     monkeypatch.setattr(approximate, "INDEX_MIN_ROWS", 1)
+    ranked = []
+    monkeypatch.setattr(ApproximateIndex, "rank", lambda self, *a, _rank=ApproximateIndex.rank: ranked.append(
+        self.chunk_index) or _rank(self, *a))
     with process.activated(_approximate_runtime(80)):
+        _search(_ctx(pool_settings))                     # starts the build
+        (build,) = _index_builds()
+        assert build.result(timeout=60).chunk_index is not None
+        ranked.clear()                                   # (a quick build may have answered the first call)
         for user, want in exact.items():
             assert _search(_ctx(pool_settings, user)) == want
-        built = process.current().caches["docpool.vector_index"]
-        assert len(built) == 1 and built.peek(built.keys()[0]).chunk_index is not None  # the graph answered
-        assert pool_vector_cache(process.current()).peek(built.keys()[0]).chunk_sketch is None  # no int8 copy
+        assert len(ranked) == 2 and all(graph is not None for graph in ranked)  # the graph answered both
+        assert pool_vector_cache(process.current()).peek(process.current().caches["docpool.vector_index"]
+                                                         .keys()[0]).chunk_sketch is None  # no int8 copy

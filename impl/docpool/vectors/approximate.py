@@ -7,8 +7,9 @@ ranking is the exact scan of ``scoring.exact_top``.
 
 How it ranks. Each matrix of a pool (chunks, topics) larger than ``INDEX_MIN_ROWS`` gets an
 HNSW graph over int8 copies of its rows (inner product; built from the float32 matrix the pool's
-vector cache already holds, on first use, kept in the runtime cache ``docpool.vector_index``
-until the pool's change stamp moves). A query asks the graph for its ``N`` nearest rows, keeps
+vector cache already holds, on a helper thread from the first vector query on, the exact rule
+answering until it is ready; kept in the runtime cache ``docpool.vector_index`` until the
+pool's change stamp moves). A query asks the graph for its ``N`` nearest rows, keeps
 the allowed ones, scores them again exactly in float32 (``scoring.matrix_dot``) and takes the
 top 80 of those; the seed's rule (top 80 chunks / topics, +0.02, ties by topic id) then runs
 unchanged (``scoring.vector_rank``'s ``top`` hook). So every score is the exact one, and the
@@ -27,7 +28,9 @@ and memory.
 
 from __future__ import annotations
 
+import logging
 import time
+from concurrent.futures import Future
 from dataclasses import dataclass
 from typing import Callable, Hashable
 
@@ -37,8 +40,8 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.vectors.parallelism import available_cores
 from knowspec.impl.docpool.vectors.scoring import PoolVectors, VectorHit, matrix_dot, top_rows, vector_rank
 
-EXACT, APPROXIMATE = "exact", "approximate"
-INDEX_KINDS = (EXACT, APPROXIMATE)
+log = logging.getLogger(__name__)
+
 INDEX_MIN_ROWS = 4096       # below this every row is scored: an exact scan costs well under a millisecond
 INDEX_DTYPE = "i8"          # the graph's copy of the rows: a quarter of float32's bytes
 CONNECTIVITY = 16           # graph edges per row
@@ -154,25 +157,42 @@ class ApproximateIndex:
 MAX_CACHED_INDEXES = 4
 
 
-def cached_index(pool_key: Hashable, stamp: Hashable, vectors: PoolVectors) -> ApproximateIndex:
-    """The runtime's ``docpool.vector_index`` cache: one index per pool, rebuilt when the pool's
-    change stamp moves or its vectors were loaded again."""
-    cache = process.current().cache("docpool.vector_index", max_entries=MAX_CACHED_INDEXES,
-                                    sizeof=lambda index: index.nbytes)
-    return cache.get(pool_key, (stamp, id(vectors)), lambda: ApproximateIndex.build(vectors))
+def _built_bytes(build: Future) -> int:
+    return build.result().nbytes if build.done() and build.exception() is None else 0
+
+
+def index_build(pool_key: Hashable, stamp: Hashable, vectors: PoolVectors) -> Future:
+    """The build of the pool's index, started once per pool state on the runtime's
+    ``vector_index`` thread; its future is kept in the runtime cache ``docpool.vector_index``
+    (rebuilt when the change stamp moves or the vectors were loaded again)."""
+    runtime = process.current()
+    cache = runtime.cache("docpool.vector_index", max_entries=MAX_CACHED_INDEXES, sizeof=_built_bytes)
+
+    def start() -> Future:
+        build = runtime.executor("vector_index", 1).submit(ApproximateIndex.build, vectors)
+        build.add_done_callback(lambda _: cache.resize(pool_key))  # its bytes count once it is built
+        return build
+
+    return cache.get(pool_key, (stamp, id(vectors)), start)
 
 
 def approximate_rank(pool_key: Hashable, stamp: Hashable, vectors: PoolVectors, query: np.ndarray,
                      allowed_topic_ids, limit: int, candidates: int) -> list[VectorHit]:
-    """The pool's cached index ranks ``query``; a missing ``ann`` extra is ``embedding_unavailable``."""
+    """The pool's index ranks ``query``; until its graphs are built (minutes at a million rows)
+    the exact rule answers. A missing ``ann`` extra is ``embedding_unavailable``."""
     from knowspec.impl.errors import ToolError, diagnostic
     from knowspec.impl.extras import MissingExtra
 
     try:
         usearch_index_module()  # asked for and missing is an error whatever the pool's size
-        index = cached_index(pool_key, stamp, vectors)
     except MissingExtra as exc:
         raise ToolError("embedding_unavailable", "embedding runtime not found",
                         diagnostics=[diagnostic("embedding_unavailable", f"the approximate vector index "
                                                 f"(--vector-index approximate): {exc}")]) from exc
-    return index.rank(query, allowed_topic_ids, limit, candidates)
+    build = index_build(pool_key, stamp, vectors)
+    if build.done() and build.exception() is None:
+        return build.result().rank(query, allowed_topic_ids, limit, candidates)
+    if build.done():  # a failed build (e.g. out of memory): logged, tried again at the next query
+        log.warning("approximate vector index build failed: %s", build.exception())
+        process.current().cache("docpool.vector_index", max_entries=MAX_CACHED_INDEXES).pop(pool_key)
+    return vector_rank(vectors, query, allowed_topic_ids, limit)
