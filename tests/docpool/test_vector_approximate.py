@@ -168,6 +168,22 @@ def test_serve_refuses_the_setting_without_the_extra(capsys, monkeypatch):
         "knowspec: the approximate vector index needs the 'ann' extra: pip install 'knowspec[ann]'")
 
 
+def test_serve_without_the_options_stays_exact():
+    from knowspec.impl.cli import _runtime_settings, build_parser
+
+    chosen = _runtime_settings(build_parser().parse_args(["serve", "--stdio"]))
+    assert (chosen.vector_index, chosen.vector_candidates) == ("exact", 500)
+
+
+@needs_ann
+def test_serve_options_choose_the_index_and_its_candidates():
+    from knowspec.impl.cli import _runtime_settings, build_parser
+
+    args = build_parser().parse_args(["serve", "--stdio", "--vector-index", "approximate", "--vector-candidates", "900"])
+    chosen = _runtime_settings(args)
+    assert (chosen.vector_index, chosen.vector_candidates) == ("approximate", 900)
+
+
 # -- the real graph (usearch) ------------------------------------------------------------------
 
 @needs_ann
