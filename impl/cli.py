@@ -13,7 +13,8 @@ import traceback
 from pathlib import Path
 from typing import Sequence
 
-from knowspec.impl.cli_args import UsageError, host_port, log_level, positive_float, raised_limit, worker_count
+from knowspec.impl.cli_args import (UsageError, candidate_count, host_port, log_level, positive_float, raised_limit,
+                                    worker_count)
 from knowspec.impl.config import Settings
 from knowspec.impl.docpool.catalog_store import is_catalog_url
 
@@ -144,6 +145,7 @@ def prepare_serve(args: argparse.Namespace):
 
 
 def _serve(args: argparse.Namespace) -> int:
+    _runtime_settings(args)  # bad or unavailable settings stop here, before any worker starts
     workers = getattr(args, "workers", 1)
     if args.http and workers > 1:
         from knowspec.impl.server.workers import reuseport_socket, serve_workers
@@ -187,9 +189,19 @@ def _runtime_settings(args: argparse.Namespace):
 
     from knowspec.impl import runtime as process
 
-    return dataclasses.replace(process.RuntimeSettings.from_environment(),
-                               max_bundle_files=getattr(args, "max_bundle_files", None),
-                               max_bundle_bytes=getattr(args, "max_bundle_bytes", None))
+    settings = dataclasses.replace(process.RuntimeSettings.from_environment(),
+                                   max_bundle_files=getattr(args, "max_bundle_files", None),
+                                   max_bundle_bytes=getattr(args, "max_bundle_bytes", None))
+    index, candidates = getattr(args, "vector_index", "exact"), getattr(args, "vector_candidates", None)
+    if candidates is not None and index != "approximate":
+        raise UsageError("--vector-candidates needs --vector-index approximate")
+    if index == "approximate":
+        from knowspec.impl.docpool.vectors.approximate import usearch_index_module
+
+        usearch_index_module()  # a missing 'ann' extra is one line now, not at the first vector query
+        settings = dataclasses.replace(settings, vector_index=index,
+                                       vector_candidates=candidates or settings.vector_candidates)
+    return settings
 
 
 def _authority(host: str, port: int) -> str:
@@ -270,6 +282,12 @@ def build_parser() -> argparse.ArgumentParser:
                        help="raise the OKF bundle limit of 10,000 files (and concepts) to N")
     serve.add_argument("--max-bundle-bytes", type=raised_limit(DEFAULT_MAX_BYTES, "bytes"), metavar="N",
                        help="raise the OKF bundle limit of 64 MiB (67108864 bytes) of captured files to N bytes")
+    serve.add_argument("--vector-index", choices=("exact", "approximate"), default="exact",
+                       help="vector ranking: exact (default) or approximate, an HNSW graph for pools of ~1M+ chunks "
+                            "whose candidates are re-scored exactly (needs the 'ann' extra)")
+    serve.add_argument("--vector-candidates", type=candidate_count, metavar="N",
+                       help="with --vector-index approximate: rows the graph proposes per matrix and query, "
+                            "re-scored exactly (default 500; more: higher recall, slower)")
     from knowspec.impl.server.access import add_serve_access_options
 
     add_serve_access_options(serve)

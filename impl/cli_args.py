@@ -88,6 +88,18 @@ def worker_count(value: str) -> int:
     return number
 
 
+def candidate_count(value: str) -> int:
+    """``serve --vector-candidates``: rows the approximate index proposes per matrix, at least the
+    80 the seed's rule keeps."""
+    try:
+        number = int(value.strip().replace("_", ""))
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of candidate rows, got {value!r}") from None
+    if not 80 <= number <= 10_000_000:
+        raise argparse.ArgumentTypeError(f"--vector-candidates must be between 80 and 10000000, got {number}")
+    return number
+
+
 def raised_limit(default: int, what: str):
     """A validator for an operator's raised limit: a whole number at least the contract's
     ``default`` (the limits can be raised, never lowered below the contract)."""

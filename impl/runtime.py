@@ -52,6 +52,9 @@ class RuntimeSettings:
     - ``gc_pause``: ``KNOWSPEC_GC_PAUSE`` (default on; ``0`` keeps the collector running).
     - ``max_bundle_files`` / ``max_bundle_bytes``: OKF bundle limits an operator raised
       (``knowspec serve --max-bundle-files/--max-bundle-bytes``); ``None``: the contract's.
+    - ``vector_index`` / ``vector_candidates``: ``exact`` (the default) or ``approximate`` (the
+      ``ann`` extra's graph, ``docpool/vectors/approximate.py``) and how many candidate rows it
+      re-scores exactly (``knowspec serve --vector-index approximate --vector-candidates N``).
     """
 
     fts_arrays: str = "background"
@@ -61,6 +64,8 @@ class RuntimeSettings:
     gc_pause: bool = True
     max_bundle_files: int | None = None
     max_bundle_bytes: int | None = None
+    vector_index: str = "exact"
+    vector_candidates: int = 500
 
     @classmethod
     def from_environment(cls) -> RuntimeSettings:

@@ -145,33 +145,40 @@ def _vector_ranked(ctx: CallContext, reads: PoolReads, embed: Callable[[], Any],
     """
     q = embed()
     ctx.check_cancelled("doc_search")
-    vectors = _pool_vectors(reads, default_dim=len(q))
-    return _rendered(reads, _vector_hits(ctx, vectors, q, reads.allowed_ids() if reads.filtered else None, limit))
+    vectors = _pool_vectors(ctx, reads, default_dim=len(q))
+    return _rendered(reads, _vector_hits(ctx, reads, vectors, q, reads.allowed_ids() if reads.filtered else None, limit))
 
 
 def _vector_key(pool: PoolStorage) -> tuple[str, str]:
     return (type(pool).__name__, pool.location)
 
 
-def _pool_vectors(reads: PoolReads, *, default_dim: int) -> Any:
+def _approximate(ctx: CallContext) -> bool:
+    """The operator's opt-in to the approximate index (``vectors/approximate.py``); never the default."""
+    return process.of(ctx).settings.vector_index == "approximate"
+
+
+def _pool_vectors(ctx: CallContext, reads: PoolReads, *, default_dim: int) -> Any:
     """The pool's ``PoolVectors`` at its current stamp, loaded on a miss (``default_dim``: an
     empty pool's). Reads the storage, so it runs on the caller's thread."""
     from knowspec.impl.docpool.vectors.scoring import PoolVectors, cached_pool_vectors
 
     pool = reads.pool
+    sketch = False if _approximate(ctx) else None  # the approximate index re-scores in float32 alone
 
     def load() -> PoolVectors:
         return PoolVectors.from_streams(
             (pool.vector_count("topic", UNRESTRICTED), pool.iter_vectors("topic", UNRESTRICTED)),
             (pool.vector_count("chunk", UNRESTRICTED), pool.iter_vectors("chunk", UNRESTRICTED)),
-            default_dim=default_dim)
+            default_dim=default_dim, sketch=sketch)
 
     return cached_pool_vectors(_vector_key(pool), reads.stamp, load)
 
 
-def _vector_hits(ctx: CallContext, vectors: Any, q: Any, allowed: list[int] | None, limit: int) -> list[Any]:
-    """``vector_rank`` after checking the query's dimension; touches no storage, so it may run
-    on another thread."""
+def _vector_hits(ctx: CallContext, reads: PoolReads, vectors: Any, q: Any, allowed: list[int] | None,
+                 limit: int) -> list[Any]:
+    """``vector_rank`` (or the approximate index's rank) after checking the query's dimension;
+    touches no storage (``reads`` only names the pool and its stamp), so it may run on another thread."""
     from knowspec.impl.docpool.vectors.scoring import vector_rank
 
     if vectors.dim != len(q):
@@ -179,6 +186,11 @@ def _vector_hits(ctx: CallContext, vectors: Any, q: Any, allowed: list[int] | No
                         diagnostics=[diagnostic("embedding_unavailable", f"the pool's vectors have dimension "
                                                 f"{vectors.dim}, the model gives {len(q)}")])
     ctx.check_cancelled("doc_search")
+    if _approximate(ctx):  # candidates re-scored exactly in float32, then the seed's rule
+        from knowspec.impl.docpool.vectors.approximate import approximate_rank
+
+        return approximate_rank(_vector_key(reads.pool), reads.stamp, vectors, q, allowed, limit,
+                                process.of(ctx).settings.vector_candidates)
     return vector_rank(vectors, q, allowed, limit)
 
 
@@ -213,7 +225,7 @@ def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -
     vectors = loaded_pool_vectors(_vector_key(reads.pool), reads.stamp)
     allowed = reads.allowed_ids() if reads.filtered else None
     if vectors is not None:
-        ranking = executor.submit(lambda: _vector_hits(ctx, vectors, embed(), allowed, max(HYBRID_TOP, limit)))
+        ranking = executor.submit(lambda: _vector_hits(ctx, reads, vectors, embed(), allowed, max(HYBRID_TOP, limit)))
     else:  # the matrices load (from storage, on this thread) once the query is embedded
         ranking = executor.submit(embed)
     fts = fts_ranked(reads.pool, query, reads.access, limit=HYBRID_TOP, collection=reads.collection,
@@ -225,7 +237,7 @@ def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -
     else:
         q = ranking.result()
         ctx.check_cancelled("doc_search")
-        hits = _vector_hits(ctx, _pool_vectors(reads, default_dim=len(q)), q, allowed, depth)
+        hits = _vector_hits(ctx, reads, _pool_vectors(ctx, reads, default_dim=len(q)), q, allowed, depth)
     return fuse(fts, _rendered(reads, hits), limit, depth)
 
 

@@ -11,6 +11,8 @@
   hybrid fusion is ``knowspec.impl.rules.rrf.hybrid_rank``;
 - ``int8_scan``: the exact int8 shortcut to each matrix's top 80 (ONNX Runtime's
   ``MatMulInteger``, loaded lazily; without it the scan is plain float32).
+- ``approximate``: the optional approximate index (``serve --vector-index approximate``, the
+  ``ann`` extra: usearch, imported only when a graph is built), candidates re-scored exactly.
 
 Importing this package imports neither onnx nor onnxruntime.
 """

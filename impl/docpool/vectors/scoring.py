@@ -289,6 +289,10 @@ class PoolVectors:
         return out
 
 
+# (matrix "chunk" | "topic", query, allowed-row mask or None, k) -> (rows, float32 scores), best first
+TopRows = Callable[[str, np.ndarray, "np.ndarray | None", int], tuple[np.ndarray, np.ndarray]]
+
+
 @dataclass(frozen=True)
 class VectorHit:
     topic_id: int
@@ -304,8 +308,12 @@ def vector_rank(
     *,
     top_k: int = TOP_K,
     topic_bonus: float = TOPIC_BONUS,
+    top: TopRows | None = None,
 ) -> list[VectorHit]:
-    """Topics ranked by the seed's vector score, best first, at most ``limit``."""
+    """Topics ranked by the seed's vector score, best first, at most ``limit``.
+
+    ``top`` (the optional approximate index, ``vectors/approximate.py``; never the default)
+    replaces the exact top k of the ``"chunk"`` and ``"topic"`` matrices."""
     q = np.asarray(query, dtype=np.float32).reshape(-1)
     if q.shape[0] != pool.dim:
         raise ValueError(f"query vector has dimension {q.shape[0]}, the pool {pool.dim}")
@@ -313,8 +321,12 @@ def vector_rank(
     if allowed_topic_ids is not None:
         slots = pool.allowed_slots(allowed_topic_ids)
         chunk_mask, topic_mask = slots[pool.chunk_slot], slots[pool.topic_slot]
-    chunk_rows, chunk_scores = exact_top(pool.chunk_matrix, pool.chunk_sketch, q, chunk_mask, top_k)
-    topic_rows, topic_scores = exact_top(pool.topic_matrix, pool.topic_sketch, q, topic_mask, top_k)
+    if top is None:
+        chunk_rows, chunk_scores = exact_top(pool.chunk_matrix, pool.chunk_sketch, q, chunk_mask, top_k)
+        topic_rows, topic_scores = exact_top(pool.topic_matrix, pool.topic_sketch, q, topic_mask, top_k)
+    else:  # approximate index hook
+        chunk_rows, chunk_scores = top("chunk", q, chunk_mask, top_k)
+        topic_rows, topic_scores = top("topic", q, topic_mask, top_k)
     tids = np.concatenate([pool.chunk_topic_ids[chunk_rows], pool.topic_ids[topic_rows]])
     scores = np.concatenate([chunk_scores.astype(np.float64), topic_scores.astype(np.float64) + topic_bonus])
     by_topic = np.lexsort((-scores, tids))  # each topic's best score first
