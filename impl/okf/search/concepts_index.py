@@ -135,8 +135,12 @@ class ConceptSearchIndex:
 
     def nbytes(self) -> int:
         """About the memory this index holds (bodies, signatures and the field blobs)."""
+        return sum(self.nbytes_by_part().values())
+
+    def nbytes_by_part(self) -> dict[str, int]:
+        """About the memory of each part: the body filter, the folded bodies, the short fields."""
         blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
-        return self.signatures.nbytes + sum(len(b) for b in self.bodies) + blobs
+        return {"body_filter": self.signatures.nbytes, "bodies": sum(len(b) for b in self.bodies), "fields": blobs}
 
     def _body_candidates(self, needle: bytes) -> np.ndarray:
         """Rows whose signature has every trigram bit of ``needle``: one trigram at a time,
