@@ -15,7 +15,8 @@ in numpy, only new or changed texts are tokenised.
 from __future__ import annotations
 
 import re
-from itertools import chain
+from collections import defaultdict, deque
+from itertools import chain, compress, count
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -72,10 +73,10 @@ class TokenPostings:
         """Postings of ``n_rows`` rows: row ``fresh_rows[i]`` holds the tokens ``fresh_tokens[i]``;
         the rows ``moved_from`` of ``previous`` are kept as rows ``moved_to``. Tokens no row holds
         are dropped."""
-        flat = list(chain.from_iterable(fresh_tokens))
-        known = previous.tokens() if previous is not None else []
-        ids = {token: i for i, token in enumerate(dict.fromkeys(chain(known, flat)))}  # old ids kept
-        token_parts = [np.fromiter(map(ids.__getitem__, flat), dtype=np.int64, count=len(flat))]
+        ids: defaultdict[bytes, int] = defaultdict(count().__next__)  # a new token: the next id
+        if previous is not None:
+            deque(map(ids.__getitem__, previous.tokens()), maxlen=0)  # old ids kept
+        token_parts = [np.array(list(map(ids.__getitem__, chain.from_iterable(fresh_tokens))), dtype=np.int64)]
         row_parts = [np.repeat(np.asarray(fresh_rows, dtype=np.int64),
                                np.fromiter(map(len, fresh_tokens), dtype=np.int64, count=len(fresh_tokens)))]
         if previous is not None and len(moved_from):
@@ -90,7 +91,7 @@ class TokenPostings:
         token_ids = keys >> 32
         counts = np.bincount(token_ids, minlength=len(ids))
         alive = counts > 0
-        vocabulary = [token for token, keep in zip(ids, alive.tolist()) if keep]
+        vocabulary = list(compress(ids, alive.tolist()))
         lengths = np.fromiter(map(len, vocabulary), dtype=np.int64, count=len(vocabulary))
         starts = np.cumsum(lengths + 1) - lengths  # after the frame's leading NUL
         offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
