@@ -32,7 +32,7 @@ import numpy as np
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
-from knowspec.impl.okf.search.token_postings import TokenPostings, tokens
+from knowspec.impl.okf.search.token_postings import PostingsBuilder, TokenPostings, tokens
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 
 _FIELDS = sorted(FIELD_RANKS, key=lambda name: -FIELD_RANKS[name])  # id, title, description, tags, body
@@ -82,22 +82,17 @@ def _field_tokens(small: tuple[bytes, bytes, bytes, tuple[bytes, ...]], body: by
     return [tokens(id_), tokens(title), tokens(description), tokens(b" ".join(tags)), tokens(body)]
 
 
-def _postings(n: int, fresh_rows: list[int], fresh_tokens: list[list[set[bytes]]],
-              previous: "ConceptSearchIndex | None", moved_from: list[int], moved_to: list[int]) -> list[TokenPostings]:
-    """One postings index per field kind, from the previous index's and the fresh rows' tokens."""
-    return [TokenPostings.build(n, fresh_rows, [kinds[k] for kinds in fresh_tokens],
-                                previous.postings[k] if previous is not None else None, moved_from, moved_to)
-            for k in range(len(_FIELDS))]
-
-
 class ConceptSearchIndex:
     """Folded fields of every concept of one snapshot, ready for repeated queries."""
 
     def __init__(self, entries: Sequence[tuple[str, SearchableConcept]]) -> None:
         small = [_small(f) for _, f in entries]
         bodies = [_stored_body(f.body) for _, f in entries]
-        fresh = [_field_tokens(row, body) for row, body in zip(small, bodies)]
-        postings = _postings(len(entries), list(range(len(entries))), fresh, None, [], [])
+        builders = [PostingsBuilder() for _ in _FIELDS]
+        for row, (fields, body) in enumerate(zip(small, bodies)):
+            for builder, field_tokens in zip(builders, _field_tokens(fields, body)):
+                builder.add(row, field_tokens)
+        postings = [builder.finish(len(entries)) for builder in builders]
         self._assemble([cid for cid, _ in entries], small, bodies, postings, [])
 
     @classmethod
@@ -234,8 +229,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     previous = remembered.peek(snapshot.root)
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
     ids, small, bodies, concepts = [], [], [], []
-    fresh_rows: list[int] = []
-    fresh_tokens: list[list[set[bytes]]] = []
+    builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
     copy_from, copy_to = [], []
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
@@ -250,11 +244,11 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, concept.body)
             small.append(_small(fields))
             bodies.append(_stored_body(fields.body))
-            fresh_rows.append(row)
-            fresh_tokens.append(_field_tokens(small[-1], bodies[-1]))
+            for builder, field_tokens in zip(builders, _field_tokens(small[-1], bodies[-1])):
+                builder.add(row, field_tokens)
         ids.append(cid)
         concepts.append(concept)
-    postings = _postings(len(ids), fresh_rows, fresh_tokens, previous, copy_from, copy_to)
+    postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
     index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, concepts)
     remembered.put(snapshot.root, None, index)
     return index

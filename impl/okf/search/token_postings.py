@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import re
 from collections import defaultdict, deque
-from itertools import chain, compress, count
+from itertools import compress, count
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
@@ -47,6 +47,52 @@ def _patterns(needle: bytes) -> list[bytes]:
     return out
 
 
+class PostingsBuilder:
+    """Takes the tokens of fresh rows one row at a time, keeping only their ids (a row's token
+    objects are freed once counted: a bundle's worth of them would cost hundreds of MiB), then
+    merges them with the rows kept from ``previous``. Tokens no row holds are dropped."""
+
+    def __init__(self, previous: "TokenPostings | None" = None) -> None:
+        self.previous = previous
+        self._ids: defaultdict[bytes, int] = defaultdict(count().__next__)  # a new token: the next id
+        if previous is not None:
+            deque(map(self._ids.__getitem__, previous.tokens()), maxlen=0)  # old ids kept
+        self._tokens: list[int] = []  # token ids, row after row (8 bytes each: the ints are shared)
+        self._rows: list[int] = []
+        self._counts: list[int] = []
+
+    def add(self, row: int, row_tokens: Iterable[bytes]) -> None:
+        before = len(self._tokens)
+        self._tokens.extend(map(self._ids.__getitem__, row_tokens))
+        self._rows.append(row)
+        self._counts.append(len(self._tokens) - before)
+
+    def finish(self, n_rows: int, moved_from: Sequence[int] = (), moved_to: Sequence[int] = ()) -> "TokenPostings":
+        """The postings of ``n_rows`` rows: the added ones, and the rows ``moved_from`` of the
+        previous postings as rows ``moved_to``."""
+        token_parts = [np.array(self._tokens, dtype=np.int64)]
+        row_parts = [np.repeat(np.array(self._rows, dtype=np.int64), np.array(self._counts, dtype=np.int64))]
+        previous = self.previous
+        if previous is not None and len(moved_from):
+            renumber = np.full(previous.n_rows, -1, dtype=np.int64)
+            renumber[np.asarray(moved_from, dtype=np.int64)] = moved_to
+            new_rows = renumber[previous.rows]
+            kept = new_rows >= 0
+            token_of = np.repeat(np.arange(len(previous.starts), dtype=np.int64), np.diff(previous.offsets))
+            token_parts.append(token_of[kept])
+            row_parts.append(new_rows[kept])
+        keys = np.sort((np.concatenate(token_parts) << 32) | np.concatenate(row_parts))
+        counts = np.bincount(keys >> 32, minlength=len(self._ids))
+        alive = counts > 0
+        vocabulary = list(compress(self._ids, alive.tolist()))
+        lengths = np.fromiter(map(len, vocabulary), dtype=np.int64, count=len(vocabulary))
+        starts = np.cumsum(lengths + 1) - lengths  # after the frame's leading NUL
+        offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
+        np.cumsum(counts[alive], out=offsets[1:])
+        framed = _SEP + _SEP.join(vocabulary) + _SEP if vocabulary else _SEP
+        return TokenPostings(n_rows, framed, starts, offsets, (keys & 0xFFFFFFFF).astype(np.uint32))
+
+
 @dataclass(frozen=True)
 class Candidates:
     """Rows that may hold a query (``None``: every row); ``exact`` when each of them does."""
@@ -71,33 +117,11 @@ class TokenPostings:
               previous: "TokenPostings | None" = None, moved_from: Sequence[int] = (),
               moved_to: Sequence[int] = ()) -> "TokenPostings":
         """Postings of ``n_rows`` rows: row ``fresh_rows[i]`` holds the tokens ``fresh_tokens[i]``;
-        the rows ``moved_from`` of ``previous`` are kept as rows ``moved_to``. Tokens no row holds
-        are dropped."""
-        ids: defaultdict[bytes, int] = defaultdict(count().__next__)  # a new token: the next id
-        if previous is not None:
-            deque(map(ids.__getitem__, previous.tokens()), maxlen=0)  # old ids kept
-        token_parts = [np.array(list(map(ids.__getitem__, chain.from_iterable(fresh_tokens))), dtype=np.int64)]
-        row_parts = [np.repeat(np.asarray(fresh_rows, dtype=np.int64),
-                               np.fromiter(map(len, fresh_tokens), dtype=np.int64, count=len(fresh_tokens)))]
-        if previous is not None and len(moved_from):
-            renumber = np.full(previous.n_rows, -1, dtype=np.int64)
-            renumber[np.asarray(moved_from, dtype=np.int64)] = moved_to
-            new_rows = renumber[previous.rows]
-            kept = new_rows >= 0
-            token_of = np.repeat(np.arange(len(previous.starts), dtype=np.int64), np.diff(previous.offsets))
-            token_parts.append(token_of[kept])
-            row_parts.append(new_rows[kept])
-        keys = np.sort((np.concatenate(token_parts) << 32) | np.concatenate(row_parts))
-        token_ids = keys >> 32
-        counts = np.bincount(token_ids, minlength=len(ids))
-        alive = counts > 0
-        vocabulary = list(compress(ids, alive.tolist()))
-        lengths = np.fromiter(map(len, vocabulary), dtype=np.int64, count=len(vocabulary))
-        starts = np.cumsum(lengths + 1) - lengths  # after the frame's leading NUL
-        offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
-        np.cumsum(counts[alive], out=offsets[1:])
-        framed = _SEP + _SEP.join(vocabulary) + _SEP if vocabulary else _SEP
-        return cls(n_rows, framed, starts, offsets, (keys & 0xFFFFFFFF).astype(np.uint32))
+        the rows ``moved_from`` of ``previous`` are kept as rows ``moved_to``."""
+        builder = PostingsBuilder(previous)
+        for row, row_tokens in zip(fresh_rows, fresh_tokens):
+            builder.add(row, row_tokens)
+        return builder.finish(n_rows, moved_from, moved_to)
 
     def tokens(self) -> list[bytes]:
         """The vocabulary, in token id order."""
