@@ -105,3 +105,13 @@ def test_index_answers_like_the_reference_scan_for_queries_with_punctuation(rows
                for cid, title, description, tags, body in rows]
     folded = case_fold(query)
     assert sci.ConceptSearchIndex(entries).search(folded, limit) == sc.search(entries, folded, limit)
+
+
+def test_index_searches_every_body_when_a_piece_is_too_common_to_narrow(monkeypatch):
+    monkeypatch.setattr(tp, "MAX_VOCABULARY_MATCHES", 1)
+    entries = [(cid, sc.SearchableConcept.of(cid, "", "", [], body))
+               for cid, body in [("a", "data lake"), ("b", "database_x"), ("c", "metadata-lake"), ("d", "lake")]]
+    index = sci.ConceptSearchIndex(entries)
+    for query in ["data", "ata", "data lake", "a l", "lake", "-"]:
+        folded = case_fold(query)
+        assert index.search(folded, 10) == sc.search(entries, folded, 10), query
