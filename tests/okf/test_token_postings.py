@@ -4,8 +4,10 @@ and a rebuild from a previous index equals a build from scratch."""
 from __future__ import annotations
 
 import numpy as np
+import pytest
 from hypothesis import given, settings, strategies as st
 
+from knowspec.impl.okf.search import boundary_signatures as bs
 from knowspec.impl.okf.search import concepts as sc
 from knowspec.impl.okf.search import concepts_index as sci
 from knowspec.impl.okf.search import token_postings as tp
@@ -115,3 +117,40 @@ def test_index_searches_every_body_when_a_piece_is_too_common_to_narrow(monkeypa
     for query in ["data", "ata", "data lake", "a l", "lake", "-"]:
         folded = case_fold(query)
         assert index.search(folded, 10) == sc.search(entries, folded, 10), query
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.text(alphabet="ab_-", min_size=1, max_size=4), WORDS, WORDS,
+                          st.lists(WORDS, max_size=2), WORDS), max_size=10, unique_by=lambda r: r[0]),
+       st.text(alphabet="ab1_-. é", min_size=1, max_size=4))
+def test_short_field_candidates_checked_one_by_one_answer_like_the_reference(rows, query):
+    """With every candidate row of a short field checked one by one (instead of the blob scan),
+    the answer is still the reference scan's."""
+    entries = [(cid, sc.SearchableConcept.of(cid, title, description, tags, body))
+               for cid, title, description, tags, body in rows]
+    folded = case_fold(query)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(sci, "FEW_CANDIDATES", 1)
+        assert sci.ConceptSearchIndex(entries).search(folded, 12) == sc.search(entries, folded, 12)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab1_-. \n)é", max_size=40), max_size=8), NEEDLE)
+def test_boundary_signatures_never_drop_a_body_holding_the_query(texts, needle):
+    bodies = [t.encode() for t in texts]
+    query = needle.encode()
+    kept = bs.narrow(bs.sign(bodies), np.arange(len(bodies)), query).tolist()
+    assert set(_holding(bodies, query)) <= set(kept)
+
+
+def test_boundary_signatures_drop_bodies_without_the_join():
+    bodies = [b"sql warehouse", b"sql and warehouse", b"warehouse sql"]
+    assert bs.narrow(bs.sign(bodies), np.arange(3), b"sql warehouse").tolist() == [0]
+
+
+def test_boundary_signatures_are_signed_in_chunks_like_one_by_one(monkeypatch):
+    bodies = [f"w{i} x-{i}. y".encode() for i in range(50)] + [b"", b"a b"]
+    whole = bs.sign(bodies)
+    monkeypatch.setattr(bs, "_CHUNK_BODIES", 3)
+    assert np.array_equal(bs.sign(bodies), whole)
+    assert np.array_equal(np.vstack([bs.sign([b]) for b in bodies]), whole)

@@ -7,9 +7,11 @@ substring containment, best field wins. The speed-ups, none of which changes an 
   (:mod:`token_postings`): a query that is one token-piece (no space or punctuation) is answered
   from the vocabulary and sorted row arrays alone, in time proportional to its hits, never
   proportional to the concepts;
-- a query with separators takes the rows holding each of its pieces where it stands; for the
-  short fields (joined per field into one UTF-8 blob with NUL separators) one ``bytes.find`` loop
-  visits only real matches, and candidate bodies are verified in a C-level loop (a query
+- a query with separators takes the rows holding each of its pieces where it stands; candidate
+  bodies are narrowed by their signatures of separator-centred trigrams
+  (:mod:`boundary_signatures`: which words are side by side) and verified in a C-level loop; a
+  short field checks its few candidates one by one, else one ``bytes.find`` loop over the field's
+  values joined into one UTF-8 blob with NUL separators visits only real matches (a query
   containing NUL falls back to the per-concept scan);
 - only the hits the page shows are put in order (row numbers, which follow the ID order).
 
@@ -31,12 +33,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from knowspec.impl import runtime as process
+from knowspec.impl.okf.search import boundary_signatures
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
 from knowspec.impl.okf.search.token_postings import PostingsBuilder, TokenPostings, tokens
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 
 _FIELDS = sorted(FIELD_RANKS, key=lambda name: -FIELD_RANKS[name])  # id, title, description, tags, body
 _SEP = b"\x00"
+# A short field's candidate rows are checked one by one when at most 1/FEW_CANDIDATES of the
+# rows; more, and one scan of the field's blob is cheaper.
+FEW_CANDIDATES = 16
 
 
 @dataclass
@@ -93,16 +99,16 @@ class ConceptSearchIndex:
             for builder, field_tokens in zip(builders, _field_tokens(fields, body)):
                 builder.add(row, field_tokens)
         postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, bodies, postings, [])
+        self._assemble([cid for cid, _ in entries], small, bodies, postings, boundary_signatures.sign(bodies), [])
 
     @classmethod
-    def _of_rows(cls, ids, small, bodies, postings, concepts) -> "ConceptSearchIndex":
+    def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
         index = cls.__new__(cls)
-        index._assemble(ids, small, bodies, postings, concepts)
+        index._assemble(ids, small, bodies, postings, boundaries, concepts)
         return index
 
     def _assemble(self, ids: list[str], small: list, bodies: list, postings: list[TokenPostings],
-                  concepts: list) -> None:
+                  boundaries: np.ndarray, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
         # snapshot's concepts are), sorting row numbers is sorting IDs; else ``position`` maps
@@ -116,6 +122,7 @@ class ConceptSearchIndex:
         self.small = small
         self.bodies = bodies
         self.postings = postings  # per field kind, in ``_FIELDS`` order
+        self.boundaries = boundaries  # per body: its separator-centred trigrams (boundary_signatures)
         self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
         self.fields = {
             "id": _Blob.of([(i, row[0]) for i, row in enumerate(small)]),
@@ -132,7 +139,7 @@ class ConceptSearchIndex:
         """About the memory of each part: the postings of the bodies and of the short fields, the
         folded bodies, the short fields' blobs."""
         blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
-        return {"body_postings": self.postings[-1].nbytes(),
+        return {"body_postings": self.postings[-1].nbytes(), "body_boundaries": self.boundaries.nbytes,
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
                 "bodies": sum(len(b) for b in self.bodies), "fields": blobs}
 
@@ -144,15 +151,24 @@ class ConceptSearchIndex:
         field = np.zeros(len(self.ids), dtype=np.int8)
         self._mark_body(field, needle, check_cancelled)
         for place, name in reversed(list(enumerate(_FIELDS[:-1]))):  # better fields overwrite
-            rows = self.postings[place].exact_rows(needle)
-            if rows is not None:
-                field[rows] = place + 1
+            candidates = self.postings[place].candidates(needle)
+            if candidates.exact:
+                field[candidates.rows] = place + 1
+            elif candidates.rows is not None and len(candidates.rows) <= len(self.ids) // FEW_CANDIDATES:
+                field[self._short_field_holding(place, candidates.rows, needle)] = place + 1
             else:  # one C-level search of the field's blob
                 owners = self.fields[name].owners_matching(needle)
                 if owners:
                     field[np.fromiter(owners, dtype=np.intp, count=len(owners))] = place + 1
             check_cancelled()
         return self._page(field, limit)
+
+    def _short_field_holding(self, place: int, rows: np.ndarray, needle: bytes) -> list[int]:
+        """The ``rows`` whose short field ``place`` (id, title, description or a tag) holds ``needle``."""
+        if _FIELDS[place] == "tags":
+            return [row for row in rows.tolist() if any(needle in tag for tag in self.small[row][place])]
+        values = [self.small[row][place] for row in rows.tolist()]
+        return list(compress(rows.tolist(), map(bytes.__contains__, values, repeat(needle))))
 
     def _mark_body(self, field: np.ndarray, needle: bytes, check_cancelled: Callable[[], None]) -> None:
         """Mark the rows whose body holds ``needle``: straight from the postings when they are
@@ -162,6 +178,7 @@ class ConceptSearchIndex:
             field[candidates.rows] = len(_FIELDS)
             return
         rows_to_check = np.arange(len(self.ids)) if candidates.rows is None else candidates.rows
+        rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
         bodies, contains = self.bodies, bytes.__contains__
         for start in range(0, len(rows_to_check), 4096):
             check_cancelled()
@@ -230,7 +247,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
     ids, small, bodies, concepts = [], [], [], []
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
-    copy_from, copy_to = [], []
+    copy_from, copy_to, fresh_rows, fresh_bodies = [], [], [], []
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
             check_cancelled()
@@ -246,9 +263,16 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             bodies.append(_stored_body(fields.body))
             for builder, field_tokens in zip(builders, _field_tokens(small[-1], bodies[-1])):
                 builder.add(row, field_tokens)
+            fresh_rows.append(row)
+            fresh_bodies.append(bodies[-1])
         ids.append(cid)
         concepts.append(concept)
     postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
-    index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, concepts)
+    boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
+    boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
+    if copy_from:
+        assert previous is not None  # rows are copied only from a previous index
+        boundaries[copy_to] = previous.boundaries[copy_from]
+    index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index

@@ -22,8 +22,8 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
-_SEPARATORS = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "_"))
-_TO_SPACE = bytes.maketrans(_SEPARATORS, b" " * len(_SEPARATORS))
+SEPARATORS = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "_"))
+_TO_SPACE = bytes.maketrans(SEPARATORS, b" " * len(SEPARATORS))
 _PIECE = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
 _SEP = b"\x00"  # a separator itself, so never inside a token: the vocabulary's frame
 # A query piece found more often than this in the vocabulary is too common to be worth its
