@@ -149,7 +149,6 @@ class ConceptSearchIndex:
             return self._scan(folded_query, needle, limit, check_cancelled)
         # field[row]: the best field matched so far (0 none, else 1 + its place in _FIELDS)
         field = np.zeros(len(self.ids), dtype=np.int8)
-        self._mark_body(field, needle, check_cancelled)
         for place, name in reversed(list(enumerate(_FIELDS[:-1]))):  # better fields overwrite
             candidates = self.postings[place].candidates(needle)
             if candidates.exact:
@@ -161,6 +160,7 @@ class ConceptSearchIndex:
                 if owners:
                     field[np.fromiter(owners, dtype=np.intp, count=len(owners))] = place + 1
             check_cancelled()
+        self._mark_body(field, needle, check_cancelled)
         return self._page(field, limit)
 
     def _short_field_holding(self, place: int, rows: np.ndarray, needle: bytes) -> list[int]:
@@ -171,13 +171,14 @@ class ConceptSearchIndex:
         return list(compress(rows.tolist(), map(bytes.__contains__, values, repeat(needle))))
 
     def _mark_body(self, field: np.ndarray, needle: bytes, check_cancelled: Callable[[], None]) -> None:
-        """Mark the rows whose body holds ``needle``: straight from the postings when they are
-        exact, else each candidate body searched in a C-level loop."""
+        """Mark the rows no better field matched whose body holds ``needle``: straight from the
+        postings when they are exact, else each candidate body searched in a C-level loop."""
         candidates = self.postings[-1].candidates(needle)
-        if candidates.exact:
-            field[candidates.rows] = len(_FIELDS)
-            return
         rows_to_check = np.arange(len(self.ids)) if candidates.rows is None else candidates.rows
+        rows_to_check = rows_to_check[field[rows_to_check] == 0]
+        if candidates.exact:
+            field[rows_to_check] = len(_FIELDS)
+            return
         rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
         bodies, contains = self.bodies, bytes.__contains__
         for start in range(0, len(rows_to_check), 4096):
