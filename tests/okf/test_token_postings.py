@@ -154,3 +154,22 @@ def test_boundary_signatures_are_signed_in_chunks_like_one_by_one(monkeypatch):
     monkeypatch.setattr(bs, "_CHUNK_BODIES", 3)
     assert np.array_equal(bs.sign(bodies), whole)
     assert np.array_equal(np.vstack([bs.sign([b]) for b in bodies]), whole)
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.text(alphabet="ab1_é", min_size=1, max_size=6), max_size=12, unique=True),
+       st.booleans(), st.text(alphabet="ab1_é", min_size=1, max_size=4), st.booleans())
+def test_vocabulary_trigrams_find_exactly_the_tokens_holding_a_pattern(words, starts_token, piece, ends_token):
+    postings = _build([" ".join(words).encode()])
+    vocabulary = postings.tokens()
+    pattern = (b"\x00" if starts_token else b"") + piece.encode() + (b"\x00" if ends_token else b"")
+    found = postings.words.tokens_containing(pattern, limit=100)
+    expected = [i for i, token in enumerate(vocabulary) if pattern in b"\x00" + token + b"\x00"]
+    assert found is not None and found.tolist() == expected
+
+
+def test_vocabulary_trigrams_give_up_on_a_pattern_in_too_many_tokens():
+    postings = _build([b"abc1 abc2 abc3 xyz"])
+    assert postings.words.tokens_containing(b"abc", limit=2) is None
+    found = postings.words.tokens_containing(b"abc", limit=3).tolist()
+    assert sorted(postings.tokens()[i] for i in found) == [b"abc1", b"abc2", b"abc3"]

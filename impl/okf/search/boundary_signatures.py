@@ -5,7 +5,7 @@ Token postings (:mod:`token_postings`) tell which bodies hold each word of ``sql
 which hold them side by side. A body holding the query holds each of its trigrams whose middle
 byte is a separator (``l w``), so a body whose signature lacks one of those bits cannot hold it.
 Only trigrams centred on a separator are kept (a fifth of a prose body's positions), hashed into
-4,096 bits = 512 bytes a body; the bodies of a build are signed together in numpy, a few MiB of
+2,048 bits = 256 bytes a body; the bodies of a build are signed together in numpy, a few MiB of
 text at a time, never one Python call per body.
 """
 
@@ -17,8 +17,8 @@ import numpy as np
 
 from knowspec.impl.okf.search.token_postings import SEPARATORS
 
-BITS = 1 << 12
-_SHIFT = np.uint32(32 - 12)  # the top bits of the 32-bit multiplicative hash
+BITS = 1 << 11
+_SHIFT = np.uint32(32 - 11)  # the top bits of the 32-bit multiplicative hash
 _GOLDEN = np.uint32(2654435761)
 _IS_SEPARATOR = np.zeros(256, dtype=bool)
 _IS_SEPARATOR[list(SEPARATORS)] = True

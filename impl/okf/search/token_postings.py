@@ -3,8 +3,8 @@
 A text is cut into tokens at the ASCII bytes that are neither letters, digits nor ``_``; bytes of
 multi-byte UTF-8 characters are always token bytes, so a character is never cut. A query without
 such a separator can only occur inside one token, hence the rows holding it are exactly the rows
-of the vocabulary's tokens that contain it: found by one C-level search of the vocabulary (each
-distinct token once) and a union of sorted row arrays, never a look at the texts themselves. A
+of the vocabulary's tokens that contain it: found through the vocabulary's own trigram index
+(:mod:`vocabulary_index`) and a union of sorted row arrays, never a look at the texts themselves. A
 query with separators gives candidate rows only (each of its pieces must be a token suffix, a
 whole token or a token prefix, depending on where it stands); the caller verifies those.
 
@@ -21,6 +21,8 @@ from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 import numpy as np
+
+from knowspec.impl.okf.search.vocabulary_index import VocabularyIndex
 
 SEPARATORS = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "_"))
 _TO_SPACE = bytes.maketrans(SEPARATORS, b" " * len(SEPARATORS))
@@ -90,7 +92,8 @@ class PostingsBuilder:
         offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(counts[alive], out=offsets[1:])
         framed = _SEP + _SEP.join(vocabulary) + _SEP if vocabulary else _SEP
-        return TokenPostings(n_rows, framed, starts, offsets, (keys & 0xFFFFFFFF).astype(np.uint32))
+        return TokenPostings(n_rows, framed, starts, offsets, (keys & 0xFFFFFFFF).astype(np.uint32),
+                             VocabularyIndex.of(framed, starts))
 
 
 @dataclass(frozen=True)
@@ -111,6 +114,7 @@ class TokenPostings:
     starts: np.ndarray
     offsets: np.ndarray
     rows: np.ndarray
+    words: VocabularyIndex  # which tokens contain a pattern
 
     @classmethod
     def build(cls, n_rows: int, fresh_rows: Sequence[int], fresh_tokens: Sequence[Iterable[bytes]],
@@ -128,7 +132,8 @@ class TokenPostings:
         return self.vocabulary[1:-1].split(_SEP) if len(self.starts) else []
 
     def nbytes(self) -> int:
-        return len(self.vocabulary) + self.starts.nbytes + self.offsets.nbytes + self.rows.nbytes
+        return (len(self.vocabulary) + self.starts.nbytes + self.offsets.nbytes + self.rows.nbytes
+                + self.words.nbytes())
 
     def exact_rows(self, needle: bytes) -> np.ndarray | None:
         """The ascending rows whose text contains ``needle``, when the postings alone can tell:
@@ -159,17 +164,7 @@ class TokenPostings:
 
     def _tokens_matching(self, pattern: bytes) -> np.ndarray | None:
         """Ids of the tokens the framed ``pattern`` occurs in (None: too many to be worth it)."""
-        positions: list[int] = []
-        find = self.vocabulary.find
-        pos = find(pattern)
-        while pos >= 0:
-            if len(positions) >= MAX_VOCABULARY_MATCHES:
-                return None
-            positions.append(pos)
-            pos = find(pattern, pos + 1)
-        if pattern.startswith(_SEP):
-            positions = [p + 1 for p in positions]  # the match begins at its token's start
-        return np.unique(np.searchsorted(self.starts, np.asarray(positions, dtype=np.int64), side="right") - 1)
+        return self.words.tokens_containing(pattern, MAX_VOCABULARY_MATCHES)
 
     def _rows_of(self, ids: np.ndarray) -> np.ndarray:
         """The ascending rows holding any of the tokens ``ids``."""
