@@ -28,8 +28,8 @@ SEPARATORS = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "
 _TO_SPACE = bytes.maketrans(SEPARATORS, b" " * len(SEPARATORS))
 _PIECE = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
 _SEP = b"\x00"  # a separator itself, so never inside a token: the vocabulary's frame
-# A query piece found more often than this in the vocabulary is too common to be worth its
-# postings (a letter or two): the caller then searches every row.
+# A query piece held by more tokens than this is too common to be worth their postings (a
+# letter or two): it narrows nothing, and the caller searches the texts instead.
 MAX_VOCABULARY_MATCHES = 2048
 
 
