@@ -149,7 +149,7 @@ def test_boundary_signatures_drop_bodies_without_the_join():
 
 
 def test_boundary_signatures_are_signed_in_chunks_like_one_by_one(monkeypatch):
-    bodies = [f"w{i} x-{i}. y".encode() for i in range(50)] + [b"", b"a b"]
+    bodies = [f"{'-' if i % 3 else ''}w{i} x-{i}. y{'.' if i % 2 else ''}".encode() for i in range(50)] + [b"", b"a b", b"."]
     whole = bs.sign(bodies)
     monkeypatch.setattr(bs, "_CHUNK_BODIES", 3)
     assert np.array_equal(bs.sign(bodies), whole)

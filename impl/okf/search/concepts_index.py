@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 from itertools import compress, repeat
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterable, Sequence
 
 import numpy as np
 
@@ -82,10 +82,11 @@ def _stored_body(folded: str) -> bytes:
     return folded.encode("utf-8", "surrogatepass")
 
 
-def _field_tokens(small: tuple[bytes, bytes, bytes, tuple[bytes, ...]], body: bytes) -> list[set[bytes]]:
-    """The tokens of each field kind of one concept, in ``_FIELDS`` order (tags: of all its tags)."""
+def _field_tokens(small: tuple[bytes, bytes, bytes, tuple[bytes, ...]], body: bytes) -> list[Iterable[bytes]]:
+    """The tokens of each field kind of one concept, in ``_FIELDS`` order (tags: of all its tags;
+    a body's repeats dropped at once, since a body repeats its words many times)."""
     id_, title, description, tags = small
-    return [tokens(id_), tokens(title), tokens(description), tokens(b" ".join(tags)), tokens(body)]
+    return [tokens(id_), tokens(title), tokens(description), tokens(b" ".join(tags)), set(tokens(body))]
 
 
 class ConceptSearchIndex:

@@ -33,9 +33,9 @@ _SEP = b"\x00"  # a separator itself, so never inside a token: the vocabulary's 
 MAX_VOCABULARY_MATCHES = 2048
 
 
-def tokens(text: bytes) -> set[bytes]:
-    """The distinct tokens of ``text``."""
-    return set(text.translate(_TO_SPACE).split())
+def tokens(text: bytes) -> list[bytes]:
+    """The tokens of ``text``, in order (repeats included: a builder drops them)."""
+    return text.translate(_TO_SPACE).split()
 
 
 def _patterns(needle: bytes) -> list[bytes]:
@@ -59,13 +59,14 @@ class PostingsBuilder:
         self._ids: defaultdict[bytes, int] = defaultdict(count().__next__)  # a new token: the next id
         if previous is not None:
             deque(map(self._ids.__getitem__, previous.tokens()), maxlen=0)  # old ids kept
+        self._id_of = self._ids.__getitem__
         self._tokens: list[int] = []  # token ids, row after row (8 bytes each: the ints are shared)
         self._rows: list[int] = []
         self._counts: list[int] = []
 
     def add(self, row: int, row_tokens: Iterable[bytes]) -> None:
         before = len(self._tokens)
-        self._tokens.extend(map(self._ids.__getitem__, row_tokens))
+        self._tokens.extend(map(self._id_of, row_tokens))
         self._rows.append(row)
         self._counts.append(len(self._tokens) - before)
 
@@ -83,7 +84,7 @@ class PostingsBuilder:
             token_of = np.repeat(np.arange(len(previous.starts), dtype=np.int64), np.diff(previous.offsets))
             token_parts.append(token_of[kept])
             row_parts.append(new_rows[kept])
-        keys = np.sort((np.concatenate(token_parts) << 32) | np.concatenate(row_parts))
+        keys = np.unique((np.concatenate(token_parts) << 32) | np.concatenate(row_parts))  # a row's repeats once
         counts = np.bincount(keys >> 32, minlength=len(self._ids))
         alive = counts > 0
         vocabulary = list(compress(self._ids, alive.tolist()))
