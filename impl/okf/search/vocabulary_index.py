@@ -48,7 +48,10 @@ class VocabularyIndex:
         repeated = np.zeros(len(codes), dtype=bool)
         repeated[1:] = (codes[1:] == codes[:-1]) & (owners[1:] == owners[:-1])
         codes, owners = codes[~repeated], owners[~repeated]
-        trigrams, firsts = np.unique(codes, return_index=True)
+        first = np.ones(len(codes), dtype=bool)  # the first entry of each trigram (not np.unique: it hashes, far slower)
+        first[1:] = codes[1:] != codes[:-1]
+        firsts = np.flatnonzero(first)
+        trigrams = codes[firsts]
         offsets = np.append(firsts, len(codes)).astype(np.int64)
         return cls(vocabulary, starts, trigrams, offsets, owners.astype(np.uint32))
 
