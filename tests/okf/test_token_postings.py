@@ -173,3 +173,14 @@ def test_vocabulary_trigrams_give_up_on_a_pattern_in_too_many_tokens():
     assert postings.words.tokens_containing(b"abc", limit=2) is None
     found = postings.words.tokens_containing(b"abc", limit=3).tolist()
     assert sorted(postings.tokens()[i] for i in found) == [b"abc1", b"abc2", b"abc3"]
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.integers(0, 5), TEXT), max_size=10))
+def test_values_added_at_once_give_the_postings_of_values_added_one_by_one(values):
+    one_by_one = tp.PostingsBuilder()
+    for row, text in values:
+        one_by_one.add(row, tp.tokens(text.encode()))
+    at_once = tp.PostingsBuilder()
+    at_once.add_values([row for row, _ in values], [text.encode() for _, text in values])
+    assert _as_map(at_once.finish(6)) == _as_map(one_by_one.finish(6))

@@ -28,7 +28,7 @@ from __future__ import annotations
 import bisect
 from itertools import compress, repeat
 from dataclasses import dataclass
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
@@ -82,11 +82,14 @@ def _stored_body(folded: str) -> bytes:
     return folded.encode("utf-8", "surrogatepass")
 
 
-def _field_tokens(small: tuple[bytes, bytes, bytes, tuple[bytes, ...]], body: bytes) -> list[Iterable[bytes]]:
-    """The tokens of each field kind of one concept, in ``_FIELDS`` order (tags: of all its tags;
-    a body's repeats dropped at once, since a body repeats its words many times)."""
-    id_, title, description, tags = small
-    return [tokens(id_), tokens(title), tokens(description), tokens(b" ".join(tags)), set(tokens(body))]
+def _add_short_fields(builders: list[PostingsBuilder], rows: list[int], small: list) -> None:
+    """Give each short field's builder the values of ``rows`` (``small[i]`` is row ``rows[i]``'s)."""
+    for place, builder in enumerate(builders[:-1]):
+        if _FIELDS[place] == "tags":
+            tagged = [(row, tag) for row, fields in zip(rows, small) for tag in fields[place]]
+            builder.add_values([row for row, _ in tagged], [tag for _, tag in tagged])
+        else:
+            builder.add_values(rows, [fields[place] for fields in small])
 
 
 class ConceptSearchIndex:
@@ -96,9 +99,9 @@ class ConceptSearchIndex:
         small = [_small(f) for _, f in entries]
         bodies = [_stored_body(f.body) for _, f in entries]
         builders = [PostingsBuilder() for _ in _FIELDS]
-        for row, (fields, body) in enumerate(zip(small, bodies)):
-            for builder, field_tokens in zip(builders, _field_tokens(fields, body)):
-                builder.add(row, field_tokens)
+        _add_short_fields(builders, list(range(len(entries))), small)
+        for row, body in enumerate(bodies):
+            builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
         postings = [builder.finish(len(entries)) for builder in builders]
         self._assemble([cid for cid, _ in entries], small, bodies, postings, boundary_signatures.sign(bodies), [])
 
@@ -249,7 +252,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
     ids, small, bodies, concepts = [], [], [], []
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
-    copy_from, copy_to, fresh_rows, fresh_bodies = [], [], [], []
+    copy_from, copy_to, fresh_rows, fresh_small, fresh_bodies = [], [], [], [], []
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
             check_cancelled()
@@ -263,12 +266,13 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, concept.body)
             small.append(_small(fields))
             bodies.append(_stored_body(fields.body))
-            for builder, field_tokens in zip(builders, _field_tokens(small[-1], bodies[-1])):
-                builder.add(row, field_tokens)
+            builders[-1].add(row, set(tokens(bodies[-1])))  # a body repeats its words: once each
             fresh_rows.append(row)
+            fresh_small.append(small[-1])
             fresh_bodies.append(bodies[-1])
         ids.append(cid)
         concepts.append(concept)
+    _add_short_fields(builders, fresh_rows, fresh_small)
     postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
     boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
     boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)

@@ -28,6 +28,7 @@ SEPARATORS = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "
 _TO_SPACE = bytes.maketrans(SEPARATORS, b" " * len(SEPARATORS))
 _PIECE = re.compile(rb"[A-Za-z0-9_\x80-\xff]+")
 _SEP = b"\x00"  # a separator itself, so never inside a token: the vocabulary's frame
+_VALUE_MARK = b" \xff "  # a token of its own between joined values (0xFF is never in UTF-8)
 # A query piece held by more tokens than this is too common to be worth their postings (a
 # letter or two): it narrows nothing, and the caller searches the texts instead.
 MAX_VOCABULARY_MATCHES = 2048
@@ -63,6 +64,16 @@ class PostingsBuilder:
         self._tokens: list[int] = []  # token ids, row after row (8 bytes each: the ints are shared)
         self._rows: list[int] = []
         self._counts: list[int] = []
+        self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # (token ids, rows) of add_values
+
+    def add_values(self, rows: Sequence[int], values: Sequence[bytes]) -> None:
+        """The tokens of many short texts at once (``values[i]`` belongs to row ``rows[i]``), in
+        one C-level pass: the texts are joined with a marker token between them."""
+        words = _VALUE_MARK.join(values).translate(_TO_SPACE).split()
+        ids = np.array(list(map(self._id_of, words)), dtype=np.int64)
+        is_mark = ids == self._ids[_VALUE_MARK.strip()]
+        which = np.cumsum(is_mark)[~is_mark]  # the value each word comes from
+        self._batches.append((ids[~is_mark], np.asarray(rows, dtype=np.int64)[which]))
 
     def add(self, row: int, row_tokens: Iterable[bytes]) -> None:
         before = len(self._tokens)
@@ -75,6 +86,8 @@ class PostingsBuilder:
         previous postings as rows ``moved_to``."""
         token_parts = [np.array(self._tokens, dtype=np.int64)]
         row_parts = [np.repeat(np.array(self._rows, dtype=np.int64), np.array(self._counts, dtype=np.int64))]
+        token_parts += [ids for ids, _ in self._batches]
+        row_parts += [rows for _, rows in self._batches]
         previous = self.previous
         if previous is not None and len(moved_from):
             renumber = np.full(previous.n_rows, -1, dtype=np.int64)
