@@ -1,14 +1,18 @@
 """A per-snapshot index that answers search_concepts without scanning every field in Python.
 
 Same rule as :func:`search_concepts.search` (the reference scan, kept for tests): folded
-substring containment, best field wins. Two speed-ups, neither of which changes an answer:
+substring containment, best field wins. The speed-ups, none of which changes an answer:
 
-- the short fields (id, title, description, each tag) are joined per field into one UTF-8 blob
-  with NUL separators, so one ``bytes.find`` loop visits only real matches (a query containing
-  NUL falls back to the per-concept scan);
-- bodies get a 16,384-bit trigram signature each (hashed UTF-8 byte trigrams); a body can hold
-  the query only if its signature has every trigram bit of the query, so only those candidate
-  bodies are searched (in a C-level loop), each trigram narrowing the rows the next one reads;
+- every field kind (id, title, description, tags, body) has an inverted index of its word tokens
+  (:mod:`token_postings`): a query that is one token-piece (no space or punctuation) is answered
+  from the vocabulary and sorted row arrays alone, in time proportional to its hits, never
+  proportional to the concepts;
+- a query with separators takes the rows holding each of its pieces where it stands; candidate
+  bodies are narrowed by their signatures of separator-centred trigrams
+  (:mod:`boundary_signatures`: which words are side by side) and verified in a C-level loop; a
+  short field checks its few candidates one by one, else one ``bytes.find`` loop over the field's
+  values joined into one UTF-8 blob with NUL separators visits only real matches (a query
+  containing NUL falls back to the per-concept scan);
 - only the hits the page shows are put in order (row numbers, which follow the ID order).
 
 Substring search on UTF-8 bytes is exact for code-point substrings (UTF-8 is self-synchronising),
@@ -16,7 +20,7 @@ and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 byte
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
-are copied; only new or changed concepts are folded and hashed again.
+are copied and their postings renumbered; only new or changed concepts are folded and tokenised.
 """
 
 from __future__ import annotations
@@ -29,23 +33,16 @@ from typing import Any, Callable, Sequence
 import numpy as np
 
 from knowspec.impl import runtime as process
+from knowspec.impl.okf.search import boundary_signatures
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
+from knowspec.impl.okf.search.token_postings import PostingsBuilder, TokenPostings, tokens
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 
-SIGNATURE_BITS = 1 << 14  # 2 KiB a body: few false candidates, and each is verified anyway
-_HASH_SHIFT = np.uint32(32 - 14)  # the top bits of the 32-bit multiplicative hash
 _FIELDS = sorted(FIELD_RANKS, key=lambda name: -FIELD_RANKS[name])  # id, title, description, tags, body
 _SEP = b"\x00"
-_GOLDEN = np.uint32(2654435761)
-
-
-def trigram_hashes(data: bytes) -> np.ndarray:
-    """Bit positions of the hashed byte trigrams of ``data`` (empty below three bytes)."""
-    if len(data) < 3:
-        return np.empty(0, dtype=np.uint32)
-    a = np.frombuffer(data, dtype=np.uint8).astype(np.uint32)
-    codes = (a[:-2] << np.uint32(16)) | (a[1:-1] << np.uint32(8)) | a[2:]
-    return ((codes * _GOLDEN) >> _HASH_SHIFT) & np.uint32(SIGNATURE_BITS - 1)
+# A short field's candidate rows are checked one by one when at most 1/FEW_CANDIDATES of the
+# rows; more, and one scan of the field's blob is cheaper.
+FEW_CANDIDATES = 16
 
 
 @dataclass
@@ -85,33 +82,37 @@ def _stored_body(folded: str) -> bytes:
     return folded.encode("utf-8", "surrogatepass")
 
 
-def _sign(out: np.ndarray, body: bytes, scratch: np.ndarray) -> None:
-    """Write the packed trigram signature of ``body`` into the zeroed row ``out``."""
-    hashes = trigram_hashes(body)
-    if len(hashes):
-        scratch[:] = False
-        scratch[hashes] = True
-        out[:] = np.packbits(scratch)
+def _add_short_fields(builders: list[PostingsBuilder], rows: list[int], small: list) -> None:
+    """Give each short field's builder the values of ``rows`` (``small[i]`` is row ``rows[i]``'s)."""
+    for place, builder in enumerate(builders[:-1]):
+        if _FIELDS[place] == "tags":
+            tagged = [(row, tag) for row, fields in zip(rows, small) for tag in fields[place]]
+            builder.add_values([row for row, _ in tagged], [tag for _, tag in tagged])
+        else:
+            builder.add_values(rows, [fields[place] for fields in small])
 
 
 class ConceptSearchIndex:
     """Folded fields of every concept of one snapshot, ready for repeated queries."""
 
     def __init__(self, entries: Sequence[tuple[str, SearchableConcept]]) -> None:
+        small = [_small(f) for _, f in entries]
         bodies = [_stored_body(f.body) for _, f in entries]
-        signatures = np.zeros((len(bodies), SIGNATURE_BITS // 8), dtype=np.uint8)
-        scratch = np.zeros(SIGNATURE_BITS, dtype=bool)
-        for i, body in enumerate(bodies):
-            _sign(signatures[i], body, scratch)
-        self._assemble([cid for cid, _ in entries], [_small(f) for _, f in entries], bodies, signatures, [])
+        builders = [PostingsBuilder() for _ in _FIELDS]
+        _add_short_fields(builders, list(range(len(entries))), small)
+        for row, body in enumerate(bodies):
+            builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
+        postings = [builder.finish(len(entries)) for builder in builders]
+        self._assemble([cid for cid, _ in entries], small, bodies, postings, boundary_signatures.sign(bodies), [])
 
     @classmethod
-    def _of_rows(cls, ids, small, bodies, signatures, concepts) -> "ConceptSearchIndex":
+    def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
         index = cls.__new__(cls)
-        index._assemble(ids, small, bodies, signatures, concepts)
+        index._assemble(ids, small, bodies, postings, boundaries, concepts)
         return index
 
-    def _assemble(self, ids: list[str], small: list, bodies: list, signatures: np.ndarray, concepts: list) -> None:
+    def _assemble(self, ids: list[str], small: list, bodies: list, postings: list[TokenPostings],
+                  boundaries: np.ndarray, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
         # snapshot's concepts are), sorting row numbers is sorting IDs; else ``position`` maps
@@ -124,7 +125,8 @@ class ConceptSearchIndex:
             self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
         self.small = small
         self.bodies = bodies
-        self.signatures = signatures
+        self.postings = postings  # per field kind, in ``_FIELDS`` order
+        self.boundaries = boundaries  # per body: its separator-centred trigrams (boundary_signatures)
         self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
         self.fields = {
             "id": _Blob.of([(i, row[0]) for i, row in enumerate(small)]),
@@ -134,24 +136,16 @@ class ConceptSearchIndex:
         }
 
     def nbytes(self) -> int:
-        """About the memory this index holds (bodies, signatures and the field blobs)."""
-        blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
-        return self.signatures.nbytes + sum(len(b) for b in self.bodies) + blobs
+        """About the memory this index holds (postings, bodies and the field blobs)."""
+        return sum(self.nbytes_by_part().values())
 
-    def _body_candidates(self, needle: bytes) -> np.ndarray:
-        """Rows whose signature has every trigram bit of ``needle``: one trigram at a time,
-        each narrowing the rows the next one reads (not every row times every trigram)."""
-        hashes = np.unique(trigram_hashes(needle))
-        if not len(hashes):
-            return np.arange(len(self.bodies))
-        columns = (hashes >> 3).astype(np.intp)
-        masks = (np.uint8(128) >> (hashes & 7).astype(np.uint8)).astype(np.uint8)
-        rows = np.nonzero(self.signatures[:, columns[0]] & masks[0])[0]
-        for column, mask in zip(columns[1:].tolist(), masks[1:].tolist()):
-            if not len(rows):
-                break
-            rows = rows[(self.signatures[rows, column] & mask) != 0]
-        return rows
+    def nbytes_by_part(self) -> dict[str, int]:
+        """About the memory of each part: the postings of the bodies and of the short fields, the
+        folded bodies, the short fields' blobs."""
+        blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
+        return {"body_postings": self.postings[-1].nbytes(), "body_boundaries": self.boundaries.nbytes,
+                "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
+                "bodies": sum(len(b) for b in self.bodies), "fields": blobs}
 
     def search(self, folded_query: str, limit: int, check_cancelled: Callable[[], None] = lambda: None) -> SearchResult:
         needle = folded_query.encode("utf-8", "surrogatepass")
@@ -160,20 +154,43 @@ class ConceptSearchIndex:
         # field[row]: the best field matched so far (0 none, else 1 + its place in _FIELDS)
         field = np.zeros(len(self.ids), dtype=np.int8)
         for place, name in reversed(list(enumerate(_FIELDS[:-1]))):  # better fields overwrite
-            owners = self.fields[name].owners_matching(needle)
-            if owners:
-                field[np.fromiter(owners, dtype=np.intp, count=len(owners))] = place + 1
+            candidates = self.postings[place].candidates(needle)
+            if candidates.exact:
+                field[candidates.rows] = place + 1
+            elif candidates.rows is not None and len(candidates.rows) <= len(self.ids) // FEW_CANDIDATES:
+                field[self._short_field_holding(place, candidates.rows, needle)] = place + 1
+            else:  # one C-level search of the field's blob
+                owners = self.fields[name].owners_matching(needle)
+                if owners:
+                    field[np.fromiter(owners, dtype=np.intp, count=len(owners))] = place + 1
             check_cancelled()
-        candidates = self._body_candidates(needle)
-        candidates = candidates[field[candidates] == 0]
+        self._mark_body(field, needle, check_cancelled)
+        return self._page(field, limit)
+
+    def _short_field_holding(self, place: int, rows: np.ndarray, needle: bytes) -> list[int]:
+        """The ``rows`` whose short field ``place`` (id, title, description or a tag) holds ``needle``."""
+        if _FIELDS[place] == "tags":
+            return [row for row in rows.tolist() if any(needle in tag for tag in self.small[row][place])]
+        values = [self.small[row][place] for row in rows.tolist()]
+        return list(compress(rows.tolist(), map(bytes.__contains__, values, repeat(needle))))
+
+    def _mark_body(self, field: np.ndarray, needle: bytes, check_cancelled: Callable[[], None]) -> None:
+        """Mark the rows no better field matched whose body holds ``needle``: straight from the
+        postings when they are exact, else each candidate body searched in a C-level loop."""
+        candidates = self.postings[-1].candidates(needle)
+        rows_to_check = np.arange(len(self.ids)) if candidates.rows is None else candidates.rows
+        rows_to_check = rows_to_check[field[rows_to_check] == 0]
+        if candidates.exact:
+            field[rows_to_check] = len(_FIELDS)
+            return
+        rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
         bodies, contains = self.bodies, bytes.__contains__
-        for start in range(0, len(candidates), 4096):
+        for start in range(0, len(rows_to_check), 4096):
             check_cancelled()
-            rows = candidates[start:start + 4096].tolist()
-            # a C-level loop: ``needle in bodies[row]`` for each row, the matching rows kept
+            rows = rows_to_check[start:start + 4096].tolist()
+            # ``needle in bodies[row]`` for each row, the matching rows kept
             found = list(compress(rows, map(contains, map(bodies.__getitem__, rows), repeat(needle))))
             field[found] = len(_FIELDS)
-        return self._page(field, limit)
 
     def _page(self, field: np.ndarray, limit: int) -> SearchResult:
         """The first ``limit`` hits in (field rank, ID) order and the total; rows are taken in
@@ -223,7 +240,7 @@ def index_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None] = lamb
 
     A row is reused only for the very same :class:`model.Concept` object the previous index of
     this root was built from; the snapshot cache keeps that object exactly while the file's
-    bytes are unchanged, so a changed file is always folded and hashed again.
+    bytes are unchanged, so a changed file is always folded and tokenised again.
     """
     with process.current().gc_paused():
         return _build_for_snapshot(snapshot, check_cancelled)
@@ -233,11 +250,9 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     remembered = _previous(process.current())
     previous = remembered.peek(snapshot.root)
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
-    n = len(snapshot.concepts)
     ids, small, bodies, concepts = [], [], [], []
-    signatures = np.zeros((n, SIGNATURE_BITS // 8), dtype=np.uint8)
-    scratch = np.zeros(SIGNATURE_BITS, dtype=bool)
-    copy_from, copy_to = [], []
+    builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
+    copy_from, copy_to, fresh_rows, fresh_small, fresh_bodies = [], [], [], [], []
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
             check_cancelled()
@@ -251,12 +266,19 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, concept.body)
             small.append(_small(fields))
             bodies.append(_stored_body(fields.body))
-            _sign(signatures[row], bodies[-1], scratch)
+            builders[-1].add(row, set(tokens(bodies[-1])))  # a body repeats its words: once each
+            fresh_rows.append(row)
+            fresh_small.append(small[-1])
+            fresh_bodies.append(bodies[-1])
         ids.append(cid)
         concepts.append(concept)
+    _add_short_fields(builders, fresh_rows, fresh_small)
+    postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
+    boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
+    boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
     if copy_from:
         assert previous is not None  # rows are copied only from a previous index
-        signatures[copy_to] = previous.signatures[copy_from]
-    index = ConceptSearchIndex._of_rows(ids, small, bodies, signatures, concepts)
+        boundaries[copy_to] = previous.boundaries[copy_from]
+    index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index
