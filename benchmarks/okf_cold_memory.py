@@ -39,6 +39,20 @@ def bundle_bytes(bundle: Path) -> int:
     return sum(p.stat().st_size for p in bundle.rglob("*") if p.is_file())
 
 
+def read_tool_calls(path: str, concept_id: str) -> list[tuple[str, dict]]:
+    """The read tools in the order both memory benchmarks call them, the cold get_neighbors first."""
+    return [
+        ("get_neighbors", {"bundle_path": path, "concept_id": concept_id}),
+        ("list_concepts", {"bundle_path": path}),
+        ("read_concept", {"bundle_path": path, "concept_id": concept_id}),
+        ("search_concepts", {"bundle_path": path, "query": "delta"}),
+        ("search_sections", {"bundle_path": path, "query": "delta table"}),
+        ("get_neighbors", {"bundle_path": path, "concept_id": concept_id, "direction": "both"}),
+        ("validate_bundle", {"bundle_path": path}),
+        ("get_semantic_graph", {"bundle_path": path}),
+    ]
+
+
 def first_concept(bundle: Path) -> str:
     """A concept ID of the bundle with links (the first concept file in path order)."""
     paths = sorted(p for p in bundle.rglob("*.md") if p.name not in ("index.md", "log.md"))
@@ -54,15 +68,7 @@ async def server_run(bundle: Path, concept_id: str) -> dict:
         out["cold_get_neighbors_s"] = round(ms / 1000, 3)
         out["cold_get_neighbors_error"] = result.is_error
         out["rss_after_first_call_mib"] = server_memory_mib("VmRSS")
-        calls = [
-            ("list_concepts", {"bundle_path": path}),
-            ("read_concept", {"bundle_path": path, "concept_id": concept_id}),
-            ("search_concepts", {"bundle_path": path, "query": "delta"}),
-            ("search_sections", {"bundle_path": path, "query": "delta table"}),
-            ("get_neighbors", {"bundle_path": path, "concept_id": concept_id, "direction": "both"}),
-            ("validate_bundle", {"bundle_path": path}),
-            ("get_semantic_graph", {"bundle_path": path}),
-        ]
+        calls = read_tool_calls(path, concept_id)[1:]  # the cold get_neighbors was the first
         out["tools"] = {}
         for name, arguments in calls:
             ms, result = await timed(session, name, arguments)

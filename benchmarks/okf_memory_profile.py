@@ -28,7 +28,7 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import require_bundle, write_results  # noqa: E402
-from okf_cold_memory import first_concept  # noqa: E402
+from okf_cold_memory import first_concept, read_tool_calls  # noqa: E402
 
 
 def rss_mib() -> float:
@@ -36,20 +36,6 @@ def rss_mib() -> float:
         if line.startswith("VmRSS:"):
             return int(line.split()[1]) / 1024
     return 0.0
-
-
-def calls(bundle: Path, concept_id: str) -> list[tuple[str, dict]]:
-    path = str(bundle)
-    return [
-        ("get_neighbors", {"bundle_path": path, "concept_id": concept_id}),
-        ("list_concepts", {"bundle_path": path}),
-        ("read_concept", {"bundle_path": path, "concept_id": concept_id}),
-        ("search_concepts", {"bundle_path": path, "query": "delta"}),
-        ("search_sections", {"bundle_path": path, "query": "delta table"}),
-        ("get_neighbors", {"bundle_path": path, "concept_id": concept_id, "direction": "both"}),
-        ("validate_bundle", {"bundle_path": path}),
-        ("get_semantic_graph", {"bundle_path": path}),
-    ]
 
 
 def main() -> None:
@@ -70,7 +56,7 @@ def main() -> None:
         module, _, func = BY_NAME[name].impl.rpartition(":")
         return getattr(importlib.import_module(module), func)
 
-    todo = calls(bundle, first_concept(bundle))
+    todo = read_tool_calls(str(bundle), first_concept(bundle))
     handlers = {name: handler(name) for name, _ in todo}
     gc.collect()
     results: dict = {"bundle": bundle.name, "rss_imports_only_mib": round(rss_mib(), 1)}

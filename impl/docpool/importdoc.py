@@ -187,12 +187,17 @@ def add_pool_import_parser(subparsers: argparse._SubParsersAction) -> argparse.A
     cmd.add_argument("source", type=existing_file_or_bare_name,
                      help="source pool file (SQLite, schema v2); a bare file name is read from APPDIR")
     add_settings_options(cmd)  # --appdir, --catalog, ... and --database
-    for action in cmd._actions:  # the shared --database is the import target here
-        if "--database" in action.option_strings:
-            action.required = True
-            action.help = "registered database whose document pool receives the collection"
+    _require_database(cmd, "registered database whose document pool receives the collection")
     cmd.set_defaults(func=_cmd_import)
     return cmd
+
+
+def _require_database(cmd: argparse.ArgumentParser, help_text: str) -> None:
+    """Make the shared ``--database`` option the command's required target."""
+    for action in cmd._actions:
+        if "--database" in action.option_strings:
+            action.required = True
+            action.help = help_text
 
 
 def _cmd_import(args: argparse.Namespace) -> int:
@@ -249,10 +254,7 @@ def add_pool_reindex_parser(subparsers: argparse._SubParsersAction) -> argparse.
     cmd = subparsers.add_parser(
         "reindex", help="persist a database's full-text index again (pools imported before it was persisted)")
     add_settings_options(cmd)
-    for action in cmd._actions:
-        if "--database" in action.option_strings:
-            action.required = True
-            action.help = "registered database whose document pool is reindexed"
+    _require_database(cmd, "registered database whose document pool is reindexed")
     cmd.set_defaults(func=_cmd_reindex)
     return cmd
 
