@@ -13,8 +13,9 @@ and folded form of a column), ``_contains`` and ``_first`` (row limit).
 from __future__ import annotations
 
 import json
-from typing import TYPE_CHECKING, Any, Iterator, Sequence
+from typing import TYPE_CHECKING, Any, Callable, Iterator, Sequence
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.storage.base import (
     pick_entity_kind,
     COUNT_NAMES,
@@ -147,6 +148,23 @@ class SqlPool:
             return (rows[0][0], self._blob(rows[0][1])) if rows else None
 
         return persisted(first, self._snapshot_parts, str(stamp[-1]), stamp)
+
+    def _cached_index(self, cache_name: str, key: str, stamp: tuple,
+                      build_from_rows: Callable[[Any, tuple], "FtsIndex"]) -> "FtsIndex":
+        """The index at ``stamp`` from the runtime cache ``cache_name`` (one per ``key``): the
+        persisted one when its import made it at this stamp, else built from the rows (logged:
+        ``knowspec pool reindex`` persists it), bound to this request's part reader."""
+        from knowspec.impl.docpool.fulltext.reader import FtsIndex, warn_not_persisted
+
+        def build() -> FtsIndex:
+            found = self._persisted_index(stamp)
+            if found is None:
+                warn_not_persisted(self.location)
+                found = build_from_rows(self._rows, stamp)
+            return found
+
+        cache = process.current().cache(cache_name, max_entries=8, sizeof=FtsIndex.nbytes)
+        return cache.get(key, stamp, build).with_reader(self._snapshot_parts)
 
     def _snapshot_parts(self, wanted: list[int]) -> list[tuple[int, str, Any]]:
         """``(part, revision, data)`` of the persisted index's parts numbered ``wanted``, in this

@@ -31,7 +31,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
-from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts, warn_not_persisted
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
@@ -257,17 +257,7 @@ class FirebirdPool(SqlPool):
         """The pool's in-memory index at ``stamp``: the one the last import persisted when it
         was made at this stamp, else built here (once per stamp and process)."""
         stamp = stamp[1:]  # the import counter (location names may differ per caller)
-        key = parse_dsn(self.dsn)[0]
-
-        def build() -> FtsIndex:
-            found = self._persisted_index(stamp)
-            if found is None:
-                warn_not_persisted(self.location)
-                found = build_index(self._rows, stamp)
-            return found
-
-        cache = process.current().cache("docpool.firebird_fts", max_entries=8, sizeof=FtsIndex.nbytes)
-        return cache.get(key, stamp, build).with_reader(self._snapshot_parts)
+        return self._cached_index("docpool.firebird_fts", parse_dsn(self.dsn)[0], stamp, build_index)
 
 
 def build_index(rows, stamp: tuple, *, skip_collection: str | None = None,

@@ -35,7 +35,7 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.recipe import ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
-from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts, warn_not_persisted
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
 from knowspec.impl.errors import ToolError
 from knowspec.impl.extras import require
 from knowspec.impl.rules.fold import ascii_lower, fold_char
@@ -221,16 +221,7 @@ class PostgresPool(SqlPool):
         made at this import counter, else built from this request's snapshot (once per counter
         and DSN, in the runtime's ``docpool.postgres_fts``)."""
         stamp = stamp[1:]  # the import counter (location names may differ per caller)
-
-        def build() -> FtsIndex:
-            found = self._persisted_index(stamp)
-            if found is None:
-                warn_not_persisted(self.location)
-                found = index_of(self._rows, stamp)
-            return found
-
-        cache = process.current().cache("docpool.postgres_fts", max_entries=8, sizeof=FtsIndex.nbytes)
-        return cache.get(self.dsn, stamp, build).with_reader(self._snapshot_parts)
+        return self._cached_index("docpool.postgres_fts", self.dsn, stamp, index_of)
 
 
 def open_pool(location: PoolLocation) -> PostgresPool:
