@@ -45,6 +45,17 @@ _MARKER = re.compile(rb'(?<!\\)(?:\{"' + PARKED_KEY.encode() + rb'":"([0-9a-f]{3
                      + TEXT_MARK.encode() + rb'([0-9a-f]{32}):(\d+)")')
 
 
+def is_placeholder(message: Any) -> bool:
+    """Whether a JSON-RPC ``message`` is a tool answer whose heavy values were parked (``park``):
+    the small placeholder the SDK shapes, cheap to encode anywhere."""
+    result = getattr(message, "result", None)
+    if not isinstance(result, dict):
+        return False
+    structured, content = result.get("structuredContent"), result.get("content")
+    return (isinstance(structured, dict) and list(structured) == [PARKED_KEY] and isinstance(content, list)
+            and all(isinstance(c, dict) and str(c.get("text", "")).startswith(TEXT_MARK) for c in content))
+
+
 def ascii_for_http(protocol_version: str) -> bool:
     """Whether the SDK's streamable HTTP writer escapes non-ASCII for this protocol version."""
     return protocol_version in MODERN_PROTOCOL_VERSIONS

@@ -18,8 +18,9 @@ event loop; an answer the call parked (``parked_answers.py``) is written as its 
 When stdin and stdout are pipes (or sockets), as an MCP client starts a server, they are read and
 written without blocking from the event loop, which waits for readiness instead of handing each
 read, write and flush to a worker thread: a call then costs one thread hand-over (its handler's)
-instead of five, each a wake-up of both sides, and on a busy host a wait for a core. While serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray
-``print`` in a handler cannot corrupt the wire; both are restored on exit.
+instead of five, each a wake-up of both sides, and on a busy host a wait for a core.
+While serving, fd 0 reads the null device and fd 1 writes to stderr, so a stray ``print`` in a
+handler cannot corrupt the wire; both are restored on exit.
 """
 
 from __future__ import annotations
@@ -36,7 +37,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
-from knowspec.impl.server.parked_answers import PARKED_KEY, TEXT_MARK, ParkedAnswers
+from knowspec.impl.server.parked_answers import ParkedAnswers, is_placeholder
 
 log = logging.getLogger("knowspec.stdio")
 
@@ -206,16 +207,6 @@ def _non_blocking(fds: list[int]) -> Iterator[None]:
                 pass
 
 
-def _placeholder(message: types.JSONRPCMessage) -> bool:
-    """A tool answer whose heavy values are parked: small, so it is encoded on the event loop."""
-    result = getattr(message, "result", None)
-    if not isinstance(result, dict):
-        return False
-    structured, content = result.get("structuredContent"), result.get("content")
-    return (isinstance(structured, dict) and list(structured) == [PARKED_KEY] and isinstance(content, list)
-            and all(isinstance(c, dict) and str(c.get("text", "")).startswith(TEXT_MARK) for c in content))
-
-
 async def _lines(read: Callable[[], Awaitable[bytes]]) -> AsyncIterator[bytes | None]:
     """Lines without their newline; ``None`` for a line over ``MAX_LINE_BYTES`` (dropped whole)."""
     buffer = bytearray()
@@ -354,7 +345,7 @@ async def _serving(read: Callable[[], Awaitable[bytes]], write: Callable[[list[b
         async with from_server:
             async for session_message in from_server:
                 message = session_message.message
-                if _placeholder(message):
+                if is_placeholder(message):  # small: encoded on the event loop
                     data = encoded(message)
                 else:
                     data = await anyio.to_thread.run_sync(encoded, message)

@@ -8,8 +8,9 @@ ranking is the exact scan of ``scoring.exact_top``.
 How it ranks. Each matrix of a pool (chunks, topics) larger than ``INDEX_MIN_ROWS`` gets an
 HNSW graph over int8 copies of its rows (inner product; built from the float32 matrix the pool's
 vector cache already holds, on a helper thread from the first vector query on, the exact rule
-answering until it is ready, by a plain float32 scan since this setting loads no int8 sketch; kept in the runtime cache ``docpool.vector_index`` until the
-pool's change stamp moves). A query asks the graph for its ``N`` nearest rows, keeps
+answering until it is ready, by a plain float32 scan since this setting loads no int8 sketch;
+kept in the runtime cache ``docpool.vector_index`` until the pool's change stamp moves).
+A query asks the graph for its ``N`` nearest rows, keeps
 the allowed ones, scores them again exactly in float32 (``scoring.matrix_dot``) and takes the
 top 80 of those; the seed's rule (top 80 chunks / topics, +0.02, ties by topic id) then runs
 unchanged (``scoring.vector_rank``'s ``top`` hook). So every score is the exact one, and the
