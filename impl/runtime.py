@@ -24,6 +24,7 @@ from dataclasses import dataclass
 from typing import Any, Callable, Hashable, Iterator
 
 DEFAULT_BUDGET_BYTES = 2 * 1024 ** 3
+DEFAULT_QUERY_VECTORS = 256  # 1.5 KiB each at e5-small's 384 dimensions
 _ANY = object()
 
 
@@ -33,6 +34,15 @@ def _env_int(name: str, default: int | None) -> int | None:
         return default
     try:
         return max(1, int(raw))
+    except ValueError:
+        return default
+
+
+def _env_count(name: str, default: int) -> int:
+    """A count where ``0`` means none (``_env_int`` keeps at least one)."""
+    raw = os.environ.get(name, "").strip()
+    try:
+        return max(0, int(raw)) if raw else default
     except ValueError:
         return default
 
@@ -47,6 +57,9 @@ class RuntimeSettings:
       arrays are the only ranker of a SQLite pool.
     - ``vector_threads``: ``KNOWSPEC_VECTOR_THREADS``, threads one query embedding uses
       (``None``: min(2, cores)).
+    - ``query_vectors``: ``KNOWSPEC_QUERY_VECTORS``, how many query embeddings the
+      ``docpool.query_vectors`` cache keeps, keyed by the exact text embedded (agents repeat
+      queries; an embedding is bit-identical on every run); ``0`` turns the cache off.
     - ``cache_budget_bytes``: ``KNOWSPEC_CACHE_BYTES``, the memory budget of all caches.
     - ``raise_unexpected``: ``KNOWSPEC_RAISE_UNEXPECTED`` (tests: see a handler's bug as such).
     - ``gc_pause``: ``KNOWSPEC_GC_PAUSE`` (default on; ``0`` keeps the collector running).
@@ -59,6 +72,7 @@ class RuntimeSettings:
 
     fts_arrays: str = "background"
     vector_threads: int | None = None
+    query_vectors: int = DEFAULT_QUERY_VECTORS
     cache_budget_bytes: int = DEFAULT_BUDGET_BYTES
     raise_unexpected: bool = False
     gc_pause: bool = True
@@ -73,6 +87,7 @@ class RuntimeSettings:
         return cls(
             fts_arrays=mode,
             vector_threads=_env_int("KNOWSPEC_VECTOR_THREADS", None),
+            query_vectors=_env_count("KNOWSPEC_QUERY_VECTORS", DEFAULT_QUERY_VECTORS),
             cache_budget_bytes=_env_int("KNOWSPEC_CACHE_BYTES", DEFAULT_BUDGET_BYTES) or DEFAULT_BUDGET_BYTES,
             raise_unexpected=bool(os.environ.get("KNOWSPEC_RAISE_UNEXPECTED")),
             gc_pause=os.environ.get("KNOWSPEC_GC_PAUSE", "1").strip() not in ("0", "off", "false"),

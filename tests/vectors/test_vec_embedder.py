@@ -148,3 +148,55 @@ def test_importing_vector_modules_does_not_load_onnxruntime():
     )
     result = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert result.stdout.strip() == "[]"
+
+
+def _counting_runs(monkeypatch, embedder):
+    """Count the embedder's session runs (one per text actually embedded)."""
+    runs = []
+    real = embedder.embed_query
+    monkeypatch.setattr(embedder, "embed_query", lambda q, p: runs.append(p + q) or real(q, p))
+    return runs
+
+
+def test_a_repeated_query_is_embedded_once_and_gets_the_same_vector(hf_pack, monkeypatch):
+    out = hf_pack[0]
+    runs = _counting_runs(monkeypatch, emb.load_embedder(out))
+    first = emb.query_vector(out, "invoice", prefix="")
+    again = emb.query_vector(out, "invoice", prefix="")
+    other = emb.query_vector(out, "invoice", prefix="cancel ")  # another text embedded: another entry
+    assert runs == ["invoice", "cancel invoice"]
+    np.testing.assert_array_equal(first, again)
+    np.testing.assert_array_equal(first, emb.load_embedder(out).embed(["invoice"], "")[0])
+    assert not np.array_equal(first, other)
+    with pytest.raises(ValueError):  # shared between calls: nobody may change it in place
+        first[0] = 0.0
+
+
+def test_query_vector_cache_off_embeds_every_time(hf_pack, monkeypatch, runtime_settings):
+    runtime_settings(query_vectors=0)
+    out = hf_pack[0]
+    runs = _counting_runs(monkeypatch, emb.load_embedder(out))
+    emb.query_vector(out, "stok", prefix="")
+    emb.query_vector(out, "stok", prefix="")
+    assert runs == ["stok", "stok"]
+
+
+def test_a_replaced_model_never_answers_from_the_old_query_vectors(hf_pack, tmp_path, monkeypatch):
+    copy = tmp_path / "copy"
+    shutil.copytree(hf_pack[0], copy)
+    emb.query_vector(copy, "stok", prefix="")
+    os.utime(copy / emb.MODEL_FILE, ns=(1, 1))
+    runs = _counting_runs(monkeypatch, emb.load_embedder(copy))
+    emb.query_vector(copy, "stok", prefix="")
+    assert runs == ["stok"]
+
+
+def test_query_vector_setting_reads_zero_as_off(monkeypatch):
+    from knowspec.impl.runtime import DEFAULT_QUERY_VECTORS, RuntimeSettings
+
+    monkeypatch.setenv("KNOWSPEC_QUERY_VECTORS", "0")
+    assert RuntimeSettings.from_environment().query_vectors == 0
+    monkeypatch.setenv("KNOWSPEC_QUERY_VECTORS", "12")
+    assert RuntimeSettings.from_environment().query_vectors == 12
+    monkeypatch.setenv("KNOWSPEC_QUERY_VECTORS", "many")
+    assert RuntimeSettings.from_environment().query_vectors == DEFAULT_QUERY_VECTORS

@@ -75,6 +75,7 @@ class Embedder:
         self.session = session
         self.tokenizer = tokenizer
         self.info = info
+        self.stamp: tuple[int, int] | None = None  # the model file's (mtime, size) when loaded
         self._input_names = {i.name for i in session.get_inputs()}
         try:  # about what the session holds, for the runtime's memory budget
             self.nbytes = (model_dir / MODEL_FILE).stat().st_size
@@ -191,11 +192,21 @@ def load_embedder(model_dir: Path | str, *, threads: int | None = None) -> Embed
         stamp = (st.st_mtime_ns, st.st_size)
     except OSError:
         raise model_not_found(model_dir, f"{MODEL_FILE} missing in {model_dir}") from None
-    return _embedders(process.current()).get(model_dir, stamp, lambda: _load(model_dir, threads or query_threads()))
+
+    def load() -> Embedder:
+        embedder = _load(model_dir, threads or query_threads())
+        embedder.stamp = stamp
+        return embedder
+
+    return _embedders(process.current()).get(model_dir, stamp, load)
 
 
 def clear_cache() -> None:
-    _embedders(process.current()).clear()
+    """Drop the loaded sessions and the query embeddings."""
+    caches = process.current().caches
+    for name in ("docpool.embedders", "docpool.query_vectors"):
+        if name in caches:
+            caches[name].clear()
 
 
 def check_pack_matches(info: PackInfo, pool_model: str | None, pool_dim: int | None) -> None:
@@ -217,7 +228,28 @@ def query_vector(
     pool_model: str | None = None,
     pool_dim: int | None = None,
 ) -> np.ndarray:
-    """The unit query vector ``embed(prefix + query)`` after checking the pack against the pool."""
+    """The unit query vector ``embed(prefix + query)`` after checking the pack against the pool.
+
+    Kept in the runtime's ``docpool.query_vectors`` (``KNOWSPEC_QUERY_VECTORS`` entries, 0: off),
+    keyed by the folder and the exact text embedded and stamped with the model file's (mtime,
+    size) as loaded, so a replaced model never answers from an old entry; the vector is
+    read-only (it is shared).
+    """
     embedder = load_embedder(model_dir)
     check_pack_matches(embedder.info, pool_model, pool_dim)
-    return embedder.embed_query(query, prefix)
+    runtime = process.current()
+    if runtime.settings.query_vectors <= 0:
+        return embedder.embed_query(query, prefix)
+
+    def embed() -> np.ndarray:
+        vector = embedder.embed_query(query, prefix)
+        vector.flags.writeable = False
+        return vector
+
+    return _query_vectors(runtime).get((embedder.model_dir, prefix + query), embedder.stamp, embed)
+
+
+def _query_vectors(runtime: process.Runtime) -> process.Cache:
+    """Query embeddings by (model folder, embedded text); the budget counts their bytes."""
+    return runtime.cache("docpool.query_vectors", max_entries=runtime.settings.query_vectors,
+                         sizeof=lambda v: v.nbytes)
