@@ -37,9 +37,10 @@ def require_bundle(bundle: Path | None = None) -> Path:
 
 
 @asynccontextmanager
-async def stdio_session(*extra: str):
-    params = StdioServerParameters(command=sys.executable,
-                                   args=["-m", "knowspec.impl.cli", "serve", "--stdio", *extra], env={**os.environ})
+async def stdio_session(*extra: str, env: dict[str, str] | None = None):
+    """A stdio server session; ``env``: variables set for the server on top of this process's."""
+    params = StdioServerParameters(command=sys.executable, args=["-m", "knowspec.impl.cli", "serve", "--stdio", *extra],
+                                   env={**os.environ, **(env or {})})
     async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
         await session.initialize()
         yield session
