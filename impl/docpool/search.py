@@ -10,7 +10,8 @@ refreshed when the storage's change stamp moves) and ranks with ``vectors.scorin
 over the topics the caller may see *and* that pass the collection / module filters, so the
 filters act before the top-80 cut. Hybrid fuses both lists with ``rules.rrf.hybrid_rank``;
 its vector half (embedding and, once the matrices are loaded, ranking) runs on a worker thread
-while full text ranks on the calling one, which alone reads the storage.
+while full text ranks on the calling one, which alone reads the storage; full text cuts the
+snippets of only the hits the fusion answers with (a snippet costs more than ranking a hit).
 
 One call reads its pool's recipes, change stamp and allowed topic ids once (``PoolReads``),
 whatever the mode and however many full-text passes it makes.
@@ -23,7 +24,7 @@ from typing import Any, Callable
 
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext
-from knowspec.impl.docpool.fulltext.search import search_hits
+from knowspec.impl.docpool.fulltext.search import SnippetChoice, search_hits
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.rules.fts_query import build_fts_query, parse_stopwords
@@ -98,8 +99,9 @@ class PoolReads:
 
 def fts_ranked(pool: PoolStorage, query: str, access: Access, *, limit: int,
                collection: str | None = None, linked_to: tuple[str, str] | None = None,
-               reads: PoolReads | None = None) -> list[RankedTopic]:
-    """Full-text results: AND of the words, else OR; bm25 ascending (smaller = better)."""
+               reads: PoolReads | None = None, snippets_for: SnippetChoice | None = None) -> list[RankedTopic]:
+    """Full-text results: AND of the words, else OR; bm25 ascending (smaller = better).
+    ``snippets_for``: which hits get their snippets cut (``fulltext.search.search_hits``)."""
     reads = reads or PoolReads(pool, access, collection, linked_to)
     meta = reads.meta
     stop = parse_stopwords(recipe(meta, "search_stopwords", collection))
@@ -109,7 +111,8 @@ def fts_ranked(pool: PoolStorage, query: str, access: Access, *, limit: int,
     kwargs: dict[str, Any] = dict(
         limit=limit, weights=parse_weights(recipe(meta, "search_bm25_weights", collection)),
         snippet_column=recipe(meta, "chunk_fts_snippet_column", collection) or "body",
-        collection=collection, linked_to=linked_to, stamp=reads.stamp, topic_ids=reads.allowed_ids)
+        collection=collection, linked_to=linked_to, stamp=reads.stamp, topic_ids=reads.allowed_ids,
+        snippets_for=snippets_for)
     hits = search_hits(pool, built.all_words, access, **kwargs)
     if not hits and built.any_word:
         hits = search_hits(pool, built.any_word, access, **kwargs)
@@ -228,26 +231,46 @@ def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -
         ranking = executor.submit(lambda: _vector_hits(ctx, reads, vectors, embed(), allowed, max(HYBRID_TOP, limit)))
     else:  # the matrices load (from storage, on this thread) once the query is embedded
         ranking = executor.submit(embed)
+    rendered: dict[int, list[RankedTopic]] = {}
+
+    def vector_ranked(depth: int) -> list[RankedTopic]:
+        """The vector list to ``depth``, rendered (read from the storage, on this thread) once."""
+        if depth not in rendered:
+            if vectors is not None:
+                hits = ranking.result()[:depth]
+            else:
+                q = ranking.result()
+                ctx.check_cancelled("doc_search")
+                hits = _vector_hits(ctx, reads, _pool_vectors(ctx, reads, default_dim=len(q)), q, allowed, depth)
+            rendered[depth] = _rendered(reads, hits)
+        return rendered[depth]
+
+    def kept_by_fusion(fts_hits: list[Any]) -> set[int]:
+        """The chunks of the full-text hits the fusion answers with: only their snippets are cut."""
+        if not fts_hits:
+            return set()
+        kept = {f.key for f in _fused([h.topic_id for h in fts_hits], vector_ranked(HYBRID_TOP), limit, HYBRID_TOP)}
+        return {h.chunk_id for h in fts_hits if h.topic_id in kept}
+
     fts = fts_ranked(reads.pool, query, reads.access, limit=HYBRID_TOP, collection=reads.collection,
-                     linked_to=reads.linked_to, reads=reads)
+                     linked_to=reads.linked_to, reads=reads, snippets_for=kept_by_fusion)
     # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
     depth = HYBRID_TOP if fts else limit
-    if vectors is not None:
-        hits = ranking.result()[:depth]
-    else:
-        q = ranking.result()
-        ctx.check_cancelled("doc_search")
-        hits = _vector_hits(ctx, reads, _pool_vectors(ctx, reads, default_dim=len(q)), q, allowed, depth)
-    return fuse(fts, _rendered(reads, hits), limit, depth)
+    return fuse(fts, vector_ranked(depth), limit, depth)
+
+
+def _fused(fts_topic_ids: list[int], vec: list[RankedTopic], limit: int, depth: int) -> list[Any]:
+    """``rules.rrf.hybrid_rank`` of the full-text topic ids and the vector list."""
+    from knowspec.impl.rules.rrf import hybrid_rank
+
+    return hybrid_rank(fts_topic_ids, [(r.topic_id, r.score) for r in vec], limit, depth=depth)
 
 
 def fuse(fts: list[RankedTopic], vec: list[RankedTopic], limit: int, depth: int = HYBRID_TOP) -> list[RankedTopic]:
     """Hybrid: weighted reciprocal rank fusion (``rules.rrf``); vector alone when full text is empty."""
-    from knowspec.impl.rules.rrf import hybrid_rank
-
     by_id = {r.topic_id: r for r in vec}
     by_id.update({r.topic_id: r for r in fts})  # the full-text snippet wins
-    fused = hybrid_rank([r.topic_id for r in fts], [(r.topic_id, r.score) for r in vec], limit, depth=depth)
+    fused = _fused([r.topic_id for r in fts], vec, limit, depth)
     return [RankedTopic(f.key, by_id[f.key].collection, by_id[f.key].slug, by_id[f.key].title,
                         by_id[f.key].breadcrumb, by_id[f.key].snippet, f.score, f.method) for f in fused]
 

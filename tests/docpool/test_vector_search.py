@@ -28,6 +28,7 @@ from knowspec.impl.context import CallContext, Caller
 from knowspec.impl.docpool import catalog, search, tools
 from knowspec.impl.docpool.builder import build_pool
 from knowspec.impl.docpool.recipe import import_collection
+from knowspec.impl.docpool.storage.base import Access
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 from knowspec.impl.docpool.vectors import embedder as emb
 from knowspec.impl.docpool.vectors.scoring import pool_vector_cache
@@ -232,3 +233,42 @@ def test_hybrid_ranks_vectors_off_the_calling_thread_once_the_matrices_are_loade
     threads.clear()
     assert _search(ctx, mode="hybrid")
     assert threads and threading.current_thread() not in threads
+
+
+HYBRID_QUERIES = ["kalem", "kalem defter", "defter silgi", "kalem yokboyle", "zzqqxx"]
+
+
+@pytest.mark.parametrize("access", [search.UNRESTRICTED, Access(frozenset({"patron"})), Access(frozenset())])
+@pytest.mark.parametrize("limit", [1, 3, 10, 30])
+def test_hybrid_answer_is_the_fusion_of_both_lists_with_every_snippet_cut(settings, fixed_query, access, limit):
+    """Snippets are cut only for the hits the fusion keeps; the answer is still the fusion of the
+    full-text list (every snippet cut) and the vector list."""
+    ctx = _ctx(settings)
+    with SqlitePool(settings.appdir / "sales.db") as pool:
+        for query in HYBRID_QUERIES:
+            got = search.search_pool(ctx, pool, query, access, mode="hybrid", limit=limit)
+            fts = search.fts_ranked(pool, query, access, limit=search.HYBRID_TOP)
+            depth = search.HYBRID_TOP if fts else limit
+            vec = search.search_pool(ctx, pool, query, access, mode="vector", limit=depth)
+            assert got == search.fuse(fts, vec, limit, depth), query
+            assert all(r.snippet for r in got if "fts" in r.method), query
+
+
+def test_hybrid_cuts_snippets_only_for_the_hits_it_answers_with(settings, fixed_query, monkeypatch):
+    from knowspec.impl.docpool.fulltext import search as fulltext
+
+    cut = []
+    for name in ("chunk_snippet", "phrase_snippet"):
+        real = getattr(fulltext, name)
+        monkeypatch.setattr(fulltext, name, lambda *a, _real=real, **k: cut.append(a) or _real(*a, **k))
+    patron = Access(frozenset({"patron"}))
+    with SqlitePool(settings.appdir / "sales.db") as pool:
+        fts_ids = {r.topic_id for r in search.fts_ranked(pool, "kalem", patron, limit=search.HYBRID_TOP)}
+        assert len(fts_ids) == search.HYBRID_TOP and len(cut) == search.HYBRID_TOP
+        for limit in (3, 30):  # the vector list's best topics lead; deeper, full-text ones join
+            cut.clear()
+            hits = search.search_pool(_ctx(settings), pool, "kalem", patron, mode="hybrid", limit=limit)
+            shown = [h for h in hits if h.topic_id in fts_ids]
+            assert len(cut) == len(shown) < search.HYBRID_TOP
+            assert all(h.snippet.startswith("[kalem]") for h in shown)
+        assert shown

@@ -11,7 +11,8 @@ order, scores and snippets; no storage runs ranking SQL.
 
 from __future__ import annotations
 
-from typing import Callable, Mapping, Sequence
+from dataclasses import replace
+from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
@@ -19,6 +20,9 @@ from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays, FtsIndex, 
 from knowspec.impl.docpool.fulltext.rank import RankedRow, query_phrases, rank, rank_phrases
 from knowspec.impl.docpool.fulltext.snippet import chunk_snippet, column_index, phrase_snippet
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
+
+# The ranked hits (snippets not cut yet) -> the chunk ids whose snippets the caller will show.
+SnippetChoice = Callable[[list[SearchHit]], Collection[int]]
 
 
 def allowed_topics(arrays: FtsArrays, access: Access, collection: str | None,
@@ -33,12 +37,15 @@ def allowed_topics(arrays: FtsArrays, access: Access, collection: str | None,
 
 def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, weights: Sequence[float],
                 snippet_column: str, collection: str | None = None, linked_to: tuple[str, str] | None = None,
-                stamp: tuple | None = None, topic_ids: Callable[[], Sequence[int]] | None = None) -> list[SearchHit]:
+                stamp: tuple | None = None, topic_ids: Callable[[], Sequence[int]] | None = None,
+                snippets_for: SnippetChoice | None = None) -> list[SearchHit]:
     """The best chunk per allowed topic for ``match`` (a ``rules.fts_query`` expression: quoted
     folded words, ``*`` for prefixes, joined by AND or OR), ranked by bm25 ascending then
     (collection, slug), at most ``limit``, with snippets. ``linked_to`` keeps only topics linked
     to that (kind, key) entity. ``stamp`` / ``topic_ids``: the pool's change stamp and allowed
-    topic ids when the caller already has them (one read per call).
+    topic ids when the caller already has them (one read per call). ``snippets_for``: given the
+    ranked hits, the chunk ids whose snippets are cut (the others keep ``""``): a hybrid search
+    shows only the hits its fusion keeps, and a snippet costs more than ranking a hit.
 
     When the storage no longer holds a ranked topic or chunk (an import landed after the
     postings were read), the search runs once more over the postings of the new stamp."""
@@ -48,7 +55,7 @@ def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, we
     def ranked(at: tuple, stale_ok: bool) -> list[SearchHit] | None:
         return index_hits(pool, pool.fulltext_index(at), match, access, limit=limit, weights=weights,
                           snippet_column=snippet_column, collection=collection, linked_to=linked_to,
-                          topic_ids=ids, stale_ok=stale_ok)
+                          topic_ids=ids, stale_ok=stale_ok, snippets_for=snippets_for)
 
     try:
         hits = ranked(stamp, False)
@@ -63,7 +70,8 @@ def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, we
 def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *, limit: int,
                weights: Sequence[float], snippet_column: str, collection: str | None = None,
                linked_to: tuple[str, str] | None = None,
-               topic_ids: Callable[[], Sequence[int]] | None = None, stale_ok: bool = False) -> list[SearchHit] | None:
+               topic_ids: Callable[[], Sequence[int]] | None = None, stale_ok: bool = False,
+               snippets_for: SnippetChoice | None = None) -> list[SearchHit] | None:
     """Hits ranked from ``index`` (``search_hits``' contract). ``None``: a ranked topic or chunk
     is gone from the storage (the index is older than the pool); with ``stale_ok`` such hits are
     left out instead."""
@@ -76,7 +84,7 @@ def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *
     if parsed is None:  # a word unicode61 splits: phrases found row by row in the candidates' texts
         found = rank_phrases(index.arrays, _row_texts(pool, index), match, allowed, weights, limit)
         return _hits(pool, index, found, lambda r: phrase_snippet(r.texts, r.column_sizes, r.instances,
-                                                                   r.phrase_sizes, column), stale_ok)
+                                                                   r.phrase_sizes, column), stale_ok, snippets_for)
     phrases, joiner = parsed
     index.prefetch_postings(phrases)  # a persisted index not read yet: its terms' postings in one go
     ranked = [(index.row(r.chunk_id), r.score) for r in rank(index.arrays, phrases, joiner, weights, allowed, limit)]
@@ -87,7 +95,7 @@ def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *
     rows = [RankedRow(row, score, [], [], [], tuple(texts[row])) for row, score in ranked if row in texts]
     if len(rows) < len(ranked) and not stale_ok:
         return None
-    return _hits(pool, index, rows, lambda r: chunk_snippet(r.texts, phrases, column), stale_ok)
+    return _hits(pool, index, rows, lambda r: chunk_snippet(r.texts, phrases, column), stale_ok, snippets_for)
 
 
 def _row_texts(pool: PoolStorage, index: FtsIndex) -> Callable[[list[int]], Mapping[int, Sequence[str]]]:
@@ -111,8 +119,9 @@ def _kept_texts(texts: Sequence[tuple[str, str, str]], rows: list[int]) -> dict[
 
 
 def _hits(pool: PoolStorage, index: FtsIndex, rows: list[RankedRow], snippet: Callable[[RankedRow], str],
-          stale_ok: bool) -> list[SearchHit] | None:
-    """``SearchHit`` per ranked row: topic titles kept by the index, else read from the storage."""
+          stale_ok: bool, snippets_for: SnippetChoice | None = None) -> list[SearchHit] | None:
+    """``SearchHit`` per ranked row: topic titles kept by the index, else read from the storage;
+    snippets cut for every hit, or for those ``snippets_for`` chooses."""
     a = index.arrays
     topic_of = [int(a.row_topic[r.row]) for r in rows]
     if index.topic_title is not None and index.topic_breadcrumb is not None:
@@ -121,12 +130,14 @@ def _hits(pool: PoolStorage, index: FtsIndex, rows: list[RankedRow], snippet: Ca
         read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], UNRESTRICTED)
         titles = {t: (read[int(a.topic_id[t])].title, read[int(a.topic_id[t])].breadcrumb)
                   for t in topic_of if int(a.topic_id[t]) in read}
-    out = []
+    out, kept = [], []
     for r, t in zip(rows, topic_of):
         if t not in titles:
             if not stale_ok:
                 return None
             continue
+        kept.append(r)
         out.append(SearchHit(int(a.topic_id[t]), int(a.row_chunk[r.row]), a.topic_collection[t], a.topic_slug[t],
-                             titles[t][0], titles[t][1], float(r.score), snippet(r)))
-    return out
+                             titles[t][0], titles[t][1], float(r.score)))
+    chosen = None if snippets_for is None else set(snippets_for(list(out)))
+    return [replace(h, snippet=snippet(r)) if chosen is None or h.chunk_id in chosen else h for h, r in zip(out, kept)]
