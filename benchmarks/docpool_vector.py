@@ -219,6 +219,12 @@ async def server_latency(args: list[str], queries: list[str], calls: int) -> dic
         out["vector_cold_first_call_ms"] = round(cold, 1)
         out["server_rss_before_first_vector_call_mib"] = before.get("VmRSS")
         pid = _server_pid()
+        # The fixed cost of a call through this session (transport, SDK, pipeline, client): a tool
+        # whose handler does little (it reads the catalog and the pool's collections).
+        trivial, cpu0 = [], server_cpu_ms(pid)
+        for _ in range(calls):
+            trivial.append((await timed(session, "doc_collections", {}))[0])
+        out["doc_collections"] = {**percentiles(trivial), "server_cpu_ms_per_call": round((server_cpu_ms(pid) - cpu0) / calls, 2)}
         for mode in ("vector", "hybrid", "fts"):
             samples = []
             cpu0 = server_cpu_ms(pid)
@@ -312,6 +318,7 @@ def in_process_breakdown(settings, pool_file: Path, model_dir: Path, queries: li
         "doc_search_vector_handler_alternating": lambda i: search(ctx, queries[i % len(queries)], "vector", None)},
         calls)
     out.update({name: _both(*timing) for name, timing in timings.items()})
+    out["doc_search_vector_phases"] = handler_phases(ctx, queries, calls)
     out["query_embedding"] = _both(*_timed(lambda i: embedder.embed_query(queries[i % len(queries)], "query: "), calls))
     out["vector_rank_only"] = _both(*_timed(lambda i: vector_rank(vectors, q_vectors[i % len(queries)], None, 10), calls))
     out["passage_embedding"] = _both(*_timed(  # real databricks chunks, never cached
@@ -324,6 +331,37 @@ def in_process_breakdown(settings, pool_file: Path, model_dir: Path, queries: li
                                    "int8_sketches": mib(sum(sketches))},
             "vectors_loading_alone": loading_memory(pool_file),
             "chunks": int(len(vectors.chunk_ids)), "topics": int(len(vectors.topic_ids))}
+
+
+def handler_phases(ctx: CallContext, queries: list[str], calls: int) -> dict[str, float]:
+    """p50 wall of each phase of the same vector handler calls: the query embedding, the ranking
+    and the rest (pool open, storage reads, rendering), the last as each call's remainder."""
+    from unittest import mock
+
+    from knowspec.impl.docpool.vectors import embedder as embedding, scoring
+
+    spent: dict[str, float] = {}
+
+    def timing(name: str, fn):
+        def timed_fn(*a, **k):
+            start = time.perf_counter()
+            try:
+                return fn(*a, **k)
+            finally:
+                spent[name] = spent.get(name, 0.0) + (time.perf_counter() - start) * 1000
+        return timed_fn
+
+    rows: list[dict[str, float]] = []
+    with mock.patch.object(embedding, "query_vector", timing("embedding", embedding.query_vector)), \
+            mock.patch.object(scoring, "vector_rank", timing("ranking", scoring.vector_rank)):
+        for i in range(calls):
+            spent.clear()
+            start = time.perf_counter()
+            search(ctx, queries[i % len(queries)], "vector", None)
+            total = (time.perf_counter() - start) * 1000
+            rows.append({"total": total, **spent, "rest": total - spent.get("embedding", 0.0) - spent.get("ranking", 0.0)})
+    return {f"{k}_p50_ms": round(statistics.median(r.get(k, 0.0) for r in rows), 3)
+            for k in ("total", "embedding", "ranking", "rest")}
 
 
 def float32_floor(embedder, vectors: PoolVectors, query: str) -> None:
@@ -357,6 +395,7 @@ def goal(results: dict) -> dict:
         out[f"{mode}_server"] = {"p50_ms": p50, "p95_ms": server[mode]["p95_ms"],
                                  "cpu_ms_per_call": server[mode]["server_cpu_ms_per_call"],
                                  "p50_bound_ms": bound, "holds": row["holds"]}
+    out["what_remains"] = remaining_profile(results)
     repeated = results.get("server_repeated_queries")
     if repeated:  # printed beside the goal's lines, never instead of them
         out["repeated_queries_p50_ms"] = {mode: repeated[mode]["p50_ms"] for mode in ("vector", "hybrid")}
@@ -364,6 +403,21 @@ def goal(results: dict) -> dict:
               f"{repeated['vector']['p50_ms']} ms, hybrid p50 {repeated['hybrid']['p50_ms']} ms")
     out["load_start"], out["load_end"] = results["machine_load_before"], results["machine_load_after"]
     return out
+
+
+def remaining_profile(results: dict) -> dict:
+    """Where a vector call's wall time goes, from this run's p50s (wall times, so they move with
+    the load): the query embedding and the ranking (in-process), the rest of the handler (storage
+    reads, rendering), and what the server path adds over the handler (transport, SDK dispatch,
+    pipeline, client), beside a trivial tool's round trip on the same session."""
+    server, phases = results["server"], results["in_process"]["doc_search_vector_phases"]
+    row = {"vector_server_p50_ms": server["vector"]["p50_ms"], "handler_p50_ms": phases["total_p50_ms"],
+           "query_embedding_ms": phases["embedding_p50_ms"], "vector_rank_ms": phases["ranking_p50_ms"],
+           "rest_of_handler_ms": phases["rest_p50_ms"],
+           "server_path_over_handler_ms": round(server["vector"]["p50_ms"] - phases["total_p50_ms"], 3),
+           "trivial_round_trip_ms": server["doc_collections"]["p50_ms"]}
+    print("goal 1 what remains of a vector call (p50 wall, ms): " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True)
+    return row
 
 
 LOADING_PROBE = """
