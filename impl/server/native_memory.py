@@ -26,7 +26,12 @@ TRIM_AFTER_CALLS = 256  # or this many calls: small calls fragment too, a trim t
 # Or one call that worked this long (thread CPU seconds): a bundle load or an index build frees
 # tens of MiB of transient parse data with a small answer (databricks-okf: 335 -> 283 MiB after
 # the read tools, benchmarks/okf_cold_memory.py); a trim (1-30 ms) is noise beside such a call.
-TRIM_AFTER_CPU_SECONDS = 0.25
+# A first validate_bundle there takes 0.1-0.16 s of CPU and left 13 MiB behind untrimmed at 0.25.
+TRIM_AFTER_CPU_SECONDS = 0.1
+# Or once a transport wrote an answer this big: its encoded bytes and the result it was encoded
+# from are freed only then, after the call's own trim (databricks-okf: validate_bundle's and
+# get_semantic_graph's answers left 13 and 35 MiB of RSS behind, benchmarks/okf_cold_memory.py).
+TRIM_AFTER_ANSWER_BYTES = 1 << 20
 
 
 def _glibc():
@@ -73,6 +78,16 @@ class HeapTrimmer:
             self.moved_bytes += moved_bytes
             if not trim_due(self.calls, self.moved_bytes, cpu_seconds):
                 return False
+            self.calls = self.moved_bytes = 0
+        self.release()
+        return True
+
+    def after_answer(self, nbytes: int) -> bool:
+        """Note that a transport wrote (and let go of) an encoded answer of ``nbytes``; True if it
+        trimmed (at most once per big answer, in the calling thread: never the event loop)."""
+        if nbytes < TRIM_AFTER_ANSWER_BYTES:
+            return False
+        with self._lock:
             self.calls = self.moved_bytes = 0
         self.release()
         return True

@@ -15,8 +15,8 @@ from hypothesis import strategies as st
 
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server import native_memory
-from knowspec.impl.server.native_memory import (TRIM_AFTER_BYTES, TRIM_AFTER_CALLS, TRIM_AFTER_CPU_SECONDS,
-                                                HeapTrimmer, trim_due)
+from knowspec.impl.server.native_memory import (TRIM_AFTER_ANSWER_BYTES, TRIM_AFTER_BYTES, TRIM_AFTER_CALLS,
+                                                TRIM_AFTER_CPU_SECONDS, HeapTrimmer, trim_due)
 from knowspec.impl.server.pipeline import ToolRuntime
 
 glibc_only = pytest.mark.skipif(native_memory._LIBC is None, reason="malloc_trim/mallopt exist only in glibc")
@@ -35,6 +35,15 @@ def test_the_trimmer_trims_once_per_due_point_and_starts_counting_again():
     assert [trimmer.after_call(0) for _ in range(TRIM_AFTER_CALLS)][-1] is True
     assert len(released) == 1 and trimmer.calls == 0
     assert trimmer.after_call(TRIM_AFTER_BYTES) is True and len(released) == 2
+
+
+def test_a_written_big_answer_trims_and_a_small_one_does_not():
+    released = []
+    trimmer = HeapTrimmer(release=lambda: released.append(1) or True)
+    trimmer.after_call(1000)
+    assert trimmer.after_answer(TRIM_AFTER_ANSWER_BYTES - 1) is False and released == []
+    assert trimmer.after_answer(TRIM_AFTER_ANSWER_BYTES) is True and released == [1]
+    assert trimmer.moved_bytes == 0 and trimmer.calls == 0  # the trim starts the counts again
 
 
 def _runtime(registry, text: str) -> ToolRuntime:
