@@ -77,11 +77,8 @@ class ToolRuntime:
         self.settings = settings or Settings()
         self.entries = {e.name: e for e in entries}
         self.order = [e.name for e in entries]
-        # The OKF handlers now (a first call must not pay their import: the cold get_neighbors),
-        # the others at their first call (their modules load numpy and the storages).
         self.handlers: dict[str, Handler | None] = (
-            handlers if handlers is not None
-            else {e.name: resolve_handler(e) if e.family == "okf" else LazyHandler(e) for e in entries})
+            handlers if handlers is not None else {e.name: LazyHandler(e) for e in entries})
         self.process = process_runtime or process.current()
         # Tests set this to see a handler's unexpected exception instead of operation_rejected.
         self.raise_unexpected = self.process.settings.raise_unexpected

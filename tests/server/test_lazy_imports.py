@@ -84,13 +84,3 @@ def test_only_a_serve_command_line_skips_the_other_commands():
     assert not _names_serve(["pool", "build", "serve"]) and not _names_serve(["--log-level", "serve"])
     assert not _names_serve([]) and not _names_serve(["--version"])
     assert set(build_parser(only_serve=True)._subparsers._group_actions[0].choices) == {"serve"}
-
-
-def test_okf_handlers_are_resolved_at_start_and_the_others_at_their_first_call():
-    """A first OKF call must not pay its module's import (goal 5's cold get_neighbors)."""
-    from knowspec.generated.registry import TOOLS
-    from knowspec.impl.server.pipeline import LazyHandler, ToolRuntime
-
-    handlers = ToolRuntime().handlers
-    for entry in TOOLS:
-        assert isinstance(handlers[entry.name], LazyHandler) == (entry.family != "okf"), entry.name
