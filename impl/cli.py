@@ -253,7 +253,10 @@ def _version() -> str:
         return "unknown (not installed)"
 
 
-def build_parser() -> argparse.ArgumentParser:
+def build_parser(only_serve: bool = False) -> argparse.ArgumentParser:
+    """The ``knowspec`` parser. ``only_serve``: the command line names ``serve``, so the other
+    commands are not mounted: mounting one imports its module, and the document pool commands'
+    modules (numpy, the storages) would stay resident in a server that may never need them."""
     parser = Parser(prog="knowspec", description=__doc__)
     parser.add_argument("--version", action="version", version=f"knowspec {_version()}")
     parser.add_argument("--log-level", default="WARNING", type=log_level,
@@ -292,6 +295,9 @@ def build_parser() -> argparse.ArgumentParser:
 
     add_serve_access_options(serve)
     serve.set_defaults(func=_serve)
+    if only_serve:
+        _accept_debug_everywhere(parser)
+        return parser
 
     for module, func in SUBCOMMANDS:
         _mount(sub, module, func)
@@ -304,6 +310,17 @@ def build_parser() -> argparse.ArgumentParser:
             _mount(group, module, func)
     _accept_debug_everywhere(parser)
     return parser
+
+
+def _names_serve(argv: Sequence[str]) -> bool:
+    """Whether the first word of ``argv`` that is no top-level option is ``serve``."""
+    words = iter(argv)
+    for word in words:
+        if word == "--log-level":
+            next(words, None)
+        elif not word.startswith("-"):
+            return word == "serve"
+    return False
 
 
 def _accept_debug_everywhere(parser: argparse.ArgumentParser) -> None:
@@ -338,8 +355,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     # scoring splits its work over its own threads instead (KNOWSPEC_VECTOR_THREADS,
     # docpool/vectors/parallelism.py). Set before numpy is first imported.
     os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-    parser = build_parser()
-    args = parser.parse_args(argv)
+    words = list(sys.argv[1:] if argv is None else argv)
+    parser = build_parser(only_serve=_names_serve(words))
+    args = parser.parse_args(words)
     logging.basicConfig(level=args.log_level, stream=sys.stderr, format="%(levelname)s %(name)s: %(message)s")
     command = _command_name(args)
     try:

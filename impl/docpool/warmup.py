@@ -8,22 +8,29 @@ the catalog names, in one daemon thread while the server waits for its first cal
 that comes first waits for the same import or cache entry rather than doing the work twice.
 A pool whose import persisted no index has it built here, not in its first search.
 Failures are only logged: a pool that cannot be opened now fails its own calls as before.
+The thread imports the catalog and, only when it names a pool, the storages: a server without
+document pools never loads them (numpy, the drivers) unless a doc tool is called.
 """
 
 from __future__ import annotations
 
 import logging
 import threading
+from typing import TYPE_CHECKING
 
-from knowspec.impl.docpool import catalog, pools
 from knowspec.impl.docpool.catalog_store import CatalogTarget
 from knowspec.impl.errors import ToolError
+
+if TYPE_CHECKING:
+    from knowspec.impl.docpool import catalog
 
 log = logging.getLogger("knowspec.docpool.warmup")
 
 
 def locations(catalog_target: CatalogTarget) -> list[catalog.PoolLocation]:
     """One location per distinct pool of the catalog's databases (those with a document pool)."""
+    from knowspec.impl.docpool import catalog
+
     seen: dict[tuple[str, str], catalog.PoolLocation] = {}
     for entry in catalog.list_databases(catalog_target):
         try:
@@ -41,6 +48,10 @@ def warm(catalog_target: CatalogTarget) -> None:
     except Exception as exc:  # an unreadable catalog fails the calls that need it, with their errors
         log.debug("pool warm-up skipped: %s", exc)
         return
+    if not found:
+        return
+    from knowspec.impl.docpool import pools
+
     for location in found:
         try:
             with pools.open_location(location) as pool:

@@ -104,6 +104,11 @@ class Document:
         return self.raw[start:end].decode("utf-8") if end > start else ""
 
     @property
+    def body_bytes(self) -> bytes:
+        """The body's UTF-8 bytes, cut from ``raw`` (no decoding)."""
+        return self.raw[self._spans[2]:self._spans[3]]
+
+    @property
     def text(self) -> str:
         """The whole file as text (``""`` when it is not valid UTF-8)."""
         try:

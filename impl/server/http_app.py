@@ -63,7 +63,8 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         found = auth.get_user(settings.catalog, user)
         return None if found is None else found.roles
 
-    answers = ParkedAnswers(ascii_for_http)  # tool answers are encoded off the event loop (parked_answers.py)
+    # tool answers are encoded off the event loop (parked_answers.py)
+    answers = ParkedAnswers(ascii_for_http, written=runtime.heap.after_answer)
     server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
                           answers=answers)
 

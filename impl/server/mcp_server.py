@@ -81,7 +81,7 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
 async def serve_stdio(runtime: ToolRuntime) -> None:
     from knowspec.impl.server.stdio_transport import stdio_transport
 
-    answers = ParkedAnswers()
+    answers = ParkedAnswers(written=runtime.heap.after_answer)
     server = build_server(runtime, answers=answers)
     # At end of input, calls in flight finish (each within the call deadline) and are answered.
     drain = runtime.settings.call_timeout_seconds + 5

@@ -15,11 +15,13 @@ from __future__ import annotations
 
 import ctypes
 import ctypes.util
+import os
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
+_PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 ARENAS = 2
 TRIM_AFTER_BYTES = 8 * 1024 * 1024  # calls that moved this much input/output since the last trim
 TRIM_AFTER_CALLS = 256  # or this many calls: small calls fragment too, a trim then is a few ms
@@ -27,6 +29,13 @@ TRIM_AFTER_CALLS = 256  # or this many calls: small calls fragment too, a trim t
 # tens of MiB of transient parse data with a small answer (databricks-okf: 335 -> 283 MiB after
 # the read tools, benchmarks/okf_cold_memory.py); a trim (1-30 ms) is noise beside such a call.
 TRIM_AFTER_CPU_SECONDS = 0.25
+# Or once the resident size grew this much since the last trim: a quick call can free a lot
+# (databricks-okf: a first validate_bundle, 0.1 s of CPU, left 12-13 MiB behind untrimmed).
+TRIM_AFTER_GROWTH_BYTES = 8 * 1024 * 1024
+# Or once a transport wrote an answer this big: its encoded bytes and the result it was encoded
+# from are freed only then, after the call's own trim (databricks-okf: validate_bundle's and
+# get_semantic_graph's answers left 13 and 35 MiB of RSS behind, benchmarks/okf_cold_memory.py).
+TRIM_AFTER_ANSWER_BYTES = 1 << 20
 
 
 def _glibc():
@@ -50,10 +59,21 @@ def release_free_memory() -> bool:
     return bool(_LIBC is not None and _LIBC.malloc_trim(0))
 
 
-def trim_due(calls: int, moved_bytes: int, cpu_seconds: float = 0.0) -> bool:
+def trim_due(calls: int, moved_bytes: int, cpu_seconds: float = 0.0, grown_bytes: int = 0) -> bool:
     """The rule: trim once enough calls, or enough input/output bytes, passed since the last trim,
-    or after one call that took enough CPU time."""
-    return calls >= TRIM_AFTER_CALLS or moved_bytes >= TRIM_AFTER_BYTES or cpu_seconds >= TRIM_AFTER_CPU_SECONDS
+    or the resident size grew enough since then, or after one call that took enough CPU time."""
+    return (calls >= TRIM_AFTER_CALLS or moved_bytes >= TRIM_AFTER_BYTES or cpu_seconds >= TRIM_AFTER_CPU_SECONDS
+            or grown_bytes >= TRIM_AFTER_GROWTH_BYTES)
+
+
+def resident_bytes() -> int:
+    """This process's resident size (Linux ``/proc/self/statm``; 0 elsewhere: no growth seen)."""
+    try:
+        with open("/proc/self/statm", "rb") as statm:
+            return int(statm.read().split()[1]) * _PAGE_BYTES
+    except (OSError, ValueError, IndexError):
+        return 0
+
 
 
 @dataclass
@@ -61,18 +81,37 @@ class HeapTrimmer:
     """Counts finished calls and their size; trims (in the calling worker thread) when ``trim_due``."""
 
     release: Callable[[], bool] = release_free_memory
+    resident: Callable[[], int] = resident_bytes
     calls: int = 0
     moved_bytes: int = 0
+    resident_after_trim: int | None = None  # None: no trim yet, the first call sets the mark
     _lock: threading.Lock = field(default_factory=threading.Lock, repr=False)
 
     def after_call(self, moved_bytes: int, cpu_seconds: float = 0.0) -> bool:
         """Note one finished call that read and wrote ``moved_bytes`` and took ``cpu_seconds`` of
         its thread's CPU time; True if it trimmed."""
+        now = self.resident()
         with self._lock:
             self.calls += 1
             self.moved_bytes += moved_bytes
-            if not trim_due(self.calls, self.moved_bytes, cpu_seconds):
+            if self.resident_after_trim is None:
+                self.resident_after_trim = now
+            if not trim_due(self.calls, self.moved_bytes, cpu_seconds, now - self.resident_after_trim):
                 return False
             self.calls = self.moved_bytes = 0
+        self._trim()
+        return True
+
+    def _trim(self) -> None:
         self.release()
+        self.resident_after_trim = self.resident()
+
+    def after_answer(self, nbytes: int) -> bool:
+        """Note that a transport wrote (and let go of) an encoded answer of ``nbytes``; True if it
+        trimmed (at most once per big answer, in the calling thread: never the event loop)."""
+        if nbytes < TRIM_AFTER_ANSWER_BYTES:
+            return False
+        with self._lock:
+            self.calls = self.moved_bytes = 0
+        self._trim()
         return True

@@ -28,10 +28,12 @@ import threading
 import time
 from typing import Any, Callable, Iterable
 
+import anyio
 import mcp.types as types
 import pydantic_core
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
+from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
 from knowspec.impl.server.sliced_json import json_pieces
 
 PARKED_KEY = "knowspec/parked"  # the structured content of a placeholder: {PARKED_KEY: "<token>:<slot>"}
@@ -92,7 +94,9 @@ class ParkedAnswers:
     """
 
     def __init__(self, ensure_ascii: Callable[[str], bool] = lambda version: False,
-                 max_age: float = MAX_PARKED_SECONDS, clock: Callable[[], float] = time.monotonic):
+                 max_age: float = MAX_PARKED_SECONDS, clock: Callable[[], float] = time.monotonic,
+                 written: Callable[[int], Any] = lambda nbytes: None):
+        self.written = written  # the transports call it (off the event loop) once an answer's bytes are out
         self._parked: dict[str, tuple[float, list[list[bytes]]]] = {}
         self._lock = threading.Lock()
         self._ensure_ascii = ensure_ascii
@@ -141,6 +145,13 @@ class ParkedAnswers:
             at = marker.end()
         out.append(data[at:])
         return out
+
+    async def after_writing(self, size: int) -> None:
+        """A transport wrote a parked answer of ``size`` bytes and let go of them: ``written(size)``
+        in a worker thread, for a big one only (a small answer frees too little to be worth it)."""
+        if size >= TRIM_AFTER_ANSWER_BYTES:
+            with anyio.CancelScope(shield=True):  # a request task ended with its answer still reports it
+                await anyio.to_thread.run_sync(self.written, size)
 
     def __len__(self) -> int:
         return len(self._parked)
@@ -201,6 +212,9 @@ class ParkedAnswerWriter:
             for index, piece in enumerate(pieces):
                 await send({"type": "http.response.body", "body": piece,
                             "more_body": more or index < len(pieces) - 1})
+            size = sum(map(len, pieces))
+            del pieces  # its bytes are freed before ``written`` (a heap trim) runs
+            await self.answers.after_writing(size)
 
         await self.app(scope, receive, write)
         if held is not None:  # headers without a body

@@ -42,6 +42,28 @@ def resolve_handler(entry: ToolEntry) -> Handler:
     return getattr(importlib.import_module(module_name), attr)
 
 
+class LazyHandler:
+    """A registry entry's handler, imported at its first call rather than at server start: a
+    server that only answers OKF tools never loads the document tools' modules (numpy, the
+    storages, the vector runtime), tens of MiB of its resident memory."""
+
+    def __init__(self, entry: ToolEntry) -> None:
+        self.entry = entry
+        self.__name__ = entry.impl.partition(":")[2]
+        self._handler: Handler | None = None
+        self._lock = threading.Lock()
+
+    def resolved(self) -> Handler:
+        if self._handler is None:
+            with self._lock:  # two first calls import once (the import lock would serialise them anyway)
+                if self._handler is None:
+                    self._handler = resolve_handler(self.entry)
+        return self._handler
+
+    def __call__(self, args: Any, ctx: CallContext) -> ToolOutput:
+        return self.resolved()(args, ctx)
+
+
 class ToolRuntime:
     """Registry entries bound to handlers and validators; one per server process. Every call's
     context carries ``process``, the process runtime (caches, settings read from the environment)."""
@@ -55,7 +77,8 @@ class ToolRuntime:
         self.settings = settings or Settings()
         self.entries = {e.name: e for e in entries}
         self.order = [e.name for e in entries]
-        self.handlers = handlers if handlers is not None else {e.name: resolve_handler(e) for e in entries}
+        self.handlers: dict[str, Handler | None] = (
+            handlers if handlers is not None else {e.name: LazyHandler(e) for e in entries})
         self.process = process_runtime or process.current()
         # Tests set this to see a handler's unexpected exception instead of operation_rejected.
         self.raise_unexpected = self.process.settings.raise_unexpected

@@ -350,6 +350,10 @@ async def _serving(read: Callable[[], Awaitable[bytes]], write: Callable[[list[b
                 else:
                     data = await anyio.to_thread.run_sync(encoded, message)
                 await emit(data)
+                if answers is not None and isinstance(data, list):  # a parked answer, now written
+                    size = sum(map(len, data))
+                    del data  # its bytes are freed before ``written`` (a heap trim) runs
+                    await answers.after_writing(size)
                 if isinstance(message, (types.JSONRPCResponse, types.JSONRPCError)):
                     in_flight.discard(message.id)
 

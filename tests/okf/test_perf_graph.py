@@ -45,3 +45,24 @@ def test_single_value_property_compacts_to_a_scalar_and_many_sort():
 def test_concept_iri_escapes_like_path_escape_and_is_stable():
     assert concept_iri("a b/ç") == "local:bundle:a%20b%2F%C3%A7"
     assert concept_iri("a b/ç") == concept_iri("a b/ç")
+
+
+@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5))
+def test_legacy_utf8_writer_is_the_legacy_text_encoded(document):
+    assert graph_legacy.render_legacy_utf8(document) == _reference(document).encode("utf-8")
+
+
+def test_legacy_utf8_writer_batches_and_falls_back_like_the_text_writer(monkeypatch):
+    monkeypatch.setattr(graph_legacy._Utf8Sink, "BATCH", 3)  # many batches, escapes at their edges
+    document = {"a": ["<x>", "&", "\U0001F680", "\u2028"] * 5, "b": {"c": "d>e"}}
+    assert graph_legacy.render_legacy_utf8(document) == _reference(document).encode("utf-8")
+    for fallback in ({"a": 1.5}, {"x": {1: "one"}}):
+        assert graph_legacy.render_legacy_utf8(fallback) == _reference(fallback).encode("utf-8")
+
+
+@given(st.dictionaries(st.text(max_size=6) | st.integers(), json_values, max_size=5)
+       | st.fixed_dictionaries({"@context": json_values, "@graph": st.lists(json_values, max_size=6)}))
+def test_compact_utf8_is_json_dumps_encoded(document):
+    from knowspec.impl.okf.graph.render import compact_utf8
+
+    assert compact_utf8(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")

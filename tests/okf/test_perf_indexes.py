@@ -53,6 +53,20 @@ def test_ascii_and_non_ascii_bodies_are_both_searched():
     assert index.search(case_fold("STRASSE CAFÉ"), 10).hits == [("b", "body")]
 
 
+def test_a_snapshot_index_keeps_only_the_bodies_that_fold_to_other_bytes(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {"c0.md": _doc("T0", "Plain ASCII Body words"),
+                                        "c1.md": _doc("T1", "Die Straße Weg"),
+                                        "c2.md": _doc("T2", "Un Café Noir")})
+    snapshot = load_snapshot(str(kb), ctx())
+    index = sci.index_for_snapshot(snapshot)
+    # c1 folds ß to ss; c0 and c2 fold to their own bytes with ASCII letters lowered
+    assert index.bodies == [None, "die strasse weg".encode(), None]
+    assert index.nbytes_by_part()["bodies"] == len("die strasse weg")
+    for query in ("ascii body", "STRASSE WEG", "café noir", "Straße weg", "body words", "café  noir"):
+        assert index.search(case_fold(query), 10) == reference(snapshot, query, 10)
+    assert index.search(case_fold("CAFÉ NOIR"), 10).hits == [("c2", "body")]
+
+
 bodies = st.text(alphabet="abxyéß\u0301 [\x00", max_size=30)
 edits = st.lists(st.tuples(st.integers(0, 5), st.sampled_from(["write", "remove"]), bodies, bodies), max_size=6)
 

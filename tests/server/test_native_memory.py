@@ -15,18 +15,35 @@ from hypothesis import strategies as st
 
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server import native_memory
-from knowspec.impl.server.native_memory import (TRIM_AFTER_BYTES, TRIM_AFTER_CALLS, TRIM_AFTER_CPU_SECONDS,
-                                                HeapTrimmer, trim_due)
+from knowspec.impl.server.native_memory import (TRIM_AFTER_ANSWER_BYTES, TRIM_AFTER_BYTES, TRIM_AFTER_CALLS,
+                                                TRIM_AFTER_CPU_SECONDS, TRIM_AFTER_GROWTH_BYTES, HeapTrimmer,
+                                                resident_bytes, trim_due)
 from knowspec.impl.server.pipeline import ToolRuntime
 
 glibc_only = pytest.mark.skipif(native_memory._LIBC is None, reason="malloc_trim/mallopt exist only in glibc")
 
 
 @given(st.integers(0, 2 * TRIM_AFTER_CALLS), st.integers(0, 2 * TRIM_AFTER_BYTES),
-       st.floats(0, 2 * TRIM_AFTER_CPU_SECONDS))
-def test_trim_is_due_after_enough_calls_bytes_or_one_long_call(calls, moved, cpu):
-    assert trim_due(calls, moved, cpu) == (calls >= TRIM_AFTER_CALLS or moved >= TRIM_AFTER_BYTES
-                                           or cpu >= TRIM_AFTER_CPU_SECONDS)
+       st.floats(0, 2 * TRIM_AFTER_CPU_SECONDS), st.integers(-TRIM_AFTER_GROWTH_BYTES, 2 * TRIM_AFTER_GROWTH_BYTES))
+def test_trim_is_due_after_enough_calls_bytes_growth_or_one_long_call(calls, moved, cpu, grown):
+    assert trim_due(calls, moved, cpu, grown) == (calls >= TRIM_AFTER_CALLS or moved >= TRIM_AFTER_BYTES
+                                                  or cpu >= TRIM_AFTER_CPU_SECONDS or grown >= TRIM_AFTER_GROWTH_BYTES)
+
+
+def test_a_quick_call_after_which_the_process_grew_enough_trims():
+    """Growth is measured from the resident size after the last trim (or at the first call)."""
+    mib = 1024 * 1024
+    sizes = iter([100 * mib, 100 * mib + TRIM_AFTER_GROWTH_BYTES - 1, 100 * mib + TRIM_AFTER_GROWTH_BYTES,
+                  90 * mib, 90 * mib + TRIM_AFTER_GROWTH_BYTES - 1])
+    released = []
+    trimmer = HeapTrimmer(release=lambda: released.append(1) or True, resident=lambda: next(sizes))
+    assert [trimmer.after_call(0) for _ in range(2)] == [False, False]
+    assert trimmer.after_call(0) is True and released == [1]  # grown enough; after the trim: 90 MiB
+    assert trimmer.after_call(0) is False and released == [1]  # 90 MiB + just under the growth
+
+
+def test_the_resident_size_is_read_on_linux():
+    assert resident_bytes() > 0 or not sys.platform.startswith("linux")
 
 
 def test_the_trimmer_trims_once_per_due_point_and_starts_counting_again():
@@ -35,6 +52,15 @@ def test_the_trimmer_trims_once_per_due_point_and_starts_counting_again():
     assert [trimmer.after_call(0) for _ in range(TRIM_AFTER_CALLS)][-1] is True
     assert len(released) == 1 and trimmer.calls == 0
     assert trimmer.after_call(TRIM_AFTER_BYTES) is True and len(released) == 2
+
+
+def test_a_written_big_answer_trims_and_a_small_one_does_not():
+    released = []
+    trimmer = HeapTrimmer(release=lambda: released.append(1) or True)
+    trimmer.after_call(1000)
+    assert trimmer.after_answer(TRIM_AFTER_ANSWER_BYTES - 1) is False and released == []
+    assert trimmer.after_answer(TRIM_AFTER_ANSWER_BYTES) is True and released == [1]
+    assert trimmer.moved_bytes == 0 and trimmer.calls == 0  # the trim starts the counts again
 
 
 def _runtime(registry, text: str) -> ToolRuntime:

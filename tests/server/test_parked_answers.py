@@ -25,6 +25,7 @@ from knowspec.impl.config import Settings
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server import mcp_server, sliced_json
 from knowspec.impl.server.http_app import build_app
+from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
 from knowspec.impl.server.parked_answers import PARKED_KEY, ParkedAnswers
 from knowspec.impl.server.pipeline import ToolRuntime
 from knowspec.impl.server.stdio_transport import stdio_transport
@@ -111,6 +112,58 @@ def _stdio_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], park: bool)
 
     anyio.run(go)
     return sorted(stdout.getvalue().splitlines())
+
+
+def test_the_stdio_transport_reports_a_big_parked_answer_once_written(mini_registry, tmp_path):
+    """The heap is trimmed only after the answer's bytes are out: the call's own trim ran
+    before they were encoded (``native_memory.HeapTrimmer.after_answer``)."""
+    big = "x" * TRIM_AFTER_ANSWER_BYTES
+    handlers = {"echo_list": lambda args, ctx: ToolOutput({"results": []}, text=big if args.text == "big" else "s"),
+                "echo_text": None}
+    runtime = ToolRuntime(Settings(appdir=tmp_path), entries=mini_registry.TOOLS, handlers=handlers)
+    stdout = io.BytesIO()
+    reported = []
+
+    def written(size: int) -> None:
+        reported.append((size, len(stdout.getvalue())))
+
+    lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/call", "params": {"name": "echo_list", "arguments": {"text": "a"}}},
+        {"jsonrpc": "2.0", "id": 2, "method": "tools/call", "params": {"name": "echo_list", "arguments": {"text": "big"}}}]
+    stdin = io.BytesIO("".join(json.dumps(line) + "\n" for line in lines).encode())
+    answers = ParkedAnswers(written=written)
+    server = mcp_server.build_server(runtime, answers=answers)
+
+    async def go():
+        async with stdio_transport(stdin, stdout, drain_seconds=30, answers=answers) as (read, write):
+            await server.run(read, write, server.create_initialization_options())
+
+    anyio.run(go)
+    assert len(reported) == 1  # the small answer is not reported
+    size, out_when_reported = reported[0]
+    assert size >= TRIM_AFTER_ANSWER_BYTES and out_when_reported >= size  # reported after it was written
+
+
+def test_the_http_writer_reports_a_big_parked_answer_once_sent(mini_registry, tmp_path):
+    big = "y" * TRIM_AFTER_ANSWER_BYTES
+    handlers = {"echo_list": lambda args, ctx: ToolOutput({"results": []}, text=big), "echo_text": None}
+    runtime = ToolRuntime(Settings(appdir=tmp_path, allow_anonymous=True), entries=mini_registry.TOOLS,
+                          handlers=handlers)
+    reported = []
+    runtime.heap.after_answer = reported.append  # what build_app hands the writer
+    app = build_app(runtime, host="testserver", dns_rebinding_protection=False)
+    with TestClient(app) as client:
+        answer = client.post("/mcp", headers={**HEADERS, "MCP-Protocol-Version": "2026-07-28", "Mcp-Method": "tools/call",
+                                              "Mcp-Name": "echo_list"},
+                             json={"jsonrpc": "2.0", "id": "m1", "method": "tools/call",
+                                   "params": {"name": "echo_list", "arguments": {"text": "a"}, "_meta": MODERN_META}})
+        deadline = time.monotonic() + 10
+        while not reported and time.monotonic() < deadline:  # reported after the last byte went out
+            time.sleep(0.01)
+    assert len(answer.content) >= TRIM_AFTER_ANSWER_BYTES
+    assert answer.status_code == 200 and len(reported) == 1 and reported[0] >= TRIM_AFTER_ANSWER_BYTES
 
 
 def _both_paths(monkeypatch, wire):

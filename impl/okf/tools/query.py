@@ -12,7 +12,7 @@ whose text is the legacy JSON-LD document).
 from __future__ import annotations
 
 import hashlib
-from typing import Any, Callable
+from typing import TYPE_CHECKING, Any, Callable
 
 from knowspec.generated.models.okf.get_neighbors_input_schema import GetNeighborsInput
 from knowspec.generated.models.okf.get_semantic_graph_input_schema import GetSemanticGraphInput
@@ -26,7 +26,6 @@ from knowspec.impl.okf.graph import render as graph
 from knowspec.impl.okf.tools import cards
 from knowspec.impl.okf.search import concepts as sc
 from knowspec.impl.okf.search import sections as ss
-from knowspec.impl.okf.search.concepts_index import ConceptSearchIndex, index_for_snapshot
 from knowspec.impl.okf.read_errors import concept_not_found, too_many_concepts
 from knowspec.impl.okf.concept.ids import canonical_id_error
 from knowspec.impl.okf.derived import per_snapshot
@@ -39,6 +38,9 @@ from knowspec.impl.okf.graph.neighbors import (
     neighbourhood,
     normalise_kinds,
 )
+
+if TYPE_CHECKING:
+    from knowspec.impl.okf.search.concepts_index import ConceptSearchIndex
 
 MAX_CONCEPTS = 10_000
 _CONCEPT_CAP_ADVICE = " Narrowing query will not change this limit."
@@ -66,7 +68,11 @@ def _load(bundle_path: str, ctx: CallContext, operation: str) -> Snapshot:
 
 
 def _search_index(snapshot: Snapshot, ctx: CallContext) -> ConceptSearchIndex:
-    """Rows of unchanged concepts are reused from the previous index of this root."""
+    """Rows of unchanged concepts are reused from the previous index of this root. Its module is
+    imported here, at the first search: the index is numpy arrays, and the other OKF tools need
+    no numpy (an OKF-only server that never searches concepts never loads it)."""
+    from knowspec.impl.okf.search.concepts_index import index_for_snapshot
+
     return index_for_snapshot(snapshot, lambda: ctx.check_cancelled("search concepts"))
 
 

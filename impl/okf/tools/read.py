@@ -145,7 +145,10 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
         "as_of": as_of.echo if as_of else None,
         "concepts": cards,
     }
-    text = per_snapshot(snapshot, "list_concepts.text", lambda: _list_text(cards))
+    # Kept as UTF-8 between calls: one title outside the BMP makes the whole str four bytes a
+    # character (databricks-okf: 4.1 MB, not 1.0), and decoding costs ~3 ms a call.
+    text = per_snapshot(snapshot, "list_concepts.text",
+                        lambda: _list_text(cards).encode("utf-8", "surrogatepass")).decode("utf-8", "surrogatepass")
     if len(text) > MAX_OUTPUT_BYTES:
         raise ToolError("resource_limit", "tool output exceeds MCP resource limits")
     return ToolOutput(structured, text)

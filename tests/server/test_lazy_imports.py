@@ -1,0 +1,86 @@
+"""A server that answers only OKF tools never loads the document tools' libraries.
+
+Issue #18 goal 6 (the OKF server's memory): numpy, the pool storages, the vector runtime and the
+conformance suite cost tens of MiB of resident memory; ``serve`` mounts only its own command and
+resolves each handler at its first call, and the pool warm-up reads the catalog before it loads
+any storage. ``search_concepts`` is left out: its index is numpy arrays.
+"""
+
+from __future__ import annotations
+
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+from knowspec.impl.cli import _names_serve, build_parser
+
+BUNDLE = Path(__file__).resolve().parents[1] / "fixtures" / "okf" / "v02" / "scorecard"
+NOT_FOR_OKF = ("numpy", "onnxruntime", "knowspec.impl.docpool.storage", "knowspec.impl.docpool.fulltext",
+               "knowspec.impl.docpool.vectors", "knowspec.impl.docpool.tools", "knowspec.conformance")
+
+
+def _serve_and_report(tmp_path: Path, calls: list[dict]) -> tuple[list[dict], set[str]]:
+    """Serve over stdio in a fresh interpreter, answer ``calls``; the answers and the modules loaded."""
+    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"},
+        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]
+    messages += [{"jsonrpc": "2.0", "id": i + 2, "method": "tools/call", "params": c} for i, c in enumerate(calls)]
+    report = tmp_path / "loaded.json"
+    probe = tmp_path / "probe.py"
+    probe.write_text(
+        "import atexit, json, sys, threading\n"
+        "report = sys.argv[1]\n"
+        "def dump():\n"
+        "    for thread in threading.enumerate():  # the pool warm-up, if still reading the catalog\n"
+        "        if thread.name == 'knowspec-pool-warmup':\n"
+        "            thread.join(30)\n"
+        "    open(report, 'w').write(json.dumps(sorted(sys.modules)))\n"
+        "atexit.register(dump)\n"
+        "sys.argv = ['knowspec', 'serve', '--stdio', '--appdir', sys.argv[2]]\n"
+        "from knowspec.impl.cli import main\n"
+        "sys.exit(main())\n", encoding="utf-8")
+    server = subprocess.Popen([sys.executable, str(probe), str(report), str(tmp_path / "app")],
+                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    server.stdin.flush()
+    answers = []
+    while len(answers) < len(calls):
+        line = server.stdout.readline()
+        assert line, "the server exited before answering"
+        answer = json.loads(line)
+        if answer.get("id", 0) > 1:
+            answers.append(answer)
+    server.stdin.close()
+    assert server.wait(60) == 0
+    return answers, set(json.loads(report.read_text()))
+
+
+def _loaded_of(loaded: set[str], prefixes: tuple[str, ...]) -> list[str]:
+    return sorted(m for m in loaded if any(m == p or m.startswith(p + ".") for p in prefixes))
+
+
+def test_serving_okf_tools_loads_no_document_pool_library(tmp_path):
+    path = str(BUNDLE)
+    calls = [{"name": name, "arguments": {"bundle_path": path, **extra}} for name, extra in (
+        ("list_concepts", {}), ("read_concept", {"concept_id": "metrics/delivery-scorecard"}),
+        ("get_neighbors", {"concept_id": "metrics/delivery-scorecard"}), ("search_sections", {"query": "rate"}),
+        ("validate_bundle", {}), ("get_semantic_graph", {}))]
+    answers, loaded = _serve_and_report(tmp_path, calls)
+    assert all(not a["result"]["isError"] for a in answers), answers
+    assert _loaded_of(loaded, NOT_FOR_OKF) == []
+
+
+def test_a_doc_tool_still_loads_its_modules_at_its_first_call(tmp_path):
+    answers, loaded = _serve_and_report(tmp_path, [{"name": "help_search", "arguments": {"query": "x"}}])
+    assert len(answers) == 1 and "result" in answers[0]
+    assert "knowspec.impl.docpool.tools" in loaded
+
+
+def test_only_a_serve_command_line_skips_the_other_commands():
+    assert _names_serve(["serve", "--stdio"]) and _names_serve(["--log-level", "DEBUG", "--debug", "serve"])
+    assert not _names_serve(["pool", "build", "serve"]) and not _names_serve(["--log-level", "serve"])
+    assert not _names_serve([]) and not _names_serve(["--version"])
+    assert set(build_parser(only_serve=True)._subparsers._group_actions[0].choices) == {"serve"}
