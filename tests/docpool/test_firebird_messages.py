@@ -91,3 +91,22 @@ def test_a_value_of_another_type_takes_the_drivers_conversion(probe_dsn):
     _insert(probe_dsn, (10**9 + 2, "conv", 7, 2.5, "", b"", "x"))
     with _pool(probe_dsn) as pool:
         assert pool._rows("select s from t_probe where id = ?", [str(10**9 + 2)]) == [("conv",)]
+
+
+def test_bulk_insert_stores_what_it_is_given_and_fails_an_overlong_value_as_the_driver_does(probe_dsn):
+    import firebird.driver as driver
+
+    rows = [(2 * 10**9 + k, None if k == 2 else f"é{k}", k, k / 3, "metin " * k, bytes([k]) * k)
+            for k in range(1, 5)]
+    con = firebird.connect(probe_dsn)
+    try:
+        cur = con.cursor()
+        firebird.bulk_insert(cur, "insert into t_probe(id, s, i, d, b, bin) values (?, ?, ?, ?, ?, ?)", rows)
+        got = firebird.select_rows(cur, "select id, s, i, d, b, bin from t_probe where id > ? order by id",
+                                   [2 * 10**9])
+        assert got == rows
+        with pytest.raises(driver.Error):  # the engine's truncation error, not a ValueError
+            firebird.bulk_insert(cur, "insert into t_probe(id, s) values (?, ?)", [(3 * 10**9, "x" * 101)])
+    finally:
+        con.rollback()
+        con.close()
