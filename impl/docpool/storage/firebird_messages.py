@@ -157,7 +157,7 @@ def read_blob(attachment, transaction, blob_id: bytes) -> bytes:
     segment = ctypes.create_string_buffer(SEGMENT)
     try:
         while blob.get_segment(SEGMENT, segment, got) in (state.OK, state.SEGMENT):
-            parts.append(segment.raw[:got.value])
+            parts.append(ctypes.string_at(segment, got.value))
     finally:
         blob.close()
     return b"".join(parts)
