@@ -14,6 +14,10 @@ results equal a SQLite pool's (same topics, order, scores, snippets), and a warm
 full-text SQL (only ``topic_ids`` for ACLs and links). Every request reads one snapshot (a
 read-only SNAPSHOT transaction), so a reader never sees half an import; the index is checked
 against the stamp inside that snapshot.
+
+Statements are prepared once per kept connection and run through their message layout
+(``firebird_messages``: values packed and rows unpacked without the driver's per-call describe
+work); an import inserts the same way and builds its full-text index in a thread meanwhile.
 """
 
 from __future__ import annotations
