@@ -545,8 +545,8 @@ def test_sqlite_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs
 
 @pytest.mark.firebird
 def test_firebird_import_beside_another_collection_persists_the_whole_pools_index(tmp_path, versions, fb_ready):
-    """The import builds its index from the other collections' rows read before its inserts and
-    its own from memory (in a thread): the persisted index is the one the pool's rows give."""
+    """The import builds its index from its own chunks in memory and the other collections'
+    rows read back: the persisted index is the one the whole pool's rows give."""
     from knowspec.impl.docpool.storage import firebird
     from storages import SAMPLE_COLLECTION, build_sources
 

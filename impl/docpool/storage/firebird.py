@@ -17,7 +17,7 @@ against the stamp inside that snapshot.
 
 Statements are prepared once per kept connection and run through their message layout
 (``firebird_messages``: values packed and rows unpacked without the driver's per-call describe
-work); an import inserts the same way and builds its full-text index in a thread meanwhile.
+work); an import inserts the same way.
 """
 
 from __future__ import annotations
@@ -536,62 +536,13 @@ def persist_index(cur, collection: str | None = None, chunks: Sequence[tuple] = 
     def rows(sql: str, params: Sequence[Any] = ()) -> list[tuple]:
         return select_rows(cur, sql, params)
 
-    stamp = _stamp(cur)
+    stamp = int(rows("select stamp from doc$pool_state where id = 1")[0][0])
     index = build_index(rows, (stamp,), skip_collection=collection,
                         extra=[(c[0], c[1], c[3], c[4], c[5]) for c in chunks])
-    _store_index(cur, index, stamp)
-
-
-def _stamp(cur) -> int:
-    return int(select_rows(cur, "select stamp from doc$pool_state where id = 1")[0][0])
-
-
-def _store_index(cur, index: FtsIndex, stamp: int) -> None:
     blob = dump(index, str(stamp))
     cur.execute(f"delete from {SNAPSHOT_TABLE}")
     _insert(cur, "fts_snapshot", f"insert into {SNAPSHOT_TABLE}(part, revision, data) values (?, ?, ?)",
             [(k, str(stamp), part) for k, part in enumerate(parts(blob, compress=True))])
-
-
-class _IndexBuild:
-    """The import's full-text index built in a thread while the rows are inserted: the embedded
-    engine runs in this process and the driver leaves the GIL during each insert, so tokenising
-    (pure Python, a third of an import) overlaps the engine's work instead of following it.
-
-    The other collections' topics and chunk texts are read first, in the import's transaction
-    (its snapshot: the same rows ``persist_index`` would read after the inserts, the imported
-    collection having been deleted); the imported collection's come from memory. The thread
-    touches no connection."""
-
-    def __init__(self, cur, collection: str, target) -> None:
-        def rows(sql: str, params: Sequence[Any] = ()) -> list[tuple]:
-            return select_rows(cur, sql, params)
-
-        self.stamp = _stamp(cur)
-        topics = [*rows("select id, collection, slug, title, breadcrumb from doc$topic where collection <> ?",
-                        [collection]), *(tuple(t[:5]) for t in target.topics)]
-        chunks = [*chunk_texts(rows, collection), *((c[0], c[1], c[3], c[4], c[5]) for c in target.chunks)]
-        self._index: FtsIndex | None = None
-        self._error: BaseException | None = None
-        self._thread = threading.Thread(target=self._build, args=(chunks, topics), name="firebird-import-index",
-                                        daemon=True)
-        self._thread.start()
-
-    def _build(self, chunks, topics) -> None:
-        try:
-            self._index = FtsIndex.build((self.stamp,), chunks, topics)
-        except BaseException as exc:  # handed to the import, which rolls back
-            self._error = exc
-
-    def join(self) -> None:
-        self._thread.join()
-
-    def result(self) -> FtsIndex:
-        self.join()
-        if self._error is not None:
-            raise self._error
-        assert self._index is not None
-        return self._index
 
 
 def reindex(dsn: str) -> None:
@@ -630,13 +581,9 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
             rows = _source.target_rows(src, next_topic_id=_next_id(cur, "doc$topic"),
                                        next_chunk_id=_next_id(cur, "doc$chunk"),
                                        next_entity_id=_next_id(cur, "doc$entity"))
-            index = _IndexBuild(cur, collection, rows)
-            try:
-                for name, sql in INSERTS:
-                    _insert(cur, name, sql, getattr(rows, name))
-            finally:
-                index.join()  # never leave the thread behind a failed insert
-            _store_index(cur, index.result(), index.stamp)
+            for name, sql in INSERTS:
+                _insert(cur, name, sql, getattr(rows, name))
+            persist_index(cur, collection, rows.chunks)
             con.commit()
         except Exception as exc:
             con.rollback()
