@@ -541,3 +541,25 @@ def test_sqlite_first_search_reads_the_snapshot_head_and_only_the_parts_it_needs
                                                                                   sync_arrays):
     _first_search_reads_only_some_parts(SqlitePool, recipe.import_collection, tmp_path / "pool.db",
                                         tmp_path, versions, monkeypatch)
+
+
+@pytest.mark.firebird
+def test_firebird_import_beside_another_collection_persists_the_whole_pools_index(tmp_path, versions, fb_ready):
+    """The import builds its index from its own chunks in memory and the other collections'
+    rows read back: the persisted index is the one the whole pool's rows give."""
+    from knowspec.impl.docpool.storage import firebird
+    from storages import SAMPLE_COLLECTION, build_sources
+
+    dsn = fb_dsn(tmp_path, "two")
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    firebird.import_collection(dsn, build_sources(tmp_path)[SAMPLE_COLLECTION], SAMPLE_COLLECTION)
+    firebird.import_collection(dsn, versions[1], GENERATED_COLLECTION)  # replaces one of the two
+    with _fb_open(dsn) as pool:
+        built = firebird.build_index(pool._rows, ("x",))
+        persisted = pool._persisted_index(pool.change_stamp()[1:])  # not rebuilt here
+        assert persisted is not None
+        loaded = persisted.with_reader(pool._snapshot_parts)
+        assert_same_arrays(loaded.arrays, built.arrays)
+        assert list(loaded.texts) == list(built.texts)
+        assert set(loaded.arrays.topic_collection) == {SAMPLE_COLLECTION, GENERATED_COLLECTION}
+    firebird.close_connections()

@@ -203,15 +203,21 @@ class SqlPool:
         the slug is bound once per ``?``)."""
         return f"{column} = ?"
 
+    def _not_indexed(self, expr: str) -> str:
+        """``expr`` as a value no index is looked up by (a dialect whose planner would otherwise
+        intersect the slug's index with the collection's, a few thousand entries wide)."""
+        return expr
+
     def topic(self, slug, access, collection=None) -> TopicRecord | None:
         where = self._slug_is("t.slug")
         params: list[Any] = [slug] * where.count("?")
+        coll = self._not_indexed("t.collection")
         if collection is not None:
-            where += " and t.collection = ?"
+            where += f" and {coll} = ?"
             params.append(collection)
         cond = self._acl(access, params)
-        rows = self._rows(f"""select {TOPIC_COLS} from doc$topic t join doc$collection c on c.id = t.collection
-                              where {where} and {cond} order by {self._o('t.collection')}
+        rows = self._rows(f"""select {TOPIC_COLS} from doc$topic t join doc$collection c on c.id = {coll}
+                              where {where} and {cond} order by {self._o(coll)}
                               {self._first('1')}""", params)
         return self._topic(rows[0]) if rows else None
 
