@@ -17,11 +17,13 @@ from __future__ import annotations
 
 import ctypes
 import struct
+import sys
 from typing import Any, Sequence
 
 from knowspec.impl.extras import require
 
 SEGMENT = 65535  # the largest BLOB segment
+_NATIVE = sys.byteorder  # messages are in the client machine's byte order
 
 
 class Unpackable(Exception):
@@ -84,18 +86,18 @@ class Layout:
                     raise Unpackable(type(value))
                 if len(data) > length:
                     raise Unpackable("value longer than its parameter")
-                data = len(data).to_bytes(2, "little") + data
+                data = len(data).to_bytes(2, _NATIVE) + data
             elif kind == "int":
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise Unpackable(type(value))
                 try:
-                    data = value.to_bytes(length, "little", signed=True)
+                    data = value.to_bytes(length, _NATIVE, signed=True)
                 except OverflowError:
                     raise Unpackable("integer out of range") from None
             elif kind == "double":
                 if not isinstance(value, (int, float)) or isinstance(value, bool):
                     raise Unpackable(type(value))
-                data = struct.pack("<d", float(value))
+                data = struct.pack("=d", float(value))
             else:
                 if blob is None:
                     raise Unpackable("BLOB parameter")
@@ -126,7 +128,7 @@ class Layout:
             if message[null_at] != b"\x00":
                 row.append(None)
             elif kind == "varying":
-                size = int.from_bytes(ctypes.string_at(at + offset, 2), "little")
+                size = int.from_bytes(ctypes.string_at(at + offset, 2), _NATIVE)
                 raw = ctypes.string_at(at + offset + 2, size)
                 row.append(raw if charset == 1 else raw.decode(self.encoding))  # 1: OCTETS
             elif kind == "text":  # CHAR(n): as the driver returns it (n characters, padded)
@@ -137,9 +139,9 @@ class Layout:
                     width = {4: length // 4, 69: length // 4, 3: length // 3}.get(charset, length)
                     row.append(raw.decode(self.encoding)[:width])
             elif kind == "int":
-                row.append(int.from_bytes(ctypes.string_at(at + offset, length), "little", signed=True))
+                row.append(int.from_bytes(ctypes.string_at(at + offset, length), _NATIVE, signed=True))
             elif kind == "double":
-                row.append(struct.unpack("<d", ctypes.string_at(at + offset, 8))[0])
+                row.append(struct.unpack("=d", ctypes.string_at(at + offset, 8))[0])
             else:
                 data = read_blob(attachment, transaction, ctypes.string_at(at + offset, 8))
                 row.append(data.decode(self.encoding) if subtype == 1 else data)
@@ -150,7 +152,7 @@ def read_blob(attachment, transaction, blob_id: bytes) -> bytes:
     """The whole BLOB ``blob_id`` (8 bytes of a message), its segments read until none is left."""
     a = require("firebird.driver.fbapi")
     state = _types().StateResult
-    quad = a.ISC_QUAD(int.from_bytes(blob_id[:4], "little"), int.from_bytes(blob_id[4:], "little"))
+    quad = a.ISC_QUAD(int.from_bytes(blob_id[:4], _NATIVE), int.from_bytes(blob_id[4:], _NATIVE))
     blob = attachment.open_blob(transaction, quad)
     parts = []
     got = a.Cardinal(0)
