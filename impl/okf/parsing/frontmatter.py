@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import yaml
+from yaml.cyaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_YAML_PHYSICAL_DEPTH = 64
@@ -132,9 +133,12 @@ MAX_SHARED_SCALAR = 256  # shorter !!str scalars are shared (interned) across th
 
 
 def _construct_str(loader: _Loader, node: ScalarNode) -> str:
+    return _shared_str(str(node.value))
+
+
+def _shared_str(value: str) -> str:
     """Keys and short values repeat across a bundle's frontmatter (``type``, ``tags`` entries,
     ``x-llmwiki`` sub-keys, source names): one shared copy each, not one per document."""
-    value = str(node.value)
     return sys.intern(value) if len(value) < MAX_SHARED_SCALAR else value
 
 
@@ -283,6 +287,12 @@ def load_yaml_mapping(text: str) -> YamlMap:
     """Load frontmatter YAML; blank text is an empty mapping. Raises FrontmatterError/YamlLimitError."""
     if not text.strip():
         return YamlMap()
+    fast = _plain_mapping(text)
+    return fast if fast is not None else _composed_mapping(text)
+
+
+def _composed_mapping(text: str) -> YamlMap:
+    """The full path: compose the node graph, check its limits, construct (any YAML)."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -301,6 +311,112 @@ def load_yaml_mapping(text: str) -> YamlMap:
     finally:
         loader.dispose()
     return data
+
+
+# --- the common case straight from libyaml's events ----------------------------------------
+#
+# Composing a node graph and walking it with PyYAML's constructor machinery costs twice libyaml's
+# own parse. Frontmatter is nearly always a plain tree: no anchors, aliases, explicit tags, merge
+# keys or collection keys. Such a tree is built here from the parser's events with the same
+# resolver table and the same scalar constructors, so the result is the same objects; anything
+# else (and every error, and a tree near a limit) returns None and takes the full path above,
+# which gives the answer or the error message.
+
+_FAST_MAX_DEPTH = 32  # far below MAX_YAML_*_DEPTH: a deeper tree takes the full path
+_FAST_MAX_NODES = MAX_YAML_GRAPH_NODES // 2
+_NO_KEY = object()
+_MERGE_TAG = "tag:yaml.org,2002:merge"
+_STR_TAG = "tag:yaml.org,2002:str"
+_TYPED = {f"tag:yaml.org,2002:{short}": short for short in ("int", "float", "bool", "null", "timestamp")}
+
+
+def _resolved_scalar(value: str, plain: bool) -> Any:
+    """The constructed scalar, as the full path makes it; ``_NO_KEY`` for a merge key."""
+    if plain:
+        resolvers = _Loader.yaml_implicit_resolvers.get(value[0] if value else "", ())
+        for tag, regexp in resolvers:
+            if regexp.match(value):
+                short = _TYPED.get(tag)
+                if short is None:
+                    return _NO_KEY  # the merge key `<<`
+                return YamlScalar(value, short, _scalar_value(short, value))
+    return _shared_str(value)
+
+
+def _plain_mapping(text: str) -> YamlMap | None:
+    """The frontmatter mapping built from libyaml's events, or None: take the full path."""
+    parser = CParser(text)  # libyaml's events alone: no composer, resolver or constructor
+    try:
+        return _mapping_from_events(parser.get_event)
+    except yaml.YAMLError:
+        return None
+    finally:
+        parser.dispose()
+
+
+def _mapping_from_events(get_event: Any) -> YamlMap | None:
+    if type(get_event()) is not yaml.StreamStartEvent:
+        return None
+    event = get_event()
+    if type(event) is not yaml.DocumentStartEvent:
+        return None
+    event = get_event()
+    if type(event) is not yaml.MappingStartEvent or event.anchor is not None or event.tag is not None:
+        return None
+    root = YamlMap()
+    # One frame per open collection: [container, keys seen (None: a sequence), duplicated keys,
+    # the key waiting for its value].
+    stack: list[list[Any]] = [[root, set(), set(), _NO_KEY]]
+    nodes = 1
+    while stack:
+        event = get_event()
+        kind = type(event)
+        frame = stack[-1]
+        if kind is yaml.ScalarEvent:
+            if event.anchor is not None or event.tag is not None:
+                return None
+            value = _resolved_scalar(event.value, event.implicit[0])
+            if value is _NO_KEY:
+                return None
+            opened = None
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None or len(stack) >= _FAST_MAX_DEPTH:
+                return None
+            if kind is yaml.MappingStartEvent:
+                value = YamlMap()
+                opened = [value, set(), set(), _NO_KEY]
+            else:
+                value = []
+                opened = [value, None, None, _NO_KEY]
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            stack.pop()
+            if frame[2]:
+                frame[0].duplicates = frozenset(frame[2])
+            continue
+        else:
+            return None  # an alias, or anything this path does not know
+        nodes += 1
+        if nodes > _FAST_MAX_NODES:
+            return None
+        container, seen = frame[0], frame[1]
+        if seen is None:
+            container.append(value)
+        elif frame[3] is _NO_KEY:
+            if opened is not None:
+                return None  # a collection as a key
+            raw = event.value
+            if raw in seen:
+                frame[2].add(raw)
+            seen.add(raw)
+            frame[3] = value
+        else:
+            container[frame[3]] = value
+            frame[3] = _NO_KEY
+        if opened is not None:
+            stack.append(opened)
+    if type(get_event()) is not yaml.DocumentEndEvent or type(get_event()) is not yaml.StreamEndEvent:
+        return None  # a second document: the full path names the error
+    return root
 
 
 @dataclass(frozen=True)
