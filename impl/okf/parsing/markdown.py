@@ -323,6 +323,51 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
     return analysis
 
 
+# The newline before a blank line (spaces, tabs and CRs only), at that newline.
+_BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
+
+
+def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | None:
+    """The body's links when no line holding ``](`` can touch a masked span, else None.
+
+    The links are the line scanner's on the prose, and the prose differs from the body only in
+    masked spans: code blocks (fenced, or indented), HTML blocks, inline HTML and code spans.
+    A ``](`` line is clear of them when no fence (```` ``` ````, ``~~~``) and no ``<`` comes
+    before its end (a block or inline span that starts later cannot reach back), it holds no
+    run of four spaces and no tab (an indented code line always does), and neither it nor the
+    rest of its paragraph (up to a blank line: a code span never crosses one) holds a backtick.
+    When every ``](`` line is clear, scanning the body gives the same links without parsing it.
+    """
+    limit = len(body)
+    for mark in ("```", "~~~", "<"):
+        at = body.find(mark, 0, limit)
+        if at >= 0:
+            limit = at
+    if body.rfind("](") >= limit:  # the last link line reaches a possible span: the common case
+        return None
+    ticks = "`" in body
+    pos = body.find("](")
+    while pos >= 0:
+        start = body.rfind("\n", 0, pos) + 1
+        end = body.find("\n", pos)
+        if end < 0:
+            end = len(body)
+        if end > limit:
+            return None
+        if body.find("    ", start, end) >= 0 or body.find("\t", start, end) >= 0:
+            return None
+        if ticks:
+            if body.find("`", start, end) >= 0:
+                return None
+            after = body.find("`", end)  # a span across the line closes after it, with no blank line between
+            if after >= 0 and _BLANK_LINE.search(body, end, after) is None:
+                return None
+        pos = body.find("](", end)
+    analysis = BodyAnalysis(body, body_start_line)
+    _scan_links(body, body_start_line, analysis)
+    return analysis.links
+
+
 _BLANK = bytes(0x20 if b not in (0x0A, 0x0D) else b for b in range(256))
 
 
