@@ -3,11 +3,13 @@
 Run: knowspec bench okf_answers_digest [--bundle DIR] [--label NAME]
 Writes benchmarks/results/okf_answers_digest[.NAME].json: one SHA-256 per read tool over its
 answers (structured content and text, in call order), in process through the registered handlers,
-plus one over each document's parse (frontmatter with every scalar's type and tag, and the body
+one over every concept's navigation links read before any tool ran, and one over each
+document's parse (frontmatter with every scalar's type and tag, and the body
 analysis: links, headings, heading ranges, masked spans, fences, footnotes, prose). Run it on
-the code before a change and after it: every digest must be equal. The calls: list_concepts,
-validate_bundle, get_semantic_graph, get_neighbors of every concept (both
-directions), read_concept of every 7th concept, search_concepts and search_sections of a few
+the code before a change and after it: every digest must be equal. The calls, in this order
+(each tool's digest does not depend on it): get_neighbors of every concept (out and both, first,
+so that its links are read before anything parses the bodies), list_concepts, validate_bundle,
+get_semantic_graph, read_concept of every 7th concept, search_concepts and search_sections of a few
 queries; errors are digested by their code and message.
 """
 
@@ -86,12 +88,16 @@ def main() -> None:
     with process.activated():
         snapshot = load_snapshot(path, None)
         ids = list(snapshot.concepts)
-        plan: dict[str, list[dict]] = {
+        # Every concept's navigation links, read before anything parses the bodies.
+        digests["links"] = hashlib.sha256(json.dumps(
+            [[cid, shape(snapshot.concepts[cid].links)] for cid in ids]).encode()).hexdigest()
+        print(f"links: {digests['links']}", flush=True)
+        plan: dict[str, list[dict]] = {  # get_neighbors first: it reads links before any parse
+            "get_neighbors": [{"bundle_path": path, "concept_id": cid, "direction": d}
+                              for cid in ids for d in ("out", "both")],
             "list_concepts": [{"bundle_path": path}],
             "validate_bundle": [{"bundle_path": path}],
             "get_semantic_graph": [{"bundle_path": path}],
-            "get_neighbors": [{"bundle_path": path, "concept_id": cid, "direction": d}
-                              for cid in ids for d in ("out", "both")],
             "read_concept": [{"bundle_path": path, "concept_id": cid} for cid in ids[::7]],
             "search_concepts": [{"bundle_path": path, "query": q} for q in QUERIES],
             "search_sections": [{"bundle_path": path, "query": q} for q in QUERIES],

@@ -91,3 +91,43 @@ def test_a_tree_near_the_depth_limit_takes_the_composed_path():
     assert fm._plain_mapping(deep) is None
     too_deep = "a: " + "[" * 70 + "]" * 70
     assert outcome(fm.load_yaml_mapping, too_deep) == ("YamlLimitError", "YAML nesting depth exceeds the limit")
+
+
+def split_by_lines(text: str):
+    """The delimiter rule read line by line: the first line after the opener that is exactly
+    ``---`` (one trailing CR dropped) closes the frontmatter."""
+    lines = text.split("\n")
+    if lines[0].removesuffix("\r") != "---":
+        return (False, "", text, 1, 0, 0)
+    offset = len(lines[0]) + 1
+    for number, line in enumerate(lines[1:], start=2):
+        if line.removesuffix("\r") == "---" and offset <= len(text):
+            rest = text[offset + len(line) + 1:] if offset + len(line) < len(text) else ""
+            body_line = number + 1
+            for ending in ("\r\n", "\n"):
+                if rest.startswith(ending):
+                    rest, body_line = rest[len(ending):], body_line + 1
+                    break
+            body_offset = len(text) - len(rest)
+            for ending in ("\r\n", "\n"):
+                if rest.endswith(ending):
+                    rest = rest[: -len(ending)]
+                    break
+            return (True, text[len(lines[0]) + 1:offset], rest, body_line, len(lines[0]) + 1, body_offset)
+        offset += len(line) + 1
+    return "unterminated"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["---", "---\r", "--- ", "----", "a: 1", "", "\r", "---\r\r", "x---", "b"]),
+                max_size=8),
+       st.sampled_from(["", "\n", "\r\n"]))
+def test_split_document_follows_the_line_rule(lines, ending):
+    text = "\n".join(lines) + ending
+    try:
+        split = fm.split_document(text)
+        got = (split.has_frontmatter, split.frontmatter_yaml, split.body, split.body_start_line,
+               split.frontmatter_offset, split.body_offset)
+    except fm.FrontmatterError:
+        got = "unterminated"
+    assert got == split_by_lines(text)

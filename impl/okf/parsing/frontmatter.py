@@ -133,12 +133,9 @@ MAX_SHARED_SCALAR = 256  # shorter !!str scalars are shared (interned) across th
 
 
 def _construct_str(loader: _Loader, node: ScalarNode) -> str:
-    return _shared_str(str(node.value))
-
-
-def _shared_str(value: str) -> str:
     """Keys and short values repeat across a bundle's frontmatter (``type``, ``tags`` entries,
     ``x-llmwiki`` sub-keys, source names): one shared copy each, not one per document."""
+    value = str(node.value)
     return sys.intern(value) if len(value) < MAX_SHARED_SCALAR else value
 
 
@@ -325,22 +322,7 @@ def _composed_mapping(text: str) -> YamlMap:
 _FAST_MAX_DEPTH = 32  # far below MAX_YAML_*_DEPTH: a deeper tree takes the full path
 _FAST_MAX_NODES = MAX_YAML_GRAPH_NODES // 2
 _NO_KEY = object()
-_MERGE_TAG = "tag:yaml.org,2002:merge"
-_STR_TAG = "tag:yaml.org,2002:str"
 _TYPED = {f"tag:yaml.org,2002:{short}": short for short in ("int", "float", "bool", "null", "timestamp")}
-
-
-def _resolved_scalar(value: str, plain: bool) -> Any:
-    """The constructed scalar, as the full path makes it; ``_NO_KEY`` for a merge key."""
-    if plain:
-        resolvers = _Loader.yaml_implicit_resolvers.get(value[0] if value else "", ())
-        for tag, regexp in resolvers:
-            if regexp.match(value):
-                short = _TYPED.get(tag)
-                if short is None:
-                    return _NO_KEY  # the merge key `<<`
-                return YamlScalar(value, short, _scalar_value(short, value))
-    return _shared_str(value)
 
 
 def _plain_mapping(text: str) -> YamlMap | None:
@@ -368,16 +350,28 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
     # the key waiting for its value].
     stack: list[list[Any]] = [[root, set(), set(), _NO_KEY]]
     nodes = 1
+    resolvers_for = _Loader.yaml_implicit_resolvers.get
+    scalar_event, intern = yaml.ScalarEvent, sys.intern
     while stack:
         event = get_event()
         kind = type(event)
         frame = stack[-1]
-        if kind is yaml.ScalarEvent:
+        if kind is scalar_event:
             if event.anchor is not None or event.tag is not None:
                 return None
-            value = _resolved_scalar(event.value, event.implicit[0])
-            if value is _NO_KEY:
-                return None
+            # The resolver's rule (plain scalars only, by first character) and the constructors'.
+            text = event.value
+            value = None
+            if event.implicit[0]:
+                for tag, regexp in resolvers_for(text[:1], ()):
+                    if regexp.match(text):
+                        short = _TYPED.get(tag)
+                        if short is None:
+                            return None  # the merge key `<<`
+                        value = YamlScalar(text, short, _scalar_value(short, text))
+                        break
+            if value is None:
+                value = intern(text) if len(text) < MAX_SHARED_SCALAR else text
             opened = None
         elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= _FAST_MAX_DEPTH:
@@ -438,6 +432,10 @@ def decode_utf8(raw: bytes) -> str:
         raise FrontmatterError("invalid_encoding", "invalid encoding: invalid UTF-8")
 
 
+# The closing delimiter: a line that is exactly ``---`` once one trailing CR is dropped.
+_CLOSING_DELIMITER = re.compile(r"^---\r?$", re.M)
+
+
 def split_document(text: str) -> SplitDocument:
     """Apply the delimiter rules of spec/okf/contract/read.md §1.3 (first line exactly ``---``; LF, CRLF or EOF)."""
     first_end = text.find("\n")
@@ -446,35 +444,28 @@ def split_document(text: str) -> SplitDocument:
         first = first[:-1]
     if first != "---":
         return SplitDocument(False, "", text, 1)
-    pos = len(text) if first_end < 0 else first_end + 1
-    yaml_start = pos
-    line_no = 2
-    while pos < len(text):
-        end = text.find("\n", pos)
-        line = text[pos:] if end < 0 else text[pos:end]
-        if line.endswith("\r"):
-            line = line[:-1]
-        if line == "---":
-            frontmatter = text[yaml_start:pos]
-            rest = "" if end < 0 else text[end + 1 :]
-            body_line = line_no + 1
-            if rest.startswith("\r\n"):
-                rest = rest[2:]
-                body_line += 1
-            elif rest.startswith("\n"):
-                rest = rest[1:]
-                body_line += 1
-            body_offset = len(text) - len(rest)
-            if rest.endswith("\r\n"):
-                rest = rest[:-2]
-            elif rest.endswith("\n"):
-                rest = rest[:-1]
-            return SplitDocument(True, frontmatter, rest, body_line, yaml_start, body_offset)
-        if end < 0:
-            break
-        pos = end + 1
-        line_no += 1
-    raise FrontmatterError("unterminated_frontmatter", "unterminated frontmatter")
+    yaml_start = len(text) if first_end < 0 else first_end + 1
+    closing = _CLOSING_DELIMITER.search(text, yaml_start)
+    if closing is None:
+        raise FrontmatterError("unterminated_frontmatter", "unterminated frontmatter")
+    pos = closing.start()
+    end = text.find("\n", pos)
+    line_no = 2 + text.count("\n", yaml_start, pos)
+    frontmatter = text[yaml_start:pos]
+    rest = "" if end < 0 else text[end + 1 :]
+    body_line = line_no + 1
+    if rest.startswith("\r\n"):
+        rest = rest[2:]
+        body_line += 1
+    elif rest.startswith("\n"):
+        rest = rest[1:]
+        body_line += 1
+    body_offset = len(text) - len(rest)
+    if rest.endswith("\r\n"):
+        rest = rest[:-2]
+    elif rest.endswith("\n"):
+        rest = rest[:-1]
+    return SplitDocument(True, frontmatter, rest, body_line, yaml_start, body_offset)
 
 
 @dataclass(frozen=True)
