@@ -24,8 +24,15 @@ from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.concept import ids as _ids
 from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, SplitDocument, YamlMap, parse_document
-from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation
-from knowspec.impl.okf.parsing.markdown import BodyAnalysis, BodySlice, Heading, analyse_body, links_without_parse
+from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation, resolve_target_ids
+from knowspec.impl.okf.parsing.markdown import (
+    BodyAnalysis,
+    BodySlice,
+    Heading,
+    analyse_body,
+    link_targets_without_parse,
+    links_without_parse,
+)
 from knowspec.impl.okf.concept.relations import Relation, collect_relations, declared_fragments
 from knowspec.impl.okf.parsing.typed import read_str, read_tags
 
@@ -179,6 +186,14 @@ class Concept(Document):
                 return resolve_navigation(self.id, raw)
             analysis = self.markdown
         return resolve_navigation(self.id, analysis.links)
+
+    def link_target_ids(self) -> list[str | None]:
+        """The ``target_id`` of each of :attr:`links`, in body order (what the edge index reads)."""
+        analysis = self.__dict__.get("markdown")
+        targets = None if analysis is not None else link_targets_without_parse(self.body)
+        if targets is None:
+            targets = self.markdown.link_targets
+        return resolve_target_ids(self.id, targets)
 
     @cached_property
     def relations(self) -> list[Relation]:

@@ -42,3 +42,17 @@ def test_a_link_line_that_may_touch_code_or_html_needs_the_parse():
 def test_a_code_span_past_a_blank_line_leaves_the_link_line_clear():
     body = "`code` here\n\n[a](a.md)\n\nmore `code`\n"
     assert links_without_parse(body) == analyse_body(body).links != []
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.sampled_from(LINES + ["[up](../up.md)", "[abs](/x/y.md#f)", "[ext](https://e.x)"]), max_size=10))
+def test_link_target_ids_are_the_links_target_ids_parsed_or_not(lines):
+    from knowspec.impl.okf.model import Concept
+
+    raw = ("---\ntitle: T\n---\n" + "\n".join(lines)).encode()
+    parsed = Concept("a/b", "a/b.md", raw)
+    parsed.markdown  # noqa: B018 - the parse first: links come from it
+    expected = [link.target_id for link in parsed.links]
+    assert Concept("a/b", "a/b.md", raw).link_target_ids() == expected
+    assert parsed.link_target_ids() == expected
+    assert [link.target_id for link in Concept("a/b", "a/b.md", raw).links] == expected

@@ -104,6 +104,11 @@ class BodyAnalysis:
         """Inline link targets in body order, with their file lines."""
         return list(map(RawLink, self._link_targets, self._link_lines))
 
+    @property
+    def link_targets(self) -> list[str]:
+        """The targets of :attr:`links` (the list itself: do not change it)."""
+        return self._link_targets
+
     def add_link(self, target: str, line: int) -> None:
         self._link_targets.append(target)
         self._link_lines.append(line)
@@ -328,7 +333,26 @@ _BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
 
 
 def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | None:
-    """The body's links when no line holding ``](`` can touch a masked span, else None.
+    """The body's links when no line holding ``](`` can touch a masked span (see
+    :func:`link_lines_clear`), else None."""
+    if not link_lines_clear(body):
+        return None
+    analysis = BodyAnalysis(body, body_start_line)
+    _scan_links(body, body_start_line, analysis)
+    return analysis.links
+
+
+def link_targets_without_parse(body: str) -> list[str] | None:
+    """The targets of :func:`links_without_parse`, without a record per link."""
+    if not link_lines_clear(body):
+        return None
+    analysis = BodyAnalysis(body)
+    _scan_links(body, 1, analysis)
+    return analysis.link_targets
+
+
+def link_lines_clear(body: str) -> bool:
+    """Whether no line of ``body`` holding ``](`` can touch a masked span.
 
     The links are the line scanner's on the prose, and the prose differs from the body only in
     masked spans: code blocks (fenced, or indented), HTML blocks, inline HTML and code spans.
@@ -344,7 +368,7 @@ def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | 
         if at >= 0:
             limit = at
     if body.rfind("](") >= limit:  # the last link line reaches a possible span: the common case
-        return None
+        return False
     ticks = "`" in body
     pos = body.find("](")
     while pos >= 0:
@@ -353,19 +377,17 @@ def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | 
         if end < 0:
             end = len(body)
         if end > limit:
-            return None
+            return False
         if body.find("    ", start, end) >= 0 or body.find("\t", start, end) >= 0:
-            return None
+            return False
         if ticks:
             if body.find("`", start, end) >= 0:
-                return None
+                return False
             after = body.find("`", end)  # a span across the line closes after it, with no blank line between
             if after >= 0 and _BLANK_LINE.search(body, end, after) is None:
-                return None
+                return False
         pos = body.find("](", end)
-    analysis = BodyAnalysis(body, body_start_line)
-    _scan_links(body, body_start_line, analysis)
-    return analysis.links
+    return True
 
 
 _BLANK = bytes(0x20 if b not in (0x0A, 0x0D) else b for b in range(256))
