@@ -13,13 +13,15 @@ TRICKY = ["<<", "*ref", "&ref v", "!!str 3", "!tag v", "[1, 2", "a: b: c", "{<<:
 KEYS = ["type", "title", "tags", "k", "1", "true", "~", '"type"', "dup", "dup", "dup2", "dup2", "''"]
 TRICKY_KEYS = ["<<", "? [a]", "&a k", "*a", "!!str k"]
 
-class dict_node(list):
+
+class Pairs(list):
     """(key, node) pairs, rendered as a block mapping (repeated keys kept)."""
 
 
 def render(node, indent: int = 0) -> str:
+    """Block YAML of a node: scalars inline after their key or dash, collections indented below."""
     pad = " " * indent
-    if isinstance(node, dict_node):
+    if isinstance(node, Pairs):
         return "\n".join(f"{pad}{k}:" + (f" {v}" if isinstance(v, str) else "\n" + render(v, indent + 2))
                          for k, v in node)
     return "\n".join(f"{pad}-" + (f" {v}" if isinstance(v, str) else "\n" + render(v, indent + 2)) for v in node)
@@ -29,14 +31,12 @@ scalars = st.sampled_from(SCALARS * 8 + TRICKY)  # mostly the event path, now an
 keys = st.sampled_from(KEYS * 8 + TRICKY_KEYS)
 nodes = st.recursive(
     scalars,
-    lambda child: st.one_of(st.lists(st.tuples(keys, child), min_size=1, max_size=4).map(dict_node),
+    lambda child: st.one_of(st.lists(st.tuples(keys, child), min_size=1, max_size=4).map(Pairs),
                             st.lists(child, min_size=1, max_size=3)),
     max_leaves=12,
 )
-
-
 mappings = st.lists(st.tuples(keys, nodes), min_size=1, max_size=5).map(
-    lambda pairs: render(dict_node(pairs)))
+    lambda pairs: render(Pairs(pairs)))
 
 
 def outcome(load, text: str):
