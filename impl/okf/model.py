@@ -24,8 +24,15 @@ from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.concept import ids as _ids
 from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, SplitDocument, YamlMap, parse_document
-from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation
-from knowspec.impl.okf.parsing.markdown import BodyAnalysis, BodySlice, Heading, analyse_body
+from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation, resolve_target_ids
+from knowspec.impl.okf.parsing.markdown import (
+    BodyAnalysis,
+    BodySlice,
+    Heading,
+    analyse_body,
+    link_targets_without_parse,
+    links_without_parse,
+)
 from knowspec.impl.okf.concept.relations import Relation, collect_relations, declared_fragments
 from knowspec.impl.okf.parsing.typed import read_str, read_tags
 
@@ -174,7 +181,24 @@ class Concept(Document):
         """Made on each use, not kept: their readers (the edge index, the graph renders) run
         once per snapshot revision and keep what they derive, while a bundle has tens of
         thousands of links."""
-        return resolve_navigation(self.id, self.markdown.links)
+        analysis = self.__dict__.get("markdown")
+        if analysis is None:
+            # The first get_neighbors reads every concept's links: a body whose link lines
+            # cannot touch code or HTML gives them without the Markdown parse, which waits for
+            # a reader of headings, fences or footnotes.
+            raw = links_without_parse(self.body, self.body_start_line)
+            if raw is not None:
+                return resolve_navigation(self.id, raw)
+            analysis = self.markdown
+        return resolve_navigation(self.id, analysis.links)
+
+    def link_target_ids(self) -> list[str | None]:
+        """The ``target_id`` of each of :attr:`links`, in body order (what the edge index reads)."""
+        analysis = self.__dict__.get("markdown")
+        targets = None if analysis is not None else link_targets_without_parse(self.body)
+        if targets is None:
+            targets = self.markdown.link_targets
+        return resolve_target_ids(self.id, targets)
 
     @cached_property
     def relations(self) -> list[Relation]:

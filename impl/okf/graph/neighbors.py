@@ -63,9 +63,9 @@ class EdgeIndex:
 def edge_index_for(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None) -> EdgeIndex:
     """All existing navigation and relation edges of a snapshot, in concept then body order.
 
-    Reads each concept's cached ``links`` (derived once per file content) directly, judging
-    existence against one set of IDs; relations go through ``Snapshot.relations`` for the
-    fragment rule. Same edges as walking ``Snapshot.navigation``, without a record per link.
+    Reads each concept's ``link_target_ids`` (its links' ``target_id``s), judging existence
+    against one set of IDs; relations go through ``Snapshot.relations`` for the fragment rule.
+    Same edges as walking ``Snapshot.navigation``, without a record per link.
     """
     with process.current().gc_paused():  # tens of thousands of acyclic records; collector passes would rescan the bundle
         return _edge_index(snapshot, check_cancelled)
@@ -78,8 +78,7 @@ def _edge_index(snapshot: Any, check_cancelled: Callable[[], None]) -> EdgeIndex
     for n, (cid, concept) in enumerate(snapshot.concepts.items()):
         if n % 64 == 0:
             check_cancelled()
-        for link in concept.links:
-            target = link.target_id
+        for target in concept.link_target_ids():
             if target is not None and target in ids:
                 edge = Edge("navigation", cid, target, None, cid, target)
                 outgoing[cid].append(edge)

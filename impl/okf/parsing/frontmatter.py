@@ -20,6 +20,7 @@ from dataclasses import dataclass
 from typing import Any, Iterator
 
 import yaml
+from yaml.cyaml import CParser
 from yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
 MAX_YAML_PHYSICAL_DEPTH = 64
@@ -283,6 +284,12 @@ def load_yaml_mapping(text: str) -> YamlMap:
     """Load frontmatter YAML; blank text is an empty mapping. Raises FrontmatterError/YamlLimitError."""
     if not text.strip():
         return YamlMap()
+    fast = _plain_mapping(text)
+    return fast if fast is not None else _composed_mapping(text)
+
+
+def _composed_mapping(text: str) -> YamlMap:
+    """The full path: compose the node graph, check its limits, construct (any YAML)."""
     loader = _Loader(text)
     try:
         node = loader.get_single_node()
@@ -301,6 +308,109 @@ def load_yaml_mapping(text: str) -> YamlMap:
     finally:
         loader.dispose()
     return data
+
+
+# --- the common case straight from libyaml's events ----------------------------------------
+#
+# Composing a node graph and walking it with PyYAML's constructor machinery costs twice libyaml's
+# own parse. Frontmatter is nearly always a plain tree: no anchors, aliases, explicit tags, merge
+# keys or collection keys. Such a tree is built here from the parser's events with the same
+# resolver table and the same scalar constructors, so the result is the same objects; anything
+# else (and every error, and a tree near a limit) returns None and takes the full path above,
+# which gives the answer or the error message.
+
+_FAST_MAX_DEPTH = 32  # far below MAX_YAML_*_DEPTH: a deeper tree takes the full path
+_FAST_MAX_NODES = MAX_YAML_GRAPH_NODES // 2
+_NO_KEY = object()
+_TYPED = {f"tag:yaml.org,2002:{short}": short for short in ("int", "float", "bool", "null", "timestamp")}
+
+
+def _plain_mapping(text: str) -> YamlMap | None:
+    """The frontmatter mapping built from libyaml's events, or None: take the full path."""
+    parser = CParser(text)  # libyaml's events alone: no composer, resolver or constructor
+    try:
+        return _mapping_from_events(parser.get_event)
+    except yaml.YAMLError:
+        return None
+    finally:
+        parser.dispose()
+
+
+def _mapping_from_events(get_event: Any) -> YamlMap | None:
+    if type(get_event()) is not yaml.StreamStartEvent:
+        return None
+    event = get_event()
+    if type(event) is not yaml.DocumentStartEvent:
+        return None
+    event = get_event()
+    if type(event) is not yaml.MappingStartEvent or event.anchor is not None or event.tag is not None:
+        return None
+    root = YamlMap()
+    # One frame per open collection: [container, keys seen (None: a sequence), duplicated keys,
+    # the key waiting for its value].
+    stack: list[list[Any]] = [[root, set(), set(), _NO_KEY]]
+    nodes = 1
+    resolvers_for = _Loader.yaml_implicit_resolvers.get
+    scalar_event, intern = yaml.ScalarEvent, sys.intern
+    while stack:
+        event = get_event()
+        kind = type(event)
+        frame = stack[-1]
+        if kind is scalar_event:
+            if event.anchor is not None or event.tag is not None:
+                return None
+            # The resolver's rule (plain scalars only, by first character) and the constructors'.
+            text = event.value
+            value = None
+            if event.implicit[0]:
+                for tag, regexp in resolvers_for(text[:1], ()):
+                    if regexp.match(text):
+                        short = _TYPED.get(tag)
+                        if short is None:
+                            return None  # the merge key `<<`
+                        value = YamlScalar(text, short, _scalar_value(short, text))
+                        break
+            if value is None:
+                value = intern(text) if len(text) < MAX_SHARED_SCALAR else text
+            opened = None
+        elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
+            if event.anchor is not None or event.tag is not None or len(stack) >= _FAST_MAX_DEPTH:
+                return None
+            if kind is yaml.MappingStartEvent:
+                value = YamlMap()
+                opened = [value, set(), set(), _NO_KEY]
+            else:
+                value = []
+                opened = [value, None, None, _NO_KEY]
+        elif kind is yaml.MappingEndEvent or kind is yaml.SequenceEndEvent:
+            stack.pop()
+            if frame[2]:
+                frame[0].duplicates = frozenset(frame[2])
+            continue
+        else:
+            return None  # an alias, or anything this path does not know
+        nodes += 1
+        if nodes > _FAST_MAX_NODES:
+            return None
+        container, seen = frame[0], frame[1]
+        if seen is None:
+            container.append(value)
+        elif frame[3] is _NO_KEY:
+            if opened is not None:
+                return None  # a collection as a key
+            raw = event.value
+            if raw in seen:
+                frame[2].add(raw)
+            seen.add(raw)
+            frame[3] = value
+        else:
+            container[frame[3]] = value
+            frame[3] = _NO_KEY
+        if opened is not None:
+            stack.append(opened)
+    if type(get_event()) is not yaml.DocumentEndEvent or type(get_event()) is not yaml.StreamEndEvent:
+        return None  # a second document: the full path names the error
+    return root
 
 
 @dataclass(frozen=True)
@@ -322,6 +432,10 @@ def decode_utf8(raw: bytes) -> str:
         raise FrontmatterError("invalid_encoding", "invalid encoding: invalid UTF-8")
 
 
+# The closing delimiter: a line that is exactly ``---`` once one trailing CR is dropped.
+_CLOSING_DELIMITER = re.compile(r"^---\r?$", re.M)
+
+
 def split_document(text: str) -> SplitDocument:
     """Apply the delimiter rules of spec/okf/contract/read.md §1.3 (first line exactly ``---``; LF, CRLF or EOF)."""
     first_end = text.find("\n")
@@ -330,35 +444,28 @@ def split_document(text: str) -> SplitDocument:
         first = first[:-1]
     if first != "---":
         return SplitDocument(False, "", text, 1)
-    pos = len(text) if first_end < 0 else first_end + 1
-    yaml_start = pos
-    line_no = 2
-    while pos < len(text):
-        end = text.find("\n", pos)
-        line = text[pos:] if end < 0 else text[pos:end]
-        if line.endswith("\r"):
-            line = line[:-1]
-        if line == "---":
-            frontmatter = text[yaml_start:pos]
-            rest = "" if end < 0 else text[end + 1 :]
-            body_line = line_no + 1
-            if rest.startswith("\r\n"):
-                rest = rest[2:]
-                body_line += 1
-            elif rest.startswith("\n"):
-                rest = rest[1:]
-                body_line += 1
-            body_offset = len(text) - len(rest)
-            if rest.endswith("\r\n"):
-                rest = rest[:-2]
-            elif rest.endswith("\n"):
-                rest = rest[:-1]
-            return SplitDocument(True, frontmatter, rest, body_line, yaml_start, body_offset)
-        if end < 0:
-            break
-        pos = end + 1
-        line_no += 1
-    raise FrontmatterError("unterminated_frontmatter", "unterminated frontmatter")
+    yaml_start = len(text) if first_end < 0 else first_end + 1
+    closing = _CLOSING_DELIMITER.search(text, yaml_start)
+    if closing is None:
+        raise FrontmatterError("unterminated_frontmatter", "unterminated frontmatter")
+    pos = closing.start()
+    end = text.find("\n", pos)
+    line_no = 2 + text.count("\n", yaml_start, pos)
+    frontmatter = text[yaml_start:pos]
+    rest = "" if end < 0 else text[end + 1 :]
+    body_line = line_no + 1
+    if rest.startswith("\r\n"):
+        rest = rest[2:]
+        body_line += 1
+    elif rest.startswith("\n"):
+        rest = rest[1:]
+        body_line += 1
+    body_offset = len(text) - len(rest)
+    if rest.endswith("\r\n"):
+        rest = rest[:-2]
+    elif rest.endswith("\n"):
+        rest = rest[:-1]
+    return SplitDocument(True, frontmatter, rest, body_line, yaml_start, body_offset)
 
 
 @dataclass(frozen=True)

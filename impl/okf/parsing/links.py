@@ -209,3 +209,9 @@ def resolve_navigation(source_id: str, raw_links) -> list[NavLink]:
         kind, target_id, fragment = _classified(source_dir, raw.target.strip())
         out.append(NavLink(raw.target, kind, target_id, fragment, raw.line))
     return out
+
+
+def resolve_target_ids(source_id: str, targets: list[str]) -> list[str | None]:
+    """The ``target_id`` of each of :func:`resolve_navigation`'s links, without the records."""
+    source_dir = source_id.rpartition("/")[0]
+    return [_classified(source_dir, target.strip())[1] for target in targets]

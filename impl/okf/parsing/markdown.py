@@ -104,6 +104,11 @@ class BodyAnalysis:
         """Inline link targets in body order, with their file lines."""
         return list(map(RawLink, self._link_targets, self._link_lines))
 
+    @property
+    def link_targets(self) -> list[str]:
+        """The targets of :attr:`links` (the list itself: do not change it)."""
+        return self._link_targets
+
     def add_link(self, target: str, line: int) -> None:
         self._link_targets.append(target)
         self._link_lines.append(line)
@@ -321,6 +326,68 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
     _scan_links(prose, body_start_line, analysis)
     _scan_footnotes(data, prose_bytes, lines, footnote_blocks, link_spans, analysis)
     return analysis
+
+
+# The newline before a blank line (spaces, tabs and CRs only), at that newline.
+_BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
+
+
+def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | None:
+    """The body's links when no line holding ``](`` can touch a masked span (see
+    :func:`link_lines_clear`), else None."""
+    if not link_lines_clear(body):
+        return None
+    analysis = BodyAnalysis(body, body_start_line)
+    _scan_links(body, body_start_line, analysis)
+    return analysis.links
+
+
+def link_targets_without_parse(body: str) -> list[str] | None:
+    """The targets of :func:`links_without_parse`, without a record per link."""
+    if not link_lines_clear(body):
+        return None
+    analysis = BodyAnalysis(body)
+    _scan_links(body, 1, analysis)
+    return analysis.link_targets
+
+
+def link_lines_clear(body: str) -> bool:
+    """Whether no line of ``body`` holding ``](`` can touch a masked span.
+
+    The links are the line scanner's on the prose, and the prose differs from the body only in
+    masked spans: code blocks (fenced, or indented), HTML blocks, inline HTML and code spans.
+    A ``](`` line is clear of them when no fence (```` ``` ````, ``~~~``) and no ``<`` comes
+    before its end (a block or inline span that starts later cannot reach back), it holds no
+    run of four spaces and no tab (an indented code line always does), and neither it nor the
+    rest of its paragraph (up to a blank line: a code span never crosses one) holds a backtick.
+    When every ``](`` line is clear, scanning the body gives the same links without parsing it.
+    """
+    limit = len(body)
+    for mark in ("```", "~~~", "<"):
+        at = body.find(mark, 0, limit)
+        if at >= 0:
+            limit = at
+    if body.rfind("](") >= limit:  # the last link line reaches a possible span: the common case
+        return False
+    ticks = "`" in body
+    pos = body.find("](")
+    while pos >= 0:
+        start = body.rfind("\n", 0, pos) + 1
+        end = body.find("\n", pos)
+        if end < 0:
+            end = len(body)
+        if end > limit:
+            return False
+        if body.find("    ", start, end) >= 0 or body.find("\t", start, end) >= 0:
+            return False
+        if ticks:
+            if body.find("`", start, end) >= 0:
+                return False
+            after = body.find("`", end)  # a span across the line closes after it, with no blank line between
+            if after >= 0 and _BLANK_LINE.search(body, end, after) is None:
+                return False
+        pos = body.find("](", end)
+    return True
 
 
 _BLANK = bytes(0x20 if b not in (0x0A, 0x0D) else b for b in range(256))

@@ -1,0 +1,133 @@
+"""The frontmatter loader's event path gives exactly what the composed path gives, or defers to it."""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from knowspec.impl.okf.parsing import frontmatter as fm
+
+SCALARS = ["a", "x-y", "true", "False", "no", "yes", "~", "null", "", "1", "-0x1f", "0o17", "1_000", "1.5e3",
+           ".inf", ".NaN", "2026-06-19", "2026-06-19T10:00:00Z", '"quoted 1"', "'single'", '"true"', "[1, 2]",
+           "{k: v}", "'it''s'", "#c", "é ü", "[a, '', ~]"]
+TRICKY = ["<<", "*ref", "&ref v", "!!str 3", "!tag v", "[1, 2", "a: b: c", "{<<: {k: 1}}"]  # other paths, or errors
+KEYS = ["type", "title", "tags", "k", "1", "true", "~", '"type"', "dup", "dup", "dup2", "dup2", "''"]
+TRICKY_KEYS = ["<<", "? [a]", "&a k", "*a", "!!str k"]
+
+
+class Pairs(list):
+    """(key, node) pairs, rendered as a block mapping (repeated keys kept)."""
+
+
+def render(node, indent: int = 0) -> str:
+    """Block YAML of a node: scalars inline after their key or dash, collections indented below."""
+    pad = " " * indent
+    if isinstance(node, Pairs):
+        return "\n".join(f"{pad}{k}:" + (f" {v}" if isinstance(v, str) else "\n" + render(v, indent + 2))
+                         for k, v in node)
+    return "\n".join(f"{pad}-" + (f" {v}" if isinstance(v, str) else "\n" + render(v, indent + 2)) for v in node)
+
+
+scalars = st.sampled_from(SCALARS * 8 + TRICKY)  # mostly the event path, now and then the other
+keys = st.sampled_from(KEYS * 8 + TRICKY_KEYS)
+nodes = st.recursive(
+    scalars,
+    lambda child: st.one_of(st.lists(st.tuples(keys, child), min_size=1, max_size=4).map(Pairs),
+                            st.lists(child, min_size=1, max_size=3)),
+    max_leaves=12,
+)
+mappings = st.lists(st.tuples(keys, nodes), min_size=1, max_size=5).map(
+    lambda pairs: render(Pairs(pairs)))
+
+
+def outcome(load, text: str):
+    """The loaded mapping with every scalar's type, or the error's class and text."""
+    try:
+        return ("ok", _shape(load(text)))
+    except (fm.FrontmatterError, fm.YamlLimitError) as exc:
+        return (type(exc).__name__, str(exc))
+
+
+def _shape(value):
+    if isinstance(value, dict):
+        return ("map", sorted(getattr(value, "duplicates", ())),
+                [(_shape(k), _shape(v)) for k, v in value.items()])
+    if isinstance(value, list):
+        return [_shape(v) for v in value]
+    return (type(value).__name__, str(value) if isinstance(value, str) else value,
+            getattr(value, "tag", None), repr(getattr(value, "value", None)))
+
+
+@settings(max_examples=400, deadline=None)
+@given(mappings)
+def test_event_path_equals_composed_path(text):
+    assert outcome(fm.load_yaml_mapping, text) == outcome(fm._composed_mapping, text)
+
+
+@settings(max_examples=100, deadline=None)
+@given(mappings, mappings)
+def test_event_path_defers_on_two_documents_and_errors(first, second):
+    for text in (f"{first}\n---\n{second}", f"{first}\n  bad: [", f"k: {first}\n\t- x"):
+        assert outcome(fm.load_yaml_mapping, text) == outcome(fm._composed_mapping, text)
+
+
+def test_plain_frontmatter_takes_the_event_path():
+    text = "type: Reference\ntitle: A\ntags: [a, b]\ncount: 3\nwhen: 2026-06-19\nx:\n  - {k: v}\n"
+    assert fm._plain_mapping(text) is not None
+
+
+def test_anchors_aliases_tags_and_merges_take_the_composed_path():
+    for text in ("a: &x 1\nb: *x\n", "a: !!str 1\n", "base: {k: 1}\nc:\n  <<: {k: 2}\n", "? [a]\n: b\n"):
+        assert fm._plain_mapping(text) is None
+
+
+def test_duplicated_keys_are_recorded_on_the_event_path():
+    loaded = fm._plain_mapping("a: 1\nb: 2\na: 3\nn: {c: 1, c: 2}\n")
+    assert loaded.duplicates == frozenset({"a"}) and loaded["n"].duplicates == frozenset({"c"})
+    assert loaded["a"] == "3" and loaded["a"].tag == "int"
+
+
+def test_a_tree_near_the_depth_limit_takes_the_composed_path():
+    deep = "a: " + "[" * 40 + "]" * 40
+    assert fm._plain_mapping(deep) is None
+    too_deep = "a: " + "[" * 70 + "]" * 70
+    assert outcome(fm.load_yaml_mapping, too_deep) == ("YamlLimitError", "YAML nesting depth exceeds the limit")
+
+
+def split_by_lines(text: str):
+    """The delimiter rule read line by line: the first line after the opener that is exactly
+    ``---`` (one trailing CR dropped) closes the frontmatter."""
+    lines = text.split("\n")
+    if lines[0].removesuffix("\r") != "---":
+        return (False, "", text, 1, 0, 0)
+    offset = len(lines[0]) + 1
+    for number, line in enumerate(lines[1:], start=2):
+        if line.removesuffix("\r") == "---" and offset <= len(text):
+            rest = text[offset + len(line) + 1:] if offset + len(line) < len(text) else ""
+            body_line = number + 1
+            for ending in ("\r\n", "\n"):
+                if rest.startswith(ending):
+                    rest, body_line = rest[len(ending):], body_line + 1
+                    break
+            body_offset = len(text) - len(rest)
+            for ending in ("\r\n", "\n"):
+                if rest.endswith(ending):
+                    rest = rest[: -len(ending)]
+                    break
+            return (True, text[len(lines[0]) + 1:offset], rest, body_line, len(lines[0]) + 1, body_offset)
+        offset += len(line) + 1
+    return "unterminated"
+
+
+@settings(max_examples=500, deadline=None)
+@given(st.lists(st.sampled_from(["---", "---\r", "--- ", "----", "a: 1", "", "\r", "---\r\r", "x---", "b"]),
+                max_size=8),
+       st.sampled_from(["", "\n", "\r\n"]))
+def test_split_document_follows_the_line_rule(lines, ending):
+    text = "\n".join(lines) + ending
+    try:
+        split = fm.split_document(text)
+        got = (split.has_frontmatter, split.frontmatter_yaml, split.body, split.body_start_line,
+               split.frontmatter_offset, split.body_offset)
+    except fm.FrontmatterError:
+        got = "unterminated"
+    assert got == split_by_lines(text)
