@@ -27,7 +27,8 @@ from typing import Any
 sys.path.insert(0, str(Path(__file__).parent))
 from common import RESULTS, require_bundle  # noqa: E402
 
-QUERIES = ["delta", "unity catalog", "spark.sql", "[link", "`", "zz-not-there", "cluster policy"]
+QUERIES = ["delta", "unity catalog", "spark.sql", "[link", "`", "zz-not-there", "cluster policy", "delta table",
+           "TABLE’S", "fine‑tuning", "Ünity Catalog", "ÉTÉ"]
 
 
 def shape(value: Any) -> Any:
