@@ -34,6 +34,8 @@ ALLOWED = {
                                           "a stateless tool, not data",
     "impl/docpool/storage/firebird.py:_API_LOCK": "the Firebird client library loads once per process",
     "impl/docpool/storage/firebird.py:_API_LOADED": "the Firebird client library loads once per process",
+    "impl/docpool/storage/firebird.py:_READ_SNAPSHOT": "a constant (a read-only snapshot's transaction "
+                                                       "parameter block), built once the driver loads",
     "impl/docpool/vectors/int8_scan.py:_kernel": "the int8 matmul kernel, compiled once: a constant of the "
                                                  "process, not data",
     "impl/docpool/vectors/int8_scan.py:_kernel_lock": "guards the one kernel compile",

@@ -361,7 +361,7 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
                 return None
             # The resolver's rule (plain scalars only, by first character) and the constructors'.
             text = event.value
-            value = None
+            value: Any = None
             if event.implicit[0]:
                 for tag, regexp in resolvers_for(text[:1], ()):
                     if regexp.match(text):
