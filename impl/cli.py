@@ -140,8 +140,11 @@ def prepare_serve(args: argparse.Namespace):
     process.activate(state)
     from knowspec.impl.docpool import warmup
 
-    warmup.start(settings.catalog)  # each pool's driver, connection and full-text index, in the background
-    return ToolRuntime(settings, process_runtime=state)
+    tools = ToolRuntime(settings, process_runtime=state)
+    # In the background: each pool's driver, connection and full-text index, and (only when the
+    # catalog names a pool) the document tools' modules, which an OKF-only server never loads.
+    warmup.start(settings.catalog, with_pools=lambda: tools.resolve_handlers("docpool"))
+    return tools
 
 
 def _serve(args: argparse.Namespace) -> int:

@@ -86,6 +86,13 @@ class ToolRuntime:
         self._output_checks: dict[str, SchemaCheck] = {}
         self.heap = HeapTrimmer()
 
+    def resolve_handlers(self, family: str) -> None:
+        """Import now the handlers of ``family``'s tools that would load at their first call."""
+        for name, entry in self.entries.items():
+            handler = self.handlers.get(name)
+            if entry.family == family and isinstance(handler, LazyHandler):
+                handler.resolved()
+
     def implemented(self) -> dict[str, bool]:
         return {name: self.handlers.get(name) is not None for name in self.order}
 

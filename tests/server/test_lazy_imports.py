@@ -84,3 +84,14 @@ def test_only_a_serve_command_line_skips_the_other_commands():
     assert not _names_serve(["pool", "build", "serve"]) and not _names_serve(["--log-level", "serve"])
     assert not _names_serve([]) and not _names_serve(["--version"])
     assert set(build_parser(only_serve=True)._subparsers._group_actions[0].choices) == {"serve"}
+
+
+def test_a_catalog_that_names_a_pool_has_the_document_tools_loaded_before_any_call(tmp_path):
+    from knowspec.impl.config import Settings
+    from knowspec.impl.docpool import catalog
+
+    catalog_path = Settings(appdir=tmp_path / "app").catalog_path
+    catalog.register_database(catalog_path, "shop", "SQLITE", str(tmp_path / "shop-docs.db"))
+    catalog.execute_alter(catalog_path, "ALTER DATABASE shop SET DOCUMENTS INTERNAL")
+    _, loaded = _serve_and_report(tmp_path, [])
+    assert "knowspec.impl.docpool.tools" in loaded  # the first search does not import it
