@@ -141,9 +141,9 @@ def prepare_serve(args: argparse.Namespace):
     from knowspec.impl.docpool import warmup
 
     tools = ToolRuntime(settings, process_runtime=state)
-    # In the background: each pool's driver, connection and full-text index, and (only when the
-    # catalog names a pool) the document tools' modules, which an OKF-only server never loads.
-    warmup.start(settings.catalog, with_pools=lambda: tools.resolve_handlers("docpool"))
+    if warmup.names_a_pool(settings.catalog):  # an OKF-only server never loads the document tools
+        tools.resolve_handlers("docpool")  # now, not in the first search
+    warmup.start(settings.catalog)  # each pool's driver, connection and full-text index, in the background
     return tools
 
 

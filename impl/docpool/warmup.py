@@ -16,7 +16,7 @@ from __future__ import annotations
 
 import logging
 import threading
-from typing import TYPE_CHECKING, Callable
+from typing import TYPE_CHECKING
 
 from knowspec.impl.docpool.catalog_store import CatalogTarget
 from knowspec.impl.errors import ToolError
@@ -41,10 +41,17 @@ def locations(catalog_target: CatalogTarget) -> list[catalog.PoolLocation]:
     return list(seen.values())
 
 
-def warm(catalog_target: CatalogTarget, with_pools: Callable[[], object] = lambda: None) -> None:
-    """Open each pool once and load its full-text index into the process's caches.
-    ``with_pools`` runs first when the catalog names a pool: the server imports its document
-    tools' handlers there, so the first search does not pay for their modules either."""
+def names_a_pool(catalog_target: CatalogTarget) -> bool:
+    """Whether the catalog can be read and names a document pool (the server then imports its
+    document tools before it serves, so the first search does not pay for their modules)."""
+    try:
+        return bool(locations(catalog_target))
+    except Exception:  # an unreadable catalog fails the calls that need it, with their errors
+        return False
+
+
+def warm(catalog_target: CatalogTarget) -> None:
+    """Open each pool once and load its full-text index into the process's caches."""
     try:
         found = locations(catalog_target)
     except Exception as exc:  # an unreadable catalog fails the calls that need it, with their errors
@@ -52,10 +59,6 @@ def warm(catalog_target: CatalogTarget, with_pools: Callable[[], object] = lambd
         return
     if not found:
         return
-    try:
-        with_pools()
-    except Exception as exc:  # a handler that cannot load fails its own calls, with their errors
-        log.debug("document tool preload skipped: %s", exc)
     from knowspec.impl.docpool import pools
 
     for location in found:
@@ -66,9 +69,8 @@ def warm(catalog_target: CatalogTarget, with_pools: Callable[[], object] = lambd
             log.debug("pool warm-up of %s skipped: %s", location.docs_database, exc)
 
 
-def start(catalog_target: CatalogTarget, with_pools: Callable[[], object] = lambda: None) -> threading.Thread:
+def start(catalog_target: CatalogTarget) -> threading.Thread:
     """``warm`` in a daemon thread (the server does not wait for it)."""
-    thread = threading.Thread(target=warm, args=(catalog_target, with_pools), daemon=True,
-                              name="knowspec-pool-warmup")
+    thread = threading.Thread(target=warm, args=(catalog_target,), daemon=True, name="knowspec-pool-warmup")
     thread.start()
     return thread

@@ -39,30 +39,11 @@ def test_a_catalog_that_does_not_exist_warms_nothing(tmp_path):
     assert not (tmp_path / "absent").exists()
 
 
-def test_warm_runs_its_preload_only_when_the_catalog_names_a_pool(tmp_path):
+
+def test_a_catalog_names_a_pool_only_once_a_database_has_documents(tmp_path):
     settings = Settings(appdir=tmp_path)
-    catalog.register_database(settings.catalog_path, "plain", "SQLITE", str(tmp_path / "plain.db"))  # no pool
-    preloads: list[int] = []
-    warmup.warm(settings.catalog_path, with_pools=lambda: preloads.append(1))
-    assert preloads == []
+    assert not warmup.names_a_pool(settings.catalog_path)  # no catalog yet
+    catalog.register_database(settings.catalog_path, "plain", "SQLITE", str(tmp_path / "plain.db"))
+    assert not warmup.names_a_pool(settings.catalog_path)
     catalog.execute_alter(settings.catalog_path, "ALTER DATABASE plain SET DOCUMENTS INTERNAL")
-    warmup.warm(settings.catalog_path, with_pools=lambda: preloads.append(1))
-    assert preloads == [1]
-
-
-def test_a_failing_preload_does_not_stop_the_pool_warm_up(tmp_path, source, monkeypatch):
-    settings = Settings(appdir=tmp_path)
-    pool_file = tmp_path / "shop-docs.db"
-    catalog.register_database(settings.catalog_path, "shop", "SQLITE", str(pool_file))
-    catalog.execute_alter(settings.catalog_path, "ALTER DATABASE shop SET DOCUMENTS INTERNAL")
-    recipe.import_collection(pool_file, source, GENERATED_COLLECTION)
-
-    def broken() -> None:
-        raise ImportError("a handler module that cannot load")
-
-    with process.activated(process.Runtime(process.current().settings)):
-        warmup.warm(settings.catalog_path, with_pools=broken)
-        monkeypatch.setattr(reader, "sqlite_persisted", lambda path: pytest.fail("index loaded again"))
-        monkeypatch.setattr(reader, "build", lambda path: pytest.fail("index built"))
-        with SqlitePool(pool_file) as pool:
-            assert pool.fulltext_index(pool.change_stamp()).arrays.n_rows > 0
+    assert warmup.names_a_pool(settings.catalog_path)

@@ -94,4 +94,4 @@ def test_a_catalog_that_names_a_pool_has_the_document_tools_loaded_before_any_ca
     catalog.register_database(catalog_path, "shop", "SQLITE", str(tmp_path / "shop-docs.db"))
     catalog.execute_alter(catalog_path, "ALTER DATABASE shop SET DOCUMENTS INTERNAL")
     _, loaded = _serve_and_report(tmp_path, [])
-    assert "knowspec.impl.docpool.tools" in loaded  # the first search does not import it
+    assert "knowspec.impl.docpool.tools" in loaded  # imported before serving: not in the first search
