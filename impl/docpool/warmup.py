@@ -4,8 +4,9 @@ A fresh server's first full-text search of a pool paid one-time costs besides th
 storage driver's import (psycopg; firebird-driver and the embedded engine: each 0.2-1 s on the
 2-core test machine), the first connection, and loading the full-text index its import persisted
 (the head only, for PostgreSQL and Firebird). ``start`` pays them once, for every distinct pool
-the catalog names, in one daemon thread while the server waits for its first call; a search
-that comes first waits for the same import or cache entry rather than doing the work twice.
+the catalog names, in one daemon thread; ``serve`` answers once it is done (or after
+``READY_WAIT_SECONDS``), and a search that comes earlier waits for the same import or cache
+entry rather than doing the work twice.
 A pool whose import persisted no index has it built here, not in its first search.
 Failures are only logged: a pool that cannot be opened now fails its own calls as before.
 The thread imports the catalog and, only when it names a pool, the storages: a server without
@@ -25,6 +26,10 @@ if TYPE_CHECKING:
     from knowspec.impl.docpool import catalog
 
 log = logging.getLogger("knowspec.docpool.warmup")
+# How long ``serve`` waits for the warm-up before it answers: a first search that arrives while
+# the pools still warm waits for the same work, so the server is ready once they are (or later
+# than this: an unreachable pool then fails its own calls, not the start).
+READY_WAIT_SECONDS = 2.0
 
 
 def locations(catalog_target: CatalogTarget) -> list[catalog.PoolLocation]:

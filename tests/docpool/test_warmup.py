@@ -47,3 +47,40 @@ def test_a_catalog_names_a_pool_only_once_a_database_has_documents(tmp_path):
     assert not warmup.names_a_pool(settings.catalog_path)
     catalog.execute_alter(settings.catalog_path, "ALTER DATABASE plain SET DOCUMENTS INTERNAL")
     assert warmup.names_a_pool(settings.catalog_path)
+
+
+
+def _prepare_serve_with_a_warm_up_of(seconds: float, tmp_path, monkeypatch) -> list[str]:
+    """``prepare_serve`` with a warm-up that takes ``seconds``: what had happened when it returned."""
+    import threading
+    import time
+
+    from knowspec.impl.cli import build_parser, prepare_serve
+
+    events: list[str] = []
+    done = threading.Event()
+
+    def slow_warm(target) -> None:
+        time.sleep(seconds)
+        events.append("warm")
+        done.set()
+
+    monkeypatch.setattr(warmup, "warm", slow_warm)
+    previous = process.current()
+    try:
+        tools = prepare_serve(build_parser().parse_args(["serve", "--stdio", "--appdir", str(tmp_path)]))
+        events.append("ready")
+        done.wait(5)
+    finally:
+        process.activate(previous)
+    tools.process.close()
+    return events
+
+
+def test_serve_is_ready_once_its_pools_are_warm(tmp_path, monkeypatch):
+    assert _prepare_serve_with_a_warm_up_of(0.3, tmp_path, monkeypatch) == ["warm", "ready"]
+
+
+def test_serve_waits_for_the_warm_up_a_bounded_time(tmp_path, monkeypatch):
+    monkeypatch.setattr(warmup, "READY_WAIT_SECONDS", 0.05)
+    assert _prepare_serve_with_a_warm_up_of(1.0, tmp_path, monkeypatch) == ["ready", "warm"]
