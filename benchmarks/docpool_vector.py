@@ -226,15 +226,7 @@ async def server_latency(args: list[str], queries: list[str], calls: int) -> dic
             trivial.append((await timed(session, "doc_collections", {}))[0])
         out["doc_collections"] = {**percentiles(trivial), "server_cpu_ms_per_call": round((server_cpu_ms(pid) - cpu0) / calls, 2)}
         for mode in ("vector", "hybrid", "fts"):
-            samples = []
-            cpu0 = server_cpu_ms(pid)
-            for i in range(calls):
-                ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)], "mode": mode})
-                assert not result.is_error, result.content
-                samples.append(ms)
-            out[mode] = percentiles(samples)
-            # CPU time holds still when other work on the shared host makes wall time wander
-            out[mode]["server_cpu_ms_per_call"] = round((server_cpu_ms(pid) - cpu0) / calls, 2)
+            out[mode] = await mode_latency(session, pid, mode, queries, calls)
             if mode == "vector":  # before hybrid's full-text half allocates anything
                 after = server_memory_mib()
                 out["server_after_vector_calls_mib"] = {"rss": after.get("VmRSS"), "peak": after.get("VmHWM")}
@@ -256,14 +248,20 @@ async def repeated_query_latency(args: list[str], queries: list[str], calls: int
         await timed(session, "doc_search", {"query": queries[0], "mode": "fts"})
         pid = _server_pid()
         for mode in ("vector", "hybrid"):
-            samples = []
-            cpu0 = server_cpu_ms(pid)
-            for i in range(calls):
-                ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)], "mode": mode})
-                assert not result.is_error, result.content
-                samples.append(ms)
-            out[mode] = {**percentiles(samples), "server_cpu_ms_per_call": round((server_cpu_ms(pid) - cpu0) / calls, 2)}
+            out[mode] = await mode_latency(session, pid, mode, queries, calls)
     return out
+
+
+async def mode_latency(session, pid: int | None, mode: str, queries: list[str], calls: int) -> dict:
+    """p50/p95 of ``calls`` doc_search calls in ``mode`` (queries in turn), and the server's CPU
+    per call: it holds still when other work on the shared host makes wall time wander."""
+    samples = []
+    cpu0 = server_cpu_ms(pid)
+    for i in range(calls):
+        ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)], "mode": mode})
+        assert not result.is_error, result.content
+        samples.append(ms)
+    return {**percentiles(samples), "server_cpu_ms_per_call": round((server_cpu_ms(pid) - cpu0) / calls, 2)}
 
 
 def _timed(fn, calls: int) -> tuple[list[float], list[float]]:

@@ -42,3 +42,31 @@ def serving(argv: list[str], port: int, *, timeout: float = 30.0) -> Iterator[st
         finally:
             proc.terminate()
             proc.wait(10)
+
+
+def stdio_tool_answers(argv: list[str], calls: list[dict], *, list_tools: bool = False) -> list[dict]:
+    """The JSON-RPC answers of ``calls`` (tools/call params) from a server started as ``argv``,
+    spoken to in raw stdio lines: no client library is loaded in the server's process, so what it
+    imports stays its own. stdin stays open until every call is answered."""
+    import json
+
+    messages: list[dict] = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
+        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
+    if list_tools:
+        messages.append({"jsonrpc": "2.0", "id": -1, "method": "tools/list"})
+    messages += [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": c} for i, c in enumerate(calls)]
+    server = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
+    assert server.stdin is not None and server.stdout is not None
+    server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
+    server.stdin.flush()
+    answers = []
+    while len(answers) < len(calls):
+        line = server.stdout.readline()
+        assert line, "the server exited before answering"
+        answer = json.loads(line)
+        if answer.get("id", 0) > 0:
+            answers.append(answer)
+    server.stdin.close()
+    assert server.wait(60) == 0
+    return answers

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pytest
 from packaging.requirements import Requirement
+from serving import stdio_tool_answers
 
 pytestmark = pytest.mark.slow
 
@@ -161,10 +162,6 @@ def test_core_requirements_cover_what_serving_imports(wheel, tmp_path):
     calls = [{"name": "search_concepts", "arguments": {"bundle_path": str(EXAMPLES / "okf-sample"), "query": "revenue"}},
              {"name": "doc_search", "arguments": {"query": "stok", "database": "demo"}},
              {"name": "help_search", "arguments": {"query": "fatura"}}]
-    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"}]
-    messages += [{"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": c} for i, c in enumerate(calls)]
     probe = tmp_path / "probe.py"
     probe.write_text(
         "import atexit, json, sys\n"
@@ -174,19 +171,7 @@ def test_core_requirements_cover_what_serving_imports(wheel, tmp_path):
         "from knowspec.impl.cli import main\n"
         "sys.exit(main())\n", encoding="utf-8")
     loaded_file = tmp_path / "loaded.json"
-    server = subprocess.Popen([sys.executable, str(probe), str(loaded_file), str(settings.appdir)],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-    server.stdin.flush()
-    answers = []
-    while len(answers) < len(calls):  # stdin stays open until every call is answered
-        line = server.stdout.readline()
-        assert line, "the server exited before answering"
-        answer = json.loads(line)
-        if answer.get("id", 0) > 0:
-            answers.append(answer)
-    server.stdin.close()
-    assert server.wait(60) == 0
+    answers = stdio_tool_answers([sys.executable, str(probe), str(loaded_file), str(settings.appdir)], calls)
     assert all(not a["result"]["isError"] for a in answers), answers
     loaded = set(json.loads(loaded_file.read_text()))
     assert not loaded & OPTIONAL, f"serving loaded optional libraries: {sorted(loaded & OPTIONAL)}"

@@ -9,11 +9,11 @@ any storage. ``search_concepts`` is left out: its index is numpy arrays.
 from __future__ import annotations
 
 import json
-import subprocess
 import sys
 from pathlib import Path
 
 from knowspec.impl.cli import _names_serve, build_parser
+from serving import stdio_tool_answers
 
 BUNDLE = Path(__file__).resolve().parents[1] / "fixtures" / "okf" / "v02" / "scorecard"
 NOT_FOR_OKF = ("numpy", "onnxruntime", "knowspec.impl.docpool.storage", "knowspec.impl.docpool.fulltext",
@@ -22,11 +22,6 @@ NOT_FOR_OKF = ("numpy", "onnxruntime", "knowspec.impl.docpool.storage", "knowspe
 
 def _serve_and_report(tmp_path: Path, calls: list[dict]) -> tuple[list[dict], set[str]]:
     """Serve over stdio in a fresh interpreter, answer ``calls``; the answers and the modules loaded."""
-    messages = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "0"}}},
-        {"jsonrpc": "2.0", "method": "notifications/initialized"},
-        {"jsonrpc": "2.0", "id": 1, "method": "tools/list"}]
-    messages += [{"jsonrpc": "2.0", "id": i + 2, "method": "tools/call", "params": c} for i, c in enumerate(calls)]
     report = tmp_path / "loaded.json"
     probe = tmp_path / "probe.py"
     probe.write_text(
@@ -41,20 +36,8 @@ def _serve_and_report(tmp_path: Path, calls: list[dict]) -> tuple[list[dict], se
         "sys.argv = ['knowspec', 'serve', '--stdio', '--appdir', sys.argv[2]]\n"
         "from knowspec.impl.cli import main\n"
         "sys.exit(main())\n", encoding="utf-8")
-    server = subprocess.Popen([sys.executable, str(probe), str(report), str(tmp_path / "app")],
-                              stdin=subprocess.PIPE, stdout=subprocess.PIPE, text=True)
-    assert server.stdin is not None and server.stdout is not None
-    server.stdin.write("".join(json.dumps(m) + "\n" for m in messages))
-    server.stdin.flush()
-    answers = []
-    while len(answers) < len(calls):
-        line = server.stdout.readline()
-        assert line, "the server exited before answering"
-        answer = json.loads(line)
-        if answer.get("id", 0) > 1:
-            answers.append(answer)
-    server.stdin.close()
-    assert server.wait(60) == 0
+    answers = stdio_tool_answers([sys.executable, str(probe), str(report), str(tmp_path / "app")], calls,
+                                 list_tools=True)
     return answers, set(json.loads(report.read_text()))
 
 
