@@ -22,7 +22,6 @@ import argparse
 import http.client
 import json
 import os
-import socket
 import statistics
 import subprocess
 import sys
@@ -32,7 +31,7 @@ from pathlib import Path
 from typing import Any
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import require_bundle, write_results  # noqa: E402
+from common import free_port, require_bundle, wait_healthy, write_results  # noqa: E402
 
 BOUND = 3.0
 SERVER = [sys.executable, "-m", "knowspec.impl.cli", "serve"]
@@ -85,12 +84,6 @@ class StdioClient:
 
 # ---- HTTP -------------------------------------------------------------------------------------
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _body_json(content_type: str, body: bytes) -> bytes:
     """The JSON-RPC message in a response body (plain JSON or one SSE ``message`` event)."""
     if content_type.startswith("text/event-stream"):
@@ -133,18 +126,6 @@ class HttpClient:
         _, headers, body = self.post(message)
         elapsed = time.perf_counter() - start
         return elapsed, _body_json(headers.get("content-type", ""), body)
-
-
-def _wait_port(proc: subprocess.Popen, port: int, timeout: float = 60.0) -> None:
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                return
-        if proc.poll() is not None:
-            raise SystemExit("the HTTP server exited before listening")
-        time.sleep(0.1)
-    raise SystemExit("the HTTP server did not listen in time")
 
 
 # ---- one leg: cold call, warm calls, floor ----------------------------------------------------
@@ -192,12 +173,12 @@ def main(argv: list[str] | None = None) -> int:
             out["stdio"] = leg(client, bundle, args.calls, None)
         finally:
             client.close()
-        port = _free_port()
+        port = free_port()
         proc = subprocess.Popen([*SERVER, "--http", f"127.0.0.1:{port}", "--appdir", appdir, "--allow-anonymous",
                                  "--bundle-root", str(bundle)], stdout=subprocess.DEVNULL,
                                 stderr=subprocess.DEVNULL, env={**os.environ})
         try:
-            _wait_port(proc, port)
+            wait_healthy(f"http://127.0.0.1:{port}", proc)
             for era in ("legacy", "modern"):
                 client = HttpClient(port, era)
                 out[f"http_{era}"] = leg(client, bundle, args.calls, client.meta())

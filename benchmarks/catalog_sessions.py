@@ -26,7 +26,7 @@ import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import goal, percentiles, write_results  # noqa: E402
+from common import free_port, goal, percentiles, wait_healthy, write_results  # noqa: E402
 from docpool_setup import machine_load  # noqa: E402
 from engines import PgCluster, fresh_pg_database  # noqa: E402
 
@@ -82,35 +82,15 @@ def _server(url: str, appdir: Path, port: int) -> subprocess.Popen:
                             stdout=subprocess.DEVNULL, stderr=subprocess.DEVNULL)
 
 
-def _wait(base: str, proc: subprocess.Popen) -> None:
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise SystemExit(f"server {base} exited ({proc.returncode})")
-        try:
-            if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
-                return
-        except httpx.TransportError:
-            time.sleep(0.3)
-    raise SystemExit(f"server {base} did not start")
-
-
 def two_servers(url: str, root: Path, rounds: int) -> dict:
     """Logins on A used on B, logouts on B tried on A: every one must be honoured."""
-    import socket
-
-    def free_port() -> int:
-        with socket.socket() as sock:
-            sock.bind(("127.0.0.1", 0))
-            return sock.getsockname()[1]
-
     ports = [free_port(), free_port()]
     procs = [_server(url, root / name, port) for name, port in zip("ab", ports)]
     bases = [f"http://127.0.0.1:{port}" for port in ports]
     honoured = ended = 0
     try:
         for base, proc in zip(bases, procs):
-            _wait(base, proc)
+            wait_healthy(base, proc)
         with httpx.Client(base_url=bases[0], timeout=30) as a, httpx.Client(base_url=bases[1], timeout=30) as b:
             for _ in range(rounds):
                 token = a.post("/ClientREST/Login", json={"user": USER, "password": PASSWORD}).json()["token"]

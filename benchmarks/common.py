@@ -135,3 +135,31 @@ def write_results(name: str, data: dict[str, Any]) -> Path:
     path.write_text(json.dumps(data, indent=2) + "\n")
     print(json.dumps(data, indent=2))
     return path
+
+
+def free_port() -> int:
+    """A TCP port on 127.0.0.1 that nothing listens on now."""
+    import socket
+
+    with socket.socket() as sock:
+        sock.bind(("127.0.0.1", 0))
+        return sock.getsockname()[1]
+
+
+def wait_healthy(base: str, proc: Any, exited: Any = lambda: "", timeout: float = 120.0) -> None:
+    """Return once the HTTP server at ``base`` answers ``GET /healthz`` with 200; RuntimeError if
+    ``proc`` exits first (with ``exited()``, e.g. its log's tail) or ``timeout`` passes."""
+    import httpx2 as httpx
+
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        if proc.poll() is not None:
+            raise RuntimeError(f"server {base} exited ({proc.returncode}) {exited()}".rstrip())
+        try:
+            if httpx.get(f"{base}/healthz", timeout=5).status_code == 200:
+                return
+        except httpx.HTTPError:
+            pass
+        time.sleep(0.2)
+    proc.terminate()
+    raise RuntimeError(f"server {base} did not answer /healthz in {timeout:.0f} s")

@@ -28,7 +28,6 @@ import json
 import os
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
@@ -40,7 +39,7 @@ from typing import Any, Iterator
 import jsonschema_rs
 
 sys.path.insert(0, str(Path(__file__).resolve().parent))
-from common import write_results  # noqa: E402
+from common import free_port, wait_healthy, write_results  # noqa: E402
 
 REPO = Path(__file__).resolve().parent.parent
 SERVER = [sys.executable, "-m", "knowspec.impl.cli"]
@@ -291,12 +290,6 @@ def run_stdio(gen: Generator, judge: Judge, calls: int, server_args: list[str], 
     }
 
 
-def _free_port() -> int:
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
-
-
 def _login(port: int) -> str:
     """A session token for the fuzz WRITER made by ``_scratch``."""
     conn = http.client.HTTPConnection("127.0.0.1", port, timeout=60)
@@ -364,17 +357,12 @@ def _modern_request(line: str) -> tuple[bytes, dict[str, str]]:
 
 def run_http(gen: Generator, judge: Judge, calls: int, server_args: list[str], workers: int) -> dict[str, Any]:
     """Half the client threads hold a 2025-06-18 session, the other half speak 2026-07-28."""
-    port = _free_port()
+    port = free_port()
     stderr = tempfile.TemporaryFile()
     proc = subprocess.Popen([*SERVER, "serve", "--http", f"127.0.0.1:{port}", *server_args],
                             stdout=subprocess.DEVNULL, stderr=stderr)
     headers = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
-    deadline = time.monotonic() + 60
-    while time.monotonic() < deadline:
-        with socket.socket() as sock:
-            if sock.connect_ex(("127.0.0.1", port)) == 0:
-                break
-        time.sleep(0.2)
+    wait_healthy(f"http://127.0.0.1:{port}", proc)
     headers["Authorization"] = f"Bearer {_login(port)}"  # /mcp needs a session (spec/security.md)
     counters: dict[str, Any] = {"unanswered": 0, "http_errors": 0, "null_id_errors": 0,
                                 "calls_by_era": {"2025-06-18": 0, MODERN: 0}}

@@ -28,7 +28,7 @@ import httpx2 as httpx
 
 sys.path.insert(0, str(Path(__file__).parent))
 
-from common import percentiles, require_bundle, write_results  # noqa: E402
+from common import free_port, percentiles, require_bundle, wait_healthy, write_results  # noqa: E402
 from docpool_setup import CACHE, DATABRICKS, cached_pool, load_queries, machine_load, make_appdir  # noqa: E402
 
 GOAL_RATIO = 1.6       # 8 clients vs 1 client, calls/s
@@ -146,26 +146,8 @@ def login(base: str) -> str:
 def start_server(argv: list[str], port: int, log: Path) -> subprocess.Popen:
     with log.open("wb") as err:
         proc = subprocess.Popen(argv, stdout=subprocess.DEVNULL, stderr=err)
-    deadline = time.monotonic() + 120
-    while time.monotonic() < deadline:
-        if proc.poll() is not None:
-            raise RuntimeError(f"server exited ({proc.returncode}): {log.read_text()[-1500:]}")
-        try:
-            if httpx.get(f"http://127.0.0.1:{port}/healthz", timeout=2).status_code == 200:
-                return proc
-        except httpx.HTTPError:
-            pass
-        time.sleep(0.2)
-    proc.terminate()
-    raise RuntimeError("server did not answer /healthz in 120 s")
-
-
-def free_port() -> int:
-    import socket
-
-    with socket.socket() as sock:
-        sock.bind(("127.0.0.1", 0))
-        return sock.getsockname()[1]
+    wait_healthy(f"http://127.0.0.1:{port}", proc, lambda: log.read_text()[-1500:])
+    return proc
 
 
 def supports_workers() -> bool:
