@@ -140,9 +140,10 @@ def prepare_serve(args: argparse.Namespace):
     process.activate(state)
     from knowspec.impl.docpool import warmup
 
-    warming = warmup.start(settings.catalog)  # each pool's driver, connection and full-text index
+    found = warmup.pool_locations(settings.catalog)
+    warming = warmup.start(found)  # each pool's driver, connection and full-text index
     tools = ToolRuntime(settings, process_runtime=state)
-    if warmup.names_a_pool(settings.catalog):  # an OKF-only server never loads the document tools
+    if found:  # an OKF-only server never loads the document tools
         tools.resolve_handlers("docpool")  # now, while the pools warm: not in the first search
     warming.join(warmup.READY_WAIT_SECONDS)  # then it goes on in the background
     return tools

@@ -9,8 +9,9 @@ the catalog names, in one daemon thread; ``serve`` answers once it is done (or a
 entry rather than doing the work twice.
 A pool whose import persisted no index has it built here, not in its first search.
 Failures are only logged: a pool that cannot be opened now fails its own calls as before.
-The thread imports the catalog and, only when it names a pool, the storages: a server without
-document pools never loads them (numpy, the drivers) unless a doc tool is called.
+The catalog is read once at start (``pool_locations``); only when it names a pool does the
+thread load the storages: a server without document pools never loads them (numpy, the
+drivers) unless a doc tool is called.
 """
 
 from __future__ import annotations
@@ -46,22 +47,19 @@ def locations(catalog_target: CatalogTarget) -> list[catalog.PoolLocation]:
     return list(seen.values())
 
 
-def names_a_pool(catalog_target: CatalogTarget) -> bool:
-    """Whether the catalog can be read and names a document pool (the server then imports its
-    document tools before it serves, so the first search does not pay for their modules)."""
+def pool_locations(catalog_target: CatalogTarget) -> list[catalog.PoolLocation]:
+    """``locations``, or none when the catalog cannot be read: its calls then fail with their own
+    errors, not the start. Read once at start: ``serve`` imports the document tools when there
+    is a pool (the first search then does not pay for their modules), and ``warm`` opens them."""
     try:
-        return bool(locations(catalog_target))
-    except Exception:  # an unreadable catalog fails the calls that need it, with their errors
-        return False
-
-
-def warm(catalog_target: CatalogTarget) -> None:
-    """Open each pool once and load its full-text index into the process's caches."""
-    try:
-        found = locations(catalog_target)
-    except Exception as exc:  # an unreadable catalog fails the calls that need it, with their errors
+        return locations(catalog_target)
+    except Exception as exc:
         log.debug("pool warm-up skipped: %s", exc)
-        return
+        return []
+
+
+def warm(found: list[catalog.PoolLocation]) -> None:
+    """Open each pool once and load its full-text index into the process's caches."""
     if not found:
         return
     from knowspec.impl.docpool import pools
@@ -74,8 +72,8 @@ def warm(catalog_target: CatalogTarget) -> None:
             log.debug("pool warm-up of %s skipped: %s", location.docs_database, exc)
 
 
-def start(catalog_target: CatalogTarget) -> threading.Thread:
-    """``warm`` in a daemon thread (the server does not wait for it)."""
-    thread = threading.Thread(target=warm, args=(catalog_target,), daemon=True, name="knowspec-pool-warmup")
+def start(found: list[catalog.PoolLocation]) -> threading.Thread:
+    """``warm`` in a daemon thread (``serve`` waits for it at most ``READY_WAIT_SECONDS``)."""
+    thread = threading.Thread(target=warm, args=(found,), daemon=True, name="knowspec-pool-warmup")
     thread.start()
     return thread

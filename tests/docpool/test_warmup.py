@@ -27,7 +27,7 @@ def test_warm_loads_each_pool_index_so_the_first_search_reads_nothing(tmp_path, 
     catalog.register_database(settings.catalog_path, "plain", "SQLITE", str(tmp_path / "plain.db"))  # no pool
     recipe.import_collection(pool_file, source, GENERATED_COLLECTION)
     with process.activated(process.Runtime(process.current().settings)):
-        warmup.warm(settings.catalog_path)
+        warmup.warm(warmup.pool_locations(settings.catalog_path))
         monkeypatch.setattr(reader, "sqlite_persisted", lambda path: pytest.fail("index loaded again"))
         monkeypatch.setattr(reader, "build", lambda path: pytest.fail("index built"))
         with SqlitePool(pool_file) as pool:
@@ -35,18 +35,18 @@ def test_warm_loads_each_pool_index_so_the_first_search_reads_nothing(tmp_path, 
 
 
 def test_a_catalog_that_does_not_exist_warms_nothing(tmp_path):
-    warmup.warm(tmp_path / "absent" / "catalog.db")
+    warmup.warm(warmup.pool_locations(tmp_path / "absent" / "catalog.db"))
     assert not (tmp_path / "absent").exists()
 
 
 
 def test_a_catalog_names_a_pool_only_once_a_database_has_documents(tmp_path):
     settings = Settings(appdir=tmp_path)
-    assert not warmup.names_a_pool(settings.catalog_path)  # no catalog yet
+    assert not warmup.pool_locations(settings.catalog_path)  # no catalog yet
     catalog.register_database(settings.catalog_path, "plain", "SQLITE", str(tmp_path / "plain.db"))
-    assert not warmup.names_a_pool(settings.catalog_path)
+    assert not warmup.pool_locations(settings.catalog_path)
     catalog.execute_alter(settings.catalog_path, "ALTER DATABASE plain SET DOCUMENTS INTERNAL")
-    assert warmup.names_a_pool(settings.catalog_path)
+    assert warmup.pool_locations(settings.catalog_path)
 
 
 
@@ -60,7 +60,7 @@ def _prepare_serve_with_a_warm_up_of(seconds: float, tmp_path, monkeypatch) -> l
     events: list[str] = []
     done = threading.Event()
 
-    def slow_warm(target) -> None:
+    def slow_warm(found) -> None:
         time.sleep(seconds)
         events.append("warm")
         done.set()
