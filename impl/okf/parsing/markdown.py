@@ -332,23 +332,26 @@ def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None =
 _BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
 
 
-def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | None:
-    """The body's links when no line holding ``](`` can touch a masked span (see
-    :func:`link_lines_clear`), else None."""
+def _links_scanned(body: str, body_start_line: int) -> BodyAnalysis | None:
+    """An analysis holding only the body's links, scanned without the parse, when no line
+    holding ``](`` can touch a masked span (see :func:`link_lines_clear`); else None."""
     if not link_lines_clear(body):
         return None
     analysis = BodyAnalysis(body, body_start_line)
     _scan_links(body, body_start_line, analysis)
-    return analysis.links
+    return analysis
+
+
+def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | None:
+    """The body's links when no line holding ``](`` can touch a masked span, else None."""
+    analysis = _links_scanned(body, body_start_line)
+    return None if analysis is None else analysis.links
 
 
 def link_targets_without_parse(body: str) -> list[str] | None:
     """The targets of :func:`links_without_parse`, without a record per link."""
-    if not link_lines_clear(body):
-        return None
-    analysis = BodyAnalysis(body)
-    _scan_links(body, 1, analysis)
-    return analysis.link_targets
+    analysis = _links_scanned(body, 1)
+    return None if analysis is None else analysis.link_targets
 
 
 def link_lines_clear(body: str) -> bool:
