@@ -256,8 +256,8 @@ class FirebirdPool(SqlPool):
             stmt = self._cur.prepare(sql)
             try:
                 layout = messages.Layout(stmt, self._con._encoding)
-            except (messages.Unpackable, AttributeError, TypeError):
-                layout = None  # a driver without these internals, or a type not handled here
+            except messages.USE_THE_DRIVER:
+                layout = None
             found = kept[sql] = (stmt, layout)
         return found
 
@@ -465,7 +465,7 @@ def bulk_insert(cur, sql: str, rows: Sequence[Sequence[Any]]) -> None:
         return
     try:
         packer = _RowPacker(cur, sql)
-    except (AttributeError, TypeError, messages.Unpackable):
+    except messages.USE_THE_DRIVER:
         cur.executemany(sql, [list(r) for r in rows])
         return
     try:
@@ -520,7 +520,7 @@ def select_rows(cur, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
     if stmt is not None:
         try:
             return messages.Layout(stmt, con._encoding).rows(con._att, tra._tra, params)
-        except (messages.Unpackable, AttributeError, TypeError):
+        except messages.USE_THE_DRIVER:
             pass
         finally:
             stmt.free()

@@ -30,6 +30,11 @@ class Unpackable(Exception):
     """A type or value this module does not pack: the driver's own path is used."""
 
 
+# What making or using a ``Layout`` raises when the driver's own path must be taken instead: a
+# type or value not handled here, or a driver without the internals it reads.
+USE_THE_DRIVER = (Unpackable, AttributeError, TypeError)
+
+
 def _types():
     return require("firebird.driver.types")
 
