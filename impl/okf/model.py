@@ -27,13 +27,14 @@ from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, SplitDocumen
 from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation, resolve_target_ids
 from knowspec.impl.okf.parsing.markdown import (
     BodyAnalysis,
-    BodySlice,
     Heading,
     analyse_body,
     link_targets_without_parse,
     links_without_parse,
 )
 from knowspec.impl.okf.concept.relations import Relation, collect_relations, declared_fragments
+from knowspec.impl.okf.bundle.captured_files import CapturedFiles, digest_of
+from knowspec.impl.okf.bundle.captured_files import FileRecord as CapturedFile
 from knowspec.impl.okf.parsing.typed import read_str, read_tags
 
 __all__ = [
@@ -81,7 +82,8 @@ class Document:
 
     def __init__(self, path: str, raw: bytes) -> None:
         self.path = path
-        self.raw = raw
+        self._raw: bytes | None = raw
+        self._file: CapturedFile | None = None
         self.parse_error: ParseError | None = None
         self.has_frontmatter = False
         self.frontmatter: YamlMap = YamlMap()
@@ -97,6 +99,28 @@ class Document:
         self.frontmatter = parsed.frontmatter
         self.body_start_line = split.body_start_line
         self._spans = _byte_spans(raw, split)
+
+    @property
+    def raw(self) -> bytes:
+        """The captured bytes: in hand until the snapshot releases them, then re-read from the
+        file and served only if they hash the same (``bundle.captured_files``)."""
+        raw = self._raw
+        return raw if raw is not None else self._file.read()  # type: ignore[union-attr]
+
+    def attach(self, record: CapturedFile) -> None:
+        """Tie this document to its captured file, so that its bytes can be released."""
+        self._file = record
+
+    def release_bytes(self) -> None:
+        """Drop the bytes in hand (a document without its file keeps them)."""
+        if self._file is not None:
+            self._raw = None
+
+    def sha256(self) -> str:
+        """Hex SHA-256 of the captured bytes (the kept digest when the file is attached)."""
+        if self._file is not None:
+            return self._file.digest.hex()
+        return hashlib.sha256(self.raw).hexdigest()
 
     # The texts are cut from ``raw`` on each use rather than kept: a bundle's decoded bodies
     # would double or quadruple its bytes in memory (non-ASCII text is 2-4 bytes a character).
@@ -127,7 +151,7 @@ class Document:
     def markdown(self) -> BodyAnalysis:
         start, end = self._spans[2], self._spans[3]
         with process.current().gc_paused():
-            return analyse_body(self.body, self.body_start_line, source=BodySlice(self.raw, start, end))
+            return analyse_body(self.body, self.body_start_line, source=_DocumentBody(self))
 
     @property
     def headings(self) -> list[Heading]:
@@ -203,7 +227,8 @@ class Concept(Document):
     @cached_property
     def relations(self) -> list[Relation]:
         start, end = self._spans[0], self._spans[1]
-        if self.raw.find(b"relations", start, end) < 0 and self.raw.find(b"\\", start, end) < 0:
+        raw = self.raw
+        if raw.find(b"relations", start, end) < 0 and raw.find(b"\\", start, end) < 0:
             # No key can read ``relations`` (one spelled with escapes holds a backslash): skip
             # the walk through every nested mapping, most of a bundle's frontmatter.
             return []
@@ -283,9 +308,10 @@ class Snapshot:
         scanned_files: number of captured ``.md`` files.
     """
 
-    def __init__(self, root: str, files: dict[str, bytes], documents: dict[str, Document]):
+    def __init__(self, root: str, files: Mapping[str, bytes], documents: dict[str, Document]):
         self.root = root
-        self.files = {path: files[path] for path in sorted(files)}
+        # Captured files come in path order and keep records, not bytes; a plain mapping is copied.
+        self.files = files if isinstance(files, CapturedFiles) else {path: files[path] for path in sorted(files)}
         self.documents = {path: documents[path] for path in sorted(documents)}
         concepts: dict[str, Concept] = {}
         self.indexes: dict[str, Document] = {}
@@ -303,15 +329,25 @@ class Snapshot:
             key=lambda e: e.file,
         )
         self.scanned_files = len(documents)
-        self.derived_from: tuple[dict[str, bytes], frozenset[str]] | None = None
+        self.derived_from: tuple[Mapping[str, bytes], frozenset[str]] | None = None
+        self.holding: list[Document] = []  # documents whose bytes are still in hand
 
-    def replaced(self, files: dict[str, bytes], documents: dict[str, Document]) -> "Snapshot":
+    def release_bytes(self) -> None:
+        """Let the documents parsed at capture drop their bytes (they re-read them when asked)."""
+        holding, self.holding = self.holding, []
+        for document in holding:
+            document.release_bytes()
+
+    def replaced(self, files: Mapping[str, bytes], documents: dict[str, Document]) -> "Snapshot":
         """This snapshot with the bytes of some of its files, and the parses of those that are
         documents, replaced. The file set is the same, so every order is kept: a change costs
         the changed files, not a re-sort of the bundle."""
         new = object.__new__(Snapshot)
         new.root = self.root
-        new.files = {**self.files, **files}
+        if isinstance(self.files, CapturedFiles):
+            new.files = self.files.replaced({p: self.files_record(files, p) for p in files})
+        else:
+            new.files = {**self.files, **files}
         new.documents = {**self.documents, **documents}
         new.indexes = {p: documents.get(p, d) for p, d in self.indexes.items()}
         new.logs = {p: documents.get(p, d) for p, d in self.logs.items()}
@@ -325,16 +361,25 @@ class Snapshot:
         )
         new.scanned_files = self.scanned_files
         new.derived_from = (self.files, frozenset(files))  # whose files, and which of them changed
+        new.holding = []
         return new
+
+    @staticmethod
+    def files_record(files: Mapping[str, Any], path: str) -> CapturedFile:
+        record = files[path]
+        if not isinstance(record, CapturedFile):
+            raise TypeError("a captured snapshot is replaced with file records")
+        return record
 
     @cached_property
     def revision(self) -> str:
-        """Hex SHA-256 over every captured (path, bytes) pair in path order."""
+        """Hex SHA-256 over every captured path and its content's SHA-256, in path order (from
+        the kept digests: no file is read again)."""
         digest = hashlib.sha256()
-        for path, data in self.files.items():
+        for path in self.files:
             encoded = path.encode("utf-8")
             digest.update(len(encoded).to_bytes(8, "big") + encoded)
-            digest.update(len(data).to_bytes(8, "big") + data)
+            digest.update(digest_of(self.files, path))
         return digest.hexdigest()
 
     @property
@@ -377,6 +422,19 @@ class Snapshot:
 
 
 _NO_SPANS = (0, 0, 0, 0)
+
+
+class _DocumentBody:
+    """A body analysis's source: the document's body, cut from its bytes on each use (so the
+    analysis, kept for the snapshot's life, never holds the file's bytes)."""
+
+    __slots__ = ("document",)
+
+    def __init__(self, document: Document) -> None:
+        self.document = document
+
+    def __call__(self) -> str:
+        return self.document.body
 
 
 def _byte_spans(raw: bytes, split: SplitDocument) -> tuple[int, int, int, int]:

@@ -30,11 +30,11 @@ def oracle_files(root) -> dict[str, bytes]:
     """A from-scratch stat walk with no cache and no watch."""
     fd, st = pin_root(str(root))
     try:
-        walk = snap._Walk(None, None, root_dev=st.st_dev)
+        walk = snap._Walk(None, None, str(root), root_dev=st.st_dev)
         snap._capture_dir(walk, fd, "", 0, (st.st_dev, st.st_ino))
     finally:
         os.close(fd)
-    return {rel: e.data for rel, e in walk.entries.items()}
+    return {rel: e.record.read() for rel, e in walk.entries.items()}
 
 
 def load(root):

@@ -27,6 +27,7 @@ from dataclasses import dataclass, field
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import watch as inotify
+from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileRecord
 from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
 from knowspec.impl.okf.model import Document, Snapshot, document_for
 from knowspec.impl.okf.bundle.limits import BundleLimits, limits_for
@@ -57,8 +58,9 @@ class Stats:
 @dataclass
 class _Entry:
     key: tuple
-    data: bytes
+    record: FileRecord  # what identifies the captured content (the bytes are re-read from it)
     document: Document | None
+    data: bytes | None = None  # a Markdown file's bytes, in hand only until its document is parsed
 
 
 @dataclass
@@ -67,6 +69,7 @@ class _Walk:
 
     previous: dict[str, _Entry] | None
     ctx: object
+    root: str = ""  # the pinned root path the file records re-read from
     limits: BundleLimits = field(default_factory=lambda: _limits(process.current()))
     watch: inotify.DirectoryWatch | None = None
     root_dev: int = 0
@@ -242,8 +245,12 @@ def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_res
         entry = old
     else:
         data = _read_file(dir_fd, name, st)
-        entry = _Entry(key, old.data, old.document) if old is not None and old.data == data else _Entry(key, data, None)
-    walk.total += len(entry.data)
+        record = FileRecord.of(walk.root, rel, data, st.st_mtime_ns)
+        if old is not None and old.record.digest == record.digest:
+            entry = _Entry(key, record, old.document)  # the same bytes: the parse is kept
+        else:
+            entry = _Entry(key, record, None, data if rel.endswith(".md") else None)
+    walk.total += entry.record.size
     if walk.total > walk.limits.total_bytes:
         raise _limit()
     walk.entries[rel] = entry
@@ -283,10 +290,13 @@ def _build_documents(entries: dict[str, _Entry], ctx) -> dict[str, Document]:
         if entry.document is None:
             if i % 64 == 0:
                 _check(ctx)
+            data = entry.data if entry.data is not None else entry.record.read()
             try:
-                entry.document = document_for(rel, entry.data)
+                document = document_for(rel, data)
             except YamlLimitError:
                 raise _limit()
+            document.attach(entry.record)
+            entry.document, entry.data = document, None
             Stats.parsed_documents += 1
         documents[rel] = entry.document
     return documents
@@ -301,9 +311,10 @@ class _Fallback(Exception):
     """The event-driven update cannot vouch for its result: walk the whole tree instead."""
 
 
-def _full_walk(slot: _CacheSlot, root_fd: int, root_id: tuple[int, int], ctx, limits: BundleLimits) -> _Walk:
+def _full_walk(slot: _CacheSlot, root: str, root_fd: int, root_id: tuple[int, int], ctx,
+               limits: BundleLimits) -> _Walk:
     Stats.full_walks += 1
-    walk = _Walk(slot.entries or None, ctx, limits, root_dev=root_id[0])
+    walk = _Walk(slot.entries or None, ctx, root, limits, root_dev=root_id[0])
     if inotify.available() and inotify.watchable(root_fd):
         try:
             walk.watch = inotify.DirectoryWatch()
@@ -365,11 +376,11 @@ def _drop(walk: _Walk, rel: str) -> None:
             walk.watch.remove_under(sub)
 
 
-def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, str]], ctx,
+def _apply_changes(slot: _CacheSlot, watch, root: str, root_fd: int, names: set[tuple[str, str]], ctx,
                    limits: BundleLimits) -> _Walk:
     """Re-check only the named entries; removals first so a moved directory is re-armed cleanly."""
     assert slot.root_id is not None  # a slot with changes to apply was walked in full before
-    walk = _Walk(slot.entries, ctx, limits, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
+    walk = _Walk(slot.entries, ctx, root, limits, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
                  set(slot.shared), set(slot.links))
     fds = _DirFds(root_fd, walk.dirs)
     touched: set[str] = set()
@@ -424,7 +435,7 @@ def _apply_changes(slot: _CacheSlot, watch, root_fd: int, names: set[tuple[str, 
         fds.close()
     if walk.watch is None or len(walk.entries) > limits.files:
         raise _Fallback
-    if sum(len(e.data) for e in walk.entries.values()) > limits.total_bytes:
+    if sum(e.record.size for e in walk.entries.values()) > limits.total_bytes:
         raise _Fallback
     if walk.entries.keys() != slot.entries.keys():
         walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
@@ -439,22 +450,36 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
     old = slot.entries
     if slot.snapshot is not None and entries.keys() == old.keys():
         candidates = entries if walk.touched is None else walk.touched
-        changed = {k: entries[k] for k in candidates if entries[k].data is not old[k].data}
-        snapshot = slot.snapshot if not changed else slot.snapshot.replaced(
-            {k: e.data for k, e in changed.items()}, _build_documents(changed, ctx))
+        changed = {k: entries[k] for k in candidates if entries[k].record.digest != old[k].record.digest}
+        if not changed:
+            snapshot = slot.snapshot
+        else:
+            built = _build_documents(changed, ctx)
+            snapshot = slot.snapshot.replaced({k: e.record for k, e in changed.items()}, built)
+            snapshot.holding = _in_hand(built)
     else:
         documents = _build_documents(entries, ctx)
         _check(ctx)
-        snapshot = Snapshot(path, {k: e.data for k, e in entries.items()}, documents)
+        snapshot = Snapshot(path, CapturedFiles({k: e.record for k, e in entries.items()}), documents)
+        snapshot.holding = _in_hand(documents)
     slot.snapshot, slot.entries, slot.dirs, slot.shared = snapshot, entries, walk.dirs, walk.shared
     slot.links = walk.links
     slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limit_stamp(walk.limits)
-    slot.nbytes = sum(len(e.data) for e in entries.values())
+    slot.nbytes = sum(e.record.size for e in entries.values())
     return snapshot
+
+
+def _in_hand(documents: dict[str, Document]) -> list[Document]:
+    """The documents still holding the bytes they were parsed from (released by the next capture)."""
+    return [d for d in documents.values() if d._raw is not None and d._file is not None]
 
 
 def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, int], ctx,
                 limits: BundleLimits) -> Snapshot:
+    if slot.snapshot is not None:
+        # The call that captured it has used the bytes in hand (its first pass over the bodies);
+        # later readers re-read what they need.
+        slot.snapshot.release_bytes()
     watch, slot.watch = slot.watch, None  # any failure below leaves the slot needing a full walk
     walk = None
     if (watch is not None and watch.owner == os.getpid() and slot.snapshot is not None
@@ -466,7 +491,7 @@ def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, i
                 return slot.snapshot
             names = changes.names | {_split(rel) for rel in slot.shared}
             try:
-                walk = _apply_changes(slot, watch, root_fd, names, ctx, limits)
+                walk = _apply_changes(slot, watch, path, root_fd, names, ctx, limits)
             except _Fallback:
                 walk = None
             except BaseException:
@@ -475,7 +500,7 @@ def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, i
     if walk is None:
         if watch is not None:
             watch.close()
-        walk = _full_walk(slot, root_fd, root_id, ctx, limits)
+        walk = _full_walk(slot, path, root_fd, root_id, ctx, limits)
     return _publish(slot, walk, path, root_id, ctx)
 
 

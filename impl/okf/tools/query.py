@@ -12,7 +12,7 @@ whose text is the legacy JSON-LD document).
 from __future__ import annotations
 
 import hashlib
-from typing import TYPE_CHECKING, Any, Callable
+from typing import TYPE_CHECKING, Any, Callable, Mapping
 
 from knowspec.generated.models.okf.get_neighbors_input_schema import GetNeighborsInput
 from knowspec.generated.models.okf.get_semantic_graph_input_schema import GetSemanticGraphInput
@@ -21,6 +21,7 @@ from knowspec.generated.models.okf.search_sections_input_schema import SearchSec
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.bundle.captured_files import digest_of, size_of
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.graph import render as graph
 from knowspec.impl.okf.tools import cards
@@ -163,10 +164,11 @@ def _card_memo(snapshot: Snapshot, temporal: "cards.TemporalChoice") -> Callable
 # --- search_sections -----------------------------------------------------------------------
 
 
-def snapshot_fingerprint(files: dict[str, bytes]) -> str:
-    """SHA-256 of Go ``json.Marshal`` of ``[{path,size,sha256}]`` over every file, path order."""
+def snapshot_fingerprint(files: Mapping[str, bytes]) -> str:
+    """SHA-256 of Go ``json.Marshal`` of ``[{path,size,sha256}]`` over every file, path order
+    (captured files give their kept sizes and digests: none is read)."""
     records = [
-        {"path": path, "size": len(files[path]), "sha256": hashlib.sha256(files[path]).hexdigest()}
+        {"path": path, "size": size_of(files, path), "sha256": digest_of(files, path).hex()}
         for path in sorted(files, key=lambda p: p.encode("utf-8", "surrogatepass"))
     ]
     return hashlib.sha256(go_json.dumps(records).encode("utf-8")).hexdigest()
@@ -179,7 +181,7 @@ def _section_docs(snapshot: Snapshot):
         )
         if len((concept.title or "").encode("utf-8", "surrogatepass")) > ss.MAX_HEADING_BYTES:
             raise ToolError("resource_limit", ss.BOUNDS_MESSAGE)
-        yield ss.SectionDoc(cid, concept.path, concept.title or "", hashlib.sha256(concept.raw).hexdigest(), sections)
+        yield ss.SectionDoc(cid, concept.path, concept.title or "", concept.sha256(), sections)
 
 
 def search_sections(args: SearchSectionsInput, ctx: CallContext) -> ToolOutput:

@@ -109,7 +109,8 @@ def cached_capture(root_fd: int, bundle_path: str, check: Callable[[], None] | N
     if found is None or (strict and found[1]):
         return None
     snapshot = found[0]
-    return dict(snapshot.files), index_files(snapshot.files, snapshot.root, snapshot.derived_from).revision
+    # The captured files themselves (read when asked), not a copy: a copy would read them all.
+    return snapshot.files, index_files(snapshot.files, snapshot.root, snapshot.derived_from).revision
 def has_private_dir(root_fd: int) -> bool:
     try:
         os.stat(journal.OKF_DIR, dir_fd=root_fd, follow_symlinks=False)

@@ -13,6 +13,7 @@ import hashlib
 from typing import Mapping
 
 from knowspec.impl import runtime as process
+from knowspec.impl.okf.bundle.captured_files import CapturedFiles
 from knowspec.impl.okf.write.encoding import enc_bytes, enc_str
 
 MAX_INDEXES = 8  # recent revisions (a preview's base, its result) and each root's latest
@@ -30,11 +31,23 @@ def _record(path: str, data: bytes) -> bytes:
     return enc_str(path) + enc_bytes(file_digest(data))
 
 
+def _content(files: Mapping[str, bytes], path: str) -> bytes:
+    """What names the content of ``files[path]``: the kept digest of a captured file (no read),
+    else the bytes themselves."""
+    return files.digest(path) if isinstance(files, CapturedFiles) else files[path]
+
+
+def _record_of(files: Mapping[str, bytes], path: str, content: bytes) -> bytes:
+    if isinstance(files, CapturedFiles):
+        return enc_str(path) + enc_bytes(content)
+    return _record(path, content)
+
+
 def revision_of(files: Mapping[str, bytes]) -> str:
     """``sha256:`` over str(path) ‖ str(sha256(file)) for paths in ascending byte order."""
     h = hashlib.sha256()
     for path in sorted(files, key=_bkey):
-        h.update(_record(path, files[path]))
+        h.update(_record_of(files, path, _content(files, path)))
     return "sha256:" + h.hexdigest()
 
 
@@ -57,13 +70,17 @@ class RevisionIndex:
         self.files = files  # held, so that its identity names this content while the index lives
         self.data = {}
         self.records = []
+        digests = isinstance(files, CapturedFiles)
+        reuse = previous is not None and isinstance(previous.files, CapturedFiles) == digests
         for path in self.paths:
-            data = files[path]
-            # Identity, not equality: the held bytes object is the one the record was made from.
-            if previous is not None and previous.data.get(path) is data:
-                record = previous.records[previous.position[path]]
+            data = _content(files, path)
+            # Bytes by identity (the held object is the one the record was made from); the
+            # captured files' digests by value.
+            kept = previous.data.get(path) if reuse else None  # type: ignore[union-attr]
+            if kept is not None and (kept is data or (digests and kept == data)):
+                record = previous.records[previous.position[path]]  # type: ignore[union-attr]
             else:
-                record = _record(path, data)
+                record = _record_of(files, path, data)
             self.data[path] = data
             self.records.append(record)
         self.revision = _hash(self.records)
@@ -75,8 +92,9 @@ class RevisionIndex:
         new.data = dict(self.data)
         new.records = list(self.records)
         for path in changed:
-            new.data[path] = files[path]
-            new.records[self.position[path]] = _record(path, files[path])
+            data = _content(files, path)
+            new.data[path] = data
+            new.records[self.position[path]] = _record_of(files, path, data)
         new.revision = _hash(new.records)
         return new
 
