@@ -23,8 +23,8 @@ from knowspec.impl.errors import ToolError
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 CHANGED_MESSAGE = "load bundle: file changed while reading"
-RECENT_FILES = 64
-RECENT_BYTES = 4 * 1024 * 1024
+RECENT_FILES = 16
+RECENT_BYTES = 1024 * 1024
 
 
 class FileRecord:
