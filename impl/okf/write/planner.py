@@ -132,8 +132,6 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
 
     ctx = _Cancellation(check)
     options = {"strict": True, "check_links": links, "check_orphans": links, "selector": "0.2", "profile": profile}
-    staged_files = dict(files)
-    staged_files.update(writes)
 
     def report(bundle: dict[str, bytes]) -> list[dict]:
         snapshot = _snapshot(bundle)
@@ -145,6 +143,8 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
             found = _incremental(files, writes, profile, ctx, revisions)
             if found is not None:
                 return found
+        staged_files = dict(files)  # a copy of captured files reads them all: only when needed
+        staged_files.update(writes)
         after = report(staged_files)
         before = report(files)
     except YamlLimitError:
