@@ -18,7 +18,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
-from knowspec.impl.okf.bundle.captured_files import CapturedFiles
+from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileChanged, FileRecord
 from knowspec.impl.okf.model import load_snapshot
 from knowspec.impl.okf.tools.query import snapshot_fingerprint
 from knowspec.impl.okf.write.revision import RevisionIndex, revision_of
@@ -105,3 +105,34 @@ def test_revision_and_fingerprint_from_digests_equal_the_hashed_bytes(files, edi
             for document in captured.documents.values():
                 assert document.sha256() == hashlib.sha256(plain[document.path]).hexdigest()
         snap.clear_cache()
+
+
+def test_a_read_tool_answers_from_a_new_capture_when_a_file_changes_under_it(kb, monkeypatch):
+    """The race (a write between the capture and a re-read) simulated: the first re-read finds
+    the file changed; the tool runs again and answers."""
+    load_snapshot(str(kb), ctx())
+    load_snapshot(str(kb), ctx())  # bytes released: the tool below re-reads
+    real_read, raced = FileRecord.read, []
+
+    def read_once_changed(record):
+        if not raced:
+            raced.append(record.path)
+            raise FileChanged()
+        return real_read(record)
+
+    monkeypatch.setattr(FileRecord, "read", read_once_changed)
+    out = read_concept(kb, "a")
+    assert raced and "see [B](b.md)" in out.structured["body"]
+
+
+def test_a_read_tool_fails_cleanly_when_the_files_keep_changing(kb, monkeypatch):
+    load_snapshot(str(kb), ctx())
+    load_snapshot(str(kb), ctx())
+
+    def always_changed(record):
+        raise FileChanged()
+
+    monkeypatch.setattr(FileRecord, "read", always_changed)
+    with pytest.raises(ToolError) as raised:
+        read_concept(kb, "a")
+    assert raised.value.code == "invalid_request" and raised.value.message == "load bundle: file changed while reading"

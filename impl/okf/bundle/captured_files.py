@@ -13,15 +13,44 @@ file, open, read, close and SHA-256 included), so none is kept.
 
 from __future__ import annotations
 
+import functools
 import hashlib
 import os
 from hashlib import sha256
-from typing import Iterator, Mapping
+from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from knowspec.impl.errors import ToolError
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 CHANGED_MESSAGE = "load bundle: file changed while reading"
+ANSWER_ATTEMPTS = 3
+
+F = TypeVar("F", bound=Callable[..., Any])
+
+
+class FileChanged(ToolError):
+    """A captured file no longer holds the captured bytes: the caller captures again."""
+
+    def __init__(self) -> None:
+        super().__init__("invalid_request", CHANGED_MESSAGE)
+
+
+def retried_on_file_change(handler: F) -> F:
+    """A read tool's handler, run again (from a new capture, which sees the change) when a file
+    changed on disk while the call was re-reading it: before, the call answered from the bytes
+    it held; now it answers from the new ones. After ``ANSWER_ATTEMPTS`` it fails as the
+    capture does when a file changes under it."""
+    @functools.wraps(handler)
+    def answered(*args: Any, **kwargs: Any) -> Any:
+        for attempt in range(ANSWER_ATTEMPTS):
+            try:
+                return handler(*args, **kwargs)
+            except FileChanged:
+                if attempt + 1 == ANSWER_ATTEMPTS:
+                    raise
+        raise AssertionError("unreachable")
+
+    return answered  # type: ignore[return-value]
 
 
 class FileRecord:
@@ -48,7 +77,7 @@ def _read_verified(record: FileRecord) -> bytes:
     try:
         fd = os.open(f"{record.root}/{record.path}", READ_FLAGS)
     except OSError:
-        raise ToolError("invalid_request", CHANGED_MESSAGE) from None
+        raise FileChanged() from None
     try:
         data = os.read(fd, size + 1)
         while len(data) < size:  # a short read (not seen on regular files): read on to the end
@@ -57,11 +86,11 @@ def _read_verified(record: FileRecord) -> bytes:
                 break
             data += more
     except OSError:
-        raise ToolError("invalid_request", CHANGED_MESSAGE) from None
+        raise FileChanged() from None
     finally:
         os.close(fd)
     if len(data) != size or sha256(data).digest() != record.digest:
-        raise ToolError("invalid_request", CHANGED_MESSAGE)
+        raise FileChanged()
     return data
 
 

@@ -40,18 +40,23 @@ def _rejection_diagnostics(exc: PlanRejected) -> list[dict]:
 
 
 def preview(req: PatchArgs, check: Check) -> dict[str, Any]:
-    with bundle_io.pinned(req.bundle_path) as root_fd:
-        bundle_io.finish_interrupted(root_fd)
+    def capture_and_plan() -> tuple[str, str, Plan | PlanRejected]:
+        with bundle_io.pinned(req.bundle_path) as root_fd:
+            bundle_io.finish_interrupted(root_fd)
+            check()
+            files, base = bundle_io.capture(root_fd, req.bundle_path, check)
         check()
-        files, base = bundle_io.capture(root_fd, req.bundle_path, check)
-    check()
-    cs, digest = _change_set(req, base)
-    try:
-        plan = plan_change_set(files, cs, digest, req.profile)
-    except PlanRejected as exc:
+        cs, digest = _change_set(req, base)
+        try:
+            return base, digest, plan_change_set(files, cs, digest, req.profile)
+        except PlanRejected as exc:
+            return base, digest, exc
+
+    base, digest, plan = bundle_io.planned_on_fresh_capture(capture_and_plan)
+    if isinstance(plan, PlanRejected):
         return {"status": "rejected", "base_revision": base, "result_revision": None,
                 "plan_digest": digest, "diff": "", "diff_truncated": False, "affected_paths": [],
-                "diagnostics": _rejection_diagnostics(exc), "unknown_preserved": False}
+                "diagnostics": _rejection_diagnostics(plan), "unknown_preserved": False}
     check()
     noop = plan.is_noop
     paths = [] if noop else plan.affected_paths()
@@ -94,15 +99,22 @@ def apply(req: PatchArgs, expected_revision: str, expected_digest: str, check: C
     with bundle_io.pinned(req.bundle_path) as root_fd:
         bundle_io.finish_interrupted(root_fd)
         check()
-        files, live = bundle_io.capture(root_fd, req.bundle_path, check)
-        plan: Plan | None = None
-        if live == expected_revision:
+
+        def capture_and_plan() -> tuple[str, Plan | PlanRejected | None]:
+            files, live = bundle_io.capture(root_fd, req.bundle_path, check)
+            if live != expected_revision:
+                return live, None
             try:
-                plan = plan_change_set(files, cs, digest, req.profile)
+                return live, plan_change_set(files, cs, digest, req.profile)
             except PlanRejected as exc:
-                return {"status": "rejected", "base_revision": live, "result_revision": live,
-                        "plan_digest": expected_digest, "changed_paths": [],
-                        "diagnostics": _rejection_diagnostics(exc)}
+                return live, exc
+
+        live, plan = bundle_io.planned_on_fresh_capture(capture_and_plan)
+        if isinstance(plan, PlanRejected):
+            return {"status": "rejected", "base_revision": live, "result_revision": live,
+                    "plan_digest": expected_digest, "changed_paths": [],
+                    "diagnostics": _rejection_diagnostics(plan)}
+        if plan is not None:
             if plan_digest(plan) != expected_digest:
                 raise plan_mismatch()
             if plan.is_noop:
