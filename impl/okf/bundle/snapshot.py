@@ -55,7 +55,7 @@ class Stats:
     incremental = 0  # revalidations that re-checked only the entries named by events
 
 
-@dataclass
+@dataclass(slots=True)  # one per captured file
 class _Entry:
     key: tuple
     record: FileRecord  # what identifies the captured content (the bytes are re-read from it)
