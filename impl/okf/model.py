@@ -2,10 +2,11 @@
 
 Other modules (search, sections, neighbours, graph, tools) build on exactly this surface:
 
-- :func:`load_snapshot` pins ``bundle_path``, captures the bytes (reusing the process-wide cache
+- :func:`load_snapshot` pins ``bundle_path``, captures the files (reusing the process-wide cache
   after revalidating every file), parses concepts, and raises ``ToolError`` for load failures.
 - :class:`Snapshot`: ``concepts`` (id → :class:`Concept`, iterates in byte-wise id order),
-  ``files`` (relative path → raw bytes, every captured file), ``revision``, ``parse_errors``,
+  ``files`` (relative path → raw bytes, every captured file; a captured snapshot re-reads them
+  on demand, verified, ``bundle.captured_files``), ``revision``, ``parse_errors``,
   ``require_parseable()``, ``version()``, ``navigation()``, ``relations()``.
 - :class:`Concept`: parsed lazily and cached per file identity, so an unchanged file is never
   re-parsed on a later call.
@@ -67,7 +68,8 @@ class Document:
 
     Attributes:
         path: bundle-relative slash path (``ops/retry.md``).
-        raw: the captured bytes, exactly.
+        raw: the captured bytes, exactly (in hand until the snapshot releases them, then
+            re-read from the file and verified against the captured digest).
         parse_error: :class:`ParseError` or ``None``.
         has_frontmatter: the first line is ``---`` and a closing ``---`` exists.
         frontmatter_yaml: exact text between the delimiters (``""`` without frontmatter).
@@ -297,14 +299,15 @@ class Snapshot:
 
     Attributes:
         root: the pinned absolute root path.
-        files: relative path → raw bytes for every captured file (assets included).
+        files: relative path → raw bytes for every captured file (assets included); for a
+            captured snapshot a :class:`CapturedFiles` (kept digests, bytes re-read when asked).
         documents: relative path → :class:`Document` for every ``.md`` file (indexes, logs and
             concepts; concepts are :class:`Concept`).
         concepts: :class:`ConceptMap` id → :class:`Concept`, including unparseable concepts
             (their ``parse_error`` is set; call :meth:`require_parseable` first).
         indexes / logs: relative path → :class:`Document` for reserved files.
         parse_errors: concept parse errors, sorted by file.
-        revision: hex SHA-256 over the sorted (path, bytes) of all captured files.
+        revision: hex SHA-256 over every (path, SHA-256 of its bytes), in path order.
         scanned_files: number of captured ``.md`` files.
     """
 

@@ -20,7 +20,7 @@ and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 byte
 An index built from a snapshot keeps a folded body only when it differs from the concept's own
 body bytes with ASCII letters lowered (``bytes.lower``): almost every body folds to exactly that
 (databricks-okf: all but 2 of 5,676, which saves 28 MiB), so the candidates a query verifies are
-re-derived from the captured bytes the snapshot holds anyway.
+re-derived from the concept's captured bytes (re-read from its file, verified).
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
