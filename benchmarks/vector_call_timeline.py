@@ -194,8 +194,8 @@ async def timeline(server_args: list[str], env: dict[str, str], queries: list[st
         stamps = {**stamps, "client_send": t0, "client_done": t1}
         row = {"total": (t1 - t0) / 1e6, "server_cpu": (stamps["cpu_written"] - stamps["cpu_read"]) / 1e6}
         for name, start, end in SEGMENTS:
-            if start is not None:
-                row[name] = (stamps[end] - stamps[start]) / 1e6
+            if start is not None:  # a part the call did not run (fts: no embedding) took nothing
+                row[name] = (stamps[end] - stamps[start]) / 1e6 if start in stamps and end in stamps else 0.0
         row["handler: rest"] = ((stamps["handler_end"] - stamps["handler_start"]) / 1e6
                                 - row["handler: query embedding"] - row["handler: ranking"])
         rows.append(row)

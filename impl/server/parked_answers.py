@@ -35,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
 from knowspec.impl.server.sliced_json import json_pieces
+from knowspec.impl.server.tool_results import EncodedToolResult
 
 PARKED_KEY = "knowspec/parked"  # the structured content of a placeholder: {PARKED_KEY: "<token>:<slot>"}
 TEXT_MARK = PARKED_KEY + ":"  # the text of a placeholder's text block: "knowspec/parked:<token>:<slot>"
@@ -115,13 +116,21 @@ class ParkedAnswers:
 
         content = [c.model_copy(update={"text": TEXT_MARK + slot(c.text)}) if isinstance(c, types.TextContent) else c
                    for c in result.content]
-        structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
+        written = result.structured_json if isinstance(result, EncodedToolResult) else None  # encoded once already
+        if written is not None and (not ascii_only or _same_when_ascii(written)):
+            slots.append([written.encode("utf-8")])
+            structured = {PARKED_KEY: f"{token}:{len(slots) - 1}"}
+        else:
+            structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
         now = self._clock()
         with self._lock:
             for stale in [t for t, (at, _) in self._parked.items() if now - at > self._max_age]:
                 del self._parked[stale]
             self._parked[token] = (now, slots)
-        return result.model_copy(update={"content": content, "structured_content": structured})
+        placeholder = result.model_copy(update={"content": content, "structured_content": structured})
+        if isinstance(placeholder, EncodedToolResult):
+            placeholder.forget_json()  # the SDK carries the placeholder: it need not hold the text too
+        return placeholder
 
     def splice(self, data: bytes) -> list[bytes] | None:
         """The bytes to write instead of ``data``, which the SDK wrote for a placeholder; None when
@@ -155,6 +164,12 @@ class ParkedAnswers:
 
     def __len__(self) -> int:
         return len(self._parked)
+
+
+def _same_when_ascii(text: str) -> bool:
+    """Whether compact JSON ``text`` (non-ASCII kept) is also what ``ensure_ascii`` writes: it is
+    ASCII and has no DEL, the one ASCII character only ``ensure_ascii`` escapes."""
+    return text.isascii() and "\x7f" not in text
 
 
 def _token(marker: re.Match[bytes]) -> str:
