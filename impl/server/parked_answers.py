@@ -116,9 +116,9 @@ class ParkedAnswers:
 
         content = [c.model_copy(update={"text": TEXT_MARK + slot(c.text)}) if isinstance(c, types.TextContent) else c
                    for c in result.content]
-        written = result.structured_json if isinstance(result, EncodedToolResult) else None  # encoded once already
-        if written is not None and (not ascii_only or _same_when_ascii(written)):
-            slots.append([written.encode("utf-8")])
+        written = _written_structured(result, ascii_only)
+        if written is not None:
+            slots.append([written])
             structured = {PARKED_KEY: f"{token}:{len(slots) - 1}"}
         else:
             structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
@@ -166,10 +166,18 @@ class ParkedAnswers:
         return len(self._parked)
 
 
-def _same_when_ascii(text: str) -> bool:
-    """Whether compact JSON ``text`` (non-ASCII kept) is also what ``ensure_ascii`` writes: it is
-    ASCII and has no DEL, the one ASCII character only ``ensure_ascii`` escapes."""
-    return text.isascii() and "\x7f" not in text
+def _written_structured(result: types.CallToolResult, ascii_only: bool) -> bytes | None:
+    """The structured content's bytes from the JSON the pipeline already wrote for it
+    (``tool_results.EncodedToolResult``), when they are the bytes ``encoded`` would give: under
+    ``ascii_only`` only if the text is ASCII without DEL (the one ASCII character ``ensure_ascii``
+    escapes); never with a lone surrogate (``encoded`` leaves that to pydantic)."""
+    text = result.structured_json if isinstance(result, EncodedToolResult) else None
+    if text is None or (ascii_only and (not text.isascii() or "\x7f" in text)):
+        return None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 def _token(marker: re.Match[bytes]) -> str:

@@ -249,6 +249,18 @@ def test_a_wrapped_values_text_is_cut_from_the_whole_encoding(value, wrap, with_
         assert both == (compact_json(structured), compact_json(value))
 
 
+def test_a_lone_surrogate_in_a_wrapped_answer_is_left_to_the_encoder():
+    """Its JSON has no UTF-8 bytes: parking takes the path it took before (``encoded``, then pydantic)."""
+    from knowspec.impl.server.parked_answers import _written_structured
+    from knowspec.impl.server.tool_results import success_result, wrapped_json_text
+
+    structured = {"results": ["a\ud800"]}
+    whole, text = wrapped_json_text(structured, "results", "plain")
+    assert _written_structured(success_result(structured, text, whole), ascii_only=False) is None
+    plain = {"results": ["a"]}
+    assert _written_structured(success_result(plain, "x", json.dumps(plain)), ascii_only=False) == json.dumps(plain).encode()
+
+
 def test_a_wrapped_value_json_cannot_carry_is_left_to_the_fallback():
     from knowspec.impl.server.tool_results import wrapped_json_text
 
