@@ -35,6 +35,7 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
 from knowspec.impl.server.sliced_json import json_pieces
+from knowspec.impl.server.tool_results import EncodedToolResult
 
 PARKED_KEY = "knowspec/parked"  # the structured content of a placeholder: {PARKED_KEY: "<token>:<slot>"}
 TEXT_MARK = PARKED_KEY + ":"  # the text of a placeholder's text block: "knowspec/parked:<token>:<slot>"
@@ -115,13 +116,21 @@ class ParkedAnswers:
 
         content = [c.model_copy(update={"text": TEXT_MARK + slot(c.text)}) if isinstance(c, types.TextContent) else c
                    for c in result.content]
-        structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
+        written = _written_structured(result, ascii_only)
+        if written is not None:
+            slots.append([written])
+            structured = {PARKED_KEY: f"{token}:{len(slots) - 1}"}
+        else:
+            structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
         now = self._clock()
         with self._lock:
             for stale in [t for t, (at, _) in self._parked.items() if now - at > self._max_age]:
                 del self._parked[stale]
             self._parked[token] = (now, slots)
-        return result.model_copy(update={"content": content, "structured_content": structured})
+        placeholder = result.model_copy(update={"content": content, "structured_content": structured})
+        if isinstance(placeholder, EncodedToolResult):
+            placeholder.forget_json()  # the SDK carries the placeholder: it need not hold the text too
+        return placeholder
 
     def splice(self, data: bytes) -> list[bytes] | None:
         """The bytes to write instead of ``data``, which the SDK wrote for a placeholder; None when
@@ -155,6 +164,20 @@ class ParkedAnswers:
 
     def __len__(self) -> int:
         return len(self._parked)
+
+
+def _written_structured(result: types.CallToolResult, ascii_only: bool) -> bytes | None:
+    """The structured content's bytes from the JSON the pipeline already wrote for it
+    (``tool_results.EncodedToolResult``), when they are the bytes ``encoded`` would give: under
+    ``ascii_only`` only if the text is ASCII without DEL (the one ASCII character ``ensure_ascii``
+    escapes); never with a lone surrogate (``encoded`` leaves that to pydantic)."""
+    text = result.structured_json if isinstance(result, EncodedToolResult) else None
+    if text is None or (ascii_only and (not text.isascii() or "\x7f" in text)):
+        return None
+    try:
+        return text.encode("utf-8")
+    except UnicodeEncodeError:
+        return None
 
 
 def _token(marker: re.Match[bytes]) -> str:

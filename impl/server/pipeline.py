@@ -22,7 +22,7 @@ from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext, Caller, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
 from knowspec.impl.server.arguments import walk_arguments
-from knowspec.impl.server.tool_results import error_result, fallback_text, success_result
+from knowspec.impl.server.tool_results import error_result, fallback_text, success_result, wrapped_json_text
 from knowspec.impl.server.native_memory import HeapTrimmer
 from knowspec.impl.server.validation import SchemaCheck, input_error, output_error
 
@@ -203,13 +203,19 @@ class ToolRuntime:
             raise
 
     def _success(self, entry: ToolEntry, output: ToolOutput) -> types.CallToolResult:
-        text = output.text
+        text, structured_json = output.text, None
+        if text is None:
+            # One encoding gives both the wrapped value's text and the structured content's JSON,
+            # which the answer's parking reuses instead of encoding the same values again.
+            both = wrapped_json_text(output.structured, entry.wrap, entry.text_encoder)
+            if both is not None:
+                structured_json, text = both
         if text is None:
             text = fallback_text(output.structured[entry.wrap] if entry.wrap else output.structured, entry.text_encoder)
         if len(text.encode("utf-8")) > MAX_OUTPUT_BYTES:
             raise_limit = ToolError("resource_limit", "tool output exceeds MCP resource limits")
             return error_result(raise_limit)
-        return success_result(output.structured, text)
+        return success_result(output.structured, text, structured_json)
 
 
 def _unchanged(result: types.CallToolResult) -> types.CallToolResult:

@@ -14,6 +14,7 @@ import re
 from typing import Any
 
 import mcp.types as types
+from pydantic import PrivateAttr
 
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.rules import go_json
@@ -34,12 +35,45 @@ def fallback_text(value: Any, encoder: str) -> str:
     return go_json.dumps(value) if encoder == "go" else compact_json(value)
 
 
-def success_result(structured: dict[str, Any], text: str) -> types.CallToolResult:
-    return types.CallToolResult(
-        content=[types.TextContent(type="text", text=text)],
-        structured_content=structured,
-        is_error=False,
-    )
+_STRICT_COMPACT = json.JSONEncoder(ensure_ascii=False, separators=(",", ":"), allow_nan=False).encode
+
+
+class EncodedToolResult(types.CallToolResult):
+    """A success whose structured content is also held as compact JSON text (non-ASCII kept),
+    written once when its text fallback was cut from it: parking the answer
+    (``parked_answers``) then need not encode it again. On the wire it is a ``CallToolResult``."""
+
+    _structured_json: str | None = PrivateAttr(default=None)
+
+    @property
+    def structured_json(self) -> str | None:
+        return self._structured_json
+
+    def forget_json(self) -> None:
+        self._structured_json = None
+
+
+def wrapped_json_text(structured: dict[str, Any], wrap: str, encoder: str) -> tuple[str, str] | None:
+    """``(structured content as compact JSON, the json text fallback of its ``wrap`` value)`` from
+    one encoding, when ``structured`` holds only ``wrap`` and the tool's encoder is the plain one:
+    the fallback is then ``compact_json(structured[wrap])``, the same text inside ``{"<wrap>":``
+    and ``}``. None otherwise, or when it holds what strict JSON cannot carry (NaN)."""
+    if encoder == "go" or not wrap or len(structured) != 1 or wrap not in structured:
+        return None
+    try:
+        whole = _STRICT_COMPACT(structured)
+    except (TypeError, ValueError):
+        return None
+    return whole, whole[len(compact_json(wrap)) + 2:-1]
+
+
+def success_result(structured: dict[str, Any], text: str, structured_json: str | None = None) -> types.CallToolResult:
+    """The success result; ``structured_json``: ``structured`` already encoded (compact, non-ASCII kept)."""
+    result = EncodedToolResult if structured_json is not None else types.CallToolResult
+    made = result(content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=False)
+    if structured_json is not None:
+        made._structured_json = structured_json
+    return made
 
 
 def _redacted_or_empty(text: str) -> str:

@@ -191,6 +191,83 @@ def test_a_parked_answer_is_the_bytes_the_sdk_writes_over_stdio(mini_registry, t
     assert "çay".encode() in b"".join(parked)
 
 
+def _fallback_texts(args, ctx):
+    """echo_list answered without a text of its own: the pipeline writes the json fallback. Text
+    "a": non-ASCII (the modern era escapes it), "b": ASCII with a DEL (escaped there too), else ASCII."""
+    word = {"a": AWKWARD, "b": 'del \x7f "q" \\ \n'}.get(args.text, "plain ascii")
+    return ToolOutput({"results": [{"text": f"{word} {i}", "kind": "a"} for i in range(40)]})
+
+
+FALLBACK_CALLS = [("echo_list", {"text": t}) for t in ("a", "b", "c")]
+
+
+def test_a_wrapped_answer_encoded_once_is_the_bytes_the_sdk_writes_on_every_transport(mini_registry, tmp_path,
+                                                                                       monkeypatch):
+    settings = Settings(appdir=tmp_path, allow_anonymous=True)
+
+    def runtime() -> ToolRuntime:
+        return ToolRuntime(settings, entries=mini_registry.TOOLS, handlers={"echo_list": _fallback_texts})
+
+    parked, sdk = _both_paths(monkeypatch, lambda park: (_http_wire(runtime(), FALLBACK_CALLS),
+                                                         _stdio_wire(runtime(), FALLBACK_CALLS, park)))
+    assert parked == sdk
+    stdio_answers = [json.loads(line)["result"] for line in parked[1][1:]]
+    assert [json.loads(a["content"][0]["text"]) == a["structuredContent"]["results"] for a in stdio_answers] == [True] * 3
+
+
+def test_a_wrapped_json_answer_is_encoded_once(mini_registry, tmp_path, monkeypatch):
+    """The json fallback of a wrapped answer and its structured content come from one encoding,
+    which parking reuses (its values are not encoded again)."""
+    from knowspec.impl.server import parked_answers
+
+    runtime = ToolRuntime(Settings(appdir=tmp_path), entries=mini_registry.TOOLS, handlers={"echo_list": _fallback_texts})
+    entry = runtime.entries["echo_list"]
+    output = _fallback_texts(entry.input_model.model_validate({"text": "a"}), None)
+    result = runtime._success(entry, output)
+    compact = {"ensure_ascii": False, "separators": (",", ":")}
+    assert result.content[0].text == json.dumps(output.structured["results"], **compact)
+    assert result.structured_json == json.dumps(output.structured, **compact)
+    encoded_values = []
+    real = parked_answers.encoded
+    monkeypatch.setattr(parked_answers, "encoded", lambda value, ascii_only: encoded_values.append(value)
+                        or real(value, ascii_only))
+    ParkedAnswers().park(result, "2025-06-18")
+    assert encoded_values == [result.content[0].text]
+
+
+@hypothesis_settings(deadline=None)
+@given(json_values, st.text(min_size=1, max_size=8), st.booleans())  # "" names no wrap
+def test_a_wrapped_values_text_is_cut_from_the_whole_encoding(value, wrap, with_other_key):
+    from knowspec.impl.server.tool_results import compact_json, wrapped_json_text
+
+    structured = {wrap: value, **({wrap + "x": 1} if with_other_key else {})}
+    both = wrapped_json_text(structured, wrap, "plain")
+    assert wrapped_json_text(structured, wrap, "go") is None  # the Go encoder writes its own text
+    if with_other_key:
+        assert both is None
+    else:
+        assert both == (compact_json(structured), compact_json(value))
+
+
+def test_a_lone_surrogate_in_a_wrapped_answer_is_left_to_the_encoder():
+    """Its JSON has no UTF-8 bytes: parking takes the path it took before (``encoded``, then pydantic)."""
+    from knowspec.impl.server.parked_answers import _written_structured
+    from knowspec.impl.server.tool_results import success_result, wrapped_json_text
+
+    structured = {"results": ["a\ud800"]}
+    whole, text = wrapped_json_text(structured, "results", "plain")
+    assert _written_structured(success_result(structured, text, whole), ascii_only=False) is None
+    plain = {"results": ["a"]}
+    assert _written_structured(success_result(plain, "x", json.dumps(plain)), ascii_only=False) == json.dumps(plain).encode()
+
+
+def test_a_wrapped_value_json_cannot_carry_is_left_to_the_fallback():
+    from knowspec.impl.server.tool_results import wrapped_json_text
+
+    assert wrapped_json_text({"results": [float("nan")]}, "results", "plain") is None
+    assert wrapped_json_text({"results": [{1, 2}]}, "results", "plain") is None
+
+
 def _stdio_pipe_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], reader_delay: float) -> list[bytes]:
     """``_stdio_wire`` (parked) over two OS pipes, as a client starts a server; the client starts
     reading only after ``reader_delay`` seconds, so a long answer fills the pipe first."""
