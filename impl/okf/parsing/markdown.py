@@ -335,10 +335,11 @@ _BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
 def _links_scanned(body: str, body_start_line: int) -> BodyAnalysis | None:
     """An analysis holding only the body's links, scanned without the parse, when no line
     holding ``](`` can touch a masked span (see :func:`link_lines_clear`); else None."""
-    if not link_lines_clear(body):
+    text = _clear_text(body)
+    if text is None:
         return None
     analysis = BodyAnalysis(body, body_start_line)
-    _scan_links(body, body_start_line, analysis)
+    _scan_links(text, body_start_line, analysis)
     return analysis
 
 
@@ -359,38 +360,143 @@ def link_lines_clear(body: str) -> bool:
 
     The links are the line scanner's on the prose, and the prose differs from the body only in
     masked spans: code blocks (fenced, or indented), HTML blocks, inline HTML and code spans.
-    A ``](`` line is clear of them when no fence (```` ``` ````, ``~~~``) and no ``<`` comes
-    before its end (a block or inline span that starts later cannot reach back), it holds no
-    run of four spaces and no tab (an indented code line always does), and neither it nor the
-    rest of its paragraph (up to a blank line: a code span never crosses one) holds a backtick.
+    Fenced blocks outside any container are blanked first (:func:`fences_blanked`), so a line
+    inside one holds no link, as in the prose. A ``](`` line of what remains is clear of the
+    other spans when no ``<`` and no uncertain fence comes before its end (a block or inline span
+    that starts later cannot reach back), it holds no run of four spaces and no tab (an indented
+    code line always does), and neither it nor the rest of its paragraph (up to a blank line: a
+    code span never crosses one, nor a fence) holds a backtick.
     When every ``](`` line is clear, scanning the body gives the same links without parsing it.
     """
-    limit = len(body)
-    for mark in ("```", "~~~", "<"):
-        at = body.find(mark, 0, limit)
-        if at >= 0:
-            limit = at
-    if body.rfind("](") >= limit:  # the last link line reaches a possible span: the common case
-        return False
-    ticks = "`" in body
-    pos = body.find("](")
+    return _clear_text(body) is not None
+
+
+def _clear_text(body: str) -> str | None:
+    """The body with its top-level fences blanked when every ``](`` line of it is clear (see
+    :func:`link_lines_clear`), else None; its lines are the prose's lines wherever a ``](`` is."""
+    if "](" not in body:
+        return body
+    text, limit = fences_blanked(body)
+    at = text.find("<", 0, limit)
+    if at >= 0:
+        limit = at
+    if text.rfind("](") >= limit:  # the last link line reaches a possible span: the common case
+        return None
+    ticks = "`" in text
+    pos = text.find("](")
     while pos >= 0:
-        start = body.rfind("\n", 0, pos) + 1
-        end = body.find("\n", pos)
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
         if end < 0:
-            end = len(body)
+            end = len(text)
         if end > limit:
-            return False
-        if body.find("    ", start, end) >= 0 or body.find("\t", start, end) >= 0:
-            return False
+            return None
+        if text.find("    ", start, end) >= 0 or text.find("\t", start, end) >= 0:
+            return None
         if ticks:
-            if body.find("`", start, end) >= 0:
-                return False
-            after = body.find("`", end)  # a span across the line closes after it, with no blank line between
-            if after >= 0 and _BLANK_LINE.search(body, end, after) is None:
-                return False
-        pos = body.find("](", end)
-    return True
+            if text.find("`", start, end) >= 0:
+                return None
+            after = text.find("`", end)  # a span across the line closes after it, with no blank line between
+            if after >= 0 and _BLANK_LINE.search(text, end, after) is None:
+                return None
+        pos = text.find("](", end)
+    return text
+
+
+# A run that may open or close a fence, wherever it stands in its line.
+_FENCE_RUN = re.compile(r"```|~~~")
+# A line that may open a list item or a block quote (loosely: thematic breaks match too).
+_CONTAINER_START = re.compile(r"^ {0,3}(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$))", re.M)
+_CONTAINER_PREFIX = frozenset(" \t>*+-.)0123456789")
+_LONE_CR = re.compile(r"\r(?!\n)")
+_CLOSING_FENCE = {
+    "`": re.compile(r"^ {0,3}(`{3,})[ \t]*\r?$", re.M),
+    "~": re.compile(r"^ {0,3}(~{3,})[ \t]*\r?$", re.M),
+}
+_BLANK_CHARS = re.compile(r"[^\n\r]")
+
+
+def fences_blanked(body: str) -> tuple[str, int]:
+    """(``body`` with every fenced code block outside any container blanked, ``limit``).
+
+    CommonMark's fence rules: an opening run of three or more backticks or tildes indented by
+    at most three spaces, a backtick run's info string holding no backtick; the block runs to a
+    closing run of the same character, at least as long, indented by at most three spaces and
+    followed by spaces or tabs only, or to the end of the document. Blanking keeps line breaks,
+    as the prose's mask does. A fence is taken only when no container can be open around it
+    (unindented, or no list item or quote marker before it) and no ``<`` comes before it (an HTML
+    block could hold it); from the first line where that is uncertain (a fence run after container
+    markers or deeper indentation, a lone CR), ``limit`` says the body is not known.
+    """
+    size = len(body)
+    limit = size
+    lone_cr = _LONE_CR.search(body)
+    if lone_cr is not None:
+        limit = lone_cr.start()
+    container = _CONTAINER_START.search(body)
+    container_at = size if container is None else container.start()
+    pieces: list[str] = []
+    copied = 0  # body[:copied] is in pieces
+    pos = 0
+    while True:
+        run = _FENCE_RUN.search(body, pos, limit)
+        if run is None:
+            break
+        at = run.start()
+        line_start = body.rfind("\n", 0, at) + 1
+        line_end = body.find("\n", at)
+        if line_end < 0:
+            line_end = size
+        indent = at - line_start
+        prefix = body[line_start:at]
+        if indent > 3 or prefix.strip(" "):
+            if _CONTAINER_PREFIX.issuperset(prefix):  # a fence in a container, or indented code
+                limit = line_start
+                break
+            pos = line_end  # inside a line of text: a code span's backticks at most
+            continue
+        if indent and container_at < line_start:
+            limit = line_start
+            break
+        if body.find("<", copied, line_start) >= 0:  # an HTML block may hold it: the caller stops there
+            break
+        char = body[at]
+        width = _run_width(body, at, char)
+        if char == "`" and body.find("`", at + width, line_end) >= 0:
+            pos = line_end  # not a fence: an info string never holds a backtick
+            continue
+        close_end = size
+        closing = _CLOSING_FENCE[char]
+        search_from = line_end + 1
+        while search_from <= size:
+            found = closing.search(body, search_from, limit)
+            if found is None:
+                close_end = size
+                break
+            if len(found.group(1)) >= width:
+                close_end = found.end()
+                break
+            search_from = found.end() + 1
+        if close_end == size and limit < size:  # unclosed before an unknown part
+            limit = line_start
+            break
+        pieces.append(body[copied:line_start])
+        pieces.append(_BLANK_CHARS.sub(" ", body[line_start:close_end]))
+        copied = pos = close_end
+        if pos >= size:
+            break
+    if not pieces:
+        return body, limit
+    pieces.append(body[copied:])
+    return "".join(pieces), limit
+
+
+def _run_width(text: str, at: int, char: str) -> int:
+    end = at
+    size = len(text)
+    while end < size and text[end] == char:
+        end += 1
+    return end - at
 
 
 _BLANK = bytes(0x20 if b not in (0x0A, 0x0D) else b for b in range(256))

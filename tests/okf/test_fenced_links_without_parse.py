@@ -1,0 +1,77 @@
+"""Fenced code outside containers no longer sends a body to the Markdown parse for its links.
+
+The fast path (``links_without_parse``) may decline a body, never give other links than the
+parse: every generated body mixing fences, containers, quotes, HTML, code spans and indented
+code is checked against ``analyse_body``.
+"""
+
+from __future__ import annotations
+
+from hypothesis import given, settings, strategies as st
+
+from knowspec.impl.okf.parsing.markdown import analyse_body, fences_blanked, links_without_parse
+
+FENCE_RUNS = ["```", "~~~", "````", "~~~~", "``", "~~"]
+INDENTS = ["", " ", "  ", "   ", "    ", "\t"]
+INFOS = ["", "python", " sh", "a`b", "~x", " ``` ", "  ", "\r"]
+CONTAINERS = ["", "- ", "* ", "+ ", "1. ", "2) ", "> ", ">", "  - ", "- > ", "> - ", "10. "]
+TEXT_LINES = [
+    "[a](a.md)", "see [b](/c/d.md) and [e](f.md#g)", "`[c](code.md)`", "a `b", "c` [l](l.md)", "x ``` y",
+    "text ~~~ [m](m.md)", "<div>", "</div>", "<b>[h](h.md)</b>", "a < b", "", "   ", "[t](t.md \"title\")",
+    "## [head](h.md)", "plain", "***", "- - -", "    [ind](ind.md)", "\t[tab](tab.md)", "[cr](cr.md)\r",
+    "a\rb [lone](lone.md)", "[in](fence.md) ```", "~~~ [after](after.md)", "- item", "> quote", "1. one",
+    "  [two](two.md)", "tick` [q](q.md)",
+]
+
+
+@st.composite
+def fence_lines(draw) -> str:
+    container = draw(st.sampled_from(CONTAINERS))
+    indent = draw(st.sampled_from(INDENTS))
+    run = draw(st.sampled_from(FENCE_RUNS))
+    info = draw(st.sampled_from(INFOS))
+    return container + indent + run + info
+
+
+LINE = st.one_of(st.sampled_from(TEXT_LINES), fence_lines(),
+                 st.builds(str.__add__, st.sampled_from(CONTAINERS), st.sampled_from(TEXT_LINES)))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(LINE, max_size=16), st.sampled_from(["\n", "\r\n"]), st.integers(1, 9))
+def test_fenced_links_without_parse_equal_the_parsed_links(lines, newline, first_line):
+    body = newline.join(lines)
+    quick = links_without_parse(body, first_line)
+    if quick is not None:
+        assert quick == analyse_body(body, first_line).links
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(LINE, max_size=16))
+def test_blanking_fences_keeps_every_line_break(lines):
+    body = "\n".join(lines)
+    text, limit = fences_blanked(body)
+    assert len(text) == len(body) and 0 <= limit <= len(body)
+    assert [i for i, ch in enumerate(text) if ch in "\r\n"] == [i for i, ch in enumerate(body) if ch in "\r\n"]
+
+
+def test_a_body_whose_only_obstacle_is_a_fence_needs_no_parse():
+    body = ("Intro [a](a.md).\n\n```python\nx = '[no](no.md)' < 3\n```\n\nSee [b](b.md)\n~~~\n"
+            "`[c](c.md)`\n~~~\n[d](d.md)\n````\n```\n[e](e.md)\n````\n")
+    quick = links_without_parse(body, 4)
+    assert quick is not None
+    assert quick == analyse_body(body, 4).links
+    assert [link.target for link in quick] == ["a.md", "b.md", "d.md"]
+
+
+def test_an_unclosed_fence_hides_every_later_link():
+    body = "[a](a.md)\n\n```\n[b](b.md)\n"
+    assert links_without_parse(body) == analyse_body(body).links
+    assert [link.target for link in links_without_parse(body)] == ["a.md"]
+
+
+def test_a_fence_that_may_be_in_a_container_needs_the_parse():
+    for body in ("- item\n\n  ```\n  [a](a.md)\n  ```\n[b](b.md)\n", "- ```\n[a](a.md)\n```\n[b](b.md)\n",
+                 "> ```\n> [a](a.md)\n[b](b.md)\n", "    ```\n[a](a.md)\n", "<div>\n```\n</div>\n[a](a.md)\n",
+                 "```\r[a](a.md)\r```\n[b](b.md)\n"):
+        assert links_without_parse(body) is None, body
