@@ -1,4 +1,5 @@
-"""Fenced code outside containers no longer sends a body to the Markdown parse for its links.
+"""Fenced code outside containers and code spans on link lines no longer send a body to the
+Markdown parse for its links.
 
 The fast path (``links_without_parse``) may decline a body, never give other links than the
 parse: every generated body mixing fences, containers, quotes, HTML, code spans and indented
@@ -21,6 +22,12 @@ TEXT_LINES = [
     "## [head](h.md)", "plain", "***", "- - -", "    [ind](ind.md)", "\t[tab](tab.md)", "[cr](cr.md)\r",
     "a\rb [lone](lone.md)", "[in](fence.md) ```", "~~~ [after](after.md)", "- item", "> quote", "1. one",
     "  [two](two.md)", "tick` [q](q.md)",
+    # code spans on link lines, and backticks that are not code spans
+    "use `x` and [c](c.md)", "[`code`](lc.md) then `y`", "[a](`b`)", "[a](b `c`)", "[a](b \"`t`\")",
+    "[x]: `[a](b.md)`", "[x]:", "`[a](in.md)`", "\\`[a](esc.md)`", "``a`` [b](b.md) `", "[a `b](c.md)` d",
+    "`` x ` y `` [z](z.md)", "[p](p(q).md) `r`", "[n](\\n.md) `s`", "[m](\n.md) `s`", "`a` `b [c](c.md)", "[l](l.md `)` x",
+    "[u](u.md)`", "```` [f](f.md) ````", "\\\\`[e](e.md)`", "[t](t.md 'x`') `y`",
+    "`<catalog>.<schema>` [s](s.md)", "<div>`x`</div>", "`a` <b>[h](h.md)</b>", "  <div> `<p>`", "`<!--` [c](c.md)",
 ]
 
 
@@ -33,6 +40,12 @@ def fence_lines(draw) -> str:
     return container + indent + run + info
 
 
+# Inline pieces that make mostly clear link lines with code spans, and the hazards among them.
+INLINE = ["word", " ", "`x`", "``a`b``", "` `", "[t](t.md)", "[`c`](c.md)", "[a](b.md#f)", "![i](i.png)", "`",
+          "``", "]", "[", "(", ")", "](", "[u](u.md \"T\")", "\\", "[r]", "]:", "*", "_", "<", "~~~", "```",
+          "`<x>`", "<b>", "`<a href=\"`\">`", "<http://a.b/`c`>", "`<`", "`a<b` [l](<l.md>)", "<!-- `x` -->"]
+INLINE_LINE = st.lists(st.sampled_from(INLINE), max_size=8).map("".join)
+
 LINE = st.one_of(st.sampled_from(TEXT_LINES), fence_lines(),
                  st.builds(str.__add__, st.sampled_from(CONTAINERS), st.sampled_from(TEXT_LINES)))
 
@@ -44,6 +57,16 @@ def test_fenced_links_without_parse_equal_the_parsed_links(lines, newline, first
     quick = links_without_parse(body, first_line)
     if quick is not None:
         assert quick == analyse_body(body, first_line).links
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.lists(st.one_of(INLINE_LINE, INLINE_LINE, st.sampled_from(["", "```", "- [l](l.md) `k`", "> `q`"])),
+                max_size=10))
+def test_code_span_links_without_parse_equal_the_parsed_links(lines):
+    body = "\n".join(lines)
+    quick = links_without_parse(body)
+    if quick is not None:
+        assert quick == analyse_body(body).links
 
 
 @settings(max_examples=300, deadline=None)
@@ -74,4 +97,26 @@ def test_a_fence_that_may_be_in_a_container_needs_the_parse():
     for body in ("- item\n\n  ```\n  [a](a.md)\n  ```\n[b](b.md)\n", "- ```\n[a](a.md)\n```\n[b](b.md)\n",
                  "> ```\n> [a](a.md)\n[b](b.md)\n", "    ```\n[a](a.md)\n", "<div>\n```\n</div>\n[a](a.md)\n",
                  "```\r[a](a.md)\r```\n[b](b.md)\n"):
+        assert links_without_parse(body) is None, body
+
+
+def test_code_spans_on_link_lines_need_no_parse():
+    body = "Set `spark.conf` as in [a](a.md), or `[not](a link)` and [`b`](b.md).\n\n``x`y`` [c](c.md)\n"
+    quick = links_without_parse(body)
+    assert quick is not None and quick == analyse_body(body).links
+    assert [link.target for link in quick] == ["a.md", "b.md", "c.md"]
+
+
+def test_a_less_than_sign_in_a_code_span_is_no_html():
+    body = ("Name it `<catalog>.<schema>.<table>` as in [a](a.md).\n\nThen `x < y` and [b](b.md).\n"
+            "`<x>`\n~~~ [fenced](f.md)\n")
+    quick = links_without_parse(body)
+    assert quick is not None and quick == analyse_body(body).links
+    assert [link.target for link in quick] == ["a.md", "b.md"]
+
+
+def test_backticks_that_may_not_be_code_spans_need_the_parse():
+    for body in ("[a](`b`) `c`\n", "a `b\n[c](c.md) `d`\n", "[x]: `[a](b.md)`\n", "\\`[a](b.md)` `c`\n",
+                 "[a](b \"`t`\")\n", "[l](l.md) ``x` y\n", "<b>`x`</b> [a](a.md)\n", "`a` `<b [c](c.md)\n",
+                 "<div>\n~~~ [a](a.md)\n"):
         assert links_without_parse(body) is None, body

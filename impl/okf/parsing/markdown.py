@@ -372,17 +372,26 @@ def link_lines_clear(body: str) -> bool:
 
 
 def _clear_text(body: str) -> str | None:
-    """The body with its top-level fences blanked when every ``](`` line of it is clear (see
-    :func:`link_lines_clear`), else None; its lines are the prose's lines wherever a ``](`` is."""
+    """The body with its top-level fences and its link paragraphs' code spans blanked when every
+    ``](`` line of it is clear (see :func:`link_lines_clear`), else None; its lines are the
+    prose's lines wherever a ``](`` is."""
     if "](" not in body:
         return body
     text, limit = fences_blanked(body)
-    at = text.find("<", 0, limit)
-    if at >= 0:
-        limit = at
-    if text.rfind("](") >= limit:  # the last link line reaches a possible span: the common case
+    last = text.rfind("](")
+    if last >= limit:
         return None
-    ticks = "`" in text
+    paragraphs = _Paragraphs(text)
+    last_end = text.find("\n", last)
+    stop = min(limit, len(text) if last_end < 0 else last_end)
+    at = text.find("<", 0, stop)
+    while at >= 0:  # HTML or an autolink, unless it lies in a code span
+        if not paragraphs.in_code_span(at):
+            if last >= at:  # the last link line reaches a possible span: the common case
+                return None
+            limit = at
+            break
+        at = text.find("<", at + 1, stop)
     pos = text.find("](")
     while pos >= 0:
         start = text.rfind("\n", 0, pos) + 1
@@ -393,14 +402,140 @@ def _clear_text(body: str) -> str | None:
             return None
         if text.find("    ", start, end) >= 0 or text.find("\t", start, end) >= 0:
             return None
-        if ticks:
-            if text.find("`", start, end) >= 0:
-                return None
-            after = text.find("`", end)  # a span across the line closes after it, with no blank line between
-            if after >= 0 and _BLANK_LINE.search(text, end, after) is None:
-                return None
+        if paragraphs.code_spans(start) is None:
+            return None
         pos = text.find("](", end)
+    spans = paragraphs.all_code_spans()
+    if spans:
+        text = _blank_spans(text, spans)
+        if not _destinations_clear(text, limit):
+            return None
     return text
+
+
+class _Paragraphs:
+    """The code spans of a text's paragraphs (whole lines between blank lines), each paragraph
+    verified once (see :func:`_paragraph_code_spans`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.ticks = "`" in text
+        self._known: dict[int, tuple[int, list[int] | None]] = {}  # start: (end, spans)
+        self._current: tuple[int, int, list[int] | None] = (0, -1, [])
+
+    def code_spans(self, line_start: int) -> list[int] | None:
+        """The spans of the paragraph holding the line at ``line_start``, None if uncertain."""
+        if not self.ticks:
+            return []
+        start, end, spans = self._current
+        if not start <= line_start < end:
+            text = self.text
+            start = _last_blank_line_end(text, line_start)
+            known = self._known.get(start)
+            if known is None:
+                line_end = text.find("\n", line_start)
+                blank = None if line_end < 0 else _BLANK_LINE.search(text, line_end)
+                end = len(text) if blank is None else blank.start()
+                spans = _paragraph_code_spans(text, start, end)
+                self._known[start] = (end, spans)
+            else:
+                end, spans = known
+            self._current = (start, end, spans)
+        return spans
+
+    def in_code_span(self, offset: int) -> bool:
+        spans = self.code_spans(self.text.rfind("\n", 0, offset) + 1)
+        if not spans:
+            return False
+        ends = iter(spans)
+        return any(s <= offset < e for s, e in zip(ends, ends))
+
+    def all_code_spans(self) -> list[int]:
+        """Every verified paragraph's spans, flat, in text order."""
+        out: list[int] = []
+        for start in sorted(self._known):
+            out.extend(self._known[start][1] or ())
+        return out
+
+
+def _last_blank_line_end(text: str, before: int) -> int:
+    """Where the paragraph holding offset ``before`` (a line start) begins: past the last blank
+    line above it, or at 0."""
+    line_end = before - 1
+    while line_end > 0:
+        line_start = text.rfind("\n", 0, line_end) + 1
+        if not text[line_start:line_end].strip(" \t\r"):
+            return line_end + 1
+        line_end = line_start - 1
+    return 0
+
+
+_TICK_RUN = re.compile(r"`+")
+
+
+def _paragraph_code_spans(text: str, start: int, end: int) -> list[int] | None:
+    """The code span contents of ``text[start:end]`` (whole lines up to a blank line), flat, when
+    every backtick run pairs within its own line, so no span crosses a line or a block boundary;
+    None when a run may be anything else: unmatched in its line, escaped, or in a link reference
+    definition, whose destination and title hold no code."""
+    if text.find("`", start, end) < 0:
+        return []
+    if text.find("\\`", start, end) >= 0 or text.find("]:", start, end) >= 0:
+        return None
+    spans: list[int] = []
+    line_start = start
+    while line_start < end:
+        line_end = text.find("\n", line_start, end)
+        if line_end < 0:
+            line_end = end
+        if text.find("`", line_start, line_end) >= 0:
+            runs = [(run.start(), run.end()) for run in _TICK_RUN.finditer(text, line_start, line_end)]
+            i = 0
+            while i < len(runs):
+                opener_start, opener_end = runs[i]
+                width = opener_end - opener_start
+                for j in range(i + 1, len(runs)):
+                    if runs[j][1] - runs[j][0] == width:
+                        break
+                else:
+                    return None
+                if runs[j][0] > opener_end:
+                    spans.extend((opener_end, runs[j][0]))
+                i = j + 1
+        line_start = line_end + 1
+    return spans
+
+
+def _blank_spans(text: str, spans: list[int]) -> str:
+    pieces = []
+    copied = 0
+    ends = iter(spans)
+    for s, e in zip(ends, ends):
+        pieces.append(text[copied:s])
+        pieces.append(" " * (e - s))
+        copied = e
+    pieces.append(text[copied:])
+    return "".join(pieces)
+
+
+# An inline link's destination closing on its line with no title, nesting, escape or backtick.
+_PLAIN_DESTINATION = re.compile(r"\]\([^\s\\()`<]*\)")
+
+
+def _destinations_clear(text: str, limit: int) -> bool:
+    """Whether no backtick can be part of a link destination or title (there it is no code span).
+
+    ``text`` has the code spans blanked: a ``](`` left is a possible link; its destination is
+    plain up to its ``)``, or else (a title, nesting, escapes, a line break) no backtick may
+    follow it in its paragraph."""
+    pos = text.find("](", 0, limit)
+    while pos >= 0:
+        if _PLAIN_DESTINATION.match(text, pos) is None:
+            blank = _BLANK_LINE.search(text, pos)
+            if text.find("`", pos, len(text) if blank is None else blank.start()) >= 0:
+                return False
+        pos = text.find("](", pos + 2, limit)
+    return True
 
 
 # A run that may open or close a fence, wherever it stands in its line.
@@ -408,6 +543,8 @@ _FENCE_RUN = re.compile(r"```|~~~")
 # A line that may open a list item or a block quote (loosely: thematic breaks match too).
 _CONTAINER_START = re.compile(r"^ {0,3}(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$))", re.M)
 _CONTAINER_PREFIX = frozenset(" \t>*+-.)0123456789")
+# A line that may open an HTML block (after container markers, loosely).
+_HTML_BLOCK_START = re.compile(r"^[ \t>*+\-0-9.)]*<", re.M)
 _LONE_CR = re.compile(r"\r(?!\n)")
 _CLOSING_FENCE = {
     "`": re.compile(r"^ {0,3}(`{3,})[ \t]*\r?$", re.M),
@@ -424,9 +561,10 @@ def fences_blanked(body: str) -> tuple[str, int]:
     closing run of the same character, at least as long, indented by at most three spaces and
     followed by spaces or tabs only, or to the end of the document. Blanking keeps line breaks,
     as the prose's mask does. A fence is taken only when no container can be open around it
-    (unindented, or no list item or quote marker before it) and no ``<`` comes before it (an HTML
-    block could hold it); from the first line where that is uncertain (a fence run after container
-    markers or deeper indentation, a lone CR), ``limit`` says the body is not known.
+    (unindented, or no list item or quote marker before it) and no line before it, since the
+    last fence, starts with ``<`` (an HTML block could hold it); from the first line where that
+    is uncertain (such a fence, a fence run after container markers or deeper indentation, a
+    lone CR), ``limit`` says the body is not known.
     """
     size = len(body)
     limit = size
@@ -458,7 +596,8 @@ def fences_blanked(body: str) -> tuple[str, int]:
         if indent and container_at < line_start:
             limit = line_start
             break
-        if body.find("<", copied, line_start) >= 0:  # an HTML block may hold it: the caller stops there
+        if _HTML_BLOCK_START.search(body, copied, line_start) is not None:  # an HTML block may hold it
+            limit = line_start
             break
         char = body[at]
         width = _run_width(body, at, char)
