@@ -538,19 +538,10 @@ def _destinations_clear(text: str, limit: int) -> bool:
     return True
 
 
-# A run that may open or close a fence, wherever it stands in its line.
-_FENCE_RUN = re.compile(r"```|~~~")
 # A line that may open a list item or a block quote (loosely: thematic breaks match too).
 _CONTAINER_START = re.compile(r"^ {0,3}(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$))", re.M)
 _CONTAINER_PREFIX = frozenset(" \t>*+-.)0123456789")
-# A line that may open an HTML block (after container markers, loosely).
-_HTML_BLOCK_START = re.compile(r"^[ \t>*+\-0-9.)]*<", re.M)
 _LONE_CR = re.compile(r"\r(?!\n)")
-_CLOSING_FENCE = {
-    "`": re.compile(r"^ {0,3}(`{3,})[ \t]*\r?$", re.M),
-    "~": re.compile(r"^ {0,3}(~{3,})[ \t]*\r?$", re.M),
-}
-_BLANK_CHARS = re.compile(r"[^\n\r]")
 
 
 def fences_blanked(body: str) -> tuple[str, int]:
@@ -568,19 +559,23 @@ def fences_blanked(body: str) -> tuple[str, int]:
     """
     size = len(body)
     limit = size
-    lone_cr = _LONE_CR.search(body)
-    if lone_cr is not None:
-        limit = lone_cr.start()
-    container = _CONTAINER_START.search(body)
-    container_at = size if container is None else container.start()
+    if "\r" in body:
+        lone_cr = _LONE_CR.search(body)
+        if lone_cr is not None:
+            limit = lone_cr.start()
+    container_at = -1  # the first line that may open a container, looked for when needed
     pieces: list[str] = []
     copied = 0  # body[:copied] is in pieces
     pos = 0
+    ticks_at, tildes_at = body.find("```", 0, limit), body.find("~~~", 0, limit)
     while True:
-        run = _FENCE_RUN.search(body, pos, limit)
-        if run is None:
+        if 0 <= ticks_at < pos:
+            ticks_at = body.find("```", pos, limit)
+        if 0 <= tildes_at < pos:
+            tildes_at = body.find("~~~", pos, limit)
+        at = ticks_at if tildes_at < 0 or 0 <= ticks_at < tildes_at else tildes_at
+        if at < 0 or at >= limit:
             break
-        at = run.start()
         line_start = body.rfind("\n", 0, at) + 1
         line_end = body.find("\n", at)
         if line_end < 0:
@@ -593,10 +588,14 @@ def fences_blanked(body: str) -> tuple[str, int]:
                 break
             pos = line_end  # inside a line of text: a code span's backticks at most
             continue
-        if indent and container_at < line_start:
-            limit = line_start
-            break
-        if _HTML_BLOCK_START.search(body, copied, line_start) is not None:  # an HTML block may hold it
+        if indent:
+            if container_at < 0:
+                container = _CONTAINER_START.search(body)
+                container_at = size if container is None else container.start()
+            if container_at < line_start:
+                limit = line_start
+                break
+        if _html_block_may_open(body, copied, line_start):
             limit = line_start
             break
         char = body[at]
@@ -604,23 +603,14 @@ def fences_blanked(body: str) -> tuple[str, int]:
         if char == "`" and body.find("`", at + width, line_end) >= 0:
             pos = line_end  # not a fence: an info string never holds a backtick
             continue
-        close_end = size
-        closing = _CLOSING_FENCE[char]
-        search_from = line_end + 1
-        while search_from <= size:
-            found = closing.search(body, search_from, limit)
-            if found is None:
-                close_end = size
+        close_end = _closing_fence_end(body, char, width, line_end + 1, limit)
+        if close_end < 0:
+            if limit < size:  # unclosed before an unknown part
+                limit = line_start
                 break
-            if len(found.group(1)) >= width:
-                close_end = found.end()
-                break
-            search_from = found.end() + 1
-        if close_end == size and limit < size:  # unclosed before an unknown part
-            limit = line_start
-            break
+            close_end = size
         pieces.append(body[copied:line_start])
-        pieces.append(_BLANK_CHARS.sub(" ", body[line_start:close_end]))
+        pieces.append(_blank_lines(body[line_start:close_end]))
         copied = pos = close_end
         if pos >= size:
             break
@@ -628,6 +618,43 @@ def fences_blanked(body: str) -> tuple[str, int]:
         return body, limit
     pieces.append(body[copied:])
     return "".join(pieces), limit
+
+
+def _html_block_may_open(body: str, start: int, end: int) -> bool:
+    """Whether a line within ``body[start:end]`` starts with ``<`` (after container markers)."""
+    at = body.find("<", start, end)
+    while at >= 0:
+        line_start = body.rfind("\n", 0, at) + 1
+        if _CONTAINER_PREFIX.issuperset(body[line_start:at]):
+            return True
+        at = body.find("<", at + 1, end)
+    return False
+
+
+def _closing_fence_end(body: str, char: str, width: int, start: int, limit: int) -> int:
+    """The end of the first line from ``start`` closing a fence of ``width`` ``char``s (not past
+    ``limit``), or -1."""
+    mark = char * 3
+    at = body.find(mark, start, limit)
+    while at >= 0:
+        line_start = body.rfind("\n", 0, at) + 1
+        line_end = body.find("\n", at)
+        if line_end < 0:
+            line_end = len(body)
+        if line_end > limit:
+            return -1
+        if at - line_start <= 3 and not body[line_start:at].strip(" "):
+            run = _run_width(body, at, char)
+            if run >= width and not body[at + run:line_end].strip(" \t\r"):
+                return line_end
+        at = body.find(mark, line_end, limit)
+    return -1
+
+
+def _blank_lines(text: str) -> str:
+    """``text`` with every character but LF and CR turned into a space."""
+    return "\n".join(" " * (len(line) - 1) + "\r" if line.endswith("\r") else " " * len(line)
+                     for line in text.split("\n"))
 
 
 def _run_width(text: str, at: int, char: str) -> int:
