@@ -30,7 +30,7 @@ are copied and their postings renumbered; only new or changed concepts are folde
 from __future__ import annotations
 
 import bisect
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -59,12 +59,11 @@ class _Blob:
 
     @classmethod
     def of(cls, values: Sequence[tuple[int, bytes]]) -> "_Blob":
-        starts, owners, pos = [], [], 0
-        for owner, value in values:
-            starts.append(pos)
-            owners.append(owner)
-            pos += len(value) + 1
-        return cls(_SEP.join(v for _, v in values), starts, owners)
+        owners = [owner for owner, _ in values]
+        texts = [value for _, value in values]
+        # each value starts one byte (the NUL) past the end of the one before
+        starts = list(accumulate(map(len, texts), lambda pos, size: pos + size + 1, initial=0))[:-1]
+        return cls(_SEP.join(texts), starts, owners)
 
     def owners_matching(self, needle: bytes) -> set[int]:
         found: set[int] = set()
@@ -279,10 +278,18 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             copy_from.append(j)
             copy_to.append(row)
         else:
-            fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, concept.body)
-            small.append(_small(fields))
-            folded = _stored_body(fields.body)
-            bodies.append(_kept_body(folded, concept))
+            raw_body = concept.body_bytes
+            if raw_body.isascii():  # folding is lowering ASCII letters: no decode, no second copy kept
+                fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, "")
+                small.append(_small(fields))
+                folded = raw_body.lower()
+                bodies.append(None)
+            else:
+                fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags,
+                                              concept.body)
+                small.append(_small(fields))
+                folded = _stored_body(fields.body)
+                bodies.append(_kept_body(folded, concept))
             builders[-1].add(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
             fresh_small.append(small[-1])
