@@ -112,7 +112,7 @@ class ConceptSearchIndex:
         for row, body in enumerate(bodies):
             builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
         postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, bodies, postings, boundary_signatures.sign(bodies), [])
+        self._assemble([cid for cid, _ in entries], small, bodies, postings, None, [])
 
     @classmethod
     def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
@@ -121,7 +121,7 @@ class ConceptSearchIndex:
         return index
 
     def _assemble(self, ids: list[str], small: list, bodies: list, postings: list[TokenPostings],
-                  boundaries: np.ndarray, concepts: list) -> None:
+                  boundaries: np.ndarray | None, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
         # snapshot's concepts are), sorting row numbers is sorting IDs; else ``position`` maps
@@ -136,7 +136,9 @@ class ConceptSearchIndex:
         # per row its folded body, or None: derived from ``concepts[row]`` (:func:`_kept_body`)
         self.bodies = bodies
         self.postings = postings  # per field kind, in ``_FIELDS`` order
-        self.boundaries = boundaries  # per body: its separator-centred trigrams (boundary_signatures)
+        # per body: its separator-centred trigrams (boundary_signatures), or None until a query
+        # first needs them (:attr:`boundaries`)
+        self._boundaries = boundaries
         self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
         self.fields = {
             "id": _Blob.of([(i, row[0]) for i, row in enumerate(small)]),
@@ -144,6 +146,19 @@ class ConceptSearchIndex:
             "description": _Blob.of([(i, row[2]) for i, row in enumerate(small) if row[2]]),
             "tags": _Blob.of([(i, t) for i, row in enumerate(small) for t in row[3]]),
         }
+
+    @property
+    def boundaries(self) -> np.ndarray:
+        """The bodies' signatures, made at the first query that narrows candidate bodies with
+        them (one with a separator): a single-word query never reads them, so a cold first
+        search does not pay for them. Two threads may both make them: the same array."""
+        boundaries = self._boundaries
+        if boundaries is None:
+            boundaries = self._boundaries = boundary_signatures.sign([self.body(row) for row in range(len(self.ids))])
+        return boundaries
+
+    def boundaries_made(self) -> bool:
+        return self._boundaries is not None
 
     def nbytes(self) -> int:
         """About the memory this index holds (postings, bodies and the field blobs)."""
@@ -153,7 +168,9 @@ class ConceptSearchIndex:
         """About the memory of each part: the postings of the bodies and of the short fields, the
         folded bodies, the short fields' blobs."""
         blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
-        return {"body_postings": self.postings[-1].nbytes(), "body_boundaries": self.boundaries.nbytes,
+        boundaries = self._boundaries
+        return {"body_postings": self.postings[-1].nbytes(),
+                "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
                 "bodies": sum(len(b) for b in self.bodies if b is not None), "fields": blobs}
 
@@ -198,7 +215,8 @@ class ConceptSearchIndex:
         if candidates.exact:
             field[rows_to_check] = len(_FIELDS)
             return
-        rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
+        if boundary_signatures.query_bits(needle):  # else the signatures cannot narrow anything
+            rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
         body, contains = self.body, bytes.__contains__
         for start in range(0, len(rows_to_check), 4096):
             check_cancelled()
@@ -267,6 +285,8 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
     ids, small, bodies, concepts = [], [], [], []
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
+    # fresh rows' signatures are made now only when the previous index has made its own
+    signed = previous is not None and previous.boundaries_made()
     copy_from, copy_to, fresh_rows, fresh_small, fresh_bodies = [], [], [], [], []
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
@@ -293,16 +313,19 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             builders[-1].add(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
             fresh_small.append(small[-1])
-            fresh_bodies.append(folded)
+            if signed:
+                fresh_bodies.append(folded)
         ids.append(cid)
         concepts.append(concept)
     _add_short_fields(builders, fresh_rows, fresh_small)
     postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
-    boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
-    boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
-    if copy_from:
-        assert previous is not None  # rows are copied only from a previous index
-        boundaries[copy_to] = previous.boundaries[copy_from]
+    boundaries = None
+    if signed:
+        assert previous is not None
+        boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
+        boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
+        if copy_from:
+            boundaries[copy_to] = previous.boundaries[copy_from]
     index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index
