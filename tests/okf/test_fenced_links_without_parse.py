@@ -25,8 +25,8 @@ TEXT_LINES = [
     # code spans on link lines, and backticks that are not code spans
     "use `x` and [c](c.md)", "[`code`](lc.md) then `y`", "[a](`b`)", "[a](b `c`)", "[a](b \"`t`\")",
     "[x]: `[a](b.md)`", "[x]:", "`[a](in.md)`", "\\`[a](esc.md)`", "``a`` [b](b.md) `", "[a `b](c.md)` d",
-    "`` x ` y `` [z](z.md)", "[p](p(q).md) `r`", "[n](\\n.md) `s`", "[m](\n.md) `s`", "`a` `b [c](c.md)", "[l](l.md `)` x",
-    "[u](u.md)`", "```` [f](f.md) ````", "\\\\`[e](e.md)`", "[t](t.md 'x`') `y`",
+    "`` x ` y `` [z](z.md)", "[p](p(q).md) `r`", "[n](\\n.md) `s`", "[m](\n.md) `s`", "`a` `b [c](c.md)",
+    "[l](l.md `)` x", "[u](u.md)`", "```` [f](f.md) ````", "\\\\`[e](e.md)`", "[t](t.md 'x`') `y`",
     "`<catalog>.<schema>` [s](s.md)", "<div>`x`</div>", "`a` <b>[h](h.md)</b>", "  <div> `<p>`", "`<!--` [c](c.md)",
 ]
 
