@@ -8,9 +8,13 @@ code is checked against ``analyse_body``.
 
 from __future__ import annotations
 
+import random
+
+import pytest
 from hypothesis import given, settings, strategies as st
 
 from knowspec.impl.okf.parsing.markdown import analyse_body, fences_blanked, links_without_parse
+from optional_data import DATABRICKS
 
 FENCE_RUNS = ["```", "~~~", "````", "~~~~", "``", "~~"]
 INDENTS = ["", " ", "  ", "   ", "    ", "\t"]
@@ -120,3 +124,43 @@ def test_backticks_that_may_not_be_code_spans_need_the_parse():
                  "[a](b \"`t`\")\n", "[l](l.md) ``x` y\n", "<b>`x`</b> [a](a.md)\n", "`a` `<b [c](c.md)\n",
                  "<div>\n~~~ [a](a.md)\n"):
         assert links_without_parse(body) is None, body
+
+
+@pytest.mark.slow
+@pytest.mark.corpus
+def test_links_without_parse_equal_the_parsed_links_on_the_corpus_and_its_mutations():
+    """Every databricks-okf body, and bodies made from them by moving, dropping, indenting and
+    breaking lines (real fences, lists, HTML and code spans in new arrangements)."""
+    bodies = []
+    for path in sorted(DATABRICKS.rglob("*.md")):
+        text = path.read_text(encoding="utf-8")
+        bodies.append(text[text.find("\n---", 4) + 4:] if text.startswith("---\n") else text)
+    rnd = random.Random(18)
+    inserts = ["```", "~~~", "", "- x", "> q", "<div>", "    code", "`", "[a](b.md)", "  ```"]
+    marks = ["`", "``", "<", "\\", "](", "[", ")", "~~~"]
+    variants = list(bodies)
+    for _ in range(4000):
+        lines = rnd.choice(bodies).split("\n")
+        for _ in range(rnd.randint(1, 6)):
+            i = rnd.randrange(len(lines))
+            op = rnd.random()
+            if op < 0.3 and len(lines) > 1:
+                del lines[i]
+            elif op < 0.5:
+                j = rnd.randrange(len(lines))
+                lines[i], lines[j] = lines[j], lines[i]
+            elif op < 0.7:
+                lines.insert(i, rnd.choice(inserts))
+            elif op < 0.85:
+                lines[i] = rnd.choice(["", "  ", "- ", "> ", "1. ", "    "]) + lines[i]
+            else:
+                k = rnd.randint(0, len(lines[i]))
+                lines[i] = lines[i][:k] + rnd.choice(marks) + lines[i][k:]
+        variants.append("\n".join(lines))
+    quick_ones = 0
+    for body in variants:
+        quick = links_without_parse(body)
+        if quick is not None:
+            quick_ones += 1
+            assert quick == analyse_body(body).links, body[:200]
+    assert quick_ones > len(variants) // 2  # the fast path is taken, not declined everywhere
