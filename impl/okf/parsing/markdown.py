@@ -362,11 +362,13 @@ def link_lines_clear(body: str) -> bool:
     masked spans: code blocks (fenced, or indented), HTML blocks, inline HTML and code spans.
     Fenced blocks outside any container are blanked first (:func:`fences_blanked`), so a line
     inside one holds no link, as in the prose. A ``](`` line of what remains is clear of the
-    other spans when no ``<`` and no uncertain fence comes before its end (a block or inline span
-    that starts later cannot reach back), it holds no run of four spaces and no tab (an indented
-    code line always does), and neither it nor the rest of its paragraph (up to a blank line: a
-    code span never crosses one, nor a fence) holds a backtick.
-    When every ``](`` line is clear, scanning the body gives the same links without parsing it.
+    other spans when no ``<`` outside a code span and no uncertain fence comes before its end (a
+    block or inline span that starts later cannot reach back), it holds no run of four spaces and
+    no tab (an indented code line always does), and its paragraph (up to blank lines: no code
+    span crosses one, nor a fence) has its code spans known: every backtick run pairs within its
+    own line, none escaped, in a reference definition or where a link destination or title could
+    take it (:func:`_paragraph_code_spans`, :func:`_destinations_clear`); those are blanked too.
+    When every ``](`` line is clear, scanning that text gives the same links without the parse.
     """
     return _clear_text(body) is not None
 
