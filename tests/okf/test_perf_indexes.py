@@ -183,3 +183,22 @@ def test_index_page_equals_the_reference_scan_in_any_row_order(rows, query, limi
     assert sci.ConceptSearchIndex(entries).search(folded, limit) == expected
     in_order = sorted(entries, key=lambda e: e[0].encode())
     assert sci.ConceptSearchIndex(in_order).search(folded, limit) == expected
+
+
+def test_body_signatures_wait_for_a_query_that_narrows_with_them(tmp_path):
+    from knowspec.impl.okf.search import boundary_signatures as bs
+
+    kb = write_bundle(tmp_path / "kb", {f"c{i}.md": _doc(f"T{i}", f"sql warehouse {i} Café") for i in range(5)})
+    snapshot = load_snapshot(str(kb), ctx())
+    index = sci.index_for_snapshot(snapshot)
+    assert index.search(case_fold("warehouse"), 10) == reference(snapshot, "warehouse", 10)
+    assert not index.boundaries_made()
+    assert index.search(case_fold("sql warehouse 3"), 10) == reference(snapshot, "sql warehouse 3", 10)
+    assert index.boundaries_made()
+    (kb / "c2.md").write_text(_doc("T2", "changed sql  warehouse"))
+    snapshot = load_snapshot(str(kb), ctx())
+    rebuilt = sci.index_for_snapshot(snapshot)
+    assert rebuilt.boundaries_made()  # fresh rows signed at once, the others copied
+    full = bs.sign([rebuilt.body(row) for row in range(len(rebuilt.ids))])
+    assert (rebuilt.boundaries == full).all()
+    assert rebuilt.search(case_fold("sql  warehouse"), 10) == reference(snapshot, "sql  warehouse", 10)

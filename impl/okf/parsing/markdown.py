@@ -335,10 +335,11 @@ _BLANK_LINE = re.compile(r"\n[ \t\r]*(?=\n)")
 def _links_scanned(body: str, body_start_line: int) -> BodyAnalysis | None:
     """An analysis holding only the body's links, scanned without the parse, when no line
     holding ``](`` can touch a masked span (see :func:`link_lines_clear`); else None."""
-    if not link_lines_clear(body):
+    text = _clear_text(body)
+    if text is None:
         return None
     analysis = BodyAnalysis(body, body_start_line)
-    _scan_links(body, body_start_line, analysis)
+    _scan_links(text, body_start_line, analysis)
     return analysis
 
 
@@ -359,38 +360,311 @@ def link_lines_clear(body: str) -> bool:
 
     The links are the line scanner's on the prose, and the prose differs from the body only in
     masked spans: code blocks (fenced, or indented), HTML blocks, inline HTML and code spans.
-    A ``](`` line is clear of them when no fence (```` ``` ````, ``~~~``) and no ``<`` comes
-    before its end (a block or inline span that starts later cannot reach back), it holds no
-    run of four spaces and no tab (an indented code line always does), and neither it nor the
-    rest of its paragraph (up to a blank line: a code span never crosses one) holds a backtick.
-    When every ``](`` line is clear, scanning the body gives the same links without parsing it.
+    Fenced blocks outside any container are blanked first (:func:`fences_blanked`), so a line
+    inside one holds no link, as in the prose. A ``](`` line of what remains is clear of the
+    other spans when no ``<`` outside a code span and no uncertain fence comes before its end (a
+    block or inline span that starts later cannot reach back), it holds no run of four spaces and
+    no tab (an indented code line always does), and its paragraph (up to blank lines: no code
+    span crosses one, nor a fence) has its code spans known: every backtick run pairs within its
+    own line, none escaped, in a reference definition or where a link destination or title could
+    take it (:func:`_paragraph_code_spans`, :func:`_destinations_clear`); those are blanked too.
+    When every ``](`` line is clear, scanning that text gives the same links without the parse.
     """
-    limit = len(body)
-    for mark in ("```", "~~~", "<"):
-        at = body.find(mark, 0, limit)
-        if at >= 0:
+    return _clear_text(body) is not None
+
+
+def _clear_text(body: str) -> str | None:
+    """The body with its top-level fences and its link paragraphs' code spans blanked when every
+    ``](`` line of it is clear (see :func:`link_lines_clear`), else None; its lines are the
+    prose's lines wherever a ``](`` is."""
+    if "](" not in body:
+        return body
+    text, limit = fences_blanked(body)
+    last = text.rfind("](")
+    if last >= limit:
+        return None
+    paragraphs = _Paragraphs(text)
+    last_end = text.find("\n", last)
+    stop = min(limit, len(text) if last_end < 0 else last_end)
+    at = text.find("<", 0, stop)
+    while at >= 0:  # HTML or an autolink, unless it lies in a code span
+        if not paragraphs.in_code_span(at):
+            if last >= at:  # the last link line reaches a possible span: the common case
+                return None
             limit = at
-    if body.rfind("](") >= limit:  # the last link line reaches a possible span: the common case
-        return False
-    ticks = "`" in body
-    pos = body.find("](")
+            break
+        at = text.find("<", at + 1, stop)
+    pos = text.find("](")
     while pos >= 0:
-        start = body.rfind("\n", 0, pos) + 1
-        end = body.find("\n", pos)
+        start = text.rfind("\n", 0, pos) + 1
+        end = text.find("\n", pos)
         if end < 0:
-            end = len(body)
+            end = len(text)
         if end > limit:
+            return None
+        if text.find("    ", start, end) >= 0 or text.find("\t", start, end) >= 0:
+            return None
+        if paragraphs.code_spans(start) is None:
+            return None
+        pos = text.find("](", end)
+    spans = paragraphs.all_code_spans()
+    if spans:
+        text = _blank_spans(text, spans)
+        if not _destinations_clear(text, limit):
+            return None
+    return text
+
+
+class _Paragraphs:
+    """The code spans of a text's paragraphs (whole lines between blank lines), each paragraph
+    verified once (see :func:`_paragraph_code_spans`)."""
+
+    def __init__(self, text: str) -> None:
+        self.text = text
+        self.ticks = "`" in text
+        self._known: dict[int, tuple[int, list[int] | None]] = {}  # start: (end, spans)
+        self._current: tuple[int, int, list[int] | None] = (0, -1, [])
+
+    def code_spans(self, line_start: int) -> list[int] | None:
+        """The spans of the paragraph holding the line at ``line_start``, None if uncertain."""
+        if not self.ticks:
+            return []
+        start, end, spans = self._current
+        if not start <= line_start < end:
+            text = self.text
+            start = _last_blank_line_end(text, line_start)
+            known = self._known.get(start)
+            if known is None:
+                line_end = text.find("\n", line_start)
+                blank = None if line_end < 0 else _BLANK_LINE.search(text, line_end)
+                end = len(text) if blank is None else blank.start()
+                spans = _paragraph_code_spans(text, start, end)
+                self._known[start] = (end, spans)
+            else:
+                end, spans = known
+            self._current = (start, end, spans)
+        return spans
+
+    def in_code_span(self, offset: int) -> bool:
+        spans = self.code_spans(self.text.rfind("\n", 0, offset) + 1)
+        if not spans:
             return False
-        if body.find("    ", start, end) >= 0 or body.find("\t", start, end) >= 0:
-            return False
-        if ticks:
-            if body.find("`", start, end) >= 0:
+        ends = iter(spans)
+        return any(s <= offset < e for s, e in zip(ends, ends))
+
+    def all_code_spans(self) -> list[int]:
+        """Every verified paragraph's spans, flat, in text order."""
+        out: list[int] = []
+        for start in sorted(self._known):
+            out.extend(self._known[start][1] or ())
+        return out
+
+
+def _last_blank_line_end(text: str, before: int) -> int:
+    """Where the paragraph holding offset ``before`` (a line start) begins: past the last blank
+    line above it, or at 0."""
+    line_end = before - 1
+    while line_end > 0:
+        line_start = text.rfind("\n", 0, line_end) + 1
+        if not text[line_start:line_end].strip(" \t\r"):
+            return line_end + 1
+        line_end = line_start - 1
+    return 0
+
+
+_TICK_RUN = re.compile(r"`+")
+
+
+def _paragraph_code_spans(text: str, start: int, end: int) -> list[int] | None:
+    """The code span contents of ``text[start:end]`` (whole lines up to a blank line), flat, when
+    every backtick run pairs within its own line, so no span crosses a line or a block boundary;
+    None when a run may be anything else: unmatched in its line, escaped, or in a link reference
+    definition, whose destination and title hold no code."""
+    if text.find("`", start, end) < 0:
+        return []
+    if text.find("\\`", start, end) >= 0 or text.find("]:", start, end) >= 0:
+        return None
+    spans: list[int] = []
+    line_start = start
+    while line_start < end:
+        line_end = text.find("\n", line_start, end)
+        if line_end < 0:
+            line_end = end
+        if text.find("`", line_start, line_end) >= 0:
+            runs = [(run.start(), run.end()) for run in _TICK_RUN.finditer(text, line_start, line_end)]
+            i = 0
+            while i < len(runs):
+                opener_start, opener_end = runs[i]
+                width = opener_end - opener_start
+                for j in range(i + 1, len(runs)):
+                    if runs[j][1] - runs[j][0] == width:
+                        break
+                else:
+                    return None
+                if runs[j][0] > opener_end:
+                    spans.extend((opener_end, runs[j][0]))
+                i = j + 1
+        line_start = line_end + 1
+    return spans
+
+
+def _blank_spans(text: str, spans: list[int]) -> str:
+    pieces = []
+    copied = 0
+    ends = iter(spans)
+    for s, e in zip(ends, ends):
+        pieces.append(text[copied:s])
+        pieces.append(" " * (e - s))
+        copied = e
+    pieces.append(text[copied:])
+    return "".join(pieces)
+
+
+# An inline link's destination closing on its line with no title, nesting, escape or backtick.
+_PLAIN_DESTINATION = re.compile(r"\]\([^\s\\()`<]*\)")
+
+
+def _destinations_clear(text: str, limit: int) -> bool:
+    """Whether no backtick can be part of a link destination or title (there it is no code span).
+
+    ``text`` has the code spans blanked: a ``](`` left is a possible link; its destination is
+    plain up to its ``)``, or else (a title, nesting, escapes, a line break) no backtick may
+    follow it in its paragraph."""
+    pos = text.find("](", 0, limit)
+    while pos >= 0:
+        if _PLAIN_DESTINATION.match(text, pos) is None:
+            blank = _BLANK_LINE.search(text, pos)
+            if text.find("`", pos, len(text) if blank is None else blank.start()) >= 0:
                 return False
-            after = body.find("`", end)  # a span across the line closes after it, with no blank line between
-            if after >= 0 and _BLANK_LINE.search(body, end, after) is None:
-                return False
-        pos = body.find("](", end)
+        pos = text.find("](", pos + 2, limit)
     return True
+
+
+# A line that may open a list item or a block quote (loosely: thematic breaks match too).
+_CONTAINER_START = re.compile(r"^ {0,3}(?:>|(?:[-+*]|[0-9]{1,9}[.)])(?:[ \t]|$))", re.M)
+_CONTAINER_PREFIX = frozenset(" \t>*+-.)0123456789")
+_LONE_CR = re.compile(r"\r(?!\n)")
+
+
+def fences_blanked(body: str) -> tuple[str, int]:
+    """(``body`` with every fenced code block outside any container blanked, ``limit``).
+
+    CommonMark's fence rules: an opening run of three or more backticks or tildes indented by
+    at most three spaces, a backtick run's info string holding no backtick; the block runs to a
+    closing run of the same character, at least as long, indented by at most three spaces and
+    followed by spaces or tabs only, or to the end of the document. Blanking keeps line breaks,
+    as the prose's mask does. A fence is taken only when no container can be open around it
+    (unindented, or no list item or quote marker before it) and no line before it, since the
+    last fence, starts with ``<`` (an HTML block could hold it); from the first line where that
+    is uncertain (such a fence, a fence run after container markers or deeper indentation, a
+    lone CR), ``limit`` says the body is not known.
+    """
+    size = len(body)
+    limit = size
+    if "\r" in body:
+        lone_cr = _LONE_CR.search(body)
+        if lone_cr is not None:
+            limit = lone_cr.start()
+    container_at = -1  # the first line that may open a container, looked for when needed
+    pieces: list[str] = []
+    copied = 0  # body[:copied] is in pieces
+    pos = 0
+    ticks_at, tildes_at = body.find("```", 0, limit), body.find("~~~", 0, limit)
+    while True:
+        if 0 <= ticks_at < pos:
+            ticks_at = body.find("```", pos, limit)
+        if 0 <= tildes_at < pos:
+            tildes_at = body.find("~~~", pos, limit)
+        at = ticks_at if tildes_at < 0 or 0 <= ticks_at < tildes_at else tildes_at
+        if at < 0 or at >= limit:
+            break
+        line_start = body.rfind("\n", 0, at) + 1
+        line_end = body.find("\n", at)
+        if line_end < 0:
+            line_end = size
+        indent = at - line_start
+        prefix = body[line_start:at]
+        if indent > 3 or prefix.strip(" "):
+            if _CONTAINER_PREFIX.issuperset(prefix):  # a fence in a container, or indented code
+                limit = line_start
+                break
+            pos = line_end  # inside a line of text: a code span's backticks at most
+            continue
+        if indent:
+            if container_at < 0:
+                container = _CONTAINER_START.search(body)
+                container_at = size if container is None else container.start()
+            if container_at < line_start:
+                limit = line_start
+                break
+        if _html_block_may_open(body, copied, line_start):
+            limit = line_start
+            break
+        char = body[at]
+        width = _run_width(body, at, char)
+        if char == "`" and body.find("`", at + width, line_end) >= 0:
+            pos = line_end  # not a fence: an info string never holds a backtick
+            continue
+        close_end = _closing_fence_end(body, char, width, line_end + 1, limit)
+        if close_end < 0:
+            if limit < size:  # unclosed before an unknown part
+                limit = line_start
+                break
+            close_end = size
+        pieces.append(body[copied:line_start])
+        pieces.append(_blank_lines(body[line_start:close_end]))
+        copied = pos = close_end
+        if pos >= size:
+            break
+    if not pieces:
+        return body, limit
+    pieces.append(body[copied:])
+    return "".join(pieces), limit
+
+
+def _html_block_may_open(body: str, start: int, end: int) -> bool:
+    """Whether a line within ``body[start:end]`` starts with ``<`` (after container markers)."""
+    at = body.find("<", start, end)
+    while at >= 0:
+        line_start = body.rfind("\n", 0, at) + 1
+        if _CONTAINER_PREFIX.issuperset(body[line_start:at]):
+            return True
+        at = body.find("<", at + 1, end)
+    return False
+
+
+def _closing_fence_end(body: str, char: str, width: int, start: int, limit: int) -> int:
+    """The end of the first line from ``start`` closing a fence of ``width`` ``char``s (not past
+    ``limit``), or -1."""
+    mark = char * 3
+    at = body.find(mark, start, limit)
+    while at >= 0:
+        line_start = body.rfind("\n", 0, at) + 1
+        line_end = body.find("\n", at)
+        if line_end < 0:
+            line_end = len(body)
+        if line_end > limit:
+            return -1
+        if at - line_start <= 3 and not body[line_start:at].strip(" "):
+            run = _run_width(body, at, char)
+            if run >= width and not body[at + run:line_end].strip(" \t\r"):
+                return line_end
+        at = body.find(mark, line_end, limit)
+    return -1
+
+
+def _blank_lines(text: str) -> str:
+    """``text`` with every character but LF and CR turned into a space."""
+    return "\n".join(" " * (len(line) - 1) + "\r" if line.endswith("\r") else " " * len(line)
+                     for line in text.split("\n"))
+
+
+def _run_width(text: str, at: int, char: str) -> int:
+    end = at
+    size = len(text)
+    while end < size and text[end] == char:
+        end += 1
+    return end - at
 
 
 _BLANK = bytes(0x20 if b not in (0x0A, 0x0D) else b for b in range(256))

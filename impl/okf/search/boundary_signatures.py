@@ -51,11 +51,15 @@ def _sign_chunk(out: np.ndarray, bodies: Sequence[bytes]) -> None:
     # centred on a join, and one ending or starting at a join sets the same bit whatever the neighbour
     data = np.frombuffer(_JOIN + _JOIN.join(bodies) + _JOIN, dtype=np.uint8)
     lengths = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
-    starts = np.cumsum(lengths + 1) - lengths  # each body after its leading join byte
+    # the row of every byte (a join byte counts with the body after it; the last one with none)
+    row_of = np.repeat(np.arange(len(bodies) + 1, dtype=np.int16), np.append(lengths + 1, 1))
     middle = np.flatnonzero(_IS_SEPARATOR[data[1:-1]]) + 1
-    rows = np.searchsorted(starts, middle, side="right") - 1
+    rows = row_of[middle]
     hashes = _hashes(data[middle - 1], data[middle], data[middle + 1])
-    np.bitwise_or.at(out, (rows, hashes >> np.uint32(3)), (np.uint8(128) >> (hashes & np.uint32(7)).astype(np.uint8)))
+    # bit ``h`` of a row is bit ``128 >> (h % 8)`` of its byte ``h // 8``: packbits' big-endian order
+    bits = np.zeros((len(bodies), BITS), dtype=bool)
+    bits[rows, hashes] = True
+    out |= np.packbits(bits, axis=1)
 
 
 def query_bits(needle: bytes) -> list[tuple[int, int]]:

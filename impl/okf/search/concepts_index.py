@@ -30,7 +30,7 @@ are copied and their postings renumbered; only new or changed concepts are folde
 from __future__ import annotations
 
 import bisect
-from itertools import compress, repeat
+from itertools import accumulate, compress, repeat
 from dataclasses import dataclass
 from typing import Any, Callable, Sequence
 
@@ -59,12 +59,11 @@ class _Blob:
 
     @classmethod
     def of(cls, values: Sequence[tuple[int, bytes]]) -> "_Blob":
-        starts, owners, pos = [], [], 0
-        for owner, value in values:
-            starts.append(pos)
-            owners.append(owner)
-            pos += len(value) + 1
-        return cls(_SEP.join(v for _, v in values), starts, owners)
+        owners = [owner for owner, _ in values]
+        texts = [value for _, value in values]
+        # each value starts one byte (the NUL) past the end of the one before
+        starts = list(accumulate(map(len, texts), lambda pos, size: pos + size + 1, initial=0))[:-1]
+        return cls(_SEP.join(texts), starts, owners)
 
     def owners_matching(self, needle: bytes) -> set[int]:
         found: set[int] = set()
@@ -113,7 +112,7 @@ class ConceptSearchIndex:
         for row, body in enumerate(bodies):
             builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
         postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, bodies, postings, boundary_signatures.sign(bodies), [])
+        self._assemble([cid for cid, _ in entries], small, bodies, postings, None, [])
 
     @classmethod
     def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
@@ -122,7 +121,7 @@ class ConceptSearchIndex:
         return index
 
     def _assemble(self, ids: list[str], small: list, bodies: list, postings: list[TokenPostings],
-                  boundaries: np.ndarray, concepts: list) -> None:
+                  boundaries: np.ndarray | None, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
         # snapshot's concepts are), sorting row numbers is sorting IDs; else ``position`` maps
@@ -137,7 +136,9 @@ class ConceptSearchIndex:
         # per row its folded body, or None: derived from ``concepts[row]`` (:func:`_kept_body`)
         self.bodies = bodies
         self.postings = postings  # per field kind, in ``_FIELDS`` order
-        self.boundaries = boundaries  # per body: its separator-centred trigrams (boundary_signatures)
+        # per body: its separator-centred trigrams (boundary_signatures), or None until a query
+        # first needs them (:attr:`boundaries`)
+        self._boundaries = boundaries
         self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
         self.fields = {
             "id": _Blob.of([(i, row[0]) for i, row in enumerate(small)]),
@@ -145,6 +146,19 @@ class ConceptSearchIndex:
             "description": _Blob.of([(i, row[2]) for i, row in enumerate(small) if row[2]]),
             "tags": _Blob.of([(i, t) for i, row in enumerate(small) for t in row[3]]),
         }
+
+    @property
+    def boundaries(self) -> np.ndarray:
+        """The bodies' signatures, made at the first query that narrows candidate bodies with
+        them (one with a separator): a single-word query never reads them, so a cold first
+        search does not pay for them. Two threads may both make them: the same array."""
+        boundaries = self._boundaries
+        if boundaries is None:
+            boundaries = self._boundaries = boundary_signatures.sign([self.body(row) for row in range(len(self.ids))])
+        return boundaries
+
+    def boundaries_made(self) -> bool:
+        return self._boundaries is not None
 
     def nbytes(self) -> int:
         """About the memory this index holds (postings, bodies and the field blobs)."""
@@ -154,7 +168,9 @@ class ConceptSearchIndex:
         """About the memory of each part: the postings of the bodies and of the short fields, the
         folded bodies, the short fields' blobs."""
         blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
-        return {"body_postings": self.postings[-1].nbytes(), "body_boundaries": self.boundaries.nbytes,
+        boundaries = self._boundaries
+        return {"body_postings": self.postings[-1].nbytes(),
+                "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
                 "bodies": sum(len(b) for b in self.bodies if b is not None), "fields": blobs}
 
@@ -199,7 +215,8 @@ class ConceptSearchIndex:
         if candidates.exact:
             field[rows_to_check] = len(_FIELDS)
             return
-        rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
+        if boundary_signatures.query_bits(needle):  # else the signatures cannot narrow anything
+            rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
         body, contains = self.body, bytes.__contains__
         for start in range(0, len(rows_to_check), 4096):
             check_cancelled()
@@ -268,6 +285,8 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
     ids, small, bodies, concepts = [], [], [], []
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
+    # fresh rows' signatures are made now only when the previous index has made its own
+    signed = previous is not None and previous.boundaries_made()
     copy_from, copy_to, fresh_rows, fresh_small, fresh_bodies = [], [], [], [], []
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
@@ -279,23 +298,34 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             copy_from.append(j)
             copy_to.append(row)
         else:
-            fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, concept.body)
-            small.append(_small(fields))
-            folded = _stored_body(fields.body)
-            bodies.append(_kept_body(folded, concept))
+            raw_body = concept.body_bytes
+            if raw_body.isascii():  # folding is lowering ASCII letters: no decode, no second copy kept
+                fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, "")
+                small.append(_small(fields))
+                folded = raw_body.lower()
+                bodies.append(None)
+            else:
+                fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags,
+                                              concept.body)
+                small.append(_small(fields))
+                folded = _stored_body(fields.body)
+                bodies.append(_kept_body(folded, concept))
             builders[-1].add(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
             fresh_small.append(small[-1])
-            fresh_bodies.append(folded)
+            if signed:
+                fresh_bodies.append(folded)
         ids.append(cid)
         concepts.append(concept)
     _add_short_fields(builders, fresh_rows, fresh_small)
     postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
-    boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
-    boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
-    if copy_from:
-        assert previous is not None  # rows are copied only from a previous index
-        boundaries[copy_to] = previous.boundaries[copy_from]
+    boundaries = None
+    if signed:
+        assert previous is not None
+        boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
+        boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
+        if copy_from:
+            boundaries[copy_to] = previous.boundaries[copy_from]
     index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index
