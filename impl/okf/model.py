@@ -19,7 +19,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterator, Mapping
+from typing import Any, Iterator, Mapping, cast
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
@@ -341,7 +341,8 @@ class Snapshot:
         for document in holding:
             document.release_bytes()
 
-    def replaced(self, files: Mapping[str, bytes], documents: dict[str, Document]) -> "Snapshot":
+    def replaced(self, files: Mapping[str, bytes] | Mapping[str, CapturedFile], documents: dict[str, Document]
+                 ) -> "Snapshot":
         """This snapshot with the bytes of some of its files, and the parses of those that are
         documents, replaced. The file set is the same, so every order is kept: a change costs
         the changed files, not a re-sort of the bundle."""
@@ -350,7 +351,7 @@ class Snapshot:
         if isinstance(self.files, CapturedFiles):
             new.files = self.files.replaced({p: self.files_record(files, p) for p in files})
         else:
-            new.files = {**self.files, **files}
+            new.files = {**self.files, **cast("Mapping[str, bytes]", files)}
         new.documents = {**self.documents, **documents}
         new.indexes = {p: documents.get(p, d) for p, d in self.indexes.items()}
         new.logs = {p: documents.get(p, d) for p, d in self.logs.items()}

@@ -117,6 +117,7 @@ class ParkedAnswers:
         content = [c.model_copy(update={"text": TEXT_MARK + slot(c.text)}) if isinstance(c, types.TextContent) else c
                    for c in result.content]
         written = _written_structured(result, ascii_only)
+        structured: dict[str, str] | None
         if written is not None:
             slots.append([written])
             structured = {PARKED_KEY: f"{token}:{len(slots) - 1}"}

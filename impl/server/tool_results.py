@@ -69,11 +69,12 @@ def wrapped_json_text(structured: dict[str, Any], wrap: str, encoder: str) -> tu
 
 def success_result(structured: dict[str, Any], text: str, structured_json: str | None = None) -> types.CallToolResult:
     """The success result; ``structured_json``: ``structured`` already encoded (compact, non-ASCII kept)."""
-    result = EncodedToolResult if structured_json is not None else types.CallToolResult
-    made = result(content=[types.TextContent(type="text", text=text)], structured_content=structured, is_error=False)
-    if structured_json is not None:
-        made._structured_json = structured_json
-    return made
+    content: list[types.ContentBlock] = [types.TextContent(type="text", text=text)]
+    if structured_json is None:
+        return types.CallToolResult(content=content, structured_content=structured, is_error=False)
+    encoded = EncodedToolResult(content=content, structured_content=structured, is_error=False)
+    encoded._structured_json = structured_json
+    return encoded
 
 
 def _redacted_or_empty(text: str) -> str:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from array import array
-from typing import Any, NamedTuple
+from typing import Any, Callable, NamedTuple
 
 import pyromark
 
@@ -55,24 +55,12 @@ class FootnoteDef(NamedTuple):
     line: int
 
 
-class BodySlice:
-    """A body kept as its byte range in the file's bytes, decoded on each use (no second copy)."""
-
-    __slots__ = ("raw", "start", "end")
-
-    def __init__(self, raw: bytes, start: int, end: int) -> None:
-        self.raw, self.start, self.end = raw, start, end
-
-    def __call__(self) -> str:
-        return self.raw[self.start:self.end].decode("utf-8") if self.end > self.start else ""
-
-
 class BodyAnalysis:
     """Everything the read side derives from a body's Markdown structure.
 
     Kept per document for the life of a snapshot, so it holds only the small results (links,
     footnotes, fences, heading ranges, the masked spans); the body comes from ``source`` (the
-    text itself, or a :class:`BodySlice` of the file's bytes) and the prose is rebuilt from the
+    text itself, or a callable that cuts it from the document's file on each use) and the prose is rebuilt from the
     masked spans when asked. ``headings`` are built on first use from the heading ranges
     recorded during the parse (link-only consumers such as neighbours never pay for heading IDs).
     """
@@ -80,7 +68,7 @@ class BodyAnalysis:
     __slots__ = ("_source", "first_line", "_heading_state", "_link_targets", "_link_lines", "footnote_refs",
                  "footnote_defs", "mask", "fences")
 
-    def __init__(self, source: "str | BodySlice" = "", first_line: int = 1,
+    def __init__(self, source: "str | Callable[[], str]" = "", first_line: int = 1,
                  heading_ranges: "tuple[array, list[str]] | None" = None, mask: "array | None" = None,
                  fences: list | None = None) -> None:
         self._source = source
@@ -240,7 +228,7 @@ def _fence_closed(data: bytes, start: int, end: int) -> bool:
     return crun >= run and stripped[crun:].strip() == b""
 
 
-def analyse_body(body: str, body_start_line: int = 1, source: BodySlice | None = None) -> BodyAnalysis:
+def analyse_body(body: str, body_start_line: int = 1, source: Callable[[], str] | None = None) -> BodyAnalysis:
     """Parse ``body`` once with pyromark and derive headings, prose mask, links and footnotes.
 
     ``source``: where the analysis reads the body again later (default: ``body`` itself)."""

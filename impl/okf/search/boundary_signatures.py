@@ -32,7 +32,7 @@ def _hashes(before: np.ndarray, middle: np.ndarray, after: np.ndarray) -> np.nda
     return (codes * _GOLDEN) >> _SHIFT
 
 
-def sign(bodies: Sequence[bytes]) -> np.ndarray:
+def sign(bodies: Sequence[bytes | memoryview]) -> np.ndarray:
     """The signatures of ``bodies``: one row of ``BITS // 8`` bytes each."""
     out = np.zeros((len(bodies), BITS // 8), dtype=np.uint8)
     first = 0
@@ -46,7 +46,7 @@ def sign(bodies: Sequence[bytes]) -> np.ndarray:
     return out
 
 
-def _sign_chunk(out: np.ndarray, bodies: Sequence[bytes]) -> None:
+def _sign_chunk(out: np.ndarray, bodies: Sequence[bytes | memoryview]) -> None:
     # each body between two bytes that are no separator (and never in UTF-8): no trigram is
     # centred on a join, and one ending or starting at a join sets the same bit whatever the neighbour
     data = np.frombuffer(_JOIN + _JOIN.join(bodies) + _JOIN, dtype=np.uint8)

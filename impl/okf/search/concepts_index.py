@@ -17,10 +17,10 @@ substring containment, best field wins. The speed-ups, none of which changes an 
 
 Substring search on UTF-8 bytes is exact for code-point substrings (UTF-8 is self-synchronising),
 and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 bytes a character).
-An index built from a snapshot keeps a folded body only when it differs from the concept's own
-body bytes with ASCII letters lowered (``bytes.lower``): almost every body folds to exactly that
-(databricks-okf: all but 2 of 5,676, which saves 28 MiB), so the candidates a query verifies are
-re-derived from the concept's captured bytes (re-read from its file, verified).
+An index keeps every folded body: the snapshot holds no file bytes (only their identities), so a
+body derived at query time would be a disk read, a hash check and a fold per candidate; that
+made several-word queries at 50k concepts 2-3x slower (p95 0.3 -> 0.8 s) to save the bodies'
+bytes (28 MiB on databricks-okf).
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
@@ -32,7 +32,7 @@ from __future__ import annotations
 import bisect
 from itertools import accumulate, compress, repeat
 from dataclasses import dataclass
-from typing import Any, Callable, Sequence
+from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
 
@@ -76,6 +76,39 @@ class _Blob:
         return found
 
 
+class _Bodies:
+    """Every row's folded body in one buffer: one allocation the allocator can hand back whole,
+    not one per body scattered among the heap's other objects (which kept freed pages pinned)."""
+
+    def __init__(self, bodies: Sequence[bytes | memoryview]) -> None:
+        self.data = b"".join(bodies)
+        self.offsets = np.zeros(len(bodies) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies)), out=self.offsets[1:])
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __getitem__(self, row: int) -> bytes:
+        return self.data[self.offsets[row]:self.offsets[row + 1]]
+
+    def __iter__(self) -> Iterator[bytes]:
+        return (self[row] for row in range(len(self)))
+
+    def view(self, row: int) -> memoryview:
+        """Row ``row``'s body without a copy."""
+        return memoryview(self.data)[self.offsets[row]:self.offsets[row + 1]]
+
+    def views(self) -> list[memoryview]:
+        whole, bounds = memoryview(self.data), self.offsets.tolist()
+        return [whole[start:end] for start, end in zip(bounds, bounds[1:])]
+
+    def holding(self, rows: np.ndarray, needle: bytes) -> list[int]:
+        """The ``rows`` whose body holds ``needle`` (one C-level search of each body's range)."""
+        find = self.data.find
+        starts, ends = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist()
+        return [row for row, start, end in zip(rows.tolist(), starts, ends) if find(needle, start, end) >= 0]
+
+
 def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
     return (f.id.encode(), f.title.encode(), f.description.encode(), tuple(t.encode() for t in f.tags))
 
@@ -83,12 +116,6 @@ def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]
 def _stored_body(folded: str) -> bytes:
     """The folded body as searched: its UTF-8 bytes (one byte a character when ASCII)."""
     return folded.encode("utf-8", "surrogatepass")
-
-
-def _kept_body(folded: bytes, concept: Any) -> bytes | None:
-    """``folded``, or None when the concept's body bytes with ASCII letters lowered are the very
-    same bytes (the searched text is then derived from the concept at query time)."""
-    return None if folded == concept.body_bytes.lower() else folded
 
 
 def _add_short_fields(builders: list[PostingsBuilder], rows: list[int], small: list) -> None:
@@ -120,7 +147,7 @@ class ConceptSearchIndex:
         index._assemble(ids, small, bodies, postings, boundaries, concepts)
         return index
 
-    def _assemble(self, ids: list[str], small: list, bodies: list, postings: list[TokenPostings],
+    def _assemble(self, ids: list[str], small: list, bodies: Sequence[bytes | memoryview], postings: list[TokenPostings],
                   boundaries: np.ndarray | None, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
@@ -133,8 +160,7 @@ class ConceptSearchIndex:
             self.position = np.empty(len(ids), dtype=np.intp)
             self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
         self.small = small
-        # per row its folded body, or None: derived from ``concepts[row]`` (:func:`_kept_body`)
-        self.bodies = bodies
+        self.bodies = _Bodies(bodies)  # per row its folded body (UTF-8 bytes)
         self.postings = postings  # per field kind, in ``_FIELDS`` order
         # per body: its separator-centred trigrams (boundary_signatures), or None until a query
         # first needs them (:attr:`boundaries`)
@@ -154,7 +180,7 @@ class ConceptSearchIndex:
         search does not pay for them. Two threads may both make them: the same array."""
         boundaries = self._boundaries
         if boundaries is None:
-            boundaries = self._boundaries = boundary_signatures.sign([self.body(row) for row in range(len(self.ids))])
+            boundaries = self._boundaries = boundary_signatures.sign(self.bodies.views())
         return boundaries
 
     def boundaries_made(self) -> bool:
@@ -172,12 +198,11 @@ class ConceptSearchIndex:
         return {"body_postings": self.postings[-1].nbytes(),
                 "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
-                "bodies": sum(len(b) for b in self.bodies if b is not None), "fields": blobs}
+                "bodies": len(self.bodies.data) + self.bodies.offsets.nbytes, "fields": blobs}
 
     def body(self, row: int) -> bytes:
         """The folded body of ``row`` as searched (UTF-8 bytes)."""
-        kept = self.bodies[row]
-        return self.concepts[row].body_bytes.lower() if kept is None else kept
+        return self.bodies[row]
 
     def search(self, folded_query: str, limit: int, check_cancelled: Callable[[], None] = lambda: None) -> SearchResult:
         needle = folded_query.encode("utf-8", "surrogatepass")
@@ -217,13 +242,9 @@ class ConceptSearchIndex:
             return
         if boundary_signatures.query_bits(needle):  # else the signatures cannot narrow anything
             rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
-        body, contains = self.body, bytes.__contains__
         for start in range(0, len(rows_to_check), 4096):
             check_cancelled()
-            rows = rows_to_check[start:start + 4096].tolist()
-            # ``needle in body(row)`` for each row, the matching rows kept
-            found = list(compress(rows, map(contains, map(body, rows), repeat(needle))))
-            field[found] = len(_FIELDS)
+            field[self.bodies.holding(rows_to_check[start:start + 4096], needle)] = len(_FIELDS)
 
     def _page(self, field: np.ndarray, limit: int) -> SearchResult:
         """The first ``limit`` hits in (field rank, ID) order and the total; rows are taken in
@@ -294,22 +315,21 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         j = position.get(id(concept))
         if j is not None and previous is not None and previous.concepts[j] is concept:
             small.append(previous.small[j])
-            bodies.append(previous.bodies[j])
+            bodies.append(previous.bodies.view(j))
             copy_from.append(j)
             copy_to.append(row)
         else:
             raw_body = concept.body_bytes
-            if raw_body.isascii():  # folding is lowering ASCII letters: no decode, no second copy kept
+            if raw_body.isascii():  # folding is lowering ASCII letters: no decode
                 fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, "")
                 small.append(_small(fields))
                 folded = raw_body.lower()
-                bodies.append(None)
             else:
                 fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags,
                                               concept.body)
                 small.append(_small(fields))
                 folded = _stored_body(fields.body)
-                bodies.append(_kept_body(folded, concept))
+            bodies.append(folded)
             builders[-1].add(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
             fresh_small.append(small[-1])

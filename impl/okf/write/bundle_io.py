@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Callable, Iterator, TypeVar
+from typing import Callable, Iterator, Mapping, TypeVar
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle.captured_files import FileChanged
@@ -47,7 +47,7 @@ def finish_interrupted(root_fd: int) -> None:
 
 
 def capture(root_fd: int, bundle_path: str | None = None,
-            check: Callable[[], None] | None = None) -> tuple[dict[str, bytes], str]:
+            check: Callable[[], None] | None = None) -> tuple[Mapping[str, bytes], str]:
     """Read-only capture (links skipped, ``.okf`` ignored) and its revision; never a
     half-published commit, so a preview never plans against a state that did not exist.
 
@@ -70,7 +70,7 @@ def capture(root_fd: int, bundle_path: str | None = None,
 
 
 def locked_capture(root_fd: int, bundle_path: str, check: Callable[[], None] | None = None
-                   ) -> tuple[dict[str, bytes], str]:
+                   ) -> tuple[Mapping[str, bytes], str]:
     """The store's strict capture under the writers' lock (a symbolic link is corruption): the
     cached snapshot when it can vouch for the tree, else the strict walk."""
     found = cached_capture(root_fd, bundle_path, check, strict=True, locked=True)
@@ -90,7 +90,7 @@ class _Cancellation:
 
 
 def cached_capture(root_fd: int, bundle_path: str, check: Callable[[], None] | None, *, strict: bool,
-                   locked: bool) -> tuple[dict[str, bytes], str] | None:
+                   locked: bool) -> tuple[Mapping[str, bytes], str] | None:
     """The files of the read side's snapshot of the pinned root (revalidated through its
     inotify watch, so an unchanged bundle is not read again) and their revision, from the
     root's revision index (only changed files are hashed again).

@@ -14,6 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
+from typing import Mapping
 
 from ruamel.yaml.nodes import MappingNode
 
@@ -213,7 +214,7 @@ def _split(path: str, raw: bytes, out: Outcome) -> Document | None:
         return None
 
 
-def plan_migration(files: dict[str, bytes], inp: MigrationInput) -> Outcome:
+def plan_migration(files: Mapping[str, bytes], inp: MigrationInput) -> Outcome:
     out = Outcome()
     docs: dict[str, Document] = {}
     mapped = {m["path"]: m["entries"] for m in inp.citations}
@@ -273,7 +274,7 @@ def plan_migration(files: dict[str, bytes], inp: MigrationInput) -> Outcome:
     return out
 
 
-def build_proof(files: dict[str, bytes], out: Outcome, cs: ChangeSet, res_digest: str) -> dict:
+def build_proof(files: Mapping[str, bytes], out: Outcome, cs: ChangeSet, res_digest: str) -> dict:
     post = dict(files)
     post.update(out.writes)
     paths = sorted(out.writes, key=_B)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 import hashlib
 import re
-from typing import Any
+from typing import Any, Mapping
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.write.document import DocumentError, split_document
@@ -27,7 +27,7 @@ def _unsupported(message: str) -> ToolError:
         "spec_ref": "", "policy_failure": False}])
 
 
-def declaration(files: dict[str, bytes]) -> dict[str, Any]:
+def declaration(files: Mapping[str, bytes]) -> dict[str, Any]:
     from knowspec.impl.okf.model import document_for
     from knowspec.impl.okf.bundle.version import resolve_version
 
@@ -49,7 +49,7 @@ def citations_heading_spans(body_offset: int, body: str) -> list[tuple[int, int]
     return spans
 
 
-def probe_candidates(files: dict[str, bytes]) -> list[dict]:
+def probe_candidates(files: Mapping[str, bytes]) -> list[dict]:
     """Legacy evidence: concept ``timestamp`` keys and ``# Citations`` sections."""
     out = []
     for path in sorted(files, key=lambda p: p.encode("utf-8")):
@@ -72,7 +72,7 @@ def probe_candidates(files: dict[str, bytes]) -> list[dict]:
     return out
 
 
-def resolve_source(files: dict[str, bytes], selector: str) -> dict[str, Any]:
+def resolve_source(files: Mapping[str, bytes], selector: str) -> dict[str, Any]:
     decl = declaration(files)
     present, valid = bool(decl["present"]), bool(decl["valid"])
     raw = decl["raw"] if isinstance(decl.get("raw"), str) else ""

@@ -11,7 +11,7 @@ preview and its apply (or successive edits) do not re-parse an unchanged bundle.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
@@ -53,7 +53,7 @@ def _reject(code: str, message: str, path: str = "") -> PlanRejected:
 
 @dataclass
 class _Overlay:
-    files: dict[str, bytes]
+    files: Mapping[str, bytes]
     docs: dict[str, Document | None]
 
     def load(self, path: str) -> Document | None:
@@ -102,7 +102,7 @@ def _findings(key: tuple, compute: Callable[[], list[dict]]) -> list[dict]:
     return process.current().cache("okf.write.findings", max_entries=FINDINGS_LIMIT).get(key, None, compute)
 
 
-def _snapshot(files: dict[str, bytes]):
+def _snapshot(files: Mapping[str, bytes]):
     from knowspec.impl.okf.model import Snapshot
 
     return Snapshot("", files, {p: parsed_document(p, b) for p, b in files.items() if p.endswith(".md")})
@@ -112,7 +112,7 @@ def _finding(d: dict) -> tuple:
     return (d["file"], d["code"], d["field"], d["message"])
 
 
-def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile: str = TEMPORAL_PROFILE_DATE,
+def staged_validation(files: Mapping[str, bytes], writes: dict[str, bytes], profile: str = TEMPORAL_PROFILE_DATE,
                       check: Callable[[], None] = lambda: None, *, links: bool = True,
                       revisions: tuple[str, str] | None = None) -> tuple[list[dict], list[dict]]:
     """(blocking, advisory) findings of the read side's strict 0.2 validator over the whole
@@ -133,7 +133,7 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
     ctx = _Cancellation(check)
     options = {"strict": True, "check_links": links, "check_orphans": links, "selector": "0.2", "profile": profile}
 
-    def report(bundle: dict[str, bytes]) -> list[dict]:
+    def report(bundle: Mapping[str, bytes]) -> list[dict]:
         snapshot = _snapshot(bundle)
         return _findings((snapshot.revision, profile, links),
                                lambda: validate_snapshot(snapshot, ctx, **options).diagnostics)
@@ -157,7 +157,7 @@ def staged_validation(files: dict[str, bytes], writes: dict[str, bytes], profile
     return blocking, advisory
 
 
-def _incremental(files: dict[str, bytes], writes: dict[str, bytes], profile: str, ctx,
+def _incremental(files: Mapping[str, bytes], writes: dict[str, bytes], profile: str, ctx,
                  revisions: tuple[str, str]) -> tuple[list[dict], list[dict]] | None:
     """The no-links staged validation from the base's per-document findings (kept per base
     revision, and the staged bundle's kept under its own for the apply and the next edit); None
@@ -191,7 +191,7 @@ class _Cancellation:
         self._check()
 
 
-def plan_change_set(files: dict[str, bytes], cs: ChangeSet, request_digest: str,
+def plan_change_set(files: Mapping[str, bytes], cs: ChangeSet, request_digest: str,
                     profile: str = TEMPORAL_PROFILE_DATE) -> Plan:
     """Apply ``cs`` to the snapshot ``files`` (whose revision is ``cs.base_revision``)."""
     overlay = _Overlay(files, {})

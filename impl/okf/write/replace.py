@@ -7,7 +7,7 @@ a fresh snapshot and a conflict is retried twice before it is reported.
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from knowspec.generated.models.okf.write_concept_input_schema import WriteConceptInput
 from knowspec.impl.errors import ToolError, diagnostic
@@ -97,7 +97,7 @@ def _check_round_trip(data: bytes, fm: str) -> None:
                         diagnostics=[recovery_step("frontmatter", "Remove --- delimiter lines from the frontmatter.")])
 
 
-def _version_policy(files: dict[str, bytes]) -> tuple[str, str, str, str]:
+def _version_policy(files: Mapping[str, bytes]) -> tuple[str, str, str, str]:
     from knowspec.impl.okf.model import document_for
     from knowspec.impl.okf.bundle.version import resolve_version
 

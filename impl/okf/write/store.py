@@ -12,7 +12,7 @@ from __future__ import annotations
 import os
 import secrets
 from dataclasses import dataclass
-from typing import Callable
+from typing import Callable, Mapping
 
 from knowspec.impl.okf.write import journal, lock, receipts
 from knowspec.impl.okf.write.paths import is_revision_path
@@ -75,7 +75,7 @@ class Store:
         *,
         lease_timeout: float = lock.DEFAULT_LEASE_TIMEOUT,
         step_hook: Callable[[str], None] | None = None,
-        capture: Callable[[], tuple[dict[str, bytes], str]] | None = None,
+        capture: Callable[[], tuple[Mapping[str, bytes], str]] | None = None,
     ) -> None:
         """``capture``: the strict capture to use under the lock (files, revision); the walk by
         default, a cached one when the caller has it (``bundle_io.locked_capture``)."""
@@ -84,12 +84,12 @@ class Store:
         self._step = step_hook or (lambda _name: None)
         self._capture = capture or self._walk
 
-    def snapshot(self) -> tuple[dict[str, bytes], str]:
+    def snapshot(self) -> tuple[Mapping[str, bytes], str]:
         """Strict snapshot (links are corruption) after finishing any interrupted commit."""
         self.recover()
         return self._walk()
 
-    def _walk(self) -> tuple[dict[str, bytes], str]:
+    def _walk(self) -> tuple[Mapping[str, bytes], str]:
         files = capture_files(self.root_fd, strict=True)
         return files, revision_of(files)
 

@@ -8,7 +8,7 @@ failure is success.
 
 from __future__ import annotations
 
-from typing import Callable
+from typing import Callable, Mapping
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.write import lock
@@ -38,7 +38,7 @@ def commit_or_raise(
     mismatch: Callable[[], Exception],
     step_hook: Callable[[str], None] | None = None,
     check_base: bool = True,
-    capture: Callable[[], tuple[dict[str, bytes], str]] | None = None,
+    capture: Callable[[], tuple[Mapping[str, bytes], str]] | None = None,
 ) -> Receipt:
     """Commit ``plan`` (None: replay-or-conflict only) and return the verified receipt."""
     store = Store(root_fd, step_hook=step_hook, capture=capture)

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
+from typing import Mapping
 
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -105,7 +106,7 @@ class TemporalPlan:
     writes: dict[str, bytes]
 
 
-def _concepts(files: dict[str, bytes]) -> dict[str, str]:
+def _concepts(files: Mapping[str, bytes]) -> dict[str, str]:
     out = {}
     for path in files:
         base = path.rsplit("/", 1)[-1]
@@ -124,7 +125,7 @@ def operations_from_mappings(mappings: list[dict]) -> tuple[dict, ...]:
                  for c in sorted(grouped, key=lambda c: c.encode("utf-8")))
 
 
-def plan_temporal(files: dict[str, bytes], mappings: list[dict]) -> TemporalPlan:
+def plan_temporal(files: Mapping[str, bytes], mappings: list[dict]) -> TemporalPlan:
     seen = set()
     for m in mappings:
         if not FIELD_PATH.match(m["path"]):
@@ -153,7 +154,7 @@ def plan_temporal(files: dict[str, bytes], mappings: list[dict]) -> TemporalPlan
     return TemporalPlan("ready", [], ops, rewrite(files, ops))
 
 
-def rewrite(files: dict[str, bytes], ops: tuple[dict, ...]) -> dict[str, bytes]:
+def rewrite(files: Mapping[str, bytes], ops: tuple[dict, ...]) -> dict[str, bytes]:
     """Replace only the date inside each mapped scalar token (quotes, tags, comments kept)."""
     concepts = _concepts(files)
     writes = {}

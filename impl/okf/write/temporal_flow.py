@@ -9,7 +9,7 @@ moved, lets the store replay an earlier identical commit) and commits with the
 
 from __future__ import annotations
 
-from typing import Any, Callable
+from typing import Any, Callable, Mapping
 
 from knowspec.generated.models.okf.apply_temporal_upgrade_input_schema import ApplyTemporalUpgradeInput
 from knowspec.generated.models.okf.preview_temporal_upgrade_input_schema import PreviewTemporalUpgradeInput
@@ -61,7 +61,7 @@ def _rejected(message: str, field: str, advice: str, *, retryable: bool = False)
     return ToolError("operation_rejected", message, retryable=retryable, diagnostics=[recovery_step(field, advice)])
 
 
-def _check_version(files: dict[str, bytes]) -> None:
+def _check_version(files: Mapping[str, bytes]) -> None:
     from knowspec.impl.okf.model import document_for
     from knowspec.impl.okf.bundle.version import resolve_version
 
@@ -71,7 +71,7 @@ def _check_version(files: dict[str, bytes]) -> None:
         raise TemporalError("bundle is not an OKF 0.2 bundle")
 
 
-def _plan(files: dict[str, bytes], base: str, data: dict) -> tuple[str, Plan | None, ChangeSet | None, list]:
+def _plan(files: Mapping[str, bytes], base: str, data: dict) -> tuple[str, Plan | None, ChangeSet | None, list]:
     _check_version(files)
     tp = plan_temporal(files, data["mappings"])
     if tp.status != "ready":
