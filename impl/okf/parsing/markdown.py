@@ -60,8 +60,8 @@ class BodyAnalysis:
 
     Kept per document for the life of a snapshot, so it holds only the small results (links,
     footnotes, fences, heading ranges, the masked spans); the body comes from ``source`` (the
-    text itself, or a callable that cuts it from the document's file on each use) and the prose is rebuilt from the
-    masked spans when asked. ``headings`` are built on first use from the heading ranges
+    text itself, or a callable that cuts it from the document's file on each use) and the
+    prose is rebuilt from the masked spans when asked. ``headings`` are built on first use from the heading ranges
     recorded during the parse (link-only consumers such as neighbours never pay for heading IDs).
     """
 
