@@ -151,7 +151,6 @@ class Document:
 
     @cached_property
     def markdown(self) -> BodyAnalysis:
-        start, end = self._spans[2], self._spans[3]
         with process.current().gc_paused():
             return analyse_body(self.body, self.body_start_line, source=_DocumentBody(self))
 
