@@ -55,6 +55,12 @@ class FootnoteDef(NamedTuple):
     line: int
 
 
+def _line_around(text: str, pos: int) -> tuple[int, int]:
+    """Start and end (before its newline) of the line holding ``pos``."""
+    end = text.find("\n", pos)
+    return text.rfind("\n", 0, pos) + 1, len(text) if end < 0 else end
+
+
 class BodyAnalysis:
     """Everything the read side derives from a body's Markdown structure.
 
@@ -384,10 +390,7 @@ def _clear_text(body: str) -> str | None:
         at = text.find("<", at + 1, stop)
     pos = text.find("](")
     while pos >= 0:
-        start = text.rfind("\n", 0, pos) + 1
-        end = text.find("\n", pos)
-        if end < 0:
-            end = len(text)
+        start, end = _line_around(text, pos)
         if end > limit:
             return None
         if text.find("    ", start, end) >= 0 or text.find("\t", start, end) >= 0:
@@ -566,10 +569,7 @@ def fences_blanked(body: str) -> tuple[str, int]:
         at = ticks_at if tildes_at < 0 or 0 <= ticks_at < tildes_at else tildes_at
         if at < 0 or at >= limit:
             break
-        line_start = body.rfind("\n", 0, at) + 1
-        line_end = body.find("\n", at)
-        if line_end < 0:
-            line_end = size
+        line_start, line_end = _line_around(body, at)
         indent = at - line_start
         prefix = body[line_start:at]
         if indent > 3 or prefix.strip(" "):
@@ -627,10 +627,7 @@ def _closing_fence_end(body: str, char: str, width: int, start: int, limit: int)
     mark = char * 3
     at = body.find(mark, start, limit)
     while at >= 0:
-        line_start = body.rfind("\n", 0, at) + 1
-        line_end = body.find("\n", at)
-        if line_end < 0:
-            line_end = len(body)
+        line_start, line_end = _line_around(body, at)
         if line_end > limit:
             return -1
         if at - line_start <= 3 and not body[line_start:at].strip(" "):
@@ -696,10 +693,7 @@ def _scan_links(prose: str, first_line: int, analysis: BodyAnalysis) -> None:
     pos = prose.find("](")
     line_no, counted = first_line, 0
     while pos >= 0:
-        start = prose.rfind("\n", 0, pos) + 1
-        end = prose.find("\n", pos)
-        if end < 0:
-            end = len(prose)
+        start, end = _line_around(prose, pos)
         line_no += prose.count("\n", counted, start)
         counted = start
         for target in scan_line_links(prose[start:end]):
