@@ -112,6 +112,8 @@ def cached_capture(root_fd: int, bundle_path: str, check: Callable[[], None] | N
     snapshot = found[0]
     # The captured files themselves (read when asked), not a copy: a copy would read them all.
     return snapshot.files, index_files(snapshot.files, snapshot.root, snapshot.derived_from).revision
+
+
 def has_private_dir(root_fd: int) -> bool:
     try:
         os.stat(journal.OKF_DIR, dir_fd=root_fd, follow_symlinks=False)
