@@ -36,10 +36,10 @@ class FileChanged(ToolError):
 
 
 def retried_on_file_change(handler: F) -> F:
-    """A read tool's handler, run again (from a new capture, which sees the change) when a file
-    changed on disk while the call was re-reading it: before, the call answered from the bytes
-    it held; now it answers from the new ones. After ``ANSWER_ATTEMPTS`` it fails as the
-    capture does when a file changes under it."""
+    """A read tool's handler (or a write's capture and plan), run again from a new capture,
+    which sees the change, when a file changed on disk while the call was re-reading it (e.g.
+    another writer committed). After ``ANSWER_ATTEMPTS`` it fails as the capture does when a
+    file changes under it."""
     @functools.wraps(handler)
     def answered(*args: Any, **kwargs: Any) -> Any:
         for attempt in range(ANSWER_ATTEMPTS):

@@ -9,10 +9,9 @@ from __future__ import annotations
 
 import os
 from contextlib import contextmanager
-from typing import Callable, Iterator, Mapping, TypeVar
+from typing import Callable, Iterator, Mapping
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.bundle.captured_files import FileChanged
 from knowspec.impl.okf.bundle.paths import check_bundle_path, pin_root
 from knowspec.impl.okf.write import journal, lock
 from knowspec.impl.okf.write.readers import consistent_read
@@ -120,20 +119,3 @@ def has_private_dir(root_fd: int) -> bool:
         return True
     except FileNotFoundError:
         return False
-
-
-T = TypeVar("T")
-PLAN_ATTEMPTS = 3
-
-
-def planned_on_fresh_capture(capture_and_plan: Callable[[], T]) -> T:
-    """``capture_and_plan()``, run again when a file changed on disk between the capture and the
-    plan's reading it (e.g. another writer committed): the captured files are re-read on demand
-    and never served as other bytes, and the next capture sees the change."""
-    for attempt in range(PLAN_ATTEMPTS):
-        try:
-            return capture_and_plan()
-        except FileChanged:
-            if attempt + 1 == PLAN_ATTEMPTS:
-                raise
-    raise AssertionError("unreachable")

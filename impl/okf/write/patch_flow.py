@@ -12,6 +12,7 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.okf.bundle.captured_files import retried_on_file_change
 from knowspec.impl.okf.read_errors import recovery_step
 from knowspec.impl.okf.write import bundle_io
 from knowspec.impl.okf.write.changeset import ChangeSet, patch_changeset_id, request_digest
@@ -40,6 +41,7 @@ def _rejection_diagnostics(exc: PlanRejected) -> list[dict]:
 
 
 def preview(req: PatchArgs, check: Check) -> dict[str, Any]:
+    @retried_on_file_change
     def capture_and_plan() -> tuple[str, str, Plan | PlanRejected]:
         with bundle_io.pinned(req.bundle_path) as root_fd:
             bundle_io.finish_interrupted(root_fd)
@@ -52,7 +54,7 @@ def preview(req: PatchArgs, check: Check) -> dict[str, Any]:
         except PlanRejected as exc:
             return base, digest, exc
 
-    base, digest, plan = bundle_io.planned_on_fresh_capture(capture_and_plan)
+    base, digest, plan = capture_and_plan()
     if isinstance(plan, PlanRejected):
         return {"status": "rejected", "base_revision": base, "result_revision": None,
                 "plan_digest": digest, "diff": "", "diff_truncated": False, "affected_paths": [],
@@ -100,6 +102,7 @@ def apply(req: PatchArgs, expected_revision: str, expected_digest: str, check: C
         bundle_io.finish_interrupted(root_fd)
         check()
 
+        @retried_on_file_change
         def capture_and_plan() -> tuple[str, Plan | PlanRejected | None]:
             files, live = bundle_io.capture(root_fd, req.bundle_path, check)
             if live != expected_revision:
@@ -109,7 +112,7 @@ def apply(req: PatchArgs, expected_revision: str, expected_digest: str, check: C
             except PlanRejected as exc:
                 return live, exc
 
-        live, plan = bundle_io.planned_on_fresh_capture(capture_and_plan)
+        live, plan = capture_and_plan()
         if isinstance(plan, PlanRejected):
             return {"status": "rejected", "base_revision": live, "result_revision": live,
                     "plan_digest": expected_digest, "changed_paths": [],
