@@ -118,6 +118,10 @@ class Document:
         if self._file is not None:
             self._raw = None
 
+    def holds_releasable_bytes(self) -> bool:
+        """Its bytes are in hand and could be re-read from its file."""
+        return self._raw is not None and self._file is not None
+
     def sha256(self) -> str:
         """Hex SHA-256 of the captured bytes (the kept digest when the file is attached)."""
         if self._file is not None:

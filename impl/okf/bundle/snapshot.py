@@ -471,7 +471,7 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
 
 def _in_hand(documents: dict[str, Document]) -> list[Document]:
     """The documents still holding the bytes they were parsed from (released by the next capture)."""
-    return [d for d in documents.values() if d._raw is not None and d._file is not None]
+    return [d for d in documents.values() if d.holds_releasable_bytes()]
 
 
 def _revalidate(slot: _CacheSlot, path: str, root_fd: int, root_id: tuple[int, int], ctx,
