@@ -51,6 +51,35 @@ def test_sliced_json_is_the_same_text_as_one_dumps(value, ensure_ascii):
         sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE = saved
 
 
+def _reference_weight(value) -> int:
+    """What ``sliced_json.weight`` counts, written plainly: every value, plus all strings' length / 64."""
+    def walk(v) -> tuple[int, int]:
+        members = v.values() if isinstance(v, dict) else v if isinstance(v, list) else ()
+        counts = [walk(m) for m in members]
+        return 1 + sum(n for n, _ in counts), (len(v) if isinstance(v, str) else 0) + sum(c for _, c in counts)
+
+    values, characters = walk(value)
+    return values + (characters >> 6)
+
+
+@given(json_values | st.lists(st.text(min_size=60, max_size=300), max_size=20))
+def test_weight_counts_every_value_and_a_64th_of_each_strings_length(value):
+    assert sliced_json.weight(value, limit=10**9) == _reference_weight(value)
+
+
+@given(json_values, st.integers(0, 40))
+def test_weight_stops_past_its_limit_having_counted_more_than_it(value, limit):
+    full = _reference_weight(value)
+    counted = sliced_json.weight(value, limit)
+    assert counted == full if full <= limit else counted > limit
+
+
+def test_weight_of_a_cyclic_value_ends_past_the_limit():
+    loop: list = []
+    loop.append(loop)
+    assert sliced_json.weight(loop, limit=1000) > 1000
+
+
 # ---- the same bytes as the SDK's own path, on every transport and protocol era -----------------
 
 SAMPLE_BUNDLE = Path(__file__).resolve().parents[2] / "examples" / "okf-sample"
