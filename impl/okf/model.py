@@ -17,6 +17,7 @@ A call answers from ONE snapshot: take it once at the start of the handler and u
 from __future__ import annotations
 
 import hashlib
+from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
 from typing import Any, Iterator, Mapping, cast
@@ -108,6 +109,19 @@ class Document:
         file and served only if they hash the same (``bundle.captured_files``)."""
         raw = self._raw
         return raw if raw is not None else self._file.read()  # type: ignore[union-attr]
+
+    @contextmanager
+    def bytes_in_hand(self) -> Iterator[None]:
+        """Read the released bytes once for a reader that cuts the body or frontmatter text from
+        them several times (a graph render: links, citations, flags), and release them after."""
+        if self._raw is not None or self._file is None:
+            yield
+            return
+        self._raw = self._file.read()
+        try:
+            yield
+        finally:
+            self._raw = None
 
     def attach(self, record: CapturedFile) -> None:
         """Tie this document to its captured file, so that its bytes can be released."""
@@ -405,6 +419,11 @@ class Snapshot:
         from knowspec.impl.okf.bundle.version import resolve_version
 
         return resolve_version(self.root_index, selector)
+
+    def navigation_targets(self, concept_id: str) -> list[tuple[str, bool]]:
+        """``(target_id, exists)`` of :meth:`navigation`'s edges, without a record per link."""
+        concepts = self.concepts
+        return [(target, target in concepts) for target in concepts[concept_id].link_target_ids() if target is not None]
 
     def navigation(self, concept_id: str) -> list[NavEdge]:
         """Resolved navigation links of one concept, in body order, with existence."""

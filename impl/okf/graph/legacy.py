@@ -21,6 +21,7 @@ from json.encoder import encode_basestring as _quote
 from typing import Any, Callable
 
 from knowspec.impl.okf.concept.ids import escape_ref_id
+from knowspec.impl.okf.graph.targets import NavigationTargets
 from knowspec.impl.okf.parsing.typed import is_date_like, is_duplicated
 from knowspec.impl.rules import go_json
 
@@ -56,8 +57,11 @@ def _plain_values(concept: Any) -> dict[str, Any]:
     return values
 
 
-def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None) -> dict[str, Any]:
-    """The legacy JSON-LD as ordered Python data (serialise with :func:`render_legacy`)."""
+def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None,
+                    targets: NavigationTargets | None = None) -> dict[str, Any]:
+    """The legacy JSON-LD as ordered Python data (serialise with :func:`render_legacy`);
+    ``targets``: navigation targets per concept (default ``snapshot.navigation_targets``)."""
+    targets = targets or snapshot.navigation_targets
     context = base_context()
     nodes: list[dict[str, Any]] = []
     concepts = sorted(snapshot.concepts.values(), key=lambda c: c.path.encode("utf-8", "surrogatepass"))
@@ -66,8 +70,8 @@ def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda:
         node: dict[str, Any] = {"@id": f"bundle:{concept.id}", "@type": "okf:Concept"}
         node.update(_plain_values(concept))
         refs = [
-            {"@type": "okf:Reference", "target": f"bundle:{nav.link.target_id}", "exists": nav.exists}
-            for nav in snapshot.navigation(concept.id)
+            {"@type": "okf:Reference", "target": f"bundle:{target}", "exists": exists}
+            for target, exists in targets(concept.id)
         ]
         if refs:
             node["references"] = refs

@@ -17,6 +17,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.derived import derived_cache
+from knowspec.impl.okf.graph.targets import NavigationTargets, shared_targets
 from knowspec.impl.okf.graph.legacy import legacy_document, render_legacy_utf8
 from knowspec.impl.okf.graph.v02 import project
 
@@ -45,11 +46,11 @@ def check_budget(document: dict[str, Any]) -> None:
             raise ToolError("resource_limit", "semantic graph projection version exceeds the MCP limit")
 
 
-def _legacy_text(snapshot: Any, ctx: CallContext) -> str:
+def _legacy_text(snapshot: Any, ctx: CallContext, targets: NavigationTargets) -> str:
     """The legacy JSON-LD text, kept compressed between calls (a non-ASCII ``str`` would take
     two or four bytes a character) and decoded for each answer."""
     def render() -> bytes:
-        encoded = render_legacy_utf8(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD")))
+        encoded = render_legacy_utf8(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD"), targets))
         if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
         return zlib.compress(encoded, 1)
@@ -89,10 +90,12 @@ def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput
     resolution = snapshot.version()
     if resolution.error:
         raise ToolError("invalid_request", f"render JSON-LD: {resolution.error}")
-    text = _legacy_text(snapshot, ctx)
+    targets = shared_targets(snapshot)
+    text = _legacy_text(snapshot, ctx, targets)
 
     def render() -> bytes:
-        document = project(snapshot, temporal.profile, temporal.as_of, lambda: ctx.check_cancelled("render v0.2 JSON-LD"))
+        document = project(snapshot, temporal.profile, temporal.as_of, lambda: ctx.check_cancelled("render v0.2 JSON-LD"),
+                           targets)
         encoded = compact_utf8(document)
         del document
         if len(encoded) > MAX_RENDER_BYTES:

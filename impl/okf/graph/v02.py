@@ -21,6 +21,7 @@ from urllib.parse import quote
 from knowspec.impl.okf.concept import projection
 from knowspec.impl.okf.parsing import typed
 from knowspec.impl.okf.concept.ids import parse_ref
+from knowspec.impl.okf.graph.targets import NavigationTargets
 from knowspec.impl.okf.graph.nodes import (
     PATH_SEGMENT_SAFE,
     PROJECTION_IRI,
@@ -82,8 +83,10 @@ def asset_path(resource: str, kind: str, concept_path: str) -> str | None:
 
 
 class _Builder:
-    def __init__(self, snapshot: Any, profile: str, as_of: Any, check: Callable[[], None]) -> None:
+    def __init__(self, snapshot: Any, profile: str, as_of: Any, check: Callable[[], None],
+                 targets: NavigationTargets | None = None) -> None:
         self.snapshot = snapshot
+        self.targets: NavigationTargets = targets or snapshot.navigation_targets
         self.profile = profile
         self.instant = profile == INSTANT_PROFILE
         self.as_of = as_of
@@ -123,8 +126,8 @@ class _Builder:
             self._resource(node, concept, concept.resource, "concept")
         for tag in concept.tags:
             node.add("tag", text(tag))
-        for nav in self.snapshot.navigation(concept.id):
-            node.add("references", iri(concept_iri(nav.link.target_id)))
+        for target, _exists in self.targets(concept.id):
+            node.add("references", iri(concept_iri(target)))
         node.add("trustTier", text(projection.trust_tier(fm)))
         state = projection.status_state(fm)
         if state["present"] and state["raw"]:
@@ -318,7 +321,8 @@ class _Builder:
         proj.add("compatibilityMode", text(version["compatibility"] or ""))
         for concept in self.snapshot.concepts.values():
             self.check()
-            self.concept(concept)
+            with concept.bytes_in_hand():  # links, citations and flags each cut the body
+                self.concept(concept)
         return self.graph.jsonld()
 
 
@@ -352,10 +356,12 @@ def _fragment_iri(concept_id: str, fragment: str | None) -> str:
     return base if fragment is None else f"{base}#{quote(fragment, safe=PATH_SEGMENT_SAFE)}"
 
 
-def project(snapshot: Any, profile: str, as_of: Any, check: Callable[[], None] = lambda: None) -> dict[str, Any]:
-    """The v0.2 JSON-LD document (``@context`` and ``@graph``) of the snapshot."""
+def project(snapshot: Any, profile: str, as_of: Any, check: Callable[[], None] = lambda: None,
+            targets: NavigationTargets | None = None) -> dict[str, Any]:
+    """The v0.2 JSON-LD document (``@context`` and ``@graph``) of the snapshot; ``targets``:
+    its navigation targets per concept (default ``snapshot.navigation_targets``)."""
     try:
-        return _Builder(snapshot, profile, as_of, check).build()
+        return _Builder(snapshot, profile, as_of, check, targets).build()
     finally:
         # The IRI memo serves one render: kept, its strings (one per concept) would pin the
         # heap pages the render's transient nodes freed (databricks-okf: ~20 MiB of RSS).

@@ -1,0 +1,21 @@
+"""Navigation targets as the graph renders read them, shared by the two renders of one call."""
+
+from __future__ import annotations
+
+from typing import Any, Callable
+
+NavigationTargets = Callable[[str], list[tuple[str, bool]]]  # concept id -> (target id, exists), body order
+
+
+def shared_targets(snapshot: Any) -> NavigationTargets:
+    """``snapshot.navigation_targets``, each concept's links read once: a first get_semantic_graph
+    renders the legacy and the v0.2 documents, and both list every concept's references."""
+    memo: dict[str, list[tuple[str, bool]]] = {}
+
+    def targets(concept_id: str) -> list[tuple[str, bool]]:
+        found = memo.get(concept_id)
+        if found is None:
+            found = memo[concept_id] = snapshot.navigation_targets(concept_id)
+        return found
+
+    return targets
