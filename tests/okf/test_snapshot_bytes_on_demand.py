@@ -136,3 +136,48 @@ def test_a_read_tool_fails_cleanly_when_the_files_keep_changing(kb, monkeypatch)
     with pytest.raises(ToolError) as raised:
         read_concept(kb, "a")
     assert raised.value.code == "invalid_request" and raised.value.message == "load bundle: file changed while reading"
+
+
+def _counting_reads(monkeypatch) -> list[str]:
+    from knowspec.impl.okf.bundle import captured_files
+
+    reads: list[str] = []
+    real = captured_files._read_verified
+
+    def counted(record):
+        reads.append(record.path)
+        return real(record)
+
+    monkeypatch.setattr(captured_files, "_read_verified", counted)
+    return reads
+
+
+def test_bytes_in_hand_read_a_released_file_once_and_release_it_after(kb, monkeypatch):
+    load_snapshot(str(kb), ctx())
+    concept = load_snapshot(str(kb), ctx()).concepts["a"]
+    reads = _counting_reads(monkeypatch)
+    with concept.bytes_in_hand():
+        texts = (concept.body, concept.frontmatter_yaml, concept.link_target_ids(), concept.body)
+    assert reads == ["a.md"] and texts[0] == texts[3] and texts[2] == ["b"]
+    assert concept._raw is None
+    concept.body
+    assert reads == ["a.md", "a.md"]
+
+
+def test_a_first_semantic_graph_reads_each_concepts_links_once(kb, monkeypatch):
+    from knowspec.impl.okf.model import Snapshot
+    from knowspec.impl.okf.tools.query import get_semantic_graph
+    from tool_args import tool_args
+
+    asked: list[str] = []
+    real = Snapshot.navigation_targets
+
+    def counted(self, concept_id):
+        asked.append(concept_id)
+        return real(self, concept_id)
+
+    monkeypatch.setattr(Snapshot, "navigation_targets", counted)
+    out = get_semantic_graph(tool_args("get_semantic_graph", bundle_path=str(kb)), ctx())
+    assert sorted(asked) == ["a", "b"]  # the legacy and the v0.2 renders share them
+    assert '"target": "bundle:b"' in out.text
+    assert any("references" in node for node in out.structured["@graph"])
