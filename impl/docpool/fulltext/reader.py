@@ -255,6 +255,9 @@ class FtsIndex:
         term = rank[ids] if len(ids) else np.zeros(0, dtype=np.int64)
         del ids
         cells = np.repeat(np.arange(len(rows) * n_cols, dtype=np.int64), lengths)  # (row, column) of each token
+        by_term = np.argsort(term, kind="stable")  # cells ascend: (term, row, column) order, as postings wants
+        term, cells = term[by_term], cells[by_term]
+        del by_term
         term_start, post_row, post_tf, row_len = postings(term, cells // n_cols, cells % n_cols, len(terms), len(rows))
         del term, cells
         topic_id = np.array([t[0] for t in topic_rows], dtype=np.int64)

@@ -76,7 +76,7 @@ def read_collection(source: Path | str, collection: str) -> CollectionRows:
             raise ImportRefused(f"collection {collection} not found in source ({path})")
 
         def rows(sql: str) -> list[tuple]:
-            return [tuple(r) for r in con.execute(sql, {"c": collection})]
+            return con.execute(sql, {"c": collection}).fetchall()  # tuples already (no row factory)
 
         topic_of = 'select id from "doc$topic" where collection = :c'
         return CollectionRows(

@@ -469,8 +469,10 @@ def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
     if not rows:
         return
     if name == "chunks":  # texts as VARCHAR parameters (no BLOB per value) where they fit
-        fits = [r for r in rows if all(len(t or "") <= n for t, (_, n) in zip(r[3:6], LIST_LIMITS))]
-        rest = [r for r in rows if not all(len(t or "") <= n for t, (_, n) in zip(r[3:6], LIST_LIMITS))]
+        (_, title), (_, heading), (_, body) = LIST_LIMITS
+        fit = [len(r[3] or "") <= title and len(r[4] or "") <= heading and len(r[5] or "") <= body for r in rows]
+        fits = [r for r, ok in zip(rows, fit) if ok]
+        rest = [r for r, ok in zip(rows, fit) if not ok]
         casts = ", ".join(f"cast(? as varchar({n}))" for _, n in LIST_LIMITS)
         bulk_insert(cur, sql.replace("values (?, ?, ?, ?, ?, ?)", f"values (?, ?, ?, {casts})"), fits)
         bulk_insert(cur, sql, rest)
