@@ -516,22 +516,24 @@ def narrowed(sql: str, kinds: Sequence[str], rows: Sequence[Sequence[Any]]) -> s
     parameter cast to the longest text ``rows`` give it (characters, rounded up to a power of
     two). The engine takes in every message at its declared width (a link row's is ~10 KB: a
     VARCHAR(1000) in UTF8 is 4000 bytes however short its text), so a narrower message costs
-    less per row; the values, and the column each one goes into, are the same. ``sql`` itself
-    when a parameter takes something else than text, or is too long to cast."""
+    less per row; the values, and the column each one goes into, are the same. A text BLOB
+    parameter whose texts all fit is cast the same way: the engine makes the BLOB from the text
+    (as for chunk texts), instead of three calls per value here. ``sql`` itself when a VARCHAR
+    parameter takes something else than text, or a text too long to cast."""
     pieces = sql.split("?")
     if len(pieces) != len(kinds) + 1:
         return sql
     out = [pieces[0]]
     for i, (kind, piece) in enumerate(zip(kinds, pieces[1:])):
         param = "?"
-        if kind == "varying":
+        if kind in ("varying", "blob"):
             values = [r[i] for r in rows if r[i] is not None]
-            if not all(isinstance(v, str) for v in values):
+            texts = all(isinstance(v, str) for v in values)
+            longest = max(map(len, values), default=1) if texts else MAX_CAST_CHARS + 1
+            if longest <= MAX_CAST_CHARS:
+                param = f"cast(? as varchar({min(1 << max(longest - 1, 0).bit_length(), MAX_CAST_CHARS)}))"
+            elif kind == "varying":
                 return sql
-            longest = max(map(len, values), default=1)
-            if longest > MAX_CAST_CHARS:
-                return sql
-            param = f"cast(? as varchar({min(1 << max(longest - 1, 0).bit_length(), MAX_CAST_CHARS)}))"
         out += [param, piece]
     return "".join(out)
 
