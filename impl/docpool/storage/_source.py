@@ -6,6 +6,8 @@ transaction of their own. Refusals (invalid name, missing source, not a pool, co
 are checked first and raise ``recipe.ImportRefused`` with the same texts, so the target is never
 touched. Derived columns the SQL storages need (ASCII-lower-cased keys standing in for SQLite's
 ``collate nocase``, folded entity keys and titles) are computed here with the Python rules.
+Both storages persist the pool's full-text index in the import's transaction the same way
+(``pool_index``): the imported collection's rows from memory, the other collections' read back.
 """
 
 from __future__ import annotations
