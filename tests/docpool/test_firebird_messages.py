@@ -147,3 +147,19 @@ def test_bulk_insert_through_narrowed_parameters_stores_every_text_exactly(probe
     finally:
         con.rollback()
         con.close()
+
+
+def test_topics_with_short_and_long_bodies_store_every_body_exactly(probe_dsn):
+    """Short bodies go in as VARCHAR parameters, longer ones as BLOBs written here: both exact."""
+    bodies = ["kısa gövde", "uzun ğövde " * (firebird.MAX_CAST_CHARS // 5), "", "ç" * firebird.MAX_CAST_CHARS]
+    rows = [(7 * 10**9 + k, "c", f"s{k}", "t", "b", "", "", "", "text/markdown", None, body)
+            for k, body in enumerate(bodies)]
+    con = firebird.connect(probe_dsn)
+    try:
+        cur = con.cursor()
+        firebird._insert(cur, "topics", dict(firebird.INSERTS)["topics"], rows)
+        got = firebird.select_rows(cur, "select body_md from doc$topic where id >= ? order by id", [7 * 10**9])
+        assert [b for (b,) in got] == bodies
+    finally:
+        con.rollback()
+        con.close()
