@@ -46,6 +46,7 @@ ALLOWED = {
     "impl/rules/fts5_tokenizer.py:_KIND": PURE_MEMO,
     "impl/rules/fts5_tokenizer.py:_FOLDED": PURE_MEMO,
     "impl/rules/fts5_tokenizer.py:_SPLIT": PURE_MEMO,
+    "impl/rules/fts5_tokenizer.py:_FOLDED_SPLIT": PURE_MEMO,
     "impl/rules/text.py:*": PURE_MEMO,
     "impl/okf/parsing/links.py:*": PURE_MEMO,
     "impl/okf/graph/nodes.py:*": PURE_MEMO,

@@ -16,6 +16,8 @@ import threading
 import unicodedata
 from typing import NamedTuple
 
+from knowspec.impl.rules.fold import fold_char
+
 _SEPARATOR = None  # class of a code point that ends (or never starts) a token
 _ASCII: dict[int, str | None] = {
     c: (chr(c).lower() if chr(c).isalnum() else _SEPARATOR) for c in range(128)
@@ -123,3 +125,32 @@ def token_texts(text: str) -> list[str]:
         return []
     learn_characters(text)
     return list(filter(None, text.translate(_SPLIT).split(" ")))
+
+
+class _FoldedSplitTable(dict):
+    """``str.translate`` table: a code point's fold (``rules.fold``) with each resulting character
+    then mapped as ``token_texts`` maps it (separator -> space, diacritic -> nothing), filled on
+    first use."""
+
+    def __missing__(self, code: int) -> str:
+        folded = fold_char(chr(code))
+        learn_characters(folded)
+        value = folded.translate(_SPLIT)
+        self[code] = value
+        return value
+
+
+_FOLDED_SPLIT = _FoldedSplitTable()
+
+
+def folded_separated(text: str) -> str:
+    """``fold(text)`` with every separator a space and every diacritic dropped, in one pass over
+    the text (an index builder folds and tokenises every chunk text): its tokens are
+    ``token_texts(fold(text)) == list(filter(None, folded_separated(text).split(" ")))``.
+
+    ASCII text needs no fold of its own (the separator table lower-cases it already)."""
+    if not text:
+        return ""
+    if text.isascii():
+        return text.translate(_SPLIT)
+    return text.translate(_FOLDED_SPLIT)

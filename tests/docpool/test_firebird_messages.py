@@ -110,3 +110,56 @@ def test_bulk_insert_stores_what_it_is_given_and_fails_an_overlong_value_as_the_
     finally:
         con.rollback()
         con.close()
+
+
+def test_narrowed_casts_each_text_parameter_to_its_longest_value_only():
+    sql = "insert into t(a, b, c, d) values (?, ?, cast(? as varchar(1000)), ?)"
+    rows = [(1, "çok", "x" * 300, b"\x00"), (2, None, "y", b"")]
+    assert firebird.narrowed(sql, ["int", "varying", "varying", "blob"], rows) == (
+        "insert into t(a, b, c, d) values (?, cast(? as varchar(4)), cast(cast(? as varchar(512)) as varchar(1000)), ?)")
+    texts = [(1, "a", "b", "{\"k\": 1}"), (2, "a", "b", None)]  # a text BLOB: the engine makes it from the text
+    assert firebird.narrowed(sql, ["int", "varying", "varying", "blob"], texts).endswith(
+        "cast(? as varchar(8)))")
+    long_text = [(1, "a", "b", "x" * (firebird.MAX_CAST_CHARS + 1))]
+    assert firebird.narrowed(sql, ["int", "varying", "varying", "blob"], long_text).endswith(", ?)")
+    assert firebird.narrowed(sql, ["int", "varying", "varying", "blob"], [(1, b"bytes", "x", b"")]) == sql
+    assert firebird.narrowed(sql, ["int", "varying", "varying", "blob"],
+                             [(1, "x" * (firebird.MAX_CAST_CHARS + 1), "x", b"")]) == sql
+
+
+_bulk_ids = iter(range(4 * 10**9, 5 * 10**9))
+
+
+@hsettings(max_examples=30, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(texts=st.lists(st.none() | st.text(alphabet=st.characters(blacklist_categories=("Cs",),
+                                                                  blacklist_characters="\x00"), max_size=100),
+                      min_size=1, max_size=8))
+def test_bulk_insert_through_narrowed_parameters_stores_every_text_exactly(probe_dsn, texts):
+    rows = [(next(_bulk_ids), t, t) for t in texts]
+    sql = "insert into t_probe(id, s, b) values (?, ?, ?)"
+    con = firebird.connect(probe_dsn)
+    try:
+        cur = con.cursor()
+        firebird.bulk_insert(cur, sql, rows)
+        got = firebird.select_rows(cur, "select id, s, b from t_probe where id between ? and ? order by id",
+                                   [rows[0][0], rows[-1][0]])
+        assert got == rows
+    finally:
+        con.rollback()
+        con.close()
+
+
+def test_topics_with_short_and_long_bodies_store_every_body_exactly(probe_dsn):
+    """Short bodies go in as VARCHAR parameters, longer ones as BLOBs written here: both exact."""
+    bodies = ["kısa gövde", "uzun ğövde " * (firebird.MAX_CAST_CHARS // 5), "", "ç" * firebird.MAX_CAST_CHARS]
+    rows = [(7 * 10**9 + k, "c", f"s{k}", "t", "b", "", "", "", "text/markdown", None, body)
+            for k, body in enumerate(bodies)]
+    con = firebird.connect(probe_dsn)
+    try:
+        cur = con.cursor()
+        firebird._insert(cur, "topics", dict(firebird.INSERTS)["topics"], rows)
+        got = firebird.select_rows(cur, "select body_md from doc$topic where id >= ? order by id", [7 * 10**9])
+        assert [b for (b,) in got] == bodies
+    finally:
+        con.rollback()
+        con.close()

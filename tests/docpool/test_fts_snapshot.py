@@ -563,3 +563,23 @@ def test_firebird_import_beside_another_collection_persists_the_whole_pools_inde
         assert list(loaded.texts) == list(built.texts)
         assert set(loaded.arrays.topic_collection) == {SAMPLE_COLLECTION, GENERATED_COLLECTION}
     firebird.close_connections()
+
+
+@pytest.mark.postgres
+def test_postgres_import_beside_another_collection_persists_the_whole_pools_index(pg_dsn, tmp_path, versions):
+    """As on Firebird: the imported collection's rows come from memory, the others' are read back."""
+    from knowspec.impl.docpool.storage import postgres
+    from storages import SAMPLE_COLLECTION, build_sources
+
+    dsn = fresh_pg_database(pg_dsn, "knowspec_two")
+    postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    postgres.import_collection(dsn, build_sources(tmp_path)[SAMPLE_COLLECTION], SAMPLE_COLLECTION)
+    postgres.import_collection(dsn, versions[1], GENERATED_COLLECTION)  # replaces one of the two
+    with postgres.open_pool(PoolLocation("db", "db", "POSTGRESQL", dsn)) as pool:
+        built = postgres.index_of(pool._rows, ("x",))
+        persisted = pool._persisted_index(pool.change_stamp()[1:])
+        assert persisted is not None
+        loaded = persisted.with_reader(pool._snapshot_parts)
+        assert_same_arrays(loaded.arrays, built.arrays)
+        assert list(loaded.texts) == list(built.texts)
+        assert set(loaded.arrays.topic_collection) == {SAMPLE_COLLECTION, GENERATED_COLLECTION}

@@ -77,6 +77,18 @@ def test_a_database_without_doc_tables_is_not_imported(tmp_path, fb_ready):
         _open(str(tmp_path / "bare.fdb"))
 
 
+def test_an_import_makes_a_new_pool_with_large_pages_and_the_default_cache_bytes(dsn, versions):
+    """Each page an import writes is a forced write: 32 KB pages make a quarter as many as 8 KB
+    ones, and the page cache keeps the engine default's 16 MB (2048 pages of 8 KB)."""
+    firebird.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    con = firebird.connect(dsn)
+    try:
+        assert con.info.page_size == firebird.POOL_PAGE_SIZE == 32768
+        assert con.info.page_cache_size * con.info.page_size == 2048 * 8192
+    finally:
+        con.close()
+
+
 @pytest.mark.parametrize("collection,source_name", [
     ("Bad Name", "generated-v1.db"), ("uretilen", "absent.db"), ("yok", "generated-v1.db")])
 def test_refusals_match_the_sqlite_recipe_and_leave_the_target_alone(tmp_path, dsn, versions,

@@ -6,6 +6,8 @@ transaction of their own. Refusals (invalid name, missing source, not a pool, co
 are checked first and raise ``recipe.ImportRefused`` with the same texts, so the target is never
 touched. Derived columns the SQL storages need (ASCII-lower-cased keys standing in for SQLite's
 ``collate nocase``, folded entity keys and titles) are computed here with the Python rules.
+Both storages persist the pool's full-text index in the import's transaction the same way
+(``pool_index``): the imported collection's rows from memory, the other collections' read back.
 """
 
 from __future__ import annotations
@@ -14,8 +16,9 @@ import sqlite3
 from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable, Iterable
 
+from knowspec.impl.docpool.fulltext.reader import FtsIndex
 from knowspec.impl.docpool.recipe import COLLECTION_NAME, ImportRefused
 from knowspec.impl.rules.fold import ascii_lower, fold
 
@@ -75,7 +78,7 @@ def read_collection(source: Path | str, collection: str) -> CollectionRows:
             raise ImportRefused(f"collection {collection} not found in source ({path})")
 
         def rows(sql: str) -> list[tuple]:
-            return [tuple(r) for r in con.execute(sql, {"c": collection})]
+            return con.execute(sql, {"c": collection}).fetchall()  # tuples already (no row factory)
 
         topic_of = 'select id from "doc$topic" where collection = :c'
         return CollectionRows(
@@ -120,6 +123,8 @@ class TargetRows:
     aliases: list[tuple]
     entity_kinds: list[tuple]
     meta: list[tuple]
+    first_topic_id: int = 1  # the new topics' and chunks' ids start here; every other
+    first_chunk_id: int = 1  # collection's are below (``target_rows``)
 
 
 def target_rows(src: CollectionRows, *, next_topic_id: int, next_chunk_id: int, next_entity_id: int) -> TargetRows:
@@ -145,7 +150,28 @@ def target_rows(src: CollectionRows, *, next_topic_id: int, next_chunk_id: int, 
                  for coll, kind, alias, key, conf in src.aliases],
         entity_kinds=list(src.entity_kinds),
         meta=meta,
+        first_topic_id=next_topic_id,
+        first_chunk_id=next_chunk_id,
     )
+
+
+Reader = Callable[[int | None], Iterable[tuple]]  # rows whose id is below the bound (all for None)
+
+
+def pool_index(stamp: tuple, chunks_below: Reader, topics_below: Reader, new: TargetRows | None = None) -> FtsIndex:
+    """The whole pool's full-text index, made inside an import's (or a reindex's) transaction.
+
+    ``chunks_below(bound)`` / ``topics_below(bound)`` read back ``(id, topic_id, title, heading,
+    body)`` chunks and ``(id, collection, slug, title, breadcrumb)`` topics whose id is below
+    ``bound`` (every row for ``None``). With ``new``, the collection just inserted is taken from
+    memory, not read back: its ids follow every other collection's (``target_rows`` numbers
+    them from the first free id after the old rows went), so the rows below its first ids are
+    exactly the other collections'."""
+    if new is None:
+        return FtsIndex.build(stamp, chunks_below(None), topics_below(None))
+    chunks = [*chunks_below(new.first_chunk_id), *((c[0], c[1], c[3], c[4], c[5]) for c in new.chunks)]
+    topics = [*topics_below(new.first_topic_id), *(t[:5] for t in new.topics)]
+    return FtsIndex.build(stamp, chunks, topics)
 
 
 def counts(rows: TargetRows, collection: str) -> dict[str, Any]:

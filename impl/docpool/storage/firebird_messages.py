@@ -24,6 +24,8 @@ from knowspec.impl.extras import require
 
 SEGMENT = 65535  # the largest BLOB segment
 _NATIVE = sys.byteorder  # messages are in the client machine's byte order
+_NULL = (1).to_bytes(2, _NATIVE)  # a parameter's 2-byte NULL flag
+_NOT_NULL = bytes(2)
 
 
 class Unpackable(Exception):
@@ -52,8 +54,10 @@ class Layout:
         meta = statement._in_meta
         self.params: list[tuple[str, int, int, int]] = []
         self.in_buffer = None
+        self._view = memoryview(b"")
         if meta is not None:
             self.in_buffer = ctypes.create_string_buffer(meta.get_message_length())
+            self._view = memoryview(self.in_buffer).cast("B")
             for i in range(meta.get_count()):
                 kind = kinds.get(meta.get_type(i))
                 if kind in (None, "text") or (kind == "int" and (meta.get_scale(i) or meta.get_subtype(i))):
@@ -68,7 +72,10 @@ class Layout:
 
     # -- input ---------------------------------------------------------------------------------
     def pack(self, row: Sequence[Any], blob=None) -> Any:
-        """``row`` into the input message (``blob(value) -> 8-byte id`` stores BLOB values)."""
+        """``row`` into the input message (``blob(value) -> 8-byte id`` stores BLOB values).
+
+        Every parameter's NULL flag and value are written (no clearing of the whole message
+        first: bytes past a VARCHAR's length, and a NULL's value, are never read)."""
         buf = self.in_buffer
         if buf is None:
             if row:
@@ -76,12 +83,12 @@ class Layout:
             return None
         if len(row) != len(self.params):
             raise Unpackable("parameter count")
-        base = ctypes.addressof(buf)
-        ctypes.memset(buf, 0, len(buf))
+        view = self._view
         for value, (kind, offset, length, null_at) in zip(row, self.params):
             if value is None:
-                buf[null_at] = b"\x01"
+                view[null_at:null_at + 2] = _NULL
                 continue
+            view[null_at:null_at + 2] = _NOT_NULL
             if kind == "varying":
                 if isinstance(value, str):
                     data = value.encode(self.encoding)
@@ -89,25 +96,26 @@ class Layout:
                     data = bytes(value)
                 else:
                     raise Unpackable(type(value))
-                if len(data) > length:
+                size = len(data)
+                if size > length:
                     raise Unpackable("value longer than its parameter")
-                data = len(data).to_bytes(2, _NATIVE) + data
+                view[offset:offset + 2] = size.to_bytes(2, _NATIVE)
+                view[offset + 2:offset + 2 + size] = data
             elif kind == "int":
                 if not isinstance(value, int) or isinstance(value, bool):
                     raise Unpackable(type(value))
                 try:
-                    data = value.to_bytes(length, _NATIVE, signed=True)
+                    view[offset:offset + length] = value.to_bytes(length, _NATIVE, signed=True)
                 except OverflowError:
                     raise Unpackable("integer out of range") from None
             elif kind == "double":
                 if not isinstance(value, (int, float)) or isinstance(value, bool):
                     raise Unpackable(type(value))
-                data = struct.pack("=d", float(value))
+                view[offset:offset + 8] = struct.pack("=d", float(value))
             else:
                 if blob is None:
                     raise Unpackable("BLOB parameter")
-                data = blob(value)
-            ctypes.memmove(base + offset, data, len(data))
+                view[offset:offset + 8] = blob(value)
         return buf
 
     # -- output --------------------------------------------------------------------------------

@@ -314,22 +314,27 @@ def _replace_collection(cur, src: _source.CollectionRows, collection: str) -> _s
     rows = _source.target_rows(src, next_topic_id=nxt[0], next_chunk_id=nxt[1], next_entity_id=nxt[2])
     for name, sql in INSERTS:
         _insert(cur, name, sql, getattr(rows, name))
-    _persist_index(cur)
+    _persist_index(cur, rows)
     return rows
 
 
-def index_of(rows, stamp: tuple) -> FtsIndex:
-    """The search layer's full-text index of every chunk ``rows(sql)`` reads."""
-    topics = rows("select id, collection, slug, title, breadcrumb from doc$topic")
-    chunks = rows("select id, topic_id, title, heading, body from doc$chunk")
-    return FtsIndex.build(stamp, chunks, topics)
+def index_of(rows, stamp: tuple, new: _source.TargetRows | None = None) -> FtsIndex:
+    """The search layer's full-text index of every chunk ``rows(sql, params)`` reads (``new``: an
+    import's collection, taken from memory instead of read back, ``_source.pool_index``)."""
+
+    def below(sql: str):
+        return lambda bound: rows(sql) if bound is None else rows(f"{sql} where id < %s", [bound])
+
+    return _source.pool_index(stamp, below("select id, topic_id, title, heading, body from doc$chunk"),
+                              below("select id, collection, slug, title, breadcrumb from doc$topic"), new)
 
 
-def _persist_index(cur) -> None:
-    """Inside the import's transaction: the whole pool's index, persisted with the new counter,
-    so a process's first search loads it instead of tokenising every chunk."""
+def _persist_index(cur, new: _source.TargetRows | None = None) -> None:
+    """Inside the import's transaction: the whole pool's index (``new``, the collection just
+    inserted, from memory), persisted with the new counter, so a process's first search loads
+    it instead of tokenising every chunk."""
     stamp = int(cur.execute("select stamp from doc$pool_state where id = 1").fetchone()[0])
-    blob = dump(index_of(lambda sql: cur.execute(sql).fetchall(), (stamp,)), str(stamp))
+    blob = dump(index_of(lambda sql, params=(): cur.execute(sql, params).fetchall(), (stamp,), new), str(stamp))
     cur.execute(f"delete from {SNAPSHOT_TABLE}")
     with cur.copy(f"copy {SNAPSHOT_TABLE}(part, revision, data) from stdin") as copy:
         for k, part in enumerate(parts(blob, compress=True)):
