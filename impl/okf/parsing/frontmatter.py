@@ -284,7 +284,9 @@ def load_yaml_mapping(text: str) -> YamlMap:
     """Load frontmatter YAML; blank text is an empty mapping. Raises FrontmatterError/YamlLimitError."""
     if not text.strip():
         return YamlMap()
-    fast = _plain_mapping(text)
+    fast = _line_mapping(text)
+    if fast is None:
+        fast = _plain_mapping(text)
     return fast if fast is not None else _composed_mapping(text)
 
 
@@ -325,6 +327,27 @@ _NO_KEY = object()
 _TYPED = {f"tag:yaml.org,2002:{short}": short for short in ("int", "float", "bool", "null", "timestamp")}
 
 
+_MERGE_KEY = object()
+_RESOLVERS_FOR = _Loader.yaml_implicit_resolvers.get
+
+
+def _shared(text: str) -> str:
+    """A ``!!str`` scalar as the constructor makes it (short ones interned)."""
+    return sys.intern(text) if len(text) < MAX_SHARED_SCALAR else text
+
+
+def _plain_scalar(text: str) -> Any:
+    """A plain scalar by the resolver's rule (by first character, then its patterns) and the
+    constructors': a typed one is a :class:`YamlScalar`; ``_MERGE_KEY`` for ``<<``."""
+    for tag, regexp in _RESOLVERS_FOR(text[:1], ()):
+        if regexp.match(text):
+            short = _TYPED.get(tag)
+            if short is None:
+                return _MERGE_KEY
+            return YamlScalar(text, short, _scalar_value(short, text))
+    return _shared(text)
+
+
 def _plain_mapping(text: str) -> YamlMap | None:
     """The frontmatter mapping built from libyaml's events, or None: take the full path."""
     parser = CParser(text)  # libyaml's events alone: no composer, resolver or constructor
@@ -350,8 +373,7 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
     # the key waiting for its value].
     stack: list[list[Any]] = [[root, set(), set(), _NO_KEY]]
     nodes = 1
-    resolvers_for = _Loader.yaml_implicit_resolvers.get
-    scalar_event, intern = yaml.ScalarEvent, sys.intern
+    scalar_event = yaml.ScalarEvent
     while stack:
         event = get_event()
         kind = type(event)
@@ -359,19 +381,10 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
         if kind is scalar_event:
             if event.anchor is not None or event.tag is not None:
                 return None
-            # The resolver's rule (plain scalars only, by first character) and the constructors'.
-            text = event.value
-            value: Any = None
-            if event.implicit[0]:
-                for tag, regexp in resolvers_for(text[:1], ()):
-                    if regexp.match(text):
-                        short = _TYPED.get(tag)
-                        if short is None:
-                            return None  # the merge key `<<`
-                        value = YamlScalar(text, short, _scalar_value(short, text))
-                        break
-            if value is None:
-                value = intern(text) if len(text) < MAX_SHARED_SCALAR else text
+            # the resolver applies to plain scalars only
+            value: Any = _plain_scalar(event.value) if event.implicit[0] else _shared(event.value)
+            if value is _MERGE_KEY:
+                return None
             opened = None
         elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= _FAST_MAX_DEPTH:
@@ -411,6 +424,155 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
     if type(get_event()) is not yaml.DocumentEndEvent or type(get_event()) is not yaml.StreamEndEvent:
         return None  # a second document: the full path names the error
     return root
+
+
+# --- the commonest case straight from the lines --------------------------------------------
+#
+# Most frontmatter is block mappings and sequences of one-line scalars: ``key: value``, ``key:``
+# over an indented block, ``- item``, ``- key: value``. Those lines are read here with a few
+# string tests, several times cheaper than libyaml's events (one Python object each). The subset
+# is strict: keys of letters, digits, ``_.-``; plain scalars that can be nothing else (no
+# indicator first, no ``: `` or `` #`` inside, no ``:`` last); quoted scalars without escapes;
+# one-line flow sequences of such items; spaces only, no comments, blank or continuation lines.
+# Anything else (or past a limit) returns None and takes the event path; the resolver and the
+# constructors are the event path's own (:func:`_plain_scalar`).
+
+_LINE_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,127}):(?: +|$)")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_DOUBLE_QUOTED = re.compile(r'"([^"\\]*)"')
+_SINGLE_QUOTED = re.compile(r"'([^']*)'")
+_FLOW_ITEM = r"""(?:[^-?:,\[\]{}#&*!|>'"%@` ][^:,\[\]{}#'"]*|"[^"\\,\[\]]*"|'[^',\[\]]*')"""
+_FLOW_SEQUENCE = re.compile(rf"\[ *(?:{_FLOW_ITEM}(?: *, *{_FLOW_ITEM})*)? *\]")
+
+
+class _Defer(Exception):
+    """The lines leave the subset: the event path decides."""
+
+
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")  # a tab, a CR or a character YAML refuses
+_RESOLVED_FIRST = frozenset(_Loader.yaml_implicit_resolvers)  # "" among them (null)
+
+
+def _line_mapping(text: str) -> YamlMap | None:
+    """The frontmatter mapping read line by line, or None: take the event path."""
+    if len(text) >= _FAST_MAX_NODES or _CONTROL.search(text) is not None:
+        return None  # (a node takes a character at least: no count is needed below this length)
+    if not text.isascii() and not text.replace("\n", "").isprintable():
+        return None  # YAML's printable set is wider than Python's: a few texts take the event path
+    lines = []
+    for line in text.split("\n"):
+        content = line.lstrip(" ")
+        lines.append((len(line) - len(content), content.rstrip(" ")))
+    while lines and not lines[-1][1]:
+        lines.pop()
+    if not lines or lines[0][0] != 0:
+        return None
+    reader = _LineReader(lines)
+    try:
+        root = reader.mapping(0, 1)
+    except _Defer:
+        return None
+    return root if reader.at == len(lines) else None
+
+
+class _LineReader:
+    """Reads ``lines`` (indent, content without the spaces around it) from ``at`` on; the depth
+    is bounded as on the event path (the node count by the text's length)."""
+
+    def __init__(self, lines: list[tuple[int, str]]) -> None:
+        self.lines = lines
+        self.at = 0
+
+    def mapping(self, indent: int, depth: int) -> YamlMap:
+        if depth >= _FAST_MAX_DEPTH:
+            raise _Defer
+        lines, out, seen, duplicated = self.lines, YamlMap(), set(), set()
+        key_match, plain = _LINE_KEY.match, _plain
+        while self.at < len(lines):
+            at_indent, content = lines[self.at]
+            if at_indent < indent:
+                break
+            match = key_match(content) if at_indent == indent else None
+            if match is None:
+                raise _Defer  # deeper than its key, not a key (an item, a comment, a blank line)
+            raw = match.group(1)
+            if raw in seen:
+                duplicated.add(raw)
+            seen.add(raw)
+            rest = content[match.end():]
+            self.at += 1
+            out[plain(raw)] = self.inline(rest) if rest else self.block_value(indent, depth)
+        if duplicated:
+            out.duplicates = frozenset(duplicated)
+        return out
+
+    def sequence(self, indent: int, depth: int) -> list:
+        if depth >= _FAST_MAX_DEPTH:
+            raise _Defer
+        lines, out = self.lines, []
+        while self.at < len(lines):
+            at_indent, content = lines[self.at]
+            if at_indent != indent or not content.startswith("- "):
+                if at_indent > indent:
+                    raise _Defer  # a continuation line, a wider item indent
+                break  # the end, or the next key of the mapping this sequence is the value of
+            item = content[2:]
+            if item[0] == " " or item[0] == "-":
+                raise _Defer  # an item indented further, a nested sequence
+            if _LINE_KEY.match(item):  # a mapping opened on the dash's line
+                lines[self.at] = (indent + 2, item)
+                out.append(self.mapping(indent + 2, depth + 1))
+            else:
+                self.at += 1
+                out.append(self.inline(item))
+        return out
+
+    def block_value(self, indent: int, depth: int) -> Any:
+        """The value of a ``key:`` line: the block below it, a sequence at its own indent, or null."""
+        if self.at < len(self.lines):
+            at_indent, content = self.lines[self.at]
+            if at_indent > indent:
+                if content.startswith("- "):
+                    return self.sequence(at_indent, depth + 1)
+                return self.mapping(at_indent, depth + 1)
+            if at_indent == indent and content.startswith("- "):
+                return self.sequence(indent, depth + 1)
+        return _plain("")
+
+    @staticmethod
+    def inline(text: str) -> Any:
+        """A one-line scalar or flow sequence (a deeper line after it, which would continue it,
+        is refused by the loop that reads the next line)."""
+        first = text[0]
+        if first not in _INDICATORS:
+            if ": " in text or " #" in text or text[-1] == ":":
+                raise _Defer
+            return _plain(text)
+        if first == '"' or first == "'":
+            quoted = (_DOUBLE_QUOTED if first == '"' else _SINGLE_QUOTED).fullmatch(text)
+            if quoted is None:
+                raise _Defer
+            return _shared(quoted.group(1))
+        if first == "[" and _FLOW_SEQUENCE.fullmatch(text) is not None:
+            inner = text[1:-1].strip(" ")
+            return [_flow_item(item.strip(" ")) for item in inner.split(",")] if inner else []
+        raise _Defer
+
+
+def _flow_item(item: str) -> Any:
+    if item[0] == '"' or item[0] == "'":
+        return _shared(item[1:-1])
+    return _plain(item)
+
+
+def _plain(text: str) -> Any:
+    """A plain scalar of the line path (its resolver's first characters tested first)."""
+    if text[:1] not in _RESOLVED_FIRST:
+        return sys.intern(text) if len(text) < MAX_SHARED_SCALAR else text
+    value = _plain_scalar(text)
+    if value is _MERGE_KEY:
+        raise _Defer
+    return value
 
 
 @dataclass(frozen=True)
