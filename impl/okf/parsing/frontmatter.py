@@ -459,13 +459,8 @@ def _line_mapping(text: str) -> YamlMap | None:
         return None  # (a node takes a character at least: no count is needed below this length)
     if not text.isascii() and not text.replace("\n", "").isprintable():
         return None  # YAML's printable set is wider than Python's: a few texts take the event path
-    lines = []
-    for line in text.split("\n"):
-        content = line.lstrip(" ")
-        lines.append((len(line) - len(content), content.rstrip(" ")))
-    while lines and not lines[-1][1]:
-        lines.pop()
-    if not lines or lines[0][0] != 0:
+    lines = text.rstrip(" \n").split("\n")  # trailing blank lines dropped
+    if lines[0][:1] == " ":
         return None
     reader = _LineReader(lines)
     try:
@@ -475,11 +470,16 @@ def _line_mapping(text: str) -> YamlMap | None:
     return root if reader.at == len(lines) else None
 
 
-class _LineReader:
-    """Reads ``lines`` (indent, content without the spaces around it) from ``at`` on; the depth
-    is bounded as on the event path (the node count by the text's length)."""
+def _indented(line: str) -> tuple[int, str]:
+    content = line.lstrip(" ")
+    return len(line) - len(content), content
 
-    def __init__(self, lines: list[tuple[int, str]]) -> None:
+
+class _LineReader:
+    """Reads ``lines`` from ``at`` on; the depth is bounded as on the event path (the node count
+    by the text's length)."""
+
+    def __init__(self, lines: list[str]) -> None:
         self.lines = lines
         self.at = 0
 
@@ -487,9 +487,11 @@ class _LineReader:
         if depth >= _FAST_MAX_DEPTH:
             raise _Defer
         lines, out, seen, duplicated = self.lines, YamlMap(), set(), set()
-        key_match, plain = _LINE_KEY.match, _plain
+        key_match, key_of = _LINE_KEY.match, _line_key
         while self.at < len(lines):
-            at_indent, content = lines[self.at]
+            line = lines[self.at]
+            content = line.lstrip(" ")
+            at_indent = len(line) - len(content)
             if at_indent < indent:
                 break
             match = key_match(content) if at_indent == indent else None
@@ -499,9 +501,9 @@ class _LineReader:
             if raw in seen:
                 duplicated.add(raw)
             seen.add(raw)
-            rest = content[match.end():]
+            rest = content[match.end():].rstrip(" ")
             self.at += 1
-            out[plain(raw)] = self.inline(rest) if rest else self.block_value(indent, depth)
+            out[key_of(raw)] = self.inline(rest) if rest else self.block_value(indent, depth)
         if duplicated:
             out.duplicates = frozenset(duplicated)
         return out
@@ -511,16 +513,16 @@ class _LineReader:
             raise _Defer
         lines, out = self.lines, []
         while self.at < len(lines):
-            at_indent, content = lines[self.at]
+            at_indent, content = _indented(lines[self.at])
             if at_indent != indent or not content.startswith("- "):
                 if at_indent > indent:
                     raise _Defer  # a continuation line, a wider item indent
                 break  # the end, or the next key of the mapping this sequence is the value of
-            item = content[2:]
-            if item[0] == " " or item[0] == "-":
-                raise _Defer  # an item indented further, a nested sequence
+            item = content[2:].rstrip(" ")
+            if not item or item[0] == " " or item[0] == "-":
+                raise _Defer  # an empty item, one indented further, a nested sequence
             if _LINE_KEY.match(item):  # a mapping opened on the dash's line
-                lines[self.at] = (indent + 2, item)
+                lines[self.at] = " " * (indent + 2) + item
                 out.append(self.mapping(indent + 2, depth + 1))
             else:
                 self.at += 1
@@ -530,7 +532,7 @@ class _LineReader:
     def block_value(self, indent: int, depth: int) -> Any:
         """The value of a ``key:`` line: the block below it, a sequence at its own indent, or null."""
         if self.at < len(self.lines):
-            at_indent, content = self.lines[self.at]
+            at_indent, content = _indented(self.lines[self.at])
             if at_indent > indent:
                 if content.startswith("- "):
                     return self.sequence(at_indent, depth + 1)
@@ -563,6 +565,19 @@ def _flow_item(item: str) -> Any:
     if item[0] == '"' or item[0] == "'":
         return _shared(item[1:-1])
     return _plain(item)
+
+
+_KEYS: dict[str, Any] = {}  # a key's text -> the key (bundles repeat their keys)
+_MAX_KEYS = 4096
+
+
+def _line_key(raw: str) -> Any:
+    key = _KEYS.get(raw)
+    if key is None:
+        key = _plain(raw)
+        if len(_KEYS) < _MAX_KEYS:
+            _KEYS[raw] = key
+    return key
 
 
 def _plain(text: str) -> Any:
