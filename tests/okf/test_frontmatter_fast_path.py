@@ -226,3 +226,11 @@ def test_line_path_records_duplicated_keys():
 def test_comments_continuations_and_escapes_leave_the_line_path():
     for text in ("a: 1 # c\n", "a: b\n  c\n", 'a: "x\\ty"\n', "a: 1\n\nb: 2\n", "a: |\n  x\n", "a:\tb\n"):
         assert fm._line_mapping(text) is None
+
+
+def test_a_line_read_again_gives_an_equal_unshared_value():
+    first = fm._line_mapping("type: Note\ntags: [x, 1]\n")
+    again = fm._line_mapping("type: Note\ntags: [x, 1]\n")
+    assert outcome(lambda _: again, "") == outcome(lambda _: first, "") and again["tags"] is not first["tags"]
+    first["tags"].append("z")
+    assert fm._line_mapping("tags: [x, 1]\n")["tags"] == ["x", "1"]

@@ -487,14 +487,26 @@ class _LineReader:
         if depth >= _FAST_MAX_DEPTH:
             raise _Defer
         lines, out, seen, duplicated = self.lines, YamlMap(), set(), set()
-        key_match, key_of = _LINE_KEY.match, _line_key
+        key_match, key_of, known = _LINE_KEY.match, _line_key, _KNOWN_LINES.get
         while self.at < len(lines):
             line = lines[self.at]
             content = line.lstrip(" ")
             at_indent = len(line) - len(content)
             if at_indent < indent:
                 break
-            match = key_match(content) if at_indent == indent else None
+            if at_indent == indent:
+                entry = known(content)
+                if entry is not None:  # a ``key: value`` line read before: the same reading
+                    raw, key, value = entry
+                    if raw in seen:
+                        duplicated.add(raw)
+                    seen.add(raw)
+                    self.at += 1
+                    out[key] = list(value) if type(value) is tuple else value
+                    continue
+                match = key_match(content)
+            else:
+                match = None
             if match is None:
                 raise _Defer  # deeper than its key, not a key (an item, a comment, a blank line)
             raw = match.group(1)
@@ -503,7 +515,13 @@ class _LineReader:
             seen.add(raw)
             rest = content[match.end():].rstrip(" ")
             self.at += 1
-            out[key_of(raw)] = self.inline(rest) if rest else self.block_value(indent, depth)
+            if rest:
+                key, value = key_of(raw), self.inline(rest)
+                out[key] = value
+                if len(content) <= _MAX_KNOWN_LINE and len(_KNOWN_LINES) < _MAX_KNOWN_LINES:
+                    _KNOWN_LINES[content] = (raw, key, tuple(value) if type(value) is list else value)
+            else:
+                out[key_of(raw)] = self.block_value(indent, depth)
         if duplicated:
             out.duplicates = frozenset(duplicated)
         return out
@@ -569,6 +587,12 @@ def _flow_item(item: str) -> Any:
 
 _KEYS: dict[str, Any] = {}  # a key's text -> the key (bundles repeat their keys)
 _MAX_KEYS = 4096
+# A ``key: value`` line's text -> (raw key, key, value; a flow sequence as a tuple, copied to a
+# list on each use): bundles repeat whole lines (a type, a status, a tag list). Values are
+# strings and YamlScalars, shared as interned strings are.
+_KNOWN_LINES: dict[str, tuple[str, Any, Any]] = {}
+_MAX_KNOWN_LINES = 4096
+_MAX_KNOWN_LINE = 64  # short lines repeat; a title or a hash is read once
 
 
 def _line_key(raw: str) -> Any:
