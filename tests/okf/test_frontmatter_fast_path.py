@@ -234,3 +234,21 @@ def test_a_line_read_again_gives_an_equal_unshared_value():
     assert outcome(lambda _: again, "") == outcome(lambda _: first, "") and again["tags"] is not first["tags"]
     first["tags"].append("z")
     assert fm._line_mapping("tags: [x, 1]\n")["tags"] == ["x", "1"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["---", "---\r", "a: é", "t: x", "", "\r", "béta ü", "b"]), max_size=8),
+       st.sampled_from(["", "\n", "\r\n"]))
+def test_a_document_cuts_its_frontmatter_and_body_where_the_split_rule_does(lines, ending):
+    from knowspec.impl.okf.model import Document
+
+    text = "\n".join(lines) + ending
+    document = Document("c.md", text.encode())
+    try:
+        split = fm.split_document(text)
+    except fm.FrontmatterError:
+        assert document.parse_error is not None
+        return
+    if document.parse_error is None:
+        assert (document.has_frontmatter, document.frontmatter_yaml, document.body, document.body_start_line) == (
+            split.has_frontmatter, split.frontmatter_yaml, split.body, split.body_start_line)

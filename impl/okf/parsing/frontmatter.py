@@ -637,49 +637,43 @@ def decode_utf8(raw: bytes) -> str:
 _CLOSING_DELIMITER = re.compile(r"^---\r?$", re.M)
 
 
-def split_document(text: str) -> SplitDocument:
-    """Apply the delimiter rules of spec/okf/contract/read.md §1.3 (first line exactly ``---``; LF, CRLF or EOF)."""
+def document_spans(text: str) -> tuple[int, int, int, int, int] | None:
+    """The delimiter rules of spec/okf/contract/read.md §1.3 (first line exactly ``---``; LF, CRLF
+    or EOF) as character offsets, no text copied: (frontmatter start, end, body start, end, the
+    body's first line); None without frontmatter (the whole text is the body, from line 1)."""
     first_end = text.find("\n")
     first = text if first_end < 0 else text[:first_end]
     if first.endswith("\r"):
         first = first[:-1]
     if first != "---":
-        return SplitDocument(False, "", text, 1)
+        return None
     yaml_start = len(text) if first_end < 0 else first_end + 1
     closing = _CLOSING_DELIMITER.search(text, yaml_start)
     if closing is None:
         raise FrontmatterError("unterminated_frontmatter", "unterminated frontmatter")
     pos = closing.start()
     end = text.find("\n", pos)
-    line_no = 2 + text.count("\n", yaml_start, pos)
-    frontmatter = text[yaml_start:pos]
-    rest = "" if end < 0 else text[end + 1 :]
-    body_line = line_no + 1
-    if rest.startswith("\r\n"):
-        rest = rest[2:]
-        body_line += 1
-    elif rest.startswith("\n"):
-        rest = rest[1:]
-        body_line += 1
-    body_offset = len(text) - len(rest)
-    if rest.endswith("\r\n"):
-        rest = rest[:-2]
-    elif rest.endswith("\n"):
-        rest = rest[:-1]
-    return SplitDocument(True, frontmatter, rest, body_line, yaml_start, body_offset)
+    body_line = 3 + text.count("\n", yaml_start, pos)
+    body_start = body_end = len(text)
+    if end >= 0:
+        body_start = end + 1
+        if text.startswith("\r\n", body_start):
+            body_start += 2
+            body_line += 1
+        elif text.startswith("\n", body_start):
+            body_start += 1
+            body_line += 1
+        if body_end - body_start >= 2 and text.endswith("\r\n"):
+            body_end -= 2
+        elif body_end > body_start and text.endswith("\n"):
+            body_end -= 1
+    return yaml_start, pos, body_start, body_end, body_line
 
 
-@dataclass(frozen=True)
-class ParsedDocument:
-    """Frontmatter mapping plus the split document."""
-
-    split: SplitDocument
-    frontmatter: YamlMap
-
-
-def parse_document(raw: bytes) -> ParsedDocument:
-    """Decode, split and load one Markdown document (FrontmatterError / YamlLimitError)."""
-    text = decode_utf8(raw)
-    split = split_document(text)
-    mapping = load_yaml_mapping(split.frontmatter_yaml) if split.has_frontmatter else YamlMap()
-    return ParsedDocument(split, mapping)
+def split_document(text: str) -> SplitDocument:
+    """Apply the delimiter rules of spec/okf/contract/read.md §1.3 (:func:`document_spans`)."""
+    spans = document_spans(text)
+    if spans is None:
+        return SplitDocument(False, "", text, 1)
+    yaml_start, yaml_end, body_start, body_end, body_line = spans
+    return SplitDocument(True, text[yaml_start:yaml_end], text[body_start:body_end], body_line, yaml_start, body_start)
