@@ -458,14 +458,14 @@ def _byte_spans(raw: bytes, text: str, spans: tuple[int, int, int, int, int]) ->
     """(frontmatter start, end, body start, end) in ``raw`` of the character ``spans`` of its
     ``text`` (:func:`document_spans`).
 
-    What lies between them (the ``---`` lines, the newlines the split drops) is ASCII, so byte
-    and character counts differ only inside the frontmatter and the body themselves."""
+    What lies around them (the ``---`` lines, the newlines the split drops) is ASCII, so byte
+    and character counts differ only inside the frontmatter and the body themselves: the body's
+    end is counted back from the file's end, and only the frontmatter is measured in UTF-8."""
     fm_start, fm_end, body_start, body_end, _ = spans
     if len(raw) == len(text):  # ASCII: a byte a character
         return fm_start, fm_end, body_start, body_end
     fm_end_byte = fm_start + _utf8_length(text[fm_start:fm_end])
-    body_start_byte = fm_end_byte + body_start - fm_end
-    return fm_start, fm_end_byte, body_start_byte, body_start_byte + _utf8_length(text[body_start:body_end])
+    return fm_start, fm_end_byte, fm_end_byte + body_start - fm_end, len(raw) - (len(text) - body_end)
 
 
 def _utf8_length(text: str) -> int:
