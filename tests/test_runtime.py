@@ -5,6 +5,7 @@ from __future__ import annotations
 import gc
 import threading
 import time
+import weakref
 
 from hypothesis import given, settings, strategies as st
 
@@ -130,6 +131,24 @@ def test_the_gc_pause_nests_and_restores_the_collector():
     assert gc.isenabled()
     with Runtime(RuntimeSettings(gc_pause=False)).gc_paused():
         assert gc.isenabled()
+
+
+class _Node:
+    """An object that can sit in a reference cycle and be watched through a weak reference."""
+
+
+def test_what_a_gc_pause_builds_leaves_it_in_the_oldest_generation_and_cycles_are_still_collected():
+    runtime = Runtime(RuntimeSettings(gc_pause=True))
+    with runtime.gc_paused():
+        built = [[i] for i in range(2000)]
+        node = _Node()
+        node.self = node  # type: ignore[attr-defined]
+    young = {id(o) for generation in (0, 1) for o in gc.get_objects(generation=generation)}
+    assert not any(id(item) in young for item in built)  # no young pass need walk them
+    probe = weakref.ref(node)
+    del node
+    gc.collect()
+    assert probe() is None
 
 
 def test_activated_makes_a_fresh_runtime_current_and_restores_the_previous():

@@ -25,7 +25,13 @@ from typing import Any, Iterator, Mapping, cast
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.concept import ids as _ids
-from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, SplitDocument, YamlMap, parse_document
+from knowspec.impl.okf.parsing.frontmatter import (
+    FrontmatterError,
+    YamlMap,
+    decode_utf8,
+    document_spans,
+    load_yaml_mapping,
+)
 from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation, resolve_target_ids
 from knowspec.impl.okf.parsing.markdown import (
     BodyAnalysis,
@@ -93,15 +99,19 @@ class Document:
         self.body_start_line = 1
         self._spans = _NO_SPANS  # byte ranges of frontmatter_yaml and body in raw
         try:
-            parsed = parse_document(raw)
+            text = decode_utf8(raw)
+            spans = document_spans(text)
+            frontmatter = YamlMap() if spans is None else load_yaml_mapping(text[spans[0]:spans[1]])
         except FrontmatterError as exc:
             self.parse_error = ParseError(path, exc.code, exc.message)
             return
-        split = parsed.split
-        self.has_frontmatter = split.has_frontmatter
-        self.frontmatter = parsed.frontmatter
-        self.body_start_line = split.body_start_line
-        self._spans = _byte_spans(raw, split)
+        self.frontmatter = frontmatter
+        if spans is None:
+            self._spans = (0, 0, 0, len(raw))  # the whole text is the body
+            return
+        self.has_frontmatter = True
+        self.body_start_line = spans[4]
+        self._spans = _byte_spans(raw, text, spans)
 
     @property
     def raw(self) -> bytes:
@@ -463,17 +473,18 @@ class _DocumentBody:
         return self.document.body
 
 
-def _byte_spans(raw: bytes, split: SplitDocument) -> tuple[int, int, int, int]:
-    """(frontmatter start, end, body start, end) of a split document in ``raw``.
+def _byte_spans(raw: bytes, text: str, spans: tuple[int, int, int, int, int]) -> tuple[int, int, int, int]:
+    """(frontmatter start, end, body start, end) in ``raw`` of the character ``spans`` of its
+    ``text`` (:func:`document_spans`).
 
-    What lies between them (the ``---`` lines, the newlines the split drops) is ASCII, so byte
-    and character counts differ only inside the frontmatter and the body themselves."""
-    if not split.has_frontmatter:
-        return (0, 0, 0, len(raw))  # the whole text is the body
-    fm_start = split.frontmatter_offset
-    fm_end = fm_start + _utf8_length(split.frontmatter_yaml)
-    body_start = fm_end + split.body_offset - split.frontmatter_offset - len(split.frontmatter_yaml)
-    return (fm_start, fm_end, body_start, body_start + _utf8_length(split.body))
+    What lies around them (the ``---`` lines, the newlines the split drops) is ASCII, so byte
+    and character counts differ only inside the frontmatter and the body themselves: the body's
+    end is counted back from the file's end, and only the frontmatter is measured in UTF-8."""
+    fm_start, fm_end, body_start, body_end, _ = spans
+    if len(raw) == len(text):  # ASCII: a byte a character
+        return fm_start, fm_end, body_start, body_end
+    fm_end_byte = fm_start + _utf8_length(text[fm_start:fm_end])
+    return fm_start, fm_end_byte, fm_end_byte + body_start - fm_end, len(raw) - (len(text) - body_end)
 
 
 def _utf8_length(text: str) -> int:

@@ -13,7 +13,12 @@ import random
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from knowspec.impl.okf.parsing.markdown import analyse_body, fences_blanked, links_without_parse
+from knowspec.impl.okf.parsing.markdown import (
+    analyse_body,
+    fences_blanked,
+    link_targets_without_parse,
+    links_without_parse,
+)
 from optional_data import DATABRICKS
 
 FENCE_RUNS = ["```", "~~~", "````", "~~~~", "``", "~~"]
@@ -71,6 +76,14 @@ def test_code_span_links_without_parse_equal_the_parsed_links(lines):
     quick = links_without_parse(body)
     if quick is not None:
         assert quick == analyse_body(body).links
+
+
+@settings(max_examples=800, deadline=None)
+@given(st.lists(st.one_of(LINE, INLINE_LINE), max_size=12), st.sampled_from(["\n", "\r\n"]))
+def test_link_targets_without_parse_are_the_targets_of_the_links_without_parse(lines, newline):
+    body = newline.join(lines)
+    links = links_without_parse(body)
+    assert link_targets_without_parse(body) == (None if links is None else [link.target for link in links])
 
 
 @settings(max_examples=300, deadline=None)

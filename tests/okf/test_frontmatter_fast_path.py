@@ -131,3 +131,124 @@ def test_split_document_follows_the_line_rule(lines, ending):
     except fm.FrontmatterError:
         got = "unterminated"
     assert got == split_by_lines(text)
+
+
+# --- the line path: one-line scalars in block mappings and sequences -------------------------
+
+LINE_SCALARS = ["a", "a b", "a  b", "http://x.io/p#frag", "x:y", "It's", 'say "hi"', "é ü", "true", "Null", "~",
+                "1", "+1", "0x1F", "1_000", ".5", "2026-06-19", "2026-06-19T10:00:00Z", "a|b", "a{b}", "a[b]",
+                '"q"', "'q'", '"a#b: c"', "''", '""', "[a, b]", "[]", "[ ]", "['a', \"b\"]", "[1, true, ~, x y]",
+                "[a,b]"]  # the line path reads these
+LINE_TRICKY = ["a: b", "a #c", "a#c", "x:", "- x", "-1", "?x", ":x", "<<", "|", ">", "&a x", "*a", "!t x", "%x",
+               "@x", "`x", ",x", '"open', "'open", "'it''s'", '"a\\"b"', "[a, b,]", "[a: b]", "[a, [b]]",
+               '["a,b"]', "{a: 1}", "a\tb", "a\u00a0b", "a\u2028b", "a\x85b", "\ufeffa", "a\rb"]  # these it leaves
+LINE_KEYS = ["type", "k", "dup", "dup", "true", "null", "a.b", "a-b", "_x", "1", "x y", "k1", "<<", '"q"', "k:", "- k"]
+INDENTS = st.sampled_from([0, 0, 0, 2, 2, 4, 1, 3])
+line_scalars = st.sampled_from(LINE_SCALARS * 3 + LINE_TRICKY)
+line_keys = st.sampled_from(LINE_KEYS[:9] * 4 + LINE_KEYS[9:])
+lines = st.one_of(
+    st.builds(lambda i, k, v: f"{' ' * i}{k}: {v}", INDENTS, line_keys, line_scalars),
+    st.builds(lambda i, k: f"{' ' * i}{k}:", INDENTS, line_keys),
+    st.builds(lambda i, v: f"{' ' * i}- {v}", INDENTS, line_scalars),
+    st.builds(lambda i, k, v: f"{' ' * i}- {k}: {v}", INDENTS, line_keys, line_scalars),
+    st.builds(lambda i, k: f"{' ' * i}- {k}:", INDENTS, line_keys),
+    st.sampled_from(["", "  ", "# note", "  -", "-", "...", "continued words", "k:  v  ", "k:   ", "k: v # c"]),
+)
+line_texts = st.builds(lambda first, rest, end: "\n".join([first, *rest]) + end,
+                       st.builds(lambda k, v: f"{k}: {v}", line_keys, line_scalars), st.lists(lines, max_size=8),
+                       st.sampled_from(["", "\n", "\n  \n"]))
+
+
+
+
+class Indentless(list):
+    """A sequence written at its key's own indent."""
+
+
+def render_block(node, indent: int = 0) -> list[str]:
+    """Block YAML lines of a mapping (Pairs) or sequence; a mapping item opens on its dash's line."""
+    pad = " " * indent
+    out = []
+    if isinstance(node, Pairs):
+        for key, value in node:
+            if isinstance(value, str):
+                out.append(f"{pad}{key}: {value}")
+            else:
+                out.append(f"{pad}{key}:")
+                out += render_block(value, indent + (0 if isinstance(value, Indentless) else 2))
+        return out
+    for item in node:
+        if isinstance(item, str):
+            out.append(f"{pad}- {item}")
+        else:
+            inner = render_block(item, indent + 2)
+            out += [f"{pad}- {inner[0].lstrip(' ')}", *inner[1:]] if isinstance(item, Pairs) else [f"{pad}-", *inner]
+    return out
+
+
+block_keys = st.sampled_from(LINE_KEYS[:9] * 12 + LINE_KEYS[9:])  # mostly the line path, now and then not
+block_nodes = st.recursive(
+    st.sampled_from(LINE_SCALARS * 30 + LINE_TRICKY),
+    lambda child: st.one_of(st.lists(st.tuples(block_keys, child), min_size=1, max_size=4).map(Pairs),
+                            st.lists(child, min_size=1, max_size=3),
+                            st.lists(child, min_size=1, max_size=3).map(Indentless)),
+    max_leaves=14,
+)
+block_texts = st.builds(lambda pairs, end: "\n".join(render_block(Pairs(pairs))) + end,
+                        st.lists(st.tuples(block_keys, block_nodes), min_size=1, max_size=5),
+                        st.sampled_from(["", "\n", "  \n"]))
+
+
+@settings(max_examples=1500, deadline=None)
+@given(st.one_of(line_texts, block_texts, block_texts))
+def test_line_path_equals_composed_path_or_defers(text):
+    loaded = fm._line_mapping(text)
+    if loaded is not None:
+        assert ("ok", _shape(loaded)) == outcome(fm._composed_mapping, text)
+
+
+def test_block_frontmatter_takes_the_line_path():
+    text = ('type: concept\nx-llmwiki:\n  schemaVersion: "0.1"\n  confidence: 0.85\n  sources:\n    - a.md\n'
+            '  citations:\n    - file: a.md\n      line: 3\n    - file: b.md\ntitle: Views | Databricks on AWS\n'
+            'source: https://docs.example.com/a#b\ntags:\n- views\n- feature-store\nempty:\nlisted: [a, 2, "c d"]\n')
+    loaded = fm._line_mapping(text)
+    assert loaded is not None and outcome(lambda _: loaded, text) == outcome(fm._composed_mapping, text)
+    assert loaded["x-llmwiki"]["citations"] == [{"file": "a.md", "line": "3"}, {"file": "b.md"}]
+    assert loaded["empty"].tag == "null" and loaded["listed"][1].tag == "int"
+
+
+def test_line_path_records_duplicated_keys():
+    loaded = fm._line_mapping("a: 1\nb: 2\na: 3\nn:\n  c: 1\n  c: 2\n")
+    assert loaded.duplicates == frozenset({"a"}) and loaded["n"].duplicates == frozenset({"c"})
+    assert loaded["a"] == "3" and loaded["a"].tag == "int"
+
+
+def test_comments_continuations_and_escapes_leave_the_line_path():
+    for text in ("a: 1 # c\n", "a: b\n  c\n", 'a: "x\\ty"\n', "a: 1\n\nb: 2\n", "a: |\n  x\n", "a:\tb\n"):
+        assert fm._line_mapping(text) is None
+
+
+def test_a_line_read_again_gives_an_equal_unshared_value():
+    first = fm._line_mapping("type: Note\ntags: [x, 1]\n")
+    again = fm._line_mapping("type: Note\ntags: [x, 1]\n")
+    assert outcome(lambda _: again, "") == outcome(lambda _: first, "") and again["tags"] is not first["tags"]
+    first["tags"].append("z")
+    assert fm._line_mapping("tags: [x, 1]\n")["tags"] == ["x", "1"]
+
+
+@settings(max_examples=400, deadline=None)
+@given(st.lists(st.sampled_from(["---", "---\r", "a: é", "t: x", "", "\r", "béta ü", "b"]), max_size=8),
+       st.sampled_from(["", "\n", "\r\n"]))
+def test_a_document_cuts_its_frontmatter_and_body_where_the_split_rule_does(lines, ending):
+    from knowspec.impl.okf.model import Document
+
+    text = "\n".join(lines) + ending
+    document = Document("c.md", text.encode())
+    try:
+        split = fm.split_document(text)
+    except fm.FrontmatterError:
+        assert document.parse_error is not None
+        return
+    if document.parse_error is None:
+        assert (document.has_frontmatter, document.frontmatter_yaml, document.body, document.body_start_line) == (
+            split.has_frontmatter, split.frontmatter_yaml, split.body, split.body_start_line)

@@ -35,8 +35,8 @@ def test_edited_concept_is_refolded_and_only_it(tmp_path, monkeypatch):
     kb = write_bundle(tmp_path / "kb", {f"c{i}.md": _doc(f"T{i}", f"body {i}") for i in range(6)})
     sci.index_for_snapshot(load_snapshot(str(kb), ctx()))
     calls = []
-    real = sc.SearchableConcept.of.__func__
-    monkeypatch.setattr(sc.SearchableConcept, "of", classmethod(lambda cls, *a: calls.append(a[0]) or real(cls, *a)))
+    real = sci._small_of
+    monkeypatch.setattr(sci, "_small_of", lambda entries: calls.extend(cid for cid, _ in entries) or real(entries))
     (kb / "c3.md").write_text(_doc("T3", "Changed Needle"))
     snapshot = load_snapshot(str(kb), ctx())
     index = sci.index_for_snapshot(snapshot)
@@ -207,3 +207,9 @@ def test_body_signatures_wait_for_a_query_that_narrows_with_them(tmp_path):
     full = bs.sign([rebuilt.body(row) for row in range(len(rebuilt.ids))])
     assert (rebuilt.boundaries == full).all()
     assert rebuilt.search(case_fold("sql  warehouse"), 10) == reference(snapshot, "sql  warehouse", 10)
+
+
+@settings(max_examples=300, deadline=None)
+@given(st.lists(st.text(alphabet=st.sampled_from("aZ 9-\x00ßİéﬁ\u0301Σς_"), max_size=6), max_size=8))
+def test_fields_folded_together_equal_each_folded_alone(values):
+    assert sci._folded_utf8(values) == [case_fold(v).encode() for v in values]

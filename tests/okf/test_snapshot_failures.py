@@ -95,3 +95,11 @@ def test_unreadable_proc_files_are_invalid_request_not_an_uncaught_oserror():
         snapshot.capture_snapshot("/proc/1", None)
     assert info.value.code == "invalid_request"
     assert info.value.message.startswith("load bundle: ")
+
+
+def test_revision_paths_refuse_empty_and_dot_segments_and_the_okf_dir():
+    from knowspec.impl.okf.bundle.snapshot import valid_revision_path
+
+    assert valid_revision_path("a/b.md") and valid_revision_path("a/.b.md") and valid_revision_path("x.okf/c.md")
+    for path in ("", "/a.md", "a//b.md", "./a.md", "a/../b.md", "a/.", "a/", ".okf/c.md", "a\\b.md", "a\x01.md"):
+        assert not valid_revision_path(path), path

@@ -137,6 +137,9 @@ def _io_failure(exc: OSError) -> ToolError:
     return ToolError("invalid_request", f"load bundle: {exc.strerror or 'I/O error'}")
 
 
+_DOT_SEGMENTS = frozenset(("", ".", ".."))  # an empty segment, or a dot segment
+
+
 def valid_revision_path(path: str) -> bool:
     """Revision-path validation (relative, clean, no backslash or control, not ``.okf``).
 
@@ -145,7 +148,7 @@ def valid_revision_path(path: str) -> bool:
     if path == "" or path.startswith("/") or "\\" in path or _CONTROL.search(path):
         return False
     parts = path.split("/")
-    if any(p in ("", ".", "..") for p in parts):
+    if not _DOT_SEGMENTS.isdisjoint(parts):
         return False
     return parts[0] != ".okf"
 

@@ -284,7 +284,9 @@ def load_yaml_mapping(text: str) -> YamlMap:
     """Load frontmatter YAML; blank text is an empty mapping. Raises FrontmatterError/YamlLimitError."""
     if not text.strip():
         return YamlMap()
-    fast = _plain_mapping(text)
+    fast = _line_mapping(text)
+    if fast is None:
+        fast = _plain_mapping(text)
     return fast if fast is not None else _composed_mapping(text)
 
 
@@ -325,6 +327,27 @@ _NO_KEY = object()
 _TYPED = {f"tag:yaml.org,2002:{short}": short for short in ("int", "float", "bool", "null", "timestamp")}
 
 
+_MERGE_KEY = object()
+_RESOLVERS_FOR = _Loader.yaml_implicit_resolvers.get
+
+
+def _shared(text: str) -> str:
+    """A ``!!str`` scalar as the constructor makes it (short ones interned)."""
+    return sys.intern(text) if len(text) < MAX_SHARED_SCALAR else text
+
+
+def _plain_scalar(text: str) -> Any:
+    """A plain scalar by the resolver's rule (by first character, then its patterns) and the
+    constructors': a typed one is a :class:`YamlScalar`; ``_MERGE_KEY`` for ``<<``."""
+    for tag, regexp in _RESOLVERS_FOR(text[:1], ()):
+        if regexp.match(text):
+            short = _TYPED.get(tag)
+            if short is None:
+                return _MERGE_KEY
+            return YamlScalar(text, short, _scalar_value(short, text))
+    return _shared(text)
+
+
 def _plain_mapping(text: str) -> YamlMap | None:
     """The frontmatter mapping built from libyaml's events, or None: take the full path."""
     parser = CParser(text)  # libyaml's events alone: no composer, resolver or constructor
@@ -350,8 +373,7 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
     # the key waiting for its value].
     stack: list[list[Any]] = [[root, set(), set(), _NO_KEY]]
     nodes = 1
-    resolvers_for = _Loader.yaml_implicit_resolvers.get
-    scalar_event, intern = yaml.ScalarEvent, sys.intern
+    scalar_event = yaml.ScalarEvent
     while stack:
         event = get_event()
         kind = type(event)
@@ -359,19 +381,10 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
         if kind is scalar_event:
             if event.anchor is not None or event.tag is not None:
                 return None
-            # The resolver's rule (plain scalars only, by first character) and the constructors'.
-            text = event.value
-            value: Any = None
-            if event.implicit[0]:
-                for tag, regexp in resolvers_for(text[:1], ()):
-                    if regexp.match(text):
-                        short = _TYPED.get(tag)
-                        if short is None:
-                            return None  # the merge key `<<`
-                        value = YamlScalar(text, short, _scalar_value(short, text))
-                        break
-            if value is None:
-                value = intern(text) if len(text) < MAX_SHARED_SCALAR else text
+            # the resolver applies to plain scalars only
+            value: Any = _plain_scalar(event.value) if event.implicit[0] else _shared(event.value)
+            if value is _MERGE_KEY:
+                return None
             opened = None
         elif kind is yaml.MappingStartEvent or kind is yaml.SequenceStartEvent:
             if event.anchor is not None or event.tag is not None or len(stack) >= _FAST_MAX_DEPTH:
@@ -413,6 +426,194 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
     return root
 
 
+# --- the commonest case straight from the lines --------------------------------------------
+#
+# Most frontmatter is block mappings and sequences of one-line scalars: ``key: value``, ``key:``
+# over an indented block, ``- item``, ``- key: value``. Those lines are read here with a few
+# string tests, several times cheaper than libyaml's events (one Python object each). The subset
+# is strict: keys of letters, digits, ``_.-``; plain scalars that can be nothing else (no
+# indicator first, no ``: `` or `` #`` inside, no ``:`` last); quoted scalars without escapes;
+# one-line flow sequences of such items; spaces only, no comments, blank or continuation lines.
+# Anything else (or past a limit) returns None and takes the event path; the resolver and the
+# constructors are the event path's own (:func:`_plain_scalar`).
+
+_LINE_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,127}):(?: +|$)")
+_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+_DOUBLE_QUOTED = re.compile(r'"([^"\\]*)"')
+_SINGLE_QUOTED = re.compile(r"'([^']*)'")
+_FLOW_ITEM = r"""(?:[^-?:,\[\]{}#&*!|>'"%@` ][^:,\[\]{}#'"]*|"[^"\\,\[\]]*"|'[^',\[\]]*')"""
+_FLOW_SEQUENCE = re.compile(rf"\[ *(?:{_FLOW_ITEM}(?: *, *{_FLOW_ITEM})*)? *\]")
+
+
+class _Defer(Exception):
+    """The lines leave the subset: the event path decides."""
+
+
+_CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")  # a tab, a CR or a character YAML refuses
+_RESOLVED_FIRST = frozenset(_Loader.yaml_implicit_resolvers)  # "" among them (null)
+
+
+def _line_mapping(text: str) -> YamlMap | None:
+    """The frontmatter mapping read line by line, or None: take the event path."""
+    if len(text) >= _FAST_MAX_NODES or _CONTROL.search(text) is not None:
+        return None  # (a node takes a character at least: no count is needed below this length)
+    if not text.isascii() and not text.replace("\n", "").isprintable():
+        return None  # YAML's printable set is wider than Python's: a few texts take the event path
+    lines = text.rstrip(" \n").split("\n")  # trailing blank lines dropped
+    if lines[0][:1] == " ":
+        return None
+    reader = _LineReader(lines)
+    try:
+        root = reader.mapping(0, 1)
+    except _Defer:
+        return None
+    return root if reader.at == len(lines) else None
+
+
+def _indented(line: str) -> tuple[int, str]:
+    content = line.lstrip(" ")
+    return len(line) - len(content), content
+
+
+class _LineReader:
+    """Reads ``lines`` from ``at`` on; the depth is bounded as on the event path (the node count
+    by the text's length)."""
+
+    def __init__(self, lines: list[str]) -> None:
+        self.lines = lines
+        self.at = 0
+
+    def mapping(self, indent: int, depth: int) -> YamlMap:
+        if depth >= _FAST_MAX_DEPTH:
+            raise _Defer
+        lines, out, seen, duplicated = self.lines, YamlMap(), set(), set()
+        key_match, key_of, known = _LINE_KEY.match, _line_key, _KNOWN_LINES.get
+        while self.at < len(lines):
+            line = lines[self.at]
+            content = line.lstrip(" ")
+            at_indent = len(line) - len(content)
+            if at_indent < indent:
+                break
+            if at_indent == indent:
+                entry = known(content)
+                if entry is not None:  # a ``key: value`` line read before: the same reading
+                    raw, key, value = entry
+                    if raw in seen:
+                        duplicated.add(raw)
+                    seen.add(raw)
+                    self.at += 1
+                    out[key] = list(value) if type(value) is tuple else value
+                    continue
+                match = key_match(content)
+            else:
+                match = None
+            if match is None:
+                raise _Defer  # deeper than its key, not a key (an item, a comment, a blank line)
+            raw = match.group(1)
+            if raw in seen:
+                duplicated.add(raw)
+            seen.add(raw)
+            rest = content[match.end():].rstrip(" ")
+            self.at += 1
+            if rest:
+                key, value = key_of(raw), self.inline(rest)
+                out[key] = value
+                if len(content) <= _MAX_KNOWN_LINE and len(_KNOWN_LINES) < _MAX_KNOWN_LINES:
+                    _KNOWN_LINES[content] = (raw, key, tuple(value) if type(value) is list else value)
+            else:
+                out[key_of(raw)] = self.block_value(indent, depth)
+        if duplicated:
+            out.duplicates = frozenset(duplicated)
+        return out
+
+    def sequence(self, indent: int, depth: int) -> list:
+        if depth >= _FAST_MAX_DEPTH:
+            raise _Defer
+        lines, out = self.lines, []
+        while self.at < len(lines):
+            at_indent, content = _indented(lines[self.at])
+            if at_indent != indent or not content.startswith("- "):
+                if at_indent > indent:
+                    raise _Defer  # a continuation line, a wider item indent
+                break  # the end, or the next key of the mapping this sequence is the value of
+            item = content[2:].rstrip(" ")
+            if not item or item[0] == " " or item[0] == "-":
+                raise _Defer  # an empty item, one indented further, a nested sequence
+            if _LINE_KEY.match(item):  # a mapping opened on the dash's line
+                lines[self.at] = " " * (indent + 2) + item
+                out.append(self.mapping(indent + 2, depth + 1))
+            else:
+                self.at += 1
+                out.append(self.inline(item))
+        return out
+
+    def block_value(self, indent: int, depth: int) -> Any:
+        """The value of a ``key:`` line: the block below it, a sequence at its own indent, or null."""
+        if self.at < len(self.lines):
+            at_indent, content = _indented(self.lines[self.at])
+            if at_indent > indent:
+                if content.startswith("- "):
+                    return self.sequence(at_indent, depth + 1)
+                return self.mapping(at_indent, depth + 1)
+            if at_indent == indent and content.startswith("- "):
+                return self.sequence(indent, depth + 1)
+        return _plain("")
+
+    @staticmethod
+    def inline(text: str) -> Any:
+        """A one-line scalar or flow sequence (a deeper line after it, which would continue it,
+        is refused by the loop that reads the next line)."""
+        first = text[0]
+        if first not in _INDICATORS:
+            if ": " in text or " #" in text or text[-1] == ":":
+                raise _Defer
+            return _plain(text)
+        if first == '"' or first == "'":
+            quoted = (_DOUBLE_QUOTED if first == '"' else _SINGLE_QUOTED).fullmatch(text)
+            if quoted is None:
+                raise _Defer
+            return _shared(quoted.group(1))
+        if first == "[" and _FLOW_SEQUENCE.fullmatch(text) is not None:
+            inner = text[1:-1].strip(" ")
+            return [_flow_item(item.strip(" ")) for item in inner.split(",")] if inner else []
+        raise _Defer
+
+
+def _flow_item(item: str) -> Any:
+    if item[0] == '"' or item[0] == "'":
+        return _shared(item[1:-1])
+    return _plain(item)
+
+
+_KEYS: dict[str, Any] = {}  # a key's text -> the key (bundles repeat their keys)
+_MAX_KEYS = 4096
+# A ``key: value`` line's text -> (raw key, key, value; a flow sequence as a tuple, copied to a
+# list on each use): bundles repeat whole lines (a type, a status, a tag list). Values are
+# strings and YamlScalars, shared as interned strings are.
+_KNOWN_LINES: dict[str, tuple[str, Any, Any]] = {}
+_MAX_KNOWN_LINES = 4096
+_MAX_KNOWN_LINE = 64  # short lines repeat; a title or a hash is read once
+
+
+def _line_key(raw: str) -> Any:
+    key = _KEYS.get(raw)
+    if key is None:
+        key = _plain(raw)
+        if len(_KEYS) < _MAX_KEYS:
+            _KEYS[raw] = key
+    return key
+
+
+def _plain(text: str) -> Any:
+    """A plain scalar of the line path (its resolver's first characters tested first)."""
+    if text[:1] not in _RESOLVED_FIRST:
+        return sys.intern(text) if len(text) < MAX_SHARED_SCALAR else text
+    value = _plain_scalar(text)
+    if value is _MERGE_KEY:
+        raise _Defer
+    return value
+
+
 @dataclass(frozen=True)
 class SplitDocument:
     """A document cut at its delimiters. ``has_frontmatter`` False means the whole text is body."""
@@ -436,49 +637,43 @@ def decode_utf8(raw: bytes) -> str:
 _CLOSING_DELIMITER = re.compile(r"^---\r?$", re.M)
 
 
-def split_document(text: str) -> SplitDocument:
-    """Apply the delimiter rules of spec/okf/contract/read.md §1.3 (first line exactly ``---``; LF, CRLF or EOF)."""
+def document_spans(text: str) -> tuple[int, int, int, int, int] | None:
+    """The delimiter rules of spec/okf/contract/read.md §1.3 (first line exactly ``---``; LF, CRLF
+    or EOF) as character offsets, no text copied: (frontmatter start, end, body start, end, the
+    body's first line); None without frontmatter (the whole text is the body, from line 1)."""
     first_end = text.find("\n")
     first = text if first_end < 0 else text[:first_end]
     if first.endswith("\r"):
         first = first[:-1]
     if first != "---":
-        return SplitDocument(False, "", text, 1)
+        return None
     yaml_start = len(text) if first_end < 0 else first_end + 1
     closing = _CLOSING_DELIMITER.search(text, yaml_start)
     if closing is None:
         raise FrontmatterError("unterminated_frontmatter", "unterminated frontmatter")
     pos = closing.start()
     end = text.find("\n", pos)
-    line_no = 2 + text.count("\n", yaml_start, pos)
-    frontmatter = text[yaml_start:pos]
-    rest = "" if end < 0 else text[end + 1 :]
-    body_line = line_no + 1
-    if rest.startswith("\r\n"):
-        rest = rest[2:]
-        body_line += 1
-    elif rest.startswith("\n"):
-        rest = rest[1:]
-        body_line += 1
-    body_offset = len(text) - len(rest)
-    if rest.endswith("\r\n"):
-        rest = rest[:-2]
-    elif rest.endswith("\n"):
-        rest = rest[:-1]
-    return SplitDocument(True, frontmatter, rest, body_line, yaml_start, body_offset)
+    body_line = 3 + text.count("\n", yaml_start, pos)
+    body_start = body_end = len(text)
+    if end >= 0:
+        body_start = end + 1
+        if text.startswith("\r\n", body_start):
+            body_start += 2
+            body_line += 1
+        elif text.startswith("\n", body_start):
+            body_start += 1
+            body_line += 1
+        if body_end - body_start >= 2 and text.endswith("\r\n"):
+            body_end -= 2
+        elif body_end > body_start and text.endswith("\n"):
+            body_end -= 1
+    return yaml_start, pos, body_start, body_end, body_line
 
 
-@dataclass(frozen=True)
-class ParsedDocument:
-    """Frontmatter mapping plus the split document."""
-
-    split: SplitDocument
-    frontmatter: YamlMap
-
-
-def parse_document(raw: bytes) -> ParsedDocument:
-    """Decode, split and load one Markdown document (FrontmatterError / YamlLimitError)."""
-    text = decode_utf8(raw)
-    split = split_document(text)
-    mapping = load_yaml_mapping(split.frontmatter_yaml) if split.has_frontmatter else YamlMap()
-    return ParsedDocument(split, mapping)
+def split_document(text: str) -> SplitDocument:
+    """Apply the delimiter rules of spec/okf/contract/read.md §1.3 (:func:`document_spans`)."""
+    spans = document_spans(text)
+    if spans is None:
+        return SplitDocument(False, "", text, 1)
+    yaml_start, yaml_end, body_start, body_end, body_line = spans
+    return SplitDocument(True, text[yaml_start:yaml_end], text[body_start:body_end], body_line, yaml_start, body_start)

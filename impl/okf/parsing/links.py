@@ -108,6 +108,8 @@ _FIRST_BLANK = re.compile(r"[ \t]")
 def strip_link_title(dest: str) -> str:
     """Remove a quoted title: only when the first space/tab is followed by ``"`` or ``'``."""
     dest = dest.strip()
+    if " " not in dest and "\t" not in dest:
+        return dest  # the common case, without the search
     m = _FIRST_BLANK.search(dest)
     if m is None:
         return dest

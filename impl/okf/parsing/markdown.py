@@ -344,9 +344,19 @@ def links_without_parse(body: str, body_start_line: int = 1) -> list[RawLink] | 
 
 
 def link_targets_without_parse(body: str) -> list[str] | None:
-    """The targets of :func:`links_without_parse`, without a record per link."""
-    analysis = _links_scanned(body, 1)
-    return None if analysis is None else analysis.link_targets
+    """The targets of :func:`links_without_parse`: the same lines scanned, without a record or
+    a line number per link."""
+    text = _clear_text(body)
+    if text is None:
+        return None
+    targets: list[str] = []
+    find = text.find
+    pos = find("](")
+    while pos >= 0:
+        start, end = _line_around(text, pos)
+        targets += map(sys.intern, scan_line_links(text[start:end]))  # bundles repeat their targets
+        pos = find("](", end)
+    return targets
 
 
 def link_lines_clear(body: str) -> bool:

@@ -41,6 +41,7 @@ from knowspec.impl.okf.search import boundary_signatures
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
 from knowspec.impl.okf.search.token_postings import PostingsBuilder, TokenPostings, tokens
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
+from knowspec.impl.rules.text import case_fold
 
 _FIELDS = sorted(FIELD_RANKS, key=lambda name: -FIELD_RANKS[name])  # id, title, description, tags, body
 _SEP = b"\x00"
@@ -111,6 +112,32 @@ class _Bodies:
 
 def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
     return (f.id.encode(), f.title.encode(), f.description.encode(), tuple(t.encode() for t in f.tags))
+
+
+def _folded_utf8(values: list[str]) -> list[bytes]:
+    """``case_fold(v).encode()`` of every value: one ``lower`` of the values joined by NUL (on
+    ASCII, folding is lowering), the few non-ASCII values folded one by one."""
+    joined = "\x00".join(values)
+    if not values or joined.count("\x00") != len(values) - 1:  # no value or one holding NUL
+        return [case_fold(v).encode() for v in values]
+    out = joined.lower().encode().split(b"\x00")
+    if not joined.isascii():
+        for i, value in enumerate(values):
+            if not value.isascii():
+                out[i] = case_fold(value).encode()
+    return out
+
+
+def _small_of(entries: list[tuple[str, Any]]) -> list[tuple[bytes, bytes, bytes, tuple[bytes, ...]]]:
+    """:func:`_small` of ``SearchableConcept.of`` for many concepts at once (the same bytes)."""
+    ids = _folded_utf8([cid for cid, _ in entries])
+    titles = _folded_utf8([c.title or "" for _, c in entries])
+    descriptions = _folded_utf8([c.description or "" for _, c in entries])
+    tag_lists = [c.tags for _, c in entries]
+    flat = _folded_utf8([t for tags in tag_lists for t in tags])
+    bounds = list(accumulate(map(len, tag_lists), initial=0))
+    tags = [tuple(flat[a:b]) for a, b in zip(bounds, bounds[1:])]
+    return list(zip(ids, titles, descriptions, tags))
 
 
 def _stored_body(folded: str) -> bytes:
@@ -308,7 +335,8 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
     # fresh rows' signatures are made now only when the previous index has made its own
     signed = previous is not None and previous.boundaries_made()
-    copy_from, copy_to, fresh_rows, fresh_small, fresh_bodies = [], [], [], [], []
+    copy_from, copy_to, fresh_rows, fresh_entries, fresh_bodies = [], [], [], [], []
+    add_body = builders[-1].add
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
             check_cancelled()
@@ -320,23 +348,20 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             copy_to.append(row)
         else:
             raw_body = concept.body_bytes
-            if raw_body.isascii():  # folding is lowering ASCII letters: no decode
-                fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags, "")
-                small.append(_small(fields))
-                folded = raw_body.lower()
-            else:
-                fields = SearchableConcept.of(cid, concept.title or "", concept.description or "", concept.tags,
-                                              concept.body)
-                small.append(_small(fields))
-                folded = _stored_body(fields.body)
+            # folding is lowering ASCII letters: no decode
+            folded = raw_body.lower() if raw_body.isascii() else _stored_body(case_fold(concept.body))
+            small.append(None)  # made for every fresh row at once below
             bodies.append(folded)
-            builders[-1].add(row, set(tokens(folded)))  # a body repeats its words: once each
+            add_body(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
-            fresh_small.append(small[-1])
+            fresh_entries.append((cid, concept))
             if signed:
                 fresh_bodies.append(folded)
         ids.append(cid)
         concepts.append(concept)
+    fresh_small = _small_of(fresh_entries)
+    for row, fields in zip(fresh_rows, fresh_small):
+        small[row] = fields
     _add_short_fields(builders, fresh_rows, fresh_small)
     postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
     boundaries = None
