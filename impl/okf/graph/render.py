@@ -17,8 +17,8 @@ from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.derived import derived_cache
-from knowspec.impl.okf.graph.targets import NavigationTargets, shared_targets
 from knowspec.impl.okf.graph.legacy import legacy_document, render_legacy_utf8
+from knowspec.impl.okf.graph.targets import NavigationTargets, shared_targets
 from knowspec.impl.okf.graph.v02 import project
 
 MAX_RENDER_BYTES = 16 * 1024 * 1024

@@ -21,7 +21,6 @@ from urllib.parse import quote
 from knowspec.impl.okf.concept import projection
 from knowspec.impl.okf.parsing import typed
 from knowspec.impl.okf.concept.ids import parse_ref
-from knowspec.impl.okf.graph.targets import NavigationTargets
 from knowspec.impl.okf.graph.nodes import (
     PATH_SEGMENT_SAFE,
     PROJECTION_IRI,
@@ -37,6 +36,7 @@ from knowspec.impl.okf.graph.nodes import (
     temporal_literal,
     text,
 )
+from knowspec.impl.okf.graph.targets import NavigationTargets
 from knowspec.impl.okf.concept.temporal import INSTANT_PROFILE, parse_rfc3339
 from knowspec.impl.rules.ordering import byte_key
 
