@@ -31,7 +31,7 @@ import time
 from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import write_results  # noqa: E402
+from common import server_memory_mib, server_peak_rss_mib, write_results  # noqa: E402
 from docpool_setup import CACHE, DATABASE, default_model_dir, load_queries, machine_load  # noqa: E402
 
 from knowspec.impl.config import Settings  # noqa: E402
@@ -100,11 +100,6 @@ def shares(pool_file: Path, model_dir: Path, queries: list[str]) -> dict:
 def server(pool_file: Path, queries: list[str]) -> dict:
     """The stdio server of the latency appdir (its catalog, pool and model link): RSS idle, after
     one vector call and after the rest (a raw JSON-lines client)."""
-
-    def rss(pid: int) -> float:
-        status = Path(f"/proc/{pid}/status").read_text()
-        return int(status.split("VmRSS:")[1].split()[0]) / 1024
-
     settings = Settings(appdir=pool_file.parent)
     proc = subprocess.Popen([sys.executable, "-m", "knowspec.impl.cli", "serve", "--stdio", "--appdir",
                              str(settings.appdir), "--catalog", str(settings.catalog_path), "--database", DATABASE],
@@ -121,16 +116,16 @@ def server(pool_file: Path, queries: list[str]) -> dict:
             "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "memory", "version": "1"}}})
         ask({"jsonrpc": "2.0", "method": "notifications/initialized"})
         time.sleep(0.5)
-        out = {"idle_mib": round(rss(proc.pid), 1)}
+        out = {"idle_mib": round(server_memory_mib(), 1)}
         for i, text in enumerate(queries):
             answer = ask({"jsonrpc": "2.0", "id": i + 1, "method": "tools/call", "params": {
                 "name": "doc_search", "arguments": {"query": text, "mode": "vector"}}})
             if answer is None or answer.get("result", {}).get("isError"):
                 raise SystemExit(f"vector doc_search failed: {json.dumps(answer)[:400]}")
             if i == 0:
-                out["after_first_vector_call_mib"] = round(rss(proc.pid), 1)
-        out[f"after_{len(queries)}_vector_calls_mib"] = round(rss(proc.pid), 1)
-        out["peak_mib"] = round(int(Path(f"/proc/{proc.pid}/status").read_text().split("VmHWM:")[1].split()[0]) / 1024, 1)
+                out["after_first_vector_call_mib"] = round(server_memory_mib(), 1)
+        out[f"after_{len(queries)}_vector_calls_mib"] = round(server_memory_mib(), 1)
+        out["peak_mib"] = round(server_peak_rss_mib(), 1)
     finally:
         proc.stdin.close()
         proc.wait(60)

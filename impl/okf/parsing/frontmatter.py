@@ -132,11 +132,15 @@ def _construct_typed(tag: str):
 MAX_SHARED_SCALAR = 256  # shorter !!str scalars are shared (interned) across the bundle
 
 
+def _shared(text: str) -> str:
+    """A ``!!str`` scalar as every path makes it (short ones interned)."""
+    return sys.intern(text) if len(text) < MAX_SHARED_SCALAR else text
+
+
 def _construct_str(loader: _Loader, node: ScalarNode) -> str:
     """Keys and short values repeat across a bundle's frontmatter (``type``, ``tags`` entries,
     ``x-llmwiki`` sub-keys, source names): one shared copy each, not one per document."""
-    value = str(node.value)
-    return sys.intern(value) if len(value) < MAX_SHARED_SCALAR else value
+    return _shared(str(node.value))
 
 
 def _construct_map(loader: _Loader, node: MappingNode) -> Iterator[YamlMap]:
@@ -329,11 +333,6 @@ _TYPED = {f"tag:yaml.org,2002:{short}": short for short in ("int", "float", "boo
 
 _MERGE_KEY = object()
 _RESOLVERS_FOR = _Loader.yaml_implicit_resolvers.get
-
-
-def _shared(text: str) -> str:
-    """A ``!!str`` scalar as the constructor makes it (short ones interned)."""
-    return sys.intern(text) if len(text) < MAX_SHARED_SCALAR else text
 
 
 def _plain_scalar(text: str) -> Any:
@@ -607,7 +606,7 @@ def _line_key(raw: str) -> Any:
 def _plain(text: str) -> Any:
     """A plain scalar of the line path (its resolver's first characters tested first)."""
     if text[:1] not in _RESOLVED_FIRST:
-        return sys.intern(text) if len(text) < MAX_SHARED_SCALAR else text
+        return _shared(text)
     value = _plain_scalar(text)
     if value is _MERGE_KEY:
         raise _Defer

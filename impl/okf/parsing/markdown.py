@@ -11,7 +11,7 @@ from __future__ import annotations
 import re
 import sys
 from array import array
-from typing import Any, Callable, NamedTuple
+from typing import Any, Callable, Iterator, NamedTuple
 
 import pyromark
 
@@ -59,6 +59,15 @@ def _line_around(text: str, pos: int) -> tuple[int, int]:
     """Start and end (before its newline) of the line holding ``pos``."""
     end = text.find("\n", pos)
     return text.rfind("\n", 0, pos) + 1, len(text) if end < 0 else end
+
+
+def _link_lines(text: str) -> Iterator[tuple[int, int]]:
+    """Start and end of each line of ``text`` that holds ``](`` (no other line has a link), in order."""
+    pos = text.find("](")
+    while pos >= 0:
+        start, end = _line_around(text, pos)
+        yield start, end
+        pos = text.find("](", end)
 
 
 class BodyAnalysis:
@@ -350,12 +359,8 @@ def link_targets_without_parse(body: str) -> list[str] | None:
     if text is None:
         return None
     targets: list[str] = []
-    find = text.find
-    pos = find("](")
-    while pos >= 0:
-        start, end = _line_around(text, pos)
+    for start, end in _link_lines(text):
         targets += map(sys.intern, scan_line_links(text[start:end]))  # bundles repeat their targets
-        pos = find("](", end)
     return targets
 
 
@@ -700,15 +705,12 @@ def _headings(data: bytes, lines: _LineIndex, raw: list) -> list[Heading]:
 
 def _scan_links(prose: str, first_line: int, analysis: BodyAnalysis) -> None:
     """Run the line scanner on the prose lines that contain ``](`` (no other line has a link)."""
-    pos = prose.find("](")
     line_no, counted = first_line, 0
-    while pos >= 0:
-        start, end = _line_around(prose, pos)
+    for start, end in _link_lines(prose):
         line_no += prose.count("\n", counted, start)
         counted = start
         for target in scan_line_links(prose[start:end]):
             analysis.add_link(sys.intern(target), line_no)  # bundles repeat their targets
-        pos = prose.find("](", end)
 
 
 def _scan_footnotes(data, prose_bytes, lines, blocks, link_spans, analysis) -> None:
