@@ -153,11 +153,11 @@ def _serve(args: argparse.Namespace) -> int:
     _runtime_settings(args)  # bad or unavailable settings stop here, before any worker starts
     workers = getattr(args, "workers", 1)
     if args.http and workers > 1:
-        from knowspec.impl.server.workers import reuseport_socket, serve_workers
+        from knowspec.impl.server.workers import serve_workers
 
         host, port = args.http
         try:
-            sock = reuseport_socket(host, port)
+            sock = _listening_socket(host, port)
         except OSError as exc:
             print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
             return 1
@@ -230,7 +230,7 @@ def _listening_socket(host: str, port: int) -> socket.socket:
     """Bind before uvicorn starts, so a taken port is one clear line instead of a log record."""
     from knowspec.impl.server.workers import bound_socket
 
-    return bound_socket(host, port, reuse_port=False)
+    return bound_socket(host, port)
 
 
 def _uvicorn_server_class():

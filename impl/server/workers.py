@@ -1,9 +1,10 @@
 """``serve --http --workers N``: N server processes on one port, one event loop each.
 
 A tool call holds the GIL for most of its time, so one process never uses more than one core.
-N processes (uvicorn's supervisor: spawned workers, each listening on its own ``SO_REUSEPORT``
-socket of the one port so the kernel spreads connections evenly; a worker that dies is replaced,
-SIGINT/SIGTERM stop them all gracefully) serve N calls at once.
+N processes serve N calls at once: uvicorn's supervisor starts them (spawned; a worker that dies
+is replaced; SIGINT/SIGTERM stop them all gracefully), and the supervisor itself accepts every
+connection and hands it to a worker (``connection_dispatch.py``: a session's connections to the
+worker that owns it, new sessions to the workers in turn).
 
 What must hold across workers:
 - REST sessions, users, roles and the database registry are rows of the catalog database
@@ -14,7 +15,8 @@ What must hold across workers:
   in-flight calls, cancellation, the event stream), so it is routed to that process instead of
   shared: each worker tags the session ids it issues with its own tag and listens on a private
   Unix socket named by that tag (in a run folder only the server's user can open); a request
-  for another worker's session is relayed to the owner over that socket, streaming both ways.
+  for another worker's session that still reaches it (a connection first used for another
+  session) is relayed to the owner over that socket, streaming both ways.
   A session whose worker has gone answers 404 "Session not found", as the protocol asks, and the
   client starts a new one.
 """
@@ -207,13 +209,16 @@ class SessionRouter:
 
 
 
-def with_private_listener(app: Any, worker: Worker, log_level: str) -> None:
-    """Serve ``app`` on the worker's private Unix socket too, for as long as the app runs.
+def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
+    """Serve ``app``, for as long as it runs, on the worker's private Unix socket (relayed
+    requests) and on the connections the supervisor hands it (``connection_handoff.py``).
 
-    Composed into the Starlette app's lifespan, so the listener opens after the MCP session
-    manager is running and closes before it stops.
+    One uvicorn server does both, so stopping it drains both; it is composed into the Starlette
+    app's lifespan, so it starts after the MCP session manager runs and stops before it stops.
     """
     import uvicorn
+
+    from knowspec.impl.server.connection_handoff import HandoffReceiver, handoff_path
 
     inner = app.router.lifespan_context
     path = worker.socket_path
@@ -226,14 +231,22 @@ def with_private_listener(app: Any, worker: Worker, log_level: str) -> None:
             os.chmod(path, 0o600)
             config = uvicorn.Config(app, uds=str(path), lifespan="off", log_level=log_level.lower())
             config.load()
-            private = uvicorn.Server(config)
-            private.lifespan = config.lifespan_class(config)  # what Server.serve sets up: "off" here
-            await private.startup(sockets=[sock])
+            server = uvicorn.Server(config)
+            server.lifespan = config.lifespan_class(config)  # what Server.serve sets up: "off" here
+            await server.startup(sockets=[sock])
+
+            def http_protocol() -> Any:  # what uvicorn's Server.startup gives its listeners
+                return config.http_protocol_class(config=config, server_state=server.server_state,  # type: ignore[call-arg]
+                                                  app_state=server.lifespan.state)
+
+            receiver = HandoffReceiver(handoff_path(worker.run_dir, worker.tag), http_protocol)
+            receiver.start()
             try:
                 yield state
             finally:
-                private.should_exit = True
-                await private.shutdown(sockets=[sock])
+                receiver.stop()
+                server.should_exit = True
+                await server.shutdown(sockets=[sock])
                 path.unlink(missing_ok=True)
 
     app.router.lifespan_context = lifespan
@@ -248,18 +261,11 @@ def worker_app(args: argparse.Namespace, run_dir: str):
     host, _ = args.http
     worker = Worker.new(Path(run_dir))
     app = build_app(runtime, host=host, worker=worker)
-    with_private_listener(app, worker, args.log_level)
+    with_worker_listeners(app, worker, args.log_level)
     return app
 
 
-def reuseport_socket(host: str, port: int) -> socket.socket:
-    """A TCP socket bound to ``host:port`` with ``SO_REUSEPORT``: each worker listens on its own such
-    socket, and the kernel spreads new connections over them evenly. (One socket shared by all
-    workers would not: the first worker to wake accepts every waiting connection at once.)"""
-    return bound_socket(host, port, reuse_port=True)
-
-
-def bound_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
+def bound_socket(host: str, port: int) -> socket.socket:
     """A TCP socket bound to ``host:port`` (IPv6 when the host has a colon), not yet listening.
 
     Made with ``IPPROTO_TCP`` named: asyncio turns Nagle off (``TCP_NODELAY``) only on sockets whose
@@ -269,8 +275,6 @@ def bound_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
     sock = socket.socket(family, socket.SOCK_STREAM, socket.IPPROTO_TCP)
     try:
         sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-        if reuse_port:
-            sock.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEPORT, 1)
         sock.bind((host, port))
     except OSError:
         sock.close()
@@ -279,63 +283,47 @@ def bound_socket(host: str, port: int, *, reuse_port: bool) -> socket.socket:
 
 
 def serve_workers(args: argparse.Namespace, sock: socket.socket, workers: int) -> int:
-    """Run ``workers`` worker processes on ``sock``'s port until SIGINT/SIGTERM; a worker that dies is
-    replaced (and said so on stderr); one that cannot start stops the server with exit code 1.
-
-    ``sock`` (from ``reuseport_socket``) holds the port and never listens; every worker gets a
-    listening socket of its own on the same port, closed with the worker.
-    """
+    """Run ``workers`` worker processes behind ``sock`` (bound, not yet listening) until
+    SIGINT/SIGTERM; a worker that dies is replaced (and said so on stderr); one that cannot start
+    stops the server with exit code 1. This process listens and hands connections out."""
     import uvicorn
     from uvicorn.config import STARTUP_FAILURE
     from uvicorn.supervisors import Multiprocess
+
+    from knowspec.impl.server.connection_dispatch import Dispatcher
 
     run_dir = Path(tempfile.mkdtemp(prefix="knowspec-workers-"))  # mode 0700: only this user may relay
     host, _ = args.http
     port = sock.getsockname()[1]
     config = uvicorn.Config(functools.partial(worker_app, args, str(run_dir)), factory=True, host=host, port=port,
                             workers=workers, log_level=args.log_level.lower())
+    dispatcher = Dispatcher(sock, run_dir)
 
     class Supervisor(Multiprocess):
-        """uvicorn's supervisor, handing each new worker a socket of its own and saying when one died."""
-
-        @property
-        def sockets(self) -> list[socket.socket]:
-            fresh = reuseport_socket(host, port)
-            self.handed_out.append(fresh)
-            return [fresh]
-
-        @sockets.setter
-        def sockets(self, value: list[socket.socket]) -> None:
-            self.handed_out: list[socket.socket] = []
-
-        def close_handed_out(self) -> None:
-            # The child received its own copy when it was started; the parent's must not keep a
-            # dead worker's socket listening.
-            for handed in self.handed_out:
-                handed.close()
-            self.handed_out.clear()
-
-        def init_processes(self) -> None:
-            super().init_processes()
-            self.close_handed_out()
+        """uvicorn's supervisor (its workers listen on nothing: connections are handed to them),
+        saying when a worker died and closing the door before the workers stop."""
 
         def keep_subprocess_alive(self) -> None:
             before = [(p.pid, p) for p in self.processes]
             super().keep_subprocess_alive()
-            self.close_handed_out()
             for (pid, old), new in zip(before, self.processes):
                 if new is not old:
                     print(f"knowspec serve: worker {pid} stopped (exit code {old.exitcode}); "
                           f"started worker {new.pid} in its place", file=sys.stderr, flush=True)
 
+        def terminate_all(self) -> None:
+            dispatcher.stop()  # no connection is handed to a worker that is stopping
+            super().terminate_all()
+
     supervisor = Supervisor(config, sockets=[])
     from knowspec.impl.cli import _announce
 
+    dispatcher.start()
     _announce(host, port)
     try:
         supervisor.run()
     finally:
-        supervisor.close_handed_out()
+        dispatcher.stop()
         shutil.rmtree(run_dir, ignore_errors=True)
     failed = [p.pid for p in supervisor.processes if p.exitcode == STARTUP_FAILURE]
     if failed:

@@ -1,8 +1,9 @@
 """`serve --http --workers N`: sessions, users and MCP sessions hold across worker processes.
 
-A real server with two workers. Each test picks the worker it talks to through that worker's
+A real server with two workers. Most tests pick the worker they talk to through that worker's
 private socket (in the run folder, found through TMPDIR), so "login on A, call on B" is certain
-rather than left to which process the kernel hands a connection.
+rather than left to which worker the supervisor hands a connection; the public port's own
+routing has its tests too.
 """
 
 from __future__ import annotations
@@ -219,6 +220,32 @@ def test_an_mcp_session_keeps_working_when_its_requests_alternate_between_worker
     assert [r.is_error for r in results] == [False, False, False, True]
     assert results[3].structured_content["code"] == "concept_not_found"
     assert min(transport.sent) >= 3  # both workers carried requests of the one session
+
+
+def test_new_sessions_on_the_public_port_go_to_the_workers_in_turn(two):
+    token = login(two, two.wait_for(2)[0], "rita")
+    tags = []
+    for _ in range(8):  # each on a new connection, as 8 clients would
+        with httpx2.Client(base_url=two.base, timeout=60, headers={"authorization": f"Bearer {token}",
+                                                                   "accept": ACCEPT}) as client:
+            answer = client.post("/mcp", json=INITIALIZE)
+        assert answer.status_code == 200, answer.text
+        tags.append(owner_tag(answer.headers["mcp-session-id"]))
+    assert {tag_of(s) for s in two.wait_for(2)} == set(tags)
+    assert all(one != next_one for one, next_one in zip(tags, tags[1:])), tags
+
+
+def test_an_sdk_session_over_the_public_port_does_its_calls(two, layout):
+    with httpx2.Client(base_url=two.base, timeout=60) as client:
+        token = client.post("/ClientREST/Login", json={"user": "rita", "password": "pw"}).json()["token"]
+    kb = str(layout["root"] / "kb")
+    tools, results = mcp_calls(two, httpx2.AsyncHTTPTransport(), token, [
+        ("search_concepts", {"bundle_path": kb, "query": "concept"}),
+        ("read_concept", {"bundle_path": kb, "concept_id": "missing-one"}),
+    ])
+    assert len(tools.tools) == 25
+    assert [r.is_error for r in results] == [False, True]
+    assert results[1].structured_content["code"] == "concept_not_found"
 
 
 def test_a_revoked_write_role_stops_writes_on_another_worker(two, layout):

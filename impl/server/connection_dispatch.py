@@ -1,0 +1,220 @@
+"""``serve --http --workers N``: the supervisor accepts every connection and chooses its worker.
+
+An MCP session lives in the worker that opened it, and a client keeps its session on one
+keep-alive connection, so whichever worker holds a session's connection does that session's
+work. Left to the kernel (one ``SO_REUSEPORT`` socket per worker, a hash per connection), 8
+sessions split 4/4 over 2 workers in 1 trial of 8 and one worker could serve 7 of them while
+the other idled. So the supervisor accepts, peeks at the connection's first request head
+(``MSG_PEEK``: nothing is consumed) and hands the connection itself to a worker
+(``connection_handoff.py``); after that no byte of it passes through the supervisor.
+
+- A request naming an MCP session (``Mcp-Session-Id: <tag>-<id>``) goes to the worker that owns
+  it, so a session's later connections (its event stream, a client's second connection) land
+  where the session lives instead of being relayed.
+- Anything else (a new session's ``initialize``, REST, ``/healthz``) goes to the workers in turn,
+  so new sessions alternate between them.
+- A connection whose head has not arrived after ``PEEK_SECONDS`` goes to the next worker in turn
+  (that worker's HTTP server then deals with the slow client as it would with any other).
+"""
+
+from __future__ import annotations
+
+import re
+import selectors
+import socket
+import threading
+import time
+from dataclasses import dataclass
+from pathlib import Path
+
+from knowspec.impl.server.connection_handoff import (
+    HANDOFF_SUFFIX, WorkerBusy, WorkerGone, hand_off, handoff_path, handoff_sender, tag_of_handoff)
+from knowspec.impl.server.workers import owner_tag
+
+PEEK_BYTES = 16 * 1024  # a head longer than this is routed by the header lines it has so far
+PEEK_SECONDS = 1.0
+RECHECK_SECONDS = 0.005  # a head that came in parts is peeked at again this often
+RETRY_SECONDS = 0.05  # no worker could take a connection (all starting, or all queues full)
+MAX_HELD = 4096  # connections held (head not in yet, or waiting for a worker) before accepting pauses
+ACCEPT_BACKLOG = 2048
+_HEAD_END = re.compile(rb"\r?\n\r?\n")
+_SESSION_HEADER = b"mcp-session-id"
+
+
+def session_owner(head: bytes) -> str | None:
+    """The worker tag of the MCP session a request head names, or ``None`` (no session header,
+    or an id that no worker issued). ``head`` may be cut anywhere: only whole header lines count."""
+    end = _HEAD_END.search(head)
+    lines = (head if end is None else head[:end.start()]).split(b"\n")
+    if end is None:
+        lines = lines[:-1]  # the last line may be cut short
+    for line in lines[1:]:  # the request line first
+        name, sep, value = line.partition(b":")
+        if sep and name.strip().lower() == _SESSION_HEADER:
+            return owner_tag(value.strip().decode("latin-1"))
+    return None
+
+
+def head_is_whole(head: bytes) -> bool:
+    return _HEAD_END.search(head) is not None or len(head) >= PEEK_BYTES
+
+
+@dataclass(eq=False)
+class _Held:
+    """An accepted connection not yet handed to a worker."""
+
+    conn: socket.socket
+    deadline: float  # routed with what it has by then
+    head: bytes = b""
+    wake_at: float = 0.0  # when resting: peek again, or try the workers again
+    ready: bool = False  # head read (or given up on): only a worker is missing
+
+
+class Dispatcher:
+    """The supervisor's accept loop (one thread): accepts on ``listener``, routes each connection
+    to a worker receiving in ``run_dir`` (``<tag>.handoff``) and closes its own copy."""
+
+    def __init__(self, listener: socket.socket, run_dir: Path) -> None:
+        self.listener = listener
+        self.run_dir = run_dir
+        self.turn = 0
+        self._sender = handoff_sender()
+        self._stop = threading.Event()
+        self._wake_reader, self._wake_writer = socket.socketpair()
+        self._thread: threading.Thread | None = None
+
+    def start(self) -> None:
+        self.listener.listen(ACCEPT_BACKLOG)
+        self.listener.setblocking(False)
+        self._thread = threading.Thread(target=self._run, name="knowspec-dispatch", daemon=True)
+        self._thread.start()
+
+    def stop(self) -> None:
+        """Accept nothing more (connections not yet handed are closed); idempotent."""
+        if self._stop.is_set():
+            return
+        self._stop.set()
+        try:
+            self._wake_writer.send(b"x")
+        except OSError:
+            pass
+        if self._thread is not None:
+            self._thread.join()
+        for sock in (self._wake_reader, self._wake_writer, self._sender):
+            sock.close()
+
+    def _workers(self) -> list[Path]:
+        return sorted(self.run_dir.glob(f"*{HANDOFF_SUFFIX}"))
+
+    def route(self, held: _Held) -> bool:
+        """Hand ``held`` to its session's owner, else to the next worker in turn; ``False`` when no
+        worker could take it now. A worker nobody receives for any more is forgotten."""
+        workers = self._workers()
+        owner = session_owner(held.head)
+        if owner is not None:
+            named = handoff_path(self.run_dir, owner)
+            if named in workers and self._try(named, held.conn):
+                return True
+        for attempt in range(len(workers)):
+            target = workers[(self.turn + attempt) % len(workers)]
+            if self._try(target, held.conn):
+                self.turn += attempt + 1
+                return True
+        return False
+
+    def _try(self, path: Path, conn: socket.socket) -> bool:
+        try:
+            hand_off(self._sender, path, conn)
+        except WorkerGone:
+            path.unlink(missing_ok=True)  # a worker that died leaves its socket file behind
+            return False
+        except WorkerBusy:
+            return False
+        return True
+
+    def _run(self) -> None:
+        selector = selectors.DefaultSelector()
+        selector.register(self._wake_reader, selectors.EVENT_READ, None)
+        selector.register(self.listener, selectors.EVENT_READ, None)
+        accepting = True
+        held: set[_Held] = set()  # every connection not yet handed
+        watched: set[_Held] = set()  # ... of which registered for its head
+        try:
+            while not self._stop.is_set():
+                now = time.monotonic()
+                wakes = [h.deadline for h in watched] + [h.wake_at for h in held - watched]
+                timeout = max(0.0, min(wakes) - now) if wakes else None
+                for key, _ in selector.select(timeout):
+                    if key.fileobj is self.listener:
+                        for conn in self._accept_some():
+                            entry = _Held(conn, deadline=time.monotonic() + PEEK_SECONDS)
+                            held.add(entry)
+                            watched.add(entry)
+                            selector.register(conn, selectors.EVENT_READ, entry)
+                    elif key.data is not None:
+                        selector.unregister(key.data.conn)
+                        watched.discard(key.data)
+                        self._peek(key.data)
+                now = time.monotonic()
+                for entry in list(watched):
+                    if entry.deadline <= now:  # silent too long: the next worker in turn
+                        selector.unregister(entry.conn)
+                        watched.discard(entry)
+                        entry.ready, entry.wake_at = True, now
+                for entry in list(held - watched):
+                    if entry.conn.fileno() < 0:
+                        held.discard(entry)
+                    elif entry.wake_at > now:
+                        continue
+                    elif entry.ready:
+                        if self.route(entry):
+                            entry.conn.close()
+                            held.discard(entry)
+                        else:
+                            entry.wake_at = now + RETRY_SECONDS
+                    else:  # a head in parts: watch for the rest
+                        selector.register(entry.conn, selectors.EVENT_READ, entry)
+                        watched.add(entry)
+                if accepting != (len(held) < MAX_HELD):
+                    accepting = not accepting
+                    if accepting:
+                        selector.register(self.listener, selectors.EVENT_READ, None)
+                    else:
+                        selector.unregister(self.listener)
+        finally:
+            selector.close()
+            for entry in held:
+                entry.conn.close()
+
+    def _accept_some(self) -> list[socket.socket]:
+        accepted = []
+        for _ in range(64):
+            try:
+                conn, _ = self.listener.accept()
+            except (BlockingIOError, InterruptedError):
+                break
+            except OSError:  # e.g. the peer reset before accept, or out of descriptors for now
+                break
+            conn.setblocking(False)
+            accepted.append(conn)
+        return accepted
+
+    @staticmethod
+    def _peek(entry: _Held) -> None:
+        """Read (without consuming) what the client has sent; decide whether the head is in."""
+        now = time.monotonic()
+        try:
+            head = entry.conn.recv(PEEK_BYTES, socket.MSG_PEEK)
+        except (BlockingIOError, InterruptedError):
+            entry.wake_at = now + RECHECK_SECONDS
+            return
+        except OSError:
+            head = b""
+        if not head:  # the client closed (or reset) before sending a request: nothing to serve
+            entry.conn.close()
+            return
+        entry.head = head
+        if head_is_whole(head):
+            entry.ready, entry.wake_at = True, now
+        else:
+            entry.wake_at = now + RECHECK_SECONDS
