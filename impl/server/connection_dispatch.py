@@ -20,6 +20,7 @@ the other idled. So the supervisor accepts, peeks at the connection's first requ
 from __future__ import annotations
 
 import re
+import resource
 import selectors
 import socket
 import threading
@@ -28,14 +29,16 @@ from dataclasses import dataclass
 from pathlib import Path
 
 from knowspec.impl.server.connection_handoff import (
-    HANDOFF_SUFFIX, WorkerBusy, WorkerGone, hand_off, handoff_path, handoff_sender, tag_of_handoff)
+    HANDOFF_SUFFIX, WorkerBusy, WorkerGone, hand_off, handoff_path, handoff_sender)
 from knowspec.impl.server.workers import owner_tag
 
 PEEK_BYTES = 16 * 1024  # a head longer than this is routed by the header lines it has so far
 PEEK_SECONDS = 1.0
-RECHECK_SECONDS = 0.005  # a head that came in parts is peeked at again this often
+RECHECK_SECONDS = 0.005  # a head that came in parts is peeked at again after this, then twice as long each time
 RETRY_SECONDS = 0.05  # no worker could take a connection (all starting, or all queues full)
-MAX_HELD = 4096  # connections held (head not in yet, or waiting for a worker) before accepting pauses
+WORKER_WAIT_SECONDS = 60.0  # ... for this long: the connection is closed
+MAX_HELD = 4096  # connections held (head not in yet, or waiting for a worker) before accepting pauses,
+# and never more than half the descriptors this process may open
 ACCEPT_BACKLOG = 2048
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
 _SESSION_HEADER = b"mcp-session-id"
@@ -68,6 +71,7 @@ class _Held:
     head: bytes = b""
     wake_at: float = 0.0  # when resting: peek again, or try the workers again
     ready: bool = False  # head read (or given up on): only a worker is missing
+    peeks: int = 0  # how often a head in parts was peeked at
 
 
 class Dispatcher:
@@ -78,6 +82,7 @@ class Dispatcher:
         self.listener = listener
         self.run_dir = run_dir
         self.turn = 0
+        self.max_held = min(MAX_HELD, max(16, resource.getrlimit(resource.RLIMIT_NOFILE)[0] // 2))
         self._sender = handoff_sender()
         self._stop = threading.Event()
         self._wake_reader, self._wake_writer = socket.socketpair()
@@ -135,18 +140,30 @@ class Dispatcher:
     def _run(self) -> None:
         selector = selectors.DefaultSelector()
         selector.register(self._wake_reader, selectors.EVENT_READ, None)
-        selector.register(self.listener, selectors.EVENT_READ, None)
-        accepting = True
+        listening = False
+        accept_after = 0.0  # accepting pauses a moment after an accept failed (e.g. no descriptor left)
         held: set[_Held] = set()  # every connection not yet handed
         watched: set[_Held] = set()  # ... of which registered for its head
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
+                room = len(held) < self.max_held
+                if listening != (room and now >= accept_after):
+                    if listening:
+                        selector.unregister(self.listener)
+                    else:
+                        selector.register(self.listener, selectors.EVENT_READ, None)
+                    listening = not listening
                 wakes = [h.deadline for h in watched] + [h.wake_at for h in held - watched]
+                if room and not listening:
+                    wakes.append(accept_after)
                 timeout = max(0.0, min(wakes) - now) if wakes else None
                 for key, _ in selector.select(timeout):
                     if key.fileobj is self.listener:
-                        for conn in self._accept_some():
+                        accepted, failed = self._accept_some()
+                        if failed:
+                            accept_after = time.monotonic() + RETRY_SECONDS
+                        for conn in accepted:
                             entry = _Held(conn, deadline=time.monotonic() + PEEK_SECONDS)
                             held.add(entry)
                             watched.add(entry)
@@ -166,38 +183,37 @@ class Dispatcher:
                         held.discard(entry)
                     elif entry.wake_at > now:
                         continue
-                    elif entry.ready:
-                        if self.route(entry):
-                            entry.conn.close()
+                    elif entry.ready or entry.deadline <= now:
+                        entry.ready = True
+                        if self.route(entry) or now > entry.deadline + WORKER_WAIT_SECONDS:
+                            entry.conn.close()  # handed (or no worker came up in time: refused)
                             held.discard(entry)
                         else:
                             entry.wake_at = now + RETRY_SECONDS
                     else:  # a head in parts: watch for the rest
                         selector.register(entry.conn, selectors.EVENT_READ, entry)
                         watched.add(entry)
-                if accepting != (len(held) < MAX_HELD):
-                    accepting = not accepting
-                    if accepting:
-                        selector.register(self.listener, selectors.EVENT_READ, None)
-                    else:
-                        selector.unregister(self.listener)
         finally:
             selector.close()
             for entry in held:
                 entry.conn.close()
 
-    def _accept_some(self) -> list[socket.socket]:
-        accepted = []
+    def _accept_some(self) -> tuple[list[socket.socket], bool]:
+        """Up to 64 waiting connections, and whether accepting failed (so the caller pauses it:
+        the listener stays readable, and retrying at once would spin)."""
+        accepted: list[socket.socket] = []
         for _ in range(64):
             try:
                 conn, _ = self.listener.accept()
             except (BlockingIOError, InterruptedError):
-                break
-            except OSError:  # e.g. the peer reset before accept, or out of descriptors for now
-                break
+                return accepted, False
+            except ConnectionAbortedError:  # reset while it waited: take the next
+                continue
+            except OSError:  # e.g. out of descriptors for now
+                return accepted, True
             conn.setblocking(False)
             accepted.append(conn)
-        return accepted
+        return accepted, False
 
     @staticmethod
     def _peek(entry: _Held) -> None:
@@ -216,5 +232,6 @@ class Dispatcher:
         entry.head = head
         if head_is_whole(head):
             entry.ready, entry.wake_at = True, now
-        else:
-            entry.wake_at = now + RECHECK_SECONDS
+        else:  # peeked again later and later: a client trickling its head costs a few peeks, not hundreds
+            entry.wake_at = min(entry.deadline, now + RECHECK_SECONDS * 2 ** entry.peeks)
+            entry.peeks += 1

@@ -34,10 +34,6 @@ def handoff_path(run_dir: Path, tag: str) -> Path:
     return run_dir / f"{tag}{HANDOFF_SUFFIX}"
 
 
-def tag_of_handoff(path: Path) -> str:
-    return path.name[:-len(HANDOFF_SUFFIX)]
-
-
 def handoff_sender() -> socket.socket:
     """The supervisor's unbound datagram socket; never blocks (a full worker is ``WorkerBusy``)."""
     sender = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)

@@ -62,11 +62,16 @@ class FakeWorker:
         self.sock.bind(str(handoff_path(run_dir, tag)))
         self.sock.settimeout(5)
 
+    def handed(self) -> socket.socket:
+        """The next connection handed here."""
+        _, fds, _, _ = socket.recv_fds(self.sock, 16, 1)
+        conn = socket.socket(fileno=fds[0])
+        conn.settimeout(5)
+        return conn
+
     def request(self) -> bytes:
         """The next connection handed here, read whole as a client's request."""
-        _, fds, _, _ = socket.recv_fds(self.sock, 16, 1)
-        with socket.socket(fileno=fds[0]) as conn:
-            conn.settimeout(5)
+        with self.handed() as conn:
             data = b""
             while b"\r\n\r\n" not in data:
                 chunk = conn.recv(4096)
@@ -152,10 +157,8 @@ def test_a_silent_connection_goes_to_the_next_worker_once_the_peek_time_is_up(tm
     a = FakeWorker(tmp_path, A)
     with dispatching(tmp_path) as address:
         client = connect(address)
-        _, fds, _, _ = socket.recv_fds(a.sock, 16, 1)
-        with socket.socket(fileno=fds[0]) as handed:
+        with a.handed() as handed:
             client.sendall(get("late"))
-            handed.settimeout(5)
             assert handed.recv(4096) == get("late")
 
 
@@ -188,3 +191,16 @@ def test_a_client_that_closes_before_sending_anything_is_handed_to_nobody(tmp_pa
         client = connect(address, get("next"))
         assert a.request() == get("next")
         client.close()
+
+
+def test_a_client_trickling_its_head_is_peeked_at_a_few_times_not_hundreds(tmp_path, monkeypatch):
+    peeks = []
+    peek = Dispatcher._peek
+    monkeypatch.setattr(Dispatcher, "_peek", staticmethod(lambda entry: (peeks.append(1), peek(entry))))
+    a = FakeWorker(tmp_path, A)
+    with dispatching(tmp_path) as address:
+        client = connect(address, b"GET /")  # then nothing more until the peek time (1 s) is up
+        with a.handed() as handed:
+            assert handed.recv(4096) == b"GET /"
+        client.close()
+    assert 1 <= len(peeks) <= 12
