@@ -76,7 +76,7 @@ class _Held:
 
 class Dispatcher:
     """The supervisor's accept loop (one thread): accepts on ``listener``, routes each connection
-    to a worker receiving in ``run_dir`` (``<tag>.handoff``) and closes its own copy."""
+    to a worker receiving in ``run_dir`` (``<tag>.in``) and closes its own copy."""
 
     def __init__(self, listener: socket.socket, run_dir: Path) -> None:
         self.listener = listener

@@ -17,7 +17,7 @@ import socket
 from pathlib import Path
 from typing import Callable
 
-HANDOFF_SUFFIX = ".handoff"
+HANDOFF_SUFFIX = ".in"  # short: a Unix socket path has 107 bytes, and the run folder is under TMPDIR
 _MESSAGE = b"c"
 logger = logging.getLogger("knowspec.workers")
 
