@@ -204,3 +204,15 @@ def test_a_client_trickling_its_head_is_peeked_at_a_few_times_not_hundreds(tmp_p
             assert handed.recv(4096) == b"GET /"
         client.close()
     assert 1 <= len(peeks) <= 12
+
+
+def test_a_connection_no_worker_takes_in_time_is_closed(tmp_path, monkeypatch):
+    monkeypatch.setattr(connection_dispatch, "WORKER_WAIT_SECONDS", 0.2)
+    with dispatching(tmp_path) as address:
+        client = connect(address, get("nobody"))
+        try:
+            ended = client.recv(16) == b""
+        except ConnectionResetError:  # closed with the request unread: a reset
+            ended = True
+        client.close()
+    assert ended  # within the socket's 5 s timeout: not left hanging
