@@ -24,6 +24,7 @@ What must hold across workers:
 from __future__ import annotations
 
 import argparse
+import asyncio
 import functools
 import json
 import os
@@ -239,12 +240,20 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
                 return config.http_protocol_class(config=config, server_state=server.server_state,  # type: ignore[call-arg]
                                                   app_state=server.lifespan.state)
 
+            async def keep_default_headers() -> None:  # Date (and Server): what uvicorn's main loop does
+                while True:
+                    await server.on_tick(0)
+                    await asyncio.sleep(1)
+
+            await server.on_tick(0)
+            ticking = asyncio.get_running_loop().create_task(keep_default_headers())
             receiver = HandoffReceiver(handoff_path(worker.run_dir, worker.tag), http_protocol)
             receiver.start()
             try:
                 yield state
             finally:
                 receiver.stop()
+                ticking.cancel()
                 server.should_exit = True
                 await server.shutdown(sockets=[sock])
                 path.unlink(missing_ok=True)

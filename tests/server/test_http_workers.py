@@ -235,6 +235,13 @@ def test_new_sessions_on_the_public_port_go_to_the_workers_in_turn(two):
     assert all(one != next_one for one, next_one in zip(tags, tags[1:])), tags
 
 
+def test_an_answer_on_the_public_port_carries_the_headers_one_process_sends(two):
+    with httpx2.Client(base_url=two.base, timeout=60) as client:
+        answer = client.get("/healthz")
+    assert answer.status_code == 200
+    assert answer.headers["server"] == "uvicorn" and "GMT" in answer.headers["date"]
+
+
 def test_an_sdk_session_over_the_public_port_does_its_calls(two, layout):
     with httpx2.Client(base_url=two.base, timeout=60) as client:
         token = client.post("/ClientREST/Login", json={"user": "rita", "password": "pw"}).json()["token"]
