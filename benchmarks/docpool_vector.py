@@ -384,7 +384,7 @@ def int8_scans(vectors: PoolVectors, q: np.ndarray) -> None:
     exact re-score: what any exact ranking through the sketches reads at least."""
     from knowspec.impl.docpool.vectors.int8_scan import quantize_query
 
-    shifted = quantize_query(q)[0]
+    shifted = quantize_query(q).shifted
     for sketch in (vectors.chunk_sketch, vectors.topic_sketch):
         if sketch is not None:
             sketch.scan(shifted)

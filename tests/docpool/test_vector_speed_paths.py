@@ -134,23 +134,10 @@ def test_candidates_hold_the_true_top_k(seed, n, k, masked):
 
 
 def every_interval_candidates(sketch: int8_scan.Int8Sketch, q: np.ndarray, mask, k: int) -> np.ndarray:
-    """The candidate rule computed over every row's interval: rows whose upper end reaches the
-    k-th best lower end among the allowed rows (a row with a non-finite value: always)."""
-    shifted, s_q, s_r, e_r, q_norm = int8_scan.quantize_query(q)
-    dots = sketch.scan(shifted)
-    center = dots[0] * s_q
-    work = dots[1] * s_r
-    center += work
-    center -= np.multiply(sketch.code_sums, int8_scan.QUERY_SHIFT * (s_q + s_r), out=work)
-    center *= sketch.scale
-    radius = np.multiply(sketch.err, q_norm)
-    radius += np.multiply(sketch.coded_norm, e_r)
-    low = center - radius
-    if mask is not None:
-        low[~mask] = -np.inf
-    kth_low = np.sort(low)[::-1][k - 1] if k <= len(low) else -np.inf
-    keep = center + radius >= kth_low
-    return np.flatnonzero(keep if mask is None else keep & mask)
+    """The candidate rule computed over every row's float64 interval: rows whose upper end
+    reaches the k-th best lower end among the allowed rows (a row with a non-finite value: always)."""
+    codes = int8_scan.quantize_query(q)
+    return int8_scan.interval_rows(sketch, codes, int8_scan.combined_dots(sketch, codes), mask, k)
 
 
 @needs_kernel
@@ -180,7 +167,7 @@ def test_the_packed_kernel_gives_exact_integer_dot_products(seed, n, dim):
     codes[:, 0] = rng.choice([-int8_scan.ROW_LEVELS, int8_scan.ROW_LEVELS], size=dim)  # extreme codes too
     shifted = rng.integers(1, 2 * int8_scan.QUERY_LEVELS + 2, size=(2, dim)).astype(np.uint8)
     got = int8_scan.int8_kernel()(codes)(shifted)
-    np.testing.assert_array_equal(got, shifted.astype(np.int64) @ codes.astype(np.int64))
+    np.testing.assert_array_equal(got, (shifted.astype(np.int64) - int8_scan.QUERY_SHIFT) @ codes.astype(np.int64))
 
 
 @needs_kernel
@@ -280,8 +267,8 @@ def test_a_saturating_kernel_is_refused():
             return np.clip(pairs, -32768, 32767).sum(axis=1) // 2  # and wrong besides
         return scan
 
-    def exact(codes):
-        return lambda shifted: shifted.astype(np.int64) @ codes.astype(np.int64)
+    def exact(codes):  # the query's shift undone by the kernel's zero point
+        return lambda shifted: (shifted.astype(np.int64) - int8_scan.QUERY_SHIFT) @ codes.astype(np.int64)
 
     assert int8_scan._probe(exact)
     assert not int8_scan._probe(saturating)
@@ -293,10 +280,11 @@ def test_matmul_integer_model_is_what_onnx_helper_writes():
 
     codes = (np.arange(3 * 200).reshape(3, 200) % 255 - 127).astype(np.int8)
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["q", "codes"], ["s"])], "int8_scan",
+        [helper.make_node("MatMulInteger", ["q", "codes", "q_zero_point"], ["s"])], "int8_scan",
         [helper.make_tensor_value_info("q", TensorProto.UINT8, ["m", 3])],
         [helper.make_tensor_value_info("s", TensorProto.INT32, ["m", 200])],
-        initializer=[numpy_helper.from_array(codes, "codes")])
+        initializer=[numpy_helper.from_array(codes, "codes"),
+                     numpy_helper.from_array(np.array(int8_scan.QUERY_SHIFT, np.uint8), "q_zero_point")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     model.ClearField("producer_name")
     assert int8_scan.matmul_integer_model(codes) == model.SerializeToString()
