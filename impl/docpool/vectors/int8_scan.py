@@ -179,7 +179,7 @@ def quantize_query(q: np.ndarray) -> QueryCodes | None:
 def combined_dots(sketch: Int8Sketch, codes: QueryCodes) -> np.ndarray:
     """``E = 2**j*(q8.v8) + r8.v8`` for every row: exact int32 (``max_shift_bits``)."""
     dots = np.asarray(sketch.scan(codes.shifted))
-    combined = np.left_shift(dots[0], codes.shift)
+    combined = np.left_shift(dots[0], codes.shift, out=dots[0] if dots.flags.writeable else None)
     combined += dots[1]
     return combined
 
@@ -225,12 +225,13 @@ def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k
 
     Only a float32 approximation of the centres (``s_v*E``, in steps ``u``) is computed for
     every row, off by at most ``slack``; no radius exceeds ``widest`` (the largest finite err and
-    coded norm: rounding is monotone). A lower bound of the k-th best centre (the k-th of every
-    ``SUBSAMPLE``-th row: a subset's k-th best is never above the whole's) bounds the k-th best
-    lower end from below, so that lower end is among the rows whose centre reaches it minus
-    ``widest``; the upper ends are then compared only for rows whose centre is within
-    ``widest`` of that lower end. Both cuts are widened by ``slack`` and a rounding margin, and
-    the rows kept get the float64 values of ``interval``: the same rows as ``interval_rows``.
+    coded norm: rounding is monotone). ``c``, a lower bound of the k-th best centre (the k-th of
+    every ``SUBSAMPLE``-th row: a subset's k-th best is never above the whole's), puts the k-th
+    best lower end at ``c - widest`` or above; so every row whose lower end may count, and every
+    row whose upper end may reach it, has its centre at ``c - 2*widest`` or above. Only those
+    rows (the cut widened by ``slack`` and a rounding margin; once they are known, the cut moves
+    up to their own k-th best centre, which is the whole's) get the float64 values of
+    ``interval``, and the rule runs on them: the same rows as ``interval_rows``.
     """
     if k <= 0 or sketch.rows == 0:
         return np.zeros(0, dtype=np.intp)
@@ -256,15 +257,18 @@ def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k
     unit = codes.unit
     slack = 2.01 * UNIT_ROUNDOFF * (sketch.widest_coded_norm * codes.combined_norm) * 1.0001
     widest = (sketch.widest_err * codes.q_norm + sketch.widest_coded_norm * codes.e_r) / unit
-    margin = 1e-9 * (1.0 + abs(kth_centre) + widest + slack)  # the rounding of these sums and quotients
-    near = np.flatnonzero(approx >= _at_most(kth_centre - widest - 2 * slack - margin))
-    centre, radius = interval(sketch, codes, combined, near)
+
+    def reaching(kth: float) -> np.float32:  # the cut below a k-th best centre, widened
+        return _at_most(kth - 2 * (widest + slack) - 1e-9 * (1.0 + abs(kth) + widest + slack))
+
+    band = np.flatnonzero(approx >= reaching(kth_centre))
+    if len(band) > k:  # the band holds the k best centres: their k-th is the whole's, a narrower cut
+        near = approx[band]
+        band = band[near >= reaching(float(np.partition(near, len(near) - k)[len(near) - k]))]
+    centre, radius = interval(sketch, codes, combined, band)
     low = centre - radius
-    kth_low = float(low[np.argpartition(low, len(low) - k)[len(low) - k]])
-    margin = 1e-9 * (1.0 + abs(kth_low) / unit + widest + slack)
-    reach = np.flatnonzero(approx >= _at_most(kth_low / unit - widest - slack - margin))
-    centre, radius = interval(sketch, codes, combined, reach)
-    keep = reach[centre + radius >= kth_low]
+    kth_low = low[np.argpartition(low, len(low) - k)[len(low) - k]]
+    keep = band[centre + radius >= kth_low]
     return np.union1d(keep, allowed_unbounded) if len(allowed_unbounded) else keep
 
 
