@@ -203,6 +203,34 @@ def test_rows_with_very_different_radii_keep_the_rule(seed, n, k, exact_share, m
     assert int8_scan.candidate_rows(sketch, q, mask, k).tolist() == every_interval_candidates(sketch, q, mask, k).tolist()
 
 
+@needs_kernel
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(30, 600), k=st.integers(1, 40), masked=st.booleans(),
+       duplicates=st.booleans(), spread=st.sampled_from([0.02, 0.3, 1.0]))
+def test_settling_on_the_first_k_scores_keeps_the_full_scans_top_k(seed, n, k, masked, duplicates, spread):
+    """The candidates left once the k best centres are scored hold the full scan's top k, ties
+    at the cut included, and ranking over them gives the full scan's rows and scores."""
+    rng = np.random.default_rng(seed)
+    centre = unit_rows(rng, 1, 16)[0]
+    matrix = (centre + spread * rng.standard_normal((n, 16))).astype(np.float32)
+    if duplicates:
+        matrix[1::2] = matrix[0]  # many rows tied with each other, at or near the cut
+    q = centre if rng.random() < 0.5 else unit_rows(rng, 1, 16)[0]
+    mask = rng.random(n) < 0.7 if masked else None
+    sketch = int8_scan.build_sketch(matrix, int8_scan.int8_kernel(), block=29)
+    found = int8_scan.candidates(sketch, q, mask, k)
+    full = scoring.matrix_dot(matrix, q)
+    want = top_rows(full, mask, k)
+    settled = scoring.settled_rows(matrix, q, found, k)
+    assert set(want.tolist()) <= set(settled.tolist()) <= set(found.rows.tolist())
+    cut = full[want].min() if len(want) else np.inf
+    allowed = np.ones(n, bool) if mask is None else mask
+    assert set(np.flatnonzero(allowed & (full == cut)).tolist()) <= set(settled.tolist())  # every tie at the cut
+    rows, scores = exact_top(matrix, sketch, q, mask, k)
+    assert rows.tolist() == want.tolist()
+    np.testing.assert_array_equal(scores, full[want])
+
+
 @settings(max_examples=200, deadline=None)
 @given(dim=st.integers(1, 140_000))
 def test_the_combined_code_dots_fit_an_int32_at_the_largest_shift(dim):

@@ -217,11 +217,29 @@ def _at_most(x: float) -> np.float32:
     return y if float(y) <= x else np.nextafter(y, np.float32(-np.inf))
 
 
+@dataclass(frozen=True)
+class Candidates:
+    """The rows ``candidate_rows`` keeps, ascending, with their intervals' centres and upper
+    ends (a row with a non-finite value: centre -inf, upper end +inf)."""
+
+    rows: np.ndarray
+    centre: np.ndarray
+    upper: np.ndarray
+
+
 def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k: int,
                    codes: QueryCodes | None = None) -> np.ndarray | None:
-    """Ascending rows that may hold the ``k`` best float32 scores among ``mask`` (a superset of
-    them): exactly ``interval_rows``. None when the query cannot be quantized (the caller scans
-    in float32). ``codes``: the query's ``quantize_query``, when the caller already has it.
+    """``candidates(...).rows``: ascending rows that may hold the ``k`` best float32 scores
+    among ``mask`` (a superset of them), exactly ``interval_rows``; None when the query cannot
+    be quantized (the caller scans in float32)."""
+    found = candidates(sketch, q, mask, k, codes)
+    return None if found is None else found.rows
+
+
+def candidates(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k: int,
+               codes: QueryCodes | None = None) -> Candidates | None:
+    """The rows that may hold the ``k`` best float32 scores among ``mask`` (``candidate_rows``)
+    with their intervals. ``codes``: the query's ``quantize_query``, when the caller already has it.
 
     Only a float32 approximation of the centres (``s_v*E``, in steps ``u``) is computed for
     every row, off by at most ``slack``; no radius exceeds ``widest`` (the largest finite err and
@@ -234,7 +252,7 @@ def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k
     ``interval``, and the rule runs on them: the same rows as ``interval_rows``.
     """
     if k <= 0 or sketch.rows == 0:
-        return np.zeros(0, dtype=np.intp)
+        return _every(np.zeros(0, dtype=np.intp))
     codes = codes or quantize_query(q)
     if codes is None:
         return None
@@ -253,7 +271,7 @@ def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k
     if kth_centre == -np.inf and k < n:
         kth_centre = float(np.partition(approx, n - k)[n - k])
     if kth_centre == -np.inf:          # fewer than k bounded rows allowed: every allowed row
-        return np.arange(n) if mask is None else np.flatnonzero(mask)
+        return _every(np.arange(n) if mask is None else np.flatnonzero(mask))
     unit = codes.unit
     slack = 2.01 * UNIT_ROUNDOFF * (sketch.widest_coded_norm * codes.combined_norm) * 1.0001
     widest = (sketch.widest_err * codes.q_norm + sketch.widest_coded_norm * codes.e_r) / unit
@@ -268,8 +286,22 @@ def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k
     centre, radius = interval(sketch, codes, combined, band)
     low = centre - radius
     kth_low = low[np.argpartition(low, len(low) - k)[len(low) - k]]
-    keep = band[centre + radius >= kth_low]
-    return np.union1d(keep, allowed_unbounded) if len(allowed_unbounded) else keep
+    upper = centre + radius
+    kept = upper >= kth_low
+    found = Candidates(band[kept], centre[kept], upper[kept])
+    if not len(allowed_unbounded):
+        return found
+    rows = np.union1d(found.rows, allowed_unbounded)
+    at = np.searchsorted(found.rows, rows)
+    known = np.isin(rows, found.rows)
+    centre_all, upper_all = np.full(len(rows), -np.inf), np.full(len(rows), np.inf)
+    centre_all[known], upper_all[known] = found.centre[at[known]], found.upper[at[known]]
+    return Candidates(rows, centre_all, upper_all)
+
+
+def _every(rows: np.ndarray) -> Candidates:
+    """Rows kept without intervals (every allowed row): no bound tells them apart."""
+    return Candidates(rows, np.full(len(rows), -np.inf), np.full(len(rows), np.inf))
 
 
 # -- the kernel: ONNX Runtime's MatMulInteger with the codes as its constant weight --------------

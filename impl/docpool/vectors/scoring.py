@@ -143,6 +143,21 @@ def top_rows(scores: np.ndarray, mask: np.ndarray | None, k: int) -> np.ndarray:
     return candidates[order][:k]
 
 
+def settled_rows(matrix: np.ndarray, q: np.ndarray, found: int8_scan.Candidates, k: int) -> np.ndarray:
+    """The candidates that can still be among the ``k`` best once the ``k`` with the best
+    centres are scored: every row whose upper end reaches the lowest of those ``k`` float32
+    scores. A row below it scores strictly below ``k`` rows, so the top ``k`` (ties included)
+    is the candidates' top ``k``; fewer rows are gathered when the intervals are wide."""
+    rows = found.rows
+    if len(rows) <= 2 * k:
+        return rows
+    first = np.argpartition(found.centre, len(rows) - k)[len(rows) - k:]
+    if not np.isfinite(found.centre[first]).all():
+        return rows
+    floor = float(matrix_dot(matrix[rows[first]], q).min())
+    return rows[found.upper >= floor] if np.isfinite(floor) else rows
+
+
 def exact_top(matrix: np.ndarray, sketch: int8_scan.Int8Sketch | None, q: np.ndarray,
               mask: np.ndarray | None, k: int,
               codes: int8_scan.QueryCodes | None = None) -> tuple[np.ndarray, np.ndarray]:
@@ -156,9 +171,9 @@ def exact_top(matrix: np.ndarray, sketch: int8_scan.Int8Sketch | None, q: np.nda
     if allowed * 4 <= n:  # gathering the allowed rows costs less than scanning the int8 copy
         chosen = np.arange(n) if mask is None else np.flatnonzero(mask)
     elif sketch is not None:
-        candidates = int8_scan.candidate_rows(sketch, q, mask, k, codes)
-        if candidates is not None and len(candidates) * 4 <= n:
-            chosen = candidates
+        found = int8_scan.candidates(sketch, q, mask, k, codes)
+        if found is not None and len(found.rows) * 4 <= n:
+            chosen = settled_rows(matrix, q, found, k)
     if chosen is None:  # full float32 scan
         scores = matrix_dot(matrix, q)
         best = top_rows(scores, mask, k)
