@@ -231,6 +231,15 @@ def test_settling_on_the_first_k_scores_keeps_the_full_scans_top_k(seed, n, k, m
     np.testing.assert_array_equal(scores, full[want])
 
 
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(allow_nan=False))
+def test_float32_cuts_never_exceed_their_float64_value(x):
+    """A float32 array compared with the cut keeps every row at or above the float64 value."""
+    cut = int8_scan._at_most(x)
+    assert cut.dtype == np.float32 and float(cut) <= x
+    assert float(np.nextafter(cut, np.float32(np.inf))) > x or float(cut) == float(np.finfo(np.float32).max)
+
+
 @settings(max_examples=200, deadline=None)
 @given(dim=st.integers(1, 140_000))
 def test_the_combined_code_dots_fit_an_int32_at_the_largest_shift(dim):

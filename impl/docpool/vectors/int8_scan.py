@@ -213,6 +213,11 @@ def interval_rows(sketch: Int8Sketch, codes: QueryCodes, combined: np.ndarray, m
 
 def _at_most(x: float) -> np.float32:
     """The largest float32 <= ``x`` (a float32 array compared with it keeps every row >= ``x``)."""
+    top = float(np.finfo(np.float32).max)
+    if x >= top:
+        return np.float32(top)
+    if x < -top:
+        return np.float32(-np.inf)
     y = np.float32(x)
     return y if float(y) <= x else np.nextafter(y, np.float32(-np.inf))
 
