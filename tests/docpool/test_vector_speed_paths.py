@@ -134,23 +134,10 @@ def test_candidates_hold_the_true_top_k(seed, n, k, masked):
 
 
 def every_interval_candidates(sketch: int8_scan.Int8Sketch, q: np.ndarray, mask, k: int) -> np.ndarray:
-    """The candidate rule computed over every row's interval: rows whose upper end reaches the
-    k-th best lower end among the allowed rows (a row with a non-finite value: always)."""
-    shifted, s_q, s_r, e_r, q_norm = int8_scan.quantize_query(q)
-    dots = sketch.scan(shifted)
-    center = dots[0] * s_q
-    work = dots[1] * s_r
-    center += work
-    center -= np.multiply(sketch.code_sums, int8_scan.QUERY_SHIFT * (s_q + s_r), out=work)
-    center *= sketch.scale
-    radius = np.multiply(sketch.err, q_norm)
-    radius += np.multiply(sketch.coded_norm, e_r)
-    low = center - radius
-    if mask is not None:
-        low[~mask] = -np.inf
-    kth_low = np.sort(low)[::-1][k - 1] if k <= len(low) else -np.inf
-    keep = center + radius >= kth_low
-    return np.flatnonzero(keep if mask is None else keep & mask)
+    """The candidate rule computed over every row's float64 interval: rows whose upper end
+    reaches the k-th best lower end among the allowed rows (a row with a non-finite value: always)."""
+    codes = int8_scan.quantize_query(q)
+    return int8_scan.interval_rows(sketch, codes, int8_scan.combined_dots(sketch, codes), mask, k)
 
 
 @needs_kernel
@@ -172,6 +159,125 @@ def test_candidates_are_the_rule_over_every_rows_interval(seed, n, k, masked, br
 
 
 @needs_kernel
+@settings(max_examples=60, deadline=None)
+@given(seed=st.integers(0, 10_000), copies=st.integers(2, 60), bases=st.integers(1, 6), ulps=st.integers(0, 3),
+       k=st.integers(1, 90), masked=st.booleans(), query_is_a_row=st.booleans())
+def test_float32_pass_keeps_the_rule_on_rows_a_few_ulps_apart(seed, copies, bases, ulps, k, masked, query_is_a_row):
+    """Rows whose float32 first-pass values tie or round across the cut (copies of a few rows,
+    each scaled by a few float32 steps): the rows kept are still the float64 rule's, and the
+    top k is the full scan's."""
+    rng = np.random.default_rng(seed)
+    base = unit_rows(rng, bases, 24)
+    matrix = np.repeat(base, copies, axis=0)
+    steps = rng.integers(-ulps, ulps + 1, len(matrix)).astype(np.float32)
+    matrix = (matrix * (1 + steps * np.float32(2.0 ** -23))[:, None]).astype(np.float32)
+    q = matrix[int(rng.integers(0, len(matrix)))].copy() if query_is_a_row else unit_rows(rng, 1, 24)[0]
+    mask = rng.random(len(matrix)) < 0.7 if masked else None
+    sketch = int8_scan.build_sketch(matrix, int8_scan.int8_kernel(), block=11)
+    got = int8_scan.candidate_rows(sketch, q, mask, k)
+    assert got.tolist() == every_interval_candidates(sketch, q, mask, k).tolist()
+    want = top_rows(scoring.matrix_dot(matrix, q), mask, k)
+    rows, scores = exact_top(matrix, sketch, q, mask, k)
+    assert rows.tolist() == want.tolist()
+    np.testing.assert_array_equal(scores, scoring.matrix_dot(matrix, q)[want])
+
+
+@needs_kernel
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(20, 600), k=st.integers(1, 60), exact_share=st.floats(0.05, 0.95),
+       masked=st.booleans(), spread=st.sampled_from([0.05, 0.3, 1.0]))
+def test_rows_with_very_different_radii_keep_the_rule(seed, n, k, exact_share, masked, spread):
+    """Rows on the int8 grid (radius ~0) mixed with rows off it (wide radius): the k-th best
+    lower end can belong to a row whose centre is far below the k-th best centre, and the rows
+    kept are still the float64 rule's."""
+    rng = np.random.default_rng(seed)
+    centre = unit_rows(rng, 1, 16)[0]
+    matrix = centre + spread * rng.standard_normal((n, 16)).astype(np.float32)
+    on_grid = rng.random(n) < exact_share
+    top = np.abs(matrix).max(axis=1, keepdims=True) / 127
+    matrix[on_grid] = (np.rint(matrix / top) * top)[on_grid]
+    matrix = matrix.astype(np.float32)
+    q = unit_rows(rng, 1, 16)[0] if rng.random() < 0.5 else centre
+    mask = rng.random(n) < 0.6 if masked else None
+    sketch = int8_scan.build_sketch(matrix, int8_scan.int8_kernel(), block=17)
+    assert int8_scan.candidate_rows(sketch, q, mask, k).tolist() == every_interval_candidates(sketch, q, mask, k).tolist()
+
+
+@needs_kernel
+@settings(max_examples=80, deadline=None)
+@given(seed=st.integers(0, 10_000), n=st.integers(30, 600), k=st.integers(1, 40), masked=st.booleans(),
+       duplicates=st.booleans(), spread=st.sampled_from([0.02, 0.3, 1.0]))
+def test_settling_on_the_first_k_scores_keeps_the_full_scans_top_k(seed, n, k, masked, duplicates, spread):
+    """The candidates left once the k best centres are scored hold the full scan's top k, ties
+    at the cut included, and ranking over them gives the full scan's rows and scores."""
+    rng = np.random.default_rng(seed)
+    centre = unit_rows(rng, 1, 16)[0]
+    matrix = (centre + spread * rng.standard_normal((n, 16))).astype(np.float32)
+    if duplicates:
+        matrix[1::2] = matrix[0]  # many rows tied with each other, at or near the cut
+    q = centre if rng.random() < 0.5 else unit_rows(rng, 1, 16)[0]
+    mask = rng.random(n) < 0.7 if masked else None
+    sketch = int8_scan.build_sketch(matrix, int8_scan.int8_kernel(), block=29)
+    found = int8_scan.candidates(sketch, q, mask, k)
+    full = scoring.matrix_dot(matrix, q)
+    want = top_rows(full, mask, k)
+    settled = scoring.settled_rows(matrix, q, found, k)
+    assert set(want.tolist()) <= set(settled.tolist()) <= set(found.rows.tolist())
+    cut = full[want].min() if len(want) else np.inf
+    allowed = np.ones(n, bool) if mask is None else mask
+    assert set(np.flatnonzero(allowed & (full == cut)).tolist()) <= set(settled.tolist())  # every tie at the cut
+    rows, scores = exact_top(matrix, sketch, q, mask, k)
+    assert rows.tolist() == want.tolist()
+    np.testing.assert_array_equal(scores, full[want])
+
+
+@settings(max_examples=300, deadline=None)
+@given(x=st.floats(allow_nan=False))
+def test_float32_cuts_never_exceed_their_float64_value(x):
+    """A float32 array compared with the cut keeps every row at or above the float64 value."""
+    cut = int8_scan._at_most(x)
+    assert cut.dtype == np.float32 and float(cut) <= x
+    assert float(cut) == float(np.finfo(np.float32).max) or float(np.nextafter(cut, np.float32(np.inf))) > x
+
+
+@settings(max_examples=200, deadline=None)
+@given(dim=st.integers(1, 140_000))
+def test_the_combined_code_dots_fit_an_int32_at_the_largest_shift(dim):
+    most = int8_scan.QUERY_LEVELS * int8_scan.ROW_LEVELS * dim
+    j = int8_scan.max_shift_bits(dim)
+    if j < 0:
+        assert 2 * most > int8_scan.INT32_MAX
+    else:
+        assert most * (2 ** j + 1) <= int8_scan.INT32_MAX < most * (2 ** (j + 1) + 1)
+
+
+@needs_kernel
+@settings(max_examples=30, deadline=None)
+@given(seed=st.integers(0, 10_000), dim=st.sampled_from([1, 7, 384, 1024, 3000]), spiky=st.booleans())
+def test_combined_code_dots_are_exact_at_the_extremes(seed, dim, spiky):
+    """Rows of extreme codes against queries whose residual is zero (the largest shift) or
+    spiky: the int32 combination equals the int64 one, and the intervals hold the float64 dots."""
+    rng = np.random.default_rng(seed)
+    signs = rng.choice(np.array([-1.0, 1.0]), size=dim)
+    matrix = np.stack([signs, -signs, rng.choice(np.array([-1.0, 1.0]), size=dim), rng.standard_normal(dim)])
+    matrix = (matrix / np.linalg.norm(matrix, axis=1, keepdims=True)).astype(np.float32)
+    q = signs.astype(np.float32) / np.float32(np.sqrt(dim))
+    if spiky:
+        q = q.copy()
+        q[0] = 5.0
+        q /= np.linalg.norm(q)
+    sketch = int8_scan.build_sketch(matrix, int8_scan.int8_kernel())
+    codes = int8_scan.quantize_query(q)
+    q8 = codes.shifted.astype(np.int64) - int8_scan.QUERY_SHIFT
+    v8 = np.clip(np.rint(matrix.astype(np.float64) / sketch.scale[:, None].astype(np.float64)), -127, 127).astype(np.int64)
+    want = v8 @ (q8[0] * 2 ** codes.shift + q8[1])
+    np.testing.assert_array_equal(int8_scan.combined_dots(sketch, codes).astype(np.int64), want)
+    centre, radius = int8_scan.interval(sketch, codes, int8_scan.combined_dots(sketch, codes), slice(None))
+    exact = matrix.astype(np.float64) @ q.astype(np.float64)
+    assert (np.abs(exact - centre) <= radius).all()
+
+
+@needs_kernel
 @settings(max_examples=40, deadline=None)
 @given(seed=st.integers(0, 10_000), n=st.integers(1, 200), dim=st.integers(1, 70))
 def test_the_packed_kernel_gives_exact_integer_dot_products(seed, n, dim):
@@ -180,7 +286,7 @@ def test_the_packed_kernel_gives_exact_integer_dot_products(seed, n, dim):
     codes[:, 0] = rng.choice([-int8_scan.ROW_LEVELS, int8_scan.ROW_LEVELS], size=dim)  # extreme codes too
     shifted = rng.integers(1, 2 * int8_scan.QUERY_LEVELS + 2, size=(2, dim)).astype(np.uint8)
     got = int8_scan.int8_kernel()(codes)(shifted)
-    np.testing.assert_array_equal(got, shifted.astype(np.int64) @ codes.astype(np.int64))
+    np.testing.assert_array_equal(got, (shifted.astype(np.int64) - int8_scan.QUERY_SHIFT) @ codes.astype(np.int64))
 
 
 @needs_kernel
@@ -280,8 +386,8 @@ def test_a_saturating_kernel_is_refused():
             return np.clip(pairs, -32768, 32767).sum(axis=1) // 2  # and wrong besides
         return scan
 
-    def exact(codes):
-        return lambda shifted: shifted.astype(np.int64) @ codes.astype(np.int64)
+    def exact(codes):  # the query's shift undone by the kernel's zero point
+        return lambda shifted: (shifted.astype(np.int64) - int8_scan.QUERY_SHIFT) @ codes.astype(np.int64)
 
     assert int8_scan._probe(exact)
     assert not int8_scan._probe(saturating)
@@ -293,10 +399,11 @@ def test_matmul_integer_model_is_what_onnx_helper_writes():
 
     codes = (np.arange(3 * 200).reshape(3, 200) % 255 - 127).astype(np.int8)
     graph = helper.make_graph(
-        [helper.make_node("MatMulInteger", ["q", "codes"], ["s"])], "int8_scan",
+        [helper.make_node("MatMulInteger", ["q", "codes", "q_zero_point"], ["s"])], "int8_scan",
         [helper.make_tensor_value_info("q", TensorProto.UINT8, ["m", 3])],
         [helper.make_tensor_value_info("s", TensorProto.INT32, ["m", 200])],
-        initializer=[numpy_helper.from_array(codes, "codes")])
+        initializer=[numpy_helper.from_array(codes, "codes"),
+                     numpy_helper.from_array(np.array(int8_scan.QUERY_SHIFT, np.uint8), "q_zero_point")])
     model = helper.make_model(graph, opset_imports=[helper.make_opsetid("", 17)], ir_version=8)
     model.ClearField("producer_name")
     assert int8_scan.matmul_integer_model(codes) == model.SerializeToString()

@@ -12,24 +12,31 @@ ends, so it scores strictly below k other rows: the result (rows, order, float32
 one a full float32 scan gives. Everything runs on the calling thread: no fan-out that loses
 when the cores are busy.
 
-The interval. A row ``v`` is stored as ``s_v*v8 + e_v`` (``v8`` in [-127, 127]); the query as
-``s_q*q8 + s_r*r8 + e_r`` (``q8``, and ``r8`` for what ``q8`` misses, in [-63, 63]: two query
-rows of one run). Then ``q.v = s_v*(s_q*(q8.v8) + s_r*(r8.v8)) + q.e_v + e_r.(s_v*v8)``, so the
-approximation is off by at most ``|q|*|e_v| + |e_r|*|s_v*v8|``, and the float32 dot product
-differs from ``q.v`` by at most ``gamma_d*|q|*|v|`` (``gamma_d = d*u/(1 - d*u)``, ``u =
-2**-24``). The second query row makes the query's share of the error ~60x smaller: ~500 rows
-left instead of ~6,000 (up to 35,000), so the tail stays short.
+The interval. A row ``v`` is stored as ``s_v*v8 + e_v`` (``v8`` in [-127, 127], ``s_v`` a
+float32 number); the query as ``u*(2**j*q8 + r8) + e_r`` (``q8``, and ``r8`` for what ``q8``
+misses, in [-63, 63]: two query rows of one run; ``u = s_q*2**-j`` so the two rows' integer dot
+products combine into one exact int32, ``E = 2**j*(q8.v8) + r8.v8``). Then ``q.v = u*s_v*E +
+q.e_v + e_r.(s_v*v8)``: the centre ``u*s_v*E`` is off by at most ``|q|*|e_v| + |e_r|*|s_v*v8|``,
+and the float32 dot product differs from ``q.v`` by at most ``gamma_d*|q|*|v|`` (``gamma_d =
+d*u32/(1 - d*u32)``, ``u32 = 2**-24``). The second query row makes the query's share of the
+error ~60x smaller: ~500 rows left instead of ~6,000 (up to 35,000), so the tail stays short.
+
+The pass over every row is float32 (``s_v*E``, two roundings, off by at most ``2.01*u32*|s_v*v8|
+*|2**j*q8 + r8|``): it only narrows the rows whose exact float64 interval is looked at, its
+thresholds widened by that bound, so the rows chosen are those of the float64 rule over every
+row (``interval_rows``).
 
 Why the query gets only 7 bits per row: the kernel takes it as uint8 (shifted by +64 to
-[1, 127]) and x86 AVX2 multiplies u8 x s8 pairs into a saturating int16 (``vpmaddubsw``); with
-``2*127*127 < 2**15`` no pair saturates, so the integer dot products are exact on every CPU.
-A probe with the extreme values checks that, through the same packed-weight path, when the
-kernel loads; if it ever failed, or if onnxruntime is missing, callers scan in float32 instead
-(:func:`int8_kernel` returns None).
+[1, 127], the shift undone by the kernel's zero point) and x86 AVX2 multiplies u8 x s8 pairs
+into a saturating int16 (``vpmaddubsw``); with ``2*127*127 < 2**15`` no pair saturates, so the
+integer dot products are exact on every CPU. A probe with the extreme values checks that,
+through the same packed-weight path, when the kernel loads; if it ever failed, or if onnxruntime
+is missing, callers scan in float32 instead (:func:`int8_kernel` returns None).
 """
 
 from __future__ import annotations
 
+import math
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -38,11 +45,13 @@ import numpy as np
 
 ROW_LEVELS = 127        # row codes in [-127, 127] (int8)
 QUERY_LEVELS = 63       # query codes in [-63, 63], fed shifted by QUERY_SHIFT as uint8 in [1, 127]
-QUERY_SHIFT = 64
+QUERY_SHIFT = 64        # also the kernel's zero point for the query, so its dots are of the codes
 UNIT_ROUNDOFF = 2.0 ** -24
+INT32_MAX = 2 ** 31 - 1
 BLOCK_ROWS = 2048       # rows quantized at a time: ~20 MB of float64 temporaries while loading
+SUBSAMPLE = 8           # the first pass's k-th centre is looked for among every 8th row
 
-Scan = Callable[[np.ndarray], np.ndarray]  # shifted query rows uint8 (m, dim) -> int32 (m, n): exact dots
+Scan = Callable[[np.ndarray], np.ndarray]  # shifted query rows uint8 (m, dim) -> int32 (m, n): exact code dots
 Kernel = Callable[[np.ndarray], Scan]      # row codes, transposed, int8 (dim, n) -> their Scan
 
 
@@ -51,10 +60,9 @@ class Int8Sketch:
     """The int8 copy of a float32 matrix (inside its ``scan``) and the per-row terms of its
     score intervals."""
 
-    scan: Scan              # the codes' exact integer dot products with shifted query rows
+    scan: Scan              # the codes' exact integer dot products with (unshifted) query codes
     code_bytes: int         # bytes the scan holds for the codes
-    code_sums: np.ndarray   # float64 [n]: sum of each row's codes (undoes the query's shift)
-    scale: np.ndarray       # float64 [n]: s_v
+    scale: np.ndarray       # float32 [n]: s_v
     err: np.ndarray         # float64 [n]: |e_v| + gamma_d*|v| (both multiply |q|)
     coded_norm: np.ndarray  # float64 [n]: |s_v*v8| (multiplies |e_r|)
     unbounded: np.ndarray = field(init=False)  # rows with a non-finite value (infinite err): always scored
@@ -73,7 +81,7 @@ class Int8Sketch:
 
     @property
     def nbytes(self) -> int:
-        arrays = (self.code_sums, self.scale, self.err, self.coded_norm, self.unbounded)
+        arrays = (self.scale, self.err, self.coded_norm, self.unbounded)
         return self.code_bytes + sum(a.nbytes for a in arrays)
 
 
@@ -83,18 +91,23 @@ def gamma(dim: int) -> float:
     return 1.01 * n * UNIT_ROUNDOFF / (1 - n * UNIT_ROUNDOFF)
 
 
+def max_shift_bits(dim: int) -> int:
+    """The largest ``j`` for which ``2**j*(q8.v8) + r8.v8`` cannot overflow an int32 (-1: none)."""
+    most = QUERY_LEVELS * ROW_LEVELS * dim
+    return int(math.floor(math.log2(INT32_MAX / most - 1))) if INT32_MAX > 2 * most else -1
+
+
 def quantize_rows(matrix: np.ndarray, block: int = BLOCK_ROWS) -> tuple[np.ndarray, np.ndarray, np.ndarray,
-                                                                          np.ndarray, np.ndarray]:
-    """``(codes_t int8 [dim, n], code_sums, scale, err, coded_norm)``: each row quantized with
-    scale ``max|v|/127``, ``block`` rows at a time.
+                                                                          np.ndarray]:
+    """``(codes_t int8 [dim, n], scale float32, err, coded_norm)``: each row quantized with scale
+    ``max|v|/127`` (rounded to a float32 number), ``block`` rows at a time.
 
     A row that is zero gets scale 1; a row with a non-finite value gets an infinite error, so
     it is always scored exactly.
     """
     n, dim = matrix.shape
     codes_t = np.empty((dim, n), dtype=np.int8)
-    code_sums = np.empty(n, dtype=np.float64)
-    scale = np.empty(n, dtype=np.float64)
+    scale = np.empty(n, dtype=np.float32)
     err = np.empty(n, dtype=np.float64)
     coded_norm = np.empty(n, dtype=np.float64)
     g = gamma(dim)
@@ -102,90 +115,198 @@ def quantize_rows(matrix: np.ndarray, block: int = BLOCK_ROWS) -> tuple[np.ndarr
         rows = matrix[a:a + block].astype(np.float64)
         finite = np.isfinite(rows).all(axis=1)
         rows[~finite] = 0.0
-        s = np.abs(rows).max(axis=1) / ROW_LEVELS
+        s = (np.abs(rows).max(axis=1) / ROW_LEVELS).astype(np.float32).astype(np.float64)
         s[s == 0] = 1.0
         codes = np.clip(np.rint(rows / s[:, None]), -ROW_LEVELS, ROW_LEVELS)
         coded = codes * s[:, None]
         codes_t[:, a:a + len(rows)] = codes.T
-        code_sums[a:a + block] = codes.sum(axis=1)
         scale[a:a + block] = s
         err[a:a + block] = np.where(finite, np.linalg.norm(rows - coded, axis=1) + g * np.linalg.norm(rows, axis=1),
                                     np.inf)
         coded_norm[a:a + block] = np.linalg.norm(coded, axis=1)
-    return codes_t, code_sums, scale, err, coded_norm
+    return codes_t, scale, err, coded_norm
 
 
-def build_sketch(matrix: np.ndarray, kernel: Kernel, block: int = BLOCK_ROWS) -> Int8Sketch:
+def build_sketch(matrix: np.ndarray, kernel: Kernel, block: int = BLOCK_ROWS) -> Int8Sketch | None:
     """The sketch of ``matrix``: its codes go to ``kernel``, which keeps its own copies (an ONNX
-    Runtime session held about twice the codes' bytes at 100k x 384: the weight and its packing)."""
-    codes_t, code_sums, scale, err, coded_norm = quantize_rows(matrix, block)
-    return Int8Sketch(kernel(codes_t), 2 * codes_t.nbytes, code_sums, scale, err, coded_norm)
+    Runtime session held about twice the codes' bytes at 100k x 384: the weight and its packing).
+    None when the combined dot products could overflow an int32 (a dimension past ~130,000)."""
+    if max_shift_bits(matrix.shape[1]) < 0:
+        return None
+    codes_t, scale, err, coded_norm = quantize_rows(matrix, block)
+    return Int8Sketch(kernel(codes_t), 2 * codes_t.nbytes, scale, err, coded_norm)
 
 
-def quantize_query(q: np.ndarray) -> tuple[np.ndarray, float, float, float, float] | None:
-    """``(shifted uint8 codes [2, dim], s_q, s_r, |e_r|, |q|)``: the query's codes (row 0) and
-    the codes of what they miss (row 1); None for a zero or non-finite query."""
-    q64 = np.asarray(q, dtype=np.float64)
+@dataclass(frozen=True)
+class QueryCodes:
+    """A query as the sketches take it: ``u*(2**shift*q8 + r8) + e_r``."""
+
+    shifted: np.ndarray   # uint8 [2, dim]: q8 and r8, each + QUERY_SHIFT
+    shift: int            # j
+    unit: float           # u = s_q*2**-j: the value of one step of the combined code
+    e_r: float            # |e_r|
+    q_norm: float         # |q|
+    combined_norm: float  # |2**j*q8 + r8|
+
+
+def quantize_query(q: np.ndarray) -> QueryCodes | None:
+    """The query's codes (row 0) and the codes of what they miss (row 1), at a step ``2**-j``
+    of the first's (the largest that keeps every residual code within 63, at most what an int32
+    holds); None for a zero or non-finite query."""
+    q64 = np.asarray(q, dtype=np.float64).reshape(-1)
     top = float(np.abs(q64).max()) if q64.size else 0.0
     if not np.isfinite(top) or top == 0.0:
+        return None
+    most = max_shift_bits(len(q64))
+    if most < 0:
         return None
     s_q = top / QUERY_LEVELS
     codes = np.clip(np.rint(q64 / s_q), -QUERY_LEVELS, QUERY_LEVELS)
     rest = q64 - codes * s_q
-    s_r = float(np.abs(rest).max()) / QUERY_LEVELS or 1.0
-    rest_codes = np.clip(np.rint(rest / s_r), -QUERY_LEVELS, QUERY_LEVELS)
-    shifted = (np.stack([codes, rest_codes]) + QUERY_SHIFT).astype(np.uint8)
-    return shifted, s_q, s_r, float(np.linalg.norm(rest - rest_codes * s_r)), float(np.linalg.norm(q64))
+    rest_top = float(np.abs(rest).max())
+    # the largest j with s_q*2**-j >= rest_top/63 (so r8 = rint(rest/u) stays within 63)
+    j = most if rest_top == 0.0 else min(most, max(0, math.floor(math.log2(s_q * QUERY_LEVELS / rest_top))))
+    unit = math.ldexp(s_q, -j)
+    rest_codes = np.clip(np.rint(rest / unit), -QUERY_LEVELS, QUERY_LEVELS)
+    shifted = np.empty((2, len(q64)), dtype=np.uint8)
+    shifted[0] = codes + QUERY_SHIFT
+    shifted[1] = rest_codes + QUERY_SHIFT
+    combined = codes * float(2 ** j) + rest_codes
+    return QueryCodes(shifted, j, unit, float(np.linalg.norm(rest - rest_codes * unit)), float(np.linalg.norm(q64)),
+                      float(np.linalg.norm(combined)))
 
 
-def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k: int) -> np.ndarray | None:
-    """Ascending rows that may hold the ``k`` best float32 scores among ``mask`` (a superset of
-    them), or None when the query cannot be quantized (the caller scans in float32).
+def combined_dots(sketch: Int8Sketch, codes: QueryCodes) -> np.ndarray:
+    """``E = 2**j*(q8.v8) + r8.v8`` for every row: exact int32 (``max_shift_bits``)."""
+    dots = np.asarray(sketch.scan(codes.shifted))
+    combined = np.left_shift(dots[0], codes.shift, out=dots[0] if dots.flags.writeable else None)
+    combined += dots[1]
+    return combined
 
-    The rows are those whose upper end reaches the ``k``-th best lower end. Only the centres of
-    the intervals are computed for every row; no radius exceeds ``widest`` (the largest finite
-    err and coded norm: rounding is monotone), so the ``k``-th best lower end is found among the
-    rows whose centre is within ``widest`` of the ``k``-th best centre, and the upper ends are
-    compared only for rows whose centre is within ``widest`` of it: the same rows, and the same
-    float64 values for them, as with every row's interval.
+
+def interval(sketch: Int8Sketch, codes: QueryCodes, combined: np.ndarray,
+             rows: np.ndarray | slice) -> tuple[np.ndarray, np.ndarray]:
+    """``(centre, radius)`` of the rows' intervals in float64: ``u*s_v*E`` and
+    ``|e_v|*|q| + |s_v*v8|*|e_r|`` (the rule ``candidate_rows`` applies)."""
+    centre = combined[rows].astype(np.float64)
+    centre *= sketch.scale[rows]
+    centre *= codes.unit
+    radius = np.multiply(sketch.err[rows], codes.q_norm)
+    radius += np.multiply(sketch.coded_norm[rows], codes.e_r)
+    return centre, radius
+
+
+def interval_rows(sketch: Int8Sketch, codes: QueryCodes, combined: np.ndarray, mask: np.ndarray | None,
+                  k: int) -> np.ndarray:
+    """The rule itself over every row's interval: ascending rows whose upper end reaches the
+    ``k``-th best lower end among the allowed rows (a row with a non-finite value: always)."""
+    centre, radius = interval(sketch, codes, combined, slice(None))
+    low = centre - radius
+    low[sketch.unbounded] = -np.inf
+    if mask is not None:
+        low[~mask] = -np.inf
+    kth_low = np.sort(low)[::-1][k - 1] if k <= len(low) else -np.inf
+    keep = centre + radius >= kth_low
+    keep[sketch.unbounded] = True
+    return np.flatnonzero(keep if mask is None else keep & mask)
+
+
+def _at_most(x: float) -> np.float32:
+    """The largest float32 <= ``x`` (a float32 array compared with it keeps every row >= ``x``)."""
+    top = float(np.finfo(np.float32).max)
+    if x >= top:
+        return np.float32(top)
+    if x < -top:
+        return np.float32(-np.inf)
+    y = np.float32(x)
+    return y if float(y) <= x else np.nextafter(y, np.float32(-np.inf))
+
+
+@dataclass(frozen=True)
+class Candidates:
+    """The rows ``candidate_rows`` keeps, ascending, with their intervals' centres and upper
+    ends (a row with a non-finite value: centre -inf, upper end +inf)."""
+
+    rows: np.ndarray
+    centre: np.ndarray
+    upper: np.ndarray
+
+
+def candidate_rows(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k: int,
+                   codes: QueryCodes | None = None) -> np.ndarray | None:
+    """``candidates(...).rows``: ascending rows that may hold the ``k`` best float32 scores
+    among ``mask`` (a superset of them), exactly ``interval_rows``; None when the query cannot
+    be quantized (the caller scans in float32)."""
+    found = candidates(sketch, q, mask, k, codes)
+    return None if found is None else found.rows
+
+
+def candidates(sketch: Int8Sketch, q: np.ndarray, mask: np.ndarray | None, k: int,
+               codes: QueryCodes | None = None) -> Candidates | None:
+    """The rows that may hold the ``k`` best float32 scores among ``mask`` (``candidate_rows``)
+    with their intervals. ``codes``: the query's ``quantize_query``, when the caller already has it.
+
+    Only a float32 approximation of the centres (``s_v*E``, in steps ``u``) is computed for
+    every row, off by at most ``slack``; no radius exceeds ``widest`` (the largest finite err and
+    coded norm: rounding is monotone). ``c``, a lower bound of the k-th best centre (the k-th of
+    every ``SUBSAMPLE``-th row: a subset's k-th best is never above the whole's), puts the k-th
+    best lower end at ``c - widest`` or above; so every row whose lower end may count, and every
+    row whose upper end may reach it, has its centre at ``c - 2*widest`` or above. Only those
+    rows (the cut widened by ``slack`` and a rounding margin; once they are known, the cut moves
+    up to their own k-th best centre, which is the whole's) get the float64 values of
+    ``interval``, and the rule runs on them: the same rows as ``interval_rows``.
     """
     if k <= 0 or sketch.rows == 0:
-        return np.zeros(0, dtype=np.intp)
-    quantized = quantize_query(q)
-    if quantized is None:
+        return _every(np.zeros(0, dtype=np.intp))
+    codes = codes or quantize_query(q)
+    if codes is None:
         return None
-    shifted, s_q, s_r, e_r, q_norm = quantized
-    dots = sketch.scan(shifted)        # exact int32 dot products, then float64:
-    center = dots[0] * s_q             # its rounding is far below gamma's slack
-    work = dots[1] * s_r
-    center += work
-    center -= np.multiply(sketch.code_sums, QUERY_SHIFT * (s_q + s_r), out=work)
-    center *= sketch.scale
-    n = len(center)
+    combined = combined_dots(sketch, codes)
+    approx = np.multiply(combined, sketch.scale, dtype=np.float32)   # s_v*E, in steps u
+    n = len(approx)
     allowed_unbounded = sketch.unbounded if mask is None else sketch.unbounded[mask[sketch.unbounded]]
     if mask is not None:
-        center[~mask] = -np.inf
-    bounded = center
+        approx[~mask] = -np.inf
     if len(sketch.unbounded):          # a lower end of -inf never counts towards the k-th
-        bounded = center.copy()
-        bounded[sketch.unbounded] = -np.inf
-    kth_center = np.partition(bounded, n - k)[n - k] if k < n else -np.inf
-    if kth_center == -np.inf:          # fewer than k bounded rows allowed: every allowed row
-        return np.arange(n) if mask is None else np.flatnonzero(mask)
+        approx[sketch.unbounded] = -np.inf
+    kth_centre = -np.inf
+    if k * SUBSAMPLE <= n:
+        sample = approx[::SUBSAMPLE]
+        kth_centre = float(np.partition(sample, len(sample) - k)[len(sample) - k])
+    if kth_centre == -np.inf and k < n:
+        kth_centre = float(np.partition(approx, n - k)[n - k])
+    if kth_centre == -np.inf:          # fewer than k bounded rows allowed: every allowed row
+        return _every(np.arange(n) if mask is None else np.flatnonzero(mask))
+    unit = codes.unit
+    slack = 2.01 * UNIT_ROUNDOFF * (sketch.widest_coded_norm * codes.combined_norm) * 1.0001
+    widest = (sketch.widest_err * codes.q_norm + sketch.widest_coded_norm * codes.e_r) / unit
 
-    def radius(rows: np.ndarray) -> np.ndarray:
-        out = np.multiply(sketch.err[rows], q_norm)
-        out += np.multiply(sketch.coded_norm[rows], e_r)
-        return out
+    def reaching(kth: float) -> np.float32:  # the cut below a k-th best centre, widened
+        return _at_most(kth - 2 * (widest + slack) - 1e-9 * (1.0 + abs(kth) + widest + slack))
 
-    widest = sketch.widest_err * q_norm + sketch.widest_coded_norm * e_r
-    near = np.flatnonzero(bounded >= kth_center - widest)   # every row whose lower end may be in the top k
-    low = center[near] - radius(near)
+    band = np.flatnonzero(approx >= reaching(kth_centre))
+    if len(band) > k:  # the band holds the k best centres: their k-th is the whole's, a narrower cut
+        near = approx[band]
+        band = band[near >= reaching(float(np.partition(near, len(near) - k)[len(near) - k]))]
+    centre, radius = interval(sketch, codes, combined, band)
+    low = centre - radius
     kth_low = low[np.argpartition(low, len(low) - k)[len(low) - k]]
-    margin = 1e-9 * (1.0 + abs(kth_low) + widest)           # covers the rounding of the shortcut's sum
-    reach = np.flatnonzero(center >= kth_low - widest - margin)
-    keep = reach[center[reach] + radius(reach) >= kth_low]
-    return np.union1d(keep, allowed_unbounded) if len(allowed_unbounded) else keep
+    upper = centre + radius
+    kept = upper >= kth_low
+    found = Candidates(band[kept], centre[kept], upper[kept])
+    if not len(allowed_unbounded):
+        return found
+    rows = np.union1d(found.rows, allowed_unbounded)
+    at = np.searchsorted(found.rows, rows)
+    known = np.isin(rows, found.rows)
+    centre_all, upper_all = np.full(len(rows), -np.inf), np.full(len(rows), np.inf)
+    centre_all[known], upper_all[known] = found.centre[at[known]], found.upper[at[known]]
+    return Candidates(rows, centre_all, upper_all)
+
+
+def _every(rows: np.ndarray) -> Candidates:
+    """Rows kept without intervals (every allowed row): no bound tells them apart."""
+    return Candidates(rows, np.full(len(rows), -np.inf), np.full(len(rows), np.inf))
 
 
 # -- the kernel: ONNX Runtime's MatMulInteger with the codes as its constant weight --------------
@@ -222,25 +343,30 @@ def _head(number: int, size: int) -> bytes:
 
 
 def matmul_integer_model(codes_t: np.ndarray) -> bytes:
-    """A one-node ONNX model ``s = MatMulInteger(q, codes)`` (ir 8, opset 17) whose ``codes`` is
-    the constant int8 ``codes_t`` [dim, n], written directly as protobuf so the server needs no
-    ``onnx`` package (``tests/docpool/test_vector_speed_paths`` compares it with ``onnx.helper``'s).
+    """A one-node ONNX model ``s = MatMulInteger(q, codes, QUERY_SHIFT)`` (ir 8, opset 17) whose
+    ``codes`` is the constant int8 ``codes_t`` [dim, n] and whose query zero point undoes the
+    query's shift, written directly as protobuf so the server needs no ``onnx`` package
+    (``tests/docpool/test_vector_speed_paths`` compares it with ``onnx.helper``'s).
     The codes are copied once, by the final join: a 100k-row sketch is 38 MB."""
     codes = np.ascontiguousarray(codes_t, dtype=np.int8)
     dim, n = codes.shape
     raw = codes.data.cast("B")
     weight_head = b"".join(_field(1, d) for d in (dim, n)) + _field(2, INT8) + _field(8, "codes") + _head(9, raw.nbytes)
     weight_size = len(weight_head) + raw.nbytes
-    node = _field(1, "q") + _field(1, "codes") + _field(2, "s") + _field(4, "MatMulInteger")
+    zero_point = _field(5, _field(2, UINT8) + _field(8, "q_zero_point") + _field(9, bytes([QUERY_SHIFT])))
+    node = (_field(1, "q") + _field(1, "codes") + _field(1, "q_zero_point") + _field(2, "s")
+            + _field(4, "MatMulInteger"))
     before = _field(1, node) + _field(2, "int8_scan") + _head(5, weight_size)
-    after = _field(11, _tensor_type("q", UINT8, ("m", dim))) + _field(12, _tensor_type("s", INT32, ("m", n)))
+    after = (zero_point + _field(11, _tensor_type("q", UINT8, ("m", dim)))
+             + _field(12, _tensor_type("s", INT32, ("m", n))))
     graph_size = len(before) + weight_size + len(after)
     opset = _field(8, _field(1, "") + _field(2, 17))
     return b"".join([_field(1, 8), _head(7, graph_size), before, weight_head, raw, after, opset])
 
 
 def _probe(kernel: Kernel) -> bool:
-    """The kernel's integer dot products equal numpy's at the extreme codes (no saturation)."""
+    """The kernel's integer dot products of the (unshifted) query codes equal numpy's at the
+    extreme codes (no saturation)."""
     dim, n = 64, 8
     rng = np.random.default_rng(0)
     codes = rng.choice(np.array([-ROW_LEVELS, ROW_LEVELS, -1, 0, 1]), size=(dim, n)).astype(np.int8)
@@ -250,7 +376,7 @@ def _probe(kernel: Kernel) -> bool:
     q = np.stack([q, -q])
     shifted = (q + QUERY_SHIFT).astype(np.uint8)
     want = q.astype(np.int64) @ codes.astype(np.int64)
-    got = np.asarray(kernel(codes)(shifted)).astype(np.int64) - QUERY_SHIFT * codes.astype(np.int64).sum(axis=0)
+    got = np.asarray(kernel(codes)(shifted)).astype(np.int64)
     return bool(np.array_equal(got, want))
 
 

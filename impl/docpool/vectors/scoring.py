@@ -143,20 +143,37 @@ def top_rows(scores: np.ndarray, mask: np.ndarray | None, k: int) -> np.ndarray:
     return candidates[order][:k]
 
 
+def settled_rows(matrix: np.ndarray, q: np.ndarray, found: int8_scan.Candidates, k: int) -> np.ndarray:
+    """The candidates that can still be among the ``k`` best once the ``k`` with the best
+    centres are scored: every row whose upper end reaches the lowest of those ``k`` float32
+    scores. A row below it scores strictly below ``k`` rows, so the top ``k`` (ties included)
+    is the candidates' top ``k``; fewer rows are gathered when the intervals are wide."""
+    rows = found.rows
+    if len(rows) <= 2 * k:
+        return rows
+    first = np.argpartition(found.centre, len(rows) - k)[len(rows) - k:]
+    if not np.isfinite(found.centre[first]).all():
+        return rows
+    floor = float(matrix_dot(matrix[rows[first]], q).min())
+    return rows[found.upper >= floor] if np.isfinite(floor) else rows
+
+
 def exact_top(matrix: np.ndarray, sketch: int8_scan.Int8Sketch | None, q: np.ndarray,
-              mask: np.ndarray | None, k: int) -> tuple[np.ndarray, np.ndarray]:
+              mask: np.ndarray | None, k: int,
+              codes: int8_scan.QueryCodes | None = None) -> tuple[np.ndarray, np.ndarray]:
     """``(rows, scores)``: the ``k`` best rows of ``matrix @ q`` among ``mask``, best first, with
     their float32 scores. Exactly a full float32 scan's answer; only the rows scored differ:
-    every allowed row when few are allowed, else the int8 sketch's candidates."""
+    every allowed row when few are allowed, else the int8 sketch's candidates (``codes``: the
+    query's ``int8_scan.quantize_query``, made once for both matrices)."""
     n = len(matrix)
     allowed = n if mask is None else int(np.count_nonzero(mask))
     chosen: np.ndarray | None = None
     if allowed * 4 <= n:  # gathering the allowed rows costs less than scanning the int8 copy
         chosen = np.arange(n) if mask is None else np.flatnonzero(mask)
     elif sketch is not None:
-        candidates = int8_scan.candidate_rows(sketch, q, mask, k)
-        if candidates is not None and len(candidates) * 4 <= n:
-            chosen = candidates
+        found = int8_scan.candidates(sketch, q, mask, k, codes)
+        if found is not None and len(found.rows) * 4 <= n:
+            chosen = settled_rows(matrix, q, found, k)
     if chosen is None:  # full float32 scan
         scores = matrix_dot(matrix, q)
         best = top_rows(scores, mask, k)
@@ -322,8 +339,10 @@ def vector_rank(
         slots = pool.allowed_slots(allowed_topic_ids)
         chunk_mask, topic_mask = slots[pool.chunk_slot], slots[pool.topic_slot]
     if top is None:
-        chunk_rows, chunk_scores = exact_top(pool.chunk_matrix, pool.chunk_sketch, q, chunk_mask, top_k)
-        topic_rows, topic_scores = exact_top(pool.topic_matrix, pool.topic_sketch, q, topic_mask, top_k)
+        sketched = pool.chunk_sketch is not None or pool.topic_sketch is not None
+        codes = int8_scan.quantize_query(q) if sketched else None
+        chunk_rows, chunk_scores = exact_top(pool.chunk_matrix, pool.chunk_sketch, q, chunk_mask, top_k, codes)
+        topic_rows, topic_scores = exact_top(pool.topic_matrix, pool.topic_sketch, q, topic_mask, top_k, codes)
     else:  # approximate index hook
         chunk_rows, chunk_scores = top("chunk", q, chunk_mask, top_k)
         topic_rows, topic_scores = top("topic", q, topic_mask, top_k)
