@@ -29,9 +29,10 @@ M_MMAP_THRESHOLD = -3
 # dynamic otherwise: freeing a mapped block raises it to that block's size (up to 32 MiB), and
 # later big transient buffers (an answer's text, a JSON tree's encoding) are cut from the heap,
 # whose holes then stay resident among live data. Fixed, databricks-okf's server ends the read
-# tools at 186 MiB instead of 208-216 (its get_semantic_graph left 40-50 MiB behind, now 20;
-# benchmarks/okf_cold_memory.py).
-MMAP_THRESHOLD_BYTES = 1 << 20
+# tools at 182-186 MiB instead of 204-216 (its get_semantic_graph left 40-50 MiB behind, now 20;
+# benchmarks/okf_cold_memory.py). Above the 1 MiB read buffers of the transports and file
+# reads, which would otherwise be mapped and unmapped at every read.
+MMAP_THRESHOLD_BYTES = 4 << 20
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 ARENAS = 2
 TRIM_AFTER_BYTES = 8 * 1024 * 1024  # calls that moved this much input/output since the last trim

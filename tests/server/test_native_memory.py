@@ -163,9 +163,9 @@ _MAPPED_AFTER_A_BIG_FREE = textwrap.dedent("""
     from knowspec.impl.server import native_memory
     if sys.argv[1] == "fixed":
         native_memory.limit_arenas()
-    big = bytearray(4 << 20)
-    del big  # a mapped block freed: glibc's dynamic threshold would rise to 4 MiB
-    block = bytearray(3 << 19)  # 1.5 MiB
+    big = bytearray(16 << 20)
+    del big  # a mapped block freed: glibc's dynamic threshold would rise to 16 MiB
+    block = bytearray(native_memory.MMAP_THRESHOLD_BYTES + (1 << 20))
     address = ctypes.addressof((ctypes.c_char * 1).from_buffer(block))
     for line in open("/proc/self/maps"):
         span, *rest = line.split()
