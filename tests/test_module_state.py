@@ -57,6 +57,7 @@ ALLOWED = {
     "impl/rest/endpoint_table.py:*": PURE_MEMO,
     "impl/rest/openapi.py:*": PURE_MEMO,
     "impl/rest/validation.py:*": PURE_MEMO,
+    "impl/server/validation.py:detail_validator_class": PURE_MEMO,
     "impl/errors.py:*": PURE_MEMO,
     "impl/cli_args.py:*": PURE_MEMO,
 }

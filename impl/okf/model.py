@@ -187,6 +187,17 @@ class Document:
         """Headings in document order: ``level``, ``text``, ``anchor`` (Goldmark ID), ``line``."""
         return self.markdown.headings
 
+    def passing_analysis(self) -> BodyAnalysis:
+        """:attr:`markdown` when a reader already made it, else one made for this use and not kept:
+        for a reader inside a build whose result is kept per snapshot revision (the graph renders).
+        An analysis kept from the middle of such a build sits among its transient objects and
+        keeps their freed memory resident (Python returns an arena only once it is empty)."""
+        analysis = self.__dict__.get("markdown")
+        if analysis is None:
+            with process.current().gc_paused():
+                analysis = analyse_body(self.body, self.body_start_line, source=_DocumentBody(self))
+        return analysis
+
 
 class Concept(Document):
     """A concept document (every ``.md`` except ``index.md`` / ``log.md``).

@@ -12,7 +12,8 @@ from typing import Any
 from functools import partial
 
 import mcp.types as types
-from mcp.server import Server, ServerRequestContext
+from mcp.server.context import ServerRequestContext
+from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller

@@ -8,6 +8,9 @@ Limiting arenas to two (``mallopt(M_ARENA_MAX)``) brought the run to 213 MiB; tr
 then (``malloc_trim(0)``) to 163 MiB; both together to 142 MiB. Python's GIL serialises
 allocation anyway, so more arenas buy nothing here.
 
+Setting the mmap threshold (``mallopt(M_MMAP_THRESHOLD)``) also turns off glibc's dynamic
+threshold, which otherwise lets big transient buffers settle in the heap (see below).
+
 Both calls exist only in glibc; elsewhere (musl, macOS, Windows) every function here is a no-op.
 """
 
@@ -21,6 +24,21 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 M_ARENA_MAX = -8  # glibc's mallopt parameter number
+M_MMAP_THRESHOLD = -3
+# Blocks this big or bigger get their own mapping, unmapped when freed. glibc's threshold is
+# dynamic otherwise: freeing a mapped block raises it to that block's size (up to 32 MiB), and
+# later big transient buffers (an answer's text, a JSON tree's encoding) are cut from the heap,
+# whose holes then stay resident among live data. Fixed, databricks-okf's server ends the read
+# tools at 182-186 MiB instead of 204-216 (its get_semantic_graph left 40-50 MiB behind, now 20;
+# benchmarks/okf_cold_memory.py). Above the 1 MiB read buffers of the transports and file
+# reads, which would otherwise be mapped and unmapped at every read.
+MMAP_THRESHOLD_BYTES = 4 << 20
+# Fixing the mmap threshold also fixes the heap's automatic trim at glibc's 128 KiB default: every
+# call's few hundred KiB of transient arrays at the heap's top were then given back and faulted in
+# again (warm search_concepts at 50k concepts, p50 6 -> 8-9 ms). Twice the mmap threshold, as
+# glibc's dynamic rule would set it; the trims after big calls (``HeapTrimmer``) release the rest.
+M_TRIM_THRESHOLD = -1
+TRIM_THRESHOLD_BYTES = 2 * MMAP_THRESHOLD_BYTES
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 ARENAS = 2
 TRIM_AFTER_BYTES = 8 * 1024 * 1024  # calls that moved this much input/output since the last trim
@@ -50,8 +68,11 @@ _LIBC = _glibc()
 
 
 def limit_arenas(arenas: int = ARENAS) -> bool:
-    """Cap glibc's malloc arenas (call once at server start, before worker threads); True if applied."""
-    return bool(_LIBC is not None and _LIBC.mallopt(M_ARENA_MAX, arenas))
+    """Cap glibc's malloc arenas and fix its mmap and trim thresholds (call once at server start,
+    before worker threads); True if all applied."""
+    return bool(_LIBC is not None and _LIBC.mallopt(M_ARENA_MAX, arenas)
+                and _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
+                and _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
 
 
 def release_free_memory() -> bool:

@@ -8,13 +8,14 @@ that never echoes the offending value.
 
 from __future__ import annotations
 
+from functools import cache
 from itertools import islice
-from typing import Any, Iterator
+from typing import TYPE_CHECKING, Any, Iterator
 
 import jsonschema_rs
-from jsonschema import Draft202012Validator, FormatChecker
-from jsonschema.exceptions import ValidationError
-from jsonschema.validators import extend
+
+if TYPE_CHECKING:
+    from jsonschema.exceptions import ValidationError
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE, TEMPORAL_PROFILE_INSTANT
 from knowspec.impl.errors import ToolError, diagnostic
@@ -58,6 +59,8 @@ def _json_key(value: Any) -> Any:
 
 def _unique_items(validator: Any, unique: bool, instance: Any, schema: Any) -> Iterator[ValidationError]:
     """``uniqueItems`` in linear time; the library's own check is quadratic on mixed-type arrays."""
+    from jsonschema.exceptions import ValidationError
+
     if unique and validator.is_type(instance, "array"):
         seen: set[Any] = set()
         for item in instance:
@@ -78,7 +81,14 @@ def _limits_first(schema: Any) -> Any:
     return {key: _limits_first(value) for key, value in ordered}
 
 
-DetailValidator = extend(Draft202012Validator, {"uniqueItems": _unique_items})
+@cache
+def detail_validator_class() -> Any:
+    """The Python validator that explains a failure. Imported at the first failure, not at start:
+    ``jsonschema`` and its dependencies are 3-4 MiB of a server that may never see a bad call."""
+    from jsonschema import Draft202012Validator
+    from jsonschema.validators import extend
+
+    return extend(Draft202012Validator, {"uniqueItems": _unique_items})
 
 
 class SchemaCheck:
@@ -90,11 +100,22 @@ class SchemaCheck:
     def __init__(self, schema: dict[str, Any]):
         self.schema = schema
         self.fast = jsonschema_rs.Draft202012Validator(schema, validate_formats=True)
-        self.detail = DetailValidator(_limits_first(schema), format_checker=FormatChecker())
+        self._detail: Any = None  # made at the first failure (``detail``)
+
+    @property
+    def detail(self) -> Any:
+        """The detail validator (limit keywords first), made at its first use."""
+        if self._detail is None:
+            from jsonschema import FormatChecker
+
+            self._detail = detail_validator_class()(_limits_first(self.schema), format_checker=FormatChecker())
+        return self._detail
 
     def errors(self, instance: Any) -> list[ValidationError]:
         if self.fast.is_valid(instance):
             return []
+        from jsonschema.exceptions import ValidationError
+
         errors = list(islice(self.detail.iter_errors(instance), MAX_DETAIL_ERRORS))
         if not errors:  # the two engines disagree on a format: trust the stricter verdict
             errors = [ValidationError("does not match the schema", validator="format")]

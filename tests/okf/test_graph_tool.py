@@ -267,3 +267,17 @@ def test_legacy_citations_become_fallback_sources_only_without_sources(tmp_path)
     assert legacy["legacyFallback"]["@value"] is True
     mixed = [n for n in graph.values() if n["@type"] == "proj:ProvenanceSource" and n["sourceOf"]["@id"] == "local:bundle:mixed"]
     assert [n["resource"] for n in mixed] == ["https://example.invalid/new"]
+
+
+def test_the_graph_renders_keep_no_body_analysis_they_made(tmp_path):
+    # The renders are kept per snapshot revision: analyses kept from inside their build would only
+    # pin the build's freed memory (a footnote reference and a Citations section need the parse).
+    body = "Text with a note.[^n]\n\n[^n]: The note.\n\n# Citations\n\n[1] [Doc](https://x.test/doc)\n"
+    bundle = write_bundle(tmp_path, {"c.md": f"---\ntype: Note\n---\n{body}"})
+    out = call(bundle)
+    from knowspec.impl.okf.model import load_snapshot
+
+    concept = load_snapshot(bundle, CallContext()).concepts["c"]
+    assert "markdown" not in concept.__dict__
+    assert any("n" in json.dumps(node) for node in out.structured["@graph"])
+    assert concept.markdown.footnote_refs  # what the renders read is there when a reader keeps it

@@ -156,3 +156,31 @@ def test_repeated_large_calls_give_their_heap_back(mini_registry, tmp_path):
                          timeout=300, check=True)
     growth = json.loads(out.stdout.strip().splitlines()[-1])["growth_mib"]
     assert growth < 32, f"RSS grew {growth:.0f} MiB over three large calls"
+
+
+_MAPPED_AFTER_A_BIG_FREE = textwrap.dedent("""
+    import ctypes, sys
+    from knowspec.impl.server import native_memory
+    if sys.argv[1] == "fixed":
+        native_memory.limit_arenas()
+    big = bytearray(16 << 20)
+    del big  # a mapped block freed: glibc's dynamic threshold would rise to 16 MiB
+    block = bytearray(native_memory.MMAP_THRESHOLD_BYTES + (1 << 20))
+    address = ctypes.addressof((ctypes.c_char * 1).from_buffer(block))
+    for line in open("/proc/self/maps"):
+        span, *rest = line.split()
+        low, high = (int(x, 16) for x in span.split("-"))
+        if low <= address < high:
+            print("heap" if line.rstrip().endswith("[heap]") else "mapped")
+""")
+
+
+@glibc_only
+def test_a_fixed_mmap_threshold_keeps_big_blocks_out_of_the_heap_after_a_big_free():
+    def where(mode: str) -> str:
+        done = subprocess.run([sys.executable, "-c", _MAPPED_AFTER_A_BIG_FREE, mode], capture_output=True, text=True,
+                              timeout=60, check=True)
+        return done.stdout.strip()
+
+    assert where("dynamic") == "heap"  # glibc's own rule, which left big answers' holes in the heap
+    assert where("fixed") == "mapped"

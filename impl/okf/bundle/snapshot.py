@@ -37,6 +37,7 @@ from knowspec.impl.okf.write.readers import consistent_read
 MAX_FILES = 10_000
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
 MAX_FILE_BYTES = 16 * 1024 * 1024
+READ_CHUNK = 1 << 20
 MAX_DEPTH = 64
 MAX_PATH_BYTES = 4096
 LIMIT_MESSAGE = "bundle exceeds MCP resource limits"
@@ -268,9 +269,13 @@ def _read_file(dir_fd: int, name: str, st: os.stat_result) -> bytes:
     try:
         chunks = []
         size = 0
+        # Ask for the stat size and one byte more: the file and its end in reads of its own size.
+        # A fixed 1 MiB read allocates 1 MiB for every file and again for its end, which the
+        # server's fixed mmap threshold (server/native_memory.py) would map and unmap each time.
+        want = min(st.st_size + 1, READ_CHUNK)
         while True:
             try:
-                chunk = os.read(fd, 1 << 20)
+                chunk = os.read(fd, want)
             except OSError as exc:  # e.g. EINVAL from a /proc file
                 raise _io_failure(exc)
             if not chunk:
@@ -279,6 +284,8 @@ def _read_file(dir_fd: int, name: str, st: os.stat_result) -> bytes:
             if size > MAX_FILE_BYTES:
                 raise _limit()
             chunks.append(chunk)
+            if len(chunk) == want:  # grown since its stat: larger reads
+                want = min(want * 2, READ_CHUNK)
         Stats.files_read += 1
         return b"".join(chunks)
     finally:

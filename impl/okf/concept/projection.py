@@ -332,7 +332,7 @@ def attributions(concept, sources: list[dict[str, Any]]) -> list[dict[str, Any]]
             g = group(src["id"])
             if g is not None:
                 g["sources"].append(src)
-    analysis = concept.markdown if "[^" in concept.body else None
+    analysis = concept.passing_analysis() if "[^" in concept.body else None
     if analysis is not None:
         for ref in analysis.footnote_refs:
             g = group(ref.label)

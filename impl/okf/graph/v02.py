@@ -332,7 +332,7 @@ _CITATION = re.compile(r"^\s{0,3}(?:[-*+]\s+)?\[(\d+)\]\s*\[([^\]]*)\]\(([^()\s]
 def citation_entries(concept: Any) -> list[tuple[int, str, str]]:
     """``(number, title, target)`` of the ``[n] [title](target)`` lines of the H1 Citations section."""
     lines = concept.body.split("\n")
-    headings = concept.headings
+    headings = concept.passing_analysis().headings
     for index, heading in enumerate(headings):
         if heading.level == 1 and heading.text.strip() == "Citations":
             first = heading.line - concept.body_start_line + 1

@@ -20,7 +20,9 @@ and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 byte
 An index keeps every folded body: the snapshot holds no file bytes (only their identities), so a
 body derived at query time would be a disk read, a hash check and a fold per candidate; that
 made several-word queries at 50k concepts 2-3x slower (p95 0.3 -> 0.8 s) to save the bodies'
-bytes (28 MiB on databricks-okf).
+bytes (28 MiB on databricks-okf). It keeps them LZ4-compressed instead, in blocks of a few
+rows (:mod:`packed_bodies`: less than half the bytes), decompressing only the blocks that hold
+a candidate.
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
@@ -30,6 +32,7 @@ are copied and their postings renumbered; only new or changed concepts are folde
 from __future__ import annotations
 
 import bisect
+from array import array
 from itertools import accumulate, compress, repeat
 from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
@@ -39,6 +42,7 @@ import numpy as np
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.search import boundary_signatures
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
+from knowspec.impl.okf.search.packed_bodies import PackedBodies, Unpacked, pack, pack_rows
 from knowspec.impl.okf.search.token_postings import PostingsBuilder, TokenPostings, tokens
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 from knowspec.impl.rules.text import case_fold
@@ -52,18 +56,21 @@ FEW_CANDIDATES = 16
 
 @dataclass
 class _Blob:
-    """Values of one field kind joined by NUL; ``owners[i]`` is the concept of value ``i``."""
+    """Values of one field kind joined by NUL; ``owners[i]`` is the concept of value ``i``.
+    Positions and owners are machine integers (``array``): 8 bytes an entry, not a list slot
+    and an int object (databricks-okf: 33,600 values)."""
 
     data: bytes
-    starts: list[int]
-    owners: list[int]
+    starts: array
+    owners: array
 
     @classmethod
     def of(cls, values: Sequence[tuple[int, bytes]]) -> "_Blob":
-        owners = [owner for owner, _ in values]
+        owners = array("q", [owner for owner, _ in values])
         texts = [value for _, value in values]
         # each value starts one byte (the NUL) past the end of the one before
-        starts = list(accumulate(map(len, texts), lambda pos, size: pos + size + 1, initial=0))[:-1]
+        starts = array("q", accumulate(map(len, texts), lambda pos, size: pos + size + 1, initial=0))
+        starts.pop()
         return cls(_SEP.join(texts), starts, owners)
 
     def owners_matching(self, needle: bytes) -> set[int]:
@@ -75,39 +82,6 @@ class _Blob:
             nxt = self.starts[i + 1] if i + 1 < len(self.starts) else len(self.data)
             pos = self.data.find(needle, nxt)
         return found
-
-
-class _Bodies:
-    """Every row's folded body in one buffer: one allocation the allocator can hand back whole,
-    not one per body scattered among the heap's other objects (which kept freed pages pinned)."""
-
-    def __init__(self, bodies: Sequence[bytes | memoryview]) -> None:
-        self.data = b"".join(bodies)
-        self.offsets = np.zeros(len(bodies) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies)), out=self.offsets[1:])
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, row: int) -> bytes:
-        return self.data[self.offsets[row]:self.offsets[row + 1]]
-
-    def __iter__(self) -> Iterator[bytes]:
-        return (self[row] for row in range(len(self)))
-
-    def view(self, row: int) -> memoryview:
-        """Row ``row``'s body without a copy."""
-        return memoryview(self.data)[self.offsets[row]:self.offsets[row + 1]]
-
-    def views(self) -> list[memoryview]:
-        whole, bounds = memoryview(self.data), self.offsets.tolist()
-        return [whole[start:end] for start, end in zip(bounds, bounds[1:])]
-
-    def holding(self, rows: np.ndarray, needle: bytes) -> list[int]:
-        """The ``rows`` whose body holds ``needle`` (one C-level search of each body's range)."""
-        find = self.data.find
-        starts, ends = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist()
-        return [row for row, start, end in zip(rows.tolist(), starts, ends) if find(needle, start, end) >= 0]
 
 
 def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
@@ -166,7 +140,7 @@ class ConceptSearchIndex:
         for row, body in enumerate(bodies):
             builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
         postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, bodies, postings, None, [])
+        self._assemble([cid for cid, _ in entries], small, pack(bodies), postings, None, [])
 
     @classmethod
     def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
@@ -174,7 +148,7 @@ class ConceptSearchIndex:
         index._assemble(ids, small, bodies, postings, boundaries, concepts)
         return index
 
-    def _assemble(self, ids: list[str], small: list, bodies: Sequence[bytes | memoryview], postings: list[TokenPostings],
+    def _assemble(self, ids: list[str], small: list, bodies: PackedBodies, postings: list[TokenPostings],
                   boundaries: np.ndarray | None, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
@@ -187,7 +161,7 @@ class ConceptSearchIndex:
             self.position = np.empty(len(ids), dtype=np.intp)
             self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
         self.small = small
-        self.bodies = _Bodies(bodies)  # per row its folded body (UTF-8 bytes)
+        self.bodies = bodies  # per row its folded body (UTF-8 bytes, compressed)
         self.postings = postings  # per field kind, in ``_FIELDS`` order
         # per body: its separator-centred trigrams (boundary_signatures), or None until a query
         # first needs them (:attr:`boundaries`)
@@ -207,7 +181,7 @@ class ConceptSearchIndex:
         search does not pay for them. Two threads may both make them: the same array."""
         boundaries = self._boundaries
         if boundaries is None:
-            boundaries = self._boundaries = boundary_signatures.sign(self.bodies.views())
+            boundaries = self._boundaries = boundary_signatures.sign(Unpacked(self.bodies))
         return boundaries
 
     def boundaries_made(self) -> bool:
@@ -220,12 +194,13 @@ class ConceptSearchIndex:
     def nbytes_by_part(self) -> dict[str, int]:
         """About the memory of each part: the postings of the bodies and of the short fields, the
         folded bodies, the short fields' blobs."""
-        blobs = sum(len(b.data) + 16 * len(b.starts) for b in self.fields.values())
+        blobs = sum(len(b.data) + b.starts.itemsize * len(b.starts) + b.owners.itemsize * len(b.owners)
+                    for b in self.fields.values())
         boundaries = self._boundaries
         return {"body_postings": self.postings[-1].nbytes(),
                 "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
-                "bodies": len(self.bodies.data) + self.bodies.offsets.nbytes, "fields": blobs}
+                "bodies": self.bodies.nbytes(), "fields": blobs}
 
     def body(self, row: int) -> bytes:
         """The folded body of ``row`` as searched (UTF-8 bytes)."""
@@ -331,7 +306,9 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     remembered = _previous(process.current())
     previous = remembered.peek(snapshot.root)
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
-    ids, small, bodies, concepts = [], [], [], []
+    ids, small, concepts = [], [], []
+    # per row its folded body, or the previous index's row it is copied from
+    sources: list[int | bytes] = []
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
     # fresh rows' signatures are made now only when the previous index has made its own
     signed = previous is not None and previous.boundaries_made()
@@ -343,7 +320,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         j = position.get(id(concept))
         if j is not None and previous is not None and previous.concepts[j] is concept:
             small.append(previous.small[j])
-            bodies.append(previous.bodies.view(j))
+            sources.append(j)
             copy_from.append(j)
             copy_to.append(row)
         else:
@@ -351,7 +328,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             # folding is lowering ASCII letters: no decode
             folded = raw_body.lower() if raw_body.isascii() else _stored_body(case_fold(concept.body))
             small.append(None)  # made for every fresh row at once below
-            bodies.append(folded)
+            sources.append(folded)
             add_body(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
             fresh_entries.append((cid, concept))
@@ -371,6 +348,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
         if copy_from:
             boundaries[copy_to] = previous.boundaries[copy_from]
+    bodies = pack_rows(sources, previous.bodies if previous is not None else None)
     index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index
