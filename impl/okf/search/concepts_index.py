@@ -20,8 +20,7 @@ and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 byte
 An index keeps every folded body: the snapshot holds no file bytes (only their identities), so a
 body derived at query time would be a disk read, a hash check and a fold per candidate; that
 made several-word queries at 50k concepts 2-3x slower (p95 0.3 -> 0.8 s) to save the bodies'
-bytes (28 MiB on databricks-okf). It keeps them LZ4-compressed instead, one block per body
-(half the bytes), decompressing only the candidates a query verifies.
+bytes (28 MiB on databricks-okf).
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
@@ -37,7 +36,6 @@ from dataclasses import dataclass
 from typing import Any, Callable, Iterator, Sequence
 
 import numpy as np
-from lz4.block import compress as _lz4_compress, decompress as _lz4_decompress
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.search import boundary_signatures
@@ -84,75 +82,36 @@ class _Blob:
 
 
 class _Bodies:
-    """Every row's folded body, each compressed on its own (LZ4 block format), in one buffer:
-    one allocation the allocator can hand back whole, not one per body scattered among the heap's
-    other objects (which kept freed pages pinned). Compressed, databricks-okf's 29.7 MiB of folded
-    bodies take 14.8 MiB; a row is decompressed only when a query must verify it (a few µs a body,
-    against the 50 µs of a file's read, hash check and fold)."""
+    """Every row's folded body in one buffer: one allocation the allocator can hand back whole,
+    not one per body scattered among the heap's other objects (which kept freed pages pinned)."""
 
-    def __init__(self, packed: Sequence[bytes | memoryview], sizes: Sequence[int]) -> None:
-        self.data = b"".join(packed)
-        self.offsets = np.zeros(len(packed) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, packed), dtype=np.int64, count=len(packed)), out=self.offsets[1:])
-        self.sizes = np.fromiter(sizes, dtype=np.int64, count=len(packed))  # per row its body's length
-
-    @classmethod
-    def of(cls, bodies: Sequence[bytes]) -> "_Bodies":
-        return cls([pack(body) for body in bodies], [len(body) for body in bodies])
+    def __init__(self, bodies: Sequence[bytes | memoryview]) -> None:
+        self.data = b"".join(bodies)
+        self.offsets = np.zeros(len(bodies) + 1, dtype=np.int64)
+        np.cumsum(np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies)), out=self.offsets[1:])
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
 
     def __getitem__(self, row: int) -> bytes:
-        return unpack(self.packed(row), int(self.sizes[row]))
+        return self.data[self.offsets[row]:self.offsets[row + 1]]
 
     def __iter__(self) -> Iterator[bytes]:
         return (self[row] for row in range(len(self)))
 
-    def packed(self, row: int) -> memoryview:
-        """Row ``row``'s compressed body without a copy (an unchanged row of the next index reuses it)."""
+    def view(self, row: int) -> memoryview:
+        """Row ``row``'s body without a copy."""
         return memoryview(self.data)[self.offsets[row]:self.offsets[row + 1]]
 
-    def size(self, row: int) -> int:
-        return int(self.sizes[row])
-
-    def nbytes(self) -> int:
-        return len(self.data) + self.offsets.nbytes + self.sizes.nbytes
+    def views(self) -> list[memoryview]:
+        whole, bounds = memoryview(self.data), self.offsets.tolist()
+        return [whole[start:end] for start, end in zip(bounds, bounds[1:])]
 
     def holding(self, rows: np.ndarray, needle: bytes) -> list[int]:
-        """The ``rows`` whose body holds ``needle`` (each one decompressed and searched in C)."""
-        whole = memoryview(self.data)
+        """The ``rows`` whose body holds ``needle`` (one C-level search of each body's range)."""
+        find = self.data.find
         starts, ends = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist()
-        sizes = self.sizes[rows].tolist()
-        least = len(needle)
-        return [row for row, start, end, size in zip(rows.tolist(), starts, ends, sizes)
-                if size >= least and needle in unpack(whole[start:end], size)]
-
-
-class _Unpacked(Sequence[bytes]):
-    """The bodies of a :class:`_Bodies` decompressed as they are read (for the signatures, which
-    read them a chunk at a time: never all of them at once)."""
-
-    def __init__(self, bodies: _Bodies) -> None:
-        self._bodies = bodies
-
-    def __len__(self) -> int:
-        return len(self._bodies)
-
-    def __getitem__(self, row: Any) -> Any:
-        if isinstance(row, slice):
-            return [self._bodies[i] for i in range(*row.indices(len(self)))]
-        return self._bodies[row]
-
-
-def pack(body: bytes) -> bytes:
-    """A folded body as kept: LZ4 block, no size header (the index keeps the sizes)."""
-    return _lz4_compress(body, mode="fast", store_size=False)
-
-
-def unpack(packed: bytes | memoryview, size: int) -> bytes:
-    """The folded body that :func:`pack` made, ``size`` bytes long."""
-    return _lz4_decompress(packed, uncompressed_size=size) if size else b""
+        return [row for row, start, end in zip(rows.tolist(), starts, ends) if find(needle, start, end) >= 0]
 
 
 def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
@@ -211,7 +170,7 @@ class ConceptSearchIndex:
         for row, body in enumerate(bodies):
             builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
         postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, _Bodies.of(bodies), postings, None, [])
+        self._assemble([cid for cid, _ in entries], small, bodies, postings, None, [])
 
     @classmethod
     def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
@@ -219,7 +178,7 @@ class ConceptSearchIndex:
         index._assemble(ids, small, bodies, postings, boundaries, concepts)
         return index
 
-    def _assemble(self, ids: list[str], small: list, bodies: _Bodies, postings: list[TokenPostings],
+    def _assemble(self, ids: list[str], small: list, bodies: Sequence[bytes | memoryview], postings: list[TokenPostings],
                   boundaries: np.ndarray | None, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
@@ -232,7 +191,7 @@ class ConceptSearchIndex:
             self.position = np.empty(len(ids), dtype=np.intp)
             self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
         self.small = small
-        self.bodies = bodies  # per row its folded body (UTF-8 bytes, compressed)
+        self.bodies = _Bodies(bodies)  # per row its folded body (UTF-8 bytes)
         self.postings = postings  # per field kind, in ``_FIELDS`` order
         # per body: its separator-centred trigrams (boundary_signatures), or None until a query
         # first needs them (:attr:`boundaries`)
@@ -252,7 +211,7 @@ class ConceptSearchIndex:
         search does not pay for them. Two threads may both make them: the same array."""
         boundaries = self._boundaries
         if boundaries is None:
-            boundaries = self._boundaries = boundary_signatures.sign(_Unpacked(self.bodies))
+            boundaries = self._boundaries = boundary_signatures.sign(self.bodies.views())
         return boundaries
 
     def boundaries_made(self) -> bool:
@@ -271,7 +230,7 @@ class ConceptSearchIndex:
         return {"body_postings": self.postings[-1].nbytes(),
                 "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
-                "bodies": self.bodies.nbytes(), "fields": blobs}
+                "bodies": len(self.bodies.data) + self.bodies.offsets.nbytes, "fields": blobs}
 
     def body(self, row: int) -> bytes:
         """The folded body of ``row`` as searched (UTF-8 bytes)."""
@@ -377,7 +336,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
     remembered = _previous(process.current())
     previous = remembered.peek(snapshot.root)
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
-    ids, small, packed, sizes, concepts = [], [], [], [], []
+    ids, small, bodies, concepts = [], [], [], []
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
     # fresh rows' signatures are made now only when the previous index has made its own
     signed = previous is not None and previous.boundaries_made()
@@ -389,8 +348,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         j = position.get(id(concept))
         if j is not None and previous is not None and previous.concepts[j] is concept:
             small.append(previous.small[j])
-            packed.append(previous.bodies.packed(j))
-            sizes.append(previous.bodies.size(j))
+            bodies.append(previous.bodies.view(j))
             copy_from.append(j)
             copy_to.append(row)
         else:
@@ -398,8 +356,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             # folding is lowering ASCII letters: no decode
             folded = raw_body.lower() if raw_body.isascii() else _stored_body(case_fold(concept.body))
             small.append(None)  # made for every fresh row at once below
-            packed.append(pack(folded))
-            sizes.append(len(folded))
+            bodies.append(folded)
             add_body(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
             fresh_entries.append((cid, concept))
@@ -419,6 +376,6 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
         if copy_from:
             boundaries[copy_to] = previous.boundaries[copy_from]
-    index = ConceptSearchIndex._of_rows(ids, small, _Bodies(packed, sizes), postings, boundaries, concepts)
+    index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index
