@@ -142,19 +142,29 @@ class Dispatcher:
         selector.register(self._wake_reader, selectors.EVENT_READ, None)
         listening = False
         accept_after = 0.0  # accepting pauses a moment after an accept failed (e.g. no descriptor left)
-        held: set[_Held] = set()  # every connection not yet handed
-        watched: set[_Held] = set()  # ... of which registered for its head
+        watching: set[_Held] = set()  # registered: waiting for (more of) its head
+        resting: set[_Held] = set()  # until its wake_at: to peek again, or to try the workers again
+
+        def watch(entry: _Held) -> None:
+            selector.register(entry.conn, selectors.EVENT_READ, entry)
+            watching.add(entry)
+
+        def rest(entry: _Held) -> None:
+            selector.unregister(entry.conn)
+            watching.discard(entry)
+            resting.add(entry)
+
         try:
             while not self._stop.is_set():
                 now = time.monotonic()
-                room = len(held) < self.max_held
+                room = len(watching) + len(resting) < self.max_held
                 if listening != (room and now >= accept_after):
                     if listening:
                         selector.unregister(self.listener)
                     else:
                         selector.register(self.listener, selectors.EVENT_READ, None)
                     listening = not listening
-                wakes = [h.deadline for h in watched] + [h.wake_at for h in held - watched]
+                wakes = [h.deadline for h in watching] + [h.wake_at for h in resting]
                 if room and not listening:
                     wakes.append(accept_after)
                 timeout = max(0.0, min(wakes) - now) if wakes else None
@@ -164,38 +174,30 @@ class Dispatcher:
                         if failed:
                             accept_after = time.monotonic() + RETRY_SECONDS
                         for conn in accepted:
-                            entry = _Held(conn, deadline=time.monotonic() + PEEK_SECONDS)
-                            held.add(entry)
-                            watched.add(entry)
-                            selector.register(conn, selectors.EVENT_READ, entry)
+                            watch(_Held(conn, deadline=time.monotonic() + PEEK_SECONDS))
                     elif key.data is not None:
-                        selector.unregister(key.data.conn)
-                        watched.discard(key.data)
+                        rest(key.data)
                         self._peek(key.data)
+                        if key.data.conn.fileno() < 0:  # the client closed: nothing to hand
+                            resting.discard(key.data)
                 now = time.monotonic()
-                for entry in list(watched):
-                    if entry.deadline <= now:  # silent too long: the next worker in turn
-                        selector.unregister(entry.conn)
-                        watched.discard(entry)
-                        entry.ready, entry.wake_at = True, now
-                for entry in list(held - watched):
-                    if entry.conn.fileno() < 0:
-                        held.discard(entry)
-                    elif entry.wake_at > now:
+                for entry in [e for e in watching if e.deadline <= now]:  # silent too long
+                    entry.ready, entry.wake_at = True, now
+                    rest(entry)
+                for entry in [e for e in resting if e.wake_at <= now]:
+                    resting.discard(entry)
+                    if not (entry.ready or entry.deadline <= now):  # a head in parts: watch for the rest
+                        watch(entry)
                         continue
-                    elif entry.ready or entry.deadline <= now:
-                        entry.ready = True
-                        if self.route(entry) or now > entry.deadline + WORKER_WAIT_SECONDS:
-                            entry.conn.close()  # handed (or no worker came up in time: refused)
-                            held.discard(entry)
-                        else:
-                            entry.wake_at = now + RETRY_SECONDS
-                    else:  # a head in parts: watch for the rest
-                        selector.register(entry.conn, selectors.EVENT_READ, entry)
-                        watched.add(entry)
+                    entry.ready = True  # routed with what it has
+                    if self.route(entry) or now > entry.deadline + WORKER_WAIT_SECONDS:
+                        entry.conn.close()  # handed (or no worker came up in time: refused)
+                    else:
+                        entry.wake_at = now + RETRY_SECONDS
+                        resting.add(entry)
         finally:
             selector.close()
-            for entry in held:
+            for entry in watching | resting:
                 entry.conn.close()
 
     def _accept_some(self) -> tuple[list[socket.socket], bool]:
