@@ -7,8 +7,9 @@ generator shares the machine with the server, so the ratios of one run are the f
 
 Each client is its own MCP streamable-HTTP session (``initialize`` then ``tools/call`` over one
 keep-alive connection, bearer token from ``POST /ClientREST/Login``), kept light on purpose (raw
-JSON-RPC over httpx) so the load generator takes as little CPU as it can. Every answer is parsed
-and must be a success. The server's CPU (all its processes) is read from /proc per phase.
+JSON-RPC over ``light_http``'s asyncio client) so the load generator takes as little CPU as it can.
+Every answer is parsed and must be a success. The server's CPU (all its processes) is read from
+/proc per phase, and the generator's own CPU per call is reported beside it.
 """
 
 from __future__ import annotations
@@ -30,6 +31,7 @@ sys.path.insert(0, str(Path(__file__).parent))
 
 from common import free_port, percentiles, require_bundle, wait_healthy, write_results  # noqa: E402
 from docpool_setup import CACHE, DATABRICKS, cached_pool, load_queries, machine_load, make_appdir  # noqa: E402
+from light_http import KeepAliveConnection  # noqa: E402
 
 GOAL_RATIO = 1.6       # 8 clients vs 1 client, calls/s
 GOAL_CLIENTS = 8
@@ -51,33 +53,36 @@ def sse_message(body: bytes) -> dict:
 
 
 class Client:
-    """One MCP session over one keep-alive connection."""
+    """One MCP session over one keep-alive connection (raw JSON-RPC: see light_http for why)."""
 
     def __init__(self, base: str, token: str) -> None:
-        self.http = httpx.AsyncClient(base_url=base, timeout=120, headers={
+        host, port = base.removeprefix("http://").rsplit(":", 1)
+        self.connection = KeepAliveConnection(host, int(port), {
             "authorization": f"Bearer {token}", "accept": ACCEPT, "content-type": "application/json"})
         self.ids = itertools.count(1)
 
+    async def post(self, message: dict) -> tuple[dict[str, str], bytes]:
+        _, headers, body = await self.connection.post("/mcp", json.dumps(message).encode())
+        return headers, body
+
     async def open(self) -> None:
-        answer = await self.http.post("/mcp", json={"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        await self.connection.open()
+        headers, _ = await self.post({"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
             "protocolVersion": PROTOCOL, "capabilities": {}, "clientInfo": {"name": "bench", "version": "1"}}})
-        answer.raise_for_status()
-        session = answer.headers.get("mcp-session-id")
-        self.http.headers["mcp-protocol-version"] = PROTOCOL
-        if session:
-            self.http.headers["mcp-session-id"] = session
-        await self.http.post("/mcp", json={"jsonrpc": "2.0", "method": "notifications/initialized"})
+        self.connection.headers["mcp-protocol-version"] = PROTOCOL
+        if "mcp-session-id" in headers:
+            self.connection.headers["mcp-session-id"] = headers["mcp-session-id"]
+        await self.post({"jsonrpc": "2.0", "method": "notifications/initialized"})
 
     async def call(self, name: str, arguments: dict) -> None:
-        answer = await self.http.post("/mcp", json={"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
-                                                    "params": {"name": name, "arguments": arguments}})
-        answer.raise_for_status()
-        message = sse_message(answer.content)
+        _, body = await self.post({"jsonrpc": "2.0", "id": next(self.ids), "method": "tools/call",
+                                   "params": {"name": name, "arguments": arguments}})
+        message = sse_message(body)
         if "result" not in message or message["result"].get("isError"):
             raise RuntimeError(f"{name} failed: {str(message)[:300]}")
 
     async def close(self) -> None:
-        await self.http.aclose()
+        await self.connection.close()
 
 
 def process_cpu_seconds(pid: int) -> tuple[float, dict[int, float]]:
@@ -124,8 +129,10 @@ async def phase(base: str, token: str, clients: int, seconds: float, calls: list
             samples.append((time.perf_counter() - start) * 1000)
 
     (cpu_before, per_child_before), wall_before = process_cpu_seconds(server_pid), time.perf_counter()
+    generator_before = time.process_time()
     await asyncio.gather(*(loop(i, s) for i, s in enumerate(sessions)))
     wall = time.perf_counter() - wall_before
+    generator_cpu = time.process_time() - generator_before
     cpu_after, per_child_after = process_cpu_seconds(server_pid)
     cpu = cpu_after - cpu_before
     per_worker = sorted((round(t - per_child_before.get(c, 0.0), 2) for c, t in per_child_after.items()), reverse=True)
@@ -134,7 +141,8 @@ async def phase(base: str, token: str, clients: int, seconds: float, calls: list
             **{k: v for k, v in percentiles(samples).items() if k != "n"},
             "server_cores": round(cpu / wall, 2),
             "cpu_s_per_worker": per_worker if len(per_worker) > 1 else None,
-            "server_cpu_ms_per_call": round(cpu * 1000 / len(samples), 2) if samples else None}
+            "server_cpu_ms_per_call": round(cpu * 1000 / len(samples), 2) if samples else None,
+            "generator_cpu_ms_per_call": round(generator_cpu * 1000 / len(samples), 2) if samples else None}
 
 
 def login(base: str) -> str:
@@ -181,7 +189,7 @@ def measure_server(workers: int, server_args: list[str], bundle: Path, tools: di
                     row["ratio_vs_1_client"] = round(row["calls_per_s"] / single, 2) if single else None
                     print(f"workers={workers} {tool} clients={row['clients']}: {row['calls_per_s']} calls/s "
                           f"p95 {row['p95_ms']} ms x{row['ratio_vs_1_client']} cores {row['server_cores']} "
-                          f"per worker {row['cpu_s_per_worker']}",
+                          f"per worker {row['cpu_s_per_worker']} generator {row['generator_cpu_ms_per_call']} ms/call",
                           file=sys.stderr, flush=True)
                 out[tool] = rows
             return out
