@@ -202,7 +202,9 @@ def _rendered(reads: PoolReads, hits: list[Any]) -> list[RankedTopic]:
     from knowspec.impl.docpool.vectors.scoring import vector_snippet
 
     pool = reads.pool
-    topics = pool.topics_by_id([h.topic_id for h in hits], reads.access)
+    # A topic's body is read only as the snippet of a hit without a chunk vector.
+    topics = pool.topics_by_id([h.topic_id for h in hits], reads.access,
+                               with_body=any(h.chunk_id is None for h in hits))
     texts = pool.chunk_texts([h.chunk_id for h in hits if h.chunk_id is not None])
     out = []
     for h in hits:

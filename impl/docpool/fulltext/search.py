@@ -127,7 +127,7 @@ def _hits(pool: PoolStorage, index: FtsIndex, rows: list[RankedRow], snippet: Ca
     if index.topic_title is not None and index.topic_breadcrumb is not None:
         titles = {t: (index.topic_title[t], index.topic_breadcrumb[t]) for t in topic_of}
     else:
-        read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], UNRESTRICTED)
+        read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], UNRESTRICTED, with_body=False)
         titles = {t: (read[int(a.topic_id[t])].title, read[int(a.topic_id[t])].breadcrumb)
                   for t in topic_of if int(a.topic_id[t]) in read}
     out, kept = [], []
