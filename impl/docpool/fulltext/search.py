@@ -32,7 +32,7 @@ def allowed_topics(arrays: FtsArrays, access: Access, collection: str | None,
     ``topic_ids()`` (the storage's ``topic_ids``, read once per call by the caller)."""
     if access.unrestricted and linked_to is None:
         return None if collection is None else arrays.collection_mask(collection)
-    return np.isin(arrays.topic_id, np.asarray(list(topic_ids()), dtype=np.int64))
+    return np.isin(arrays.topic_id, np.asarray(topic_ids(), dtype=np.int64))
 
 
 def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, weights: Sequence[float],
