@@ -189,7 +189,10 @@ async def timeline(server_args: list[str], env: dict[str, str], queries: list[st
             client_cpu.append((time.process_time_ns() - c0) / 1e6)
             assert not result.is_error, result.content
             sent.append((t0, t1))
-        server_rows = [json.loads(line) for line in stamps_file.read_text().splitlines()]
+        # The last warm-up call's row may land after the truncation (the server appends it once
+        # its answer is written, which the client may see first): keep the timed calls' rows only.
+        server_rows = [row for row in map(json.loads, stamps_file.read_text().splitlines())
+                       if row["read"] >= sent[0][0]]
     for (t0, t1), stamps in zip(sent, server_rows):
         stamps = {**stamps, "client_send": t0, "client_done": t1}
         row = {"total": (t1 - t0) / 1e6, "server_cpu": (stamps["cpu_written"] - stamps["cpu_read"]) / 1e6}

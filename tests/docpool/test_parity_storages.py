@@ -167,6 +167,24 @@ def _location(settings, db):
     return catalog.resolve_pool_location(settings.catalog_path, db)
 
 
+@pytest.mark.parametrize("db", DATABASES)
+def test_topics_read_without_their_bodies_are_the_same_records_with_an_empty_body(env, db):
+    from dataclasses import replace
+
+    from knowspec.impl.docpool.pools import open_location
+    from knowspec.impl.docpool.storage.base import UNRESTRICTED
+
+    pool = open_location(_location(env, db))
+    try:
+        ids = pool.topic_ids(UNRESTRICTED)[:25]
+        full = pool.topics_by_id(ids, UNRESTRICTED)
+        bare = pool.topics_by_id(ids, UNRESTRICTED, with_body=False)
+    finally:
+        pool.close()
+    assert any(t.body_md for t in full.values())
+    assert bare == {i: replace(t, body_md="") for i, t in full.items()}
+
+
 def test_vectors_read_back_byte_identical_and_score_alike(env):
     from knowspec.impl.docpool.storage.base import Access
     from knowspec.impl.docpool.vectors.scoring import PoolVectors, vector_rank

@@ -194,6 +194,7 @@ def test_a_hybrid_call_reads_recipes_stamp_and_allowed_topics_once(settings, fix
     """Two full-text passes (AND finds nothing, then OR) and the vector ranking share one read."""
     runtime = process.current()  # the arrays answer, so full text needs the allowed ids
     monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings, fts_arrays="sync"))
+    search.allowed_topics_cache(runtime).clear()
     calls: dict[str, int] = {}
     for name in ("meta", "change_stamp", "topic_ids"):
         real = getattr(SqlitePool, name)
@@ -206,6 +207,36 @@ def test_a_hybrid_call_reads_recipes_stamp_and_allowed_topics_once(settings, fix
     hits = _search(_ctx(settings, "patron"), query="kalem yokboyle", mode="hybrid")
     assert {h["method"] for h in hits} == {"fts+vector"}
     assert calls == {"meta": 1, "change_stamp": 1, "topic_ids": 1}
+
+
+def _counting_topic_ids(monkeypatch) -> list[int]:
+    calls: list[int] = []
+    real = SqlitePool.topic_ids
+    monkeypatch.setattr(SqlitePool, "topic_ids", lambda self, *a, **k: calls.append(1) or real(self, *a, **k))
+    return calls
+
+
+@pytest.mark.parametrize("mode", ["vector", "hybrid", "fts"])
+def test_filtered_searches_read_the_allowed_topics_once_while_the_pool_is_unchanged(settings, fixed_query,
+                                                                                    monkeypatch, mode):
+    search.allowed_topics_cache(process.current()).clear()
+    calls = _counting_topic_ids(monkeypatch)
+    first = [_search(_ctx(settings, "patron"), mode=mode, collection="big", limit=20) for _ in range(3)]
+    assert len(calls) == 1
+    assert first[0] == first[1] == first[2]
+    outsider = _search(_ctx(settings, "zeynep"), mode=mode, limit=20)  # another caller's access: its own read
+    assert len(calls) == 2
+    assert not any(s.startswith("big-") for s in _slugs(outsider))
+
+
+def test_the_allowed_topics_are_read_again_once_the_pool_changes(settings, fixed_query, monkeypatch):
+    search.allowed_topics_cache(process.current()).clear()
+    calls = _counting_topic_ids(monkeypatch)
+    _search(_ctx(settings, "zeynep"), mode="vector", limit=50)
+    stamp = SqlitePool.change_stamp
+    monkeypatch.setattr(SqlitePool, "change_stamp", lambda self: (*stamp(self), "after an import"))
+    _search(_ctx(settings, "zeynep"), mode="vector", limit=50)
+    assert len(calls) == 2
 
 
 @pytest.mark.parametrize("query", ["kalem", "zzqqxx"])  # with and without full-text hits

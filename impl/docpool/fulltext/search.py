@@ -32,7 +32,7 @@ def allowed_topics(arrays: FtsArrays, access: Access, collection: str | None,
     ``topic_ids()`` (the storage's ``topic_ids``, read once per call by the caller)."""
     if access.unrestricted and linked_to is None:
         return None if collection is None else arrays.collection_mask(collection)
-    return np.isin(arrays.topic_id, np.asarray(list(topic_ids()), dtype=np.int64))
+    return np.isin(arrays.topic_id, np.asarray(topic_ids(), dtype=np.int64))
 
 
 def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, weights: Sequence[float],
@@ -127,7 +127,7 @@ def _hits(pool: PoolStorage, index: FtsIndex, rows: list[RankedRow], snippet: Ca
     if index.topic_title is not None and index.topic_breadcrumb is not None:
         titles = {t: (index.topic_title[t], index.topic_breadcrumb[t]) for t in topic_of}
     else:
-        read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], UNRESTRICTED)
+        read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], UNRESTRICTED, with_body=False)
         titles = {t: (read[int(a.topic_id[t])].title, read[int(a.topic_id[t])].breadcrumb)
                   for t in topic_of if int(a.topic_id[t]) in read}
     out, kept = [], []

@@ -38,6 +38,7 @@ if TYPE_CHECKING:
 
 TOPIC_COLS = ("t.id, t.collection, t.slug, t.title, t.breadcrumb, t.category, t.description, "
               "t.source_uri, t.mime, t.mtime, t.body_md")
+TOPIC_COLS_NO_BODY = TOPIC_COLS.replace("t.body_md", "''")  # a search hit's row: the body is kilobytes
 BATCH = 500  # ids per IN (...) list
 
 
@@ -221,14 +222,15 @@ class SqlPool:
                               {self._first('1')}""", params)
         return self._topic(rows[0]) if rows else None
 
-    def topics_by_id(self, topic_ids, access) -> dict[int, TopicRecord]:
+    def topics_by_id(self, topic_ids, access, *, with_body: bool = True) -> dict[int, TopicRecord]:
         out: dict[int, TopicRecord] = {}
         ids = sorted(set(int(i) for i in topic_ids))
+        cols = TOPIC_COLS if with_body else TOPIC_COLS_NO_BODY
         for k in range(0, len(ids), BATCH):
             part = ids[k:k + BATCH]
             params: list[Any] = list(part)
             cond = self._acl(access, params)
-            for r in self._rows(f"""select {TOPIC_COLS} from doc$topic t join doc$collection c
+            for r in self._rows(f"""select {cols} from doc$topic t join doc$collection c
                                     on c.id = t.collection where t.id in ({marks(len(part))}) and {cond}""",
                                 params):
                 out[int(r[0])] = self._topic(r)

@@ -191,8 +191,10 @@ class PoolStorage(Protocol):
     def topic(self, slug: str, access: Access, collection: str | None = None) -> TopicRecord | None:
         """An allowed topic by slug (first by collection id when ``collection`` is None)."""
 
-    def topics_by_id(self, topic_ids: Sequence[int], access: Access) -> dict[int, TopicRecord]:
-        """Allowed topics among ``topic_ids``."""
+    def topics_by_id(self, topic_ids: Sequence[int], access: Access, *,
+                     with_body: bool = True) -> dict[int, TopicRecord]:
+        """Allowed topics among ``topic_ids``; ``with_body`` False: ``body_md`` is left empty
+        (a search renders titles and snippets, and bodies average kilobytes)."""
 
     def topic_links(self, topic_ids: Sequence[int]) -> dict[int, list[LinkRecord]]:
         """Links of each topic: confidence desc, kind, key."""

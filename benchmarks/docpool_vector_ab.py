@@ -1,0 +1,99 @@
+"""Vector and hybrid doc_search through several stdio servers that differ only in their settings, call by call.
+
+Run: .venv/bin/python benchmarks/docpool_vector_ab.py --server NAME[:VAR=VALUE,...] [--server ...]
+[--modes vector,hybrid] [--calls 70] [--rounds 2]. Needs the latency pool ``benchmarks/docpool_vector.py``
+built (``$KNOWSPEC_BENCH_CACHE/vector-run/latency``). Writes benchmarks/results/docpool_vector_ab.json.
+
+Every server serves the same 100k-chunk pool; each query is asked of every server in turn (the
+order flips from one query to the next), so a load change on the shared host reaches every
+server alike: the difference between two servers' p50s in one run is the figure to trust, not
+the p50s themselves. E.g. ``--server two: --server one:KNOWSPEC_VECTOR_THREADS=1`` sets the query
+embedding's threads against the default. Each figure carries the server's CPU per call, and the
+run the load averages at its start and end. The server's query-vector cache is off
+(``KNOWSPEC_QUERY_VECTORS=0``), as for docpool_vector's goal figures.
+"""
+
+from __future__ import annotations
+
+import argparse
+import os
+import sys
+from contextlib import AsyncExitStack
+from pathlib import Path
+
+os.environ["KNOWSPEC_QUERY_VECTORS"] = "0"  # every query embedded: the servers inherit it
+os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")  # the full-text arrays read before any timed call
+
+import anyio  # noqa: E402
+
+sys.path.insert(0, str(Path(__file__).parent))
+from common import percentiles, stdio_session, timed, write_results  # noqa: E402
+from docpool_setup import CACHE, load_queries, machine_load  # noqa: E402
+from docpool_vector import _server_pid, reuse_appdir, server_cpu_ms  # noqa: E402
+
+
+def parse_server(text: str) -> tuple[str, dict[str, str]]:
+    """``NAME:VAR=VALUE,VAR=VALUE`` -> (NAME, {VAR: VALUE})."""
+    name, _, assignments = text.partition(":")
+    env = dict(item.split("=", 1) for item in assignments.split(",") if item)
+    return name, env
+
+
+async def compare(server_args: list[str], servers: list[tuple[str, dict[str, str]]], queries: list[str],
+                  modes: list[str], calls: int, rounds: int) -> dict:
+    async with AsyncExitStack() as stack:
+        sessions = []
+        for name, env in servers:
+            session = await stack.enter_async_context(stdio_session(*server_args, env=env))
+            for query in queries[:3]:  # warm: vectors loaded, embedder made, full-text arrays read
+                for mode in modes:
+                    await timed(session, "doc_search", {"query": query, "mode": mode})
+            sessions.append((name, session, _server_pid()))
+        samples = {(name, mode): [] for name, _ in servers for mode in modes}
+        cpu = {key: 0.0 for key in samples}
+        for r in range(rounds):
+            for i in range(calls):
+                arguments = {"query": queries[i % len(queries)]}
+                for mode in modes:
+                    for name, session, pid in (sessions if (i + r) % 2 == 0 else sessions[::-1]):
+                        before = server_cpu_ms(pid)
+                        ms, result = await timed(session, "doc_search", {**arguments, "mode": mode})
+                        if result.is_error:
+                            raise SystemExit(f"{name} {mode}: {result.content}")
+                        cpu[(name, mode)] += server_cpu_ms(pid) - before
+                        samples[(name, mode)].append(ms)
+    return {name: {mode: {**percentiles(samples[(name, mode)]),
+                          "server_cpu_ms_per_call": round(cpu[(name, mode)] / len(samples[(name, mode)]), 2)}
+                   for mode in modes}
+            for name, _ in servers}
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
+    parser.add_argument("--server", action="append", required=True, metavar="NAME[:VAR=VALUE,...]",
+                        help="one server and the variables it gets on top of this process's (repeat)")
+    parser.add_argument("--modes", default="vector,hybrid", help="doc_search modes, comma separated")
+    parser.add_argument("--calls", type=int, default=70, help="queries per round (each asked of every server)")
+    parser.add_argument("--rounds", type=int, default=2)
+    ns = parser.parse_args()
+    latency_dir = CACHE / "vector-run" / "latency"
+    if not (latency_dir / "bench-docs.db").is_file():
+        raise SystemExit(f"no latency pool in {latency_dir}: run benchmarks/docpool_vector.py first")
+    servers = [parse_server(s) for s in ns.server]
+    queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+    modes = [m for m in ns.modes.split(",") if m]
+    load0 = machine_load()
+    results = anyio.run(compare, reuse_appdir(latency_dir).server_args(), servers, queries, modes, ns.calls, ns.rounds)
+    load1 = machine_load()
+    for name, per_mode in results.items():
+        for mode, row in per_mode.items():
+            print(f"{name:>12} {mode:<7} p50 {row['p50_ms']:7.2f} ms  p95 {row['p95_ms']:7.2f} ms  "
+                  f"server CPU {row['server_cpu_ms_per_call']:6.2f} ms/call", flush=True)
+    print(f"load 1m: start {load0['load_1m']}, end {load1['load_1m']}")
+    write_results("docpool_vector_ab", {"servers": {name: env for name, env in servers}, "calls": ns.calls,
+                                        "rounds": ns.rounds, "results": results,
+                                        "load_start": load0, "load_end": load1})
+
+
+if __name__ == "__main__":
+    main()
