@@ -7,18 +7,20 @@ only tool-call failure answered as a JSON-RPC error (-32602).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from functools import partial
 
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
 from knowspec.impl.server.parked_answers import ParkedAnswers
 from knowspec.impl.server.pipeline import ToolRuntime
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
 
 
 def parks_answers_for(protocol_version: str) -> bool:
@@ -47,6 +49,8 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
     SDK carries a placeholder to the transport, which writes the parked bytes
     (``parked_answers.py``).
     """
+    from mcp.server.lowlevel import Server  # here: ``serve_stdio`` imports it without the HTTP stack
+
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
 
@@ -80,7 +84,10 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
 
 
 async def serve_stdio(runtime: ToolRuntime) -> None:
+    from knowspec.impl.server.sdk_imports import import_server_without_http
     from knowspec.impl.server.stdio_transport import stdio_transport
+
+    import_server_without_http()  # before build_server's import: a stdio server never serves HTTP
 
     answers = ParkedAnswers(written=runtime.heap.after_answer)
     server = build_server(runtime, answers=answers)
