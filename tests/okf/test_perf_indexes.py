@@ -111,7 +111,8 @@ def reference_edges(snapshot) -> nb.EdgeIndex:
 
 
 def _edges(index: nb.EdgeIndex):
-    return ({k: v for k, v in index.outgoing.items() if v}, {k: v for k, v in index.incoming.items() if v})
+    return ({k: index.leaving(k) for k, v in index.outgoing.items() if v},
+            {k: index.entering(k) for k, v in index.incoming.items() if v})
 
 
 def _assert_edge_index_matches_walk(root):
@@ -140,12 +141,12 @@ def test_edge_index_follows_an_added_target(tmp_path):
     kb = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: N\n---\n[b](b.md) [c](c.md)\n",
                                          "b.md": "---\ntype: N\nrelations:\n  uses:\n    - target: a\n---\n"})
     first = nb.edge_index_for(load_snapshot(str(kb), ctx()))
-    assert [e.target for e in first.outgoing["a"]] == ["b"]
+    assert [e.target for e in first.leaving("a")] == ["b"]
     (kb / "c.md").write_text("---\ntype: N\n---\n")
     snapshot = load_snapshot(str(kb), ctx())
     second = nb.edge_index_for(snapshot)
-    assert [e.target for e in second.outgoing["a"]] == ["b", "c"]
-    assert [(e.kind, e.target) for e in second.outgoing["b"]] == [("relation", "a")]
+    assert [e.target for e in second.leaving("a")] == ["b", "c"]
+    assert [(e.kind, e.target) for e in second.leaving("b")] == [("relation", "a")]
     assert _edges(second) == _edges(reference_edges(snapshot))
 
 

@@ -57,6 +57,16 @@ class EdgeIndex:
     outgoing: dict[str, list[Edge | str]] = field(default_factory=lambda: defaultdict(list))
     incoming: dict[str, list[Edge | str]] = field(default_factory=lambda: defaultdict(list))
 
+    def leaving(self, concept_id: str) -> list[Edge]:
+        """The records of the edges leaving ``concept_id``, in index order."""
+        return [navigation_edge(concept_id, kept) if isinstance(kept, str) else kept
+                for kept in self.outgoing.get(concept_id, ())]
+
+    def entering(self, concept_id: str) -> list[Edge]:
+        """The records of the edges entering ``concept_id``, in index order."""
+        return [navigation_edge(kept, concept_id) if isinstance(kept, str) else kept
+                for kept in self.incoming.get(concept_id, ())]
+
     @classmethod
     def of(cls, edges: Iterable[Edge]) -> "EdgeIndex":
         index = cls()
@@ -116,13 +126,9 @@ def select_edges(index: EdgeIndex, concept_id: str, direction: str, kinds: Seque
         return []
     candidates: list[Edge] = []
     if direction in ("out", "both"):
-        for kept in index.outgoing.get(concept_id, ()):
-            edge = navigation_edge(concept_id, kept) if isinstance(kept, str) else kept
-            if edge.kind in wanted:
-                candidates.append(edge)
+        candidates.extend(e for e in index.leaving(concept_id) if e.kind in wanted)
     if direction in ("in", "both"):
-        for kept in index.incoming.get(concept_id, ()):
-            edge = navigation_edge(kept, concept_id) if isinstance(kept, str) else kept
+        for edge in index.entering(concept_id):
             if edge.kind in wanted and not (direction == "both" and edge.source_id == concept_id):
                 candidates.append(edge)
     if len(candidates) > MAX_CANDIDATE_EDGES:
