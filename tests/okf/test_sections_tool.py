@@ -104,4 +104,4 @@ def test_search_sections_keeps_no_markdown_analysis_on_the_concepts(tmp_path):
     out = call(bundle, "jitter")
     assert sorted(hit["heading"] for hit in out.structured["hits"]) == ["Jitter", "Retry"]
     snapshot = load_snapshot(bundle, CallContext())
-    assert all("markdown" not in concept.__dict__ for concept in snapshot.concepts.values())
+    assert all(concept.kept_markdown() is None for concept in snapshot.concepts.values())
