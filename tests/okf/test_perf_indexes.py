@@ -214,3 +214,16 @@ def test_body_signatures_wait_for_a_query_that_narrows_with_them(tmp_path):
 @given(st.lists(st.text(alphabet=st.sampled_from("aZ 9-\x00ßİéﬁ\u0301Σς_"), max_size=6), max_size=8))
 def test_fields_folded_together_equal_each_folded_alone(values):
     assert sci._folded_utf8(values) == [case_fold(v).encode() for v in values]
+
+
+field_texts = st.text(alphabet=st.sampled_from("ab é\x00ß"), max_size=5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(concept_ids, field_texts, field_texts, st.lists(field_texts, max_size=3)), max_size=10,
+                unique_by=lambda e: e[0]))
+def test_row_fields_cut_from_the_blobs_are_the_folded_fields_each_row_was_built_from(rows):
+    entries = [(cid, sc.SearchableConcept.of(cid, title, description, tags, "body"))
+               for cid, title, description, tags in rows]
+    index = sci.ConceptSearchIndex(entries)
+    assert [index.row_fields(row) for row in range(len(entries))] == [sci._small(f) for _, f in entries]
