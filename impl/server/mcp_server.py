@@ -7,7 +7,7 @@ only tool-call failure answered as a JSON-RPC error (-32602).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING, Any, cast
 
 from functools import partial
 
@@ -21,6 +21,23 @@ from knowspec.impl.server.pipeline import ToolRuntime
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
+
+
+def server_class() -> type[Server]:
+    """The SDK's low-level ``Server`` (this module's ``Server``, which a host may replace),
+    imported at first use: ``serve_stdio`` imports it without the HTTP stack first."""
+    found = globals().get("Server")
+    if found is None:
+        from mcp.server.lowlevel import Server as found
+
+        globals()["Server"] = found
+    return cast("type[Server]", found)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Server":
+        return server_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parks_answers_for(protocol_version: str) -> bool:
@@ -49,8 +66,6 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
     SDK carries a placeholder to the transport, which writes the parked bytes
     (``parked_answers.py``).
     """
-    from mcp.server.lowlevel import Server  # here: ``serve_stdio`` imports it without the HTTP stack
-
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
 
@@ -67,7 +82,7 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
                                   partial(answers.park, protocol_version=ctx.protocol_version))
 
     name, version = server_identity(runtime)
-    return Server(
+    return server_class()(
         name,
         version=version,
         instructions=(

@@ -52,3 +52,18 @@ def test_a_stdio_process_imports_the_server_without_the_http_stack_and_says_so_i
         "without its HTTP stack",
         "type HttpStackNotLoaded",  # a later import gets the real module; the server module keeps its stand-in
     ]
+
+
+def test_build_server_uses_the_server_class_a_host_put_in_the_module(monkeypatch):
+    from knowspec.impl.server import mcp_server
+    from knowspec.impl.server.pipeline import ToolRuntime
+    from knowspec.generated import registry
+
+    base = mcp_server.Server  # imported at first read
+
+    class HostServer(base):  # type: ignore[misc,valid-type]
+        pass
+
+    monkeypatch.setattr(mcp_server, "Server", HostServer)
+    server = mcp_server.build_server(ToolRuntime(entries=registry.TOOLS, handlers={}))
+    assert type(server) is HostServer and base.__name__ == "Server"
