@@ -60,10 +60,16 @@ __all__ = [
 
 
 class _NotMade:
+    """The one placeholder of a :class:`kept_property` value not made yet (copies and
+    unpickling give it back, not another)."""
+
     __slots__ = ()
 
     def __repr__(self) -> str:
         return "<not made yet>"
+
+    def __reduce__(self) -> str:
+        return "_NOT_MADE"
 
 
 _NOT_MADE: Any = _NotMade()

@@ -95,3 +95,14 @@ def test_kept_properties_are_made_once_each_and_every_concept_holds_the_same_nam
     assert first.markdown is analysis and first.kept_markdown() is analysis
     assert second.title == "U" and second.relations == [] and second.kept_markdown() is None
     assert list(first.__dict__) == list(second.__dict__)  # made values replace their seeds in place
+
+
+def test_a_copied_concept_still_makes_its_kept_values():
+    import copy
+    import pickle
+
+    from knowspec.impl.okf.model import Concept
+
+    concept = Concept("a", "a.md", b"---\ntype: Note\n---\n# H\n")
+    for clone in (copy.deepcopy(concept), pickle.loads(pickle.dumps(concept))):
+        assert clone.type == "Note" and clone.kept_markdown() is None and clone.headings[0].text == "H"
