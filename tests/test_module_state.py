@@ -27,6 +27,10 @@ ALLOWED = {
     "impl/runtime.py:_active": "the runtime itself: the one holder of every cache",
     "impl/runtime.py:_active_lock": "guards the runtime holder",
     "impl/docpool/storage/base.py:UNRESTRICTED": "an immutable value (frozen dataclass), not state",
+    "impl/okf/model.py:_NOT_MADE": "an immutable sentinel (a kept_property value not made yet), not state",
+    "impl/okf/model.py:obj.__dict__ (line 103)": "kept_property: a document's lazily made values kept on the document "
+                                                "(as functools.cached_property keeps them), living and dying with "
+                                                "the snapshot the runtime caches",
     "impl/okf/write/lock.py:_thread_locks": "writers' per-bundle locks: coordination that must be shared "
                                             "process-wide, never evicted (not a cache)",
     "impl/okf/write/lock.py:_guard": "guards the writers' lock table",

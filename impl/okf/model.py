@@ -59,6 +59,63 @@ __all__ = [
 ]
 
 
+class _NotMade:
+    """The one placeholder of a :class:`kept_property` value not made yet (copies and
+    unpickling give it back, not another)."""
+
+    __slots__ = ()
+
+    def __repr__(self) -> str:
+        return "<not made yet>"
+
+    def __reduce__(self) -> str:
+        return "_NOT_MADE"
+
+
+_NOT_MADE: Any = _NotMade()
+
+
+class kept_property:
+    """``functools.cached_property`` whose name every instance's ``__dict__`` holds from
+    ``__init__`` on (:func:`_seed_kept`, as not made yet): all documents then insert the same
+    keys in the same order and share one key table (a split dict). A ``cached_property``'s keys
+    come later, in each reader's order, and gave each concept its own table (databricks-okf:
+    2.2 MiB). A data descriptor, so that the seed is never read as the value."""
+
+    def __init__(self, make: Any) -> None:
+        self.make = make
+        self.name = make.__name__
+        self.__doc__ = make.__doc__
+
+    def __set_name__(self, owner: type, name: str) -> None:
+        self.name = name
+
+    def __get__(self, obj: Any, objtype: Any = None) -> Any:
+        if obj is None:
+            return self
+        kept = obj.__dict__
+        value = kept.get(self.name, _NOT_MADE)
+        if value is _NOT_MADE:
+            value = kept[self.name] = self.make(obj)
+        return value
+
+    def __set__(self, obj: Any, value: Any) -> None:
+        obj.__dict__[self.name] = value
+
+
+def _kept_names(cls: type) -> tuple[str, ...]:
+    """The :class:`kept_property` names of ``cls`` and its bases, bases' first."""
+    return tuple(dict.fromkeys(name for klass in reversed(cls.__mro__) for name, value in vars(klass).items()
+                               if isinstance(value, kept_property)))
+
+
+def _seed_kept(obj: Any, names: tuple[str, ...]) -> None:
+    """Give ``obj`` each of ``names``, not made yet (see :class:`kept_property`)."""
+    kept = obj.__dict__
+    for name in names:
+        kept[name] = _NOT_MADE
+
+
 @dataclass(frozen=True)
 class ParseError:
     """A per-file parse failure. ``code``: invalid_encoding | unterminated_frontmatter |
@@ -98,6 +155,8 @@ class Document:
         self.frontmatter: YamlMap = YamlMap()
         self.body_start_line = 1
         self._spans = _NO_SPANS  # byte ranges of frontmatter_yaml and body in raw
+        if type(self) is Document:
+            _seed_kept(self, _DOCUMENT_KEPT)
         try:
             text = decode_utf8(raw)
             spans = document_spans(text)
@@ -177,10 +236,15 @@ class Document:
         except UnicodeDecodeError:
             return ""
 
-    @cached_property
+    @kept_property
     def markdown(self) -> BodyAnalysis:
         with process.current().gc_paused():
             return analyse_body(self.body, self.body_start_line, source=_DocumentBody(self))
+
+    def kept_markdown(self) -> BodyAnalysis | None:
+        """:attr:`markdown` if a reader made it, else None (nothing is made)."""
+        analysis = self.__dict__.get("markdown", _NOT_MADE)
+        return None if analysis is _NOT_MADE else analysis
 
     @property
     def headings(self) -> list[Heading]:
@@ -192,7 +256,7 @@ class Document:
         for a reader inside a build whose result is kept per snapshot revision (the graph renders).
         An analysis kept from the middle of such a build sits among its transient objects and
         keeps their freed memory resident (Python returns an arena only once it is empty)."""
-        analysis = self.__dict__.get("markdown")
+        analysis = self.kept_markdown()
         if analysis is None:
             with process.current().gc_paused():
                 analysis = analyse_body(self.body, self.body_start_line, source=_DocumentBody(self))
@@ -219,24 +283,25 @@ class Concept(Document):
     def __init__(self, concept_id: str, path: str, raw: bytes) -> None:
         super().__init__(path, raw)
         self.id = concept_id
+        _seed_kept(self, _CONCEPT_KEPT)
 
-    @cached_property
+    @kept_property
     def type(self) -> str | None:
         return read_str(self.frontmatter, "type")
 
-    @cached_property
+    @kept_property
     def title(self) -> str | None:
         return read_str(self.frontmatter, "title")
 
-    @cached_property
+    @kept_property
     def description(self) -> str | None:
         return read_str(self.frontmatter, "description")
 
-    @cached_property
+    @kept_property
     def resource(self) -> str | None:
         return read_str(self.frontmatter, "resource")
 
-    @cached_property
+    @kept_property
     def tags(self) -> list[str]:
         return read_tags(self.frontmatter)
 
@@ -245,7 +310,7 @@ class Concept(Document):
         """Made on each use, not kept: their readers (the edge index, the graph renders) run
         once per snapshot revision and keep what they derive, while a bundle has tens of
         thousands of links."""
-        analysis = self.__dict__.get("markdown")
+        analysis = self.kept_markdown()
         if analysis is None:
             # The first get_neighbors reads every concept's links: a body whose link lines
             # cannot touch code or HTML gives them without the Markdown parse, which waits for
@@ -258,13 +323,13 @@ class Concept(Document):
 
     def link_target_ids(self) -> list[str | None]:
         """The ``target_id`` of each of :attr:`links`, in body order (what the edge index reads)."""
-        analysis = self.__dict__.get("markdown")
+        analysis = self.kept_markdown()
         targets = None if analysis is not None else link_targets_without_parse(self.body)
         if targets is None:
             targets = self.markdown.link_targets
         return resolve_target_ids(self.id, targets)
 
-    @cached_property
+    @kept_property
     def relations(self) -> list[Relation]:
         start, end = self._spans[0], self._spans[1]
         raw = self.raw
@@ -274,7 +339,7 @@ class Concept(Document):
             return []
         return collect_relations(self.id, self.frontmatter)
 
-    @cached_property
+    @kept_property
     def fragments(self) -> dict[str, int]:
         return declared_fragments(self.frontmatter)
 
@@ -286,6 +351,10 @@ class Concept(Document):
 
     def __repr__(self) -> str:
         return f"Concept({self.id!r})"
+
+
+_DOCUMENT_KEPT = _kept_names(Document)
+_CONCEPT_KEPT = _kept_names(Concept)
 
 
 @dataclass(frozen=True)

@@ -7,18 +7,37 @@ only tool-call failure answered as a JSON-RPC error (-32602).
 
 from __future__ import annotations
 
-from typing import Any
+from typing import TYPE_CHECKING, Any, cast
 
 from functools import partial
 
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
-from mcp.server.lowlevel import Server
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
 from knowspec.impl.server.parked_answers import ParkedAnswers
 from knowspec.impl.server.pipeline import ToolRuntime
+
+if TYPE_CHECKING:
+    from mcp.server.lowlevel import Server
+
+
+def server_class() -> type[Server]:
+    """The SDK's low-level ``Server`` (this module's ``Server``, which a host may replace),
+    imported at first use: ``serve_stdio`` imports it without the HTTP stack first."""
+    found = globals().get("Server")
+    if found is None:
+        from mcp.server.lowlevel import Server as found
+
+        globals()["Server"] = found
+    return cast("type[Server]", found)
+
+
+def __getattr__(name: str) -> Any:
+    if name == "Server":
+        return server_class()
+    raise AttributeError(f"module {__name__!r} has no attribute {name!r}")
 
 
 def parks_answers_for(protocol_version: str) -> bool:
@@ -63,7 +82,7 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
                                   partial(answers.park, protocol_version=ctx.protocol_version))
 
     name, version = server_identity(runtime)
-    return Server(
+    return server_class()(
         name,
         version=version,
         instructions=(
@@ -80,7 +99,10 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
 
 
 async def serve_stdio(runtime: ToolRuntime) -> None:
+    from knowspec.impl.server.sdk_imports import import_server_without_http
     from knowspec.impl.server.stdio_transport import stdio_transport
+
+    import_server_without_http()  # before build_server's import: a stdio server never serves HTTP
 
     answers = ParkedAnswers(written=runtime.heap.after_answer)
     server = build_server(runtime, answers=answers)

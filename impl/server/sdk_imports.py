@@ -56,3 +56,72 @@ def defer_package_inits() -> None:
         parent, _, child = name.rpartition(".")
         if parent:
             setattr(sys.modules[parent], child, module)
+
+
+# What ``mcp.server.lowlevel.server`` imports at its top for ``Server.streamable_http_app`` and
+# ``Server.session_manager`` alone: Starlette and its middleware, the OAuth routes, the
+# streamable-HTTP session manager (which brings sse-starlette, uvicorn and click). A stdio server
+# never calls either, yet they were 7 MiB of its idle resident size.
+SERVER_MODULE = "mcp.server.lowlevel.server"
+HTTP_ONLY_IMPORTS: dict[str, tuple[str, ...]] = {
+    "starlette.applications": ("Starlette",),
+    "starlette.middleware": ("Middleware",),
+    "starlette.middleware.authentication": ("AuthenticationMiddleware",),
+    "starlette.routing": ("Mount", "Route"),
+    "mcp.server.auth.middleware.auth_context": ("AuthContextMiddleware",),
+    "mcp.server.auth.middleware.bearer_auth": ("BearerAuthBackend", "RequireAuthMiddleware"),
+    "mcp.server.auth.provider": ("OAuthAuthorizationServerProvider", "TokenVerifier"),
+    "mcp.server.auth.routes": ("build_resource_metadata_url", "create_auth_routes", "create_protected_resource_routes"),
+    "mcp.server.auth.settings": ("AuthSettings",),
+    "mcp.server.streamable_http": ("EventStore",),
+    "mcp.server.streamable_http_manager": ("DEFAULT_MAX_SESSIONS", "DEFAULT_SESSION_IDLE_TIMEOUT",
+                                           "StreamableHTTPASGIApp", "StreamableHTTPSessionManager"),
+    "mcp.server.transport_security": ("DEFAULT_MAX_REQUEST_BODY_SIZE", "TransportSecuritySettings"),
+}
+
+
+class HttpStackNotLoaded:
+    """Stands in, inside the low-level server module of a stdio process, for one name of the
+    HTTP stack: using it says so instead of serving HTTP half-configured."""
+
+    def __init__(self, name: str) -> None:
+        self.name = name
+
+    def _refuse(self, *args: Any, **kwargs: Any) -> Any:
+        raise RuntimeError(f"{self.name}: this stdio process imported the MCP server without its HTTP stack")
+
+    __call__ = _refuse
+
+    def __getattr__(self, attr: str) -> Any:
+        if attr.startswith("__"):
+            raise AttributeError(attr)
+        self._refuse()
+
+
+def import_server_without_http() -> bool:
+    """Import the SDK's low-level ``Server`` for a process that serves stdio for life, with the
+    HTTP-only names of its module stood in for (:class:`HttpStackNotLoaded`); True if it did.
+
+    Nothing changes when the module is already imported, or when the SDK's imports no longer
+    match :data:`HTTP_ONLY_IMPORTS` (then the module is imported as usual). The stand-ins live
+    only in that module's globals: a later ``import starlette.routing`` gets the real module.
+    """
+    if SERVER_MODULE in sys.modules:
+        return False
+    defer_package_inits()
+    stood_in = [name for name in HTTP_ONLY_IMPORTS if name not in sys.modules]
+    for name in stood_in:
+        module = ModuleType(name)
+        for attr in HTTP_ONLY_IMPORTS[name]:
+            setattr(module, attr, HttpStackNotLoaded(f"{name}.{attr}"))
+        sys.modules[name] = module
+    try:
+        importlib.import_module(SERVER_MODULE)
+        return True
+    except ImportError:  # the SDK imports something else now: import it whole
+        sys.modules.pop(SERVER_MODULE, None)
+        sys.modules.pop("mcp.server.lowlevel", None)
+        return False
+    finally:
+        for name in stood_in:
+            sys.modules.pop(name, None)

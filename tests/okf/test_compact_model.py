@@ -82,3 +82,27 @@ def test_relations_are_found_however_their_key_is_spelled_and_wherever_nested():
     assert _relations("parts:\n  - id: sec\n    relations:\n      uses:\n        - target: b\n") == [
         ("a#sec", "b", "uses")]
     assert _relations("type: Note\nx-meta:\n  deep:\n    - id: sec\n      links: [b]\n") == []
+
+
+def test_kept_properties_are_made_once_each_and_every_concept_holds_the_same_names_in_one_order():
+    from knowspec.impl.okf.model import Concept
+
+    first = Concept("a", "a.md", b"---\ntype: Note\ntitle: T\n---\n# H\n\n[b](b.md)\n")
+    second = Concept("b", "b.md", b"---\ntitle: U\n---\nbody\n")
+    assert list(first.__dict__) == list(second.__dict__)  # seeded at construction, same order
+    assert first.kept_markdown() is None and first.type == "Note" and second.type is None
+    analysis = first.markdown
+    assert first.markdown is analysis and first.kept_markdown() is analysis
+    assert second.title == "U" and second.relations == [] and second.kept_markdown() is None
+    assert list(first.__dict__) == list(second.__dict__)  # made values replace their seeds in place
+
+
+def test_a_copied_concept_still_makes_its_kept_values():
+    import copy
+    import pickle
+
+    from knowspec.impl.okf.model import Concept
+
+    concept = Concept("a", "a.md", b"---\ntype: Note\n---\n# H\n")
+    for clone in (copy.deepcopy(concept), pickle.loads(pickle.dumps(concept))):
+        assert clone.type == "Note" and clone.kept_markdown() is None and clone.headings[0].text == "H"

@@ -278,6 +278,6 @@ def test_the_graph_renders_keep_no_body_analysis_they_made(tmp_path):
     from knowspec.impl.okf.model import load_snapshot
 
     concept = load_snapshot(bundle, CallContext()).concepts["c"]
-    assert "markdown" not in concept.__dict__
+    assert concept.kept_markdown() is None
     assert any("n" in json.dumps(node) for node in out.structured["@graph"])
     assert concept.markdown.footnote_refs  # what the renders read is there when a reader keeps it

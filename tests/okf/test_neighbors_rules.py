@@ -106,3 +106,19 @@ def test_edges_sorted_bounded_and_touching_the_concept(raw, direction, limit):
             assert e.target_id == "a"
         else:
             assert "a" in (e.source_id, e.target_id)
+
+
+_ids = st.sampled_from(["a", "b", "c"])
+
+
+@given(st.lists(st.tuples(st.booleans(), _ids, _ids), max_size=12), _ids,
+       st.sampled_from(["out", "in", "both"]), st.lists(st.sampled_from(ALL), min_size=1, max_size=3))
+def test_navigation_edges_kept_as_ids_select_like_their_records(edges, concept, direction, kinds):
+    from knowspec.impl.okf.graph.neighbors import select_edges
+
+    records = [nav(a, b) if is_nav else rel(a, b, "uses") for is_nav, a, b in edges]
+    compact = EdgeIndex()
+    for is_nav, a, b in edges:
+        compact.outgoing[a].append(b if is_nav else rel(a, b, "uses"))
+        compact.incoming[b].append(a if is_nav else rel(a, b, "uses"))
+    assert select_edges(compact, concept, direction, kinds) == select_edges(EdgeIndex.of(records), concept, direction, kinds)

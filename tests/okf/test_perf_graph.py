@@ -66,3 +66,30 @@ def test_compact_utf8_is_json_dumps_encoded(document):
     from knowspec.impl.okf.graph.render import compact_utf8
 
     assert compact_utf8(document) == json.dumps(document, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+
+_values = st.one_of(
+    st.builds(Value, st.sampled_from(["iri", "string", "integer", "date", "dateTime"]),
+              st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=5)),
+    st.builds(Value, st.just("boolean"), st.booleans()),
+)
+_node_specs = st.lists(
+    st.tuples(st.text(alphabet=st.characters(blacklist_categories=("Cs",)), max_size=4), st.sampled_from(["Concept", "Tag"]),
+              st.lists(st.tuples(st.sampled_from(["title", "tag", "references"]), _values), max_size=4)),
+    max_size=6,
+)
+
+
+@given(_node_specs)
+def test_graph_utf8_is_the_compact_text_of_the_whole_document(specs):
+    from knowspec.impl.okf.graph.nodes import Graph
+    from knowspec.impl.okf.graph.render import compact_utf8, graph_utf8
+
+    graph = Graph()
+    for node_iri, node_type, properties in specs:
+        node = graph.node(node_iri, node_type)
+        for predicate, value in properties:
+            node.add(predicate, value)
+    expected = compact_utf8(graph.jsonld())
+    assert graph_utf8(graph) == expected
+    assert graph.nodes == {}  # each node was let go once written

@@ -111,7 +111,8 @@ def reference_edges(snapshot) -> nb.EdgeIndex:
 
 
 def _edges(index: nb.EdgeIndex):
-    return ({k: v for k, v in index.outgoing.items() if v}, {k: v for k, v in index.incoming.items() if v})
+    return ({k: index.leaving(k) for k, v in index.outgoing.items() if v},
+            {k: index.entering(k) for k, v in index.incoming.items() if v})
 
 
 def _assert_edge_index_matches_walk(root):
@@ -140,12 +141,12 @@ def test_edge_index_follows_an_added_target(tmp_path):
     kb = write_bundle(tmp_path / "kb", {"a.md": "---\ntype: N\n---\n[b](b.md) [c](c.md)\n",
                                          "b.md": "---\ntype: N\nrelations:\n  uses:\n    - target: a\n---\n"})
     first = nb.edge_index_for(load_snapshot(str(kb), ctx()))
-    assert [e.target for e in first.outgoing["a"]] == ["b"]
+    assert [e.target for e in first.leaving("a")] == ["b"]
     (kb / "c.md").write_text("---\ntype: N\n---\n")
     snapshot = load_snapshot(str(kb), ctx())
     second = nb.edge_index_for(snapshot)
-    assert [e.target for e in second.outgoing["a"]] == ["b", "c"]
-    assert [(e.kind, e.target) for e in second.outgoing["b"]] == [("relation", "a")]
+    assert [e.target for e in second.leaving("a")] == ["b", "c"]
+    assert [(e.kind, e.target) for e in second.leaving("b")] == [("relation", "a")]
     assert _edges(second) == _edges(reference_edges(snapshot))
 
 
@@ -213,3 +214,16 @@ def test_body_signatures_wait_for_a_query_that_narrows_with_them(tmp_path):
 @given(st.lists(st.text(alphabet=st.sampled_from("aZ 9-\x00ßİéﬁ\u0301Σς_"), max_size=6), max_size=8))
 def test_fields_folded_together_equal_each_folded_alone(values):
     assert sci._folded_utf8(values) == [case_fold(v).encode() for v in values]
+
+
+field_texts = st.text(alphabet=st.sampled_from("ab é\x00ß"), max_size=5)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(concept_ids, field_texts, field_texts, st.lists(field_texts, max_size=3)), max_size=10,
+                unique_by=lambda e: e[0]))
+def test_row_fields_cut_from_the_blobs_are_the_folded_fields_each_row_was_built_from(rows):
+    entries = [(cid, sc.SearchableConcept.of(cid, title, description, tags, "body"))
+               for cid, title, description, tags in rows]
+    index = sci.ConceptSearchIndex(entries)
+    assert [index.row_fields(row) for row in range(len(entries))] == [sci._small(f) for _, f in entries]

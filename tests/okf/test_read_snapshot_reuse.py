@@ -68,3 +68,25 @@ def test_revision_changes_with_content_and_is_stable_otherwise(tmp_path):
     assert load_snapshot(str(kb), ctx()).revision == rev1
     (kb / "a.md").write_text(_concept("Z"))
     assert load_snapshot(str(kb), ctx()).revision != rev1
+
+
+def test_a_file_key_is_exact_whether_packed_or_not(tmp_path):
+    import dataclasses
+
+    from knowspec.impl.okf.bundle.snapshot import file_key
+
+    path = tmp_path / "a.md"
+    path.write_text("x")
+    st = os.stat(path)
+    assert file_key(st) == file_key(os.stat(path)) and isinstance(file_key(st), bytes)
+
+    @dataclasses.dataclass
+    class Far:  # a modification time past what 64-bit nanoseconds hold (year 2262)
+        st_dev: int = st.st_dev
+        st_ino: int = st.st_ino
+        st_size: int = st.st_size
+        st_mtime_ns: int = 1 << 63
+        st_ctime_ns: int = st.st_ctime_ns
+
+    far = Far()
+    assert file_key(far) == (st.st_dev, st.st_ino, st.st_size, 1 << 63, st.st_ctime_ns) != file_key(st)  # type: ignore[arg-type]

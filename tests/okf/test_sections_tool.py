@@ -93,3 +93,15 @@ def test_hits_ordered_by_score_then_id_then_line(tmp_path):
     s = call(write_bundle(tmp_path, files), "alpha", limit=3).structured
     assert [(h["concept_id"], h["line_start"]) for h in s["hits"]] == [("a", 4), ("a", 7), ("b", 4)]
     assert s["total"] == 4 and s["truncated"] is True
+
+
+def test_search_sections_keeps_no_markdown_analysis_on_the_concepts(tmp_path):
+    """The index (or its bound's failure) is what is kept per revision; the analyses its build
+    read would only hold memory between calls."""
+    from knowspec.impl.okf.model import load_snapshot
+
+    bundle = write_bundle(tmp_path, {"a.md": EXAMPLE, "b.md": "---\ntype: Note\n---\n# Other\n\n## Jitter\ntext\n"})
+    out = call(bundle, "jitter")
+    assert sorted(hit["heading"] for hit in out.structured["hits"]) == ["Jitter", "Retry"]
+    snapshot = load_snapshot(bundle, CallContext())
+    assert all(concept.kept_markdown() is None for concept in snapshot.concepts.values())

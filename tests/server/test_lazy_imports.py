@@ -56,6 +56,16 @@ def test_serving_okf_tools_loads_no_document_pool_library(tmp_path):
     assert _loaded_of(loaded, NOT_FOR_OKF) == []
 
 
+HTTP_STACK = ("starlette", "uvicorn", "sse_starlette", "click", "mcp.server.streamable_http",
+              "mcp.server.streamable_http_manager", "mcp.server.auth", "mcp.server.transport_security")
+
+
+def test_a_stdio_server_loads_no_http_stack(tmp_path):
+    answers, loaded = _serve_and_report(tmp_path, [{"name": "list_concepts", "arguments": {"bundle_path": str(BUNDLE)}}])
+    assert not answers[0]["result"]["isError"]
+    assert "mcp.server.lowlevel.server" in loaded and _loaded_of(loaded, HTTP_STACK) == []
+
+
 def test_a_doc_tool_still_loads_its_modules_at_its_first_call(tmp_path):
     answers, loaded = _serve_and_report(tmp_path, [{"name": "help_search", "arguments": {"query": "x"}}])
     assert len(answers) == 1 and "result" in answers[0]

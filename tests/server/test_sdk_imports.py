@@ -28,3 +28,42 @@ def test_serving_modules_do_not_import_the_sdk_client_or_mcpserver_yet_its_packa
 def test_an_sdk_imported_first_is_left_as_it_is():
     script = "import mcp, sys\nimport knowspec.impl.server.mcp_server\nprint('mcp.client' in sys.modules)"
     assert run(script) == ["True"]
+
+
+WITHOUT_HTTP = """
+import sys
+from knowspec.impl.server.sdk_imports import import_server_without_http
+print(import_server_without_http(), import_server_without_http())
+print(sorted(m for m in ("starlette", "uvicorn", "mcp.server.streamable_http_manager") if m in sys.modules))
+import mcp.server.lowlevel.server as low
+try:
+    low.Server("x").streamable_http_app()
+except RuntimeError as exc:
+    print(str(exc))
+import starlette.routing
+print(type(starlette.routing.Route).__name__, low.Starlette.__class__.__name__)
+"""
+
+
+def test_a_stdio_process_imports_the_server_without_the_http_stack_and_says_so_if_asked_for_it():
+    assert run(WITHOUT_HTTP) == [
+        "True False", "[]",
+        "mcp.server.transport_security.TransportSecuritySettings: this stdio process imported the MCP server "
+        "without its HTTP stack",
+        "type HttpStackNotLoaded",  # a later import gets the real module; the server module keeps its stand-in
+    ]
+
+
+def test_build_server_uses_the_server_class_a_host_put_in_the_module(monkeypatch):
+    from knowspec.impl.server import mcp_server
+    from knowspec.impl.server.pipeline import ToolRuntime
+    from knowspec.generated import registry
+
+    base = mcp_server.Server  # imported at first read
+
+    class HostServer(base):  # type: ignore[misc,valid-type]
+        pass
+
+    monkeypatch.setattr(mcp_server, "Server", HostServer)
+    server = mcp_server.build_server(ToolRuntime(entries=registry.TOOLS, handlers={}))
+    assert type(server) is HostServer and base.__name__ == "Server"

@@ -21,6 +21,7 @@ from __future__ import annotations
 import os
 import re
 import stat
+import struct
 import threading
 from dataclasses import dataclass, field
 
@@ -56,9 +57,22 @@ class Stats:
     incremental = 0  # revalidations that re-checked only the entries named by events
 
 
+_FILE_KEY = struct.Struct("<QQQqq")
+
+
+def file_key(st: os.stat_result) -> bytes | tuple:
+    """What tells a file unchanged: device, inode, size, mtime and ctime (ns), packed in 40 bytes
+    (a tuple of five ints was ~250 bytes a file); the tuple itself when a value does not fit."""
+    values = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    try:
+        return _FILE_KEY.pack(*values)
+    except struct.error:  # a time past 2262, say: still exact, just bigger
+        return values
+
+
 @dataclass(slots=True)  # one per captured file
 class _Entry:
-    key: tuple
+    key: bytes | tuple  # file_key
     record: FileRecord  # what identifies the captured content (the bytes are re-read from it)
     document: Document | None
     data: bytes | None = None  # a Markdown file's bytes, in hand only until its document is parsed
@@ -243,7 +257,7 @@ def _open_same(dir_fd: int, name: str, flags: int, st: os.stat_result) -> tuple[
 def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_result) -> None:
     if (rel not in walk.entries and len(walk.entries) + 1 > walk.limits.files) or st.st_size > MAX_FILE_BYTES:
         raise _limit()
-    key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
+    key = file_key(st)
     old = walk.previous.get(rel) if walk.previous else None
     if old is not None and old.key == key:
         entry = old
@@ -524,8 +538,7 @@ def _shared_unchanged(slot: _CacheSlot, root_fd: int) -> bool:
         for rel in slot.shared:
             prefix, name = _split(rel)
             st = os.stat(name, dir_fd=fds.get(prefix), follow_symlinks=False)
-            key = (st.st_dev, st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns)
-            if not stat.S_ISREG(st.st_mode) or key != slot.entries[rel].key:
+            if not stat.S_ISREG(st.st_mode) or file_key(st) != slot.entries[rel].key:
                 return False
         return True
     except (OSError, KeyError, _Fallback):

@@ -186,6 +186,7 @@ def generated_at(fm: dict) -> str | None:
 
 
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
+_LABEL_SPACE = re.compile(r"[ \t\n\r]+")
 _H1 = re.compile(r"^ {0,3}#(?:[ \t]|$)")
 
 
@@ -312,7 +313,7 @@ def computation_summary(concept) -> dict[str, Any]:
 def normalize_label(label: str) -> str:
     """Full Unicode case folding, then ASCII space/TAB/LF/CR runs collapsed and trimmed."""
     folded = label.casefold()
-    return " ".join(part for part in re.split(r"[ \t\n\r]+", folded) if part)
+    return " ".join(part for part in _LABEL_SPACE.split(folded) if part)
 
 
 def attributions(concept, sources: list[dict[str, Any]]) -> list[dict[str, Any]]:

@@ -46,10 +46,26 @@ class Edge:
 
 @dataclass
 class EdgeIndex:
-    """Edges of one snapshot keyed by the concept they leave and the concept they enter."""
+    """Edges of one snapshot keyed by the concept they leave and the concept they enter.
 
-    outgoing: dict[str, list[Edge]] = field(default_factory=lambda: defaultdict(list))
-    incoming: dict[str, list[Edge]] = field(default_factory=lambda: defaultdict(list))
+    A navigation edge is kept as the other end's concept ID alone (``outgoing[a]`` holds ``b``,
+    ``incoming[b]`` holds ``a``): it is all an edge from ``a`` to ``b`` says, and a bundle has
+    tens of thousands of them (databricks-okf: 43,000 records, 3.3 MiB). :func:`select_edges`
+    makes the records of the edges it selects.
+    """
+
+    outgoing: dict[str, list[Edge | str]] = field(default_factory=lambda: defaultdict(list))
+    incoming: dict[str, list[Edge | str]] = field(default_factory=lambda: defaultdict(list))
+
+    def leaving(self, concept_id: str) -> list[Edge]:
+        """The records of the edges leaving ``concept_id``, in index order."""
+        return [navigation_edge(concept_id, kept) if isinstance(kept, str) else kept
+                for kept in self.outgoing.get(concept_id, ())]
+
+    def entering(self, concept_id: str) -> list[Edge]:
+        """The records of the edges entering ``concept_id``, in index order."""
+        return [navigation_edge(kept, concept_id) if isinstance(kept, str) else kept
+                for kept in self.incoming.get(concept_id, ())]
 
     @classmethod
     def of(cls, edges: Iterable[Edge]) -> "EdgeIndex":
@@ -80,9 +96,8 @@ def _edge_index(snapshot: Any, check_cancelled: Callable[[], None]) -> EdgeIndex
             check_cancelled()
         for target in concept.link_target_ids():
             if target is not None and target in ids:
-                edge = Edge("navigation", cid, target, None, cid, target)
-                outgoing[cid].append(edge)
-                incoming[target].append(edge)
+                outgoing[cid].append(target)
+                incoming[target].append(cid)
         if concept.relations:
             for rel in snapshot.relations(cid):
                 if rel.target_exists:
@@ -91,6 +106,11 @@ def _edge_index(snapshot: Any, check_cancelled: Callable[[], None]) -> EdgeIndex
                     outgoing[cid].append(edge)
                     incoming[r.target_id].append(edge)
     return index
+
+
+def navigation_edge(source_id: str, target_id: str) -> Edge:
+    """The record of the navigation edge from one concept to another."""
+    return Edge("navigation", source_id, target_id, None, source_id, target_id)
 
 
 def normalise_kinds(kinds: Sequence[str]) -> list[str]:
@@ -106,9 +126,9 @@ def select_edges(index: EdgeIndex, concept_id: str, direction: str, kinds: Seque
         return []
     candidates: list[Edge] = []
     if direction in ("out", "both"):
-        candidates.extend(e for e in index.outgoing.get(concept_id, ()) if e.kind in wanted)
+        candidates.extend(e for e in index.leaving(concept_id) if e.kind in wanted)
     if direction in ("in", "both"):
-        for edge in index.incoming.get(concept_id, ()):
+        for edge in index.entering(concept_id):
             if edge.kind in wanted and not (direction == "both" and edge.source_id == concept_id):
                 candidates.append(edge)
     if len(candidates) > MAX_CANDIDATE_EDGES:

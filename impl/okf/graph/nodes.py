@@ -37,6 +37,12 @@ CONTEXT_ALIASES = (
 PATH_SEGMENT_SAFE = "-_.~$&+:=@"
 
 
+# ``quote`` keeps one memo per ``safe`` set, filled a byte at a time as bytes are first seen:
+# filled during a render, its entries sit among the render's transient objects and keep their
+# freed arenas resident. Filled here, once, with every byte.
+quote(bytes(range(256)), safe=PATH_SEGMENT_SAFE)
+
+
 @lru_cache(maxsize=65536)
 def concept_iri(concept_id: str) -> str:
     """Pure and repeated once per edge end: cached (``quote`` is slow)."""
@@ -138,9 +144,17 @@ class Graph:
             self.nodes[node_iri] = found
         return found
 
+    def ordered(self) -> list[Node]:
+        """The nodes in document order (by IRI, as UTF-8 bytes)."""
+        return sorted(self.nodes.values(), key=lambda n: n.iri.encode("utf-8", "surrogatepass"))
+
     def jsonld(self) -> dict[str, Any]:
-        context: dict[str, Any] = {"@vocab": NAMESPACE, "proj": NAMESPACE, "xsd": XSD}
-        for alias in CONTEXT_ALIASES:
-            context[alias] = f"proj:{alias}"
-        ordered = sorted(self.nodes.values(), key=lambda n: n.iri.encode("utf-8", "surrogatepass"))
-        return {"@context": context, "@graph": [n.jsonld() for n in ordered]}
+        return {"@context": jsonld_context(), "@graph": [n.jsonld() for n in self.ordered()]}
+
+
+def jsonld_context() -> dict[str, Any]:
+    """The document's ``@context``."""
+    context: dict[str, Any] = {"@vocab": NAMESPACE, "proj": NAMESPACE, "xsd": XSD}
+    for alias in CONTEXT_ALIASES:
+        context[alias] = f"proj:{alias}"
+    return context

@@ -19,7 +19,8 @@ from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.derived import derived_cache
 from knowspec.impl.okf.graph.legacy import legacy_document, render_legacy_utf8
 from knowspec.impl.okf.graph.targets import NavigationTargets, shared_targets
-from knowspec.impl.okf.graph.v02 import project
+from knowspec.impl.okf.graph.nodes import Graph, jsonld_context
+from knowspec.impl.okf.graph.v02 import project_graph
 
 MAX_RENDER_BYTES = 16 * 1024 * 1024
 MAX_NODES = 100_000
@@ -81,6 +82,25 @@ def compact_utf8(document: dict[str, Any]) -> bytes:
     return b"".join(parts)
 
 
+def graph_utf8(graph: Graph) -> bytes:
+    """``compact_utf8(graph.jsonld())``, made one node at a time: each node's JSON-LD is built,
+    encoded and dropped, and the node with it, so the whole document as dicts (databricks-okf:
+    tens of MiB of small objects, beside the nodes) is never alive. Python returns an arena
+    only once it is empty, so a render's peak of small objects stays resident after it: this
+    one runs last in the read tools' order. Empties ``graph``."""
+    def dumps(value: Any) -> bytes:
+        return json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8")
+
+    nodes: list[Any] = graph.ordered()
+    graph.nodes.clear()
+    parts = [b'{"@context":' + dumps(jsonld_context()) + b',"@graph":[']
+    for place, node in enumerate(nodes):
+        parts.append((b"," if place else b"") + dumps(node.jsonld()))
+        nodes[place] = None
+    parts.append(b"]}")
+    return b"".join(parts)
+
+
 def _derived(ctx: CallContext):
     return derived_cache(process.of(ctx))
 
@@ -91,13 +111,16 @@ def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput
     if resolution.error:
         raise ToolError("invalid_request", f"render JSON-LD: {resolution.error}")
     targets = shared_targets(snapshot)
+    for concept_id in snapshot.concepts:
+        # Both renders read every concept's targets: read here, before either, they lie
+        # together, not among the renders' transient objects, whose arenas they would keep
+        # resident after the call (databricks-okf: ~6 MiB; benchmarks/okf_cold_memory.py).
+        targets(concept_id)
     text = _legacy_text(snapshot, ctx, targets)
 
     def render() -> bytes:
-        document = project(snapshot, temporal.profile, temporal.as_of, lambda: ctx.check_cancelled("render v0.2 JSON-LD"),
-                           targets)
-        encoded = compact_utf8(document)
-        del document
+        encoded = graph_utf8(project_graph(snapshot, temporal.profile, temporal.as_of,
+                                           lambda: ctx.check_cancelled("render v0.2 JSON-LD"), targets))
         if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
         return zlib.compress(encoded, 1)

@@ -309,7 +309,7 @@ class _Builder:
 
     # -- whole ------------------------------------------------------------------------------
 
-    def build(self) -> dict[str, Any]:
+    def build(self) -> Graph:
         version = self.snapshot.version().version
         proj = self.graph.node(PROJECTION_IRI, "Projection")
         proj.add("profile", text(PROFILE_INSTANT if self.instant else PROFILE_DATE))
@@ -323,7 +323,7 @@ class _Builder:
             self.check()
             with concept.bytes_in_hand():  # links, citations and flags each cut the body
                 self.concept(concept)
-        return self.graph.jsonld()
+        return self.graph
 
 
 _CITATION = re.compile(r"^\s{0,3}(?:[-*+]\s+)?\[(\d+)\]\s*\[([^\]]*)\]\(([^()\s]+)(?:\s+[^()]*)?\)")
@@ -360,6 +360,12 @@ def project(snapshot: Any, profile: str, as_of: Any, check: Callable[[], None] =
             targets: NavigationTargets | None = None) -> dict[str, Any]:
     """The v0.2 JSON-LD document (``@context`` and ``@graph``) of the snapshot; ``targets``:
     its navigation targets per concept (default ``snapshot.navigation_targets``)."""
+    return project_graph(snapshot, profile, as_of, check, targets).jsonld()
+
+
+def project_graph(snapshot: Any, profile: str, as_of: Any, check: Callable[[], None] = lambda: None,
+                  targets: NavigationTargets | None = None) -> Graph:
+    """The node collection :func:`project` writes as JSON-LD (``Graph.jsonld``)."""
     try:
         return _Builder(snapshot, profile, as_of, check, targets).build()
     finally:

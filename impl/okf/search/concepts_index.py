@@ -70,6 +70,17 @@ class _Blob:
         starts.pop()
         return cls(_SEP.join(texts), starts, owners)
 
+    def value(self, i: int) -> bytes:
+        """Value ``i`` (without its NUL)."""
+        end = self.starts[i + 1] - 1 if i + 1 < len(self.starts) else len(self.data)
+        return self.data[self.starts[i]:end]
+
+    def values_of(self, owner: int) -> tuple[bytes, ...]:
+        """The values of ``owner``, in order (owners are ascending: values are added row after row)."""
+        first = bisect.bisect_left(self.owners, owner)
+        last = bisect.bisect_right(self.owners, owner, first)
+        return tuple(self.value(i) for i in range(first, last))
+
     def owners_matching(self, needle: bytes) -> set[int]:
         found: set[int] = set()
         pos = self.data.find(needle)
@@ -112,6 +123,15 @@ class _Bodies:
         find = self.data.find
         starts, ends = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist()
         return [row for row, start, end in zip(rows.tolist(), starts, ends) if find(needle, start, end) >= 0]
+
+
+def _places(owners: array, n_rows: int) -> array:
+    """Per row, the index of its value among ``owners`` (at most one each), else -1."""
+    places = np.full(n_rows, -1, dtype=np.int64)
+    places[np.frombuffer(owners, dtype=np.int64)] = np.arange(len(owners), dtype=np.int64)
+    out = array("q")
+    out.frombytes(places.tobytes())
+    return out
 
 
 def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
@@ -190,19 +210,35 @@ class ConceptSearchIndex:
         if not in_order:
             self.position = np.empty(len(ids), dtype=np.intp)
             self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
-        self.small = small
         self.bodies = _Bodies(bodies)  # per row its folded body (UTF-8 bytes)
         self.postings = postings  # per field kind, in ``_FIELDS`` order
         # per body: its separator-centred trigrams (boundary_signatures), or None until a query
         # first needs them (:attr:`boundaries`)
         self._boundaries = boundaries
         self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
+        # The short fields live in these blobs alone (not also as a tuple of values per row:
+        # databricks-okf, 2.9 MiB); ``row_fields`` cuts a row's values out of them.
         self.fields = {
             "id": _Blob.of([(i, row[0]) for i, row in enumerate(small)]),
             "title": _Blob.of([(i, row[1]) for i, row in enumerate(small) if row[1]]),
             "description": _Blob.of([(i, row[2]) for i, row in enumerate(small) if row[2]]),
             "tags": _Blob.of([(i, t) for i, row in enumerate(small) for t in row[3]]),
         }
+        # per row, the place of its title / description in their blob (-1: empty)
+        self._value_at = {name: _places(self.fields[name].owners, len(ids)) for name in ("title", "description")}
+
+    def field_value(self, place: int, row: int) -> bytes:
+        """Row ``row``'s folded id, title or description (``place`` in ``_FIELDS``; b"" when empty)."""
+        name = _FIELDS[place]
+        if name == "id":
+            return self.fields["id"].value(row)
+        at = self._value_at[name][row]
+        return self.fields[name].value(at) if at >= 0 else b""
+
+    def row_fields(self, row: int) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
+        """Row ``row``'s folded (id, title, description, tags), as the index was built from."""
+        return (self.field_value(0, row), self.field_value(1, row), self.field_value(2, row),
+                self.fields["tags"].values_of(row))
 
     @property
     def boundaries(self) -> np.ndarray:
@@ -226,6 +262,7 @@ class ConceptSearchIndex:
         folded bodies, the short fields' blobs."""
         blobs = sum(len(b.data) + b.starts.itemsize * len(b.starts) + b.owners.itemsize * len(b.owners)
                     for b in self.fields.values())
+        blobs += sum(places.itemsize * len(places) for places in self._value_at.values())
         boundaries = self._boundaries
         return {"body_postings": self.postings[-1].nbytes(),
                 "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
@@ -259,8 +296,9 @@ class ConceptSearchIndex:
     def _short_field_holding(self, place: int, rows: np.ndarray, needle: bytes) -> list[int]:
         """The ``rows`` whose short field ``place`` (id, title, description or a tag) holds ``needle``."""
         if _FIELDS[place] == "tags":
-            return [row for row in rows.tolist() if any(needle in tag for tag in self.small[row][place])]
-        values = [self.small[row][place] for row in rows.tolist()]
+            tags = self.fields["tags"]
+            return [row for row in rows.tolist() if any(needle in tag for tag in tags.values_of(row))]
+        values = [self.field_value(place, row) for row in rows.tolist()]
         return list(compress(rows.tolist(), map(bytes.__contains__, values, repeat(needle))))
 
     def _mark_body(self, field: np.ndarray, needle: bytes, check_cancelled: Callable[[], None]) -> None:
@@ -295,7 +333,8 @@ class ConceptSearchIndex:
     def _scan(self, query: str, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
         """Per-concept scan, used when the query holds the blob separator (NUL)."""
         matches = []
-        for i, (cid, (id_, title, description, tags)) in enumerate(zip(self.ids, self.small)):
+        for i, cid in enumerate(self.ids):
+            id_, title, description, tags = self.row_fields(i)
             if i % 256 == 0:
                 check_cancelled()
             if needle in id_:
@@ -347,7 +386,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             check_cancelled()
         j = position.get(id(concept))
         if j is not None and previous is not None and previous.concepts[j] is concept:
-            small.append(previous.small[j])
+            small.append(previous.row_fields(j))
             bodies.append(previous.bodies.view(j))
             copy_from.append(j)
             copy_to.append(row)

@@ -177,10 +177,12 @@ def snapshot_fingerprint(files: Mapping[str, bytes]) -> str:
 
 
 def _section_docs(snapshot: Snapshot):
+    # The headings come from an analysis made for this use and not kept (``passing_analysis``):
+    # the index is kept per revision (or its bound's failure, as on databricks-okf), so the
+    # analyses only held 8.9 MiB of Markdown records between calls (benchmarks/okf_cold_memory.py).
     for cid, concept in snapshot.concepts.items():
-        sections = ss.split_sections(
-            concept.body, concept.body_start_line, [(h.line, h.text) for h in concept.headings if h.text]
-        )
+        headings = concept.passing_analysis().headings
+        sections = ss.split_sections(concept.body, concept.body_start_line, [(h.line, h.text) for h in headings if h.text])
         if len((concept.title or "").encode("utf-8", "surrogatepass")) > ss.MAX_HEADING_BYTES:
             raise ToolError("resource_limit", ss.BOUNDS_MESSAGE)
         yield ss.SectionDoc(cid, concept.path, concept.title or "", concept.sha256(), sections)
