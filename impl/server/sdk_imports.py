@@ -118,9 +118,9 @@ def import_server_without_http() -> bool:
     try:
         importlib.import_module(SERVER_MODULE)
         return True
-    except ImportError:  # the SDK imports something else now: import it whole
-        sys.modules.pop(SERVER_MODULE, None)
-        sys.modules.pop("mcp.server.lowlevel", None)
+    except Exception:  # the SDK imports or uses something else now (any error): import it whole
+        for name in [m for m in sys.modules if m == "mcp.server.lowlevel" or m.startswith("mcp.server.lowlevel.")]:
+            sys.modules.pop(name, None)
         return False
     finally:
         for name in stood_in:

@@ -67,3 +67,26 @@ def test_build_server_uses_the_server_class_a_host_put_in_the_module(monkeypatch
     monkeypatch.setattr(mcp_server, "Server", HostServer)
     server = mcp_server.build_server(ToolRuntime(entries=registry.TOOLS, handlers={}))
     assert type(server) is HostServer and base.__name__ == "Server"
+
+
+
+FALLBACK = """
+import importlib
+from knowspec.impl.server import sdk_imports
+real_import = importlib.import_module
+
+def newer_sdk(name):  # as if a newer SDK used a stood-in name at its import (not an ImportError)
+    real_import(name)
+    raise TypeError("'HttpStackNotLoaded' object is not subscriptable")
+
+sdk_imports.importlib = type("Fake", (), {"import_module": staticmethod(newer_sdk)})
+print(sdk_imports.import_server_without_http())
+import sys
+from mcp.server.lowlevel import Server
+import mcp.server.lowlevel.server as low
+print(Server.__name__, type(low.Starlette).__name__, "starlette.routing" in sys.modules)
+"""
+
+
+def test_an_sdk_whose_imports_no_longer_match_is_imported_whole():
+    assert run(FALLBACK) == ["False", "Server type True"]
