@@ -9,7 +9,8 @@ Writes benchmarks/results/okf_cold_memory.json. One run measures, side by side:
   the floor;
 - the idle server's RSS (after initialize, before any call): the imports alone, which bound
   what any change to the bundle model can achieve;
-- goal 6: that server's RSS (``VmRSS``, and the peak ``VmHWM``) after every read tool
+- goal 6: that server's RSS (``VmRSS``, split into anonymous and file pages, and the peak
+  ``VmHWM``) after every read tool
   (list_concepts, read_concept, search_concepts, search_sections, get_neighbors,
   validate_bundle, get_semantic_graph) ran on the bundle; bound 3x the bundle's bytes.
 
@@ -59,11 +60,19 @@ def first_concept(bundle: Path) -> str:
     return paths[0].relative_to(bundle).as_posix()[:-3]
 
 
+def rss_parts() -> dict[str, float | None]:
+    """The resident size split: anonymous memory (the process's own) and mapped files (mostly the
+    extension libraries' pages, whose count depends on the page cache's state: the same code
+    measured 2-3 MiB apart between two copies of one virtualenv)."""
+    return {field: server_memory_mib(field) for field in ("RssAnon", "RssFile", "RssShmem")}
+
+
 async def server_run(bundle: Path, concept_id: str) -> dict:
     out: dict = {}
     path = str(bundle)
     async with stdio_session() as session:
         out["rss_idle_mib"] = server_memory_mib("VmRSS")  # imports alone: no change to the bundle model goes under it
+        out["rss_idle_parts_mib"] = rss_parts()
         ms, result = await timed(session, "get_neighbors", {"bundle_path": path, "concept_id": concept_id})
         out["cold_get_neighbors_s"] = round(ms / 1000, 3)
         out["cold_get_neighbors_error"] = result.is_error
@@ -76,6 +85,7 @@ async def server_run(bundle: Path, concept_id: str) -> dict:
             out["tools"][name] = {"ms": round(ms, 1), "error": code or result.is_error,
                                   "rss_after_mib": server_memory_mib("VmRSS")}
         out["rss_after_all_tools_mib"] = server_memory_mib("VmRSS")
+        out["rss_after_all_tools_parts_mib"] = rss_parts()
         out["peak_rss_mib"] = server_memory_mib("VmHWM")
     return out
 
