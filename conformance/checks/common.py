@@ -101,7 +101,7 @@ def probe_calls(ctx: CheckContext) -> list[dict[str, Any]]:
     calls: list[dict[str, Any]] = []
     extras: list[dict[str, Any]] = []
     if tool.family == "docpool":
-        extras = pool_probe_values(ctx)
+        extras = help_probe_values(ctx) if tool.name.startswith("help_") else pool_probe_values(ctx)
     else:
         for bundle in fixture_bundles(ctx):
             for query, concept_id in (("needle", sorted(bundle.ids)[0]), ("e", sorted(bundle.ids)[-1])):
@@ -219,6 +219,48 @@ def pool_probe_values(ctx: CheckContext, per_kind: int = 6) -> list[dict[str, An
                            "form_class": key if kind == "form_class" else None,
                            "islem_kodu": key if kind == "islem_kodu" else None,
                            "module": key if kind == "module" else None})
+    return values
+
+
+MAX_HELP_SEARCHES = 12
+
+
+def help_probe_values(ctx: CheckContext, searches: int = MAX_HELP_SEARCHES) -> list[dict[str, Any]]:
+    """Argument values discovered from the target's own help pool, which no suite fixture can
+    fill (IMPORTDOC writes document pools only): ``help_search`` from the words of its collection
+    titles (``help_stats``), then from the words of the hits it found (the fixed queries when
+    those run out), up to ``searches`` searches. Each hit gives a slug with its module and the
+    query that found it, and its form class on its own. The same target always yields the same
+    values, so the help tools' success shapes are judged on every run, not only on runs whose
+    generated or document-pool names happened to exist in the help pool."""
+    if not ctx.is_advertised("help_search"):
+        return []
+    queries: list[str] = []
+    if ctx.is_advertised("help_stats"):
+        stats = ctx.call({}, name="help_stats")
+        if not stats.is_error and isinstance(stats.structured, dict):
+            for collection in (stats.structured.get("collections") or {}).values():
+                if isinstance(collection, dict):
+                    queries += re.findall(r"\w{3,}", str(collection.get("title") or ""))
+    fallback = list(FIXED_QUERIES)  # asked only when the words found so far run out
+    asked: set[str] = set()
+    values: list[dict[str, Any]] = []
+    while (queries or fallback) and len(asked) < searches:
+        query = queries.pop(0) if queries else fallback.pop(0)
+        if query in asked:
+            continue
+        asked.add(query)
+        found = ctx.call({"query": query}, name="help_search")
+        if found.is_error or not isinstance(found.structured, dict):
+            continue
+        for hit in found.structured.get("results") or []:
+            if not isinstance(hit, dict):
+                continue
+            values.append({"query": query, "slug": hit.get("slug"), "module": hit.get("module")})
+            if hit.get("form_class"):
+                values.append({"form_class": hit["form_class"]})
+            queries += [w for w in re.findall(r"\w{4,}", f"{hit.get('title') or ''} {hit.get('snippet') or ''}")
+                        if w not in asked and w not in queries]
     return values
 
 
