@@ -7,7 +7,7 @@ built (``$KNOWSPEC_BENCH_CACHE/vector-run/latency``). Writes benchmarks/results/
 Every server serves the same 100k-chunk pool; each query is asked of every server in turn (the
 order flips from one query to the next), so a load change on the shared host reaches every
 server alike: the difference between two servers' p50s in one run is the figure to trust, not
-the p50s themselves. E.g. ``--server two: --server one:KNOWSPEC_VECTOR_THREADS=1`` sets the query
+the p50s themselves. E.g. ``--server one: --server two:KNOWSPEC_VECTOR_THREADS=2`` sets the query
 embedding's threads against the default. Each figure carries the server's CPU per call, and the
 run the load averages at its start and end. The server's query-vector cache is off
 (``KNOWSPEC_QUERY_VECTORS=0``), as for docpool_vector's goal figures.

@@ -56,7 +56,7 @@ class RuntimeSettings:
       thread, built before answering, never built). A search always asks in ``sync`` mode: the
       arrays are the only ranker of a SQLite pool.
     - ``vector_threads``: ``KNOWSPEC_VECTOR_THREADS``, threads one query embedding uses
-      (``None``: min(2, cores)).
+      (``None``: one, ``vectors/parallelism.py``).
     - ``query_vectors``: ``KNOWSPEC_QUERY_VECTORS``, how many query embeddings the
       ``docpool.query_vectors`` cache keeps, keyed by the exact text embedded (agents repeat
       queries; an embedding is bit-identical on every run); ``0`` turns the cache off.

@@ -182,11 +182,9 @@ def _embedders(runtime: process.Runtime) -> process.Cache:
 def load_embedder(model_dir: Path | str, *, threads: int | None = None) -> Embedder:
     """The cached embedder for ``model_dir``; reloaded when ``model_int8.onnx`` changes on disk.
 
-    ``threads`` (intra-op threads) defaults to ``parallelism.query_threads()``: on a quiet
-    2-core host two took a 13-token query from 6.7 to 5.0 ms p50 with bit-identical vectors.
-    Idle threads sleep rather than spin (see ``_load``), so a busy host loses little: at load 1-2
-    (``benchmarks/docpool_vector_ab.py``) the p50 of 2 and 1 threads was a wash, 1 thread used
-    1.5-2 ms less CPU per vector call; all options kept the vectors bit-identical.
+    ``threads`` (intra-op threads) defaults to ``parallelism.query_threads()`` (one; why is
+    there). With more, idle threads sleep rather than spin (see ``_load``), so a busy host loses
+    little; every count gives bit-identical vectors.
     """
     model_dir = Path(model_dir).absolute()
     try:

@@ -1,13 +1,15 @@
 """How many cores one vector query's embedding may use.
 
-Embedding the query (ONNX Runtime) splits cleanly over intra-op threads that release the GIL:
-on a quiet 2-core host two threads took it from 6.7 to 5.0 ms. Ranking does not split: the int8
-scan of the chunk matrix runs on the calling thread (``int8_scan``), since a split over threads
-lost when the cores were busy with other work.
+Embedding the query (ONNX Runtime) splits over intra-op threads that release the GIL: in one
+process on a quiet 2-core host two threads took it from 6.7 to 5.0 ms. Through the server one
+thread is the default: alternated call by call against two (``benchmarks/docpool_vector_ab.py``,
+five runs at load 1-2.7), its vector p50 was never worse (17.9 vs 19.0 ms in the last) and it
+used 1.3-3.5 ms less CPU per call, CPU the server's other calls and workers share. Ranking does
+not split either: the int8 scan runs on the calling thread (``int8_scan``).
 
-``KNOWSPEC_VECTOR_THREADS`` (read once into the runtime's settings) sets the count (1 turns the
-splitting off, e.g. on a host whose cores are busy with other work); the default is two, or one
-on a single-core machine. The results do not depend on it: embeddings are bit-identical.
+``KNOWSPEC_VECTOR_THREADS`` (read once into the runtime's settings) sets the count (e.g. 2 on a
+host that serves one caller at a time on idle cores). The results do not depend on it:
+embeddings are bit-identical.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ import os
 
 from knowspec.impl import runtime as process
 
-DEFAULT_THREADS = 2
+DEFAULT_THREADS = 1
 
 
 def available_cores() -> int:
@@ -27,8 +29,5 @@ def available_cores() -> int:
 
 
 def query_threads() -> int:
-    """Threads one query embedding uses: ``KNOWSPEC_VECTOR_THREADS``, else min(2, cores)."""
-    configured = process.current().settings.vector_threads
-    if configured:
-        return configured
-    return max(1, min(DEFAULT_THREADS, available_cores()))
+    """Threads one query embedding uses: ``KNOWSPEC_VECTOR_THREADS``, else one."""
+    return process.current().settings.vector_threads or DEFAULT_THREADS
