@@ -28,7 +28,7 @@ ALLOWED = {
     "impl/runtime.py:_active_lock": "guards the runtime holder",
     "impl/docpool/storage/base.py:UNRESTRICTED": "an immutable value (frozen dataclass), not state",
     "impl/okf/model.py:_NOT_MADE": "an immutable sentinel (a kept_property value not made yet), not state",
-    "impl/okf/model.py:obj.__dict__ (line 103)": "kept_property: a document's lazily made values kept on the document "
+    "impl/okf/model.py:obj.__dict__ (in __set__)": "kept_property: a document's lazily made values kept on the document "
                                                 "(as functools.cached_property keeps them), living and dying with "
                                                 "the snapshot the runtime caches",
     "impl/okf/write/lock.py:_thread_locks": "writers' per-bundle locks: coordination that must be shared "
@@ -104,6 +104,9 @@ def module_state(source: str) -> dict[str, str]:
                 owner = node.func.value
                 if isinstance(owner, ast.Name) and owner.id in top and node.func.attr in MUTATORS:
                     found[owner.id] = f"mutated by a function (.{node.func.attr})"
+    enclosing: dict[int, str] = {}  # node -> its innermost function (ast.walk meets outer ones first)
+    for func in (n for n in ast.walk(tree) if isinstance(n, (ast.FunctionDef, ast.AsyncFunctionDef))):
+        enclosing.update((id(inner), func.name) for inner in ast.walk(func))
     for node in ast.walk(tree):  # a cache hung on another object's __dict__: stored into or set up
         held = None
         if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Store):
@@ -111,7 +114,7 @@ def module_state(source: str) -> dict[str, str]:
         elif isinstance(node, ast.Call) and isinstance(node.func, ast.Attribute) and node.func.attr in MUTATORS:
             held = node.func.value
         if isinstance(held, ast.Attribute) and held.attr == "__dict__":
-            found[f"{ast.unparse(held)} (line {node.lineno})"] = "per-object __dict__ cache"
+            found[f"{ast.unparse(held)} (in {enclosing.get(id(node), '<module>')})"] = "per-object __dict__ cache"
     return found
 
 
