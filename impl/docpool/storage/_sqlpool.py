@@ -347,7 +347,7 @@ class SqlPool:
             params.extend([fold(text), fold(text)])
         params.append(int(limit))
         rows = self._rows(f"""select id, collection, kind, "key", title, attrs from doc$entity
-                              where {' and '.join(where)} order by {self._o('kind', self._ci('key'), 'collection')}
+                              where {' and '.join(where)} order by {self._o('kind', '"key"', 'collection')}
                               {self._first('?')}""", params)
         return [self._entity(r) for r in rows]
 

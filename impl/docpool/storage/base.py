@@ -231,7 +231,8 @@ class PoolStorage(Protocol):
         """One kind's row (in ``collection`` when given, else the first by collection)."""
 
     def find_entities(self, kind: str | None, text: str | None, limit: int) -> list[EntityRecord]:
-        """Entities of ``kind`` whose folded key or title contains folded ``text``: kind, key, collection."""
+        """Entities of ``kind`` whose folded key or title contains folded ``text``: by kind, key (byte-wise,
+        as the contract orders them; lookups by key are case-insensitive, the order is not), collection."""
 
     # -- statistics and vectors --------------------------------------------------------------
     def counts(self, access: Access) -> dict[str, int]:
