@@ -116,6 +116,9 @@ class SqlitePool(SqlPool):
     def _ci(self, column: str) -> str:
         return f"{column} collate nocase"
 
+    def _text_order(self, expr: str) -> str:
+        return f"{expr} collate binary"  # a column declared nocase (an entity's key) still orders by bytes
+
     def _folded(self, column: str) -> str:
         return f"doc_fold({column})"
 
