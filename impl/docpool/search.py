@@ -103,7 +103,7 @@ class PoolReads:
     def allowed_ids(self) -> np.ndarray:
         """Ascending int64 ids, read-only (the array is shared by the calls the cache answers)."""
         if self._ids is None:
-            key = (type(self.pool).__name__, self.pool.location, self.access, self.collection, self.linked_to)
+            key = (*_pool_key(self.pool), self.access, self.collection, self.linked_to)
             self._ids = allowed_topics_cache(process.current()).get(key, self.stamp, self._read_allowed_ids)
         return self._ids
 
@@ -174,7 +174,8 @@ def _vector_ranked(ctx: CallContext, reads: PoolReads, embed: Callable[[], Any],
     return _rendered(reads, _vector_hits(ctx, reads, vectors, q, reads.allowed_ids() if reads.filtered else None, limit))
 
 
-def _vector_key(pool: PoolStorage) -> tuple[str, str]:
+def _pool_key(pool: PoolStorage) -> tuple[str, str]:
+    """Which pool a per-pool cache entry (vectors, allowed topics) belongs to."""
     return (type(pool).__name__, pool.location)
 
 
@@ -197,7 +198,7 @@ def _pool_vectors(ctx: CallContext, reads: PoolReads, *, default_dim: int) -> An
             (pool.vector_count("chunk", UNRESTRICTED), pool.iter_vectors("chunk", UNRESTRICTED)),
             default_dim=default_dim, sketch=sketch)
 
-    return cached_pool_vectors(_vector_key(pool), reads.stamp, load)
+    return cached_pool_vectors(_pool_key(pool), reads.stamp, load)
 
 
 def _vector_hits(ctx: CallContext, reads: PoolReads, vectors: Any, q: Any, allowed: np.ndarray | None,
@@ -214,7 +215,7 @@ def _vector_hits(ctx: CallContext, reads: PoolReads, vectors: Any, q: Any, allow
     if _approximate(ctx):  # candidates re-scored exactly in float32, then the seed's rule
         from knowspec.impl.docpool.vectors.approximate import approximate_rank
 
-        return approximate_rank(_vector_key(reads.pool), reads.stamp, vectors, q, allowed, limit,
+        return approximate_rank(_pool_key(reads.pool), reads.stamp, vectors, q, allowed, limit,
                                 process.of(ctx).settings.vector_candidates)
     return vector_rank(vectors, q, allowed, limit)
 
@@ -254,7 +255,7 @@ def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -
     embed = _query_embedder(ctx, reads, query)
     from knowspec.impl.docpool.vectors.scoring import loaded_pool_vectors
 
-    vectors = loaded_pool_vectors(_vector_key(reads.pool), reads.stamp)
+    vectors = loaded_pool_vectors(_pool_key(reads.pool), reads.stamp)
     allowed = reads.allowed_ids() if reads.filtered else None
     if vectors is not None:
         ranking = executor.submit(lambda: _vector_hits(ctx, reads, vectors, embed(), allowed, max(HYBRID_TOP, limit)))
