@@ -47,6 +47,28 @@ def test_int8_pack_reproduces_numpy_forward_pass(hf_pack, hf_folder):
     assert cosine_rows(ours, theirs).min() >= 0.99
 
 
+def test_float_graph_matches_numpy_forward_pass_on_a_padded_batch(hf_folder):
+    source = load_hf_source(hf_folder[0])
+    texts = ["fatura", "reset the administrator password now", "the warehouse transfer form"]
+    ids, mask = encode_batch(source.tokenizer, texts)
+    assert mask.min() == 0  # texts of different lengths: the short ones are padded
+    session = ort.InferenceSession(build_bert_graph(source.weights).SerializeToString())
+    hidden = session.run(["last_hidden_state"], {
+        "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
+    assert cosine_rows(mean_pool_l2(hidden, mask), reference_forward.embed(source.weights, ids, mask)).min() >= 0.99999
+
+
+def test_each_layer_attends_and_activates_through_fused_nodes(hf_pack):
+    import onnx
+
+    out, meta, _ = hf_pack
+    ops = [node.op_type for node in onnx.load(str(out / MODEL_FILE)).graph.node]
+    layers = meta["layers"]
+    assert ops.count("QAttention") == layers
+    assert ops.count("BiasGelu") == layers
+    assert "Softmax" not in ops and "Transpose" not in ops
+
+
 def test_builder_clears_fixed_padding_of_a_shipped_tokenizer(hf_pack):
     out, _, _ = hf_pack
     shipped = json.loads((out / TOKENIZER_FILE).read_text())

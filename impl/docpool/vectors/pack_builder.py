@@ -33,7 +33,7 @@ from knowspec.impl.docpool.vectors.onnx_graph import quantize_int8, write_fp32_g
 from knowspec.impl.docpool.vectors.pack_source import PackSource
 from knowspec.impl.docpool.vectors.pooling import cosine_rows, encode_batch, mean_pool_l2
 
-BUILDER_VERSION = 1
+BUILDER_VERSION = 2  # 2: fused Attention and BiasGelu nodes (onnx_graph)
 MIN_MEAN_COSINE = 0.99
 
 # Fixed verification set: what the int8 pack must reproduce (query prefix applied by both sides).
