@@ -54,9 +54,10 @@ import numpy, onnxruntime, tokenizers
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 from knowspec.impl.docpool.vectors import embedder, int8_scan
+from knowspec.impl.docpool.vectors.compact_unigram import load_tokenizer
 from knowspec.impl.docpool.vectors.scoring import PoolVectors, vector_rank
 steps.append(("imports (numpy, onnxruntime, tokenizers, knowspec)", rss()))
-tokenizer = tokenizers.Tokenizer.from_file(str(model_dir / embedder.TOKENIZER_FILE))
+tokenizer = load_tokenizer(model_dir / embedder.TOKENIZER_FILE)  # as the embedder loads it
 steps.append(("tokenizer", rss()))
 del tokenizer
 model = embedder.load_embedder(model_dir)  # its own tokenizer again: the share above is that copy

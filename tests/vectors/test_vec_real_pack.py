@@ -83,3 +83,44 @@ def test_sanity_queries_find_their_own_passages(real_pack):
         q = query_vector(out, query, prefix=meta["query_prefix"], pool_model=meta["model"], pool_dim=meta["dim"])
         hits = vector_rank(pool, q, None, 3)
         assert hits[0].topic_id == own, (query, hits)
+
+
+REAL_ALPHABET = ("abcçdefgğhıijklmnoöprsştuüvyzâîû ABCÇĞIİÖŞÜ 0123456789 .,;:!?'\"()[]{}<>/-_ \t\n"
+                 "абвгдежзийклмнопрстуфхцчшщыэюя 漢字かなカナ 한국어 ﷺ ﬁ ａｂ ①② ☃🙂 \u0301\u200b\u00ad\x7f")
+
+
+def test_compact_tokenizer_gives_the_librarys_ids_on_real_text(real_pack):
+    import tokenizers
+
+    from knowspec.impl.docpool.vectors.compact_unigram import CompactUnigramTokenizer, load_tokenizer
+
+    out, _ = real_pack
+    compact = load_tokenizer(out / "tokenizer.json")
+    library = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
+    assert isinstance(compact, CompactUnigramTokenizer)
+    root = Path(__file__).resolve().parents[2]
+    texts = PASSAGES + [q for q, _ in QUERIES]
+    for doc in [root / "README.md", *sorted((root / "docs").glob("*.md"))]:
+        texts += [part for part in doc.read_text("utf-8").split("\n\n") if part.strip()]
+    texts += ["query: " + "ş" * 2000, "<s>fatura</s> <unk> <mask> <pad>"]
+    for text in texts:
+        assert compact.encode(text).ids == library.encode(text).ids, text[:80]
+
+
+def test_compact_tokenizer_gives_the_librarys_ids_on_generated_text(real_pack):
+    import tokenizers
+    from hypothesis import given, settings
+    from hypothesis import strategies as st
+
+    from knowspec.impl.docpool.vectors.compact_unigram import load_tokenizer
+
+    out, _ = real_pack
+    compact = load_tokenizer(out / "tokenizer.json")
+    library = tokenizers.Tokenizer.from_file(str(out / "tokenizer.json"))
+
+    @settings(max_examples=400, deadline=None)
+    @given(st.text(alphabet=REAL_ALPHABET, max_size=60))
+    def check(text):
+        assert compact.encode(text).ids == library.encode(text).ids
+
+    check()

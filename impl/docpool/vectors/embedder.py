@@ -26,6 +26,7 @@ import numpy as np
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.extras import missing_extra_message
+from knowspec.impl.docpool.vectors.compact_unigram import load_tokenizer
 from knowspec.impl.docpool.vectors.parallelism import query_threads
 from knowspec.impl.docpool.vectors.pooling import encode_batch, mean_pool_l2
 
@@ -145,7 +146,7 @@ def _load(model_dir: Path, threads: int) -> Embedder:
         raise model_not_found(model_dir, f"{', '.join(missing)} missing in {model_dir}")
     ort = _import_runtime()
     try:
-        from tokenizers import Tokenizer
+        import tokenizers  # noqa: F401  (compact_unigram loads with it)
     except ModuleNotFoundError as exc:
         raise runtime_not_found(missing_extra_message(exc) or str(exc)) from None
 
@@ -163,7 +164,7 @@ def _load(model_dir: Path, threads: int) -> Embedder:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
     try:
         session = ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"])
-        tokenizer = Tokenizer.from_file(str(tok_path))
+        tokenizer = load_tokenizer(tok_path)
     except Exception as exc:
         raise model_not_found(model_dir, f"model pack in {model_dir} is unreadable: {exc}") from None
     tokenizer.no_padding()
