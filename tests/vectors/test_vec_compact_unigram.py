@@ -93,3 +93,14 @@ def test_other_tokenizer_files_load_with_the_library(hf_folder):
     folder, _ = hf_folder
     loaded = load_tokenizer(folder / "tokenizer.json")  # WordLevel, fixed padding
     assert isinstance(loaded, tokenizers.Tokenizer)
+
+
+def test_a_unigram_file_of_another_shape_loads_with_the_library(tmp_path):
+    import json
+
+    path = write_tokenizer(tmp_path)
+    config = json.loads(path.read_text("utf-8"))
+    for token in config["added_tokens"]:
+        token["lstrip"] = token["content"] == "<mask>"  # as XLM-R's file: matched with the space before it
+    path.write_text(json.dumps(config), "utf-8")
+    assert isinstance(load_tokenizer(path), tokenizers.Tokenizer)
