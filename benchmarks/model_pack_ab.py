@@ -34,13 +34,14 @@ PASSAGE_TOKENS = (64, 256)
 
 
 def passage_of(embedder, tokens: int) -> str:
-    """A text of about ``tokens`` tokens, cut from this file's own words."""
+    """The longest run of this file's words that encodes to at most ``tokens`` tokens."""
     words = Path(__file__).read_text("utf-8").split()
     text = ""
-    for end in range(tokens, len(words), 8):
-        text = " ".join(words[:end])
-        if len(embedder.tokenizer.encode("passage: " + text).ids) >= tokens:
+    for end in range(1, len(words) + 1):
+        longer = " ".join(words[:end])
+        if len(embedder.tokenizer.encode("passage: " + longer).ids) > tokens:
             break
+        text = longer
     return text
 
 
