@@ -11,6 +11,7 @@ from knowspec.impl.okf.search import boundary_signatures as bs
 from knowspec.impl.okf.search import concepts as sc
 from knowspec.impl.okf.search import concepts_index as sci
 from knowspec.impl.okf.search import token_postings as tp
+from knowspec.impl.okf.search.sorted_unique import sorted_unique
 from knowspec.impl.rules.text import case_fold
 
 # separators (space, '-', '.', NUL, newline), token bytes (letters, digits, '_', multi-byte UTF-8)
@@ -184,3 +185,11 @@ def test_values_added_at_once_give_the_postings_of_values_added_one_by_one(value
     at_once = tp.PostingsBuilder()
     at_once.add_values([row for row, _ in values], [text.encode() for _, text in values])
     assert _as_map(at_once.finish(6)) == _as_map(one_by_one.finish(6))
+
+
+@given(st.lists(st.integers(min_value=0, max_value=2**32 - 1), max_size=40))
+def test_sorted_unique_is_np_unique(values):
+    array = np.asarray(values, dtype=np.uint32)
+    expected = np.unique(array)
+    got = sorted_unique(array)
+    assert got.dtype == expected.dtype and got.tolist() == expected.tolist()

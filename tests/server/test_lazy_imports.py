@@ -56,6 +56,17 @@ def test_serving_okf_tools_loads_no_document_pool_library(tmp_path):
     assert _loaded_of(loaded, NOT_FOR_OKF) == []
 
 
+def test_search_concepts_loads_numpy_without_its_masked_arrays(tmp_path):
+    """numpy 2.3+'s ``np.unique`` imports ``numpy.ma`` (1.2 MiB resident) at its first call: the
+    queries' trigram codes and token ids are deduplicated by sorting instead (``sorted_unique``)."""
+    path = str(BUNDLE)
+    calls = [{"name": "search_concepts", "arguments": {"bundle_path": path, "query": query}}
+             for query in ("rate", "on-time delivery", "la")]  # trigrams, a separator join, a short scan
+    answers, loaded = _serve_and_report(tmp_path, calls)
+    assert all(not a["result"]["isError"] for a in answers), answers
+    assert "numpy" in loaded and _loaded_of(loaded, ("numpy.ma",)) == []
+
+
 HTTP_STACK = ("starlette", "uvicorn", "sse_starlette", "click", "mcp.server.streamable_http",
               "mcp.server.streamable_http_manager", "mcp.server.auth", "mcp.server.transport_security")
 

@@ -15,6 +15,7 @@ from typing import Sequence
 
 import numpy as np
 
+from knowspec.impl.okf.search.sorted_unique import sorted_unique
 from knowspec.impl.okf.search.token_postings import SEPARATORS
 
 BITS = 1 << 11
@@ -68,7 +69,7 @@ def query_bits(needle: bytes) -> list[tuple[int, int]]:
     if len(data) < 3:
         return []
     middle = np.flatnonzero(_IS_SEPARATOR[data[1:-1]]) + 1
-    hashes = np.unique(_hashes(data[middle - 1], data[middle], data[middle + 1]))
+    hashes = sorted_unique(_hashes(data[middle - 1], data[middle], data[middle + 1]))
     return [(h >> 3, 128 >> (h & 7)) for h in hashes.tolist()]
 
 

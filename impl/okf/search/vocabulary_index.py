@@ -15,6 +15,8 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from knowspec.impl.okf.search.sorted_unique import sorted_unique
+
 _SEP = 0
 
 
@@ -65,7 +67,7 @@ class VocabularyIndex:
             return self._scan(pattern, limit)
         candidates: np.ndarray | None = None
         lists = []
-        for code in np.unique(_codes(np.frombuffer(pattern, dtype=np.uint8))).tolist():
+        for code in sorted_unique(_codes(np.frombuffer(pattern, dtype=np.uint8))).tolist():
             k = int(np.searchsorted(self.trigrams, code))
             if k == len(self.trigrams) or self.trigrams[k] != code:
                 return np.empty(0, dtype=np.int64)
@@ -95,4 +97,4 @@ class VocabularyIndex:
             pos = find(pattern, pos + 1)
         if pattern.startswith(b"\x00"):
             positions = [p + 1 for p in positions]  # the match begins at its token's start
-        return np.unique(np.searchsorted(self.starts, np.asarray(positions, dtype=np.int64), side="right") - 1)
+        return sorted_unique(np.searchsorted(self.starts, np.asarray(positions, dtype=np.int64), side="right") - 1)
