@@ -10,6 +10,7 @@ from hypothesis import given, settings, strategies as st
 from knowspec.impl.okf.search import boundary_signatures as bs
 from knowspec.impl.okf.search import concepts as sc
 from knowspec.impl.okf.search import concepts_index as sci
+from knowspec.impl.okf.search import id_dtype as ids
 from knowspec.impl.okf.search import token_postings as tp
 from knowspec.impl.okf.search.sorted_unique import sorted_unique
 from knowspec.impl.rules.text import case_fold
@@ -91,7 +92,7 @@ def test_rebuild_from_a_previous_index_equals_a_build_from_scratch(old_texts, ne
             fresh.append(tp.tokens(texts[-1]))
     rebuilt = tp.TokenPostings.build(len(texts), fresh_rows, fresh, previous, moved_from, moved_to)
     assert _as_map(rebuilt) == _as_map(_build(texts))
-    assert rebuilt.rows.dtype == np.uint32
+    assert rebuilt.rows.dtype == np.uint16  # fewer than 65,535 rows: two bytes a row id
 
 
 WORDS = st.text(alphabet="ab1_-. é", max_size=16)
@@ -108,6 +109,32 @@ def test_index_answers_like_the_reference_scan_for_queries_with_punctuation(rows
                for cid, title, description, tags, body in rows]
     folded = case_fold(query)
     assert sci.ConceptSearchIndex(entries).search(folded, limit) == sc.search(entries, folded, limit)
+
+
+@settings(max_examples=100, deadline=None)
+@given(st.lists(st.tuples(st.text(alphabet="ab_-", min_size=1, max_size=4), WORDS, WORDS,
+                          st.lists(WORDS, max_size=2), WORDS), max_size=10, unique_by=lambda r: r[0]),
+       st.text(alphabet="ab1_-. é", min_size=1, max_size=4))
+def test_an_index_of_32_bit_ids_answers_like_one_of_16_bit_ids(rows, query):
+    """Row and token ids are 16-bit below 65,535 of them (``id_dtype``), 32-bit above: the same
+    answers either way."""
+    entries = [(cid, sc.SearchableConcept.of(cid, title, description, tags, body))
+               for cid, title, description, tags, body in rows]
+    folded = case_fold(query)
+    narrow = sci.ConceptSearchIndex(entries)
+    with pytest.MonkeyPatch.context() as patch:
+        patch.setattr(ids, "SMALL_IDS", 0)
+        wide = sci.ConceptSearchIndex(entries)
+    assert narrow.postings[-1].rows.dtype == np.uint16 and wide.postings[-1].rows.dtype == np.uint32
+    narrow_words, wide_words = narrow.postings[-1].words.token_ids, wide.postings[-1].words.token_ids
+    assert wide_words.dtype == np.uint32 and (narrow_words.dtype == np.uint16 or not len(narrow_words))
+    assert wide.search(folded, 12) == narrow.search(folded, 12) == sc.search(entries, folded, 12)
+
+
+def test_id_dtype_holds_the_last_id_plus_one():
+    assert ids.id_dtype(0) == ids.id_dtype(ids.SMALL_IDS - 1) == np.uint16
+    assert np.iinfo(np.uint16).max >= ids.SMALL_IDS  # the last id + 1 (an offset's end) still fits
+    assert ids.id_dtype(ids.SMALL_IDS) == ids.id_dtype(10**6) == np.uint32
 
 
 def test_index_searches_every_body_when_a_piece_is_too_common_to_narrow(monkeypatch):

@@ -22,6 +22,7 @@ from typing import Iterable, Sequence
 
 import numpy as np
 
+from knowspec.impl.okf.search.id_dtype import id_dtype
 from knowspec.impl.okf.search.vocabulary_index import VocabularyIndex
 
 SEPARATORS = bytes(b for b in range(128) if not (chr(b).isalnum() or chr(b) == "_"))
@@ -107,7 +108,7 @@ class PostingsBuilder:
         offsets = np.zeros(len(vocabulary) + 1, dtype=np.int64)
         np.cumsum(counts[alive], out=offsets[1:])
         framed = _SEP + _SEP.join(vocabulary) + _SEP if vocabulary else _SEP
-        return TokenPostings(n_rows, framed, starts, offsets, (keys & 0xFFFFFFFF).astype(np.uint32),
+        return TokenPostings(n_rows, framed, starts, offsets, (keys & 0xFFFFFFFF).astype(id_dtype(n_rows)),
                              VocabularyIndex.of(framed, starts))
 
 

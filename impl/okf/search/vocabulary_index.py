@@ -15,6 +15,7 @@ from dataclasses import dataclass
 
 import numpy as np
 
+from knowspec.impl.okf.search.id_dtype import id_dtype
 from knowspec.impl.okf.search.sorted_unique import sorted_unique
 
 _SEP = 0
@@ -55,7 +56,7 @@ class VocabularyIndex:
         firsts = np.flatnonzero(first)
         trigrams = codes[firsts]
         offsets = np.append(firsts, len(codes)).astype(np.int64)
-        return cls(vocabulary, starts, trigrams, offsets, owners.astype(np.uint32))
+        return cls(vocabulary, starts, trigrams, offsets, owners.astype(id_dtype(len(starts))))
 
     def nbytes(self) -> int:
         return self.trigrams.nbytes + self.offsets.nbytes + self.token_ids.nbytes
