@@ -56,3 +56,16 @@ def test_link_target_ids_are_the_links_target_ids_parsed_or_not(lines):
     assert Concept("a/b", "a/b.md", raw).link_target_ids() == expected
     assert parsed.link_target_ids() == expected
     assert [link.target_id for link in Concept("a/b", "a/b.md", raw).links] == expected
+
+
+def test_link_resolution_memo_stays_bounded_and_answers_like_no_memo():
+    """The (source folder, target) memo keeps at most ``CLASSIFIED_MEMO_ENTRIES``: a bundle with
+    more distinct links than that evicts, and evicted links resolve as before."""
+    from knowspec.impl.okf.parsing import links
+
+    targets = [f"../t{i % 7}/c{i}.md#f{i % 3}" for i in range(links.CLASSIFIED_MEMO_ENTRIES + 500)]
+    first = links.resolve_target_ids("a/b/src", targets)
+    assert links._classified.cache_info().currsize <= links.CLASSIFIED_MEMO_ENTRIES
+    fresh = [links._classified.__wrapped__("a/b", target)[1] for target in targets]
+    assert first == fresh == links.resolve_target_ids("a/b/src", targets)
+    assert first[0] == "a/t0/c0"

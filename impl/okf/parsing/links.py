@@ -191,7 +191,15 @@ def resolve_link_target(source_id: str, target: str, kind: str | None = None) ->
     return joined
 
 
-@lru_cache(maxsize=65536)
+# An entry is ~300 bytes (key, record, strings). databricks-okf resolves 56,700 links, 10,100
+# distinct, that a bundle's concepts repeat near each other (one folder's concepts link alike):
+# 4,096 entries keep 46,354 of the 46,539 hits of an unbounded memo in its first load (92,753 of
+# 103,210 with get_semantic_graph after it) in 1.2 MiB instead of 2.9, and a bigger bundle's memo
+# no longer grows to 65,536 entries (19 MiB).
+CLASSIFIED_MEMO_ENTRIES = 4096
+
+
+@lru_cache(maxsize=CLASSIFIED_MEMO_ENTRIES)
 def _classified(source_dir: str, target: str) -> tuple[str, str | None, str | None]:
     """(kind, target id, fragment) of a stripped target seen from a source directory.
 
