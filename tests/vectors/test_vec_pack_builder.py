@@ -21,14 +21,16 @@ from knowspec.impl.docpool.vectors.cli import add_model_parser
 from knowspec.impl.docpool.vectors.pack_check import check_pack
 from knowspec.impl.docpool.vectors.onnx_graph import BertWeights, build_bert_graph
 from knowspec.impl.docpool.vectors.pooling import cosine_rows, encode_batch, mean_pool_l2
+from knowspec.impl.docpool.vectors.word_codes import WORD_CODES_FILE
 
 from .conftest import TINY, corpus_words
 from .synth_models import random_weights, write_hf_folder
 
 
-def test_built_pack_has_three_files_and_records_identity(hf_pack):
+def test_built_pack_has_four_files_and_records_identity(hf_pack):
     out, meta, weights = hf_pack
-    assert {p.name for p in out.iterdir()} == {MODEL_FILE, TOKENIZER_FILE, PACK_FILE}
+    assert {p.name for p in out.iterdir()} == {MODEL_FILE, WORD_CODES_FILE, TOKENIZER_FILE, PACK_FILE}
+    assert set(meta["files"]) == {MODEL_FILE, WORD_CODES_FILE, TOKENIZER_FILE}
     on_disk = json.loads((out / PACK_FILE).read_text())
     assert on_disk == meta
     assert meta["model"] == "synthetic/bert-tiny"

