@@ -8,7 +8,7 @@ and one after (``knowspec model build --out DIR``), then time both here. Each ca
 one pack then the other (the order flips each call), so the shared host's load reaches both
 alike; the ratio of the p50s in one run is the figure to trust. Timed: the labelled benchmark
 queries with the ``query: `` prefix (``embed_query``, the vector search path), and passages of
-64 and 256 tokens (``embed``, the import path). Also the largest cosine gap between the two
+at most 64 and 256 tokens (``embed``, the import path). Also the largest cosine gap between the two
 packs' vectors of the same text: a faster graph must not move the vectors.
 """
 

@@ -12,7 +12,7 @@ and V projections packed into one ``[hidden, 3*hidden]`` weight, the raw 0/1 mas
 ``mask_index``) and the first feed-forward projection's bias and GELU one ``BiasGelu``; int8
 quantization turns them into ``QAttention`` and ``DynamicQuantizeMatMul`` + ``BiasGelu``. Against
 the same encoder spelled out in standard ops (~27 kernels a layer: reshapes, transposes, scaled
-scores, softmax) a 13-token query runs ~10-20 % faster (``benchmarks/model_pack_ab.py``) and
+scores, softmax) a query embeds ~9 % faster (p50 ratio 0.91, ``benchmarks/model_pack_ab.py``) and
 the vectors agree to a cosine of 1 - 1e-7. The graph runs on ONNX Runtime only, which is the
 pack's one consumer.
 
@@ -94,9 +94,6 @@ class _GraphWriter:
 
     def ints(self, name: str, values: list[int]) -> str:
         return self.const(name, np.array(values, dtype=np.int64))
-
-    def scalar(self, name: str, value: float) -> str:
-        return self.const(name, np.array(value, dtype=np.float32))
 
     def op(self, op_type: str, inputs: list[str], domain: str = "", **attrs) -> str:
         from onnx import helper
