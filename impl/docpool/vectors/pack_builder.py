@@ -128,18 +128,16 @@ def existing_pack(out_dir: Path, fingerprint: dict) -> dict | None:
     return meta if same else None
 
 
-def embed_with_pack(pack_dir: Path, texts: list[str], prefix: str) -> np.ndarray:
-    """Embed with a freshly written pack as the server will (its tokenizer file, its word
-    table), outside the server's cache: the files are still in the build folder."""
-    embedder = runtime_embedder.open_pack(pack_dir, threads=1)
-    return np.stack([embedder.embed_query(text, prefix) for text in texts])
+def embed_with_pack(pack: runtime_embedder.Embedder, texts: list[str], prefix: str) -> np.ndarray:
+    """One unit vector per text, each embedded alone as the server embeds a query."""
+    return np.stack([pack.embed_query(text, prefix) for text in texts])
 
 
-def sanity_report(pack_dir: Path, source: PackSource) -> dict:
+def sanity_report(pack: runtime_embedder.Embedder, source: PackSource) -> dict:
     queries = [q for q, _ in SANITY_PAIRS]
     passages = [p for _, p in SANITY_PAIRS]
-    qv = embed_with_pack(pack_dir, queries, source.query_prefix)
-    pv = embed_with_pack(pack_dir, passages, source.passage_prefix)
+    qv = embed_with_pack(pack, queries, source.query_prefix)
+    pv = embed_with_pack(pack, passages, source.passage_prefix)
     sims = qv @ pv.T
     rows = [{"query": q, "best": int(np.argmax(sims[i])), "own_score": round(float(sims[i, i]), 4)}
             for i, q in enumerate(queries)]
@@ -207,12 +205,15 @@ def build_pack(
         # The model file last: a server reloads a pack when the model file changes.
         files = ([WORD_CODES_FILE] if split else []) + [TOKENIZER_FILE, MODEL_FILE]
         src.tokenizer.save(str(work / TOKENIZER_FILE))
+        # Loaded once, as the server will load it (its tokenizer file, its word table), but
+        # outside the server's cache: the files are still in the build folder.
+        pack = runtime_embedder.open_pack(work, threads=1)
         ours = step("embed check set with the pack",
-                    lambda: embed_with_pack(work, VERIFY_SENTENCES, src.query_prefix))
+                    lambda: embed_with_pack(pack, VERIFY_SENTENCES, src.query_prefix))
         theirs = step(f"embed check set with the {src.reference_name}",
                       lambda: src.reference_queries(VERIFY_SENTENCES))
         cosines = cosine_rows(ours, theirs)
-        sanity = sanity_report(work, src)
+        sanity = sanity_report(pack, src)
         progress.stop()
         _print_report(console, cosines, sanity, src.reference_name)
         if not cosines.mean() >= min_mean_cosine:
