@@ -14,6 +14,7 @@ No timing here: speed is measured by ``benchmarks/docpool_vector.py``.
 
 from __future__ import annotations
 
+import os
 from types import SimpleNamespace as Row
 
 import numpy as np
@@ -409,6 +410,60 @@ def test_matmul_integer_model_is_what_onnx_helper_writes():
     assert int8_scan.matmul_integer_model(codes) == model.SerializeToString()
     onnx.checker.check_model(onnx.load_from_string(int8_scan.matmul_integer_model(codes)))
 
+
+
+class _RecordingRuntime:
+    """onnxruntime with ``InferenceSession`` recording what each session was opened from."""
+
+    def __init__(self, ort):
+        self.opened: list[object] = []
+        self.SessionOptions = ort.SessionOptions
+
+        def session(path_or_bytes, *args, **kwargs):
+            self.opened.append(path_or_bytes)
+            return ort.InferenceSession(path_or_bytes, *args, **kwargs)
+
+        self.InferenceSession = session
+
+
+def _scan_codes():
+    rng = np.random.default_rng(7)
+    codes = rng.integers(-int8_scan.ROW_LEVELS, int8_scan.ROW_LEVELS + 1, size=(24, 300)).astype(np.int8)
+    shifted = rng.integers(1, 2 * int8_scan.QUERY_LEVELS + 2, size=(2, 24)).astype(np.uint8)
+    return codes, shifted, (shifted.astype(np.int64) - int8_scan.QUERY_SHIFT) @ codes.astype(np.int64)
+
+
+@needs_kernel
+def test_the_scan_session_is_opened_from_a_file_then_removed_not_from_bytes_it_would_keep():
+    ort = pytest.importorskip("onnxruntime")
+    runtime = _RecordingRuntime(ort)
+    codes, shifted, want = _scan_codes()
+    session = int8_scan.scan_session(runtime, codes, ort.SessionOptions())
+    [opened] = runtime.opened
+    assert isinstance(opened, str) and not os.path.exists(opened) and not os.path.exists(os.path.dirname(opened))
+    np.testing.assert_array_equal(session.run(None, {"q": shifted})[0], want)
+
+
+@needs_kernel
+def test_the_scan_session_is_made_from_bytes_where_no_temporary_file_can_be_written(monkeypatch):
+    ort = pytest.importorskip("onnxruntime")
+    runtime = _RecordingRuntime(ort)
+
+    def no_folder(*args, **kwargs):
+        raise PermissionError("read-only temporary folder")
+
+    monkeypatch.setattr(int8_scan.tempfile, "TemporaryDirectory", no_folder)
+    codes, shifted, want = _scan_codes()
+    session = int8_scan.scan_session(runtime, codes, ort.SessionOptions())
+    assert [type(opened) for opened in runtime.opened] == [bytes]
+    np.testing.assert_array_equal(session.run(None, {"q": shifted})[0], want)
+
+
+def test_the_model_parts_hold_the_codes_without_a_copy():
+    codes, _, _ = _scan_codes()
+    parts = int8_scan.matmul_integer_model_parts(codes)
+    assert b"".join(parts) == int8_scan.matmul_integer_model(codes)
+    assert np.shares_memory(np.frombuffer(parts[1], dtype=np.int8), codes)
 
 # -- masks instead of sets ------------------------------------------------------------------
 

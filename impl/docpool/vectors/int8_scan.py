@@ -37,6 +37,8 @@ is missing, callers scan in float32 instead (:func:`int8_kernel` returns None).
 from __future__ import annotations
 
 import math
+import os
+import tempfile
 import threading
 from dataclasses import dataclass, field
 from typing import Callable
@@ -128,13 +130,14 @@ def quantize_rows(matrix: np.ndarray, block: int = BLOCK_ROWS) -> tuple[np.ndarr
 
 
 def build_sketch(matrix: np.ndarray, kernel: Kernel, block: int = BLOCK_ROWS) -> Int8Sketch | None:
-    """The sketch of ``matrix``: its codes go to ``kernel``, which keeps its own copies (an ONNX
-    Runtime session held about twice the codes' bytes at 100k x 384: the weight and its packing).
-    None when the combined dot products could overflow an int32 (a dimension past ~130,000)."""
+    """The sketch of ``matrix``: its codes go to ``kernel``, which keeps its own copy (an ONNX
+    Runtime session keeps the weight packed for its integer kernels: about the codes' bytes,
+    :func:`scan_session`). None when the combined dot products could overflow an int32 (a
+    dimension past ~130,000)."""
     if max_shift_bits(matrix.shape[1]) < 0:
         return None
     codes_t, scale, err, coded_norm = quantize_rows(matrix, block)
-    return Int8Sketch(kernel(codes_t), 2 * codes_t.nbytes, scale, err, coded_norm)
+    return Int8Sketch(kernel(codes_t), codes_t.nbytes, scale, err, coded_norm)
 
 
 @dataclass(frozen=True)
@@ -346,8 +349,13 @@ def matmul_integer_model(codes_t: np.ndarray) -> bytes:
     """A one-node ONNX model ``s = MatMulInteger(q, codes, QUERY_SHIFT)`` (ir 8, opset 17) whose
     ``codes`` is the constant int8 ``codes_t`` [dim, n] and whose query zero point undoes the
     query's shift, written directly as protobuf so the server needs no ``onnx`` package
-    (``tests/docpool/test_vector_speed_paths`` compares it with ``onnx.helper``'s).
-    The codes are copied once, by the final join: a 100k-row sketch is 38 MB."""
+    (``tests/docpool/test_vector_speed_paths`` compares it with ``onnx.helper``'s)."""
+    return b"".join(matmul_integer_model_parts(codes_t))
+
+
+def matmul_integer_model_parts(codes_t: np.ndarray) -> list[bytes | memoryview]:
+    """:func:`matmul_integer_model` in pieces, the codes a view of ``codes_t``'s own bytes (when
+    contiguous int8): written one after another to a file, the model is never one more copy."""
     codes = np.ascontiguousarray(codes_t, dtype=np.int8)
     dim, n = codes.shape
     raw = codes.data.cast("B")
@@ -361,7 +369,26 @@ def matmul_integer_model(codes_t: np.ndarray) -> bytes:
              + _field(12, _tensor_type("s", INT32, ("m", n))))
     graph_size = len(before) + weight_size + len(after)
     opset = _field(8, _field(1, "") + _field(2, 17))
-    return b"".join([_field(1, 8), _head(7, graph_size), before, weight_head, raw, after, opset])
+    return [_field(1, 8) + _head(7, graph_size) + before + weight_head, raw, after + opset]
+
+
+def scan_session(ort, codes_t: np.ndarray, options):
+    """ONNX Runtime's session of :func:`matmul_integer_model`, opened from a private temporary file.
+
+    A session made from bytes keeps them for its life (onnxruntime's Python ``InferenceSession``
+    holds ``path_or_bytes`` to be able to remake itself), beside the packed weight it made from
+    them: twice the codes (100k x 384: 74 MiB instead of 37; benchmarks/docpool_vector_memory.py).
+    Opened from a path, it holds only the packed weight, and the file is removed at once. Where
+    no temporary file can be written, the session is made from bytes (the same scan)."""
+    try:
+        with tempfile.TemporaryDirectory(prefix="knowspec-int8-") as folder:
+            path = os.path.join(folder, "int8_scan.onnx")
+            with open(path, "wb") as out:
+                for part in matmul_integer_model_parts(codes_t):
+                    out.write(part)
+            return ort.InferenceSession(path, options, providers=["CPUExecutionProvider"])
+    except OSError:
+        return ort.InferenceSession(matmul_integer_model(codes_t), options, providers=["CPUExecutionProvider"])
 
 
 def _probe(kernel: Kernel) -> bool:
@@ -395,7 +422,7 @@ def _load_kernel() -> Kernel | None:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
 
     def kernel(codes_t: np.ndarray) -> Scan:
-        session = ort.InferenceSession(matmul_integer_model(codes_t), options, providers=["CPUExecutionProvider"])
+        session = scan_session(ort, codes_t, options)
 
         def scan(shifted: np.ndarray) -> np.ndarray:
             return session.run(None, {"q": shifted})[0]
