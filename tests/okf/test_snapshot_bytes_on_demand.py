@@ -1,7 +1,7 @@
 """The snapshot keeps file records, not bytes (impl/okf/bundle/captured_files.py).
 
-Bytes are in hand for the call that captured them, dropped at the next capture and re-read on
-demand, served only when they hash as captured: a file changed on disk is refused, never
+Bytes are in hand for the call that captured them, dropped when a read tool's call ends (else
+at the next capture) and re-read on demand, served only when they hash as captured: a file changed on disk is refused, never
 served as the snapshot's old content, and the next capture serves the new one. Revisions and
 fingerprints come from the kept digests and equal the ones hashed from the bytes.
 """
@@ -18,11 +18,12 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
-from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileChanged, FileRecord
+from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileChanged, FileRecord, captures_released_at_end
 from knowspec.impl.okf.model import load_snapshot
+from knowspec.impl.okf.tools import read as read_tools
 from knowspec.impl.okf.tools.query import snapshot_fingerprint
 from knowspec.impl.okf.write.revision import RevisionIndex, revision_of
-from okf_helpers import ctx, read_concept, write_bundle
+from okf_helpers import ctx, list_concepts, read_concept, write_bundle
 
 
 def _concept(title: str, body: str = "") -> str:
@@ -52,6 +53,50 @@ def test_documents_drop_their_bytes_at_the_next_capture(kb):
     assert dict(second.files) == _on_disk(kb)  # re-read on demand, the same bytes
     assert second.concepts["a"].body == body and "see [B](b.md)" in body
 
+
+
+def test_a_read_tool_call_drops_the_bytes_its_capture_parsed_when_it_returns(kb, monkeypatch):
+    captured = []
+
+    def recorded(path, context):
+        captured.append(load_snapshot(path, context))
+        return captured[-1]
+
+    monkeypatch.setattr(read_tools, "load_snapshot", recorded)
+    answer = list_concepts(kb)
+    [held] = captured
+    assert held.holding == [] and all(d._raw is None for d in held.documents.values())
+    assert list_concepts(kb).structured == answer.structured  # answered again from re-read bytes
+    assert held.concepts["a"].body.startswith("see [B](b.md)")
+
+def test_bytes_stay_in_hand_until_the_outermost_read_call_returns(kb):
+    seen = []
+
+    @captures_released_at_end
+    def inner():
+        return load_snapshot(str(kb), ctx())
+
+    @captures_released_at_end
+    def outer():
+        snapshot = inner()
+        seen.append(snapshot.concepts["a"]._raw is not None)
+        return snapshot
+
+    snapshot = outer()
+    assert seen == [True] and snapshot.concepts["a"]._raw is None
+
+
+def test_a_failing_read_call_drops_the_bytes_too(kb):
+    captured = []
+
+    @captures_released_at_end
+    def failing():
+        captured.append(load_snapshot(str(kb), ctx()))
+        raise ToolError("invalid_request", "refused after the capture")
+
+    with pytest.raises(ToolError):
+        failing()
+    assert all(d._raw is None for d in captured[0].documents.values())
 
 def test_a_file_changed_on_disk_is_refused_not_served_as_the_old_content(kb):
     held = load_snapshot(str(kb), ctx())

@@ -16,6 +16,7 @@ from __future__ import annotations
 import functools
 import hashlib
 import os
+from contextvars import ContextVar
 from hashlib import sha256
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
@@ -49,6 +50,41 @@ def retried_on_file_change(handler: F) -> F:
                 if attempt + 1 == ANSWER_ATTEMPTS:
                     raise
         raise AssertionError("unreachable")
+
+    return answered  # type: ignore[return-value]
+
+
+# The snapshots captured during the current read tool call whose documents still hold the
+# bytes they were parsed from (None outside :func:`captures_released_at_end`).
+_CALL_CAPTURES: ContextVar[list[Any] | None] = ContextVar("okf_call_captures", default=None)
+
+
+def release_at_call_end(snapshot: Any) -> None:
+    """Have ``snapshot`` drop its documents' bytes when the current read tool call ends; outside
+    one, the next capture releases them."""
+    captures = _CALL_CAPTURES.get()
+    if captures is not None:
+        captures.append(snapshot)
+
+
+def captures_released_at_end(handler: F) -> F:
+    """A read tool's handler whose captures drop the bytes they parsed when it returns: the call
+    has had its pass over the bodies, and later readers re-read what they need. Left to the next
+    capture, a server whose first call loaded databricks-okf held 34 MiB of file bytes until a
+    second call came (``benchmarks/okf_cold_memory.py``). Writers keep theirs to the next
+    capture: their plans are rendered after the capture."""
+    @functools.wraps(handler)
+    def answered(*args: Any, **kwargs: Any) -> Any:
+        if _CALL_CAPTURES.get() is not None:  # a nested call: the outermost one releases
+            return handler(*args, **kwargs)
+        captures: list[Any] = []
+        scope = _CALL_CAPTURES.set(captures)
+        try:
+            return handler(*args, **kwargs)
+        finally:
+            _CALL_CAPTURES.reset(scope)
+            for snapshot in captures:
+                snapshot.release_bytes()
 
     return answered  # type: ignore[return-value]
 

@@ -28,7 +28,7 @@ from dataclasses import dataclass, field
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import watch as inotify
-from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileRecord
+from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileRecord, release_at_call_end
 from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
 from knowspec.impl.okf.model import Document, Snapshot, document_for
 from knowspec.impl.okf.bundle.limits import BundleLimits, limits_for
@@ -490,11 +490,14 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
     slot.links = walk.links
     slot.watch, slot.root_id, slot.limits = walk.watch, root_id, _limit_stamp(walk.limits)
     slot.nbytes = sum(e.record.size for e in entries.values())
+    if snapshot.holding:
+        release_at_call_end(snapshot)
     return snapshot
 
 
 def _in_hand(documents: dict[str, Document]) -> list[Document]:
-    """The documents still holding the bytes they were parsed from (released by the next capture)."""
+    """The documents still holding the bytes they were parsed from (released when the capturing
+    call ends, or by the next capture)."""
     return [d for d in documents.values() if d.holds_releasable_bytes()]
 
 

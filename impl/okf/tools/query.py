@@ -21,7 +21,7 @@ from knowspec.generated.models.okf.search_sections_input_schema import SearchSec
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.bundle.captured_files import digest_of, retried_on_file_change, size_of
+from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, digest_of, retried_on_file_change, size_of
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.graph import render as graph
 from knowspec.impl.okf.tools import cards
@@ -77,6 +77,7 @@ def _search_index(snapshot: Snapshot, ctx: CallContext) -> ConceptSearchIndex:
     return index_for_snapshot(snapshot, lambda: ctx.check_cancelled("search concepts"))
 
 
+@captures_released_at_end
 @retried_on_file_change
 def search_concepts(args: SearchConceptsInput, ctx: CallContext) -> ToolOutput:
     """Literal folded substring search; ranked by match field, then ID; bounded by ``limit``."""
@@ -112,6 +113,7 @@ def _sources(concept: Any) -> list[SourceEntry]:
     return [SourceEntry(s["id"], s["resource"], s["title"]) for s in cards.valid_sources(concept)]
 
 
+@captures_released_at_end
 @retried_on_file_change
 def get_neighbors(args: GetNeighborsInput, ctx: CallContext) -> ToolOutput:
     """Bounded navigation and relation edges around one concept; provenance sources apart."""
@@ -188,6 +190,7 @@ def _section_docs(snapshot: Snapshot):
         yield ss.SectionDoc(cid, concept.path, concept.title or "", concept.sha256(), sections)
 
 
+@captures_released_at_end
 @retried_on_file_change
 def search_sections(args: SearchSectionsInput, ctx: CallContext) -> ToolOutput:
     """BM25 AND-of-terms over heading sections, with line locators and digests."""
@@ -208,6 +211,7 @@ def search_sections(args: SearchSectionsInput, ctx: CallContext) -> ToolOutput:
 # --- get_semantic_graph --------------------------------------------------------------------
 
 
+@captures_released_at_end
 @retried_on_file_change
 def get_semantic_graph(args: GetSemanticGraphInput, ctx: CallContext) -> ToolOutput:
     """Whole-bundle JSON-LD: v0.2 projection as structured content, legacy JSON-LD as text."""

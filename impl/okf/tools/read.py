@@ -15,7 +15,7 @@ from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateB
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.bundle.captured_files import retried_on_file_change
+from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, retried_on_file_change
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.concept import projection as proj
 from knowspec.impl.okf.concept.ids import canonical_id_error
@@ -118,6 +118,7 @@ def _list_text(cards: list[dict[str, Any]]) -> str:
     return _compact({"concepts": [{k: c[k] for k in ("id", "type", "title", "path")} for c in cards]})
 
 
+@captures_released_at_end
 @retried_on_file_change
 def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
     profile = args.temporal_profile
@@ -198,6 +199,7 @@ def concept_projection(concept: Concept, profile: str) -> dict[str, Any]:
     }
 
 
+@captures_released_at_end
 @retried_on_file_change
 def read_concept(args: ReadConceptInput, ctx: CallContext) -> ToolOutput:
     profile = args.temporal_profile
@@ -239,6 +241,7 @@ def read_concept(args: ReadConceptInput, ctx: CallContext) -> ToolOutput:
 
 # --- validate_bundle -------------------------------------------------------------------------
 
+@captures_released_at_end
 @retried_on_file_change
 def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
     from knowspec.impl.okf.validation.diagnostics import validate_snapshot
