@@ -6,8 +6,8 @@ Writes benchmarks/results/docpool_vector_memory.json. Needs the latency pool tha
 100k+ chunks; run that benchmark once first) and the model pack (``KNOWSPEC_MODEL_CACHE``).
 
 Two measurements of the same pool:
-- ``shares``: one fresh process loads what a vector ``doc_search`` needs, one part at a time,
-  and records its RSS (``VmRSS``) after each: the libraries' imports, the tokenizer, the ONNX
+- ``shares``: one fresh process, with the server's malloc settings, loads what a vector
+  ``doc_search`` needs, one part at a time, and records its RSS (``VmRSS``) after each: the libraries' imports, the tokenizer, the ONNX
   embedding session, the first query embedded (ONNX Runtime's arena), the pool's float32
   matrices with their ids and indices, the int8 sketches (each with its ONNX Runtime session,
   which packs the codes), and the first ranking. Each part's share is the RSS it added;
@@ -49,6 +49,8 @@ def rss():
     return int(status.split("VmRSS:")[1].split()[0]) / 1024
 
 pool_file, model_dir, queries = Path(sys.argv[1]), Path(sys.argv[2]), json.loads(sys.argv[3])
+from knowspec.impl.server.native_memory import limit_arenas
+limit_arenas()  # the server's malloc settings (impl/cli.py), so each share is what the server holds
 steps = [("python", rss())]
 import numpy, onnxruntime, tokenizers
 from knowspec.impl.docpool.storage.base import UNRESTRICTED
