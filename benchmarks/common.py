@@ -72,19 +72,33 @@ def server_peak_rss_mib() -> float | None:
     return server_memory_mib("VmHWM")
 
 
-def server_memory_mib(field: str = "VmRSS") -> float | None:
-    """A /proc status field (VmRSS now, VmHWM peak) of the child process serving stdio, in MiB."""
+def server_memory_mib(field: str = "VmRSS", pid: int | None = None) -> float | None:
+    """A /proc status field (VmRSS now, VmHWM peak) of the child process serving stdio (or of
+    ``pid``, when several serve), in MiB."""
     me = os.getpid()
     best = None
-    for status in Path("/proc").glob("[0-9]*/status"):
+    for status in Path("/proc").glob("[0-9]*/status" if pid is None else f"{pid}/status"):
         try:
             text = status.read_text()
         except OSError:
             continue
         fields = dict(line.split(":", 1) for line in text.splitlines() if ":" in line)
-        if fields.get("PPid", "").strip() == str(me) and field in fields:
+        if (pid is not None or fields.get("PPid", "").strip() == str(me)) and field in fields:
             best = int(fields[field].split()[0]) / 1024
     return best
+
+
+def child_pids() -> set[int]:
+    """The processes this one started that are still running (a stdio server is one)."""
+    me, found = str(os.getpid()), set()
+    for status in Path("/proc").glob("[0-9]*/status"):
+        try:
+            fields = dict(line.split(":", 1) for line in status.read_text().splitlines() if ":" in line)
+        except OSError:
+            continue
+        if fields.get("PPid", "").strip() == me:
+            found.add(int(status.parent.name))
+    return found
 
 
 def server_cpu_seconds() -> float | None:
