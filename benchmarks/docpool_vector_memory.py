@@ -7,11 +7,11 @@ Writes benchmarks/results/docpool_vector_memory.json. Needs the latency pool tha
 
 Two measurements of the same pool:
 - ``shares``: one fresh process, with the server's malloc settings, loads what a vector
-  ``doc_search`` needs, one part at a time, and records its RSS (``VmRSS``) after each: the libraries' imports, the tokenizer, the ONNX
-  embedding session, the first query embedded (ONNX Runtime's arena), the pool's float32
-  matrices with their ids and indices, the int8 sketches (each with its ONNX Runtime session,
-  which packs the codes), and the first ranking. Each part's share is the RSS it added;
-  the order is the server's.
+  ``doc_search`` needs, one part at a time, and records its RSS (``VmRSS``) after each: the
+  libraries' imports, the tokenizer, the ONNX embedding session, the first query embedded (ONNX
+  Runtime's arena), the pool's float32 matrices with their ids and indices, the int8 sketches
+  (each with its ONNX Runtime session, which packs the codes), and the first ranking. Each
+  part's share is the RSS it added; the order is the server's.
 - ``server``: the real stdio server over the pool (``--pool-dir``): RSS idle after initialize,
   after the first vector call, after ``--queries`` more; the figure is the RSS the vector
   calls added, per 100k chunks.

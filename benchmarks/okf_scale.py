@@ -14,9 +14,10 @@ giving 0.90 and 1.29). One run prints:
 - warm search_concepts p50 at the large size against the small one (bound 2x: the index must be
   sublinear in the number of concepts);
 - the large bundle's cold load (first search_concepts) against its parse floor (read + libyaml +
-  pyromark, ``okf_read.floor_seconds``, the best of two passes in this run: one pass alone read
-  the files from disk when the page cache had let them go, while the server found them cached,
-  and the ratio came out at 0.18 instead of ~1.1), bound 1.3x;
+  pyromark, ``okf_read.floor_seconds``, the best of two passes in this run: one pass alone took
+  24.8-35 s at 50k in earlier runs against 3.4-4.6 s here, most likely reading files the page
+  cache had let go, which the server then found cached: the ratio came out at 0.18 instead of
+  ~1.1), bound 1.3x;
 
 and the load average at start and end (the machine is shared: ratios of one run are what counts).
 Most of the queries are single vocabulary words that every concept's prose holds, so their exact
