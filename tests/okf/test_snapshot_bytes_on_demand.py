@@ -1,9 +1,10 @@
 """The snapshot keeps file records, not bytes (impl/okf/bundle/captured_files.py).
 
 Bytes are in hand for the call that captured them, dropped when a read tool's call ends (else
-at the next capture) and re-read on demand, served only when they hash as captured: a file changed on disk is refused, never
-served as the snapshot's old content, and the next capture serves the new one. Revisions and
-fingerprints come from the kept digests and equal the ones hashed from the bytes.
+at the next capture) and re-read on demand, served only when they hash as captured: a file
+changed on disk is refused, never served as the snapshot's old content, and the next capture
+serves the new one. Revisions and fingerprints come from the kept digests and equal the ones
+hashed from the bytes.
 """
 
 from __future__ import annotations
