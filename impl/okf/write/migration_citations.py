@@ -14,7 +14,7 @@ from knowspec.impl.okf.write.document import Document
 from knowspec.impl.okf.write.inputs import check_text, invalid
 from knowspec.impl.okf.write.patch import desired_source
 from knowspec.impl.okf.write.paths import is_revision_path
-from knowspec.impl.okf.write.yaml_edit import Editor
+from knowspec.impl.okf.write.yaml_edit import Editor, RootEdits
 from knowspec.impl.okf.write.yaml_text import lookup
 
 
@@ -116,13 +116,20 @@ def _sources_entry(doc: Document) -> Any:
     return lookup(root, "sources") if root is not None else None
 
 
-def convert_document(path: str, original: Document, doc: Document, mappings: list[dict], out: Any) -> Document:
-    """Convert the ``# Citations`` section of one concept; blockers carry file byte spans."""
+def convert_document(path: str, original: Document, doc: Document, mappings: list[dict], out: Any,
+                     edits: RootEdits | None = None) -> Document:
+    """Convert the ``# Citations`` section of one concept; blockers carry file byte spans.
+
+    ``edits``: the earlier step's edits that gave ``doc.frontmatter``, on the frontmatter's one
+    composition (None: ``doc.frontmatter`` is composed here)."""
     from knowspec.impl.okf.write.citations import CitationBlocked, convert
 
     body_at = len((original.open_line + original.frontmatter + original.close_line).encode("utf-8"))
-    ed = Editor(doc.frontmatter, doc.newline) if doc.has_frontmatter else None
-    if ed is not None and ed.root is not None and lookup(ed.root, "sources") is not None:
+    if edits is None and doc.has_frontmatter:
+        edits = RootEdits(Editor(doc.frontmatter, doc.newline))
+    elif not doc.has_frontmatter:
+        edits = None
+    if edits is not None and edits.has("sources"):
         out.block("sources_citations_conflict", path, "the concept has both sources and # Citations",
                   "reconcile_sources_and_citations", node_span(original, _sources_entry(original)))
         return doc
@@ -134,10 +141,10 @@ def convert_document(path: str, original: Document, doc: Document, mappings: lis
         return doc
     if converted is None:
         return doc
-    if ed is None:
+    if edits is None:
         out.block("migration_document_invalid", path, "a concept without frontmatter cannot record sources", None,
                   (body_at, body_at))
         return doc
     # One edit for the whole family (the family is absent: checked above).
-    text = ed.set_key(ed.root, ed.nlines, "sources", [desired_source(s) for s in converted.sources])
+    text = edits.append("sources", [desired_source(s) for s in converted.sources]).text()
     return Document(doc.open_line, text, doc.close_line, converted.body)

@@ -34,7 +34,7 @@ from knowspec.impl.okf.write.patch import PatchRejected, put_attested_computatio
 from knowspec.impl.okf.write.paths import concept_id_problem, is_revision_path
 from knowspec.impl.okf.write.planner import staged_validation
 from knowspec.impl.okf.write.revision import revision_of
-from knowspec.impl.okf.write.yaml_edit import Editor
+from knowspec.impl.okf.write.yaml_edit import Editor, RootEdits
 from knowspec.impl.okf.write.yaml_text import YamlRejected, lookup, scalar
 
 ACTOR = "tool:okf-mcp"
@@ -136,9 +136,12 @@ def _same_instant(a: str, b: str) -> bool:
         return a == b
 
 
-def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> Document:
-    ed = Editor(doc.frontmatter, doc.newline)
+def _timestamps(path: str, doc: Document, ed: Editor, inp: MigrationInput,
+                out: Outcome) -> tuple[Document, RootEdits | None]:
+    """The document with ``generated`` recorded, and its edits as root edits of ``ed`` (None
+    after an edit they cannot express: the next step then composes the new text)."""
     root = ed.root
+    edits: RootEdits | None = RootEdits(ed)
     ts_node = lookup(root, "timestamp") if root is not None else None
     gen_node = lookup(root, "generated") if root is not None else None
     ts_span, gen_span = node_span(doc, ts_node), node_span(doc, gen_node)
@@ -147,21 +150,22 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
     text = doc.frontmatter
     if gen_node is None:
         if ts is None and explicit is None:
-            return doc
+            return doc, edits
         if ts is not None and not is_rfc3339(ts) and explicit is None:
             out.block("invalid_generated_at", path, "legacy timestamp is not RFC3339", "provide_generated_at", ts_span)
-            return doc
+            return doc, edits
         at = explicit or ts
         if explicit and ts and is_rfc3339(ts) and not _same_instant(explicit, ts):
             if inp.conflict_policy == "reject":
                 out.block("migration_blocked", path, "generated_at disagrees with the legacy timestamp", span=ts_span)
-                return doc
+                return doc, edits
             at = explicit if inp.conflict_policy == "use_generated" else ts
         if not inp.generated_by:
             out.block("missing_generated_by", path, "a producer is needed to record generated", "provide_generated_by",
                       ts_span if ts_node else frontmatter_span(doc))
-            return doc
-        text = ed.set_key(root, ed.nlines, "generated", {"by": inp.generated_by, "at": at})
+            return doc, edits
+        edits = RootEdits(ed).append("generated", {"by": inp.generated_by, "at": at})
+        text = edits.text()
     else:
         node = gen_node[1]
         by_entry = lookup(node, "by") if isinstance(node, MappingNode) else None
@@ -170,25 +174,29 @@ def _timestamps(path: str, doc: Document, inp: MigrationInput, out: Outcome) -> 
         at = scalar(at_entry[1]) if at_entry else None
         if by is None or not valid_actor(by):
             out.block("missing_generated_by", path, "existing generated has no valid by", "provide_generated_by", gen_span)
-            return doc
+            return doc, edits
         if at is None:
             out.block("missing_generated_at", path, "existing generated has no at", "provide_generated_at", gen_span)
-            return doc
+            return doc, edits
         if not is_rfc3339(at):
             out.block("invalid_generated_at", path, "existing generated.at is not RFC3339", "provide_generated_at", gen_span)
-            return doc
+            return doc, edits
         if ts is not None and is_rfc3339(ts) and not _same_instant(ts, at):
             if inp.conflict_policy == "reject":
                 out.block("migration_blocked", path, "generated.at disagrees with the legacy timestamp", span=gen_span)
-                return doc
+                return doc, edits
             if inp.conflict_policy == "use_timestamp":
                 assert isinstance(node, MappingNode) and root is not None  # it has a valid by
-                text = ed.set_key(node, ed.entry_end(root, ed.nlines, "generated"), "at", ts)
+                text, edits = ed.set_key(node, ed.entry_end(root, ed.nlines, "generated"), "at", ts), None
     if ts is not None and inp.timestamp_policy == "remove_after_copy":
-        ed2 = Editor(text, doc.newline)
-        assert ed2.root is not None  # the timestamp was read from this mapping
-        text = ed2.delete_key(ed2.root, ed2.nlines, "timestamp")
-    return Document(doc.open_line, text, doc.close_line, doc.body)
+        edits = edits.remove("timestamp") if edits is not None else None
+        if edits is not None:
+            text = edits.text()
+        else:
+            ed2 = Editor(text, doc.newline)
+            assert ed2.root is not None  # the timestamp was read from this mapping
+            text = ed2.delete_key(ed2.root, ed2.nlines, "timestamp")
+    return Document(doc.open_line, text, doc.close_line, doc.body), edits
 
 
 def _read_side(path: str, raw: bytes):
@@ -243,10 +251,12 @@ def plan_migration(files: Mapping[str, bytes], inp: MigrationInput) -> Outcome:
             continue
         original = doc
         try:
+            edits: RootEdits | None = None
             if path in inp.generated_at or "timestamp" in parsed.frontmatter:
-                doc = _timestamps(path, doc, inp, out)
+                ed = Editor(doc.frontmatter, doc.newline)  # composed once for both steps
+                doc, edits = _timestamps(path, doc, ed, inp, out)
             if cites:
-                doc = convert_document(path, original, doc, mapped.get(path, []), out)
+                doc = convert_document(path, original, doc, mapped.get(path, []), out, edits)
         except (YamlRejected, PatchRejected) as exc:
             out.block("migration_document_invalid", path, exc.message, span=frontmatter_span(original))
         docs[path] = doc

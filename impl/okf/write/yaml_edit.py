@@ -8,6 +8,7 @@ end of its container), minus trailing blank and comment-only lines, which stay i
 
 from __future__ import annotations
 
+from dataclasses import dataclass
 from typing import Any
 
 from ruamel.yaml.nodes import MappingNode, Node, SequenceNode
@@ -79,38 +80,53 @@ class Editor:
 
     # ----- mapping primitives ----------------------------------------------------------
     def set_key(self, mapping: MappingNode | None, end_line: int, key: str, value: Any) -> str:
-        if mapping is None:  # empty frontmatter
-            return self._joined(render_block(key, value, 0)) + self.text
+        found = lookup(mapping, key) if mapping is not None else None
+        if found is None:
+            return self.append_keys(mapping, end_line, [(key, value)])
+        assert mapping is not None
         if mapping.flow_style:
             raise YamlRejected("yaml_flow_style_unsupported", f"cannot edit inside a flow mapping to set {key!r}")
-        found = lookup(mapping, key)
-        if found is not None:
-            k, _ = found
-            col = k.start_mark.column
-            lines = render_block(key, value, col)
-            lines[0] = lines[0][col:]
-            end = self.line_start(self.entry_end(mapping, end_line, key))
-            return self._splice(k.start_mark.index, end, self._joined(lines))
-        last = mapping.value[-1][0]
-        col = mapping.value[0][0].start_mark.column
-        at = self.line_start(self.entry_end(mapping, end_line, last.value))
-        return self._splice(at, at, self._joined(render_block(key, value, col)))
+        k, _ = found
+        col = k.start_mark.column
+        lines = render_block(key, value, col)
+        lines[0] = lines[0][col:]
+        end = self.line_start(self.entry_end(mapping, end_line, key))
+        return self._splice(k.start_mark.index, end, self._joined(lines))
+
+    def append_keys(self, mapping: MappingNode | None, end_line: int, items: list[tuple[str, Any]]) -> str:
+        """Keys absent from ``mapping`` added after its last entry, in order, in one splice: the
+        text that setting them one at a time (composing in between) gives, for one composition."""
+        if mapping is not None and mapping.flow_style:
+            raise YamlRejected("yaml_flow_style_unsupported",
+                               f"cannot edit inside a flow mapping to set {items[0][0]!r}")
+        if mapping is not None and any(lookup(mapping, key) is not None for key, _ in items):
+            raise ValueError("append_keys adds absent keys only")
+        col = mapping.value[0][0].start_mark.column if mapping is not None else 0
+        new = self._joined([line for key, value in items for line in render_block(key, value, col)])
+        if mapping is None:  # empty frontmatter
+            return new + self.text
+        at = self.line_start(self.entry_end(mapping, end_line, mapping.value[-1][0].value))
+        return self._splice(at, at, new)
 
     def delete_key(self, mapping: MappingNode, end_line: int, key: str) -> str:
+        start, end = self.removal_span(mapping, end_line, key)
+        return self._splice(start, end, "")
+
+    def removal_span(self, mapping: MappingNode, end_line: int, key: str) -> tuple[int, int]:
+        """The offsets of the text that removing ``key`` deletes ((0, 0) when it is absent)."""
         if mapping.flow_style:
             raise YamlRejected("yaml_flow_style_unsupported", f"cannot edit inside a flow mapping to remove {key!r}")
         keys = [k for k, _ in mapping.value]
         idx = next((i for i, k in enumerate(keys) if k.value == key), None)
         if idx is None:
-            return self.text
+            return 0, 0
         k = keys[idx]
         prefix = self.text[self.line_start(k.start_mark.line):k.start_mark.index]
         if prefix.strip() and idx + 1 < len(keys):  # first key on a "- " line: pull the next key up
-            return self._splice(k.start_mark.index, keys[idx + 1].start_mark.index, "")
+            return k.start_mark.index, keys[idx + 1].start_mark.index
         if prefix.strip():
             raise YamlRejected("yaml_shape_unsupported", f"cannot remove the only key {key!r} of a sequence item")
-        end = self.line_start(self.entry_end(mapping, end_line, key))
-        return self._splice(self.line_start(k.start_mark.line), end, "")
+        return self.line_start(k.start_mark.line), self.line_start(self.entry_end(mapping, end_line, key))
 
     # ----- sequence primitives ---------------------------------------------------------
     def append_item(self, seq: SequenceNode, end_line: int, item: Any) -> str:
@@ -150,3 +166,48 @@ class Editor:
             out.append(" " * dash_col + lead + rest if rest else "")
         out += render_item(extra, dash_col)
         return self._splice(self.line_start(k.start_mark.line), self.line_start(end), self._joined(out))
+
+
+@dataclass(frozen=True)
+class RootEdits:
+    """Root keys appended to, and removed from, one composed frontmatter, so that several steps
+    edit one composition: ``text`` is what making each edit on a freshly composed text gives.
+
+    Appended keys go after the root's last entry, so every removed span lies before them. A
+    removal that could move that place (the last key, with nothing appended yet: the new last
+    key's trailing comments would then follow the appended keys) is declined with None."""
+
+    editor: Editor
+    appended: tuple[tuple[str, Any], ...] = ()
+    removed: tuple[tuple[str, int, int], ...] = ()  # (key, start, end)
+
+    def has(self, key: str) -> bool:
+        root = self.editor.root
+        if any(k == key for k, _ in self.appended):
+            return True
+        return root is not None and lookup(root, key) is not None and all(k != key for k, _, _ in self.removed)
+
+    def append(self, key: str, value: Any) -> RootEdits:
+        """``key`` added after the root's last entry; it must be absent from the composed text."""
+        root = self.editor.root
+        if any(k == key for k, _ in self.appended) or (root is not None and lookup(root, key) is not None):
+            raise ValueError(f"{key!r} is in the frontmatter already")
+        return RootEdits(self.editor, (*self.appended, (key, value)), self.removed)
+
+    def remove(self, key: str) -> RootEdits | None:
+        root = self.editor.root
+        if any(k == key for k, _ in self.appended):
+            return None
+        if root is None or not self.has(key):
+            return self
+        if not self.appended and root.value[-1][0].value == key:
+            return None
+        start, end = self.editor.removal_span(root, self.editor.nlines, key)
+        return RootEdits(self.editor, self.appended, (*self.removed, (key, start, end)))
+
+    def text(self) -> str:
+        ed = self.editor
+        text = ed.append_keys(ed.root, ed.nlines, list(self.appended)) if self.appended else ed.text
+        for _, start, end in sorted(self.removed, key=lambda r: r[1], reverse=True):
+            text = text[:start] + text[end:]
+        return text
