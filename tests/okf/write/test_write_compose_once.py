@@ -10,10 +10,9 @@ from hypothesis import assume, given, settings, strategies as st
 from ruamel.yaml import YAML
 from ruamel.yaml.nodes import MappingNode, ScalarNode
 
-from knowspec.impl.okf.write import yaml_edit
+from knowspec.impl.okf.write import yaml_edit, yaml_text
 from knowspec.impl.okf.write.migration_plan import MigrationInput, plan_migration
 from knowspec.impl.okf.write.yaml_edit import Editor, RootEdits
-from knowspec.impl.okf.write import yaml_text
 from knowspec.impl.okf.write.yaml_text import compose, lookup
 
 INDEX_01 = b'---\nokf_version: "0.1"\n---\n# Index\n\n- [A](a.md)\n'
@@ -105,7 +104,9 @@ def test_the_editors_composer_gives_the_round_trip_composers_nodes(text):
     assert (_shape(got) if got is not None else None) == (_shape(expected) if expected is not None else None)
 
 
-def test_a_concept_with_a_timestamp_and_citations_is_composed_once(monkeypatch):
+@pytest.mark.parametrize("policy, kept", [("preserve", "timestamp: 2026-01-02T03:04:05Z\n"),
+                                           ("remove_after_copy", "")])
+def test_a_concept_with_a_timestamp_and_citations_is_composed_once(monkeypatch, policy, kept):
     composed: list[str] = []
 
     def counting(text):
@@ -114,12 +115,11 @@ def test_a_concept_with_a_timestamp_and_citations_is_composed_once(monkeypatch):
 
     monkeypatch.setattr(yaml_edit, "compose", counting)
     inp = MigrationInput(selector="", generated_by="process:x", generated_at={}, conflict_policy="reject",
-                         timestamp_policy="preserve", computations=[],
+                         timestamp_policy=policy, computations=[],
                          citations=[{"path": "a.md", "entries": [{"source_id": "one", "legacy_number": 1}]}])
     out = plan_migration({"index.md": INDEX_01, "a.md": LEGACY}, inp)
     assert out.blockers == []
-    assert len([t for t in composed if "timestamp" in t]) == 1
+    assert len([t for t in composed if "type: Note" in t]) == 1
     assert out.writes["a.md"].decode().startswith(
-        "---\ntype: Note\ntimestamp: 2026-01-02T03:04:05Z\n"
-        "generated:\n  by: process:x\n  at: \"2026-01-02T03:04:05Z\"\n"
+        "---\ntype: Note\n" + kept + "generated:\n  by: process:x\n  at: \"2026-01-02T03:04:05Z\"\n"
         "sources:\n  - id: one\n    resource: https://one.test/x\n    title: One\n# kept here\n---\n")
