@@ -125,10 +125,10 @@ def convert_document(path: str, original: Document, doc: Document, mappings: lis
     from knowspec.impl.okf.write.citations import CitationBlocked, convert
 
     body_at = len((original.open_line + original.frontmatter + original.close_line).encode("utf-8"))
-    if edits is None and doc.has_frontmatter:
-        edits = RootEdits(Editor(doc.frontmatter, doc.newline))
-    elif not doc.has_frontmatter:
+    if not doc.has_frontmatter:
         edits = None
+    elif edits is None:
+        edits = RootEdits(Editor(doc.frontmatter, doc.newline))
     if edits is not None and edits.has("sources"):
         out.block("sources_citations_conflict", path, "the concept has both sources and # Citations",
                   "reconcile_sources_and_citations", node_span(original, _sources_entry(original)))

@@ -181,25 +181,29 @@ class RootEdits:
     appended: tuple[tuple[str, Any], ...] = ()
     removed: tuple[tuple[str, int, int], ...] = ()  # (key, start, end)
 
-    def has(self, key: str) -> bool:
+    def _appended(self, key: str) -> bool:
+        return any(k == key for k, _ in self.appended)
+
+    def _in_root(self, key: str) -> bool:
         root = self.editor.root
-        if any(k == key for k, _ in self.appended):
-            return True
-        return root is not None and lookup(root, key) is not None and all(k != key for k, _, _ in self.removed)
+        return root is not None and lookup(root, key) is not None
+
+    def has(self, key: str) -> bool:
+        return self._appended(key) or (self._in_root(key) and all(k != key for k, _, _ in self.removed))
 
     def append(self, key: str, value: Any) -> RootEdits:
         """``key`` added after the root's last entry; it must be absent from the composed text."""
-        root = self.editor.root
-        if any(k == key for k, _ in self.appended) or (root is not None and lookup(root, key) is not None):
+        if self._appended(key) or self._in_root(key):
             raise ValueError(f"{key!r} is in the frontmatter already")
         return RootEdits(self.editor, (*self.appended, (key, value)), self.removed)
 
     def remove(self, key: str) -> RootEdits | None:
-        root = self.editor.root
-        if any(k == key for k, _ in self.appended):
+        if self._appended(key):
             return None
-        if root is None or not self.has(key):
+        if not self.has(key):
             return self
+        root = self.editor.root
+        assert root is not None  # the key is in it
         if not self.appended and root.value[-1][0].value == key:
             return None
         start, end = self.editor.removal_span(root, self.editor.nlines, key)
