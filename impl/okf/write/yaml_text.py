@@ -21,6 +21,8 @@ from ruamel.yaml import YAML
 from ruamel.yaml.error import YAMLError
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
+from knowspec.impl.okf.write.block_composer import compose_block_subset
+
 MAX_DEPTH = 64
 MAX_NODES = 100_000
 
@@ -47,12 +49,19 @@ def _yaml() -> YAML:
     return y
 
 
+def _composed(text: str) -> Node | None:
+    """ruamel's root node of ``text``: built directly when the text is of the plain block shape
+    (``block_composer``), else by ruamel's composer."""
+    root = compose_block_subset(text)
+    return root if root is not None else _yaml().compose(io.StringIO(text))
+
+
 def compose(text: str) -> MappingNode | None:
     """The root mapping node of ``text`` (None when blank), after the fail-closed checks."""
     if text.strip() == "":
         return None
     try:
-        root = _yaml().compose(io.StringIO(text))
+        root = _composed(text)
     except YAMLError as exc:
         raise YamlRejected("yaml_syntax_error", f"frontmatter is not valid YAML: {type(exc).__name__}") from None
     if root is None:
@@ -107,8 +116,10 @@ def _plain_round_trips(text: str) -> bool:
     try:
         if pyyaml.safe_load(doc) != {"k": text}:
             return False
-        node = _yaml().compose(io.StringIO(doc))
+        node = _composed(doc)
     except Exception:
+        return False
+    if not isinstance(node, MappingNode):
         return False
     value = node.value[0][1]
     return isinstance(value, ScalarNode) and value.value == text and (value.tag or "").endswith(":str")
