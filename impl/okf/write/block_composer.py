@@ -73,6 +73,12 @@ class _Reader:
             self.starts.append(self.starts[-1] + len(line) + 1)
         self.at = 0
 
+    def current(self) -> tuple[str, int]:
+        """The next line's content after its indentation, and that indentation."""
+        line = self.lines[self.at]
+        content = line.lstrip(" ")
+        return content, len(line) - len(content)
+
     def mark(self, line: int, column: int) -> FileMark:
         return FileMark(MARK_NAME, self.starts[line] + column, line, column)
 
@@ -99,9 +105,7 @@ class _Reader:
         start = self.mark(self.at, indent)
         pairs: list[tuple[Node, Node]] = []
         while self.at < len(self.lines):
-            line = self.lines[self.at]
-            content = line.lstrip(" ")
-            at_indent = len(line) - len(content)
+            content, at_indent = self.current()
             if at_indent < indent:
                 break
             match = _KEY.match(content) if at_indent == indent else None
@@ -127,9 +131,7 @@ class _Reader:
         start = self.mark(self.at, indent)
         items: list[Node] = []
         while self.at < len(self.lines):
-            line = self.lines[self.at]
-            content = line.lstrip(" ")
-            at_indent = len(line) - len(content)
+            content, at_indent = self.current()
             if at_indent < indent:
                 break
             if at_indent > indent or not content.startswith("- "):
@@ -149,9 +151,7 @@ class _Reader:
         """The value of a key whose line ends at its colon: a block nested deeper than the key."""
         if self.at == len(self.lines):
             raise _Defer  # a null value
-        line = self.lines[self.at]
-        content = line.lstrip(" ")
-        at_indent = len(line) - len(content)
+        content, at_indent = self.current()
         if at_indent <= key_indent:
             raise _Defer  # a null value, or an indentless sequence
         if content.startswith("- "):

@@ -9,7 +9,7 @@ import pytest
 from hypothesis import given, settings, strategies as st
 from optional_data import DATABRICKS
 from ruamel.yaml.error import YAMLError
-from ruamel.yaml.nodes import MappingNode, ScalarNode
+from yaml_nodes import shape
 
 from knowspec.impl.okf.write import yaml_text
 from knowspec.impl.okf.write.block_composer import compose_block_subset
@@ -32,18 +32,6 @@ COMMON = (
     'timestamp: "2026-06-19T19:36:32.396Z"\n'
     "generated_at: 2026-06-19\n"
 )
-
-
-def shape(node) -> object:
-    """Everything the editor and the checks read from a node, end marks' lines and columns too."""
-    marks = (type(node).__name__, node.tag, node.start_mark.index, node.start_mark.line, node.start_mark.column,
-             node.end_mark.index, node.end_mark.line, node.end_mark.column, node.anchor,
-             getattr(node, "flow_style", None), getattr(node, "style", None))
-    if isinstance(node, ScalarNode):
-        return marks + (node.value,)
-    if isinstance(node, MappingNode):
-        return marks + tuple((shape(k), shape(v)) for k, v in node.value)
-    return marks + tuple(shape(item) for item in node.value)
 
 
 def ruamel_shape(text: str) -> object:

@@ -8,7 +8,7 @@ import io
 import pytest
 from hypothesis import assume, given, settings, strategies as st
 from ruamel.yaml import YAML
-from ruamel.yaml.nodes import MappingNode, ScalarNode
+from yaml_nodes import shape
 
 from knowspec.impl.okf.write import yaml_edit, yaml_text
 from knowspec.impl.okf.write.migration_plan import MigrationInput, plan_migration
@@ -82,17 +82,6 @@ def test_root_edits_give_the_text_of_editing_and_composing_in_turn(text, steps):
     assert edits.text() == expected
 
 
-def _shape(node) -> object:
-    marks = (type(node).__name__, node.tag, node.start_mark.index, node.start_mark.line,
-             node.start_mark.column, node.end_mark.index, getattr(node, "anchor", None),
-             getattr(node, "flow_style", None), getattr(node, "style", None))
-    if isinstance(node, ScalarNode):
-        return marks + (node.value,)
-    if isinstance(node, MappingNode):
-        return marks + tuple((_shape(k), _shape(v)) for k, v in node.value)
-    return marks + tuple(_shape(item) for item in node.value)
-
-
 @pytest.mark.filterwarnings("ignore::ruamel.yaml.error.ReusedAnchorWarning")
 @settings(max_examples=300, deadline=None)
 @given(frontmatters().filter(str.strip))
@@ -101,7 +90,7 @@ def test_the_editors_composer_gives_the_round_trip_composers_nodes(text):
     round_trip.version = (1, 2)
     expected = round_trip.compose(io.StringIO(text))
     got = yaml_text._yaml().compose(io.StringIO(text))  # before the editor's own refusals
-    assert (_shape(got) if got is not None else None) == (_shape(expected) if expected is not None else None)
+    assert (shape(got) if got is not None else None) == (shape(expected) if expected is not None else None)
 
 
 @pytest.mark.parametrize("policy, kept", [("preserve", "timestamp: 2026-01-02T03:04:05Z\n"),
