@@ -29,7 +29,7 @@ SEQ_TAG = "tag:yaml.org,2002:seq"
 STR_TAG = "tag:yaml.org,2002:str"
 MARK_NAME = "<file>"  # what ruamel names a stream it reads from a file object
 MAX_DEPTH = 64  # deeper nesting goes to ruamel (and the editor's own depth check)
-MAX_KEY = 1000  # ruamel refuses a simple key whose colon is more than 1024 characters on
+MAX_KEY = 1000  # ruamel refuses a simple key whose colon lies over 1,024 characters past its start
 
 # A key this module composes: a plain identifier-like scalar, then ``:`` and a space or the line end.
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*):(?: |$)")
@@ -87,8 +87,7 @@ class _Reader:
         the end of the stream (which ends with a newline)."""
         if self.at == len(self.lines):
             return FileMark(MARK_NAME, self.starts[-1], len(self.lines), 0)
-        line = self.lines[self.at]
-        return self.mark(self.at, len(line) - len(line.lstrip(" ")))
+        return self.mark(self.at, self.current()[1])
 
     def document(self) -> MappingNode:
         first = self.lines[0] if self.lines else ""
