@@ -176,6 +176,11 @@ def test_boundary_signatures_drop_bodies_without_the_join():
     assert bs.narrow(bs.sign(bodies), np.arange(3), b"sql warehouse").tolist() == [0]
 
 
+def test_boundary_signatures_tell_a_join_apart_by_the_two_bytes_either_side():
+    bodies = [b"create table", b"the table", b"one note tab"]  # the same trigram "e t" in each
+    assert bs.narrow(bs.sign(bodies), np.arange(3), b"create table").tolist() == [0, 2]  # "te ta"
+
+
 def test_boundary_signatures_are_signed_in_chunks_like_one_by_one(monkeypatch):
     bodies = [f"{'-' if i % 3 else ''}w{i} x-{i}. y{'.' if i % 2 else ''}".encode() for i in range(50)] + [b"", b"a b", b"."]
     whole = bs.sign(bodies)

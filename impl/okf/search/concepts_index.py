@@ -8,19 +8,16 @@ substring containment, best field wins. The speed-ups, none of which changes an 
   from the vocabulary and sorted row arrays alone, in time proportional to its hits, never
   proportional to the concepts;
 - a query with separators takes the rows holding each of its pieces where it stands; candidate
-  bodies are narrowed by their signatures of separator-centred trigrams
-  (:mod:`boundary_signatures`: which words are side by side) and verified in a C-level loop; a
+  bodies are narrowed by their signatures of separator-centred trigrams and 5-grams
+  (:mod:`boundary_signatures`: which words are side by side) and each is decompressed and searched in C; a
   short field checks its few candidates one by one, else one ``bytes.find`` loop over the field's
   values joined into one UTF-8 blob with NUL separators visits only real matches (a query
   containing NUL falls back to the per-concept scan);
 - only the hits the page shows are put in order (row numbers, which follow the ID order).
 
 Substring search on UTF-8 bytes is exact for code-point substrings (UTF-8 is self-synchronising),
-and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 bytes a character).
-An index keeps every folded body: the snapshot holds no file bytes (only their identities), so a
-body derived at query time would be a disk read, a hash check and a fold per candidate; that
-made several-word queries at 50k concepts 2-3x slower (p95 0.3 -> 0.8 s) to save the bodies'
-bytes (28 MiB on databricks-okf).
+and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 bytes a character),
+LZ4-compressed (:mod:`folded_bodies`, which says why they are kept at all).
 
 :func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
 are the very same objects as in the root's previous index (same bytes, hence same derivation)
@@ -33,13 +30,14 @@ import bisect
 from array import array
 from itertools import accumulate, compress, repeat
 from dataclasses import dataclass
-from typing import Any, Callable, Iterator, Sequence
+from typing import Any, Callable, Sequence
 
 import numpy as np
 
 from knowspec.impl import runtime as process
-from knowspec.impl.okf.search import boundary_signatures
+from knowspec.impl.okf.search import boundary_signatures, folded_bodies
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
+from knowspec.impl.okf.search.folded_bodies import FoldedBodies
 from knowspec.impl.okf.search.token_postings import PostingsBuilder, TokenPostings, tokens
 from knowspec.impl.rules.ordering import byte_key, search_hit_key, truncate
 from knowspec.impl.rules.text import case_fold
@@ -90,39 +88,6 @@ class _Blob:
             nxt = self.starts[i + 1] if i + 1 < len(self.starts) else len(self.data)
             pos = self.data.find(needle, nxt)
         return found
-
-
-class _Bodies:
-    """Every row's folded body in one buffer: one allocation the allocator can hand back whole,
-    not one per body scattered among the heap's other objects (which kept freed pages pinned)."""
-
-    def __init__(self, bodies: Sequence[bytes | memoryview]) -> None:
-        self.data = b"".join(bodies)
-        self.offsets = np.zeros(len(bodies) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies)), out=self.offsets[1:])
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __getitem__(self, row: int) -> bytes:
-        return self.data[self.offsets[row]:self.offsets[row + 1]]
-
-    def __iter__(self) -> Iterator[bytes]:
-        return (self[row] for row in range(len(self)))
-
-    def view(self, row: int) -> memoryview:
-        """Row ``row``'s body without a copy."""
-        return memoryview(self.data)[self.offsets[row]:self.offsets[row + 1]]
-
-    def views(self) -> list[memoryview]:
-        whole, bounds = memoryview(self.data), self.offsets.tolist()
-        return [whole[start:end] for start, end in zip(bounds, bounds[1:])]
-
-    def holding(self, rows: np.ndarray, needle: bytes) -> list[int]:
-        """The ``rows`` whose body holds ``needle`` (one C-level search of each body's range)."""
-        find = self.data.find
-        starts, ends = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist()
-        return [row for row, start, end in zip(rows.tolist(), starts, ends) if find(needle, start, end) >= 0]
 
 
 def _places(owners: array, n_rows: int) -> array:
@@ -190,7 +155,7 @@ class ConceptSearchIndex:
         for row, body in enumerate(bodies):
             builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
         postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, bodies, postings, None, [])
+        self._assemble([cid for cid, _ in entries], small, FoldedBodies.of(bodies), postings, None, [])
 
     @classmethod
     def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
@@ -198,7 +163,7 @@ class ConceptSearchIndex:
         index._assemble(ids, small, bodies, postings, boundaries, concepts)
         return index
 
-    def _assemble(self, ids: list[str], small: list, bodies: Sequence[bytes | memoryview], postings: list[TokenPostings],
+    def _assemble(self, ids: list[str], small: list, bodies: FoldedBodies, postings: list[TokenPostings],
                   boundaries: np.ndarray | None, concepts: list) -> None:
         self.ids = ids
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
@@ -210,9 +175,9 @@ class ConceptSearchIndex:
         if not in_order:
             self.position = np.empty(len(ids), dtype=np.intp)
             self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
-        self.bodies = _Bodies(bodies)  # per row its folded body (UTF-8 bytes)
+        self.bodies = bodies  # per row its folded body (UTF-8 bytes, kept compressed)
         self.postings = postings  # per field kind, in ``_FIELDS`` order
-        # per body: its separator-centred trigrams (boundary_signatures), or None until a query
+        # per body: its separator-centred grams (boundary_signatures), or None until a query
         # first needs them (:attr:`boundaries`)
         self._boundaries = boundaries
         self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
@@ -247,7 +212,10 @@ class ConceptSearchIndex:
         search does not pay for them. Two threads may both make them: the same array."""
         boundaries = self._boundaries
         if boundaries is None:
-            boundaries = self._boundaries = boundary_signatures.sign(self.bodies.views())
+            boundaries = np.empty((len(self.ids), boundary_signatures.BITS // 8), dtype=np.uint8)
+            for first, batch in self.bodies.batches(boundary_signatures.CHUNK_BYTES):
+                boundaries[first:first + len(batch)] = boundary_signatures.sign(batch)
+            self._boundaries = boundaries
         return boundaries
 
     def boundaries_made(self) -> bool:
@@ -267,7 +235,7 @@ class ConceptSearchIndex:
         return {"body_postings": self.postings[-1].nbytes(),
                 "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
-                "bodies": len(self.bodies.data) + self.bodies.offsets.nbytes, "fields": blobs}
+                "bodies": self.bodies.nbytes(), "fields": blobs}
 
     def body(self, row: int) -> bytes:
         """The folded body of ``row`` as searched (UTF-8 bytes)."""
@@ -387,7 +355,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         j = position.get(id(concept))
         if j is not None and previous is not None and previous.concepts[j] is concept:
             small.append(previous.row_fields(j))
-            bodies.append(previous.bodies.view(j))
+            bodies.append(previous.bodies.stored(j))
             copy_from.append(j)
             copy_to.append(row)
         else:
@@ -395,7 +363,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             # folding is lowering ASCII letters: no decode
             folded = raw_body.lower() if raw_body.isascii() else _stored_body(case_fold(concept.body))
             small.append(None)  # made for every fresh row at once below
-            bodies.append(folded)
+            bodies.append(folded_bodies.compress(folded))
             add_body(row, set(tokens(folded)))  # a body repeats its words: once each
             fresh_rows.append(row)
             fresh_entries.append((cid, concept))
@@ -415,6 +383,6 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
         if copy_from:
             boundaries[copy_to] = previous.boundaries[copy_from]
-    index = ConceptSearchIndex._of_rows(ids, small, bodies, postings, boundaries, concepts)
+    index = ConceptSearchIndex._of_rows(ids, small, FoldedBodies(bodies), postings, boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index
