@@ -10,8 +10,8 @@ databricks-okf's ``create table`` kept 1,251 of 1,256 candidates on trigrams, 60
 too; a 50k-concept bundle's ``merge partition`` 46,752 of 46,959, then 8,614). Only grams centred on
 a separator are kept (a fifth of a prose body's positions), each width hashed into its own 2,048
 bits (so a short query's trigrams are told apart as well as with trigrams alone): 512 bytes a
-body. The bodies of a build are signed together in numpy, a few MiB of text at a time, never one
-Python call per body.
+body. The bodies of a build are signed together in numpy, a few hundred KiB of text at a time,
+never one Python call per body.
 """
 
 from __future__ import annotations
@@ -61,7 +61,7 @@ def sign(bodies: Sequence[bytes | memoryview]) -> np.ndarray:
     while first < len(bodies):
         last, size = first, 0
         while last < len(bodies) and (last == first or (size < CHUNK_BYTES and last - first < _CHUNK_BODIES)):
-            size += len(bodies[last]) + 1
+            size += len(bodies[last]) + len(_JOIN)
             last += 1
         _sign_chunk(out[first:last], bodies[first:last])
         first = last
@@ -72,7 +72,6 @@ def _sign_chunk(out: np.ndarray, bodies: Sequence[bytes | memoryview]) -> None:
     # each body between two bytes that are no separator (and never in UTF-8): no gram is centred
     # on a join, and one reaching into a join sets the same bit whatever the neighbouring body
     text = _JOIN + _JOIN.join(bodies) + _JOIN
-    data = np.frombuffer(text, dtype=np.uint8)
     lengths = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
     # the row of every byte (the join bytes count with the body after them; the last ones with none)
     row_of = np.repeat(np.arange(len(bodies) + 1, dtype=np.int16), np.append(lengths + 2, 2))

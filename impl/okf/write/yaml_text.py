@@ -129,7 +129,8 @@ def _yaml_11_loader(text: str) -> type:
     """PyYAML's safe loader for the YAML 1.1 reading of ``k: text``: the libyaml one (ten times
     faster; a v0.1 -> v0.2 migration plan checks thousands of values), except for a text holding
     a tab, which libyaml reads as a plain scalar where PyYAML's own parser refuses it. Otherwise
-    the two agree on every one-line text (tests/okf/write/test_yaml_text_loaders.py)."""
+    the two agreed on every one-line text a differential property test tried (60,000 texts of
+    indicators, quotes, escapes and line-break look-alikes; tests/okf/write/test_yaml_text_loaders.py)."""
     return pyyaml.SafeLoader if "\t" in text else pyyaml.CSafeLoader
 
 
