@@ -7,6 +7,7 @@ import os
 import platform
 import statistics
 import sys
+import tempfile
 import time
 from contextlib import asynccontextmanager
 from pathlib import Path
@@ -38,12 +39,20 @@ def require_bundle(bundle: Path | None = None) -> Path:
 
 @asynccontextmanager
 async def stdio_session(*extra: str, env: dict[str, str] | None = None):
-    """A stdio server session; ``env``: variables set for the server on top of this process's."""
-    params = StdioServerParameters(command=sys.executable, args=["-m", "knowspec.impl.cli", "serve", "--stdio", *extra],
-                                   env={**os.environ, **(env or {})})
-    async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
-        await session.initialize()
-        yield session
+    """A stdio server session; ``env``: variables set for the server on top of this process's.
+
+    Without an ``--appdir`` in ``extra`` the server gets a fresh empty one: by default it would
+    serve the pools of ``./.knowspec`` (or ``$KNOWSPEC_APPDIR``), and warming those up loads the
+    storages and numpy, so an OKF benchmark's memory and times would depend on the folder it is
+    run from (databricks-okf's idle server: 67.5 MiB beside the demo's pools, 53 MiB alone)."""
+    with tempfile.TemporaryDirectory(prefix="knowspec-bench-app-") as empty:
+        appdir = [] if "--appdir" in extra else ["--appdir", empty]
+        params = StdioServerParameters(command=sys.executable,
+                                       args=["-m", "knowspec.impl.cli", "serve", "--stdio", *appdir, *extra],
+                                       env={**os.environ, **(env or {})})
+        async with stdio_client(params) as (read, write), ClientSession(read, write) as session:
+            await session.initialize()
+            yield session
 
 
 async def call(session: ClientSession, name: str, arguments: dict[str, Any]) -> types.CallToolResult:
