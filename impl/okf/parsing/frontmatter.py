@@ -437,7 +437,8 @@ def _mapping_from_events(get_event: Any) -> YamlMap | None:
 # constructors are the event path's own (:func:`_plain_scalar`).
 
 _LINE_KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]{0,127}):(?: +|$)")
-_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
+# Characters that start something other than a plain scalar (or may, depending on what follows).
+PLAIN_SCALAR_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 _DOUBLE_QUOTED = re.compile(r'"([^"\\]*)"')
 _SINGLE_QUOTED = re.compile(r"'([^']*)'")
 _FLOW_ITEM = r"""(?:[^-?:,\[\]{}#&*!|>'"%@` ][^:,\[\]{}#'"]*|"[^"\\,\[\]]*"|'[^',\[\]]*')"""
@@ -563,7 +564,7 @@ class _LineReader:
         """A one-line scalar or flow sequence (a deeper line after it, which would continue it,
         is refused by the loop that reads the next line)."""
         first = text[0]
-        if first not in _INDICATORS:
+        if first not in PLAIN_SCALAR_INDICATORS:
             if ": " in text or " #" in text or text[-1] == ":":
                 raise _Defer
             return _plain(text)

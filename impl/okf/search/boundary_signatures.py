@@ -16,7 +16,7 @@ never one Python call per body.
 
 from __future__ import annotations
 
-from typing import Sequence
+from typing import Iterator, Protocol, Sequence
 
 import numpy as np
 
@@ -29,9 +29,7 @@ _GOLDEN = np.uint32(2654435761)
 _SHIFT_5 = np.uint64(64 - 11)  # the same for the 5-grams' 64-bit hash
 _GOLDEN_5 = np.uint64(0x9E3779B97F4A7C15)
 _LOW_3, _LOW_5 = np.uint64(0xFF_FFFF), np.uint64(0xFF_FFFF_FFFF)
-_IS_SEPARATOR = np.zeros(256, dtype=bool)
-_IS_SEPARATOR[list(SEPARATORS)] = True
-_SEPARATOR_FLAGS = _IS_SEPARATOR.astype(np.uint8).tobytes()  # bytes.translate's table: 1 a separator, else 0
+_SEPARATOR_FLAGS = bytes(b in SEPARATORS for b in range(256))  # bytes.translate's table: 1 a separator, else 0
 _JOIN = b"\xff\xff"
 # Text signed in one numpy pass. Its arrays (eight bytes a separator, a bit per body and gram
 # slot) stay below the server's fixed mmap threshold (native_memory.py), so every pass reuses the
@@ -54,17 +52,33 @@ def _gram_bits(trigrams: np.ndarray, fives: np.ndarray) -> np.ndarray:
                            (((fives & _LOW_5) * _GOLDEN_5) >> _SHIFT_5).astype(np.int64) + BITS // 2])
 
 
-def sign(bodies: Sequence[bytes | memoryview]) -> np.ndarray:
-    """The signatures of ``bodies``: one row of ``BITS // 8`` bytes each."""
+def _separators(text: bytes) -> np.ndarray:
+    """Per byte of ``text``: is it a separator."""
+    return np.frombuffer(text.translate(_SEPARATOR_FLAGS), dtype=bool)
+
+
+class Bodies(Protocol):
+    """What :func:`sign` reads: a count, then the bodies in order (a list, or a store that
+    decompresses them one at a time)."""
+
+    def __len__(self) -> int: ...
+
+    def __iter__(self) -> Iterator[bytes]: ...
+
+
+def sign(bodies: Bodies | Sequence[bytes | memoryview]) -> np.ndarray:
+    """The signatures of ``bodies``: one row of ``BITS // 8`` bytes each. The bodies are read in
+    order, one pass at a time (a store that decompresses them never holds them all at once)."""
     out = np.zeros((len(bodies), BITS // 8), dtype=np.uint8)
-    first = 0
-    while first < len(bodies):
-        last, size = first, 0
-        while last < len(bodies) and (last == first or (size < CHUNK_BYTES and last - first < _CHUNK_BODIES)):
-            size += len(bodies[last]) + len(_JOIN)
-            last += 1
-        _sign_chunk(out[first:last], bodies[first:last])
-        first = last
+    first, chunk, size = 0, [], 0
+    for body in bodies:
+        chunk.append(body)
+        size += len(body) + len(_JOIN)
+        if size >= CHUNK_BYTES or len(chunk) >= _CHUNK_BODIES:
+            _sign_chunk(out[first:first + len(chunk)], chunk)
+            first, chunk, size = first + len(chunk), [], 0
+    if chunk:
+        _sign_chunk(out[first:], chunk)
     return out
 
 
@@ -75,7 +89,7 @@ def _sign_chunk(out: np.ndarray, bodies: Sequence[bytes | memoryview]) -> None:
     lengths = np.fromiter(map(len, bodies), dtype=np.int64, count=len(bodies))
     # the row of every byte (the join bytes count with the body after them; the last ones with none)
     row_of = np.repeat(np.arange(len(bodies) + 1, dtype=np.int16), np.append(lengths + 2, 2))
-    middle = np.flatnonzero(np.frombuffer(text.translate(_SEPARATOR_FLAGS), dtype=bool)[2:-2]) + 2
+    middle = np.flatnonzero(_separators(text)[2:-2]) + 2
     rows = row_of[middle].astype(np.int64)
     grams = _words(text)[middle - 2]  # a 5-gram's bytes, the trigram's in the middle of them
     # bit ``h`` of a row is bit ``128 >> (h % 8)`` of its byte ``h // 8``: packbits' big-endian order
@@ -86,11 +100,10 @@ def _sign_chunk(out: np.ndarray, bodies: Sequence[bytes | memoryview]) -> None:
 
 def query_bits(needle: bytes) -> list[tuple[int, int]]:
     """``(column, mask)`` of each trigram and 5-gram of ``needle`` centred on a separator."""
-    data = np.frombuffer(needle, dtype=np.uint8)
-    if len(data) < 3:
+    if len(needle) < 3:
         return []
-    middle = np.flatnonzero(_IS_SEPARATOR[data[1:-1]]) + 1
-    wide = middle[(middle >= 2) & (middle < len(data) - 2)]
+    middle = np.flatnonzero(_separators(needle)[1:-1]) + 1
+    wide = middle[(middle >= 2) & (middle < len(needle) - 2)]
     words = _words(needle)
     hashes = sorted_unique(_gram_bits(words[middle - 1], words[wide - 2]))
     return [(h >> 3, 128 >> (h & 7)) for h in hashes.tolist()]

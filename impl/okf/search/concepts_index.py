@@ -212,10 +212,7 @@ class ConceptSearchIndex:
         search does not pay for them. Two threads may both make them: the same array."""
         boundaries = self._boundaries
         if boundaries is None:
-            boundaries = np.empty((len(self.ids), boundary_signatures.BITS // 8), dtype=np.uint8)
-            for first, batch in self.bodies.batches(boundary_signatures.CHUNK_BYTES):
-                boundaries[first:first + len(batch)] = boundary_signatures.sign(batch)
-            self._boundaries = boundaries
+            boundaries = self._boundaries = boundary_signatures.sign(self.bodies)
         return boundaries
 
     def boundaries_made(self) -> bool:

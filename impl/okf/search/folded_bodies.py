@@ -61,17 +61,3 @@ class FoldedBodies:
         whole, decompress = memoryview(self.data), lz4.block.decompress
         starts, ends = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist()
         return [row for row, start, end in zip(rows.tolist(), starts, ends) if needle in decompress(whole[start:end])]
-
-    def batches(self, max_bytes: int) -> Iterator[tuple[int, list[bytes]]]:
-        """``(first row, bodies)`` of consecutive rows, about ``max_bytes`` of folded text each:
-        every body once, without all of them decompressed at the same time."""
-        first, batch, size = 0, [], 0
-        for row in range(len(self)):
-            body = self[row]
-            batch.append(body)
-            size += len(body)
-            if size >= max_bytes:
-                yield first, batch
-                first, batch, size = row + 1, [], 0
-        if batch:
-            yield first, batch

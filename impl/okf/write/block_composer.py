@@ -24,6 +24,8 @@ from ruamel.yaml.error import FileMark
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 from ruamel.yaml.resolver import VersionedResolver
 
+from knowspec.impl.okf.parsing.frontmatter import PLAIN_SCALAR_INDICATORS
+
 MAP_TAG = "tag:yaml.org,2002:map"
 SEQ_TAG = "tag:yaml.org,2002:seq"
 STR_TAG = "tag:yaml.org,2002:str"
@@ -33,8 +35,6 @@ MAX_KEY = 1000  # ruamel refuses a simple key whose colon lies over 1,024 charac
 
 # A key this module composes: a plain identifier-like scalar, then ``:`` and a space or the line end.
 _KEY = re.compile(r"([A-Za-z_][A-Za-z0-9_.-]*):(?: |$)")
-# Characters that start something other than a plain scalar (or may, depending on what follows).
-_INDICATORS = frozenset("-?:,[]{}#&*!|>'\"%@`")
 # Resolution of plain scalars (``0.95`` is a float, ``2026-01-01`` a timestamp, ``yes`` a string):
 # ruamel's resolver, pinned to YAML 1.2 as the editor's composer is.
 _RESOLVER = VersionedResolver(version=(1, 2))
@@ -171,6 +171,6 @@ class _Reader:
             if len(text) < 2 or text[-1] != first or first in inner or (first == '"' and "\\" in inner):
                 raise _Defer  # escapes, doubled quotes, text after the closing quote
             return ScalarNode(STR_TAG, inner, start, end, style=first)
-        if first in _INDICATORS or ": " in text or text.endswith(":") or " #" in text:
+        if first in PLAIN_SCALAR_INDICATORS or ": " in text or text.endswith(":") or " #" in text:
             raise _Defer
         return ScalarNode(_plain_tag(text), text, start, end)
