@@ -65,6 +65,9 @@ class RuntimeSettings:
     - ``gc_pause``: ``KNOWSPEC_GC_PAUSE`` (default on; ``0`` keeps the collector running).
     - ``max_bundle_files`` / ``max_bundle_bytes``: OKF bundle limits an operator raised
       (``knowspec serve --max-bundle-files/--max-bundle-bytes``); ``None``: the contract's.
+    - ``search_bodies``: ``KNOWSPEC_SEARCH_BODIES`` = disk | memory, where search_concepts' index
+      keeps its compressed folded bodies (``okf/search/folded_bodies.py``: a nameless temporary
+      file, read back where a query needs them; ``memory`` keeps them in the process).
     - ``vector_index`` / ``vector_candidates``: ``exact`` (the default) or ``approximate`` (the
       ``ann`` extra's graph, ``docpool/vectors/approximate.py``) and how many candidate rows it
       re-scores exactly (``knowspec serve --vector-index approximate --vector-candidates N``).
@@ -76,6 +79,7 @@ class RuntimeSettings:
     cache_budget_bytes: int = DEFAULT_BUDGET_BYTES
     raise_unexpected: bool = False
     gc_pause: bool = True
+    search_bodies: str = "disk"
     max_bundle_files: int | None = None
     max_bundle_bytes: int | None = None
     vector_index: str = "exact"
@@ -91,6 +95,7 @@ class RuntimeSettings:
             cache_budget_bytes=_env_int("KNOWSPEC_CACHE_BYTES", DEFAULT_BUDGET_BYTES) or DEFAULT_BUDGET_BYTES,
             raise_unexpected=bool(os.environ.get("KNOWSPEC_RAISE_UNEXPECTED")),
             gc_pause=os.environ.get("KNOWSPEC_GC_PAUSE", "1").strip() not in ("0", "off", "false"),
+            search_bodies="memory" if os.environ.get("KNOWSPEC_SEARCH_BODIES", "").strip() == "memory" else "disk",
         )
 
 

@@ -155,7 +155,8 @@ class ConceptSearchIndex:
         for row, body in enumerate(bodies):
             builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
         postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, FoldedBodies.of(bodies), postings, None, [])
+        self._assemble([cid for cid, _ in entries], small, FoldedBodies.of(bodies, on_disk=_bodies_on_disk()),
+                       postings, None, [])
 
     @classmethod
     def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
@@ -336,11 +337,17 @@ def index_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None] = lamb
         return _build_for_snapshot(snapshot, check_cancelled)
 
 
+def _bodies_on_disk() -> bool:
+    """Whether folded bodies go to a temporary file (``KNOWSPEC_SEARCH_BODIES``, :mod:`folded_bodies`)."""
+    return process.current().settings.search_bodies != "memory"
+
+
 def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
     remembered = _previous(process.current())
     previous = remembered.peek(snapshot.root)
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
-    ids, small, bodies, concepts = [], [], [], []
+    ids, small, concepts = [], [], []
+    bodies: list[bytes | memoryview] = []
     builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
     # fresh rows' signatures are made now only when the previous index has made its own
     signed = previous is not None and previous.boundaries_made()
@@ -352,7 +359,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         j = position.get(id(concept))
         if j is not None and previous is not None and previous.concepts[j] is concept:
             small.append(previous.row_fields(j))
-            bodies.append(previous.bodies.stored(j))
+            bodies.append(b"")  # its stored body is read below with the other carried rows', in few reads
             copy_from.append(j)
             copy_to.append(row)
         else:
@@ -368,6 +375,9 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
                 fresh_bodies.append(folded)
         ids.append(cid)
         concepts.append(concept)
+    if previous is not None:
+        for row, (_, stored) in zip(copy_to, previous.bodies.stored_rows(copy_from)):
+            bodies[row] = stored
     fresh_small = _small_of(fresh_entries)
     for row, fields in zip(fresh_rows, fresh_small):
         small[row] = fields
@@ -380,6 +390,7 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
         boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
         if copy_from:
             boundaries[copy_to] = previous.boundaries[copy_from]
-    index = ConceptSearchIndex._of_rows(ids, small, FoldedBodies(bodies), postings, boundaries, concepts)
+    index = ConceptSearchIndex._of_rows(ids, small, FoldedBodies(bodies, on_disk=_bodies_on_disk()), postings,
+                                        boundaries, concepts)
     remembered.put(snapshot.root, None, index)
     return index

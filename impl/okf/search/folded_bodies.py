@@ -1,4 +1,5 @@
-"""Every row's folded body, kept LZ4-compressed in one buffer and decompressed where a query needs it.
+"""Every row's folded body, LZ4-compressed, kept in a nameless temporary file and read back where a
+query needs it.
 
 A query with a separator (``sql warehouse``) verifies its candidate bodies byte for byte, so the
 index keeps every folded body: reading the files back instead (a disk read, a hash check and a
@@ -9,16 +10,30 @@ keeps them in 14 MiB and decompresses them at about 1 GB/s, so verifying a candi
 is decompressed); the 5-gram signatures (:mod:`boundary_signatures`) keep that many fewer bodies to
 verify. zstd and zlib keep the bodies smaller (10 MiB) but decompress about 2x and 5x slower.
 
-One buffer for all rows, not one object per body: a single allocation the allocator hands back
-whole, not thousands scattered among the heap's other objects (which kept freed pages pinned).
+Compressed, they were still the largest single part of the server's resident memory (14 MiB of
+151 on databricks-okf), though a query reads only its candidates. So they are written once to a
+temporary file that has no name (gone with the process) and read back with ``os.pread`` (no
+shared file position: threads read at once). What a query reads comes from the page cache, which
+the system reclaims under pressure; candidates close together are read in one call. Where no
+such file can be made or written (a read-only or full temporary folder), or with
+``KNOWSPEC_SEARCH_BODIES=memory``, they stay in one buffer in memory, read the same way.
 """
 
 from __future__ import annotations
 
-from typing import Iterator, Sequence
+import os
+import tempfile
+from typing import BinaryIO, Iterator, Sequence
 
 import lz4.block
 import numpy as np
+
+# One read covers the wanted bodies within this many bytes, skipping over unwanted ones between
+# two wanted ones when they take at most GAP_BYTES: fewer calls, and a read stays small enough to
+# be a short-lived buffer.
+SPAN_BYTES = 1 << 20
+GAP_BYTES = 64 << 10
+_WRITE_BYTES = 1 << 20  # the bodies are written to the file in pieces about this big
 
 
 def compress(folded: bytes | memoryview) -> bytes:
@@ -27,16 +42,22 @@ def compress(folded: bytes | memoryview) -> bytes:
 
 
 class FoldedBodies:
-    """The folded bodies of an index's rows, each stored as :func:`compress` made it."""
+    """The folded bodies of an index's rows, each stored as :func:`compress` made it; in a
+    temporary file when ``on_disk`` and one can be written, else in memory."""
 
-    def __init__(self, stored: Sequence[bytes | memoryview]) -> None:
-        self.data = b"".join(stored)
+    def __init__(self, stored: Sequence[bytes | memoryview], *, on_disk: bool = True) -> None:
         self.offsets = np.zeros(len(stored) + 1, dtype=np.int64)
         np.cumsum(np.fromiter(map(len, stored), dtype=np.int64, count=len(stored)), out=self.offsets[1:])
+        self._file = _written(stored) if on_disk else None
+        self._data = b"".join(stored) if self._file is None else b""
 
     @classmethod
-    def of(cls, folded: Sequence[bytes]) -> "FoldedBodies":
-        return cls([compress(body) for body in folded])
+    def of(cls, folded: Sequence[bytes], *, on_disk: bool = True) -> "FoldedBodies":
+        return cls([compress(body) for body in folded], on_disk=on_disk)
+
+    @property
+    def on_disk(self) -> bool:
+        return self._file is not None
 
     def __len__(self) -> int:
         return len(self.offsets) - 1
@@ -46,18 +67,75 @@ class FoldedBodies:
         return lz4.block.decompress(self.stored(row))
 
     def __iter__(self) -> Iterator[bytes]:
-        return (self[row] for row in range(len(self)))
+        decompress = lz4.block.decompress
+        return (decompress(stored) for _, stored in self.stored_rows(range(len(self))))
 
-    def stored(self, row: int) -> memoryview:
-        """Row ``row``'s body as stored (compressed), without a copy: what an incremental
-        rebuild carries over for an unchanged concept."""
-        return memoryview(self.data)[self.offsets[row]:self.offsets[row + 1]]
+    def stored(self, row: int) -> bytes | memoryview:
+        """Row ``row``'s body as stored (compressed)."""
+        return self._read(int(self.offsets[row]), int(self.offsets[row + 1]))
+
+    def stored_rows(self, rows: Sequence[int] | np.ndarray) -> Iterator[tuple[int, memoryview]]:
+        """``(row, body as stored)`` for each of ``rows`` in their order, read span by span (rows
+        in ascending order share reads): what an incremental rebuild carries over for the
+        concepts it did not change, and what a query decompresses."""
+        rows = np.asarray(rows, dtype=np.int64)
+        starts, ends, rows_list = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist(), rows.tolist()
+        first, count = 0, len(rows_list)
+        while first < count:
+            base = starts[first]
+            last = first + 1  # one past the span's last row
+            while (last < count and ends[last - 1] <= starts[last] <= ends[last - 1] + GAP_BYTES
+                   and ends[last] - base <= SPAN_BYTES):
+                last += 1
+            span = memoryview(self._read(base, ends[last - 1]))
+            for at in range(first, last):
+                yield rows_list[at], span[starts[at] - base:ends[at] - base]
+            first = last
 
     def nbytes(self) -> int:
-        return len(self.data) + self.offsets.nbytes
+        """The bytes held in memory (the offsets, and the bodies when they are not on disk)."""
+        return len(self._data) + self.offsets.nbytes
 
     def holding(self, rows: np.ndarray, needle: bytes) -> list[int]:
         """The ``rows`` whose body holds ``needle``."""
-        whole, decompress = memoryview(self.data), lz4.block.decompress
-        starts, ends = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist()
-        return [row for row, start, end in zip(rows.tolist(), starts, ends) if needle in decompress(whole[start:end])]
+        decompress = lz4.block.decompress
+        return [row for row, stored in self.stored_rows(rows) if needle in decompress(stored)]
+
+    def _read(self, start: int, end: int) -> bytes | memoryview:
+        if self._file is None:
+            return memoryview(self._data)[start:end]
+        return _read_exactly(self._file.fileno(), start, end - start)
+
+
+def _written(stored: Sequence[bytes | memoryview]) -> BinaryIO | None:
+    """A nameless temporary file holding ``stored`` back to back, or None where none can be
+    made or written."""
+    try:
+        file = tempfile.TemporaryFile(prefix="knowspec-bodies-")
+    except OSError:
+        return None
+    try:
+        piece: list[bytes | memoryview] = []
+        size = 0
+        for body in stored:
+            piece.append(body)
+            size += len(body)
+            if size >= _WRITE_BYTES:
+                file.write(b"".join(piece))
+                piece, size = [], 0
+        file.write(b"".join(piece))
+        file.flush()
+    except OSError:
+        file.close()
+        return None
+    return file
+
+
+def _read_exactly(fd: int, start: int, size: int) -> bytes:
+    data = os.pread(fd, size, start)
+    while len(data) < size:  # a regular file reads short only at its end: never inside ours
+        more = os.pread(fd, size - len(data), start + len(data))
+        if not more:
+            raise OSError(f"search bodies file ended at byte {start + len(data)}, {size - len(data)} bytes early")
+        data += more
+    return data
