@@ -32,7 +32,7 @@ from knowspec.impl.okf.parsing.frontmatter import (
     document_spans,
     load_yaml_mapping,
 )
-from knowspec.impl.okf.parsing.links import NavLink, resolve_navigation, resolve_target_ids
+from knowspec.impl.okf.parsing.links import NavLink, TargetMemo, resolve_navigation, resolve_target_ids
 from knowspec.impl.okf.parsing.markdown import (
     BodyAnalysis,
     Heading,
@@ -321,13 +321,14 @@ class Concept(Document):
             analysis = self.markdown
         return resolve_navigation(self.id, analysis.links)
 
-    def link_target_ids(self) -> list[str | None]:
-        """The ``target_id`` of each of :attr:`links`, in body order (what the edge index reads)."""
+    def link_target_ids(self, memo: TargetMemo | None = None) -> list[str | None]:
+        """The ``target_id`` of each of :attr:`links`, in body order (what the edge index reads);
+        ``memo``: a whole-bundle build's own (``links.resolve_target_ids``)."""
         analysis = self.kept_markdown()
         targets = None if analysis is not None else link_targets_without_parse(self.body)
         if targets is None:
             targets = self.markdown.link_targets
-        return resolve_target_ids(self.id, targets)
+        return resolve_target_ids(self.id, targets, memo)
 
     @kept_property
     def relations(self) -> list[Relation]:
@@ -510,10 +511,12 @@ class Snapshot:
 
         return resolve_version(self.root_index, selector)
 
-    def navigation_targets(self, concept_id: str) -> list[tuple[str, bool]]:
-        """``(target_id, exists)`` of :meth:`navigation`'s edges, without a record per link."""
+    def navigation_targets(self, concept_id: str, memo: TargetMemo | None = None) -> list[tuple[str, bool]]:
+        """``(target_id, exists)`` of :meth:`navigation`'s edges, without a record per link
+        (``memo``: a whole-bundle build's own, ``links.resolve_target_ids``)."""
         concepts = self.concepts
-        return [(target, target in concepts) for target in concepts[concept_id].link_target_ids() if target is not None]
+        return [(target, target in concepts) for target in concepts[concept_id].link_target_ids(memo)
+                if target is not None]
 
     def navigation(self, concept_id: str) -> list[NavEdge]:
         """Resolved navigation links of one concept, in body order, with existence."""

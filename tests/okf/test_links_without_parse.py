@@ -66,6 +66,48 @@ def test_link_resolution_memo_stays_bounded_and_answers_like_no_memo():
     targets = [f"../t{i % 7}/c{i}.md#f{i % 3}" for i in range(links.CLASSIFIED_MEMO_ENTRIES + 500)]
     first = links.resolve_target_ids("a/b/src", targets)
     assert links._classified.cache_info().currsize <= links.CLASSIFIED_MEMO_ENTRIES
-    fresh = [links._classified.__wrapped__("a/b", target)[1] for target in targets]
+    fresh = [links.classify_target("a/b", target)[1] for target in targets]
     assert first == fresh == links.resolve_target_ids("a/b/src", targets)
     assert first[0] == "a/t0/c0"
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.lists(st.tuples(st.sampled_from(["a/b/src", "a/src", "src", "x/y/z/src"]),
+                          st.lists(st.sampled_from(["../up.md", "/x/y.md#f", "c.md", " d.md ", "https://e.x",
+                                                    "../../t/c.md", "#frag", "./e.md"]), max_size=6)),
+                max_size=12),
+       st.integers(1, 8))
+def test_a_build_s_own_memo_answers_like_the_shared_one_and_stays_bounded(calls, bound):
+    from knowspec.impl.okf.parsing import links
+
+    memo: links.TargetMemo = {}
+    saved, links.BUILD_MEMO_ENTRIES = links.BUILD_MEMO_ENTRIES, bound
+    try:
+        for source, targets in calls:
+            assert links.resolve_target_ids(source, targets, memo) == links.resolve_target_ids(source, targets)
+            assert len(memo) <= bound
+    finally:
+        links.BUILD_MEMO_ENTRIES = saved
+
+
+def test_whole_bundle_builds_leave_the_shared_memo_alone(tmp_path):
+    """The edge index and the graph renders resolve through a memo of their own, dropped with
+    the build (entries made among a build's transient objects kept its arenas resident)."""
+    from knowspec.impl.okf.graph.neighbors import edge_index_for
+    from knowspec.impl.okf.graph.targets import shared_targets
+    from knowspec.impl.okf.model import load_snapshot
+    from knowspec.impl.okf.parsing import links
+    from okf_helpers import ctx, write_bundle
+
+    kb = write_bundle(tmp_path / "kb", {f"d{i}/c{i}.md": f"---\ntitle: C{i}\n---\n[n](../d{i + 1}/c{i + 1}.md) [z](/zz{i}.md)\n"
+                                        for i in range(20)})
+    snapshot = load_snapshot(str(kb), ctx())
+    links._classified.cache_clear()
+    index = edge_index_for(snapshot)
+    targets = shared_targets(snapshot)
+    assert [targets(f"d{i}/c{i}") for i in range(3)] == [[(f"d{i + 1}/c{i + 1}", True), (f"zz{i}", False)]
+                                                        for i in range(3)]
+    assert links._classified.cache_info().currsize == 0
+    assert index.outgoing["d0/c0"] == ["d1/c1"]
+    assert snapshot.navigation_targets("d0/c0") == [("d1/c1", True), ("zz0", False)]  # one concept: the shared memo
+    assert links._classified.cache_info().currsize == 2

@@ -218,9 +218,9 @@ def test_a_first_semantic_graph_reads_each_concepts_links_once(kb, monkeypatch):
     asked: list[str] = []
     real = Snapshot.navigation_targets
 
-    def counted(self, concept_id):
+    def counted(self, concept_id, memo=None):
         asked.append(concept_id)
-        return real(self, concept_id)
+        return real(self, concept_id, memo)
 
     monkeypatch.setattr(Snapshot, "navigation_targets", counted)
     out = get_semantic_graph(tool_args("get_semantic_graph", bundle_path=str(kb)), ctx())

@@ -21,6 +21,7 @@ from typing import Any, Callable, Iterable, Sequence
 
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.parsing.links import TargetMemo
 from knowspec.impl.rules.ordering import edge_key, source_key, truncate
 
 KIND_ORDER = ("navigation", "relation", "source")
@@ -91,10 +92,11 @@ def _edge_index(snapshot: Any, check_cancelled: Callable[[], None]) -> EdgeIndex
     ids = set(snapshot.concepts)
     index = EdgeIndex()
     outgoing, incoming = index.outgoing, index.incoming
+    memo: TargetMemo = {}
     for n, (cid, concept) in enumerate(snapshot.concepts.items()):
         if n % 64 == 0:
             check_cancelled()
-        for target in concept.link_target_ids():
+        for target in concept.link_target_ids(memo):
             if target is not None and target in ids:
                 outgoing[cid].append(target)
                 incoming[target].append(cid)

@@ -4,6 +4,8 @@ from __future__ import annotations
 
 from typing import Any, Callable
 
+from knowspec.impl.okf.parsing.links import TargetMemo
+
 NavigationTargets = Callable[[str], list[tuple[str, bool]]]  # concept id -> (target id, exists), body order
 
 
@@ -11,11 +13,12 @@ def shared_targets(snapshot: Any) -> NavigationTargets:
     """``snapshot.navigation_targets``, each concept's links read once: a first get_semantic_graph
     renders the legacy and the v0.2 documents, and both list every concept's references."""
     memo: dict[str, list[tuple[str, bool]]] = {}
+    resolved: TargetMemo = {}
 
     def targets(concept_id: str) -> list[tuple[str, bool]]:
         found = memo.get(concept_id)
         if found is None:
-            found = memo[concept_id] = snapshot.navigation_targets(concept_id)
+            found = memo[concept_id] = snapshot.navigation_targets(concept_id, resolved)
         return found
 
     return targets

@@ -191,24 +191,28 @@ def resolve_link_target(source_id: str, target: str, kind: str | None = None) ->
     return joined
 
 
-# An entry is ~300 bytes (key, record, strings). databricks-okf resolves 56,700 links, 10,100
-# distinct, that a bundle's concepts repeat near each other (one folder's concepts link alike):
-# 4,096 entries keep 46,354 of the 46,539 hits of an unbounded memo in its first load (92,753 of
-# 103,210 with get_semantic_graph after it) in 1.2 MiB instead of 2.9, and a bigger bundle's memo
-# no longer grows to 65,536 entries (19 MiB).
+# An entry is ~300 bytes (key, record, strings). The shared memo serves the readers of one
+# concept's links (navigation, read_concept); a whole-bundle build brings its own memo
+# (:func:`resolve_target_ids`). databricks-okf resolves 56,700 links, 10,100 distinct, that a
+# bundle's concepts repeat near each other (one folder's concepts link alike): 4,096 entries kept
+# 46,354 of the 46,539 hits of an unbounded memo in a whole-bundle read, in 1.2 MiB instead of 2.9.
 CLASSIFIED_MEMO_ENTRIES = 4096
 
 
-@lru_cache(maxsize=CLASSIFIED_MEMO_ENTRIES)
-def _classified(source_dir: str, target: str) -> tuple[str, str | None, str | None]:
-    """(kind, target id, fragment) of a stripped target seen from a source directory.
-
-    Pure and shared: bundles repeat the same targets (``/concepts/x.md``) thousands of times."""
+def classify_target(source_dir: str, target: str) -> tuple[str, str | None, str | None]:
+    """(kind, target id, fragment) of a stripped target seen from a source directory."""
     kind = classify_link(target)
     hash_pos = target.find("#")
     fragment = target[hash_pos + 1 :] if hash_pos >= 0 else None
     source = f"{source_dir}/_" if source_dir else "_"
     return kind, resolve_link_target(source, target, kind), fragment
+
+
+@lru_cache(maxsize=CLASSIFIED_MEMO_ENTRIES)
+def _classified(source_dir: str, target: str) -> tuple[str, str | None, str | None]:
+    """:func:`classify_target`, shared by the readers of one concept's links: bundles repeat
+    the same targets (``/concepts/x.md``) thousands of times."""
+    return classify_target(source_dir, target)
 
 
 def resolve_navigation(source_id: str, raw_links) -> list[NavLink]:
@@ -221,7 +225,29 @@ def resolve_navigation(source_id: str, raw_links) -> list[NavLink]:
     return out
 
 
-def resolve_target_ids(source_id: str, targets: list[str]) -> list[str | None]:
-    """The ``target_id`` of each of :func:`resolve_navigation`'s links, without the records."""
+TargetMemo = dict[tuple[str, str], "str | None"]  # (source folder, stripped target) -> target id
+BUILD_MEMO_ENTRIES = 32768  # ~10 MiB at most, for one build; databricks-okf has 10,100 distinct
+
+
+def resolve_target_ids(source_id: str, targets: list[str], memo: TargetMemo | None = None) -> list[str | None]:
+    """The ``target_id`` of each of :func:`resolve_navigation`'s links, without the records.
+
+    A whole-bundle build (the edge index, the graph renders) passes its own ``memo``, dropped
+    with the build: read through the shared bounded memo, a bundle with more distinct links than
+    it holds (databricks-okf: 10,100) replaced thousands of its entries in each build, and those
+    made among the build's transient objects kept their freed arenas resident (Python returns
+    an arena only once it is empty)."""
     source_dir = source_id.rpartition("/")[0]
-    return [_classified(source_dir, target.strip())[1] for target in targets]
+    if memo is None:
+        return [_classified(source_dir, target.strip())[1] for target in targets]
+    out = []
+    for target in targets:
+        key = (source_dir, target.strip())
+        try:
+            found = memo[key]
+        except KeyError:
+            if len(memo) >= BUILD_MEMO_ENTRIES:
+                memo.clear()  # a huge bundle's build: bounded, and nearby links still hit
+            found = memo[key] = classify_target(*key)[1]
+        out.append(found)
+    return out
