@@ -112,6 +112,12 @@ def test_bodies_stay_in_memory_when_the_temporary_file_cannot_be_written(monkeyp
     assert list(stored) == [b"alpha", b"beta"]
 
 
+def test_bodies_stay_in_memory_where_files_cannot_be_read_at_an_offset(monkeypatch):
+    monkeypatch.delattr(fb.os, "pread")  # Windows
+    stored = FoldedBodies.of([b"alpha", b"beta"])
+    assert not stored.on_disk and list(stored) == [b"alpha", b"beta"]
+
+
 def test_on_disk_only_the_offsets_count_as_memory():
     bodies = [b"x" * 1000 + bytes([i]) for i in range(64)]
     assert FoldedBodies.of(bodies).nbytes() == 65 * 8

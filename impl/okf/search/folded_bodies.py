@@ -15,8 +15,8 @@ Compressed, they were still the largest single part of the server's resident mem
 temporary file that has no name (gone with the process) and read back with ``os.pread`` (no
 shared file position: threads read at once). What a query reads comes from the page cache, which
 the system reclaims under pressure; candidates close together are read in one call. Where no
-such file can be made or written (a read-only or full temporary folder), or with
-``KNOWSPEC_SEARCH_BODIES=memory``, they stay in one buffer in memory, read the same way.
+such file can be made, written or read that way (a read-only or full temporary folder; Windows),
+or with ``KNOWSPEC_SEARCH_BODIES=memory``, they stay in one buffer in memory, read the same way.
 """
 
 from __future__ import annotations
@@ -109,7 +109,9 @@ class FoldedBodies:
 
 def _written(stored: Sequence[bytes | memoryview]) -> BinaryIO | None:
     """A nameless temporary file holding ``stored`` back to back, or None where none can be
-    made or written."""
+    made or written (or read back: Windows has no ``os.pread``)."""
+    if not hasattr(os, "pread"):
+        return None
     try:
         file = tempfile.TemporaryFile(prefix="knowspec-bodies-")
     except OSError:
