@@ -298,7 +298,7 @@ class ConceptSearchIndex:
 
     def _scan(self, query: str, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
         """Per-concept scan, used when the query holds the blob separator (NUL)."""
-        matches = []
+        matches, unmatched = [], []
         for i, cid in enumerate(self.ids):
             id_, title, description, tags = self.row_fields(i)
             if i % 256 == 0:
@@ -311,8 +311,12 @@ class ConceptSearchIndex:
                 matches.append((cid, "description"))
             elif any(needle in t for t in tags):
                 matches.append((cid, "tags"))
-            elif needle in self.body(i):
-                matches.append((cid, "body"))
+            else:
+                unmatched.append(i)
+        rows = np.array(unmatched, dtype=np.intp)
+        for start in range(0, len(rows), 4096):  # the bodies read in spans, not one call a row
+            check_cancelled()
+            matches.extend((self.ids[row], "body") for row in self.bodies.holding(rows[start:start + 4096], needle))
         matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
         page, total, truncated = truncate(matches, limit)
         return SearchResult(page, total, truncated)
