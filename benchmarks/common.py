@@ -97,6 +97,26 @@ def server_memory_mib(field: str = "VmRSS", pid: int | None = None) -> float | N
     return best
 
 
+def server_temp_files_mib() -> float | None:
+    """The bytes of the nameless (deleted) files the child processes hold open, in MiB: what a
+    server keeps in the page cache instead of its own memory (the search index's folded bodies,
+    ``impl/okf/search/folded_bodies.py``); None where /proc cannot tell."""
+    total, seen = 0, False
+    for pid in child_pids():
+        try:
+            fds = list(Path(f"/proc/{pid}/fd").iterdir())
+        except OSError:
+            continue
+        seen = True
+        for fd in fds:
+            try:
+                if os.readlink(fd).endswith(" (deleted)"):
+                    total += fd.stat().st_size
+            except OSError:
+                continue
+    return round(total / 2**20, 1) if seen else None
+
+
 def child_pids() -> set[int]:
     """The processes this one started that are still running (a stdio server is one)."""
     me, found = str(os.getpid()), set()

@@ -29,7 +29,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import goal, require_bundle, server_memory_mib, stdio_session, timed, write_results  # noqa: E402
+from common import goal, require_bundle, server_memory_mib, server_temp_files_mib, stdio_session, timed, write_results  # noqa: E402
 from okf_read import floor_seconds  # noqa: E402
 
 COLD_BOUND = 1.3
@@ -86,6 +86,7 @@ async def server_run(bundle: Path, concept_id: str) -> dict:
                                   "rss_after_mib": server_memory_mib("VmRSS")}
         out["rss_after_all_tools_mib"] = server_memory_mib("VmRSS")
         out["rss_after_all_tools_parts_mib"] = rss_parts()
+        out["temp_files_after_all_tools_mib"] = server_temp_files_mib()  # in the page cache, not in RSS
         out["peak_rss_mib"] = server_memory_mib("VmHWM")
     return out
 
@@ -112,7 +113,8 @@ def main() -> None:
                "seconds": round(time.perf_counter() - started, 1)}
     if run.get("rss_idle_mib") is not None:
         print(f"idle server RSS (imports only) {run['rss_idle_mib']:.1f} MiB; after all tools "
-              f"{run['rss_after_all_tools_mib']:.1f} MiB, peak {run['peak_rss_mib']:.1f} MiB", flush=True)
+              f"{run['rss_after_all_tools_mib']:.1f} MiB (and {run['temp_files_after_all_tools_mib']} MiB in "
+              f"nameless temporary files), peak {run['peak_rss_mib']:.1f} MiB", flush=True)
     write_results("okf_cold_memory", results)
 
 
