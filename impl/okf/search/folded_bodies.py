@@ -16,7 +16,9 @@ temporary file that has no name (gone with the process) and read back with ``os.
 shared file position: threads read at once). What a query reads comes from the page cache, which
 the system reclaims under pressure; candidates close together are read in one call. Where no
 such file can be made, written or read that way (a read-only or full temporary folder; Windows),
-or with ``KNOWSPEC_SEARCH_BODIES=memory``, they stay in one buffer in memory, read the same way.
+or with ``KNOWSPEC_SEARCH_BODIES=memory``, they stay in memory, read the same way: in one buffer,
+not one object per body, which the allocator hands back whole rather than keeping freed pages
+pinned among the heap's other objects.
 """
 
 from __future__ import annotations
