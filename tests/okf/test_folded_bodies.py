@@ -154,3 +154,16 @@ def test_signatures_made_in_several_passes_equal_one_signing_of_all(monkeypatch)
     assert len(passes) > 5  # the stored bodies were signed in several passes
     monkeypatch.setattr(bs, "CHUNK_BYTES", 1 << 30)
     assert (index.boundaries == bs.sign(list(index.bodies))).all()
+
+
+def test_threads_reading_one_file_at_once_each_get_their_own_bodies():
+    """Reads carry their own offset (``os.pread``): no thread moves another's position."""
+    from concurrent.futures import ThreadPoolExecutor
+
+    bodies = [f"row {i} ".encode() * (i % 17 + 1) for i in range(400)]
+    stored = FoldedBodies.of(bodies)
+    rows = np.arange(len(bodies))
+    needles = [f"row {i} ".encode() for i in range(0, 400, 7)] * 4
+    expected = [[row for row, body in enumerate(bodies) if needle in body] for needle in needles]
+    with ThreadPoolExecutor(8) as pool:
+        assert list(pool.map(lambda needle: stored.holding(rows, needle), needles)) == expected
