@@ -118,6 +118,19 @@ def test_bodies_stay_in_memory_where_files_cannot_be_read_at_an_offset(monkeypat
     assert not stored.on_disk and list(stored) == [b"alpha", b"beta"]
 
 
+def test_the_file_is_closed_with_the_store(recwarn):
+    import gc
+    import warnings
+
+    warnings.simplefilter("always", ResourceWarning)
+    stored = FoldedBodies.of([b"alpha"])
+    file = stored._file
+    del stored
+    gc.collect()
+    assert file.closed
+    assert not [w for w in recwarn if issubclass(w.category, ResourceWarning)]
+
+
 def test_on_disk_only_the_offsets_count_as_memory():
     bodies = [b"x" * 1000 + bytes([i]) for i in range(64)]
     assert FoldedBodies.of(bodies).nbytes() == 65 * 8

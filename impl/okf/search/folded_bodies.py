@@ -25,6 +25,7 @@ from __future__ import annotations
 
 import os
 import tempfile
+import weakref
 from typing import BinaryIO, Iterator, Sequence
 
 import lz4.block
@@ -52,6 +53,8 @@ class FoldedBodies:
         np.cumsum(np.fromiter(map(len, stored), dtype=np.int64, count=len(stored)), out=self.offsets[1:])
         self._file = _written(stored) if on_disk else None
         self._data = b"".join(stored) if self._file is None else b""
+        if self._file is not None:
+            weakref.finalize(self, self._file.close)  # closed with the index, not left to the collector
 
     @classmethod
     def of(cls, folded: Sequence[bytes], *, on_disk: bool = True) -> "FoldedBodies":
