@@ -278,9 +278,15 @@ class ConceptSearchIndex:
             return
         if boundary_signatures.query_bits(needle):  # else the signatures cannot narrow anything
             rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
-        for start in range(0, len(rows_to_check), 4096):
+        field[self._bodies_holding(rows_to_check, needle, check_cancelled)] = len(_FIELDS)
+
+    def _bodies_holding(self, rows: np.ndarray, needle: bytes, check_cancelled: Callable[[], None]) -> list[int]:
+        """The ``rows`` whose body holds ``needle``, read in spans, a cancellation check every 4,096."""
+        found: list[int] = []
+        for start in range(0, len(rows), 4096):
             check_cancelled()
-            field[self.bodies.holding(rows_to_check[start:start + 4096], needle)] = len(_FIELDS)
+            found += self.bodies.holding(rows[start:start + 4096], needle)
+        return found
 
     def _page(self, field: np.ndarray, limit: int) -> SearchResult:
         """The first ``limit`` hits in (field rank, ID) order and the total; rows are taken in
@@ -314,9 +320,7 @@ class ConceptSearchIndex:
             else:
                 unmatched.append(i)
         rows = np.array(unmatched, dtype=np.intp)
-        for start in range(0, len(rows), 4096):  # the bodies read in spans, not one call a row
-            check_cancelled()
-            matches.extend((self.ids[row], "body") for row in self.bodies.holding(rows[start:start + 4096], needle))
+        matches += [(self.ids[row], "body") for row in self._bodies_holding(rows, needle, check_cancelled)]
         matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
         page, total, truncated = truncate(matches, limit)
         return SearchResult(page, total, truncated)

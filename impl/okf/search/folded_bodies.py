@@ -26,7 +26,7 @@ from __future__ import annotations
 import os
 import tempfile
 import weakref
-from typing import BinaryIO, Iterator, Sequence
+from typing import IO, Iterator, Sequence
 
 import lz4.block
 import numpy as np
@@ -36,7 +36,7 @@ import numpy as np
 # be a short-lived buffer.
 SPAN_BYTES = 1 << 20
 GAP_BYTES = 64 << 10
-_WRITE_BYTES = 1 << 20  # the bodies are written to the file in pieces about this big
+_WRITE_BYTES = 1 << 20  # the file's write buffer: the bodies reach the file in pieces this big
 
 
 def compress(folded: bytes | memoryview) -> bytes:
@@ -112,25 +112,18 @@ class FoldedBodies:
         return _read_exactly(self._file.fileno(), start, end - start)
 
 
-def _written(stored: Sequence[bytes | memoryview]) -> BinaryIO | None:
+def _written(stored: Sequence[bytes | memoryview]) -> IO[bytes] | None:
     """A nameless temporary file holding ``stored`` back to back, or None where none can be
     made or written (or read back: Windows has no ``os.pread``)."""
     if not hasattr(os, "pread"):
         return None
     try:
-        file = tempfile.TemporaryFile(prefix="knowspec-bodies-")
+        file = tempfile.TemporaryFile(prefix="knowspec-bodies-", buffering=_WRITE_BYTES)
     except OSError:
         return None
     try:
-        piece: list[bytes | memoryview] = []
-        size = 0
         for body in stored:
-            piece.append(body)
-            size += len(body)
-            if size >= _WRITE_BYTES:
-                file.write(b"".join(piece))
-                piece, size = [], 0
-        file.write(b"".join(piece))
+            file.write(body)  # gathered in the file's buffer
         file.flush()
     except OSError:
         file.close()
