@@ -1,6 +1,6 @@
 """Where the OKF read side's memory goes (issue #18 goal 6): a tracemalloc profile, in process.
 
-Run: knowspec bench okf_memory_profile [--bundle DIR] [--top 15] [--cold]
+Run: knowspec bench okf_memory_profile [--bundle DIR] [--top 15] [--cold | --untraced]
 Writes benchmarks/results/okf_memory_profile.json. Calls the read handlers directly (no MCP
 transport: the server's share is what ``okf_cold_memory`` adds on top) in the order the
 server benchmark uses, then reports:
@@ -9,6 +9,12 @@ server benchmark uses, then reports:
 - the RSS and the traced bytes after each tool, and the traced peak;
 - the live allocations after every tool, grouped by file and line (``--top`` rows), i.e. what
   the runtime's caches and the snapshot keep between calls;
+- with ``--untraced`` instead (no tracemalloc, whose bookkeeping changes the memory layout and
+  hides the figures below), the RSS after each tool under the server's malloc settings and heap
+  trim, and the small-object allocator's figures (``obmalloc_mib``): its arenas, the objects live
+  in them, and its slack (free blocks in used pools, unused pools in kept arenas). Python returns
+  an arena only once nothing in it lives, so a call's peak of small objects can stay resident
+  after it as slack;
 - with ``--cold``, a cProfile of the first get_neighbors instead (top functions by own time).
 
 tracemalloc slows the calls a few times: its times are not the server's.
@@ -20,8 +26,11 @@ import argparse
 import cProfile
 import gc
 import io
+import os
 import pstats
+import re
 import sys
+import tempfile
 import time
 import tracemalloc
 from pathlib import Path
@@ -38,11 +47,48 @@ def rss_mib() -> float:
     return 0.0
 
 
+_OBMALLOC_FIELDS = {
+    "arenas": r"(\d+) arenas \* \d+ bytes/arena\s+=\s+([\d,]+)",
+    "live": r"# bytes in allocated blocks\s+=\s+([\d,]+)",
+    "free_blocks": r"# bytes in available blocks\s+=\s+([\d,]+)",
+    "unused_pools": r"\d+ unused pools \* \d+ bytes\s+=\s+([\d,]+)",
+}
+
+
+def obmalloc_mib() -> dict[str, float] | None:
+    """CPython's small-object allocator (``sys._debugmallocstats``, which writes to fd 2): MiB in
+    its arenas, in live objects, in free blocks of used pools and in unused pools. None where the
+    report lacks them (not CPython, another allocator, tracemalloc on)."""
+    report = getattr(sys, "_debugmallocstats", None)
+    if report is None:
+        return None
+    with tempfile.TemporaryFile("w+") as out:
+        sys.stderr.flush()
+        saved = os.dup(2)
+        os.dup2(out.fileno(), 2)
+        try:
+            report()
+        finally:
+            os.dup2(saved, 2)
+            os.close(saved)
+        out.seek(0)
+        text = out.read()
+    figures = {}
+    for name, pattern in _OBMALLOC_FIELDS.items():
+        found = re.search(pattern, text)
+        if found is None:
+            return None
+        figures[name] = round(int(found.groups()[-1].replace(",", "")) / 2**20, 1)
+    return figures
+
+
 def main() -> None:
     parser = argparse.ArgumentParser()
     parser.add_argument("--bundle", type=Path, default=None)
     parser.add_argument("--top", type=int, default=15)
     parser.add_argument("--cold", action="store_true", help="cProfile the first get_neighbors instead")
+    parser.add_argument("--untraced", action="store_true",
+                        help="no tracemalloc: the RSS and allocator figures under the server's malloc settings")
     args = parser.parse_args()
     bundle = require_bundle(args.bundle)
 
@@ -75,7 +121,13 @@ def main() -> None:
             results["profile"] = out.getvalue()
             write_results("okf_memory_profile", results)
             return
-        tracemalloc.start(1)
+        if args.untraced:
+            from knowspec.impl.server.native_memory import limit_arenas, release_free_memory
+
+            limit_arenas()
+            results["obmalloc_after_imports_mib"] = obmalloc_mib()
+        else:
+            tracemalloc.start(1)
         steps = []
         for name, arguments in todo:
             start = time.perf_counter()
@@ -84,11 +136,23 @@ def main() -> None:
                 error = None
             except ToolError as exc:
                 error = exc.code
+            seconds = round(time.perf_counter() - start, 2)
+            if args.untraced:
+                release_free_memory()  # as the server does after a big call
+                steps.append({"tool": name, "s": seconds, "error": error, "rss_mib": round(rss_mib(), 1),
+                              "obmalloc_mib": obmalloc_mib()})
+                print(steps[-1], flush=True)
+                continue
             current, peak = tracemalloc.get_traced_memory()
-            steps.append({"tool": name, "s": round(time.perf_counter() - start, 2), "error": error,
+            steps.append({"tool": name, "s": seconds, "error": error,
                           "rss_mib": round(rss_mib(), 1), "traced_mib": round(current / 2**20, 1),
                           "traced_peak_mib": round(peak / 2**20, 1)})
             print(steps[-1], flush=True)
+        if args.untraced:
+            results["steps"] = steps
+            results["rss_after_all_mib"] = round(rss_mib(), 1)
+            write_results("okf_memory_profile", results)
+            return
         gc.collect()
         snapshot = tracemalloc.take_snapshot()
         top = snapshot.statistics("lineno")
