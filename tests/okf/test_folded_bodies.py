@@ -3,6 +3,7 @@ back byte for byte."""
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 
@@ -129,6 +130,12 @@ def test_the_file_is_closed_with_the_store(recwarn):
     gc.collect()
     assert file.closed
     assert not [w for w in recwarn if issubclass(w.category, ResourceWarning)]
+
+
+def test_the_file_kept_for_reading_holds_no_write_buffer():
+    stored = FoldedBodies.of([b"alpha" * 1000, b"beta"])
+    assert isinstance(stored._file, io.FileIO)  # the raw file: its write buffer was let go
+    assert [stored[0], stored[1]] == [b"alpha" * 1000, b"beta"]
 
 
 def test_on_disk_only_the_offsets_count_as_memory():

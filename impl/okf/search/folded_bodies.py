@@ -23,6 +23,7 @@ pinned among the heap's other objects.
 
 from __future__ import annotations
 
+import io
 import os
 import tempfile
 import weakref
@@ -112,7 +113,7 @@ class FoldedBodies:
         return _read_exactly(self._file.fileno(), start, end - start)
 
 
-def _written(stored: Sequence[bytes | memoryview]) -> IO[bytes] | None:
+def _written(stored: Sequence[bytes | memoryview]) -> io.RawIOBase | IO[bytes] | None:
     """A nameless temporary file holding ``stored`` back to back, or None where none can be
     made or written (or read back: Windows has no ``os.pread``)."""
     if not hasattr(os, "pread"):
@@ -128,7 +129,9 @@ def _written(stored: Sequence[bytes | memoryview]) -> IO[bytes] | None:
     except OSError:
         file.close()
         return None
-    return file
+    # Reads go through the descriptor (``os.pread``): keep the raw file, not the 1 MiB write
+    # buffer, which would stay allocated as long as the index.
+    return file.detach() if isinstance(file, io.BufferedRandom) else file
 
 
 def _read_exactly(fd: int, start: int, size: int) -> bytes:
