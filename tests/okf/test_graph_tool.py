@@ -216,6 +216,24 @@ def test_same_call_twice_is_identical(tmp_path):
     assert first.text == second.text and json.dumps(first.structured) == json.dumps(second.structured)
 
 
+def test_a_call_answered_from_the_kept_documents_reads_no_links(tmp_path, monkeypatch):
+    from knowspec.impl.okf.model import Snapshot
+
+    bundle = write_bundle(tmp_path, LEGACY_BUNDLE)
+    real, read = Snapshot.navigation_targets, []
+
+    def counted(self, concept_id, memo=None):
+        read.append(concept_id)
+        return real(self, concept_id, memo)
+
+    monkeypatch.setattr(Snapshot, "navigation_targets", counted)
+    first = call(bundle)
+    assert {"b&c", "hash#name", "notes/my file"} <= set(read)  # the renders read every concept's
+    read.clear()
+    second = call(bundle)
+    assert read == [] and second.text == first.text
+
+
 AC = "---\ntype: Attested Computation\nruntime: sql\n{extra}---\n{body}"
 
 
