@@ -48,10 +48,8 @@ TRIM_AFTER_CALLS = 256  # or this many calls: small calls fragment too, a trim t
 # the read tools, benchmarks/okf_cold_memory.py); a trim (1-30 ms) is noise beside such a call.
 TRIM_AFTER_CPU_SECONDS = 0.25
 # Or once the resident size grew this much since the last trim: a quick call can free a lot
-# (databricks-okf: a first validate_bundle, 0.1 s of CPU, left 12-13 MiB behind untrimmed). Half
-# the heap's own trim threshold: a call may leave up to that much free at the heap's top, and at
-# 8 MiB the same validate_bundle, grown 6-8 MiB by then, stayed 8 MiB above its trimmed size.
-TRIM_AFTER_GROWTH_BYTES = TRIM_THRESHOLD_BYTES // 2
+# (databricks-okf: a first validate_bundle, 0.1 s of CPU, left 12-13 MiB behind untrimmed).
+TRIM_AFTER_GROWTH_BYTES = 8 * 1024 * 1024
 # Or once a transport wrote an answer this big: its encoded bytes and the result it was encoded
 # from are freed only then, after the call's own trim (databricks-okf: validate_bundle's and
 # get_semantic_graph's answers left 13 and 35 MiB of RSS behind, benchmarks/okf_cold_memory.py).

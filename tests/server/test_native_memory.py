@@ -16,8 +16,7 @@ from hypothesis import strategies as st
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server import native_memory
 from knowspec.impl.server.native_memory import (TRIM_AFTER_ANSWER_BYTES, TRIM_AFTER_BYTES, TRIM_AFTER_CALLS,
-                                                TRIM_AFTER_CPU_SECONDS, TRIM_AFTER_GROWTH_BYTES, TRIM_THRESHOLD_BYTES,
-                                                HeapTrimmer,
+                                                TRIM_AFTER_CPU_SECONDS, TRIM_AFTER_GROWTH_BYTES, HeapTrimmer,
                                                 resident_bytes, trim_due)
 from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -41,12 +40,6 @@ def test_a_quick_call_after_which_the_process_grew_enough_trims():
     assert [trimmer.after_call(0) for _ in range(2)] == [False, False]
     assert trimmer.after_call(0) is True and released == [1]  # grown enough; after the trim: 90 MiB
     assert trimmer.after_call(0) is False and released == [1]  # 90 MiB + just under the growth
-
-
-def test_the_growth_rule_sees_what_the_heap_keeps_at_its_top():
-    """glibc keeps free memory at the heap's top up to its trim threshold; a growth rule at or
-    above it would never trim a quick call that left less than that behind (validate_bundle)."""
-    assert TRIM_AFTER_GROWTH_BYTES <= TRIM_THRESHOLD_BYTES // 2
 
 
 def test_the_resident_size_is_read_on_linux():
