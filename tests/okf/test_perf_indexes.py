@@ -206,7 +206,7 @@ def test_body_signatures_wait_for_a_query_that_narrows_with_them(tmp_path):
     snapshot = load_snapshot(str(kb), ctx())
     rebuilt = sci.index_for_snapshot(snapshot)
     assert rebuilt.boundaries_made()  # fresh rows signed at once, the others copied
-    full = bs.sign([rebuilt.body(row) for row in range(len(rebuilt.ids))])
+    full = bs.sign([rebuilt.bodies[row] for row in range(len(rebuilt.ids))])
     assert (rebuilt.boundaries == full).all()
     assert rebuilt.search(case_fold("sql  warehouse"), 10) == reference(snapshot, "sql  warehouse", 10)
 

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import json
 import zlib
-from typing import Any, Callable
+from typing import Any
 
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
@@ -47,11 +47,11 @@ def check_budget(document: dict[str, Any]) -> None:
             raise ToolError("resource_limit", "semantic graph projection version exceeds the MCP limit")
 
 
-def _legacy_text(snapshot: Any, ctx: CallContext, targets: Callable[[], NavigationTargets]) -> str:
+def _legacy_text(snapshot: Any, ctx: CallContext, targets: NavigationTargets) -> str:
     """The legacy JSON-LD text, kept compressed between calls (a non-ASCII ``str`` would take
     two or four bytes a character) and decoded for each answer."""
     def render() -> bytes:
-        encoded = render_legacy_utf8(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD"), targets()))
+        encoded = render_legacy_utf8(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD"), targets))
         if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
         return zlib.compress(encoded, 1)
@@ -110,26 +110,12 @@ def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput
     resolution = snapshot.version()
     if resolution.error:
         raise ToolError("invalid_request", f"render JSON-LD: {resolution.error}")
-    read: list[NavigationTargets] = []
-
-    def targets() -> NavigationTargets:
-        """Every concept's navigation targets, read at the first render this call runs (none when
-        both documents are kept: reading them is most of a warm call's work otherwise)."""
-        if not read:
-            found = shared_targets(snapshot)
-            for concept_id in snapshot.concepts:
-                # Both renders read every concept's targets: read here, before either, they lie
-                # together, not among the renders' transient objects, whose arenas they would keep
-                # resident after the call (databricks-okf: ~6 MiB; benchmarks/okf_cold_memory.py).
-                found(concept_id)
-            read.append(found)
-        return read[0]
-
+    targets = shared_targets(snapshot)  # read at the first render this call runs, if any
     text = _legacy_text(snapshot, ctx, targets)
 
     def render() -> bytes:
         encoded = graph_utf8(project_graph(snapshot, temporal.profile, temporal.as_of,
-                                           lambda: ctx.check_cancelled("render v0.2 JSON-LD"), targets()))
+                                           lambda: ctx.check_cancelled("render v0.2 JSON-LD"), targets))
         if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
         return zlib.compress(encoded, 1)

@@ -235,10 +235,6 @@ class ConceptSearchIndex:
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
                 "bodies": self.bodies.nbytes(), "fields": blobs}
 
-    def body(self, row: int) -> bytes:
-        """The folded body of ``row`` as searched (UTF-8 bytes)."""
-        return self.bodies[row]
-
     def search(self, folded_query: str, limit: int, check_cancelled: Callable[[], None] = lambda: None) -> SearchResult:
         needle = folded_query.encode("utf-8", "surrogatepass")
         if _SEP in needle:
