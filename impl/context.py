@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any
+from typing import Any, Hashable
 
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import cancelled
@@ -46,13 +46,28 @@ class CallContext:
             raise cancelled(operation)
 
 
+@dataclass(frozen=True)
+class AnswerKey:
+    """Where the pipeline keeps an answer once it is validated (``kept_answers``): ``key`` names
+    it (the tool, the bundle root, the arguments the answer depends on), ``stamp`` says what it
+    was made from (the snapshot's revision); an answer kept at another stamp is not given."""
+
+    key: Hashable
+    stamp: Any
+
+
 @dataclass
 class ToolOutput:
     """A successful result: ``structured`` becomes ``structuredContent``.
 
     ``text`` is the text-compatible content; when ``None`` the pipeline renders it from the
     tool table's rule (compact JSON of the structured content, or of its wrapped array).
+    ``keep``: keep this answer under that key once it passed its output schema, for the
+    handler to give again (``kept_answers.kept_output``); ``structured_json``: the structured
+    content already encoded, when the handler has it (compact JSON, UTF-8, non-ASCII kept).
     """
 
     structured: dict[str, Any]
     text: str | None = None
+    keep: AnswerKey | None = None
+    structured_json: bytes | None = None

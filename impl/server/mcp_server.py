@@ -79,7 +79,7 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
         if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
             return await runtime.call(params.name, params.arguments, caller)
         return await runtime.call(params.name, params.arguments, caller,
-                                  partial(answers.park, protocol_version=ctx.protocol_version))
+                                  partial(answers.park, protocol_version=ctx.protocol_version), takes_json=True)
 
     name, version = server_identity(runtime)
     return server_class()(

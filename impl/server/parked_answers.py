@@ -114,15 +114,24 @@ class ParkedAnswers:
             slots.append(encoded(value, ascii_only))
             return f"{token}:{len(slots) - 1}"
 
-        content = [c.model_copy(update={"text": TEXT_MARK + slot(c.text)}) if isinstance(c, types.TextContent) else c
-                   for c in result.content]
-        written = _written_structured(result, ascii_only)
+        def slot_of(data: bytes) -> str:
+            slots.append([data])
+            return f"{token}:{len(slots) - 1}"
+
+        kept = result.kept if isinstance(result, EncodedToolResult) else None
         structured: dict[str, str] | None
-        if written is not None:
-            slots.append([written])
-            structured = {PARKED_KEY: f"{token}:{len(slots) - 1}"}
+        if kept is not None:  # a kept answer's text and structured content, written as kept
+            content: list[Any] = [types.TextContent(type="text", text=TEXT_MARK + slot_of(
+                _as_written(kept.text_json(), ascii_only)))]
+            structured = {PARKED_KEY: slot_of(_as_written(kept.structured_json(), ascii_only))}
         else:
-            structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
+            content = [c.model_copy(update={"text": TEXT_MARK + slot(c.text)}) if isinstance(c, types.TextContent)
+                       else c for c in result.content]
+            written = _written_structured(result, ascii_only)
+            if written is not None:
+                structured = {PARKED_KEY: slot_of(written)}
+            else:
+                structured = None if result.structured_content is None else {PARKED_KEY: slot(result.structured_content)}
         now = self._clock()
         with self._lock:
             for stale in [t for t, (at, _) in self._parked.items() if now - at > self._max_age]:
@@ -130,7 +139,7 @@ class ParkedAnswers:
             self._parked[token] = (now, slots)
         placeholder = result.model_copy(update={"content": content, "structured_content": structured})
         if isinstance(placeholder, EncodedToolResult):
-            placeholder.forget_json()  # the SDK carries the placeholder: it need not hold the text too
+            placeholder.forget_json()  # the SDK carries the placeholder: it need not hold the JSON too
         return placeholder
 
     def splice(self, data: bytes) -> list[bytes] | None:
@@ -169,16 +178,59 @@ class ParkedAnswers:
 
 def _written_structured(result: types.CallToolResult, ascii_only: bool) -> bytes | None:
     """The structured content's bytes from the JSON the pipeline already wrote for it
-    (``tool_results.EncodedToolResult``), when they are the bytes ``encoded`` would give: under
-    ``ascii_only`` only if the text is ASCII without DEL (the one ASCII character ``ensure_ascii``
-    escapes); never with a lone surrogate (``encoded`` leaves that to pydantic)."""
+    (``tool_results.EncodedToolResult``), when they are the bytes ``encoded`` would give (under
+    ``ascii_only``, with every character past ``~`` escaped as ``ensure_ascii`` escapes it);
+    never with a lone surrogate in raw UTF-8 (``encoded`` leaves that to pydantic)."""
     text = result.structured_json if isinstance(result, EncodedToolResult) else None
-    if text is None or (ascii_only and (not text.isascii() or "\x7f" in text)):
+    if text is None:
         return None
+    if ascii_only:
+        return ascii_json(text.encode("utf-8", "surrogatepass"))
     try:
         return text.encode("utf-8")
     except UnicodeEncodeError:
         return None
+
+
+def _as_written(data: bytes, ascii_only: bool) -> bytes:
+    """Compact JSON (UTF-8, non-ASCII kept) as the transport's writer encodes it."""
+    return ascii_json(data) if ascii_only else data
+
+
+def _escaped(char: str) -> str:
+    code = ord(char)
+    if code < 0x10000:
+        return f"\\u{code:04x}"
+    code -= 0x10000
+    return f"\\u{0xD800 | code >> 10:04x}\\u{0xDC00 | code & 0x3FF:04x}"
+
+
+def _escaped_run(found: re.Match[bytes]) -> bytes:
+    return "".join(map(_escaped, found.group().decode("utf-8", "surrogatepass"))).encode("ascii")
+
+
+_PAST_TILDE = re.compile(rb"[\x7f-\xff]+")  # DEL, and every byte of a character past ASCII
+_ASCII_SPAN = 4096  # bytes tested at once for characters to escape (most spans of big answers have none)
+
+
+def ascii_json(json_utf8: bytes) -> bytes:
+    """Compact JSON written without ``ensure_ascii`` (UTF-8; a lone surrogate as ``surrogatepass``
+    writes it) as ``ensure_ascii`` writes it: outside strings JSON is ASCII, and inside them that
+    option escapes exactly the characters past ``~`` (DEL and every non-ASCII one; one past the
+    BMP as a surrogate pair). Works on the bytes, span by span, and escapes only the spans that
+    need it: the whole text as a ``str`` would be four bytes a character as soon as one lies past
+    the BMP, and a pattern scan of every byte is ten times slower than ``bytes.isascii``."""
+    if json_utf8.isascii() and b"\x7f" not in json_utf8:
+        return json_utf8
+    parts, start, size = [], 0, len(json_utf8)
+    while start < size:
+        end = min(start + _ASCII_SPAN, size)
+        while end < size and 0x80 <= json_utf8[end] < 0xC0:  # never inside a character
+            end += 1
+        span = json_utf8[start:end]
+        parts.append(span if span.isascii() and b"\x7f" not in span else _PAST_TILDE.sub(_escaped_run, span))
+        start = end
+    return b"".join(parts)
 
 
 def _token(marker: re.Match[bytes]) -> str:

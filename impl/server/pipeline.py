@@ -2,6 +2,8 @@
 
 cancellation check → (in a worker thread, under the call deadline) raw-argument walk → JSON Schema validation (format assertion on) → input
 model → handler in a worker thread (polling a cancellation flag) → output validation → result.
+An answer its handler keeps (``kept_answers``: the same arguments on the same snapshot revision)
+is validated and encoded once, then given again as its JSON.
 Every failure on the way is a ``ToolError`` turned into an ``isError`` result by
 ``tool_results.error_result``; nothing here raises to the transport.
 """
@@ -21,8 +23,11 @@ from knowspec.impl import runtime as process
 from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext, Caller, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
+from knowspec.impl.kept_answers import KeptAnswer, KeptOutput, keep_answer
 from knowspec.impl.server.arguments import walk_arguments
-from knowspec.impl.server.tool_results import error_result, fallback_text, success_result, wrapped_json_text
+from knowspec.impl.server.sliced_json import json_pieces
+from knowspec.impl.server.tool_results import (error_result, fallback_text, kept_result, materialized, success_result,
+                                               wrapped_json_text)
 from knowspec.impl.server.native_memory import HeapTrimmer
 from knowspec.impl.server.validation import SchemaCheck, input_error, output_error
 
@@ -125,22 +130,24 @@ class ToolRuntime:
 
     @overload
     async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None,
-                   finish: Callable[[types.CallToolResult], Finished]) -> Finished: ...
+                   finish: Callable[[types.CallToolResult], Finished], *, takes_json: bool = False) -> Finished: ...
 
     async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None = None,
-                   finish: Callable[[types.CallToolResult], Any] | None = None) -> Any:
+                   finish: Callable[[types.CallToolResult], Any] | None = None, *, takes_json: bool = False) -> Any:
         """Run one tool call; ``name`` must be a known tool (the server checks that first).
 
         Everything after the first cancellation check (argument walk, both validations, the
         handler, and ``finish``: the transport's encoding of the result) runs in a worker thread
         under the call deadline, so no request, however hostile, holds the event loop. Only an
         error result made here (cancelled before it started, past its deadline) is finished on
-        the loop: it is small.
+        the loop: it is small. ``takes_json``: ``finish`` writes a kept answer's structured JSON
+        as it is (``parked_answers``); any other gets the values decoded.
         """
         entry = self.entries[name]
         ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event(),
                           runtime=self.process)
-        finished: Callable[[types.CallToolResult], Any] = finish if finish is not None else _unchanged
+        given: Callable[[types.CallToolResult], Any] = finish if finish is not None else _unchanged
+        finished = given if takes_json else (lambda result: given(materialized(result)))
         try:
             ctx.check_cancelled(f"{entry.name} request")
             return await self._in_thread(
@@ -169,6 +176,8 @@ class ToolRuntime:
             raise not_implemented(entry.name)
         args = entry.input_model.model_validate(arguments)
         output = handler(args, ctx)
+        if isinstance(output, KeptOutput):
+            return output  # validated when it was kept
         if output is None:
             raise ToolError("schema_validation", "tool handler returned no result")
         if not isinstance(output, ToolOutput):
@@ -203,6 +212,8 @@ class ToolRuntime:
             raise
 
     def _success(self, entry: ToolEntry, output: ToolOutput) -> types.CallToolResult:
+        if isinstance(output, KeptOutput):
+            return kept_result(output.answer)
         text, structured_json = output.text, None
         if text is None:
             # One encoding gives both the wrapped value's text and the structured content's JSON,
@@ -215,7 +226,28 @@ class ToolRuntime:
         if len(text.encode("utf-8")) > MAX_OUTPUT_BYTES:
             raise_limit = ToolError("resource_limit", "tool output exceeds MCP resource limits")
             return error_result(raise_limit)
+        if output.keep is not None:
+            answer = _answer_to_keep(output, text, structured_json)
+            if answer is not None:
+                keep_answer(self.process, output.keep.key, output.keep.stamp, answer)
+                return kept_result(answer, output.structured, text)
         return success_result(output.structured, text, structured_json)
+
+
+def _answer_to_keep(output: ToolOutput, text: str, structured_json: str | None) -> KeptAnswer | None:
+    """The validated answer a handler named a key for, as kept (``kept_answers``); None for one
+    JSON cannot carry (NaN) or whose JSON has no UTF-8 (a lone surrogate). Encoded in short
+    pieces, never as one ``str`` (a character past the BMP makes a str four bytes a character)."""
+    try:
+        if output.structured_json is not None:
+            encoded = output.structured_json
+        elif structured_json is not None:
+            encoded = structured_json.encode("utf-8")
+        else:
+            encoded = b"".join(piece.encode("utf-8") for piece in json_pieces(output.structured))
+        return KeptAnswer(text, encoded)
+    except (TypeError, ValueError):  # UnicodeEncodeError among them
+        return None
 
 
 def _unchanged(result: types.CallToolResult) -> types.CallToolResult:

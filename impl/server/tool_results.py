@@ -17,6 +17,7 @@ import mcp.types as types
 from pydantic import PrivateAttr
 
 from knowspec.impl.errors import ToolError, diagnostic
+from knowspec.impl.kept_answers import KeptAnswer
 from knowspec.impl.rules import go_json
 from knowspec.impl.rules.redaction import MAX_MESSAGE_BYTES, looks_like_path, redact_message, safe_file
 
@@ -44,13 +45,22 @@ class EncodedToolResult(types.CallToolResult):
     (``parked_answers``) then need not encode it again. On the wire it is a ``CallToolResult``."""
 
     _structured_json: str | None = PrivateAttr(default=None)
+    # A kept answer (``kept_answers``) is carried as its JSON alone, until a reader that needs
+    # the values decodes it (:func:`materialized`); parking writes the JSON as it is.
+    _kept: KeptAnswer | None = PrivateAttr(default=None)
+    _deferred: bool = PrivateAttr(default=False)  # its content and structured content are placeholders
 
     @property
     def structured_json(self) -> str | None:
         return self._structured_json
 
+    @property
+    def kept(self) -> KeptAnswer | None:
+        return self._kept
+
     def forget_json(self) -> None:
         self._structured_json = None
+        self._kept = None
 
 
 def wrapped_json_text(structured: dict[str, Any], wrap: str, encoder: str) -> tuple[str, str] | None:
@@ -75,6 +85,30 @@ def success_result(structured: dict[str, Any], text: str, structured_json: str |
     encoded = EncodedToolResult(content=content, structured_content=structured, is_error=False)
     encoded._structured_json = structured_json
     return encoded
+
+
+def kept_result(answer: KeptAnswer, structured: dict[str, Any] | None = None,
+                text: str | None = None) -> EncodedToolResult:
+    """A kept answer's result, written as kept when parked; without ``structured`` and ``text``
+    (an answer given again) its values are left as JSON until :func:`materialized` decodes them."""
+    deferred = structured is None or text is None
+    result = EncodedToolResult(content=[types.TextContent(type="text", text=text if text is not None else "")],
+                               structured_content=structured if not deferred else {}, is_error=False)
+    result._kept = answer
+    result._deferred = deferred
+    return result
+
+
+def materialized(result: types.CallToolResult) -> types.CallToolResult:
+    """``result`` with its values in hand (a kept answer given again: its JSON decoded)."""
+    if not isinstance(result, EncodedToolResult) or result._kept is None or not result._deferred:
+        return result
+    answer = result._kept
+    values = result.model_copy(update={"content": [types.TextContent(type="text", text=answer.text)],
+                                       "structured_content": answer.structured})
+    values._kept = None
+    values._deferred = False
+    return values
 
 
 def _redacted_or_empty(text: str) -> str:

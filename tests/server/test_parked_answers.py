@@ -297,6 +297,88 @@ def test_a_wrapped_value_json_cannot_carry_is_left_to_the_fallback():
     assert wrapped_json_text({"results": [{1, 2}]}, "results", "plain") is None
 
 
+@given(json_values | st.text(alphabet=st.characters(blacklist_categories=()), max_size=40), st.sampled_from([1, 2, 5, 4096]))
+def test_json_escaped_past_tilde_is_what_ensure_ascii_writes(value, span):
+    """Kept answers are kept as raw UTF-8 JSON; the modern HTTP era writes them escaped, span by
+    span (short spans here: their ends fall inside characters)."""
+    from knowspec.impl.server import parked_answers
+
+    raw = json.dumps(value, ensure_ascii=False, separators=(",", ":")).encode("utf-8", "surrogatepass")
+    saved, parked_answers._ASCII_SPAN = parked_answers._ASCII_SPAN, span
+    try:
+        escaped = parked_answers.ascii_json(raw)
+    finally:
+        parked_answers._ASCII_SPAN = saved
+    assert escaped == json.dumps(value, ensure_ascii=True, separators=(",", ":")).encode("ascii")
+
+
+def _keeping(built: list[str]):
+    """An echo_list handler whose answers are kept (``kept_answers``): each text is built once and
+    then given again from its kept answer. Text "a": what an encoder may get wrong; "b": ASCII
+    with a DEL; else plain ASCII."""
+    from knowspec.impl.context import AnswerKey
+    from knowspec.impl.kept_answers import kept_output
+
+    def handler(args, ctx):
+        key = AnswerKey(("echo_list", args.text), "revision")
+        kept = kept_output(ctx.runtime, key)
+        if kept is not None:
+            return kept
+        built.append(args.text)
+        word = {"a": AWKWARD + "\x7f", "b": 'del \x7f "q" \\ \n'}.get(args.text, "plain ascii")
+        return ToolOutput({"results": [{"text": f"{word} {i}", "kind": "a"} for i in range(40)]}, text=word * 30,
+                          keep=key)
+
+    return handler
+
+
+KEEP_CALLS = [("echo_list", {"text": t}) for t in ("a", "b", "c")] * 2  # the second round: kept answers
+
+
+def test_a_kept_answer_is_the_bytes_the_sdk_writes_on_every_transport(mini_registry, tmp_path, monkeypatch):
+    from knowspec.impl import runtime as process
+
+    settings = Settings(appdir=tmp_path, allow_anonymous=True)
+    built: list[str] = []
+
+    def runtime() -> ToolRuntime:  # a runtime of its own: nothing kept by an earlier wire
+        return ToolRuntime(settings, entries=mini_registry.TOOLS, handlers={"echo_list": _keeping(built)},
+                           process_runtime=process.Runtime())
+
+    parked, sdk = _both_paths(monkeypatch, lambda park: (_http_wire(runtime(), KEEP_CALLS),
+                                                         _stdio_wire(runtime(), KEEP_CALLS, park)))
+    assert sorted(built) == sorted(["a", "b", "c"] * 4)  # each wire built each answer once: the rest were kept
+    assert parked == sdk
+    http = parked[0]
+
+    def answer(body: bytes) -> dict:
+        return json.loads(body[body.index(b"{"):])["result"]
+
+    assert [answer(body) for _, _, body in http[:6]] == [answer(body) for _, _, body in http[6:]]  # built, then kept
+    assert b"\\u007f" in http[7][2] and b"\x7f" in http[6][2]  # kept: the modern era escapes DEL, the 2025 era not
+
+
+def test_an_answer_that_fails_its_schema_is_never_kept(mini_registry, tmp_path):
+    from knowspec.impl import runtime as process
+    from knowspec.impl.context import AnswerKey
+    from knowspec.impl.kept_answers import kept_answer
+
+    key = AnswerKey(("echo_list", "bad"), "revision")
+    calls = []
+
+    def bad(args, ctx):
+        calls.append(1)
+        return ToolOutput({"results": "not a list"}, text="x", keep=key)
+
+    kept_runtime = process.Runtime()
+    runtime = ToolRuntime(Settings(appdir=tmp_path), entries=mini_registry.TOOLS, handlers={"echo_list": bad},
+                          process_runtime=kept_runtime)
+    for _ in range(2):
+        result = anyio.run(runtime.call, "echo_list", {"text": "a"})
+        assert result.is_error and result.structured_content["code"] == "schema_validation"
+    assert calls == [1, 1] and kept_answer(kept_runtime, key.key, key.stamp) is None
+
+
 def _stdio_pipe_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], reader_delay: float) -> list[bytes]:
     """``_stdio_wire`` (parked) over two OS pipes, as a client starts a server; the client starts
     reading only after ``reader_delay`` seconds, so a long answer fills the pipe first."""
@@ -356,16 +438,25 @@ def test_pipes_are_served_from_the_event_loop_with_the_same_bytes(mini_registry,
                                          + ["_serving.<locals>.encoded"]), handed_over
 
 
-def test_list_concepts_answers_are_the_sdk_path_bytes_on_every_transport(tmp_path, monkeypatch):
+def test_list_concepts_and_graph_answers_are_the_sdk_path_bytes_on_every_transport(tmp_path, monkeypatch):
     """The golden comparison for issue #18's big answers: list_concepts (structured content and
-    Go-compatible text) on the wire, parked against the SDK's own serialisation."""
+    Go-compatible text) and get_semantic_graph on the wire, built and then kept
+    (``kept_answers``), parked against the SDK's own serialisation."""
+    from knowspec.impl import runtime as process
+
     settings = Settings(appdir=tmp_path, allow_anonymous=True, bundle_roots=(SAMPLE_BUNDLE,))
-    calls = [("list_concepts", {"bundle_path": str(SAMPLE_BUNDLE)})]
-    parked, sdk = _both_paths(monkeypatch, lambda park: (_http_wire(ToolRuntime(settings), calls),
-                                                         _stdio_wire(ToolRuntime(settings), calls, park)))
+    calls = [("list_concepts", {"bundle_path": str(SAMPLE_BUNDLE)}),
+             ("get_semantic_graph", {"bundle_path": str(SAMPLE_BUNDLE)})] * 2
+
+    def runtime() -> ToolRuntime:  # nothing kept by an earlier wire
+        return ToolRuntime(settings, process_runtime=process.Runtime())
+
+    parked, sdk = _both_paths(monkeypatch, lambda park: (_http_wire(runtime(), calls), _stdio_wire(runtime(), calls, park)))
     assert parked == sdk
-    answer = json.loads(parked[1][-1])["result"]
-    assert answer["structuredContent"]["concepts"] and json.loads(answer["content"][0]["text"])["concepts"]
+    answers = [json.loads(line)["result"] for line in parked[1][1:]]
+    assert answers[0] == answers[2] and answers[1] == answers[3]  # (lines in id order) built, then kept
+    assert answers[0]["structuredContent"]["concepts"] and json.loads(answers[0]["content"][0]["text"])["concepts"]
+    assert answers[1]["structuredContent"]["@graph"]
 
 
 def test_output_validation_still_runs_for_a_parked_answer(mini_registry, tmp_path):

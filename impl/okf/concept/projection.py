@@ -358,11 +358,16 @@ def staleness(fm: dict, profile: str, as_of: AsOf | None, *, list_quirk: bool = 
     """(stale_after, stale). ``list_quirk``: list_concepts under the date profile reports
     ``false`` (not null) for a missing or malformed stale_after when as_of is given."""
     boundary = stale_after(fm, profile)
+    return boundary, stale_at(boundary, profile, as_of, list_quirk=list_quirk)
+
+
+def stale_at(boundary: str | None, profile: str, as_of: AsOf | None, *, list_quirk: bool = False) -> bool | None:
+    """``stale`` of :func:`staleness` from its ``stale_after`` (``boundary``), already read."""
     if as_of is None:
-        return boundary, None
+        return None
     if boundary is None:
-        return None, (False if list_quirk and profile == DATE_PROFILE else None)
-    return boundary, is_stale(boundary, as_of)
+        return False if list_quirk and profile == DATE_PROFILE else None
+    return is_stale(boundary, as_of)
 
 
 def status_fields(fm: dict) -> tuple[str | None, dict[str, Any]]:

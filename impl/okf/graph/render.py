@@ -121,9 +121,11 @@ def semantic_graph(snapshot: Any, temporal: Any, ctx: CallContext) -> ToolOutput
         return zlib.compress(encoded, 1)
 
     # Kept between calls as compressed JSON (a few bytes a node, not a tree of dicts), loaded
-    # again for each answer: the same values, in the same key order.
+    # again for each answer: the same values, in the same key order, and the JSON they were
+    # loaded from is the structured content's own (the pipeline need not encode it again).
     key = (snapshot.root, "v02_jsonld", temporal.profile, temporal.as_of_echo)
-    document = json.loads(zlib.decompress(_derived(ctx).get(key, getattr(snapshot, "revision", None), render)))
+    encoded = zlib.decompress(_derived(ctx).get(key, getattr(snapshot, "revision", None), render))
+    document = json.loads(encoded)
     check_budget(document)
     ctx.check_cancelled("get semantic graph")
-    return ToolOutput(document, text)
+    return ToolOutput(document, text, structured_json=encoded)

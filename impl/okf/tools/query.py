@@ -19,8 +19,9 @@ from knowspec.generated.models.okf.get_semantic_graph_input_schema import GetSem
 from knowspec.generated.models.okf.search_concepts_input_schema import SearchConceptsInput
 from knowspec.generated.models.okf.search_sections_input_schema import SearchSectionsInput
 from knowspec.impl import runtime as process
-from knowspec.impl.context import CallContext, ToolOutput
+from knowspec.impl.context import AnswerKey, CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
+from knowspec.impl.kept_answers import kept_output
 from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, digest_of, retried_on_file_change, size_of
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.graph import render as graph
@@ -218,5 +219,11 @@ def get_semantic_graph(args: GetSemanticGraphInput, ctx: CallContext) -> ToolOut
     temporal = cards.temporal_choice(args.temporal_profile, args.as_of)
     snapshot = load_snapshot(args.bundle_path, ctx)
     snapshot.require_parseable()
+    answer_key = AnswerKey(("get_semantic_graph", snapshot.root, args.temporal_profile, args.as_of), snapshot.revision)
+    kept = kept_output(process.of(ctx), answer_key)
+    if kept is not None:
+        return kept
     ctx.check_cancelled("get semantic graph")
-    return graph.semantic_graph(snapshot, temporal, ctx)
+    output = graph.semantic_graph(snapshot, temporal, ctx)
+    output.keep = answer_key
+    return output

@@ -13,8 +13,9 @@ from knowspec.generated.models.okf.list_concepts_input_schema import ListConcept
 from knowspec.generated.models.okf.read_concept_input_schema import ReadConceptInput
 from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateBundleInput
 from knowspec.impl import runtime as process
-from knowspec.impl.context import CallContext, ToolOutput
+from knowspec.impl.context import AnswerKey, CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
+from knowspec.impl.kept_answers import kept_output
 from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, retried_on_file_change
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.concept import projection as proj
@@ -94,7 +95,7 @@ def concept_card(concept: Concept, profile: str, as_of, base: CardBase | None = 
     """One list_concepts item (all 13 fields, contract key order)."""
     status, state, trust, stale_after, generated_at, source_count, computation, legacy = (
         base if base is not None else _card_base(concept, profile))
-    _boundary, stale = proj.staleness(concept.frontmatter, profile, as_of, list_quirk=True)
+    stale = proj.stale_at(stale_after, profile, as_of, list_quirk=True)  # the base's stale_after
     return {
         "id": concept.id,
         "type": concept.type or "",
@@ -125,6 +126,10 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
     as_of = parse_as_of(args.as_of, profile)
     snapshot = load_snapshot(args.bundle_path, ctx)
     snapshot.require_parseable()
+    answer_key = AnswerKey(("list_concepts", snapshot.root, profile, args.as_of), snapshot.revision)
+    kept = kept_output(process.of(ctx), answer_key)
+    if kept is not None:
+        return kept
     if len(snapshot.concepts) > limits_for(process.of(ctx), concepts=MAX_CONCEPTS).concepts:
         raise too_many_concepts()
     resolution = snapshot.version()
@@ -150,7 +155,7 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
                         lambda: _list_text(cards).encode("utf-8", "surrogatepass")).decode("utf-8", "surrogatepass")
     if len(text) > MAX_OUTPUT_BYTES:
         raise ToolError("resource_limit", "tool output exceeds MCP resource limits")
-    return ToolOutput(structured, text)
+    return ToolOutput(structured, text, keep=answer_key)
 
 
 # --- read_concept ----------------------------------------------------------------------------

@@ -1,0 +1,95 @@
+"""Successful answers kept, once validated, for tools whose answer is a function of a key the
+handler names (a snapshot's root and arguments, stamped with its revision).
+
+Why: a warm list_concepts or get_semantic_graph would otherwise build, validate and encode the
+same megabytes of JSON on every call (databricks-okf: 75-90 ms and 400-500 ms of server time a
+call, several times the ``json.dumps`` of the answer). The handler asks for its kept answer
+first (:func:`kept_output`); on a miss it answers as usual and names the key
+(``ToolOutput.keep``), and the pipeline keeps the answer's text and structured JSON only after
+the answer passed its output schema. A kept answer is therefore always one that was validated.
+Both are held as the JSON the transports write, LZ4-compressed (a few MiB of JSON compress
+several times; decompressing is a few milliseconds), so a kept answer is neither decoded nor
+encoded again on its way out (``server/parked_answers``).
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Hashable
+
+import lz4.block
+
+from knowspec.impl import runtime as process
+from knowspec.impl.context import AnswerKey, ToolOutput
+
+MAX_KEPT_ANSWERS = 16  # answers kept, all tools and roots together (least recently used out)
+
+
+class KeptAnswer:
+    """A validated success answer as its JSON on the wire: the text as a JSON string and the
+    structured content as a JSON object (``structured_json``, UTF-8), both compact with non-ASCII
+    kept, held compressed. Raises ``UnicodeEncodeError`` for a text holding a lone surrogate (not
+    kept: its JSON has no UTF-8 bytes)."""
+
+    __slots__ = ("_text_json", "_structured_json")
+
+    def __init__(self, text: str, structured_json: bytes) -> None:
+        self._text_json = lz4.block.compress(json.dumps(text, ensure_ascii=False).encode("utf-8"))
+        self._structured_json = lz4.block.compress(structured_json)
+
+    def text_json(self) -> bytes:
+        """The text as a JSON string literal (UTF-8)."""
+        return lz4.block.decompress(self._text_json)
+
+    def structured_json(self) -> bytes:
+        """The structured content as a JSON object (UTF-8)."""
+        return lz4.block.decompress(self._structured_json)
+
+    @property
+    def text(self) -> str:
+        return json.loads(self.text_json())
+
+    @property
+    def structured(self) -> dict[str, Any]:
+        return json.loads(self.structured_json())
+
+    def nbytes(self) -> int:
+        return len(self._text_json) + len(self._structured_json)
+
+
+def _kept(runtime: process.Runtime) -> process.Cache:
+    return runtime.cache("answers.kept", max_entries=MAX_KEPT_ANSWERS, sizeof=KeptAnswer.nbytes)
+
+
+def kept_answer(runtime: process.Runtime, key: Hashable, stamp: Any) -> KeptAnswer | None:
+    """The answer kept under ``key`` at ``stamp`` (None: none, or one kept at another stamp)."""
+    return _kept(runtime).peek(key, stamp)
+
+
+def keep_answer(runtime: process.Runtime, key: Hashable, stamp: Any, answer: KeptAnswer) -> None:
+    """Keep ``answer`` under ``key`` at ``stamp`` (the pipeline, once the answer passed its schema)."""
+    _kept(runtime).put(key, stamp, answer)
+
+
+class KeptOutput(ToolOutput):
+    """A kept answer given again by its handler: the pipeline sends its JSON as it is, without
+    validating or encoding it again; a direct reader of ``structured`` gets the values decoded."""
+
+    def __init__(self, answer: KeptAnswer) -> None:
+        self.answer = answer
+        self.keep = None
+
+    @property
+    def structured(self) -> dict[str, Any]:  # type: ignore[override]
+        return self.answer.structured
+
+    @property
+    def text(self) -> str:  # type: ignore[override]
+        return self.answer.text
+
+
+def kept_output(runtime: process.Runtime, key: AnswerKey) -> KeptOutput | None:
+    """The answer kept under ``key``, for its handler to return (None: answer as usual, with
+    ``ToolOutput(..., keep=key)``)."""
+    answer = kept_answer(runtime, key.key, key.stamp)
+    return None if answer is None else KeptOutput(answer)

@@ -1,0 +1,92 @@
+"""list_concepts and get_semantic_graph answer a repeated call from the answer kept for the
+snapshot's revision (``impl/kept_answers.py``; issue #18 goal 4: big answers cheap)."""
+
+from __future__ import annotations
+
+import shutil
+import zlib
+from pathlib import Path
+
+import anyio
+import pytest
+
+from knowspec.impl import runtime as process
+from knowspec.impl.config import Settings
+from knowspec.impl.context import CallContext
+from knowspec.impl.kept_answers import KeptOutput
+from knowspec.impl.okf.graph import render
+from knowspec.impl.okf.tools import read
+from knowspec.impl.okf.tools.read import list_concepts
+from knowspec.impl.server.pipeline import ToolRuntime
+from tool_args import tool_args
+
+SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "okf-sample"
+
+
+@pytest.fixture
+def bundle(tmp_path) -> Path:
+    copy = tmp_path / "kb"
+    shutil.copytree(SAMPLE, copy)
+    return copy
+
+
+@pytest.fixture
+def tools(tmp_path):
+    with process.activated() as runtime:
+        yield ToolRuntime(Settings(appdir=tmp_path / "app"), process_runtime=runtime)
+
+
+def call(tools: ToolRuntime, name: str, **arguments):
+    result = anyio.run(tools.call, name, arguments)
+    assert not result.is_error, result.structured_content
+    return result.structured_content, result.content[0].text
+
+
+def counting(monkeypatch, owner, name: str) -> list[int]:
+    calls: list[int] = []
+    real = getattr(owner, name)
+
+    def counted(*args, **kwargs):
+        calls.append(1)
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(owner, name, counted)
+    return calls
+
+
+def test_a_repeated_list_concepts_builds_no_card(tools, bundle, monkeypatch):
+    first = call(tools, "list_concepts", bundle_path=str(bundle))
+    cards = counting(monkeypatch, read, "concept_card")
+    assert call(tools, "list_concepts", bundle_path=str(bundle)) == first
+    assert cards == []
+
+
+def test_a_changed_bundle_is_answered_anew(tools, bundle):
+    before, _ = call(tools, "list_concepts", bundle_path=str(bundle))
+    path = bundle / "glossary.md"
+    path.write_text(path.read_text(encoding="utf-8").replace("title:", "title: Renamed", 1), encoding="utf-8")
+    after, _ = call(tools, "list_concepts", bundle_path=str(bundle))
+    titles = {c["id"]: c["title"] for c in after["concepts"]}
+    assert titles["glossary"].startswith("Renamed") and after != before
+
+
+def test_each_temporal_choice_has_its_own_kept_answer(tools, bundle):
+    plain, _ = call(tools, "list_concepts", bundle_path=str(bundle))
+    dated, _ = call(tools, "list_concepts", bundle_path=str(bundle), as_of="2026-01-01")
+    assert plain["as_of"] is None and dated["as_of"] == "2026-01-01"
+    assert call(tools, "list_concepts", bundle_path=str(bundle), as_of="2026-01-01")[0] == dated
+
+
+def test_a_repeated_graph_decodes_no_kept_document(tools, bundle, monkeypatch):
+    first = call(tools, "get_semantic_graph", bundle_path=str(bundle))
+    decompressed = counting(monkeypatch, zlib, "decompress")
+    projected = counting(monkeypatch, render, "project_graph")
+    assert call(tools, "get_semantic_graph", bundle_path=str(bundle)) == first
+    assert decompressed == [] and projected == []
+
+
+def test_a_handler_called_directly_gives_the_kept_values(tools, bundle):
+    structured, text = call(tools, "list_concepts", bundle_path=str(bundle))
+    output = list_concepts(tool_args("list_concepts", bundle_path=str(bundle)), CallContext(runtime=tools.process))
+    assert isinstance(output, KeptOutput)
+    assert (output.structured, output.text) == (structured, text)
