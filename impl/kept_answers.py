@@ -26,15 +26,14 @@ MAX_KEPT_ANSWERS = 16  # answers kept, all tools and roots together (least recen
 
 
 class KeptAnswer:
-    """A validated success answer as its JSON on the wire: the text as a JSON string and the
-    structured content as a JSON object (``structured_json``, UTF-8), both compact with non-ASCII
-    kept, held compressed. Raises ``UnicodeEncodeError`` for a text holding a lone surrogate (not
-    kept: its JSON has no UTF-8 bytes)."""
+    """A validated success answer as its JSON on the wire: the text as a JSON string
+    (``text_json``) and the structured content as a JSON object (``structured_json``), both
+    compact UTF-8 with non-ASCII kept, held compressed."""
 
     __slots__ = ("_text_json", "_structured_json")
 
-    def __init__(self, text: str, structured_json: bytes) -> None:
-        self._text_json = lz4.block.compress(json.dumps(text, ensure_ascii=False).encode("utf-8"))
+    def __init__(self, text_json: bytes, structured_json: bytes) -> None:
+        self._text_json = lz4.block.compress(text_json)
         self._structured_json = lz4.block.compress(structured_json)
 
     def text_json(self) -> bytes:

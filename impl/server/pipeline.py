@@ -237,15 +237,19 @@ class ToolRuntime:
 def _answer_to_keep(output: ToolOutput, text: str, structured_json: str | None) -> KeptAnswer | None:
     """The validated answer a handler named a key for, as kept (``kept_answers``); None for one
     JSON cannot carry (NaN) or whose JSON has no UTF-8 (a lone surrogate). Encoded in short
-    pieces, never as one ``str`` (a character past the BMP makes a str four bytes a character)."""
+    pieces, never as one ``str`` (a character past the BMP makes a str four bytes a character:
+    databricks-okf's graph text would take 25 MB, twice over, for 6 MB of UTF-8)."""
+    def utf8_json(value: Any) -> bytes:
+        return b"".join(piece.encode("utf-8") for piece in json_pieces(value))
+
     try:
         if output.structured_json is not None:
             encoded = output.structured_json
         elif structured_json is not None:
             encoded = structured_json.encode("utf-8")
         else:
-            encoded = b"".join(piece.encode("utf-8") for piece in json_pieces(output.structured))
-        return KeptAnswer(text, encoded)
+            encoded = utf8_json(output.structured)
+        return KeptAnswer(utf8_json(text), encoded)
     except (TypeError, ValueError):  # UnicodeEncodeError among them
         return None
 
