@@ -13,6 +13,9 @@ with its parked bytes. Where the marker bytes are found is the only thing the tr
 in: an ASGI wrapper for streamable HTTP (``ParkedAnswerWriter``: SSE events and JSON bodies, 2025
 sessions and 2026-07-28 single exchanges alike) and the stdio transport's writer.
 
+A kept answer (``impl/kept_answers.py``: list_concepts or get_semantic_graph asked again on the
+same snapshot revision) is parked as the JSON it was kept as, escaped for the era that needs it.
+
 The values are encoded as the SDK's writer would encode them, so the bytes are the SDK's own: raw
 UTF-8 where the SDK writes with pydantic (stdio, 2025-era HTTP), ``\\uXXXX`` escapes where it
 writes with ``json.dumps`` (2026-07-28 HTTP). ``tests/server/test_parked_answers.py`` compares the
