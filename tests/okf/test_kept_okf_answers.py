@@ -1,5 +1,5 @@
-"""list_concepts and get_semantic_graph answer a repeated call from the answer kept for the
-snapshot's revision (``impl/kept_answers.py``; issue #18 goal 4: big answers cheap)."""
+"""list_concepts, get_semantic_graph and validate_bundle answer a repeated call from the answer
+kept for the snapshot's revision (``impl/kept_answers.py``; issue #18 goal 4: big answers cheap)."""
 
 from __future__ import annotations
 
@@ -83,6 +83,19 @@ def test_a_repeated_graph_decodes_no_kept_document(tools, bundle, monkeypatch):
     projected = counting(monkeypatch, render, "project_graph")
     assert call(tools, "get_semantic_graph", bundle_path=str(bundle)) == first
     assert decompressed == [] and projected == []
+
+
+def test_a_repeated_validation_checks_nothing_again_and_each_check_set_has_its_own_answer(tools, bundle, monkeypatch):
+    from knowspec.impl.okf.validation import diagnostics
+
+    plain = call(tools, "validate_bundle", bundle_path=str(bundle))
+    strict = call(tools, "validate_bundle", bundle_path=str(bundle), strict=True, check_links=True)
+    validations = counting(monkeypatch, diagnostics, "validate_snapshot")
+    assert call(tools, "validate_bundle", bundle_path=str(bundle)) == plain
+    assert call(tools, "validate_bundle", bundle_path=str(bundle), strict=True, check_links=True) == strict
+    assert validations == []
+    assert call(tools, "validate_bundle", bundle_path=str(bundle), check_orphans=True)[0]["scanned_files"]
+    assert validations == [1]  # another set of checks: validated anew
 
 
 def test_a_handler_called_directly_gives_the_kept_values(tools, bundle):

@@ -254,6 +254,11 @@ def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
     profile = args.temporal_profile
     as_of = parse_as_of(args.as_of, profile)
     snapshot: Snapshot = load_snapshot(args.bundle_path, ctx)
+    answer_key = AnswerKey(("validate_bundle", snapshot.root, args.strict, args.check_links, args.check_orphans,
+                            args.target_version, profile, args.as_of), snapshot.revision)
+    kept = kept_output(process.of(ctx), answer_key)
+    if kept is not None:
+        return kept
     report = validate_snapshot(
         snapshot,
         ctx,
@@ -298,4 +303,4 @@ def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
             "diagnostics": legacy,
         }
     )
-    return ToolOutput(structured, text)
+    return ToolOutput(structured, text, keep=answer_key)
