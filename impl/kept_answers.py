@@ -15,7 +15,7 @@ encoded again on its way out (``server/parked_answers``).
 from __future__ import annotations
 
 import json
-from typing import Any, Hashable
+from typing import Any
 
 import lz4.block
 
@@ -60,14 +60,14 @@ def _kept(runtime: process.Runtime) -> process.Cache:
     return runtime.cache("answers.kept", max_entries=MAX_KEPT_ANSWERS, sizeof=KeptAnswer.nbytes)
 
 
-def kept_answer(runtime: process.Runtime, key: Hashable, stamp: Any) -> KeptAnswer | None:
-    """The answer kept under ``key`` at ``stamp`` (None: none, or one kept at another stamp)."""
-    return _kept(runtime).peek(key, stamp)
+def kept_answer(runtime: process.Runtime, key: AnswerKey) -> KeptAnswer | None:
+    """The answer kept under ``key`` (None: none, or one kept at another stamp)."""
+    return _kept(runtime).peek(key.key, key.stamp)
 
 
-def keep_answer(runtime: process.Runtime, key: Hashable, stamp: Any, answer: KeptAnswer) -> None:
-    """Keep ``answer`` under ``key`` at ``stamp`` (the pipeline, once the answer passed its schema)."""
-    _kept(runtime).put(key, stamp, answer)
+def keep_answer(runtime: process.Runtime, key: AnswerKey, answer: KeptAnswer) -> None:
+    """Keep ``answer`` under ``key`` (the pipeline, once the answer passed its schema)."""
+    _kept(runtime).put(key.key, key.stamp, answer)
 
 
 class KeptOutput(ToolOutput):
@@ -75,8 +75,7 @@ class KeptOutput(ToolOutput):
     validating or encoding it again; a direct reader of ``structured`` gets the values decoded."""
 
     def __init__(self, answer: KeptAnswer) -> None:
-        self.answer = answer
-        self.keep = None
+        self.answer = answer  # ``keep`` and ``structured_json`` read their defaults: None
 
     @property
     def structured(self) -> dict[str, Any]:  # type: ignore[override]
@@ -90,5 +89,5 @@ class KeptOutput(ToolOutput):
 def kept_output(runtime: process.Runtime, key: AnswerKey) -> KeptOutput | None:
     """The answer kept under ``key``, for its handler to return (None: answer as usual, with
     ``ToolOutput(..., keep=key)``)."""
-    answer = kept_answer(runtime, key.key, key.stamp)
+    answer = kept_answer(runtime, key)
     return None if answer is None else KeptOutput(answer)

@@ -229,7 +229,7 @@ class ToolRuntime:
         if output.keep is not None:
             answer = _answer_to_keep(output, text, structured_json)
             if answer is not None:
-                keep_answer(self.process, output.keep.key, output.keep.stamp, answer)
+                keep_answer(self.process, output.keep, answer)
                 return kept_result(answer, output.structured, text)
         return success_result(output.structured, text, structured_json)
 

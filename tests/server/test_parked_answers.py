@@ -376,7 +376,7 @@ def test_an_answer_that_fails_its_schema_is_never_kept(mini_registry, tmp_path):
     for _ in range(2):
         result = anyio.run(runtime.call, "echo_list", {"text": "a"})
         assert result.is_error and result.structured_content["code"] == "schema_validation"
-    assert calls == [1, 1] and kept_answer(kept_runtime, key.key, key.stamp) is None
+    assert calls == [1, 1] and kept_answer(kept_runtime, key) is None
 
 
 def _stdio_pipe_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], reader_delay: float) -> list[bytes]:
