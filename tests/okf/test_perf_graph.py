@@ -4,7 +4,8 @@ from __future__ import annotations
 
 import json
 
-from hypothesis import given, strategies as st
+import pytest
+from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl.okf.graph import legacy as graph_legacy
 from knowspec.impl.okf.graph.nodes import Node, Value, concept_iri
@@ -47,17 +48,29 @@ def test_concept_iri_escapes_like_path_escape_and_is_stable():
     assert concept_iri("a b/ç") == concept_iri("a b/ç")
 
 
-@given(st.dictionaries(st.text(max_size=6), json_values, max_size=5))
-def test_legacy_utf8_writer_is_the_legacy_text_encoded(document):
-    assert graph_legacy.render_legacy_utf8(document) == _reference(document).encode("utf-8")
+def _written(nodes, monkeypatch) -> bytes:
+    """``legacy_utf8`` of a bundle whose nodes are ``nodes``."""
+    monkeypatch.setattr(graph_legacy, "_nodes", lambda snapshot, context, check, targets: iter(nodes))
+    return graph_legacy.legacy_utf8(object(), targets=lambda concept_id: [])
+
+
+def _legacy_reference(nodes) -> bytes:
+    context = dict(sorted(graph_legacy.base_context().items()))  # ASCII keys: byte order
+    return _reference({"@context": context, "@graph": nodes}).encode("utf-8")
+
+
+@given(st.lists(st.dictionaries(st.text(max_size=6), json_values | st.floats(allow_nan=False, allow_infinity=False),
+                                max_size=4), max_size=4))
+def test_legacy_utf8_writer_is_the_legacy_text_encoded(nodes):
+    with pytest.MonkeyPatch.context() as patch:
+        assert _written(nodes, patch) == _legacy_reference(nodes)
 
 
 def test_legacy_utf8_writer_batches_and_falls_back_like_the_text_writer(monkeypatch):
     monkeypatch.setattr(graph_legacy._Utf8Sink, "BATCH", 3)  # many batches, escapes at their edges
-    document = {"a": ["<x>", "&", "\U0001F680", "\u2028"] * 5, "b": {"c": "d>e"}}
-    assert graph_legacy.render_legacy_utf8(document) == _reference(document).encode("utf-8")
-    for fallback in ({"a": 1.5}, {"x": {1: "one"}}):
-        assert graph_legacy.render_legacy_utf8(fallback) == _reference(fallback).encode("utf-8")
+    nodes = [{"a": ["<x>", "&", "\U0001F680", "\u2028"] * 5, "b": {"c": "d>e"}},
+             {"@id": "bundle:a", "n": 1.5, "t": "<x>"}]  # a float: json writes this node, lines indented
+    assert _written(nodes, monkeypatch) == _legacy_reference(nodes)
 
 
 @given(st.dictionaries(st.text(max_size=6) | st.integers(), json_values, max_size=5)
@@ -93,3 +106,60 @@ def test_graph_utf8_is_the_compact_text_of_the_whole_document(specs):
     expected = compact_utf8(graph.jsonld())
     assert graph_utf8(graph) == expected
     assert graph.nodes == {}  # each node was let go once written
+
+
+def test_a_node_keeps_a_lone_value_bare_and_a_set_from_the_second():
+    """Most predicates hold one value: no set for them (a render's peak is ~100,000 values)."""
+    node = Node("local:bundle:a", "Concept")
+    node.add("title", Value("string", "T"))
+    node.add("title", Value("string", "T"))
+    node.add("tag", Value("string", "b"))
+    node.add("tag", Value("string", "a"))
+    node.add("tag", Value("string", "b"))
+    node.add("empty", Value("string", ""))
+    assert node.properties["title"] == Value("string", "T")
+    assert node.properties["tag"] == {Value("string", "a"), Value("string", "b")}
+    assert "empty" not in node.properties
+    assert node.values("tag") == [Value("string", "a"), Value("string", "b")] and node.values("none") == []
+    assert node.jsonld() == {"@id": "local:bundle:a", "@type": "proj:Concept", "tag": ["a", "b"], "title": "T"}
+
+
+_LEGACY_TEXT = st.text(alphabet=st.characters(whitelist_categories=("L", "N", "P", "S", "Zs"))
+                       | st.sampled_from("<>&\u2028\u2029\U0001F680é"), max_size=12)
+
+
+def _legacy_bundle(root, concepts) -> str:
+    """A bundle of ``concepts`` (title, tags, linked, related): links and relations point at the
+    next concept, or at a missing one; every second concept has a part with its own relation."""
+    names = [f"c{i}" for i in range(len(concepts))] + ["ghost"]
+    for i, (title, tags, linked, related) in enumerate(concepts):
+        target = names[i + 1]
+        lines = ["---", "type: Note", f"title: {json.dumps(title)}", f"tags: {json.dumps(tags)}"]
+        if related:
+            lines += ["relations:", "  uses:", f"    - target: {target}"]
+        if i % 2:
+            lines += ["parts:", "  - id: sec", "    relations:", "      mentions:", f"        - target: {target}"]
+        body = f"[next]({target}.md)\n" if linked else "\n"
+        (root / f"{names[i]}.md").write_text("\n".join(lines + ["---", body]), encoding="utf-8")
+    return str(root)
+
+
+@settings(max_examples=40, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(st.lists(st.tuples(_LEGACY_TEXT, st.lists(_LEGACY_TEXT, max_size=3), st.booleans(), st.booleans()),
+                max_size=6),
+       st.sampled_from([3, 8192]))
+def test_the_streamed_legacy_text_is_the_whole_document_written(tmp_path_factory, concepts, batch):
+    """Written a node at a time (the ``@context``, which the nodes extend, put in front at the
+    end), the text is the one the whole document gives, escapes across batch edges included."""
+    from knowspec.impl import runtime as process
+    from knowspec.impl.context import CallContext
+    from knowspec.impl.okf.model import load_snapshot
+
+    root = _legacy_bundle(tmp_path_factory.mktemp("legacy"), concepts)
+    with process.activated(), pytest.MonkeyPatch.context() as patch:
+        patch.setattr(graph_legacy._Utf8Sink, "BATCH", batch)
+        snapshot = load_snapshot(root, CallContext())
+        document = graph_legacy.legacy_document(snapshot)
+        assert graph_legacy.legacy_utf8(snapshot) == _reference(document).encode("utf-8")
+    if not concepts:
+        assert document["@graph"] == []

@@ -18,7 +18,7 @@ from __future__ import annotations
 
 import json
 from json.encoder import encode_basestring as _quote
-from typing import Any, Callable
+from typing import Any, Callable, Iterator
 
 from knowspec.impl.okf.concept.ids import escape_ref_id
 from knowspec.impl.okf.graph.targets import NavigationTargets
@@ -57,13 +57,10 @@ def _plain_values(concept: Any) -> dict[str, Any]:
     return values
 
 
-def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None,
-                    targets: NavigationTargets | None = None) -> dict[str, Any]:
-    """The legacy JSON-LD as ordered Python data (serialise with :func:`render_legacy`);
-    ``targets``: navigation targets per concept (default ``snapshot.navigation_targets``)."""
-    targets = targets or snapshot.navigation_targets
-    context = base_context()
-    nodes: list[dict[str, Any]] = []
+def _nodes(snapshot: Any, context: dict[str, Any], check_cancelled: Callable[[], None],
+           targets: NavigationTargets) -> Iterator[dict[str, Any]]:
+    """The ``@graph`` nodes in document order, each made when asked for; adds the relation
+    types they use to ``context`` on the way."""
     concepts = sorted(snapshot.concepts.values(), key=lambda c: c.path.encode("utf-8", "surrogatepass"))
     for concept in concepts:
         check_cancelled()
@@ -94,9 +91,51 @@ def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda:
                     subresources[r.from_ref] = holder
                     context["is_part_of"] = {"@id": "okf:is_part_of", "@type": "@id"}
             holder.setdefault(r.relation_type, []).append({"@id": f"bundle:{r.to_ref}", "exists": rel.target_exists})
-        nodes.append(_byte_sorted(node))
-        nodes.extend(_byte_sorted(sub) for sub in subresources.values())
+        yield _byte_sorted(node)
+        for sub in subresources.values():
+            yield _byte_sorted(sub)
+
+
+def legacy_document(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None,
+                    targets: NavigationTargets | None = None) -> dict[str, Any]:
+    """The legacy JSON-LD as ordered Python data (serialise with :func:`render_legacy`; the tool
+    writes the same text a node at a time, :func:`legacy_utf8`); ``targets``: navigation targets
+    per concept (default ``snapshot.navigation_targets``)."""
+    context = base_context()
+    nodes = list(_nodes(snapshot, context, check_cancelled, targets or snapshot.navigation_targets))
     return {"@context": _byte_sorted(context), "@graph": nodes}
+
+
+def legacy_utf8(snapshot: Any, check_cancelled: Callable[[], None] = lambda: None,
+                targets: NavigationTargets | None = None) -> bytes:
+    """``render_legacy(legacy_document(...))`` as UTF-8, written a node at a time: each node is made,
+    written and dropped, so the whole document as dicts (databricks-okf: 14 MiB of small
+    objects) is never alive. Python returns an arena only once nothing in it lives, so such a
+    peak stays resident after the call. The ``@context`` comes first in the text but grows
+    with the nodes: it is written last and put in front."""
+    context = base_context()
+    graph = _Utf8Sink()
+    inner = "\n    "  # a node's indentation: an item of "@graph", itself a key of the document
+    place = "[" + inner
+    for node in _nodes(snapshot, context, check_cancelled, targets or snapshot.navigation_targets):
+        graph.append(place)
+        pieces: list[str] = []
+        try:
+            _pretty(node, pieces, inner)
+        except _Unsupported:  # a float or a non-string key: json writes this node (lines indented)
+            pieces = [json.dumps(node, ensure_ascii=False, indent=2, separators=(",", ": ")).replace("\n", inner)]
+        for piece in pieces:
+            graph.append(piece)
+        place = "," + inner
+    graph.append("[]" if place.startswith("[") else "\n  ]")
+    graph.append("\n}\n")
+    graph.flush()
+    head = _Utf8Sink()
+    head.append('{\n  "@context": ')
+    _pretty(_byte_sorted(context), head, "\n  ")
+    head.append(',\n  "@graph": ')
+    head.flush()
+    return b"".join(head.chunks + graph.chunks)
 
 
 def render_legacy(document: dict[str, Any]) -> str:
@@ -110,25 +149,13 @@ def render_legacy(document: dict[str, Any]) -> str:
     return go_json.escape_html(text) + "\n"
 
 
-def render_legacy_utf8(document: dict[str, Any]) -> bytes:
-    """``render_legacy(document)`` as UTF-8, written a batch of pieces at a time.
+class _Utf8Sink:
+    """What :func:`_pretty` appends to: pieces, escaped and encoded every ``BATCH`` of them.
 
     On a whole bundle the text is millions of short pieces and, as one ``str``, four bytes a
     character as soon as one character lies outside the BMP (databricks-okf: 9.4 M characters,
     37.5 MB, with as many again in pieces); only the UTF-8 bytes are ever whole here. The HTML
     escapes replace single characters, so escaping each batch escapes the whole."""
-    sink = _Utf8Sink()
-    try:
-        _pretty(document, sink, "\n")
-    except _Unsupported:
-        return render_legacy(document).encode("utf-8")
-    sink.pieces.append("\n")
-    sink.flush()
-    return b"".join(sink.chunks)
-
-
-class _Utf8Sink:
-    """What :func:`_pretty` appends to: pieces, escaped and encoded every ``BATCH`` of them."""
 
     BATCH = 8192
 

@@ -17,7 +17,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.derived import derived_cache
-from knowspec.impl.okf.graph.legacy import legacy_document, render_legacy_utf8
+from knowspec.impl.okf.graph.legacy import legacy_utf8
 from knowspec.impl.okf.graph.targets import NavigationTargets, shared_targets
 from knowspec.impl.okf.graph.nodes import Graph, jsonld_context
 from knowspec.impl.okf.graph.v02 import project_graph
@@ -51,7 +51,7 @@ def _legacy_text(snapshot: Any, ctx: CallContext, targets: NavigationTargets) ->
     """The legacy JSON-LD text, kept compressed between calls (a non-ASCII ``str`` would take
     two or four bytes a character) and decoded for each answer."""
     def render() -> bytes:
-        encoded = render_legacy_utf8(legacy_document(snapshot, lambda: ctx.check_cancelled("render JSON-LD"), targets))
+        encoded = legacy_utf8(snapshot, lambda: ctx.check_cancelled("render JSON-LD"), targets)
         if len(encoded) > MAX_RENDER_BYTES:
             raise ToolError("resource_limit", BYTE_LIMIT_MESSAGE)
         return zlib.compress(encoded, 1)
