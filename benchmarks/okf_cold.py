@@ -30,7 +30,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import goal, require_bundle, server_cpu_seconds, stdio_session, timed, write_results  # noqa: E402
+from common import compile_bytecode, goal, require_bundle, server_cpu_seconds, stdio_session, timed, write_results  # noqa: E402
 from okf_cold_memory import first_concept  # noqa: E402
 from okf_read import floor_seconds  # noqa: E402
 from okf_scale import limit_flags, synthetic_bundle  # noqa: E402
@@ -101,6 +101,7 @@ def main() -> None:
     parser.add_argument("--scale", type=int, default=50_000, help="goal 8 bundle size (0: skip goal 8)")
     parser.add_argument("--skip-goal5", action="store_true")
     args = parser.parse_args()
+    compile_bytecode()  # the servers import bytecode, as an installed wheel's do
     load_start = os.getloadavg()
     started = time.perf_counter()
     results: dict = {"load_start": load_start, "rounds": args.rounds}

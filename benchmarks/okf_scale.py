@@ -43,7 +43,7 @@ import anyio
 from mcp import ClientSession
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import (child_pids, goal, percentiles, server_memory_mib, stdio_session, timed,  # noqa: E402
+from common import (child_pids, compile_bytecode, goal, percentiles, server_memory_mib, stdio_session, timed,  # noqa: E402
                     write_results)
 from okf_read import floor_seconds  # noqa: E402
 
@@ -151,6 +151,7 @@ def main() -> None:
     parser.add_argument("--small", type=int, default=5_000)
     parser.add_argument("--large", type=int, default=50_000)
     args = parser.parse_args()
+    compile_bytecode()  # the servers import bytecode, as an installed wheel's do
     load_start = os.getloadavg()
     started = time.perf_counter()
     results: dict = {"load_start": load_start, "sizes": {}}
