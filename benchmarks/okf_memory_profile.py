@@ -14,7 +14,8 @@ server benchmark uses, then reports:
   trim, and the small-object allocator's figures (``obmalloc_mib``): its arenas, the objects live
   in them, and its slack (free blocks in used pools, unused pools in kept arenas). Python returns
   an arena only once nothing in it lives, so a call's peak of small objects can stay resident
-  after it as slack;
+  after it as slack. Beside them, the bytes in use in glibc's heap (``c_heap_in_use_mib``:
+  numpy's arrays, big strings and bytes, the tables of big dicts and lists);
 - with ``--cold``, a cProfile of the first get_neighbors instead (top functions by own time).
 
 tracemalloc slows the calls a few times: its times are not the server's.
@@ -24,6 +25,7 @@ from __future__ import annotations
 
 import argparse
 import cProfile
+import ctypes
 import gc
 import io
 import os
@@ -53,6 +55,24 @@ _OBMALLOC_FIELDS = {
     "free_blocks": r"# bytes in available blocks\s+=\s+([\d,]+)",
     "unused_pools": r"\d+ unused pools \* \d+ bytes\s+=\s+([\d,]+)",
 }
+
+
+class _MallInfo2(ctypes.Structure):
+    _fields_ = [(name, ctypes.c_size_t) for name in
+                ("arena", "ordblks", "smblks", "hblks", "hblkhd", "usmblks", "fsmblks", "uordblks", "fordblks",
+                 "keepcost")]
+
+
+def c_heap_in_use_mib() -> float | None:
+    """MiB malloc has handed out and not got back (glibc's ``mallinfo2``: in use in its arenas plus
+    its own mappings); None elsewhere. CPython's small-object arenas are not among them."""
+    try:
+        mallinfo2 = ctypes.CDLL(None).mallinfo2
+    except (OSError, AttributeError):
+        return None
+    mallinfo2.restype = _MallInfo2
+    info = mallinfo2()
+    return round((info.uordblks + info.hblkhd) / 2**20, 1)
 
 
 def obmalloc_mib() -> dict[str, float] | None:
@@ -126,6 +146,7 @@ def main() -> None:
 
             limit_arenas()
             results["obmalloc_after_imports_mib"] = obmalloc_mib()
+            results["c_heap_in_use_after_imports_mib"] = c_heap_in_use_mib()
         else:
             tracemalloc.start(1)
         steps = []
@@ -140,7 +161,7 @@ def main() -> None:
             if args.untraced:
                 release_free_memory()  # as the server does after a big call
                 steps.append({"tool": name, "s": seconds, "error": error, "rss_mib": round(rss_mib(), 1),
-                              "obmalloc_mib": obmalloc_mib()})
+                              "obmalloc_mib": obmalloc_mib(), "c_heap_in_use_mib": c_heap_in_use_mib()})
                 print(steps[-1], flush=True)
                 continue
             current, peak = tracemalloc.get_traced_memory()

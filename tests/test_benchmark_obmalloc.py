@@ -11,7 +11,7 @@ from pathlib import Path
 import pytest
 
 sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-from okf_memory_profile import obmalloc_mib  # noqa: E402
+from okf_memory_profile import c_heap_in_use_mib, obmalloc_mib  # noqa: E402
 
 cpython_only = pytest.mark.skipif(
     platform.python_implementation() != "CPython" or tracemalloc.is_tracing() or obmalloc_mib() is None,
@@ -36,3 +36,14 @@ def test_new_small_objects_show_as_live_bytes():
     assert before is not None and after is not None
     assert after["live"] - before["live"] > 8
     del kept
+
+
+@pytest.mark.skipif(c_heap_in_use_mib() is None, reason="mallinfo2 is glibc's (2.33 and later)")
+def test_the_c_heap_figure_counts_a_big_buffer_while_it_lives():
+    before = c_heap_in_use_mib()
+    buffer = bytearray(8 << 20)
+    during = c_heap_in_use_mib()
+    del buffer
+    after = c_heap_in_use_mib()
+    assert before is not None and during is not None and after is not None
+    assert during - before >= 7.9 and during - after >= 7.9
