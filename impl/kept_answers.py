@@ -10,6 +10,10 @@ the answer passed its output schema. A kept answer is therefore always one that 
 Both are held as the JSON the transports write, LZ4-compressed (a few MiB of JSON compress
 several times; decompressing is a few milliseconds), so a kept answer is neither decoded nor
 encoded again on its way out (``server/parked_answers``).
+
+A refusal that is as much a function of the key is kept too (:func:`keep_refusal`): a strict
+validation of databricks-okf checks for 1.5 s and then refuses (``resource_limit``, over 10,000
+diagnostics), and the same snapshot would be refused again after the same work.
 """
 
 from __future__ import annotations
@@ -21,8 +25,10 @@ import lz4.block
 
 from knowspec.impl import runtime as process
 from knowspec.impl.context import AnswerKey, ToolOutput
+from knowspec.impl.errors import ToolError
 
 MAX_KEPT_ANSWERS = 16  # answers kept, all tools and roots together (least recently used out)
+MAX_KEPT_REFUSALS = 16
 
 
 class KeptAnswer:
@@ -91,3 +97,23 @@ def kept_output(runtime: process.Runtime, key: AnswerKey) -> KeptOutput | None:
     ``ToolOutput(..., keep=key)``)."""
     answer = kept_answer(runtime, key)
     return None if answer is None else KeptOutput(answer)
+
+
+def _refusals(runtime: process.Runtime) -> process.Cache:
+    return runtime.cache("answers.refused", max_entries=MAX_KEPT_REFUSALS)
+
+
+def keep_refusal(runtime: process.Runtime, key: AnswerKey, error: ToolError) -> None:
+    """Keep ``error`` as the answer under ``key``: the handler refused after work that the same
+    key and stamp would repeat to the same end. What the answer shows only: a kept traceback
+    would hold the frames, and with them what the work built."""
+    _refusals(runtime).put(key.key, key.stamp, (error.code, error.message, error.retryable, error.diagnostics,
+                                                error.text))
+
+
+def raise_kept_refusal(runtime: process.Runtime, key: AnswerKey) -> None:
+    """Raise the refusal kept under ``key``, a fresh error each time; return if there is none."""
+    kept = _refusals(runtime).peek(key.key, key.stamp)
+    if kept is not None:
+        code, message, retryable, diagnostics, text = kept
+        raise ToolError(code, message, retryable=retryable, diagnostics=diagnostics, text=text)

@@ -103,3 +103,23 @@ def test_a_handler_called_directly_gives_the_kept_values(tools, bundle):
     output = list_concepts(tool_args("list_concepts", bundle_path=str(bundle)), CallContext(runtime=tools.process))
     assert isinstance(output, KeptOutput)
     assert (output.structured, output.text) == (structured, text)
+
+
+def test_a_refused_validation_is_refused_again_without_checking_until_the_bundle_changes(tools, bundle, monkeypatch):
+    """Over its diagnostics bound, a validation ends in resource_limit after all its work: the
+    same checks on the same snapshot revision are refused at once, a changed bundle is checked."""
+    from knowspec.impl.okf.validation import diagnostics
+
+    monkeypatch.setattr(read, "MAX_DIAGNOSTICS", -1)  # every report is over it (the sample bundle is clean)
+    arguments = {"bundle_path": str(bundle), "strict": True, "check_links": True, "check_orphans": True}
+    first = anyio.run(tools.call, "validate_bundle", arguments)
+    assert first.is_error and first.structured_content["code"] == "resource_limit"
+    validations = counting(monkeypatch, diagnostics, "validate_snapshot")
+    again = anyio.run(tools.call, "validate_bundle", arguments)
+    assert validations == [] and again.structured_content == first.structured_content
+    assert again.content[0].text == first.content[0].text
+    anyio.run(tools.call, "validate_bundle", {"bundle_path": str(bundle)})
+    assert validations == [1]  # other checks: checked anew
+    path = bundle / "glossary.md"
+    path.write_text(path.read_text(encoding="utf-8") + "\nMore.\n", encoding="utf-8")
+    assert anyio.run(tools.call, "validate_bundle", arguments).is_error and validations == [1, 1]

@@ -15,7 +15,7 @@ from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateB
 from knowspec.impl import runtime as process
 from knowspec.impl.context import AnswerKey, CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.kept_answers import kept_output
+from knowspec.impl.kept_answers import keep_refusal, kept_output, raise_kept_refusal
 from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, retried_on_file_change
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.concept import projection as proj
@@ -32,6 +32,7 @@ from knowspec.impl.okf.concept.temporal import parse_as_of
 from knowspec.impl.rules import go_json
 
 MAX_CONCEPTS = 10_000
+MAX_DIAGNOSTICS = 10_000  # validate_bundle refuses a report with more (resource_limit)
 MAX_FRONTMATTER_BYTES = 1 << 20
 MAX_PROJECTION_ITEMS = 10_000
 MAX_COMPUTATION_ITEMS = 256
@@ -259,6 +260,7 @@ def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
     kept = kept_output(process.of(ctx), answer_key)
     if kept is not None:
         return kept
+    raise_kept_refusal(process.of(ctx), answer_key)
     report = validate_snapshot(
         snapshot,
         ctx,
@@ -284,8 +286,10 @@ def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
             "diagnostics": report.diagnostics,
         }
     )
-    if len(report.diagnostics) > 10_000:
-        raise ToolError("resource_limit", "bundle validation output exceeds MCP resource limits")
+    if len(report.diagnostics) > MAX_DIAGNOSTICS:
+        refusal = ToolError("resource_limit", "bundle validation output exceeds MCP resource limits")
+        keep_refusal(process.of(ctx), answer_key, refusal)
+        raise refusal
     legacy = []
     for d in report.diagnostics:
         item = {"severity": d["severity"]}
