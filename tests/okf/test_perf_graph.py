@@ -69,7 +69,8 @@ def test_legacy_utf8_writer_is_the_legacy_text_encoded(nodes):
 def test_legacy_utf8_writer_batches_and_falls_back_like_the_text_writer(monkeypatch):
     monkeypatch.setattr(graph_legacy._Utf8Sink, "BATCH", 3)  # many batches, escapes at their edges
     nodes = [{"a": ["<x>", "&", "\U0001F680", "\u2028"] * 5, "b": {"c": "d>e"}},
-             {"@id": "bundle:a", "n": 1.5, "t": "<x>"}]  # a float: json writes this node, lines indented
+             {"@id": "bundle:a", "n": 1.5, "t": "<x>"},  # a float: json writes this node, lines indented
+             {"@id": "bundle:b", "x": {1: "one"}}]  # a key that is not a string: json writes it as one
     assert _written(nodes, monkeypatch) == _legacy_reference(nodes)
 
 
@@ -109,7 +110,8 @@ def test_graph_utf8_is_the_compact_text_of_the_whole_document(specs):
 
 
 def test_a_node_keeps_a_lone_value_bare_and_a_set_from_the_second():
-    """Most predicates hold one value: no set for them (a render's peak is ~100,000 values)."""
+    """Most predicates hold one value: no set for them (databricks-okf: 52,787 predicates, 10,027
+    of them with several values)."""
     node = Node("local:bundle:a", "Concept")
     node.add("title", Value("string", "T"))
     node.add("title", Value("string", "T"))
