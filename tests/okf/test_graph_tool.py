@@ -299,3 +299,20 @@ def test_the_graph_renders_keep_no_body_analysis_they_made(tmp_path):
     assert concept.kept_markdown() is None
     assert any("n" in json.dumps(node) for node in out.structured["@graph"])
     assert concept.markdown.footnote_refs  # what the renders read is there when a reader keeps it
+
+
+def test_a_relation_type_yaml_reads_as_a_boolean_word_is_rendered(tmp_path):
+    """An unquoted ``true`` naming a relation type is a key the direct legacy writer does not take
+    for a plain ``str``: ``json`` writes the nodes and the ``@context`` holding it, as it writes
+    the whole document."""
+    from knowspec.impl import runtime as process
+    from knowspec.impl.okf.graph.legacy import legacy_document, render_legacy
+    from knowspec.impl.okf.model import load_snapshot
+
+    bundle = write_bundle(tmp_path, {"a.md": "---\ntype: Note\nrelations:\n  true:\n    - target: b\n---\nA\n",
+                                     "b.md": "---\ntype: Note\n---\nB\n"})
+    out = call(bundle)
+    with process.activated():
+        expected = render_legacy(legacy_document(load_snapshot(bundle, CallContext())))
+    assert out.text == expected
+    assert json.loads(out.text)["@context"]["true"] == {"@id": "okf:true", "@type": "@id"}

@@ -119,12 +119,7 @@ def legacy_utf8(snapshot: Any, check_cancelled: Callable[[], None] = lambda: Non
     place = "[" + inner
     for node in _nodes(snapshot, context, check_cancelled, targets or snapshot.navigation_targets):
         graph.append(place)
-        pieces: list[str] = []
-        try:
-            _pretty(node, pieces, inner)
-        except _Unsupported:  # a float or a non-string key: json writes this node (lines indented)
-            pieces = [json.dumps(node, ensure_ascii=False, indent=2, separators=(",", ": ")).replace("\n", inner)]
-        for piece in pieces:
+        for piece in _pretty_pieces(node, inner):
             graph.append(piece)
         place = "," + inner
     graph.append("[]" if place.startswith("[") else "\n  ]")
@@ -132,10 +127,23 @@ def legacy_utf8(snapshot: Any, check_cancelled: Callable[[], None] = lambda: Non
     graph.flush()
     head = _Utf8Sink()
     head.append('{\n  "@context": ')
-    _pretty(_byte_sorted(context), head, "\n  ")
+    for piece in _pretty_pieces(_byte_sorted(context), "\n  "):
+        head.append(piece)
     head.append(',\n  "@graph": ')
     head.flush()
     return b"".join(head.chunks + graph.chunks)
+
+
+def _pretty_pieces(value: Any, newline: str) -> list[str]:
+    """:func:`_pretty` of ``value`` at ``newline``'s indentation. One it does not write (a float;
+    a key that is not a plain ``str``, as a YAML ``true`` naming a relation type is) ``json``
+    writes, its lines indented the same: what the whole document's fallback gives for it."""
+    pieces: list[str] = []
+    try:
+        _pretty(value, pieces, newline)
+    except _Unsupported:
+        return [json.dumps(value, ensure_ascii=False, indent=2, separators=(",", ": ")).replace("\n", newline)]
+    return pieces
 
 
 def render_legacy(document: dict[str, Any]) -> str:
