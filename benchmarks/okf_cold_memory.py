@@ -147,6 +147,8 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="fresh servers; the goals take their median")
     args = parser.parse_args()
     bundle = require_bundle(args.bundle)
+    if not bundle_bytes(bundle):
+        raise SystemExit(f"okf_cold_memory: {bundle.name} holds no bytes to measure against")
     compile_bytecode()  # the servers import bytecode, as an installed wheel's do
     load_start = os.getloadavg()
     size_mib = bundle_bytes(bundle) / 2**20
@@ -161,9 +163,10 @@ def main() -> None:
             print(f"idle server RSS (imports only) {run['rss_idle_mib']:.1f} MiB; after all tools "
                   f"{run['rss_after_all_tools_mib']:.1f} MiB (and {run['temp_files_after_all_tools_mib']} MiB in "
                   f"nameless temporary files), peak {run['peak_rss_mib']:.1f} MiB", flush=True)
-    median = {field: statistics.median(run[field] or 0.0 for run in rounds)
-              for field in ("cold_get_neighbors_s", "rss_idle_mib", "rss_after_all_tools_mib", "peak_rss_mib",
-                            "rss_libraries_floor_mib")}
+    fields = ("cold_get_neighbors_s", "rss_idle_mib", "rss_after_all_tools_mib", "peak_rss_mib", "rss_libraries_floor_mib")
+    if any(run[field] is None for run in rounds for field in fields):
+        raise SystemExit("okf_cold_memory: the server's memory cannot be read here (/proc/PID/status, Linux only)")
+    median = {field: statistics.median(run[field] for run in rounds) for field in fields}
     data_share = (median["rss_after_all_tools_mib"] - median["rss_libraries_floor_mib"]) / size_mib
     print(f"libraries' floor (the same tools on {sample_bundle().name}) {median['rss_libraries_floor_mib']:.1f} MiB; "
           f"the bundle's own share {data_share:.2f}x its bytes (goal 6 leaves it "
