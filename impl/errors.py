@@ -83,6 +83,13 @@ class ToolError(Exception):
         # Text content to send instead of the message (the OKF parse-error envelope uses it).
         self.text = text
 
+    def detached(self) -> "ToolError":
+        """The same answer as a new error without a traceback: one kept to be raised again
+        (a refusal remembered per snapshot revision) must not hold the frames of the work
+        that refused, nor gather a traceback each time it is raised."""
+        return ToolError(self.code, self.message, retryable=self.retryable, diagnostics=self.diagnostics,
+                         text=self.text)
+
 
 def cancelled(operation: str) -> ToolError:
     return ToolError("operation_cancelled", f"{operation} was cancelled", retryable=True)

@@ -94,9 +94,14 @@ class KeptOutput(ToolOutput):
 
 def kept_output(runtime: process.Runtime, key: AnswerKey) -> KeptOutput | None:
     """The answer kept under ``key``, for its handler to return (None: answer as usual, with
-    ``ToolOutput(..., keep=key)``)."""
+    ``ToolOutput(..., keep=key)``); a refusal kept under it (:func:`keep_refusal`) is raised."""
     answer = kept_answer(runtime, key)
-    return None if answer is None else KeptOutput(answer)
+    if answer is not None:
+        return KeptOutput(answer)
+    refusal = _refusals(runtime).peek(key.key, key.stamp)
+    if refusal is not None:
+        raise refusal.detached()
+    return None
 
 
 def _refusals(runtime: process.Runtime) -> process.Cache:
@@ -105,15 +110,5 @@ def _refusals(runtime: process.Runtime) -> process.Cache:
 
 def keep_refusal(runtime: process.Runtime, key: AnswerKey, error: ToolError) -> None:
     """Keep ``error`` as the answer under ``key``: the handler refused after work that the same
-    key and stamp would repeat to the same end. What the answer shows only: a kept traceback
-    would hold the frames, and with them what the work built."""
-    _refusals(runtime).put(key.key, key.stamp, (error.code, error.message, error.retryable, error.diagnostics,
-                                                error.text))
-
-
-def raise_kept_refusal(runtime: process.Runtime, key: AnswerKey) -> None:
-    """Raise the refusal kept under ``key``, a fresh error each time; return if there is none."""
-    kept = _refusals(runtime).peek(key.key, key.stamp)
-    if kept is not None:
-        code, message, retryable, diagnostics, text = kept
-        raise ToolError(code, message, retryable=retryable, diagnostics=diagnostics, text=text)
+    key and stamp would repeat to the same end (:func:`kept_output` raises it again)."""
+    _refusals(runtime).put(key.key, key.stamp, error.detached())

@@ -27,13 +27,12 @@ def per_snapshot(snapshot: Any, name: str, build: Callable[[], Any]) -> Any:
         except ToolError as exc:
             if exc.code != "resource_limit":
                 raise
-            # A copy without the traceback: its frames hold the half-built value.
-            return ToolError(exc.code, exc.message, diagnostics=exc.diagnostics)
+            return exc.detached()  # its traceback's frames hold the half-built value
 
     value = derived_cache(process.current()).get((getattr(snapshot, "root", None), name),
                                                     getattr(snapshot, "revision", None), remembered_build)
     if isinstance(value, ToolError):
-        raise ToolError(value.code, value.message, diagnostics=value.diagnostics)
+        raise value.detached()
     return value
 
 

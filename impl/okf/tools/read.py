@@ -15,7 +15,7 @@ from knowspec.generated.models.okf.validate_bundle_input_schema import ValidateB
 from knowspec.impl import runtime as process
 from knowspec.impl.context import AnswerKey, CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.kept_answers import keep_refusal, kept_output, raise_kept_refusal
+from knowspec.impl.kept_answers import keep_refusal, kept_output
 from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, retried_on_file_change
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.concept import projection as proj
@@ -260,7 +260,6 @@ def validate_bundle(args: ValidateBundleInput, ctx: CallContext) -> ToolOutput:
     kept = kept_output(process.of(ctx), answer_key)
     if kept is not None:
         return kept
-    raise_kept_refusal(process.of(ctx), answer_key)
     report = validate_snapshot(
         snapshot,
         ctx,
