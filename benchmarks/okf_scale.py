@@ -13,11 +13,13 @@ giving 0.90 and 1.29). One run prints:
 
 - warm search_concepts p50 at the large size against the small one (bound 2x: the index must be
   sublinear in the number of concepts);
-- the large bundle's cold load (first search_concepts) against its parse floor (read + libyaml +
+- the large bundle's cold load (first search_concepts) beside its parse floor (read + libyaml +
   pyromark, ``okf_read.floor_seconds``, the best of two passes in this run: one pass alone took
   24.8-35 s at 50k in earlier runs against 3.4-4.6 s here, most likely reading files the page
   cache had let go, which the server then found cached: the ratio came out at 0.18 instead of
-  ~1.1), bound 1.3x;
+  ~1.1), for reference only: one cold call against the best of two floors is biased against the
+  figure, so goal 8's cold verdict (bound 1.3x) is ``okf_cold``'s, which alternates the floor
+  and the figure over rounds;
 
 and the load average at start and end (the machine is shared: ratios of one run are what counts).
 Most of the queries are single vocabulary words that every concept's prose holds, so their exact
@@ -180,8 +182,14 @@ def main() -> None:
                 goals.append(goal(f"goal 8 ({kind} queries only) warm search_concepts p50 at {args.large} "
                                   f"(floor: p50 at {args.small})", low["p50_ms"], high["p50_ms"], SEARCH_BOUND, "ms"))
     if "error" not in large:
-        goals.append(goal(f"goal 8 cold load at {args.large} (first search_concepts; floor: read+yaml+pyromark)",
-                          large["floor_s"], large["cold_search_s"], COLD_BOUND, "s"))
+        # One cold call against the best of two floors taken before it is biased against the
+        # figure (floor 4.20 s, ratio 1.32 here, while okf_cold gave 1.15 in the same hour):
+        # goal 8's cold verdict is okf_cold's, floor and figure alternated over rounds.
+        results["cold_reference"] = {"floor_s": large["floor_s"], "figure_s": large["cold_search_s"],
+                                     "ratio": round(large["cold_search_s"] / large["floor_s"], 2)}
+        print(f"cold load at {args.large} (first search_concepts), one run: {large['cold_search_s']:.3f} s against "
+              f"a floor of {large['floor_s']:.3f} s, ratio {results['cold_reference']['ratio']:.2f}; goal 8's cold "
+              f"verdict: `knowspec bench okf-cold --scale {args.large}` (bound {COLD_BOUND}x)", flush=True)
     else:
         print(f"goal 8: the server refused {args.large} concepts ({large['error']})", flush=True)
     results.update(goals=goals, load_end=os.getloadavg(), seconds=round(time.perf_counter() - started, 1))
