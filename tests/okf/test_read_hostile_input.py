@@ -8,7 +8,9 @@ import pytest
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
+from knowspec.impl.okf.parsing.frontmatter import YamlLimitError, load_yaml_mapping
 from okf_helpers import list_concepts, read_concept, validate, write_bundle
+from time_guard import within
 
 CONCEPT = "---\ntype: Note\n---\nbody\n"
 
@@ -91,6 +93,29 @@ def test_yaml_alias_bomb_is_resource_limit(tmp_path):
     err = _error(lambda: list_concepts(kb))
     assert (err.code, err.message) == ("resource_limit", "bundle exceeds MCP resource limits")
     assert _error(lambda: validate(kb)).code == "resource_limit"
+
+
+RECURSIVE_ALIASES = ["tags: &a [*a]", "a: &a {b: *a}", "a: &a [x, [y, *a]]", "a: &a {b: [c, {d: *a}]}",
+                     "a: [&a [*a], *a]"]
+
+
+@pytest.mark.parametrize("yaml_text", RECURSIVE_ALIASES)
+def test_a_recursive_alias_is_refused_as_a_cycle_at_once(yaml_text):
+    with within(5), pytest.raises(YamlLimitError, match="YAML graph contains a cycle"):
+        load_yaml_mapping("type: T\n" + yaml_text + "\n")
+
+
+@pytest.mark.parametrize("yaml_text", RECURSIVE_ALIASES)
+def test_a_bundle_file_with_a_recursive_alias_is_resource_limit(tmp_path, yaml_text):
+    kb = write_bundle(tmp_path / "kb", {"bomb.md": f"---\ntype: T\n{yaml_text}\n---\n# Bomb\n", "a.md": CONCEPT})
+    with within(10):
+        err = _error(lambda: list_concepts(kb))
+    assert (err.code, err.message) == ("resource_limit", "bundle exceeds MCP resource limits")
+
+
+def test_an_alias_used_twice_without_a_cycle_loads():
+    loaded = load_yaml_mapping("type: T\nbase: &b [x, y]\nboth: [*b, *b]\n")
+    assert loaded["both"] == [["x", "y"], ["x", "y"]]
 
 
 def test_yaml_deep_nesting_is_resource_limit(tmp_path):

@@ -233,16 +233,24 @@ def _check_tree(root: Node) -> None:
 
 
 def _check_expansion(root: Node) -> None:
+    """Each distinct node's expanded size and depth, children first (an iterative depth-first
+    walk). A node met again while its own children are still being walked is its own descendant:
+    a recursive alias (``a: &a [*a]``), refused at once, before its expansion is ever counted."""
     size: dict[int, tuple[int, int]] = {}
+    open_nodes: set[int] = set()  # expanded, children not yet all sized
     visit: list[tuple[Node, bool]] = [(root, False)]
     while visit:
         node, done = visit.pop()
         if id(node) in size:
             continue
         if not done:
+            if id(node) in open_nodes:  # pushed by one of its own descendants
+                raise YamlLimitError("YAML graph contains a cycle")
+            open_nodes.add(id(node))
             visit.append((node, True))
             visit.extend((c, False) for c in _children(node) if id(c) not in size)
             continue
+        open_nodes.discard(id(node))
         total, deepest = 1, 0
         for child in _children(node):
             if id(child) not in size:  # a cycle: recursive alias

@@ -20,6 +20,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import stat
 from typing import Callable
 
 from knowspec.impl.okf.write import atomic, lock, receipts
@@ -88,6 +89,49 @@ def write_journal(okf_fd: int, manifest: dict, before_boundary: Step = _noop) ->
 def _split(path: str) -> tuple[str, str]:
     head, _, name = path.rpartition("/")
     return head, name
+
+
+class Unpublishable(Exception):
+    """A write that publication could never make: found before the durable boundary, where
+    refusing still leaves the bundle as it was (after it, the journal would wait forever)."""
+
+
+def check_publishable(root_fd: int, paths: list[str]) -> None:
+    """Refuse a write whose folders are files (or links), whose target is a folder, or whose
+    names are longer than the file system takes. Runs under the writer lock, before staging."""
+    name_max = _name_max(root_fd)
+    for path in paths:
+        parts = path.split("/")
+        if any(len(part.encode("utf-8")) > name_max for part in parts):
+            raise Unpublishable(f"cannot write {path!r}: a name in it is longer than the file system takes")
+        fd = os.dup(root_fd)
+        try:
+            for place, part in enumerate(parts):
+                try:
+                    st = os.stat(part, dir_fd=fd, follow_symlinks=False)
+                except FileNotFoundError:
+                    break  # made at publication, with everything below it
+                except OSError as exc:
+                    raise Unpublishable(f"cannot write {path!r}: {exc.strerror}") from None
+                if place == len(parts) - 1:
+                    if stat.S_ISDIR(st.st_mode):
+                        raise Unpublishable(f"cannot write {path!r}: it is a folder")
+                elif not stat.S_ISDIR(st.st_mode):
+                    raise Unpublishable(f"cannot write {path!r}: {'/'.join(parts[:place + 1])!r} is not a folder")
+                else:
+                    nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
+                    os.close(fd)
+                    fd = nxt
+        finally:
+            os.close(fd)
+
+
+def _name_max(dir_fd: int) -> int:
+    """The longest name, in bytes, the file system holding ``dir_fd`` takes."""
+    try:
+        return os.fpathconf(dir_fd, "PC_NAME_MAX")
+    except (OSError, ValueError):
+        return 255
 
 
 def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop,

@@ -11,6 +11,9 @@ import re
 
 RESERVED_TXN_PREFIXES = (".okf-index-txn-", ".okf-document-txn-", ".okf-publication-private-v2-")
 MAX_PATH_BYTES = 4096
+# A file or directory name (one path segment) of the common Linux file systems, in bytes: a longer
+# concept id could be planned and journaled but never published, leaving the bundle locked.
+MAX_NAME_BYTES = 255
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
 
 
@@ -31,6 +34,8 @@ def is_revision_path(path: str) -> bool:
         return False
     parts = path.split("/")
     if any(p in ("", ".", "..") for p in parts):
+        return False
+    if any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in parts):
         return False
     if parts[0] == ".okf":
         return False
@@ -56,6 +61,8 @@ def concept_id_problem(concept_id: str) -> str | None:
             return f"concept_id segment {seg!r} is reserved"
     if len(concept_id.encode("utf-8")) > MAX_PATH_BYTES - 3:
         return "concept_id is too long"
+    if any(len(seg.encode("utf-8")) > MAX_NAME_BYTES for seg in concept_path(concept_id).split("/")):
+        return f"concept_id segment is too long for a file name (at most {MAX_NAME_BYTES} bytes, with .md)"
     return None
 
 

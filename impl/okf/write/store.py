@@ -130,6 +130,10 @@ class Store:
                 raise Conflict(req.plan.base_revision if req.plan else "", actual)
             if revision_with(files, actual, req.plan.writes, req.plan.deletes) != req.plan.result_revision:
                 raise InvalidCommit("plan result revision does not match its writes")
+            try:
+                journal.check_publishable(self.root_fd, list(req.plan.writes))
+            except journal.Unpublishable as exc:
+                raise InvalidCommit(str(exc)) from None
             check_cancelled()
             return CommitResult(self._publish(req, check_cancelled), replayed=False)
 

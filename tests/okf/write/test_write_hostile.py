@@ -9,6 +9,8 @@ import pytest
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.tools import write as write_tools
+from time_guard import within
+from tool_args import tool_args
 from write_helpers import CONCEPT, make_bundle, patch_args, preview, apply, tree_bytes
 
 C = "arch/cache"
@@ -151,3 +153,67 @@ def test_rejection_messages_stay_within_the_diagnostic_cap(tmp_path):
     p = preview(b, [LIFECYCLE])
     assert p["status"] == "rejected"
     assert all(len(d["message"].encode()) <= 512 for d in p["diagnostics"])
+
+
+# --- writes publication could never make: refused before the journal, the bundle left usable ---
+
+
+def _write_concept(bundle, concept_id: str):
+    args = tool_args("write_concept", bundle_path=str(bundle), concept_id=concept_id,
+                     frontmatter="type: Note\ntitle: W\n", body="# W\n")
+    return write_tools.write_concept(args, CallContext())
+
+
+def _refused_and_still_writable(bundle, concept_id: str) -> ToolError:
+    before = tree_bytes(bundle)
+    with pytest.raises(ToolError) as err:
+        _write_concept(bundle, concept_id)
+    assert tree_bytes(bundle) == before
+    assert not (bundle / ".okf" / "journal.json").exists()
+    assert _write_concept(bundle, "after/ok").structured["status"] == "success"
+    return err.value
+
+
+@pytest.mark.parametrize("concept_id", ["a" * 300, "x/" + "b" * 256, "d" * 256 + "/x", "é" * 127])
+def test_a_concept_id_segment_longer_than_a_file_name_is_invalid_request(bundle, concept_id):
+    err = _refused_and_still_writable(bundle, concept_id)
+    assert (err.code, err.message) == (
+        "invalid_request", "concept_id segment is too long for a file name (at most 255 bytes, with .md)")
+
+
+def test_a_concept_id_segment_of_exactly_a_file_name_is_written(bundle):
+    concept_id = "é" * 126  # 252 bytes, 255 with .md
+    assert _write_concept(bundle, concept_id).structured["path"] == concept_id + ".md"
+    assert (bundle / (concept_id + ".md")).is_file()
+
+
+def test_a_file_where_a_folder_must_be_is_invalid_request(bundle):
+    (bundle / "notes").write_bytes(b"a plain file\n")
+    err = _refused_and_still_writable(bundle, "notes/x")
+    assert (err.code, err.message) == ("invalid_request", "apply concept patch: cannot write 'notes/x.md': "
+                                       "'notes' is not a folder")
+
+
+def test_a_folder_where_the_concept_file_must_be_is_invalid_request(bundle):
+    (bundle / "x.md").mkdir()
+    err = _refused_and_still_writable(bundle, "x")
+    assert (err.code, err.message) == ("invalid_request", "apply concept patch: cannot write 'x.md': it is a folder")
+
+
+def test_names_over_the_file_systems_own_limit_are_refused_before_the_journal(bundle, monkeypatch):
+    from knowspec.impl.okf.write import journal
+
+    monkeypatch.setattr(journal, "_name_max", lambda fd: 12)  # a file system with short names
+    err = _refused_and_still_writable(bundle, "thirteen-long")  # 16 bytes with .md
+    assert (err.code, err.message) == ("invalid_request", "apply concept patch: cannot write 'thirteen-long.md': "
+                                       "a name in it is longer than the file system takes")
+
+
+def test_a_recursive_yaml_alias_in_written_frontmatter_is_resource_limit(bundle):
+    before = tree_bytes(bundle)
+    args = tool_args("write_concept", bundle_path=str(bundle), concept_id="alias-bomb",
+                     frontmatter="type: Note\nx: &a [*a]\n", body="# x\n")
+    with within(10), pytest.raises(ToolError) as err:
+        write_tools.write_concept(args, CallContext())
+    assert (err.value.code, err.value.message) == ("resource_limit", "concept frontmatter exceeds the YAML limits")
+    assert tree_bytes(bundle) == before
