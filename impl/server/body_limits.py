@@ -5,7 +5,8 @@ Without them an anonymous client could make the server buffer a body of any size
 This ASGI middleware reads each body itself, counting as the chunks arrive:
 
 - a declared ``Content-Length`` over the cap is refused at once, an undeclared (chunked) body as
-  soon as the count passes the cap: HTTP 413;
+  soon as the count passes the cap: HTTP 413; on ``/mcp`` the cap is 72 MiB for a ``tools/call``
+  and 1 MiB for any other message (413 as well);
 - a body that stalls longer than ``idle_seconds`` between chunks, or takes longer than
   ``total_seconds`` overall, is refused: HTTP 408;
 - otherwise the app receives the body it would have read, then the live ``receive`` (so client
@@ -34,6 +35,11 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 MCP_MAX_BODY_BYTES = 72 * 1024 * 1024  # above the 64 MiB argument estimate (spec/okf/contract/read.md §5.1)
+# Only a tool call carries big arguments; any other message (initialize, list, ping) over this
+# is refused: the SDK keeps an initialize's clientInfo for the session's life (three 60 MiB
+# anonymous initializes held ~1 GB for the 30 minutes an idle session lives).
+MCP_MAX_OTHER_BODY_BYTES = 1024 * 1024
+BIG_BODY_METHOD = "tools/call"
 REST_MAX_BODY_BYTES = 1024 * 1024  # REST bodies are small JSON objects (IMPORTDOC names a file)
 IDLE_SECONDS = 5.0
 REST_TOTAL_SECONDS = 10.0
@@ -99,6 +105,16 @@ async def read_body(receive: Receive, rule: BodyRule) -> bytes | None:
             return b"".join(chunks)
 
 
+def _is_tool_call(body: bytes) -> bool:
+    """Whether a (big) JSON-RPC body is one ``tools/call`` request. Decoded whole: a key may
+    stand anywhere in the object, and only bodies over the small cap pay for it."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):  # not JSON, or nested past what json decodes
+        return False
+    return isinstance(message, dict) and message.get("method") == BIG_BODY_METHOD
+
+
 async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
     if _is_mcp(scope):
         payload: dict[str, Any] = {"jsonrpc": "2.0", "id": None,
@@ -136,6 +152,11 @@ class BodyLimitMiddleware:
             return
         if body is None:
             return  # the client left; there is no one to answer
+        if (_is_mcp(scope) and len(body) > MCP_MAX_OTHER_BODY_BYTES
+                and not await anyio.to_thread.run_sync(_is_tool_call, body)):  # not on the event loop
+            await _refuse(scope, send, _Refused(413, f"request body exceeds the size limit of a message "
+                                                     f"other than {BIG_BODY_METHOD}"))
+            return
         replayed = False
 
         async def replay() -> Message:

@@ -11,7 +11,8 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from knowspec.generated.registry import error_schema
-from knowspec.impl.server.body_limits import REST_MAX_BODY_BYTES, BodyLimitMiddleware, BodyRule
+from knowspec.impl.server.body_limits import (MCP_MAX_OTHER_BODY_BYTES, REST_MAX_BODY_BYTES, BodyLimitMiddleware,
+                                              BodyRule)
 from serving import free_port, serving
 
 
@@ -90,6 +91,44 @@ def test_a_body_within_limits_reaches_the_app_whole():
     assert status == 200 and bodies == [b'{"user":"a"}']
 
 
+def _json_rpc(method: str, params: dict, *, method_last: bool = False) -> bytes:
+    message = {"jsonrpc": "2.0", "id": 1, "params": params, "method": method} if method_last else \
+        {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
+    return json.dumps(message).encode()
+
+
+BIG = "a" * (MCP_MAX_OTHER_BODY_BYTES + 1)
+INITIALIZE_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": BIG, "version": "0"}}
+
+
+@pytest.mark.parametrize("body", [
+    _json_rpc("initialize", INITIALIZE_PARAMS),
+    _json_rpc("initialize", INITIALIZE_PARAMS, method_last=True),  # the method after the big params
+    _json_rpc("tools/list", {"cursor": BIG}),
+    json.dumps([json.loads(_json_rpc("tools/call", {"name": "x", "arguments": {"q": BIG}}))]).encode(),  # a batch
+    b"[" * (MCP_MAX_OTHER_BODY_BYTES + 1),  # nested past what json decodes
+    b"\xff" * (MCP_MAX_OTHER_BODY_BYTES + 1),  # not UTF-8
+], ids=["initialize", "initialize-method-last", "tools-list", "batch", "deep", "not-utf8"])
+def test_an_mcp_message_other_than_a_tool_call_is_refused_over_one_mib(body):
+    status, answer, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
+    assert status == 413 and bodies == []
+    assert answer["error"]["code"] == -32600 and answer["id"] is None
+    assert "other than tools/call" in answer["error"]["message"]
+
+
+def test_a_tool_call_over_one_mib_reaches_the_app_whole():
+    body = _json_rpc("tools/call", {"name": "search_concepts", "arguments": {"query": BIG}}, method_last=True)
+    status, _, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
+    assert status == 200 and bodies == [body]
+
+
+def test_an_mcp_message_of_one_mib_reaches_the_app_whole():
+    body = _json_rpc("initialize", {**INITIALIZE_PARAMS, "clientInfo": {"name": "", "version": "0"}})
+    body = body[:-1] + b" " * (MCP_MAX_OTHER_BODY_BYTES - len(body)) + b"}"
+    status, _, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
+    assert status == 200 and bodies == [body] and len(body) == MCP_MAX_OTHER_BODY_BYTES
+
+
 @pytest.fixture(scope="module")
 def http_base(tmp_path_factory):
     port, appdir = free_port(), tmp_path_factory.mktemp("appdir")
@@ -110,3 +149,19 @@ def test_real_server_refuses_an_oversized_anonymous_login_with_the_envelope(http
     body = json.loads(response.read())
     Draft202012Validator(error_schema()).validate(body)
     assert body["code"] == "resource_limit"
+
+
+def test_real_server_refuses_a_big_anonymous_initialize(tmp_path):
+    port = free_port()
+    with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
+                  "--appdir", str(tmp_path), "--allow-anonymous"], port):
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+        conn.request("POST", "/mcp", _json_rpc("initialize", INITIALIZE_PARAMS), headers)
+        response = conn.getresponse()
+        assert response.status == 413
+        assert json.loads(response.read())["error"]["code"] == -32600
+        conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+        small = {**INITIALIZE_PARAMS, "clientInfo": {"name": "probe", "version": "0"}}
+        conn.request("POST", "/mcp", _json_rpc("initialize", small), headers)
+        assert conn.getresponse().status == 200
