@@ -168,6 +168,7 @@ def _serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from knowspec.impl.server.http_app import build_app
+        from knowspec.impl.server.http_protocol import HeadDeadlineProtocol
 
         host, port = args.http
         app = build_app(runtime, host=host)
@@ -176,7 +177,8 @@ def _serve(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
             return 1
-        server = _uvicorn_server_class()(uvicorn.Config(app, host=host, port=port, log_level=args.log_level.lower()))
+        server = _uvicorn_server_class()(uvicorn.Config(app, host=host, port=port, log_level=args.log_level.lower(),
+                                                        http=HeadDeadlineProtocol))
         with sock:
             server.run(sockets=[sock])
         return 0 if server.started else 1

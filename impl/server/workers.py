@@ -220,6 +220,7 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
     import uvicorn
 
     from knowspec.impl.server.connection_handoff import HandoffReceiver, handoff_path
+    from knowspec.impl.server.http_protocol import HeadDeadlineProtocol
 
     inner = app.router.lifespan_context
     path = worker.socket_path
@@ -230,7 +231,8 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
             sock = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
             sock.bind(str(path))
             os.chmod(path, 0o600)
-            config = uvicorn.Config(app, uds=str(path), lifespan="off", log_level=log_level.lower())
+            config = uvicorn.Config(app, uds=str(path), lifespan="off", log_level=log_level.lower(),
+                                    http=HeadDeadlineProtocol)
             config.load()
             server = uvicorn.Server(config)
             server.lifespan = config.lifespan_class(config)  # what Server.serve sets up: "off" here
@@ -300,12 +302,13 @@ def serve_workers(args: argparse.Namespace, sock: socket.socket, workers: int) -
     from uvicorn.supervisors import Multiprocess
 
     from knowspec.impl.server.connection_dispatch import Dispatcher
+    from knowspec.impl.server.http_protocol import HeadDeadlineProtocol
 
     run_dir = Path(tempfile.mkdtemp(prefix="knowspec-workers-"))  # mode 0700: only this user may relay
     host, _ = args.http
     port = sock.getsockname()[1]
     config = uvicorn.Config(functools.partial(worker_app, args, str(run_dir)), factory=True, host=host, port=port,
-                            workers=workers, log_level=args.log_level.lower())
+                            workers=workers, log_level=args.log_level.lower(), http=HeadDeadlineProtocol)
     dispatcher = Dispatcher(sock, run_dir)
 
     class Supervisor(Multiprocess):
