@@ -16,6 +16,7 @@ from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
+from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
@@ -44,8 +45,6 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     request for another worker's session is relayed to its owner (inside the gate and the body caps, outside the parked-answer writer: the owner has
     written its answers).
     """
-    from mcp.server.transport_security import TransportSecuritySettings
-
     settings = runtime.settings
     sessions = SessionStore.from_settings(settings)
 
@@ -76,7 +75,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         Route("/healthz", health, methods=["GET"]),
         *rest_routes(settings, sessions=sessions, runtime=runtime),
     ]
-    security = None if dns_rebinding_protection else TransportSecuritySettings(enable_dns_rebinding_protection=False)
+    security = loopback_security(host, dns_rebinding_protection)  # /mcp (the SDK) and the rest alike
     app = server.streamable_http_app(
         # mcp annotates Route only; Starlette mounts any BaseRoute (the REST table has Mounts too).
         streamable_http_path="/mcp", transport_security=security, host=host,
@@ -91,5 +90,6 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     if worker is not None:  # another worker's session is relayed whole: its owner wrote its answers
         app.add_middleware(SessionRouter, tag=worker.tag, run_dir=worker.run_dir)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
-    app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)  # outermost
+    app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)
+    app.add_middleware(HostCheckMiddleware, security=security)  # outermost: a foreign Host is never served
     return app

@@ -1,0 +1,65 @@
+"""DNS-rebinding protection covers every route of a loopback server, not only /mcp: a foreign
+Host is 421 and a foreign Origin 403, with the REST error envelope."""
+
+from __future__ import annotations
+
+import http.client
+import json
+import sys
+
+import pytest
+from jsonschema import Draft202012Validator
+
+from knowspec.generated.registry import error_schema
+from knowspec.impl.server.host_check import loopback_security
+from serving import free_port, serving
+
+
+@pytest.fixture(scope="module")
+def port(tmp_path_factory):
+    port = free_port()
+    with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
+                  "--appdir", str(tmp_path_factory.mktemp("appdir"))], port):
+        yield port
+
+
+def _request(port: int, method: str, path: str, headers: dict[str, str]) -> tuple[int, dict]:
+    conn = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+    body = json.dumps({"user": "nobody", "password": "wrong"}) if method == "POST" else None
+    conn.request(method, path, body=body, headers={"Content-Type": "application/json", **headers})
+    response = conn.getresponse()
+    return response.status, json.loads(response.read() or b"{}")
+
+
+@pytest.mark.parametrize(("method", "path"), [("POST", "/ClientREST/Login"), ("POST", "/ClientREST/DocSearch"),
+                                              ("GET", "/healthz")])
+def test_a_foreign_host_is_421_on_every_route(port, method, path):
+    status, body = _request(port, method, path, {"Host": "evil.example"})
+    assert status == 421
+    Draft202012Validator(error_schema()).validate(body)
+    assert body["code"] == "invalid_request"
+
+
+def test_a_foreign_origin_is_403(port):
+    status, body = _request(port, "POST", "/ClientREST/Login", {"Host": f"127.0.0.1:{port}",
+                                                                 "Origin": "http://evil.example"})
+    assert status == 403 and body["code"] == "forbidden"
+
+
+@pytest.mark.parametrize("host", ["127.0.0.1", "localhost"])
+def test_a_loopback_host_and_origin_are_served(port, host):
+    status, body = _request(port, "POST", "/ClientREST/Login", {"Host": f"{host}:{port}",
+                                                                 "Origin": f"http://{host}:{port}"})
+    assert status == 401 and body["code"] == "unauthenticated"  # served: the password was wrong
+    assert _request(port, "GET", "/healthz", {"Host": f"{host}:{port}"})[0] == 200
+
+
+def test_the_mcp_route_keeps_the_sdks_own_answer(port):
+    status, _ = _request(port, "POST", "/mcp", {"Host": "evil.example"})
+    assert status == 401  # the token is asked for first, as before; the SDK checks the host after it
+
+
+@pytest.mark.parametrize(("host", "enabled"), [("127.0.0.1", True), ("localhost", True), ("::1", True),
+                                               ("0.0.0.0", False), ("192.0.2.7", False)])
+def test_the_check_is_on_for_loopback_binds_only(host, enabled):
+    assert loopback_security(host).enable_dns_rebinding_protection is enabled
