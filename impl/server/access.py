@@ -110,12 +110,23 @@ def bearer_of(headers: list[tuple[bytes, bytes]]) -> tuple[bool, str | None]:
     return False, None
 
 
+def _principal(user: str) -> Any:
+    """The caller as the SDK's session manager reads it (``scope["user"]``, as Starlette's
+    authentication middleware leaves it): an MCP session then answers only the user who opened it,
+    anyone else (another user, or the anonymous caller) getting the SDK's 404 "Session not found"."""
+    from mcp.server.auth.middleware.bearer_auth import AuthenticatedUser
+    from mcp.server.auth.provider import AccessToken
+
+    return AuthenticatedUser(AccessToken(token="", client_id=user, scopes=[], subject=user))
+
+
 class BearerGate:
     """ASGI middleware: ``/mcp`` requests need a live session unless anonymous callers are allowed.
 
     ``session_for(token)`` answers the session or ``None``; it reads the catalog, so it runs in a
     worker thread, and the session it found rides in the request's state (``SESSION_STATE``) for
-    the tool call to name its caller. A refused request gets 401 with ``WWW-Authenticate: Bearer``
+    the tool call to name its caller (and as ``scope["user"]`` for the SDK, which binds each MCP
+    session to the user who opened it). A refused request gets 401 with ``WWW-Authenticate: Bearer``
     and the REST error envelope; other paths pass untouched.
     """
 
@@ -133,6 +144,7 @@ class BearerGate:
         session = await anyio.to_thread.run_sync(self.session_for, token) if token else None
         if session is not None:
             scope.setdefault("state", {})[SESSION_STATE] = session
+            scope["user"] = _principal(session.user)
         if (not sent and self.allow_anonymous) or session is not None:
             await self.app(scope, receive, send)
             return

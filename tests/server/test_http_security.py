@@ -182,3 +182,48 @@ def test_importdoc_outside_the_import_folder_answers_alike_for_existing_and_miss
         answers.append((status, body))
     assert answers[0][0] == 202 and answers[0][1]["result"] is False
     assert all(a == answers[0] for a in answers), answers
+
+
+TOOLS_LIST = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
+STREAMS = "application/json, text/event-stream"
+
+
+def _mcp_request(base: str, token: str | None, message: dict | None, session_id: str | None = None):
+    """(status, headers) of one raw request to /mcp: ``message`` POSTed, or None to DELETE."""
+    headers = {"Content-Type": "application/json", "Accept": STREAMS}
+    if session_id:
+        headers.update({"Mcp-Session-Id": session_id, "MCP-Protocol-Version": "2025-06-18"})
+    if token:
+        headers["Authorization"] = f"Bearer {token}"
+    request = urllib.request.Request(base + "/mcp", data=json.dumps(message).encode() if message else None,
+                                     headers=headers, method="POST" if message else "DELETE")
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            response.read()
+            return response.status, {k.lower(): v for k, v in response.headers.items()}
+    except urllib.error.HTTPError as exc:
+        return exc.code, {}
+
+
+def _open_session(base: str, token: str | None) -> str:
+    status, headers = _mcp_request(base, token, INITIALIZE)
+    assert status == 200
+    return headers["mcp-session-id"]
+
+
+def _in_session(base: str, session_id: str, token: str | None, message: dict) -> int:
+    return _mcp_request(base, token, message or None, session_id)[0]
+
+
+@pytest.mark.parametrize("workers", [[], ["--workers", "2"]], ids=["one-process", "two-workers"])
+def test_an_mcp_session_answers_only_the_user_who_opened_it(layout, workers):
+    with _serve(layout, "--allow-anonymous", *workers) as base:
+        rita, walt = login(base, "rita"), login(base, "walt")
+        ritas = _open_session(base, rita)
+        assert _in_session(base, ritas, walt, TOOLS_LIST) == 404  # another user's token
+        assert _in_session(base, ritas, None, TOOLS_LIST) == 404  # the anonymous caller
+        assert _in_session(base, ritas, walt, {}) == 404          # nor may another user end it
+        assert _in_session(base, ritas, rita, TOOLS_LIST) == 200  # still the owner's
+        anonymous = _open_session(base, None)
+        assert _in_session(base, anonymous, rita, TOOLS_LIST) == 404
+        assert _in_session(base, anonymous, None, TOOLS_LIST) == 200
