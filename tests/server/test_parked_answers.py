@@ -547,8 +547,9 @@ def test_health_answers_while_a_large_answer_is_encoded(mini_registry, tmp_path,
     session and on a 2026-07-28 single exchange alike.
 
     The window runs from the big call's request to the first byte of its answer; no health
-    probe may wait for more than a third of it. With the SDK encoding on the loop, one probe
-    waited out the whole encoding (most of the window).
+    probe may wait for half of it. With the SDK encoding on the loop, one probe waited out the
+    whole encoding (most of the window). (A third was the bound until a CI run on 2 busy cores
+    saw a probe wait 0.20 s of a 0.48 s window with the encoding off the loop.)
     """
     root = str(Path(mini_registry.__file__).parent.parent)
     port = free_port()
@@ -592,4 +593,4 @@ def test_health_answers_while_a_large_answer_is_encoded(mini_registry, tmp_path,
     window = first_byte - started
     marks = [started] + [t for t in probes if started < t < first_byte] + [first_byte]
     longest_wait = max(b - a for a, b in zip(marks, marks[1:]))
-    assert longest_wait < window / 3, f"a probe waited {longest_wait:.2f} s of a {window:.2f} s window"
+    assert longest_wait < window / 2, f"a probe waited {longest_wait:.2f} s of a {window:.2f} s window"
