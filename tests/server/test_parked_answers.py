@@ -124,12 +124,14 @@ def _http_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]]) -> list[tupl
     return out
 
 
-def _stdio_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], park: bool) -> list[bytes]:
+def _stdio_wire(runtime: ToolRuntime, calls: list[tuple[str, dict]], park: bool, first_id: int = 1) -> list[bytes]:
+    """The answer lines of ``calls``, ids from ``first_id``, on one stdio session. A session takes
+    its calls at once and runs them side by side (every line is in its stdin from the start)."""
     lines = [{"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": CLIENT}},
         {"jsonrpc": "2.0", "method": "notifications/initialized"}]
     lines += [{"jsonrpc": "2.0", "id": i, "method": "tools/call", "params": {"name": name, "arguments": arguments}}
-              for i, (name, arguments) in enumerate(calls, 1)]
+              for i, (name, arguments) in enumerate(calls, first_id)]
     stdin = io.BytesIO("".join(json.dumps(line) + "\n" for line in lines).encode())
     stdout = io.BytesIO()
     answers = ParkedAnswers() if park else None
@@ -332,7 +334,16 @@ def _keeping(built: list[str]):
     return handler
 
 
-KEEP_CALLS = [("echo_list", {"text": t}) for t in ("a", "b", "c")] * 2  # the second round: kept answers
+KEEP_ROUND = [("echo_list", {"text": t}) for t in ("a", "b", "c")]
+KEEP_CALLS = KEEP_ROUND * 2  # the second round: kept answers
+
+
+def _stdio_rounds(runtime: ToolRuntime, park: bool) -> list[bytes]:
+    """``KEEP_CALLS`` over stdio, a round per session on the same runtime: a session runs its
+    calls side by side, so the same text twice in one session could be built twice (both calls
+    missing the kept answer before either keeps it)."""
+    first = _stdio_wire(runtime, KEEP_ROUND, park)
+    return first + _stdio_wire(runtime, KEEP_ROUND, park, first_id=len(KEEP_ROUND) + 1)
 
 
 def test_a_kept_answer_is_the_bytes_the_sdk_writes_on_every_transport(mini_registry, tmp_path, monkeypatch):
@@ -346,7 +357,7 @@ def test_a_kept_answer_is_the_bytes_the_sdk_writes_on_every_transport(mini_regis
                            process_runtime=process.Runtime())
 
     parked, sdk = _both_paths(monkeypatch, lambda park: (_http_wire(runtime(), KEEP_CALLS),
-                                                         _stdio_wire(runtime(), KEEP_CALLS, park)))
+                                                         _stdio_rounds(runtime(), park)))
     assert sorted(built) == sorted(["a", "b", "c"] * 4)  # each wire built each answer once: the rest were kept
     assert parked == sdk
     http = parked[0]
