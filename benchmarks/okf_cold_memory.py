@@ -147,11 +147,11 @@ def main() -> None:
     parser.add_argument("--rounds", type=int, default=3, help="fresh servers; the goals take their median")
     args = parser.parse_args()
     bundle = require_bundle(args.bundle)
-    if not bundle_bytes(bundle):
+    size_mib = bundle_bytes(bundle) / 2**20
+    if not size_mib:
         raise SystemExit(f"okf_cold_memory: {bundle.name} holds no bytes to measure against")
     compile_bytecode()  # the servers import bytecode, as an installed wheel's do
     load_start = os.getloadavg()
-    size_mib = bundle_bytes(bundle) / 2**20
     started = time.perf_counter()
     floor = min(floor_seconds(bundle) for _ in range(2))
     rounds = []

@@ -29,6 +29,7 @@ import anyio
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import may_write
 from knowspec.impl.errors import ToolError
+from knowspec.impl.server.json_answer import send_json
 
 MCP_PATH = "/mcp"
 OUTSIDE_ROOTS = "bundle_path is not inside a bundle root this server serves"
@@ -156,10 +157,7 @@ class BearerGate:
         from knowspec.impl.server.tool_results import envelope_of
 
         body = json.dumps(envelope_of(ToolError("unauthenticated", message))).encode("utf-8")
-        await send({"type": "http.response.start", "status": 401, "headers": [
-            (b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-            (b"www-authenticate", challenge.encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, 401, body, [(b"www-authenticate", challenge.encode())])
 
 
 # --- serve options ----------------------------------------------------------------------------

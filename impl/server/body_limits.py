@@ -27,6 +27,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from knowspec.impl.rest.error_responses import envelope
+from knowspec.impl.server.json_answer import send_json
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -123,10 +124,7 @@ async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
         code = "resource_limit" if refused.status == 413 else "invalid_request"
         payload = envelope(code, refused.message, retryable=refused.status == 408)
     body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-    await send({"type": "http.response.start", "status": refused.status,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode()),
-                            (b"connection", b"close")]})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, refused.status, body, [(b"connection", b"close")])
 
 
 class BodyLimitMiddleware:

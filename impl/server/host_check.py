@@ -17,6 +17,7 @@ from mcp.server.transport_security import TransportSecurityMiddleware, Transport
 from starlette.requests import Request
 
 from knowspec.impl.rest.error_responses import envelope
+from knowspec.impl.server.json_answer import send_json
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -52,6 +53,4 @@ class HostCheckMiddleware:
             return
         code = "forbidden" if refused.status_code == 403 else "invalid_request"
         body = json.dumps(envelope(code, bytes(refused.body).decode()), separators=(",", ":")).encode()
-        await send({"type": "http.response.start", "status": refused.status_code,
-                    "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-        await send({"type": "http.response.body", "body": body})
+        await send_json(send, refused.status_code, body)

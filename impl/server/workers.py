@@ -41,6 +41,8 @@ from typing import Any, Awaitable, Callable
 
 import anyio
 
+from knowspec.impl.server.json_answer import send_json
+
 Scope = dict[str, Any]
 Message = dict[str, Any]
 Receive = Callable[[], Awaitable[Message]]
@@ -96,9 +98,7 @@ def untagged_scope(scope: Scope, session_id: str) -> Scope:
 async def _session_not_found(send: Send) -> None:
     body = json.dumps({"jsonrpc": "2.0", "id": None,
                        "error": {"code": -32600, "message": "Session not found"}}).encode("utf-8")
-    await send({"type": "http.response.start", "status": 404,
-                "headers": [(b"content-type", b"application/json"), (b"content-length", str(len(body)).encode())]})
-    await send({"type": "http.response.body", "body": body})
+    await send_json(send, 404, body)
 
 
 class SessionRouter:

@@ -252,9 +252,7 @@ def _check_expansion(root: Node) -> None:
             continue
         open_nodes.discard(id(node))
         total, deepest = 1, 0
-        for child in _children(node):
-            if id(child) not in size:  # a cycle: recursive alias
-                raise YamlLimitError("YAML graph contains a cycle")
+        for child in _children(node):  # all sized: each was walked above this node's marker
             csize, cdepth = size[id(child)]
             total += csize
             deepest = max(deepest, cdepth)

@@ -35,8 +35,6 @@ def is_revision_path(path: str) -> bool:
     parts = path.split("/")
     if any(p in ("", ".", "..") for p in parts):
         return False
-    if any(len(p.encode("utf-8")) > MAX_NAME_BYTES for p in parts):
-        return False
     if parts[0] == ".okf":
         return False
     return not any(is_reserved_component(p) for p in parts)
