@@ -28,7 +28,7 @@
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 85aadea1eb2493eeb4d198109b379f722d6f42d082b9e1838295fd510a3e0044
 #   docpool/tools.toml fad9bb9e113162f52d5fa89f33cd2601abbddb3977f277c630ac9286caa4c261
-#   errors.toml f7efacae7602d0b146f890d527034cded748d8d783eb72484658090046e12b1c
+#   errors.toml 2de515139aba2028d95d0842a52b5a9c3f568a35565e17712a9c1ed0c52dfbc0
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
 #   okf/schemas/apply_temporal_upgrade.input.schema.json 357501ba7e2645fd7a6e85e42f435552574953fe97187d7a6400b94160868afb
@@ -60,7 +60,7 @@
 #   okf/schemas/write_concept.input.schema.json 7f6de34d89cd40af29e36d0a9f2902fa6518287aa039955894b53f29cc81e2c1
 #   okf/schemas/write_concept.output.schema.json abb7f5a7c3cbe3a1698ff20b1cf4dd48bb33f5b87d6d147d2d1aa43c991a29ba
 #   okf/tools.toml f340b09e499173ca1c2faea235a1f378ec5a2bfca2219be34da956780c187b3b
-#   rest/endpoints.toml 0c4dc72f190634f2885ba9a2539693f2a082f2bb775fc69a7298efd1a03ef8e9
+#   rest/endpoints.toml 32a39684d050aa87322a6c36456662cbf35436645e1f360116204b3e194045ac
 """The tool registry: every tool of every family, in tools/list order.
 
 Each entry names its handler by a dotted string (``impl``) so that nothing in ``generated``

@@ -66,9 +66,14 @@ def _new_hash(password: str) -> tuple[bytes, bytes, str]:
     return salt, hash_password(password, salt, params), params
 
 
+def _is_name(name: str) -> bool:
+    """The rule for user and role names: 1-128 characters, no whitespace or control character."""
+    return 0 < len(name) <= 128 and not any(ch.isspace() or ord(ch) < 32 for ch in name)
+
+
 def _check_name(kind: str, name: str) -> str:
     name = name.strip()
-    if not name or len(name) > 128 or any(ch.isspace() or ord(ch) < 32 for ch in name):
+    if not _is_name(name):
         raise AuthError(f"invalid {kind} name {name!r}")
     return name
 
@@ -133,8 +138,10 @@ _DUMMY_PARAMS = f"{SCRYPT_N},{SCRYPT_R},{SCRYPT_P}"
 
 def authenticate(catalog: CatalogTarget, name: str, password: str) -> User | None:
     """The user when ``password`` is right, else ``None`` (same cost for unknown users)."""
-    with open_catalog(catalog).transaction() as rows:
-        row = rows.user(name)
+    row = None
+    if _is_name(name):  # no user has another name (and PostgreSQL text cannot even hold a NUL)
+        with open_catalog(catalog).transaction() as rows:
+            row = rows.user(name)
     if row is None:
         hmac.compare_digest(hash_password(password, _DUMMY_SALT, _DUMMY_PARAMS), b"\x01" * 32)
         return None

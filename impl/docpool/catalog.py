@@ -85,6 +85,8 @@ def register_database(catalog: CatalogTarget, name: str, storage: str, dsn: str)
     """Register (or re-point) a database; its documents setting is kept."""
     if not name:
         raise CatalogError("database is required")
+    if any(ord(ch) < 32 for ch in name):
+        raise CatalogError(f"invalid database name {name!r}: control characters are not allowed")
     with open_catalog(catalog).transaction(atomic=True) as rows:
         rows.put_database(name, storage.upper(), str(dsn))
         entry = rows.database(name)

@@ -20,11 +20,11 @@ starting together do not race.
 from __future__ import annotations
 
 from contextlib import contextmanager
-from typing import Iterator
+from typing import Iterator, Sequence
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog_store import (
-    CatalogUnavailable, DatabaseRow, SessionRow, UserRow, ended_condition, first,
+    CatalogUnavailable, DatabaseRow, LoginCounterRow, SessionRow, UserRow, ended_condition, first,
 )
 from knowspec.impl.extras import require
 from knowspec.impl.rules.fold import ascii_lower
@@ -73,6 +73,12 @@ create table if not exists "auth$session" (
     last_used  double precision not null
 );
 create index if not exists "auth$session_expires" on "auth$session"(expires_at);
+create table if not exists "auth$login_counter" (
+    key          text primary key,
+    attempts     integer not null,
+    last_attempt double precision not null
+);
+create index if not exists "auth$login_counter_last" on "auth$login_counter"(last_attempt);
 insert into "auth$role"(name_key, name, description) values
     ('sysadmin', 'SYSADMIN', 'may run administrative commands (IMPORTDOC, ALTER DATABASE) and write OKF bundles'),
     ('writer', 'WRITER', 'may call the OKF write and apply tools over HTTP')
@@ -94,6 +100,8 @@ class PostgresRows:
 
     # db$database
     def database(self, name: str) -> DatabaseRow | None:
+        if "\x00" in name:  # PostgreSQL text cannot hold a NUL: no row has this name
+            return None
         return first(self._all('select name, storage, dsn, documents, documents_db from "db$database" '
                                "where name_key = %s", (ascii_lower(name),)))
 
@@ -165,6 +173,27 @@ class PostgresRows:
 
     def session_count(self) -> int:
         return self._all('select count(*) from "auth$session"')[0][0]
+
+    # auth$login_counter: rows made first, then locked (FOR UPDATE) for the rest of the transaction
+    def lock_login_counters(self, keys: Sequence[str]) -> dict[str, LoginCounterRow]:
+        out = {}
+        for key in keys:
+            self._run('insert into "auth$login_counter"(key, attempts, last_attempt) values (%s, 0, 0) '
+                      "on conflict do nothing", (key,))
+            attempts, last_attempt = self._all('select attempts, last_attempt from "auth$login_counter" '
+                                               "where key = %s for update", (key,))[0]
+            out[key] = (attempts, last_attempt)
+        return out
+
+    def put_login_counter(self, key: str, attempts: int, last_attempt: float) -> None:
+        self._run('update "auth$login_counter" set attempts = %s, last_attempt = %s where key = %s',
+                  (attempts, last_attempt, key))
+
+    def remove_login_counter(self, key: str) -> None:
+        self._run('delete from "auth$login_counter" where key = %s', (key,))
+
+    def remove_idle_login_counters(self, before: float) -> None:
+        self._run('delete from "auth$login_counter" where last_attempt < %s', (before,))
 
 
 class PostgresCatalog:

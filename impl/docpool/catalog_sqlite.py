@@ -14,9 +14,11 @@ import sqlite3
 import threading
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Iterator
+from typing import Iterator, Sequence
 
-from knowspec.impl.docpool.catalog_store import DatabaseRow, SessionRow, UserRow, ended_condition, first
+from knowspec.impl.docpool.catalog_store import (
+    DatabaseRow, LoginCounterRow, SessionRow, UserRow, ended_condition, first,
+)
 
 BUSY_TIMEOUT_MS = 30_000
 
@@ -53,6 +55,12 @@ create table if not exists "auth$session" (
     last_used  real not null          -- the idle end is last_used + the idle life
 );
 create index if not exists "auth$session_expires" on "auth$session"(expires_at);
+create table if not exists "auth$login_counter" (
+    key          text primary key,    -- a digest of a user name and an address, or of an address (login_throttle.keys_for)
+    attempts     integer not null,
+    last_attempt real not null
+);
+create index if not exists "auth$login_counter_last" on "auth$login_counter"(last_attempt);
 """
 
 SEED_ROLES = """
@@ -161,6 +169,26 @@ class SqliteRows:
 
     def session_count(self) -> int:
         return self.con.execute('select count(*) from "auth$session"').fetchone()[0]
+
+    # auth$login_counter (an atomic block already holds the file's write lock)
+    def lock_login_counters(self, keys: Sequence[str]) -> dict[str, LoginCounterRow]:
+        out = {}
+        for key in keys:
+            self.con.execute('insert or ignore into "auth$login_counter"(key, attempts, last_attempt) values (?, 0, 0)',
+                             (key,))
+            out[key] = self.con.execute('select attempts, last_attempt from "auth$login_counter" where key = ?',
+                                        (key,)).fetchone()
+        return out
+
+    def put_login_counter(self, key: str, attempts: int, last_attempt: float) -> None:
+        self.con.execute('update "auth$login_counter" set attempts = ?, last_attempt = ? where key = ?',
+                         (attempts, last_attempt, key))
+
+    def remove_login_counter(self, key: str) -> None:
+        self.con.execute('delete from "auth$login_counter" where key = ?', (key,))
+
+    def remove_idle_login_counters(self, before: float) -> None:
+        self.con.execute('delete from "auth$login_counter" where last_attempt < ?', (before,))
 
 
 class SqliteCatalog:

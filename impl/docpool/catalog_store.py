@@ -1,8 +1,8 @@
 """Where the catalog's rows live: a SQLite file or a PostgreSQL database, chosen by its target.
 
 The catalog (the seed's MASTER: the ``db$`` database registry, the ``auth$`` users and roles,
-the REST ``auth$session`` rows) is read and written by ``catalog.py``, ``auth.py`` and
-``rest/sessions.py``, which hold every rule (name checks, password hashing, expiry, the seed's
+the REST ``auth$session`` rows and failed-login counters) is read and written by ``catalog.py``,
+``auth.py``, ``rest/sessions.py`` and ``rest/login_throttle.py``, which hold every rule (name checks, password hashing, expiry, the seed's
 errors). A store only keeps rows: ``open_catalog(target)`` answers one for a file path (SQLite,
 ``catalog_sqlite.py``) or a ``postgresql://`` URL (``catalog_postgres.py``), and
 ``store.transaction(atomic=True)`` yields ``CatalogRows`` whose methods read or write rows in
@@ -28,6 +28,7 @@ CatalogTarget = Path | str   # a SQLite file, or a postgresql:// URL
 DatabaseRow = tuple[str, str, str, str, "str | None"]        # name, storage, dsn, documents, documents_db
 UserRow = tuple[str, bytes, bytes, str]                      # name, salt, hash, params
 SessionRow = tuple[str, str, "str | None", float, float]     # user, roles (JSON), database, expires_at, last_used
+LoginCounterRow = tuple[int, float]                          # attempts, last_attempt
 
 
 class CatalogUnavailable(RuntimeError):
@@ -59,6 +60,13 @@ class CatalogRows(Protocol):
     def remove_session_if_ended(self, key: str, now: float, idle_seconds: float | None) -> bool: ...
     def remove_ended_sessions(self, now: float, idle_seconds: float | None) -> None: ...
     def session_count(self) -> int: ...
+    # auth$login_counter (rest/login_throttle.py)
+    def lock_login_counters(self, keys: Sequence[str]) -> dict[str, LoginCounterRow]:
+        """Each key's counter (a zero row made where there was none), locked until the
+        transaction ends; lock keys in one order (sorted) so that transactions never deadlock."""
+    def put_login_counter(self, key: str, attempts: int, last_attempt: float) -> None: ...
+    def remove_login_counter(self, key: str) -> None: ...
+    def remove_idle_login_counters(self, before: float) -> None: ...
 
 
 class CatalogStore(Protocol):

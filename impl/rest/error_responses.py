@@ -32,6 +32,7 @@ STATUS_BY_CODE: dict[str, int] = {
     "internal_error": 500,
     "not_implemented": 501,
     "embedding_unavailable": 409,  # the server's state (no model pack) conflicts with the mode
+    "rate_limited": 429,
     "operation_cancelled": 503,
 }
 

@@ -14,6 +14,7 @@ from starlette.responses import JSONResponse
 from knowspec.impl.docpool import auth
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import catalog_bridge
+from knowspec.impl.rest.error_responses import error_response
 from knowspec.impl.rest.sessions import Session, SessionStore
 from knowspec.impl.rest.validation import parse_json_body, validate_body
 
@@ -39,14 +40,26 @@ async def require_session(request: Request, sessions: SessionStore, *, sysadmin:
     return session
 
 
+def client_address(request: Request) -> str:
+    """The caller's address as the server sees it (uvicorn puts a trusted proxy's
+    ``X-Forwarded-For`` client here): what failed logins are counted against."""
+    return request.client.host if request.client is not None else "unknown"
+
+
 async def login(request: Request, settings, sessions: SessionStore, schema: dict) -> JSONResponse:
     body = parse_json_body(await request.body(), request.headers.get("content-type"))
     validate_body(schema, body)
+    address = client_address(request)
+    wait = await run_in_threadpool(sessions.logins.admit, body["user"], address)
+    if wait:  # refused before the password is hashed: a blocked guesser costs no scrypt
+        return error_response("rate_limited", f"too many failed logins from this address; try again in {wait} s",
+                              headers={"Retry-After": str(wait)})
     user = await run_in_threadpool(
         auth.authenticate, settings.catalog, body["user"], body["password"]
     )
     if user is None:
         raise ToolError("unauthenticated", "invalid user or password")
+    await run_in_threadpool(sessions.logins.succeeded, body["user"], address)
     database = body.get("database") or settings.default_database
     if database is not None:
         await run_in_threadpool(catalog_bridge.require_registered, settings, database)

@@ -28,6 +28,7 @@ from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import SYSADMIN
 from knowspec.impl.docpool.catalog_sqlite import SqliteCatalog
 from knowspec.impl.docpool.catalog_store import CatalogStore, CatalogTarget, is_catalog_url, open_catalog
+from knowspec.impl.rest.login_throttle import LoginThrottle
 
 MAX_TOUCH_SECONDS = 1.0  # the idle clock of a session is written at most this often
 
@@ -73,6 +74,7 @@ class SessionStore:
         # catalog draws from the process's connection pool, found again per use (it may be replaced).
         self._sqlite = (SqliteCatalog(":memory:") if catalog is None else
                         None if is_catalog_url(catalog) else SqliteCatalog(catalog, keep_connections=True))
+        self.logins = LoginThrottle(self._store, clock)  # failed-login counters, in the same catalog
 
     @classmethod
     def from_settings(cls, settings, clock: Callable[[], float] = time.time) -> "SessionStore":

@@ -26,6 +26,7 @@ from psycopg.conninfo import conninfo_to_dict
 
 from knowspec.impl.docpool import auth, catalog, catalog_postgres
 from knowspec.impl.docpool.catalog_store import CatalogUnavailable, open_catalog
+from knowspec.impl.rest import login_throttle
 from knowspec.impl.rest.sessions import SessionStore, _token_hash
 from serving import free_port, serving
 from storages import fresh_pg_database, pg_dsn  # noqa: F401
@@ -153,6 +154,30 @@ def test_an_ended_session_used_meanwhile_elsewhere_is_not_deleted(kind, url, tmp
         rows.touch_session(key, 120.0)   # B's use, after A read the row
         assert not rows.remove_session_if_ended(key, 150.0, 100)
         assert rows.remove_session_if_ended(key, 220.0, 100)
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_parallel_login_attempts_on_two_servers_are_counted_one_after_another(kind, url, tmp_path):
+    """Failed-login counters live in the catalog: two session stores (two servers) on one
+    catalog, attempts racing from threads on both; each admitted attempt was counted before the
+    next was judged, so exactly the free attempts plus one get through before the block."""
+    target = url if kind == "postgresql" else tmp_path / "catalog.db"
+    servers = [SessionStore(3600, catalog=target, clock=lambda: 5000.0) for _ in range(2)]
+    admitted = []
+
+    def guess(store: SessionStore) -> None:
+        for _ in range(8):
+            admitted.append(store.logins.admit("Ali", "10.0.0.1") == 0)
+
+    threads = [threading.Thread(target=guess, args=(servers[i % 2],)) for i in range(4)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    assert admitted.count(True) == login_throttle.FREE_ATTEMPTS_PER_USER + 1
+    assert servers[1].logins.admit("ALI", "10.0.0.1") == 1
+    servers[0].logins.succeeded("ali", "10.0.0.1")
+    assert servers[1].logins.admit("ali", "10.0.0.1") == 0
 
 
 def test_sessions_in_a_postgresql_catalog_expire_for_every_store(url):
@@ -314,3 +339,41 @@ def test_a_doc_tool_while_the_postgresql_catalog_is_down_answers_storage_error(t
     with pytest.raises(ToolError) as caught:
         catalog.resolve_pool_location(bad, "sales")
     assert caught.value.code == "storage_error" and caught.value.retryable is True
+
+
+@pytest.mark.parametrize("name", ["ali\x00", "\x00", "al\x00i"])
+def test_a_user_name_holding_nul_is_a_wrong_login_in_a_postgresql_catalog(url, tmp_path, name):
+    """PostgreSQL text cannot hold NUL: such a name is no user's, a 401 like any other, never a
+    503 that calls the catalog unavailable."""
+    from starlette.testclient import TestClient
+
+    from knowspec.impl.config import Settings
+    from knowspec.impl.rest.routes import rest_app
+
+    auth.create_user(url, "ali", "pw")
+    settings = Settings(appdir=tmp_path)
+    settings.catalog_url = url
+    with TestClient(rest_app(settings), raise_server_exceptions=False) as client:
+        response = client.post("/ClientREST/Login", json={"user": name, "password": "pw"})
+    assert response.status_code == 401, response.text
+    assert response.json()["code"] == "unauthenticated"
+
+
+def test_a_database_name_holding_nul_is_not_registered_in_a_postgresql_catalog(url, tmp_path):
+    """Login and the doc tools name a database; one holding NUL is simply not registered (a
+    PostgreSQL lookup with it would fail), and registering one is refused on every store."""
+    from starlette.testclient import TestClient
+
+    from knowspec.impl.config import Settings
+    from knowspec.impl.rest.routes import rest_app
+
+    auth.create_user(url, "ali", "pw")
+    settings = Settings(appdir=tmp_path)
+    settings.catalog_url = url
+    with TestClient(rest_app(settings), raise_server_exceptions=False) as client:
+        response = client.post("/ClientREST/Login", json={"user": "ali", "password": "pw", "database": "sa\x00les"})
+    assert response.status_code == 404, response.text
+    assert response.json()["message"] == "database is not registered"
+    for target in (url, tmp_path / "catalog.db"):
+        with pytest.raises(catalog.CatalogError, match="control characters"):
+            catalog.register_database(target, "sa\x00les", "SQLITE", "x.db")

@@ -30,6 +30,7 @@ from mcp.client.streamable_http import streamable_http_client
 from knowspec.impl.cli_args import worker_count
 from knowspec.impl.config import Settings
 from knowspec.impl.docpool import auth
+from knowspec.impl.rest.login_throttle import FREE_ATTEMPTS_PER_USER
 from knowspec.impl.server.workers import owner_tag
 from serving import free_port
 
@@ -168,6 +169,27 @@ def test_a_logout_on_one_worker_ends_the_session_on_the_other(two):
     refused = initialize(two, b, token)
     assert refused.status_code == 401
     assert refused.json()["code"] == "unauthenticated"
+
+
+def test_failed_logins_are_counted_together_by_every_worker(two):
+    """Guesses spread over both workers (through their own sockets, then the public port) count
+    on one counter in the catalog: past the free attempts the next try is refused by either."""
+    a, b = two.wait_for(2)[:2]
+    guess = {"user": "guessed-by-both", "password": "wrong"}
+    for i in range(FREE_ATTEMPTS_PER_USER + 1):
+        with worker_client(two, (a, b)[i % 2]) as client:
+            assert client.post("/ClientREST/Login", json=guess).status_code == 401
+    for sock in (a, b):
+        with worker_client(two, sock) as client:
+            refused = client.post("/ClientREST/Login", json=guess)
+        assert refused.status_code == 429, refused.text
+        assert refused.json()["code"] == "rate_limited" and int(refused.headers["retry-after"]) >= 1
+    # The public port: each try on a new connection (either worker), all from 127.0.0.1.
+    answers = []
+    for _ in range(FREE_ATTEMPTS_PER_USER + 2):
+        with httpx2.Client(base_url=two.base, timeout=60) as client:
+            answers.append(client.post("/ClientREST/Login", json=guess).status_code)
+    assert answers == [401] * (FREE_ATTEMPTS_PER_USER + 1) + [429]
 
 
 class Alternating(httpx2.AsyncBaseTransport):
