@@ -331,7 +331,8 @@ def in_process_breakdown(settings, pool_file: Path, model_dir: Path, queries: li
         vectors = PoolVectors.from_streams(
             *((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED)) for w in ("topic", "chunk")))
         load_s = time.perf_counter() - start
-        passages = list(pool.chunk_texts([int(c) for c in vectors.chunk_ids[:400:20]]).values())
+        passages = [chunk[3] for chunk in pool.chunk_texts([int(c) for c in vectors.chunk_ids[:400:20]],
+                                                           UNRESTRICTED).values()]
     q_vectors = [embedder.embed_query(q, "query: ") for q in queries]
     # The floor and the handler alternate call by call, so both see the same load on the shared host.
     search(ctx, queries[0], "vector", None)  # the handler's vectors again (cleared above)

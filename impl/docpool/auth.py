@@ -17,6 +17,7 @@ import sys
 from dataclasses import dataclass
 
 from knowspec.impl.docpool.catalog_store import CatalogRows, CatalogTarget, CatalogUnavailable, open_catalog
+from knowspec.impl.rules.fold import ascii_lower
 
 SYSADMIN = "SYSADMIN"
 # Over HTTP the OKF write and apply tools (write_concept, apply_*) need WRITER or SYSADMIN;
@@ -32,9 +33,18 @@ SCRYPT_P = 1
 _HASH_BYTES = 32
 _SALT_BYTES = 16
 
+# Role names compare ASCII case-insensitively, as every catalog name does: ``str.upper`` would
+# also map look-alikes (dotless ``ı``, long ``ſ``) onto SYSADMIN and WRITER.
+_WRITE_ROLE_BY_KEY = {ascii_lower(role): role for role in WRITE_ROLES}
+
+
 def may_write(roles: tuple[str, ...] | list[str]) -> bool:
     """Whether a signed-in user with ``roles`` may call the OKF write and apply tools."""
-    return any(role.upper() in WRITE_ROLES for role in roles)
+    return any(ascii_lower(role) in _WRITE_ROLE_BY_KEY for role in roles)
+
+
+def holds_sysadmin(roles: tuple[str, ...] | list[str]) -> bool:
+    return any(ascii_lower(role) == ascii_lower(SYSADMIN) for role in roles)
 
 
 class AuthError(ValueError):
@@ -48,7 +58,7 @@ class User:
 
     @property
     def is_sysadmin(self) -> bool:
-        return any(r.upper() == SYSADMIN for r in self.roles)
+        return holds_sysadmin(self.roles)
 
 
 def hash_password(password: str, salt: bytes, params: str) -> bytes:
@@ -96,8 +106,7 @@ def create_user(
 
 def _grant(rows: CatalogRows, user: str, role: str) -> None:
     role = _check_name("role", role)
-    if role.upper() in WRITE_ROLES:
-        role = role.upper()
+    role = _WRITE_ROLE_BY_KEY.get(ascii_lower(role), role)  # the two write roles in their spelling
     if rows.user(user) is None:
         raise AuthError(f"no such user {user!r}")
     rows.add_role(role)

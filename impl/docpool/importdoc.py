@@ -93,6 +93,10 @@ def source_refusal(source: Path, collection: str, shown: str | None = None) -> s
             if views:
                 return (f"source is not a document pool: {name} has {views[0]} as a view, "
                         "the pool schema needs tables")
+            computed = _computed_column(con)
+            if computed is not None:  # a view by another name: its values are made as they are read
+                return (f"source is not a document pool: {name} has {computed} as a generated column, "
+                        "the pool schema needs stored values")
             found = con.execute(
                 'select count(*) from "doc$collection" where id = ?', [collection]
             ).fetchone()[0]
@@ -100,6 +104,19 @@ def source_refusal(source: Path, collection: str, shown: str | None = None) -> s
         return f"source is not a document pool: {name} ({exc})"
     if not found:
         return f"collection {collection} not found in source {name}"
+    return None
+
+
+def _computed_column(con: sqlite3.Connection) -> str | None:
+    """The first generated column of a ``doc$`` table as ``table.column``, or ``None``: a 131 KB
+    source whose ``body_md`` was ``printf('%.*c', 300000000, 'x')`` wrote 1.8 GB into the pool."""
+    tables = [row[0] for row in con.execute(
+        "select name from sqlite_master where type = 'table' and lower(name) like 'doc$%' order by name")]
+    for table in tables:
+        quoted = table.replace('"', '""')
+        for column in con.execute(f'pragma table_xinfo("{quoted}")'):
+            if column[6] in (2, 3):  # hidden: 2 = generated virtual, 3 = generated stored
+                return f"{table}.{column[1]}"
     return None
 
 

@@ -56,11 +56,18 @@ def recipe(meta: dict[str, dict[str, str]], name: str, collection: str | None = 
     return meta.get("", {}).get(name)
 
 
+MAX_WEIGHT = 1e9  # a weight past this (or not a number: nan, inf) makes the recipe the default
+
+
 def parse_weights(raw: str | None) -> tuple[float, ...]:
-    """``search_bm25_weights`` ("10, 5, 1"): one weight per FTS column."""
+    """``search_bm25_weights`` ("10, 5, 1"): one weight per FTS column; the default when any is
+    not a number within ``MAX_WEIGHT``: an imported recipe of ``nan`` or ``1e309`` made every
+    score nan or infinite, and every search of the pool fail."""
     try:
         weights = tuple(float(w) for w in (raw or "").replace(";", ",").split(",") if w.strip())
     except ValueError:
+        weights = ()
+    if not all(abs(w) <= MAX_WEIGHT for w in weights):  # also false for nan
         weights = ()
     return weights or DEFAULT_WEIGHTS
 
@@ -101,10 +108,18 @@ class PoolReads:
         return self._stamp
 
     def allowed_ids(self) -> np.ndarray:
-        """Ascending int64 ids, read-only (the array is shared by the calls the cache answers)."""
+        """Ascending int64 ids, read-only (the array is shared by the calls the cache answers).
+        Kept for the stamp only when the stamp still holds after the read: ids read while an
+        import committed belong to no stamp, and are this call's alone."""
         if self._ids is None:
             key = (*_pool_key(self.pool), self.access, self.collection, self.linked_to)
-            self._ids = allowed_topics_cache(process.current()).get(key, self.stamp, self._read_allowed_ids)
+            cache = allowed_topics_cache(process.current())
+            ids = cache.peek(key, self.stamp)
+            if ids is None:
+                ids = self._read_allowed_ids()
+                if self.pool.change_stamp() == self.stamp:
+                    cache.put(key, self.stamp, ids)
+            self._ids = ids
         return self._ids
 
     def _read_allowed_ids(self) -> np.ndarray:
@@ -221,20 +236,28 @@ def _vector_hits(ctx: CallContext, reads: PoolReads, vectors: Any, q: Any, allow
 
 
 def _rendered(reads: PoolReads, hits: list[Any]) -> list[RankedTopic]:
-    """Ranked vector hits with their topics' rows and snippets (read from the storage)."""
+    """Ranked vector hits with their topics' rows and snippets, read from the storage now: a hit
+    whose topic the caller may not read now, or whose chunk now belongs to another topic (the
+    vectors were loaded before an import renumbered them), is left out, never shown."""
     from knowspec.impl.docpool.vectors.scoring import vector_snippet
 
     pool = reads.pool
     # A topic's body is read only as the snippet of a hit without a chunk vector.
     topics = pool.topics_by_id([h.topic_id for h in hits], reads.access,
                                with_body=any(h.chunk_id is None for h in hits))
-    texts = pool.chunk_texts([h.chunk_id for h in hits if h.chunk_id is not None])
+    texts = pool.chunk_texts([h.chunk_id for h in hits if h.chunk_id is not None], reads.access)
     out = []
     for h in hits:
         t = topics.get(h.topic_id)
         if t is None:
             continue
-        text = texts.get(h.chunk_id, "") if h.chunk_id is not None else (t.description or t.body_md)
+        if h.chunk_id is not None:  # its chunk, read with its topic: the same topic as read above
+            chunk = texts.get(h.chunk_id)
+            if chunk is None or chunk[:3] != (h.topic_id, t.collection, t.slug):
+                continue
+            text = chunk[3]
+        else:
+            text = t.description or t.body_md
         out.append(RankedTopic(h.topic_id, t.collection, t.slug, t.title, t.breadcrumb,
                                vector_snippet(text), h.score, "vector"))
     return out

@@ -17,7 +17,6 @@ from starlette.responses import JSONResponse
 from knowspec.impl.docpool import auth, importdoc
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import catalog_bridge
-from knowspec.impl.docpool.auth import SYSADMIN
 from knowspec.impl.rest.endpoint_table import Endpoint
 from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import SessionStore
@@ -39,7 +38,7 @@ def _still_sysadmin(settings, sessions: SessionStore, session) -> None:
     """Roles are read again for every admin command: a revoked SYSADMIN or a deleted user loses
     the power at once, not when the session expires."""
     user = auth.get_user(settings.catalog, session.user)
-    if user is None or not any(role.upper() == SYSADMIN for role in user.roles):
+    if user is None or not auth.holds_sysadmin(user.roles):
         sessions.close(session.token)
         raise ToolError("forbidden", "the session's user no longer holds the SYSADMIN role")
 

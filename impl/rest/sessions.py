@@ -25,7 +25,7 @@ from dataclasses import dataclass
 from typing import Callable
 
 from knowspec.impl.context import Caller
-from knowspec.impl.docpool.auth import SYSADMIN
+from knowspec.impl.docpool.auth import holds_sysadmin
 from knowspec.impl.docpool.catalog_sqlite import SqliteCatalog
 from knowspec.impl.docpool.catalog_store import CatalogStore, CatalogTarget, is_catalog_url, open_catalog
 from knowspec.impl.rest.login_throttle import LoginThrottle
@@ -42,7 +42,7 @@ class Session:
 
     @property
     def is_sysadmin(self) -> bool:
-        return any(r.upper() == SYSADMIN for r in self.roles)
+        return holds_sysadmin(self.roles)
 
     def caller(self) -> Caller:
         """The tool caller for this session: restricted by the ACL, never a stdio caller."""

@@ -59,6 +59,21 @@ def test_parse_weights_falls_back_on_garbage():
     assert parse_weights("x") == search.DEFAULT_WEIGHTS
 
 
+@pytest.mark.parametrize("raw", ["nan, nan, nan", "1e308, -inf, 1e309", "10, 5, inf", "10, nan", "2e9, 1, 1"])
+def test_weights_that_are_not_finite_numbers_within_bounds_give_the_default(raw):
+    assert parse_weights(raw) == search.DEFAULT_WEIGHTS
+
+
+def test_a_pool_whose_recipe_weights_are_nan_still_ranks_with_the_defaults(tmp_path):
+    env = make_env(tmp_path)
+    with sqlite3.connect(env.root / "sales.db") as con:
+        con.execute("""update "doc$meta" set value = 'nan, nan, nan' where name = 'search_bm25_weights'""")
+        if con.total_changes == 0:
+            con.execute("""insert into "doc$meta"(collection, name, value) values ('', 'search_bm25_weights', 'nan, nan, nan')""")
+    hits = call("doc_search", env.ctx(), query="bordro", limit=50)
+    assert hits and all(isinstance(h["score"], float) and abs(h["score"]) < float("inf") for h in hits)
+
+
 @pytest.fixture(scope="module")
 def vec_env(tmp_path_factory):
     env = make_env(tmp_path_factory.mktemp("vec"))

@@ -72,6 +72,24 @@ def test_a_view_standing_in_for_a_pool_table_is_refused(settings, tmp_path):
     assert (file_digest(target) if target.exists() else None) == before
 
 
+@pytest.mark.parametrize("kind", ["virtual", "stored"])
+def test_a_generated_column_in_a_pool_table_is_refused(settings, tmp_path, kind):
+    """Generated values are made as they are read, like a view's: a tiny source could make
+    gigabytes of body text. The pool schema has none, so a source with one is not a pool."""
+    source = make_pool(settings.import_path / "gen.db", "manuals", topics_of(2))
+    with sqlite3.connect(source) as con:
+        con.execute('alter table "doc$topic" rename to "stash_topic"')
+        con.execute(f"""create table "doc$topic"(id integer primary key, collection text, slug text, title text,
+                        breadcrumb text, category text, description text, source_uri text, mime text, mtime text,
+                        seed text, body_md text generated always as (printf('%.*c', 1000, 'x')) {kind})""")
+    target = tmp_path / "sales.db"
+    before = file_digest(target) if target.exists() else None
+    outcome = confined(settings, "gen.db")
+    assert outcome["result"] is False
+    assert outcome["message"].endswith("has doc$topic.body_md as a generated column, the pool schema needs stored values")
+    assert (file_digest(target) if target.exists() else None) == before
+
+
 def test_a_corrupt_source_is_a_storage_error_retryable_as_errors_toml_says(settings):
     source = make_pool(settings.import_path / "broken.db", "manuals", topics_of(2))
     with sqlite3.connect(source) as con:

@@ -74,3 +74,22 @@ def test_cli_user_add_reads_password_from_stdin(tmp_path, monkeypatch, capsys):
     assert user is not None and user.is_sysadmin
     assert main(["user", "list", "--appdir", str(tmp_path)]) == 0
     assert "admin\tSYSADMIN" in capsys.readouterr().out
+
+
+@pytest.mark.parametrize("look_alike", ["sysadmın", "ſysadmin", "SYSADMİN", "wrıter", "ſYSADMIN"])
+def test_a_role_that_only_looks_like_a_write_role_grants_nothing(catalog, look_alike):
+    """Role names compare ASCII case-insensitively: Unicode case mappings (dotless ı, long ſ,
+    dotted İ) do not turn another role into SYSADMIN or WRITER."""
+    from knowspec.impl.rest.sessions import SessionStore
+
+    user = auth.create_user(catalog, "mallory", "pw", [look_alike])
+    assert user.roles == (look_alike,)
+    assert not user.is_sysadmin and not auth.may_write(user.roles)
+    assert not SessionStore(60).open("mallory", user.roles, None).is_sysadmin
+
+
+@pytest.mark.parametrize("spelling", ["sysadmin", "SysAdmin", "writer", "Writer"])
+def test_the_write_roles_are_granted_in_their_own_spelling_whatever_the_case(catalog, spelling):
+    user = auth.create_user(catalog, "ana", "pw", [spelling])
+    assert user.roles == (spelling.upper(),)
+    assert auth.may_write(user.roles) and user.is_sysadmin == (spelling.upper() == "SYSADMIN")

@@ -191,7 +191,8 @@ def test_vectors_are_read_once_per_pool_state(settings, fixed_query, monkeypatch
 
 
 def test_a_hybrid_call_reads_recipes_stamp_and_allowed_topics_once(settings, fixed_query, monkeypatch):
-    """Two full-text passes (AND finds nothing, then OR) and the vector ranking share one read."""
+    """Two full-text passes (AND finds nothing, then OR) and the vector ranking share one read
+    (the stamp is read once more after the allowed ids, which are kept only when it held)."""
     runtime = process.current()  # the arrays answer, so full text needs the allowed ids
     monkeypatch.setattr(runtime, "settings", dataclasses.replace(runtime.settings, fts_arrays="sync"))
     search.allowed_topics_cache(runtime).clear()
@@ -206,7 +207,10 @@ def test_a_hybrid_call_reads_recipes_stamp_and_allowed_topics_once(settings, fix
         monkeypatch.setattr(SqlitePool, name, counted)
     hits = _search(_ctx(settings, "patron"), query="kalem yokboyle", mode="hybrid")
     assert {h["method"] for h in hits} == {"fts+vector"}
-    assert calls == {"meta": 1, "change_stamp": 1, "topic_ids": 1}
+    assert calls == {"meta": 1, "change_stamp": 2, "topic_ids": 1}
+    calls.clear()
+    _search(_ctx(settings, "patron"), query="kalem yokboyle", mode="hybrid")
+    assert calls == {"meta": 1, "change_stamp": 1}  # the kept ids answer
 
 
 def _counting_topic_ids(monkeypatch) -> list[int]:

@@ -28,6 +28,7 @@ from __future__ import annotations
 import hashlib
 import json
 import logging
+import secrets
 import sqlite3
 import zlib
 import threading
@@ -583,7 +584,9 @@ def sqlite_revision(con: sqlite3.Connection) -> str:
 def sqlite_persist(con: sqlite3.Connection) -> None:
     """Build the arrays of the pool ``con`` writes (inside its transaction) and persist them."""
     index = FtsIndex(("persist",), read_arrays(con))
-    blob = dump(index, sqlite_revision(con))
+    # The content's digest, and a tag of this write: the digest can repeat (imports of the same
+    # ids in another order), the tag never does, and the pool's change stamp reads it.
+    blob = dump(index, f"{sqlite_revision(con)}/{secrets.token_hex(8)}")
     con.execute(f'delete from "{SNAPSHOT_TABLE}"')
     con.executemany(f'insert into "{SNAPSHOT_TABLE}"(part, revision, data) values (?, ?, ?)',
                     [(k, revision_of(blob), part) for k, part in enumerate(parts(blob))])
@@ -600,9 +603,12 @@ def sqlite_persisted(path: Path | str, *, lazy: bool = False) -> FtsArrays | Non
             first = con.execute(f'select revision, data from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
         except sqlite3.OperationalError:  # a pool made before snapshots were persisted
             return None
+        revision = sqlite_revision(con)
+        if first is not None and first[0].split("/", 1)[0] == revision:  # this content's, with its write's tag
+            revision = first[0]
         index = persisted(lambda: first, lambda wanted: con.execute(
             f'select part, revision, data from "{SNAPSHOT_TABLE}" where part in ({", ".join("?" * len(wanted))})',
-            wanted), sqlite_revision(con), ("sqlite",), lazy=lazy)
+            wanted), revision, ("sqlite",), lazy=lazy)
         return None if index is None else index.arrays
     finally:
         con.close()

@@ -19,7 +19,7 @@ import numpy as np
 from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays, FtsIndex, PackedTexts
 from knowspec.impl.docpool.fulltext.rank import RankedRow, query_phrases, rank, rank_phrases
 from knowspec.impl.docpool.fulltext.snippet import chunk_snippet, column_index, phrase_snippet
-from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
+from knowspec.impl.docpool.storage.base import Access, PoolStorage, SearchHit
 
 # The ranked hits (snippets not cut yet) -> the chunk ids whose snippets the caller will show.
 SnippetChoice = Callable[[list[SearchHit]], Collection[int]]
@@ -82,32 +82,43 @@ def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *
     allowed = allowed_topics(index.arrays, access, collection, linked_to, topic_ids)
     parsed = query_phrases(match)
     if parsed is None:  # a word unicode61 splits: phrases found row by row in the candidates' texts
-        found = rank_phrases(index.arrays, _row_texts(pool, index), match, allowed, weights, limit)
+        found = rank_phrases(index.arrays, _row_texts(pool, index, access), match, allowed, weights, limit)
         return _hits(pool, index, found, lambda r: phrase_snippet(r.texts, r.column_sizes, r.instances,
-                                                                   r.phrase_sizes, column), stale_ok, snippets_for)
+                                                                   r.phrase_sizes, column), access, stale_ok,
+                     snippets_for)
     phrases, joiner = parsed
     index.prefetch_postings(phrases)  # a persisted index not read yet: its terms' postings in one go
     ranked = [(index.row(r.chunk_id), r.score) for r in rank(index.arrays, phrases, joiner, weights, allowed, limit)]
     if index.texts is not None:
         texts: Mapping[int, Sequence[str]] = _kept_texts(index.texts, [row for row, _ in ranked])
     else:
-        texts = _row_texts(pool, index)([row for row, _ in ranked])
+        texts = _row_texts(pool, index, access)([row for row, _ in ranked])
     rows = [RankedRow(row, score, [], [], [], tuple(texts[row])) for row, score in ranked if row in texts]
     if len(rows) < len(ranked) and not stale_ok:
         return None
-    return _hits(pool, index, rows, lambda r: chunk_snippet(r.texts, phrases, column), stale_ok, snippets_for)
+    return _hits(pool, index, rows, lambda r: chunk_snippet(r.texts, phrases, column), access, stale_ok, snippets_for)
 
 
-def _row_texts(pool: PoolStorage, index: FtsIndex) -> Callable[[list[int]], Mapping[int, Sequence[str]]]:
+def _row_texts(pool: PoolStorage, index: FtsIndex, access: Access) -> Callable[[list[int]], Mapping[int, Sequence[str]]]:
     """Original texts of index rows: kept by the index, else read from the storage by chunk id."""
     if index.texts is not None:
         kept = index.texts
         return lambda rows: _kept_texts(kept, rows)
-    chunk_of = index.arrays.row_chunk
+    a = index.arrays
+    chunk_of = a.row_chunk
 
     def read(rows: list[int]) -> Mapping[int, Sequence[str]]:
-        found = pool.chunk_columns([int(chunk_of[r]) for r in rows])
-        return {r: tuple(x or "" for x in found[int(chunk_of[r])]) for r in rows if int(chunk_of[r]) in found}
+        """Rows whose chunk the storage holds, in one read, under a topic ``access`` allows and
+        with the id, collection and slug the index names for it; any other row is left out as
+        stale (the index predates an import that renumbered chunks and topics alike)."""
+        found = pool.chunk_columns([int(chunk_of[r]) for r in rows], access)
+        out = {}
+        for r in rows:
+            row = found.get(int(chunk_of[r]))
+            t = a.row_topic[r]
+            if row is not None and row[:3] == (int(a.topic_id[t]), a.topic_collection[t], a.topic_slug[t]):
+                out[r] = tuple(x or "" for x in row[3:])
+        return out
     return read
 
 
@@ -119,17 +130,22 @@ def _kept_texts(texts: Sequence[tuple[str, str, str]], rows: list[int]) -> dict[
 
 
 def _hits(pool: PoolStorage, index: FtsIndex, rows: list[RankedRow], snippet: Callable[[RankedRow], str],
-          stale_ok: bool, snippets_for: SnippetChoice | None = None) -> list[SearchHit] | None:
-    """``SearchHit`` per ranked row: topic titles kept by the index, else read from the storage;
-    snippets cut for every hit, or for those ``snippets_for`` chooses."""
+          access: Access, stale_ok: bool, snippets_for: SnippetChoice | None = None) -> list[SearchHit] | None:
+    """``SearchHit`` per ranked row, checked against the storage now: its topic must be one the
+    caller may read, with the collection and slug the index names (the index, or the allowed
+    ids it was filtered by, may come from before an import renumbered the topics: such a hit
+    is stale, never shown). Titles from that read; snippets cut for every hit, or for those
+    ``snippets_for`` chooses."""
+    if not rows:
+        return []
     a = index.arrays
     topic_of = [int(a.row_topic[r.row]) for r in rows]
-    if index.topic_title is not None and index.topic_breadcrumb is not None:
-        titles = {t: (index.topic_title[t], index.topic_breadcrumb[t]) for t in topic_of}
-    else:
-        read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], UNRESTRICTED, with_body=False)
-        titles = {t: (read[int(a.topic_id[t])].title, read[int(a.topic_id[t])].breadcrumb)
-                  for t in topic_of if int(a.topic_id[t]) in read}
+    read = pool.topics_by_id([int(a.topic_id[t]) for t in topic_of], access, with_body=False)
+    titles = {}
+    for t in topic_of:
+        now = read.get(int(a.topic_id[t]))
+        if now is not None and (now.collection, now.slug) == (a.topic_collection[t], a.topic_slug[t]):
+            titles[t] = (now.title, now.breadcrumb)
     out, kept = [], []
     for r, t in zip(rows, topic_of):
         if t not in titles:

@@ -185,15 +185,21 @@ class SqlPool:
         """Whether the pool has table ``name`` (pools made before it was added do not)."""
         raise NotImplementedError
 
-    def chunk_columns(self, chunk_ids) -> dict[int, tuple[str, str, str]]:
+    def _allowed_chunks(self, columns: str, chunk_ids, access) -> Iterator[Sequence[Any]]:
+        """``ch.id, t.id, t.collection, t.slug`` and ``columns`` of the chunks whose topic
+        ``access`` allows: the chunk, its topic and the ACL in one statement, one snapshot."""
         ids = sorted(set(int(i) for i in chunk_ids))
-        out: dict[int, tuple[str, str, str]] = {}
         for k in range(0, len(ids), BATCH):
             part = ids[k:k + BATCH]
-            for r in self._rows(f"select id, title, heading, body from doc$chunk where id in ({marks(len(part))})",
-                                part):
-                out[int(r[0])] = (self._text(r[1]), self._text(r[2]), self._text(r[3]))
-        return out
+            params: list[Any] = list(part)
+            cond = self._acl(access, params)
+            yield from self._rows(f"""select ch.id, t.id, t.collection, t.slug, {columns} from doc$chunk ch
+                                      join doc$topic t on t.id = ch.topic_id join doc$collection c on c.id = t.collection
+                                      where ch.id in ({marks(len(part))}) and {cond}""", params)
+
+    def chunk_columns(self, chunk_ids, access) -> dict[int, tuple[int, str, str, str, str, str]]:
+        return {int(r[0]): (int(r[1]), r[2], r[3], self._text(r[4]), self._text(r[5]), self._text(r[6]))
+                for r in self._allowed_chunks("ch.title, ch.heading, ch.body", chunk_ids, access)}
 
     # -- topics ----------------------------------------------------------------------------
     def _topic(self, r: Sequence[Any]) -> TopicRecord:
@@ -270,14 +276,9 @@ class SqlPool:
                 out.append(LinkedTopic(int(r[0]), r[1], r[2], r[3], r[4], float(r[5]), r[6]))
         return out
 
-    def chunk_texts(self, chunk_ids) -> dict[int, str]:
-        ids = sorted(set(int(i) for i in chunk_ids))
-        out: dict[int, str] = {}
-        for k in range(0, len(ids), BATCH):
-            part = ids[k:k + BATCH]
-            for cid, body in self._rows(f"select id, body from doc$chunk where id in ({marks(len(part))})", part):
-                out[int(cid)] = self._text(body)
-        return out
+    def chunk_texts(self, chunk_ids, access) -> dict[int, tuple[int, str, str, str]]:
+        return {int(r[0]): (int(r[1]), r[2], r[3], self._text(r[4]))
+                for r in self._allowed_chunks("ch.body", chunk_ids, access)}
 
     # -- entities --------------------------------------------------------------------------
     def _entity(self, r: Sequence[Any]) -> EntityRecord:

@@ -184,8 +184,10 @@ class PoolStorage(Protocol):
         (``fulltext.search``), the one place that ranks and cuts snippets for every storage.
         Data only: a storage never ranks, and runs no ranking SQL."""
 
-    def chunk_columns(self, chunk_ids: Sequence[int]) -> dict[int, tuple[str, str, str]]:
-        """Original (title, heading, body) of chunks (full-text snippets)."""
+    def chunk_columns(self, chunk_ids: Sequence[int], access: Access) -> dict[int, tuple[int, str, str, str, str, str]]:
+        """(topic id, collection, slug, original title, heading, body) of the chunks whose topic
+        ``access`` allows, read in one statement (full-text snippets: the search checks that the
+        chunk still belongs to the topic its postings named)."""
 
     # -- topics ------------------------------------------------------------------------------
     def topic(self, slug: str, access: Access, collection: str | None = None) -> TopicRecord | None:
@@ -205,8 +207,9 @@ class PoolStorage(Protocol):
     ) -> list[LinkedTopic]:
         """Allowed topics linked to (kind, key), key case-insensitive: most reliable first."""
 
-    def chunk_texts(self, chunk_ids: Sequence[int]) -> dict[int, str]:
-        """Original body text of chunks (vector snippets)."""
+    def chunk_texts(self, chunk_ids: Sequence[int], access: Access) -> dict[int, tuple[int, str, str, str]]:
+        """(topic id, collection, slug, original body text) of the chunks whose topic ``access``
+        allows, read in one statement (vector snippets, checked as above)."""
 
     # -- entities ----------------------------------------------------------------------------
     def entity(self, kind: str, key: str) -> EntityRecord | None:

@@ -9,12 +9,13 @@ recipes can fold text the same way as queries.
 
 from __future__ import annotations
 
+import os
 import sqlite3
 from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from knowspec.impl.docpool.fulltext.reader import FtsIndex, fts_arrays_cache
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, fts_arrays_cache
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.rules.fold import fold
 
@@ -59,6 +60,12 @@ def open_for_write(path: Path | str) -> sqlite3.Connection:
     con.execute("pragma foreign_keys = off")
     con.executescript(schema_sql())
     return con
+
+
+# Header bytes a commit changes (https://www.sqlite.org/fileformat2.html): the database file's
+# change counter; the WAL file's checkpoint sequence and two salts.
+_DB_HEADER_FIELDS = slice(24, 28)
+_WAL_HEADER_FIELDS = slice(12, 24)
 
 
 class SqlitePool(SqlPool):
@@ -138,13 +145,24 @@ class SqlitePool(SqlPool):
         return FtsIndex(stamp, arrays).with_reader(self._snapshot_parts)  # persisted postings: read when sliced
 
     def change_stamp(self) -> tuple:
-        """The file's identity, size and modification time, and its WAL file's."""
-        stamp: list[Any] = [str(self.path.absolute())]
-        for suffix in ("", "-wal"):
+        """The tag of the full-text snapshot the last import (or build) wrote, which no other write
+        repeats, with the file's identity, size and modification time and its WAL file's, and the
+        header fields SQLite changes on a commit (the database's change counter, the WAL's
+        checkpoint sequence and salts) for a file changed or replaced another way. Sizes and
+        times alone repeat: two imports of equally sized content a clock tick apart left the same
+        stamp, and every cache keyed by it kept answering from the earlier content."""
+        try:
+            tag = self._con.execute(f'select revision from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
+        except sqlite3.OperationalError:  # a pool made before snapshots were persisted
+            tag = None
+        stamp: list[Any] = [str(self.path.absolute()), tag[0] if tag else None]
+        for suffix, fields in (("", _DB_HEADER_FIELDS), ("-wal", _WAL_HEADER_FIELDS)):
             try:
-                st = Path(str(self.path) + suffix).stat()
-                stamp += [st.st_ino, st.st_size, st.st_mtime_ns]
+                with open(str(self.path) + suffix, "rb") as file:
+                    st = os.fstat(file.fileno())
+                    header = file.read(fields.stop)
+                stamp += [st.st_ino, st.st_size, st.st_mtime_ns, header[fields]]
             except OSError:
-                stamp += [0, 0, 0]
+                stamp += [0, 0, 0, b""]
         return tuple(stamp)
 
