@@ -35,7 +35,7 @@ from knowspec.impl.rules.fold import fold
 
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
-_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")
+_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+)$")  # the closing blanks and #s are cut in code (see below)
 _FENCE = re.compile(r"^[ \t]*(```|~~~)")
 LINK_KINDS_SHORTHAND = ("module", "form_class", "islem_kodu")
 
@@ -95,7 +95,11 @@ def chunk_sections(title: str, body: str) -> list[Chunk]:
         m = None if in_fence else _HEADING.match(line)
         if m:
             flush()
-            level, text = len(m.group(1)), m.group(2).strip()
+            # A lazy (.+?)[ \t#]*$ retried the closing run from every position: quadratic on a
+            # heading line of spaces. The same text: the rest without its closing run, one
+            # character at least.
+            rest = m.group(2)
+            level, text = len(m.group(1)), (rest.rstrip(" \t#") or rest[0]).strip()
             path = [(lv, t) for lv, t in path if lv < level] + [(level, text)]
             heading = " > ".join(t for _, t in path if t != title)
             lines = []

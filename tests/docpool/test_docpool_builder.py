@@ -2,10 +2,12 @@
 
 from __future__ import annotations
 
+import re
 import sqlite3
 from pathlib import Path
 
 import pytest
+from hypothesis import given, strategies as st
 
 from docpool_sample import SAMPLE, sample_config, sample_topics
 from knowspec.impl.docpool.builder import add_pool_build_parser, build_pool, chunk_sections, split_frontmatter
@@ -15,6 +17,7 @@ from knowspec.impl.docpool.fulltext.search import search_hits
 from knowspec.impl.docpool.storage.sqlite import SqlitePool
 
 from optional_data import DATABRICKS
+from time_guard import within
 
 WIKI_EXPORT = Path(__file__).resolve().parents[1] / "fixtures" / "okf" / "wiki-export"
 
@@ -114,3 +117,23 @@ def test_built_pool_is_left_in_rollback_journal_mode(tmp_path):
     build_pool(SAMPLE, tmp_path / "help.db", "netsim-help", title="", erisim="herkes")
     assert sqlite3.connect(tmp_path / "help.db").execute("pragma journal_mode").fetchone()[0] == "delete"
     assert not (tmp_path / "help.db-wal").exists()
+
+
+_LAZY_HEADING = re.compile(r"^(#{1,6})[ \t]+(.+?)[ \t#]*$")  # the pattern the builder used to run
+
+
+@given(st.text(alphabet=" \t#ab-", min_size=1, max_size=30))
+def test_a_heading_reads_as_the_lazy_pattern_read_it(rest):
+    line = "## " + rest
+    old = _LAZY_HEADING.match(line)
+    chunks = chunk_sections("T", line + "\nbody")
+    if old is None:
+        assert chunks[0].heading == ""
+    else:
+        assert chunks[0].heading == old.group(2).strip()
+
+
+def test_a_heading_line_of_many_blanks_is_read_at_once():
+    with within(5):
+        chunks = chunk_sections("T", "# a" + " " * 200_000 + "b\nbody")
+    assert chunks[0].heading.startswith("a") and chunks[0].heading.endswith("b")

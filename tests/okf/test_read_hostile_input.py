@@ -8,7 +8,7 @@ import pytest
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
-from knowspec.impl.okf.parsing.frontmatter import YamlLimitError, load_yaml_mapping
+from knowspec.impl.okf.parsing.frontmatter import FrontmatterError, YamlLimitError, load_yaml_mapping
 from okf_helpers import list_concepts, read_concept, validate, write_bundle
 from time_guard import within
 
@@ -212,3 +212,22 @@ def test_real_4097_byte_captured_path_is_resource_limit(tmp_path):
     assert len(rel.encode()) > 4096
     err = _error(lambda: list_concepts(kb))
     assert (err.code, err.message) == ("resource_limit", "bundle exceeds MCP resource limits")
+
+
+# -- regular expressions that once backtracked without end -----------------------------------------
+
+@pytest.mark.parametrize("items", [22, 60, 2000])
+def test_a_flow_sequence_without_its_bracket_is_refused_at_once(items):
+    """Items and separators may both end in spaces: with backtracking each comma doubled the ways
+    tried (22 items, a 105-byte line, held the whole server for minutes)."""
+    text = "type: Note\nk: [" + "a  ," * items + "a\n"
+    with within(5), pytest.raises(FrontmatterError):
+        load_yaml_mapping(text)
+
+
+def test_a_bundle_holding_such_a_line_lists_at_once(tmp_path):
+    bundle = write_bundle(tmp_path / "kb", {"ok.md": CONCEPT,
+                                           "evil.md": "---\ntype: Note\nk: [" + "a  ," * 40 + "a\n---\nbody\n"})
+    with within(10):
+        error = _error(lambda: list_concepts(str(bundle)))
+    assert error.code == "operation_rejected"  # the parse-error envelope names evil.md

@@ -18,7 +18,12 @@ _SCHEME_URI = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:\S+$")
 _EXAMPLE_WORDS = re.compile(r"\b(for example|for instance|e\.g\.|such as)\b", re.I)
 _CITATION_MARKER = re.compile(r"(?<![\w\]])\[(\d+)\](?![\(\[:])")
 _ENTRY_TARGET = re.compile(r"^\s{0,3}(?:[-*+]\s+)?\[(\d+)\]\s*(.*)$")
-_INLINE_LINK = re.compile(r"\[[^\]]*\]\(([^)]*)\)")
+# The text stops at a ``[`` as well: from every ``[`` of a line of them, ``[^\]]*`` ran to the
+# line's end (quadratic). A link's target is the same either way: the innermost ``[...](``.
+_INLINE_LINK = re.compile(r"\[[^\[\]]*\]\(([^)]*)\)")
+# An index.md entry, ``- [title](target) - description``; the description is stripped in code (a
+# lazy ``(.+?)\s*$`` retried the blanks from every position, quadratic on a line of spaces).
+_INDEX_ENTRY = re.compile(r"^\s{0,3}[-*+]\s+\[[^\]]*\]\(([^)\s]+)[^)]*\)\s+[-–—:]\s+(.+)$")
 _SOURCE_FIELDS = ("id", "title", "author")
 _STATUSES = ("draft", "stable", "deprecated")
 
@@ -121,10 +126,9 @@ def index_descriptions(snapshot, out) -> None:
     """Legacy strict: an index entry's ``- description`` must match the target's description."""
     from knowspec.impl.okf.validation.diagnostics import resolve_bundle_path
 
-    entry = re.compile(r"^\s{0,3}[-*+]\s+\[[^\]]*\]\(([^)\s]+)[^)]*\)\s+[-–—:]\s+(.+?)\s*$")
     for path, doc in snapshot.indexes.items():
         for line in doc.markdown.prose.split("\n"):
-            m = entry.match(line.rstrip("\r"))
+            m = _INDEX_ENTRY.match(line.rstrip("\r"))
             if not m:
                 continue
             target = m.group(1).split("#", 1)[0]

@@ -109,3 +109,28 @@ def test_every_marker_becomes_one_keyed_footnote(entries, uses, crlf):
     assert [(s["id"], s.get("title", ""), s["resource"]) for s in out.sources] == [
         (f"s{i}", t, r) for i, (t, r) in enumerate(entries, 1)]
     assert "Citations" not in out.body and (nl == "\n" or "\n" not in out.body.replace("\r\n", ""))
+
+
+# -- lines that once made the entry and link patterns quadratic -----------------------------------
+
+def test_an_entry_line_of_many_blanks_is_read_at_once():
+    from time_guard import within
+
+    hostile = "a.[1]\n\n# Citations\n\n1. a" + " " * 200_000 + "b\n"
+    with within(5), pytest.raises(CitationBlocked):  # not an entry: the section is refused, quickly
+        find_section(hostile)
+    section = find_section("a.[2]\n\n# Citations\n\n[2] [Two](https://two.test)  \t\n")
+    assert [(e.number, e.resource, e.raw) for e in section.entries] == [(2, "https://two.test", "[2] [Two](https://two.test)")]
+
+
+def test_a_line_of_brackets_is_checked_for_inline_links_at_once():
+    from time_guard import within
+
+    from knowspec.impl.okf.validation import strict
+
+    with within(5):
+        assert strict._INLINE_LINK.search("[1] " + "[" * 200_000) is None
+        assert strict._INLINE_LINK.search("[a [b](x.md) c](y.md)").group(1) == "x.md"
+        assert strict._INDEX_ENTRY.match("- [a](b.md) - x" + " " * 200_000 + "y") is not None
+        assert strict._INDEX_ENTRY.match("- [a](b.md) -" + " " * 200_000).group(2).strip() == ""
+    assert strict._INDEX_ENTRY.match("- [A](a.md) - the description  ").group(2).strip() == "the description"
