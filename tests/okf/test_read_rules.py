@@ -240,3 +240,64 @@ def test_index_structure_rules(body, messages):
     from knowspec.impl.okf.validation.reserved_files import index_findings
 
     assert [m for _f, m in index_findings(body)] == messages
+
+
+def _scan_by_depth(line: str) -> list[str]:
+    """The scanner as it was, from every ``[`` counting depth to its ``]`` (quadratic): the
+    oracle the one-pass pairing must agree with."""
+    from knowspec.impl.okf.parsing.links import strip_link_title
+
+    out, n, i = [], len(line), 0
+    while i < n:
+        i = line.find("[", i)
+        if i < 0:
+            break
+        k = 0
+        while i - k - 1 >= 0 and line[i - k - 1] == "\\":
+            k += 1
+        found = None if k % 2 else _depth_link(line, i)
+        if found is None:
+            i += 1
+            continue
+        out.append(strip_link_title(found[0]))
+        i = found[1]
+    return out
+
+
+def _depth_link(line: str, start: int):
+    n, depth, i = len(line), 1, start + 1
+    while i < n:
+        if line[i] == "\\":
+            i += 2
+            continue
+        depth += {"[": 1, "]": -1}.get(line[i], 0)
+        if depth == 0:
+            break
+        i += 1
+    if i >= n or i + 1 >= n or line[i + 1] != "(":
+        return None
+    depth, i = 1, i + 2
+    dest_start = i
+    while i < n:
+        if line[i] == "\\":
+            i += 2
+            continue
+        depth += {"(": 1, ")": -1}.get(line[i], 0)
+        if depth == 0:
+            return line[dest_start:i], i + 1
+        i += 1
+    return None
+
+
+@given(st.text(alphabet="[]()\\ab. \"", max_size=40))
+def test_the_line_scanner_finds_what_scanning_by_depth_finds(line):
+    assert scan_line_links(line) == _scan_by_depth(line)
+
+
+@pytest.mark.parametrize("line", ["[" * 50_000 + "x" + "](" * 20_000, "[" * 30_000 + "](" * 30_000 + ")" * 10,
+                                  "\\" + "[a\\" * 30_000 + "](b"])
+def test_a_line_of_unclosed_brackets_is_scanned_at_once(line):
+    from time_guard import within
+
+    with within(5):
+        scan_line_links(line)
