@@ -31,16 +31,13 @@ from knowspec.impl.okf.bundle import watch as inotify
 from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileRecord, release_at_call_end
 from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
 from knowspec.impl.okf.model import Document, Snapshot, document_for
-from knowspec.impl.okf.bundle.limits import BundleLimits, limits_for
+from knowspec.impl.okf.bundle.limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_PATH_BYTES, BundleLimits, limits_for
 from knowspec.impl.okf.bundle.paths import DIR_FLAGS, check_bundle_path, pin_root
 from knowspec.impl.okf.write.readers import consistent_read
 
 MAX_FILES = 10_000
 MAX_TOTAL_BYTES = 64 * 1024 * 1024
-MAX_FILE_BYTES = 16 * 1024 * 1024
 READ_CHUNK = 1 << 20
-MAX_DEPTH = 64
-MAX_PATH_BYTES = 4096
 LIMIT_MESSAGE = "bundle exceeds MCP resource limits"
 FILE_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 
@@ -85,7 +82,7 @@ class _Walk:
     previous: dict[str, _Entry] | None
     ctx: object
     root: str = ""  # the pinned root path the file records re-read from
-    limits: BundleLimits = field(default_factory=lambda: _limits(process.current()))
+    limits: BundleLimits = field(default_factory=lambda: read_limits(process.current()))
     watch: inotify.DirectoryWatch | None = None
     root_dev: int = 0
     entries: dict[str, _Entry] = field(default_factory=dict)
@@ -134,7 +131,7 @@ def clear_cache() -> None:
     _slots(process.current()).clear()
 
 
-def _limits(runtime: process.Runtime) -> BundleLimits:
+def read_limits(runtime: process.Runtime) -> BundleLimits:
     """The file and byte limits of this runtime (the module's defaults unless raised)."""
     return limits_for(runtime, files=MAX_FILES, total_bytes=MAX_TOTAL_BYTES)
 
@@ -579,7 +576,7 @@ def capture_pinned(bundle_path: str, root_fd: int, ctx, *, locked: bool = False)
         if not slot.lock.acquire(blocking=not locked):
             return None
         try:
-            root_id, limits = (root_stat.st_dev, root_stat.st_ino), _limits(runtime)
+            root_id, limits = (root_stat.st_dev, root_stat.st_ino), read_limits(runtime)
             if locked:
                 snapshot = _revalidate(slot, path, root_fd, root_id, ctx, limits)
             else:
@@ -627,7 +624,7 @@ def _capture_snapshot(bundle_path: str, ctx, runtime: process.Runtime) -> Snapsh
         # A commit's renames run wholly before or after this (interrupted ones are finished first).
         with slot.lock, consistent_read(root_fd, lambda: _check(ctx)):
             snapshot = _revalidate(slot, path, root_fd, (root_stat.st_dev, root_stat.st_ino), ctx,
-                                   _limits(runtime))
+                                   read_limits(runtime))
         slots.resize(path)
         return snapshot
     finally:

@@ -26,6 +26,10 @@ class CaptureLimit(Exception):
     """The bundle is larger than the write side will capture (maps to ``resource_limit``)."""
 
 
+class ResultOverLimits(CaptureLimit):
+    """A write's result would exceed the limits the read tools apply (``resource_limit``)."""
+
+
 class CaptureError(Exception):
     """The tree cannot be captured as a bundle: crash evidence, bad names, or a link the
     transactional store refuses (maps to ``operation_rejected``)."""

@@ -14,12 +14,15 @@ import secrets
 from dataclasses import dataclass
 from typing import Callable, Mapping
 
+from knowspec.impl import runtime as process
+from knowspec.impl.okf.bundle.limits import unreadable_because
+from knowspec.impl.okf.bundle.snapshot import read_limits
 from knowspec.impl.okf.write import journal, lock, receipts
 from knowspec.impl.okf.write.paths import is_revision_path
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.receipts import Receipt, StorageCorrupt
 from knowspec.impl.okf.write.revision import revision_of, revision_with
-from knowspec.impl.okf.write.rootfs import capture_files
+from knowspec.impl.okf.write.rootfs import ResultOverLimits, capture_files
 
 MAX_STAGED_PAYLOAD = 16 << 20
 MAX_STAGED_TOTAL = 64 << 20
@@ -130,6 +133,11 @@ class Store:
                 raise Conflict(req.plan.base_revision if req.plan else "", actual)
             if revision_with(files, actual, req.plan.writes, req.plan.deletes) != req.plan.result_revision:
                 raise InvalidCommit("plan result revision does not match its writes")
+            sizes = {path: len(data) for path, data in files.items() if path not in req.plan.deletes}
+            sizes.update((path, len(data)) for path, data in req.plan.writes.items())
+            problem = unreadable_because(sizes, read_limits(process.current()))
+            if problem is not None:
+                raise ResultOverLimits(problem)
             try:
                 journal.check_publishable(self.root_fd, list(req.plan.writes))
             except journal.Unpublishable as exc:

@@ -15,7 +15,7 @@ from knowspec.impl.okf.write import lock
 from knowspec.impl.okf.write.changeset import ChangeSet
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.receipts import Receipt, StorageCorrupt
-from knowspec.impl.okf.write.rootfs import CaptureError, CaptureLimit
+from knowspec.impl.okf.write.rootfs import CaptureError, CaptureLimit, ResultOverLimits
 from knowspec.impl.okf.write.store import (
     CommitRequest, Committed, Conflict, IdempotencyConflict, InvalidCommit, Store,
 )
@@ -53,6 +53,8 @@ def commit_or_raise(
         raise mismatch() from None
     except (StorageCorrupt, CaptureError) as exc:
         raise ToolError("operation_rejected", f"bundle store refused the commit: {exc}") from None
+    except ResultOverLimits as exc:
+        raise ToolError("resource_limit", f"the write would make the bundle exceed MCP resource limits: {exc}") from None
     except CaptureLimit:
         raise ToolError("resource_limit", "bundle exceeds MCP resource limits") from None
     except lock.LockTimeout:

@@ -217,3 +217,48 @@ def test_a_recursive_yaml_alias_in_written_frontmatter_is_resource_limit(bundle)
         write_tools.write_concept(args, CallContext())
     assert (err.value.code, err.value.message) == ("resource_limit", "concept frontmatter exceeds the YAML limits")
     assert tree_bytes(bundle) == before
+
+
+# --- writes whose result the read tools would refuse: refused, so the bundle stays readable ---
+
+def _refused_and_still_readable(bundle, concept_id: str) -> ToolError:
+    from knowspec.impl.okf.tools import read as read_tools
+
+    before = tree_bytes(bundle)
+    with pytest.raises(ToolError) as err:
+        _write_concept(bundle, concept_id)
+    assert tree_bytes(bundle) == before
+    listed = read_tools.list_concepts(tool_args("list_concepts", bundle_path=str(bundle)), CallContext())
+    assert listed.structured["concepts"]  # every read still answers
+    return err.value
+
+
+def test_a_write_past_the_file_limit_is_resource_limit(bundle, monkeypatch):
+    from knowspec.impl.okf.bundle import snapshot as snap
+
+    monkeypatch.setattr(snap, "MAX_FILES", len(tree_bytes(bundle)))  # the bundle is at the limit
+    err = _refused_and_still_readable(bundle, "one/more")
+    assert err.code == "resource_limit"
+    assert err.message.startswith("the write would make the bundle exceed MCP resource limits: it would hold")
+
+
+def test_a_write_past_the_byte_limit_is_resource_limit(bundle, monkeypatch):
+    from knowspec.impl.okf.bundle import snapshot as snap
+
+    monkeypatch.setattr(snap, "MAX_TOTAL_BYTES", sum(map(len, tree_bytes(bundle).values())) + 10)
+    err = _refused_and_still_readable(bundle, "bigger")
+    assert err.code == "resource_limit" and "bytes, over the limit" in err.message
+
+
+def test_a_concept_deeper_than_the_read_limit_is_resource_limit(bundle):
+    err = _refused_and_still_readable(bundle, "/".join(["d"] * 64) + "/leaf")  # 65 segments
+    assert err.code == "resource_limit" and "deeper than 64 segments" in err.message
+    assert _write_concept(bundle, "/".join(["d"] * 63) + "/leaf").structured["status"] == "success"
+
+
+def test_a_file_past_the_per_file_limit_is_resource_limit(bundle, monkeypatch):
+    from knowspec.impl.okf.bundle import limits
+
+    monkeypatch.setattr(limits, "MAX_FILE_BYTES", 20)
+    err = _refused_and_still_readable(bundle, "long")
+    assert err.code == "resource_limit" and "a file would hold" in err.message
