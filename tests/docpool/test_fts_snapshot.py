@@ -80,7 +80,6 @@ def test_dump_then_load_gives_back_the_same_index(rows, titles):
     assert loaded.stamp == ("b",)
     assert_same_arrays(loaded.arrays, built.arrays)
     assert list(loaded.texts) == list(built.texts)
-    assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
 
 
 class StoredParts:
@@ -114,7 +113,6 @@ def test_a_snapshot_read_part_by_part_gives_back_the_same_index(rows, titles, pa
     loaded = reader.persisted(stored.first, stored.read, "rev-1", ("b",), lazy=lazy).with_reader(stored.read)
     assert_same_arrays(loaded.arrays, built.arrays)
     assert list(loaded.texts) == list(built.texts)
-    assert (loaded.topic_title, loaded.topic_breadcrumb) == (built.topic_title, built.topic_breadcrumb)
 
 
 def _many_words_index() -> FtsIndex:

@@ -230,23 +230,22 @@ def token_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
 @dataclass
 class FtsIndex:
     """What a search ranks: one pool's ``FtsArrays`` at one change stamp. ``texts`` (original
-    title, heading, body per row) and the topic titles are kept only by ``FtsIndex.build`` (a
-    storage without FTS5); ``None`` means the search layer reads them from the storage."""
+    title, heading, body per row) are kept only by ``FtsIndex.build`` (a storage without FTS5);
+    ``None`` means the search layer reads them from the storage. Topic titles are never kept:
+    the search reads a hit's topic from the storage with the caller's ACL anyway."""
 
     stamp: tuple
     arrays: FtsArrays
     texts: Sequence[tuple[str, str, str]] | None = None   # per row (row = arrays.row_chunk)
-    topic_title: list[str] | None = None              # per topic index (arrays.topic_id)
-    topic_breadcrumb: list[str] | None = None
 
     @classmethod
     def build(cls, stamp: tuple, chunks: Iterable[tuple[int, int, str, str, str]],
               topics: Iterable[tuple[int, str, str, str, str]]) -> "FtsIndex":
         """Index ``(chunk_id, topic_id, title, heading, body)`` rows (original text, folded here)
-        of the topics ``(topic_id, collection, slug, title, breadcrumb)``, with the statistics
-        of the whole table (row count, total tokens), as FTS5 keeps them."""
+        of the topics ``(topic_id, collection, slug, ...)`` (columns after the slug are not
+        read), with the statistics of the whole table (row count, total tokens), as FTS5 keeps them."""
         rows = sorted((int(c[0]), int(c[1]), (c[2] or "", c[3] or "", c[4] or "")) for c in chunks)
-        topic_rows = sorted((int(t[0]), *t[1:5]) for t in topics)
+        topic_rows = sorted((int(t[0]), t[1], t[2]) for t in topics)
         n_cols = len(COLUMNS)
         first_seen, ids, lengths = token_ids([text for _, _, texts in rows for text in texts])
         order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
@@ -269,8 +268,7 @@ class FtsIndex:
             row_topic=lookup(topic_id, np.arange(len(topic_id)), chunk_topic), row_len=row_len,
             topic_id=topic_id, topic_collection=[t[1] for t in topic_rows], topic_slug=[t[2] for t in topic_rows],
             n_rows=len(rows), total_tokens=int(lengths.sum()))
-        return cls(stamp, arrays, [r[2] for r in rows], [t[3] or "" for t in topic_rows],
-                   [t[4] or "" for t in topic_rows])
+        return cls(stamp, arrays, [r[2] for r in rows])
 
     def row(self, chunk_id: int) -> int:
         return int(np.searchsorted(self.arrays.row_chunk, chunk_id))
@@ -302,7 +300,7 @@ class FtsIndex:
         texts = self.texts.bound(reader) if isinstance(self.texts, PackedTexts) else self.texts
         if not lazy and texts is self.texts:
             return self
-        return FtsIndex(self.stamp, replace(a, **lazy), texts, self.topic_title, self.topic_breadcrumb)
+        return FtsIndex(self.stamp, replace(a, **lazy), texts)
 
 
 # -- the persisted form ---------------------------------------------------------------------------
@@ -412,8 +410,6 @@ def dump(index: "FtsIndex", revision: str) -> bytes:
     for name in _HEAD_ARRAYS:
         put_array(name)
     strings = {"terms": a.terms, "topic_collection": a.topic_collection, "topic_slug": a.topic_slug}
-    if index.topic_title is not None and index.topic_breadcrumb is not None:
-        strings.update(topic_title=index.topic_title, topic_breadcrumb=index.topic_breadcrumb)
     for name, values in strings.items():
         spec, data = _pack_strings(values)
         layout["strings"][name] = [spec, *put(data)]
@@ -482,7 +478,7 @@ def _index(layout: dict[str, Any], stamp: tuple, head: Callable[[int, int], Any]
                     row_len=arrays["row_len"], topic_id=arrays["topic_id"],
                     topic_collection=strings["topic_collection"], topic_slug=strings["topic_slug"],
                     n_rows=int(layout["n_rows"]), total_tokens=int(layout["total_tokens"]))
-    return FtsIndex(stamp, fts, texts, strings.get("topic_title"), strings.get("topic_breadcrumb"))
+    return FtsIndex(stamp, fts, texts)  # a snapshot written with topic titles still loads: they are not read
 
 
 def parts(blob: bytes, *, compress: bool = False) -> list[bytes]:

@@ -19,7 +19,7 @@ import numpy as np
 from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays, FtsIndex, PackedTexts
 from knowspec.impl.docpool.fulltext.rank import RankedRow, query_phrases, rank, rank_phrases
 from knowspec.impl.docpool.fulltext.snippet import chunk_snippet, column_index, phrase_snippet
-from knowspec.impl.docpool.storage.base import Access, PoolStorage, SearchHit
+from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
 
 # The ranked hits (snippets not cut yet) -> the chunk ids whose snippets the caller will show.
 SnippetChoice = Callable[[list[SearchHit]], Collection[int]]
@@ -82,7 +82,9 @@ def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *
     allowed = allowed_topics(index.arrays, access, collection, linked_to, topic_ids)
     parsed = query_phrases(match)
     if parsed is None:  # a word unicode61 splits: phrases found row by row in the candidates' texts
-        found = rank_phrases(index.arrays, _row_texts(pool, index, access), match, allowed, weights, limit)
+        # Every candidate's text, whoever asks: the phrase's statistics count all rows, as FTS5's
+        # do; what is shown is checked against the caller's ACL in ``_hits``.
+        found = rank_phrases(index.arrays, _row_texts(pool, index, UNRESTRICTED), match, allowed, weights, limit)
         return _hits(pool, index, found, lambda r: phrase_snippet(r.texts, r.column_sizes, r.instances,
                                                                    r.phrase_sizes, column), access, stale_ok,
                      snippets_for)

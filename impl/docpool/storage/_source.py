@@ -162,7 +162,7 @@ def pool_index(stamp: tuple, chunks_below: Reader, topics_below: Reader, new: Ta
     """The whole pool's full-text index, made inside an import's (or a reindex's) transaction.
 
     ``chunks_below(bound)`` / ``topics_below(bound)`` read back ``(id, topic_id, title, heading,
-    body)`` chunks and ``(id, collection, slug, title, breadcrumb)`` topics whose id is below
+    body)`` chunks and ``(id, collection, slug)`` topics whose id is below
     ``bound`` (every row for ``None``). With ``new``, the collection just inserted is taken from
     memory, not read back: its ids follow every other collection's (``target_rows`` numbers
     them from the first free id after the old rows went), so the rows below its first ids are
@@ -170,7 +170,7 @@ def pool_index(stamp: tuple, chunks_below: Reader, topics_below: Reader, new: Ta
     if new is None:
         return FtsIndex.build(stamp, chunks_below(None), topics_below(None))
     chunks = [*chunks_below(new.first_chunk_id), *((c[0], c[1], c[3], c[4], c[5]) for c in new.chunks)]
-    topics = [*topics_below(new.first_topic_id), *(t[:5] for t in new.topics)]
+    topics = [*topics_below(new.first_topic_id), *(t[:3] for t in new.topics)]
     return FtsIndex.build(stamp, chunks, topics)
 
 

@@ -318,12 +318,12 @@ def build_index(rows, stamp: tuple, new: _source.TargetRows | None = None) -> Ft
     """The full-text index of the pool ``rows(sql, params)`` reads (``new``: an import's
     collection, taken from memory instead of read back, ``_source.pool_index``)."""
     return _source.pool_index(stamp, lambda below: chunk_texts(rows, below),
-                              lambda below: topic_texts(rows, below), new)
+                              lambda below: topic_slugs(rows, below), new)
 
 
-def topic_texts(rows, below: int | None = None) -> list[tuple]:
-    """Every topic's ``(id, collection, slug, title, breadcrumb)`` (with ``below``: ids below it)."""
-    sql = "select id, collection, slug, title, breadcrumb from doc$topic"
+def topic_slugs(rows, below: int | None = None) -> list[tuple]:
+    """Every topic's ``(id, collection, slug)`` (with ``below``: ids below it)."""
+    sql = "select id, collection, slug from doc$topic"
     return rows(sql) if below is None else rows(f"{sql} where id < ?", [below])
 
 

@@ -326,7 +326,7 @@ def index_of(rows, stamp: tuple, new: _source.TargetRows | None = None) -> FtsIn
         return lambda bound: rows(sql) if bound is None else rows(f"{sql} where id < %s", [bound])
 
     return _source.pool_index(stamp, below("select id, topic_id, title, heading, body from doc$chunk"),
-                              below("select id, collection, slug, title, breadcrumb from doc$topic"), new)
+                              below("select id, collection, slug from doc$topic"), new)
 
 
 def _persist_index(cur, new: _source.TargetRows | None = None) -> None:

@@ -34,9 +34,9 @@ def scan_line_links(line: str) -> list[str]:
         if _odd_backslashes(line, i):
             i += 1
             continue
-        simple = _SIMPLE_LINK.match(line, i)
-        if simple is not None:  # no nesting and no escapes: the common case, same result
-            parsed: tuple[str, int] | None = (simple.group(1), simple.end())
+        plain = _SIMPLE_LINK.match(line, i)
+        if plain is not None:  # no nesting and no escapes: the common case, same result
+            parsed: tuple[str, int] | None = (plain.group(1), plain.end())
         elif _PLAIN_NOT_LINK.match(line, i):  # the text closes at depth 0 and no `(` follows
             parsed = None
         else:
