@@ -2,9 +2,10 @@
 
 The catalog (the seed's MASTER: the ``db$`` database registry, the ``auth$`` users and roles,
 the REST ``auth$session`` rows and failed-login counters) is read and written by ``catalog.py``,
-``auth.py``, ``rest/sessions.py`` and ``rest/login_throttle.py``, which hold every rule (name checks, password hashing, expiry, the seed's
-errors). A store only keeps rows: ``open_catalog(target)`` answers one for a file path (SQLite,
-``catalog_sqlite.py``) or a ``postgresql://`` URL (``catalog_postgres.py``), and
+``auth.py``, ``rest/sessions.py`` and ``rest/login_throttle.py``, which hold every rule (name
+checks, password hashing, expiry, throttling, the seed's errors). A store only keeps rows:
+``open_catalog(target)`` answers one for a file path (SQLite, ``catalog_sqlite.py``) or a
+``postgresql://`` URL (``catalog_postgres.py``), and
 ``store.transaction(atomic=True)`` yields ``CatalogRows`` whose methods read or write rows in
 one transaction, committed when the block ends and rolled back when it raises (without
 ``atomic`` each statement commits on its own).

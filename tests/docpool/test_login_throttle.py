@@ -16,6 +16,7 @@ from knowspec.impl.rest import login_throttle as rule
 from knowspec.impl.rest.login_throttle import Counter, LoginThrottle
 from knowspec.impl.rest.routes import rest_app
 from knowspec.impl.rest.sessions import SessionStore
+from test_rest_endpoints import cheap_hashes  # noqa: F401  (autouse: scrypt kept cheap)
 
 PASSWORD = "right-pw"
 FREE = rule.FREE_ATTEMPTS_PER_USER
@@ -159,11 +160,6 @@ def test_processes_sharing_a_catalog_count_together_and_in_parallel(tmp_path):
 
 
 # -- POST /ClientREST/Login -------------------------------------------------------------------
-
-@pytest.fixture(autouse=True)
-def cheap_hashes(monkeypatch):
-    monkeypatch.setattr(auth, "SCRYPT_N", 2**8)
-
 
 @pytest.fixture()
 def settings(tmp_path):

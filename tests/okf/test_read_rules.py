@@ -265,26 +265,23 @@ def _scan_by_depth(line: str) -> list[str]:
 
 
 def _depth_link(line: str, start: int):
-    n, depth, i = len(line), 1, start + 1
-    while i < n:
-        if line[i] == "\\":
-            i += 2
-            continue
-        depth += {"[": 1, "]": -1}.get(line[i], 0)
-        if depth == 0:
-            break
-        i += 1
-    if i >= n or i + 1 >= n or line[i + 1] != "(":
+    text_end = _closing(line, start + 1, "[]")
+    if text_end is None or text_end + 1 >= len(line) or line[text_end + 1] != "(":
         return None
-    depth, i = 1, i + 2
-    dest_start = i
-    while i < n:
+    dest_end = _closing(line, text_end + 2, "()")
+    return None if dest_end is None else (line[text_end + 2:dest_end], dest_end + 1)
+
+
+def _closing(line: str, i: int, pair: str):
+    """Where depth 1 opened just before ``i`` returns to 0, backslashes escaping; None if never."""
+    depth = 1
+    while i < len(line):
         if line[i] == "\\":
             i += 2
             continue
-        depth += {"(": 1, ")": -1}.get(line[i], 0)
+        depth += {pair[0]: 1, pair[1]: -1}.get(line[i], 0)
         if depth == 0:
-            return line[dest_start:i], i + 1
+            return i
         i += 1
     return None
 

@@ -240,7 +240,7 @@ class FtsIndex:
 
     @classmethod
     def build(cls, stamp: tuple, chunks: Iterable[tuple[int, int, str, str, str]],
-              topics: Iterable[tuple[int, str, str, str, str]]) -> "FtsIndex":
+              topics: Iterable[tuple[Any, ...]]) -> "FtsIndex":
         """Index ``(chunk_id, topic_id, title, heading, body)`` rows (original text, folded here)
         of the topics ``(topic_id, collection, slug, ...)`` (columns after the slug are not
         read), with the statistics of the whole table (row count, total tokens), as FTS5 keeps them."""

@@ -194,7 +194,8 @@ class SqlPool:
             params: list[Any] = list(part)
             cond = self._acl(access, params)
             yield from self._rows(f"""select ch.id, t.id, t.collection, t.slug, {columns} from doc$chunk ch
-                                      join doc$topic t on t.id = ch.topic_id join doc$collection c on c.id = t.collection
+                                      join doc$topic t on t.id = ch.topic_id
+                                      join doc$collection c on c.id = t.collection
                                       where ch.id in ({marks(len(part))}) and {cond}""", params)
 
     def chunk_columns(self, chunk_ids, access) -> dict[int, tuple[int, str, str, str, str, str]]:

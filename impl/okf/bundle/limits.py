@@ -40,7 +40,6 @@ def limits_for(runtime: process.Runtime, files: int = DEFAULT_MAX_FILES, total_b
     )
 
 
-
 def unreadable_because(sizes: Mapping[str, int], limits: BundleLimits) -> str | None:
     """Why the read tools would refuse a bundle of these files (bundle-relative path -> bytes),
     or None. Every write checks its result with it: a write that answered success while its

@@ -54,7 +54,8 @@ def commit_or_raise(
     except (StorageCorrupt, CaptureError) as exc:
         raise ToolError("operation_rejected", f"bundle store refused the commit: {exc}") from None
     except ResultOverLimits as exc:
-        raise ToolError("resource_limit", f"the write would make the bundle exceed MCP resource limits: {exc}") from None
+        raise ToolError("resource_limit",
+                        f"the write would make the bundle exceed MCP resource limits: {exc}") from None
     except CaptureLimit:
         raise ToolError("resource_limit", "bundle exceeds MCP resource limits") from None
     except lock.LockTimeout:
