@@ -97,6 +97,9 @@ def source_refusal(source: Path, collection: str, shown: str | None = None) -> s
             if computed is not None:  # a view by another name: its values are made as they are read
                 return (f"source is not a document pool: {name} has {computed} as a generated column, "
                         "the pool schema needs stored values")
+            oversized = _oversized_text(con, collection)
+            if oversized is not None:
+                return f"source holds {oversized} over {MAX_TEXT_CHARS // (1 << 20)} MiB in collection {collection}"
             found = con.execute(
                 'select count(*) from "doc$collection" where id = ?', [collection]
             ).fetchone()[0]
@@ -117,6 +120,22 @@ def _computed_column(con: sqlite3.Connection) -> str | None:
         for column in con.execute(f'pragma table_xinfo("{quoted}")'):
             if column[6] in (2, 3):  # hidden: 2 = generated virtual, 3 = generated stored
                 return f"{table}.{column[1]}"
+    return None
+
+
+MAX_TEXT_CHARS = 16 << 20  # a topic body or chunk text (characters, so at least this many bytes)
+
+
+def _oversized_text(con: sqlite3.Connection, collection: str) -> str | None:
+    """``a topic body`` / ``a chunk text`` when the collection holds one longer than
+    ``MAX_TEXT_CHARS``, else None: doc_get read a 200 MB body whole before its answer was
+    refused, about a gigabyte of server memory per call."""
+    checks = (("a topic body", 'select 1 from "doc$topic" where collection = ? and length(body_md) > ? limit 1'),
+              ("a chunk text", 'select 1 from "doc$chunk" ch join "doc$topic" t on t.id = ch.topic_id '
+                               "where t.collection = ? and length(ch.body) > ? limit 1"))
+    for what, sql in checks:
+        if con.execute(sql, (collection, MAX_TEXT_CHARS)).fetchone() is not None:
+            return what
     return None
 
 

@@ -90,10 +90,40 @@ def test_a_generated_column_in_a_pool_table_is_refused(settings, tmp_path, kind)
     assert (file_digest(target) if target.exists() else None) == before
 
 
+@pytest.mark.parametrize("where", ["topic", "chunk"])
+def test_a_text_over_the_limit_is_refused_and_one_at_it_imported(settings, tmp_path, monkeypatch, where):
+    from knowspec.impl.docpool import importdoc
+
+    monkeypatch.setattr(importdoc, "MAX_TEXT_CHARS", 100)
+    for size, imported in ((100, True), (101, False)):
+        source = make_pool(settings.import_path / f"big{size}.db", "manuals", [("s", "T", "b" * size)],
+                           chunks_per_topic=1)
+        with sqlite3.connect(source) as con:  # the one text at the size, the other short
+            if where == "chunk":
+                con.execute("update \"doc$chunk\" set body = ?", ["c" * size])
+                con.execute("update \"doc$topic\" set body_md = 'short'")
+            else:
+                con.execute("update \"doc$chunk\" set body = 'short'")
+        outcome = confined(settings, f"big{size}.db")
+        assert outcome["result"] is imported, outcome
+        if not imported:
+            what = "a topic body" if where == "topic" else "a chunk text"
+            assert outcome["message"] == f"source holds {what} over 0 MiB in collection manuals"
+
+
+def test_a_source_without_its_chunk_table_is_not_a_pool(settings):
+    source = make_pool(settings.import_path / "nochunks.db", "manuals", topics_of(2))
+    with sqlite3.connect(source) as con:
+        con.execute('drop table "doc$chunk"')
+    outcome = confined(settings, "nochunks.db")
+    assert outcome == {"result": False,
+                       "message": "source is not a document pool: nochunks.db in the import folder (no such table: doc$chunk)"}
+
+
 def test_a_corrupt_source_is_a_storage_error_retryable_as_errors_toml_says(settings):
     source = make_pool(settings.import_path / "broken.db", "manuals", topics_of(2))
     with sqlite3.connect(source) as con:
-        con.execute('drop table "doc$chunk"')
+        con.execute('drop table "doc$link"')
     with pytest.raises(ToolError) as err:
         confined(settings, "broken.db")
     assert err.value.code == "storage_error"
