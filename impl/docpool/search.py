@@ -26,7 +26,7 @@ import numpy as np
 
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext
-from knowspec.impl.docpool.fulltext.search import SnippetChoice, search_hits
+from knowspec.impl.docpool.fulltext.search import PhraseScan, SnippetChoice, search_hits
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.rules.fts_query import build_fts_query, parse_stopwords
@@ -136,9 +136,11 @@ class PoolReads:
 
 def fts_ranked(pool: PoolStorage, query: str, access: Access, *, limit: int,
                collection: str | None = None, linked_to: tuple[str, str] | None = None,
-               reads: PoolReads | None = None, snippets_for: SnippetChoice | None = None) -> list[RankedTopic]:
+               reads: PoolReads | None = None, snippets_for: SnippetChoice | None = None,
+               check_cancelled: Callable[[], None] = lambda: None) -> list[RankedTopic]:
     """Full-text results: AND of the words, else OR; bm25 ascending (smaller = better).
-    ``snippets_for``: which hits get their snippets cut (``fulltext.search.search_hits``)."""
+    ``snippets_for``: which hits get their snippets cut; ``check_cancelled``: raises once the
+    call is cancelled (``fulltext.search.search_hits``)."""
     reads = reads or PoolReads(pool, access, collection, linked_to)
     meta = reads.meta
     stop = parse_stopwords(recipe(meta, "search_stopwords", collection))
@@ -149,9 +151,10 @@ def fts_ranked(pool: PoolStorage, query: str, access: Access, *, limit: int,
         limit=limit, weights=parse_weights(recipe(meta, "search_bm25_weights", collection)),
         snippet_column=recipe(meta, "chunk_fts_snippet_column", collection) or "body",
         collection=collection, linked_to=linked_to, stamp=reads.stamp, topic_ids=reads.allowed_ids,
-        snippets_for=snippets_for)
+        snippets_for=snippets_for, phrase_scan=PhraseScan(check_cancelled))
     hits = search_hits(pool, built.all_words, access, **kwargs)
     if not hits and built.any_word:
+        check_cancelled()
         hits = search_hits(pool, built.any_word, access, **kwargs)
     return [_from_fts(h) for h in hits]
 
@@ -306,7 +309,8 @@ def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -
         return {h.chunk_id for h in fts_hits if h.topic_id in kept}
 
     fts = fts_ranked(reads.pool, query, reads.access, limit=HYBRID_TOP, collection=reads.collection,
-                     linked_to=reads.linked_to, reads=reads, snippets_for=kept_by_fusion)
+                     linked_to=reads.linked_to, reads=reads, snippets_for=kept_by_fusion,
+                     check_cancelled=lambda: ctx.check_cancelled("doc_search"))
     # Full text found nothing: the answer is the vector ranking alone, as deep as ``limit``.
     depth = HYBRID_TOP if fts else limit
     return fuse(fts, vector_ranked(depth), limit, depth)
@@ -335,7 +339,8 @@ def search_pool(ctx: CallContext, pool: PoolStorage, query: str, access: Access,
     ctx.check_cancelled("doc_search")
     reads = PoolReads(pool, access, collection, linked_to)
     if mode == "fts":
-        return fts_ranked(pool, query, access, limit=limit, collection=collection, linked_to=linked_to, reads=reads)
+        return fts_ranked(pool, query, access, limit=limit, collection=collection, linked_to=linked_to, reads=reads,
+                          check_cancelled=lambda: ctx.check_cancelled("doc_search"))
     if mode == "vector":
         embed = _query_embedder(ctx, reads, query)
         return _vector_ranked(ctx, reads, embed, limit=limit)

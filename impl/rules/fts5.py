@@ -21,12 +21,13 @@ boundary it uses is a character boundary, so the cut text is the same).
 
 from __future__ import annotations
 
+import re
 from bisect import bisect_left
 from dataclasses import dataclass
 from typing import Iterable, Sequence
 
 from knowspec.impl.rules.bm25 import fts5_bm25
-from knowspec.impl.rules.fts5_tokenizer import Token, token_texts, tokenize
+from knowspec.impl.rules.fts5_tokenizer import Token, folded_separated, token_texts, tokenize
 
 # -- queries ---------------------------------------------------------------------------------
 
@@ -62,6 +63,38 @@ def phrase_offsets(p: Phrase, column: Sequence[str]) -> list[int]:
                 break
         if ok:
             out.append(off)
+    return out
+
+
+def phrase_offsets_in_texts(phrases: Sequence[Phrase], texts: Sequence[str]) -> list[list[tuple[int, int]]]:
+    """Per phrase, ``(i, offset)`` for each ``offset in phrase_offsets(p, token_texts(fold(texts[i])))``,
+    by ``i`` then offset: many texts searched at once (a phrase query's candidate rows).
+
+    The folded texts are joined into one string in which every token stands between single
+    spaces and texts are parted by `` \0 `` (folding makes every NUL of a text a space), so each
+    phrase is found by ``str.find`` over the whole batch, overlapping instances included, and
+    only its instances cost a Python step: a text and the token offset come from the parts and
+    the spaces before the instance."""
+    joined = " " + " \0 ".join(map(folded_separated, texts)) + " "
+    while "  " in joined:  # runs of spaces to one (each pass halves them; far faster than a regex)
+        joined = joined.replace("  ", " ")
+    parts = [m.start() for m in re.finditer("\0", joined)]  # parts[i]: the NUL after text i
+    out: list[list[tuple[int, int]]] = []
+    for p in phrases:
+        found: list[tuple[int, int]] = []
+        if p.tokens:
+            needle = " " + " ".join(p.tokens) + ("" if p.prefix else " ")
+            i, counted, offset = -1, 0, 0
+            at = joined.find(needle)
+            while at >= 0:
+                text = bisect_left(parts, at)
+                if text != i:  # the first instance in this text: count from its start
+                    i, counted, offset = text, (parts[text - 1] + 1 if text else 0), 0
+                offset += joined.count(" ", counted, at)
+                counted = at
+                found.append((i, offset))
+                at = joined.find(needle, at + 1)
+        out.append(found)
     return out
 
 

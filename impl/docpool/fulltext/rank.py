@@ -132,49 +132,77 @@ def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, we
     return [RankedChunk(int(arrays.topic_id[topic[i]]), int(chunk[i]), float(score[i])) for i in ranked]
 
 
-def _rows_with(arrays: FtsArrays, token: str, prefix: bool) -> set[int]:
+def _holding(arrays: FtsArrays, token: str, prefix: bool) -> np.ndarray:
+    """A mask over the rows: those holding ``token`` (any term it begins, for a prefix)."""
     lo, hi = arrays.term_range(token, prefix)
-    start, stop = arrays.term_start[lo], arrays.term_start[hi]
-    return set(arrays.post_row[start:stop].tolist())
+    mask = np.zeros(len(arrays.row_chunk), dtype=bool)
+    mask[arrays.post_row[arrays.term_start[lo]:arrays.term_start[hi]]] = True
+    return mask
 
 
 RowTexts = Callable[[list[int]], Mapping[int, Sequence[str]]]
 """Original (title, heading, body) of the given rows (``FtsArrays`` row numbers)."""
 
 
-def rank_phrases(arrays: FtsArrays, texts: RowTexts, match: str,
-                 allowed_topics: np.ndarray | None, weights: Sequence[float], limit: int) -> list[RankedRow]:
+# Candidate rows whose texts are read and searched at a time: the memory a phrase query holds
+# is this many rows' texts, whatever the pool, and a cancelled call stops within one batch.
+PHRASE_BATCH = 1024
+
+
+PhraseRows = dict[int, list[tuple[int, int]]]
+"""A phrase's instances in the rows holding it: row -> [(column, token offset), ...]."""
+
+
+def rank_phrases(arrays: FtsArrays, texts: RowTexts, match: str, allowed_topics: np.ndarray | None,
+                 weights: Sequence[float], limit: int, *, known: dict[fts5.Phrase, PhraseRows] | None = None,
+                 check_cancelled: Callable[[], None] = lambda: None) -> list[RankedRow]:
     """Any phrases (several tokens, or none), row by row: candidates from the postings, the
-    instances from tokenising those rows' texts (``texts``, asked once for all candidates)
-    again, ``rules.fts5.bm25`` per matching row; the best row per allowed topic, topics by
-    (bm25, collection, slug), ``limit`` of them."""
+    instances from searching those rows' folded tokens again (``texts``, asked a batch at a
+    time, ``check_cancelled`` before each), ``rules.fts5.bm25`` per matching row; the best row
+    per allowed topic, topics by (bm25, collection, slug), ``limit`` of them. The texts of the
+    rows returned are asked for once more at the end (kept meanwhile: only the instances of
+    the matching rows). ``known``: phrases already found in these arrays (over all rows, so
+    whoever asks), not searched again; the ones found here are added."""
     a = arrays
     words, joiner = parse_match(match)
     phrases = [fts5.phrase(w.text, w.prefix) for w in words]
     if not phrases:
         return []
-    candidates_of: list[set[int]] = []
-    for p in phrases:
-        candidates: set[int] = set()
-        for k, tok in enumerate(p.tokens):
-            found = _rows_with(a, tok, p.prefix and k == p.size - 1)
-            candidates = found if k == 0 else candidates & found
-        candidates_of.append(candidates)
-    every = sorted(set().union(*candidates_of))
-    original = texts(every) if every else {}
-    tokenised: dict[int, list[list[str]]] = {}
-    hits: list[dict[int, list[tuple[int, int]]]] = []
-    for p, candidates in zip(phrases, candidates_of):
-        where: dict[int, list[tuple[int, int]]] = {}
-        for row in sorted(candidates):
-            if row not in original:
-                continue  # gone from the storage since the arrays were read
-            if row not in tokenised:
-                tokenised[row] = [fts5.token_texts(fold(t or "")) for t in original[row]]
-            found_at = [(c, off) for c, col in enumerate(tokenised[row]) for off in fts5.phrase_offsets(p, col)]
-            if found_at:
-                where[row] = found_at
-        hits.append(where)
+    known = {} if known is None else known
+    known.update(_phrase_rows(a, texts, [p for p in dict.fromkeys(phrases) if p not in known], check_cancelled))
+    return _ranked(a, texts, phrases, [known[p] for p in phrases], joiner, allowed_topics, weights, limit)
+
+
+def _phrase_rows(a: FtsArrays, texts: RowTexts, phrases: list[fts5.Phrase],
+                 check_cancelled: Callable[[], None]) -> dict[fts5.Phrase, PhraseRows]:
+    """Each phrase's instances in every row holding it: the candidate rows' texts a batch at a time."""
+    if not phrases:
+        return {}
+    # A phrase can occur only in rows holding all its tokens; no token, no row.
+    candidates = [np.logical_and.reduce([_holding(a, tok, p.prefix and k == p.size - 1)
+                                         for k, tok in enumerate(p.tokens)])
+                  if p.tokens else np.zeros(len(a.row_chunk), dtype=bool) for p in phrases]
+    every = np.flatnonzero(np.logical_or.reduce(candidates)).tolist()
+    hits: list[PhraseRows] = [{} for _ in phrases]
+    for start in range(0, len(every), PHRASE_BATCH):
+        check_cancelled()
+        flat: list[str] = []
+        owners: list[tuple[int, int]] = []  # (row, column) of each text in ``flat``
+        for row, columns in texts(every[start:start + PHRASE_BATCH]).items():  # a row gone from the storage is absent
+            flat.extend(t or "" for t in columns)
+            owners.extend((row, c) for c in range(len(columns)))
+        for where, mask, instances in zip(hits, candidates, fts5.phrase_offsets_in_texts(phrases, flat)):
+            for text, offset in instances:
+                row, column = owners[text]
+                if mask[row]:  # a text newer than the postings is searched only where they say the phrase can be
+                    where.setdefault(row, []).append((column, offset))
+    check_cancelled()
+    return dict(zip(phrases, hits))
+
+
+def _ranked(a: FtsArrays, texts: RowTexts, phrases: list[fts5.Phrase], hits: list[PhraseRows], joiner: str,
+            allowed_topics: np.ndarray | None, weights: Sequence[float], limit: int) -> list[RankedRow]:
+    """The rows matching the phrases joined by ``joiner``, scored; the best per allowed topic."""
     rows = set(hits[0])
     for h in hits[1:]:
         rows = rows & set(h) if joiner == "AND" else rows | set(h)
@@ -189,8 +217,10 @@ def rank_phrases(arrays: FtsArrays, texts: RowTexts, match: str,
         chunk = int(a.row_chunk[row])
         if t not in best or (score, chunk) < best[t][:2]:
             best[t] = (score, chunk, row, instances)
-    ranked = sorted(best.items(), key=lambda kv: (kv[1][0], a.topic_collection[kv[0]], a.topic_slug[kv[0]]))
+    ranked = sorted(best.values(), key=lambda b: (b[0], a.topic_collection[a.row_topic[b[2]]],
+                                                  a.topic_slug[a.row_topic[b[2]]]))[: max(limit, 0)]
+    shown = texts([row for _, _, row, _ in ranked]) if ranked else {}
     sizes = [p.size for p in phrases]
-    return [RankedRow(row, score, instances, [len(c) for c in tokenised[row]], sizes,
-                      tuple(t or "" for t in original[row]))
-            for _, (score, _, row, instances) in ranked[: max(limit, 0)]]
+    return [RankedRow(row, score, instances, [len(fts5.token_texts(fold(t or ""))) for t in shown[row]], sizes,
+                      tuple(t or "" for t in shown[row]))
+            for score, _, row, instances in ranked if row in shown]

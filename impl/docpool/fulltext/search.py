@@ -11,18 +11,36 @@ order, scores and snippets; no storage runs ranking SQL.
 
 from __future__ import annotations
 
-from dataclasses import replace
+from dataclasses import dataclass, field, replace
 from typing import Callable, Collection, Mapping, Sequence
 
 import numpy as np
 
 from knowspec.impl.docpool.fulltext.reader import COLUMNS, FtsArrays, FtsIndex, PackedTexts
-from knowspec.impl.docpool.fulltext.rank import RankedRow, query_phrases, rank, rank_phrases
+from knowspec.impl.docpool.fulltext.rank import PhraseRows, RankedRow, query_phrases, rank, rank_phrases
 from knowspec.impl.docpool.fulltext.snippet import chunk_snippet, column_index, phrase_snippet
 from knowspec.impl.docpool.storage.base import UNRESTRICTED, Access, PoolStorage, SearchHit
+from knowspec.impl.rules.fts5 import Phrase
 
 # The ranked hits (snippets not cut yet) -> the chunk ids whose snippets the caller will show.
 SnippetChoice = Callable[[list[SearchHit]], Collection[int]]
+
+
+@dataclass
+class PhraseScan:
+    """What the phrase passes of one search call share: its cancellation check (it raises once
+    the call is cancelled), and the phrases found in the postings of one stamp, so that the OR
+    pass after an empty AND pass reads no candidate row again."""
+
+    check_cancelled: Callable[[], None] = lambda: None
+    stamp: tuple | None = None
+    found: dict[Phrase, PhraseRows] = field(default_factory=dict)
+
+    def known(self, stamp: tuple) -> dict[Phrase, PhraseRows]:
+        """The phrases found at ``stamp`` so far (none once the call moved on to a newer stamp)."""
+        if self.stamp != stamp:
+            self.stamp, self.found = stamp, {}
+        return self.found
 
 
 def allowed_topics(arrays: FtsArrays, access: Access, collection: str | None,
@@ -38,7 +56,7 @@ def allowed_topics(arrays: FtsArrays, access: Access, collection: str | None,
 def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, weights: Sequence[float],
                 snippet_column: str, collection: str | None = None, linked_to: tuple[str, str] | None = None,
                 stamp: tuple | None = None, topic_ids: Callable[[], Sequence[int]] | None = None,
-                snippets_for: SnippetChoice | None = None) -> list[SearchHit]:
+                snippets_for: SnippetChoice | None = None, phrase_scan: PhraseScan | None = None) -> list[SearchHit]:
     """The best chunk per allowed topic for ``match`` (a ``rules.fts_query`` expression: quoted
     folded words, ``*`` for prefixes, joined by AND or OR), ranked by bm25 ascending then
     (collection, slug), at most ``limit``, with snippets. ``linked_to`` keeps only topics linked
@@ -46,6 +64,8 @@ def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, we
     topic ids when the caller already has them (one read per call). ``snippets_for``: given the
     ranked hits, the chunk ids whose snippets are cut (the others keep ``""``): a hybrid search
     shows only the hits its fusion keeps, and a snippet costs more than ranking a hit.
+    ``phrase_scan``: what this call's passes share on the row-by-row phrase path (whose cost
+    grows with the rows its words occur in): the call's cancellation check, the phrases found.
 
     When the storage no longer holds a ranked topic or chunk (an import landed after the
     postings were read), the search runs once more over the postings of the new stamp."""
@@ -55,7 +75,8 @@ def search_hits(pool: PoolStorage, match: str, access: Access, *, limit: int, we
     def ranked(at: tuple, stale_ok: bool) -> list[SearchHit] | None:
         return index_hits(pool, pool.fulltext_index(at), match, access, limit=limit, weights=weights,
                           snippet_column=snippet_column, collection=collection, linked_to=linked_to,
-                          topic_ids=ids, stale_ok=stale_ok, snippets_for=snippets_for)
+                          topic_ids=ids, stale_ok=stale_ok, snippets_for=snippets_for,
+                          phrase_scan=phrase_scan)
 
     try:
         hits = ranked(stamp, False)
@@ -71,7 +92,8 @@ def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *
                weights: Sequence[float], snippet_column: str, collection: str | None = None,
                linked_to: tuple[str, str] | None = None,
                topic_ids: Callable[[], Sequence[int]] | None = None, stale_ok: bool = False,
-               snippets_for: SnippetChoice | None = None) -> list[SearchHit] | None:
+               snippets_for: SnippetChoice | None = None,
+               phrase_scan: PhraseScan | None = None) -> list[SearchHit] | None:
     """Hits ranked from ``index`` (``search_hits``' contract). ``None``: a ranked topic or chunk
     is gone from the storage (the index is older than the pool); with ``stale_ok`` such hits are
     left out instead."""
@@ -84,7 +106,9 @@ def index_hits(pool: PoolStorage, index: FtsIndex, match: str, access: Access, *
     if parsed is None:  # a word unicode61 splits: phrases found row by row in the candidates' texts
         # Every candidate's text, whoever asks: the phrase's statistics count all rows, as FTS5's
         # do; what is shown is checked against the caller's ACL in ``_hits``.
-        found = rank_phrases(index.arrays, _row_texts(pool, index, UNRESTRICTED), match, allowed, weights, limit)
+        scan = phrase_scan or PhraseScan()
+        found = rank_phrases(index.arrays, _row_texts(pool, index, UNRESTRICTED), match, allowed, weights, limit,
+                             known=scan.known(index.stamp), check_cancelled=scan.check_cancelled)
         return _hits(pool, index, found, lambda r: phrase_snippet(r.texts, r.column_sizes, r.instances,
                                                                    r.phrase_sizes, column), access, stale_ok,
                      snippets_for)
