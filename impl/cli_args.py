@@ -88,6 +88,17 @@ def worker_count(value: str) -> int:
     return number
 
 
+def session_quota(value: str) -> int:
+    """``serve --mcp-sessions-per-caller``: at least one session, at most the SDK's table (10,000)."""
+    try:
+        number = int(value.strip())
+    except ValueError:
+        raise argparse.ArgumentTypeError(f"expected a whole number of sessions, got {value!r}") from None
+    if not 1 <= number <= 10_000:
+        raise argparse.ArgumentTypeError(f"--mcp-sessions-per-caller must be between 1 and 10000, got {number}")
+    return number
+
+
 def candidate_count(value: str) -> int:
     """``serve --vector-candidates``: rows the approximate index proposes per matrix, at least the
     80 the seed's rule keeps."""

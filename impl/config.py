@@ -35,6 +35,7 @@ class Settings:
     allow_anonymous: bool = False
     import_dir: Path | None = None         # IMPORTDOC sources over REST; default: appdir / "imports"
     call_timeout_seconds: float = 120.0
+    mcp_sessions_per_caller: int = 100   # open MCP sessions a user (or an anonymous address) may hold
     # serverInfo in the initialize answer. knowspec names itself by default; an operator whose
     # clients check okf-mcp's identity may say "okf-mcp" / "0.2.0" (spec/okf/NOTES.md#identity).
     server_name: str = "knowspec"

@@ -26,6 +26,7 @@ from typing import Any, Callable
 
 import anyio
 
+from knowspec.impl.cli_args import session_quota
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import may_write
 from knowspec.impl.errors import ToolError
@@ -175,6 +176,8 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                        help="a session's absolute life after login (default 43200 = 12 h)")
     serve.add_argument("--session-idle", type=float, metavar="SECONDS",
                        help="a session ends after this long unused (default 1800 = 30 min)")
+    serve.add_argument("--mcp-sessions-per-caller", type=session_quota, metavar="N",
+                       help="open MCP sessions one user, or one anonymous client address, may hold (default 100)")
 
 
 def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
@@ -187,3 +190,5 @@ def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
         settings.session_ttl_seconds = args.session_ttl
     if getattr(args, "session_idle", None):
         settings.session_idle_seconds = args.session_idle
+    if getattr(args, "mcp_sessions_per_caller", None):
+        settings.mcp_sessions_per_caller = args.mcp_sessions_per_caller

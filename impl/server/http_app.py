@@ -21,6 +21,7 @@ from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, g
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.session_quota import SessionQuota, sdk_sessions
 from knowspec.impl.server.workers import SessionRouter, Worker
 
 
@@ -87,6 +88,8 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
     app.add_middleware(ParkedAnswerWriter, answers=answers)  # placeholders written as their parked answers
+    # inside the gate (it names the caller), before a worker's tags are added to the SDK's ids
+    app.add_middleware(SessionQuota, per_caller=settings.mcp_sessions_per_caller, live_sessions=sdk_sessions(server))
     if worker is not None:  # another worker's session is relayed whole: its owner wrote its answers
         app.add_middleware(SessionRouter, tag=worker.tag, run_dir=worker.run_dir)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
