@@ -19,6 +19,10 @@ IDENTIFIERS = frozenset({"$schema", "$id", "$anchor", "$defs", "definitions"})
 UNORDERED_LISTS = frozenset({"required", "enum", "type"})
 ALTERNATIVES = ("anyOf", "oneOf")
 MAX_REF_DEPTH = 32
+# Nodes one schema's canonical form may hold: past it, references stay as they are written. A
+# definition used twice at every level doubles with each level inlined; a hostile or careless
+# server's schema must not take a conformance run's memory and time.
+MAX_SHAPE_NODES = 200_000
 
 
 def _key(value: Any) -> str:
@@ -47,17 +51,30 @@ def _resolve(ref: str, root: dict[str, Any]) -> Any:
     return node
 
 
-def _canon(node: Any, root: dict[str, Any], depth: int) -> Any:
+class _Walk:
+    """One canonicalisation: the schema's root and the nodes made so far."""
+
+    def __init__(self, root: dict[str, Any]) -> None:
+        self.root = root
+        self.nodes = 0
+
+
+def _canon(node: Any, walk: _Walk, inlining: tuple[str, ...]) -> Any:
+    """``node`` canonical; ``inlining``: the references being inlined above it. A reference to
+    one of them (a recursive schema) stays a ``$ref``, as does any past the depth or node limits."""
+    walk.nodes += 1
     if isinstance(node, list):
-        return [_canon(v, root, depth) for v in node]
+        return [_canon(v, walk, inlining) for v in node]
     if not isinstance(node, dict):
         return _number(node)
-    if isinstance(node.get("$ref"), str) and depth < MAX_REF_DEPTH:
-        target = _resolve(node["$ref"], root)
+    ref = node.get("$ref")
+    if (isinstance(ref, str) and ref not in inlining and len(inlining) < MAX_REF_DEPTH
+            and walk.nodes < MAX_SHAPE_NODES):
+        target = _resolve(ref, walk.root)
         if isinstance(target, dict):
             siblings = {k: v for k, v in node.items() if k != "$ref"}
-            inlined = _canon(target, root, depth + 1)
-            rest = _canon(siblings, root, depth)
+            inlined = _canon(target, walk, (*inlining, ref))
+            rest = _canon(siblings, walk, inlining)
             if not isinstance(inlined, dict) or not isinstance(rest, dict):
                 return inlined
             if any(_key(inlined[k]) != _key(rest[k]) for k in set(inlined) & set(rest)):
@@ -68,9 +85,9 @@ def _canon(node: Any, root: dict[str, Any], depth: int) -> Any:
         if key in ANNOTATIONS or key in IDENTIFIERS:
             continue
         if key == "properties" and isinstance(value, dict):
-            out[key] = {name: _canon(sub, root, depth) for name, sub in sorted(value.items())}
+            out[key] = {name: _canon(sub, walk, inlining) for name, sub in sorted(value.items())}
             continue
-        value = _canon(value, root, depth)
+        value = _canon(value, walk, inlining)
         if key == "const":
             key, value = "enum", [value]
         if key in UNORDERED_LISTS:
@@ -109,7 +126,7 @@ def shape(schema: Any) -> Any:
     local ``$ref``s inlined, unordered lists sorted, ``1.0`` read as ``1``."""
     if not isinstance(schema, dict):
         return schema
-    return _canon(schema, schema, 0)
+    return _canon(schema, _Walk(schema), ())
 
 
 def alternatives(schema: Any) -> list[Any]:
