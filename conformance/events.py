@@ -64,6 +64,7 @@ class RunFinished:
     timings: dict = field(default_factory=dict)        # where the time went (see runner.timings)
     protocol: str = ""                                 # the MCP protocol version the target agreed
     drift: dict = field(default_factory=dict)          # --contract older than the suite's (see drift.py)
+    unreachable: str = ""                              # why no check ran (the target, contract or baseline)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -131,7 +131,7 @@ def run(config: RunConfig) -> Iterator[Event]:
         target.validate()
     except (ContractError, BaselineError, TargetError) as exc:
         yield TargetUnreachable(str(exc))
-        yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
+        yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE, unreachable=str(exc))
         return
     cases = plan(checks, contract)
     phases["contract_and_plan"] = time.monotonic() - t0
@@ -154,7 +154,7 @@ def run(config: RunConfig) -> Iterator[Event]:
             message = (str(exc) if isinstance(exc, TargetError)
                        else f"the target broke the session: {type(exc).__name__}: {str(exc)[:300]}")
             yield TargetUnreachable(message)
-            yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE)
+            yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE, unreachable=message)
             return
         # The document-pool fixture goes in before any check reads the pool (or the run says why not).
         start = time.monotonic()

@@ -38,4 +38,5 @@ def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
             "skipped_areas": [{"area": a, "why": w} for a, w in finished.skipped_areas],
             "timings": finished.timings,
             "contract_drift": finished.drift or None,
+            "unreachable": finished.unreachable or None,
             "results": [result_dict(r) for r in finished.results]}

@@ -23,6 +23,10 @@ class JunitReporter:
 def render(finished: RunFinished) -> bytes:
     root = ET.Element("testsuites", name="knowspec-conformance", time=f"{finished.duration:.3f}")
     suites: dict[str, ET.Element] = {}
+    if finished.unreachable:  # no check ran: one errored case says why, never an empty report
+        suite = ET.SubElement(root, "testsuite", name="target", tests="1", failures="0", errors="1", skipped="0")
+        case = ET.SubElement(suite, "testcase", classname="conformance.target", name="reachable", time="0.000")
+        ET.SubElement(case, "error", message=finished.unreachable[:500], type="unreachable")
     for r in finished.results:
         suite = suites.get(r.check_id)
         if suite is None:

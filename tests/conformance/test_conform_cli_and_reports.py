@@ -8,10 +8,15 @@ import xml.etree.ElementTree as ET
 from knowspec.conformance.cli import main
 
 
-def test_unreachable_target_exits_2(toy_contract, tmp_path):
+def test_unreachable_target_exits_2_and_every_report_says_why(toy_contract, tmp_path):
     rc = main(["--target", "stdio:/nonexistent/server-binary", "--contract", str(toy_contract),
-               "--json", str(tmp_path / "r.json")])
+               "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"), "--html", str(tmp_path / "r.html")])
     assert rc == 2
+    why = json.loads((tmp_path / "r.json").read_text())["unreachable"]
+    assert why
+    errors = ET.parse(tmp_path / "r.xml").getroot().findall(".//testcase/error")  # CI sees one error, not 0 tests
+    assert [e.get("type") for e in errors] == ["unreachable"] and errors[0].get("message") == why[:500]
+    assert "no check ran" in (tmp_path / "r.html").read_text()
 
 
 def test_missing_contract_exits_2(tmp_path, target_for):
