@@ -27,7 +27,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from knowspec.impl.rest.error_responses import envelope
-from knowspec.impl.server.json_answer import send_json
+from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -117,14 +117,13 @@ def _is_tool_call(body: bytes) -> bool:
 
 
 async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
+    close = [(b"connection", b"close")]
     if _is_mcp(scope):
-        payload: dict[str, Any] = {"jsonrpc": "2.0", "id": None,
-                                   "error": {"code": -32600, "message": f"Invalid Request: {refused.message}"}}
-    else:
-        code = "resource_limit" if refused.status == 413 else "invalid_request"
-        payload = envelope(code, refused.message, retryable=refused.status == 408)
-    body = json.dumps(payload, separators=(",", ":")).encode("utf-8")
-    await send_json(send, refused.status, body, [(b"connection", b"close")])
+        await send_jsonrpc_error(send, refused.status, f"Invalid Request: {refused.message}", close)
+        return
+    code = "resource_limit" if refused.status == 413 else "invalid_request"
+    body = json.dumps(envelope(code, refused.message, retryable=refused.status == 408), separators=(",", ":"))
+    await send_json(send, refused.status, body.encode("utf-8"), close)
 
 
 class BodyLimitMiddleware:

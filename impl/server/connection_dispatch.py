@@ -30,6 +30,7 @@ from pathlib import Path
 
 from knowspec.impl.server.connection_handoff import (
     HANDOFF_SUFFIX, WorkerBusy, WorkerGone, hand_off, handoff_path, handoff_sender)
+from knowspec.impl.server.json_answer import SESSION_HEADER
 from knowspec.impl.server.workers import owner_tag
 
 PEEK_BYTES = 16 * 1024  # a head longer than this is routed by the header lines it has so far
@@ -41,7 +42,6 @@ MAX_HELD = 4096  # connections held (head not in yet, or waiting for a worker) b
 # and never more than half the descriptors this process may open
 ACCEPT_BACKLOG = 2048
 _HEAD_END = re.compile(rb"\r?\n\r?\n")
-_SESSION_HEADER = b"mcp-session-id"
 
 
 def session_owner(head: bytes) -> str | None:
@@ -53,7 +53,7 @@ def session_owner(head: bytes) -> str | None:
         lines = lines[:-1]  # the last line may be cut short
     for line in lines[1:]:  # the request line first
         name, sep, value = line.partition(b":")
-        if sep and name.strip().lower() == _SESSION_HEADER:
+        if sep and name.strip().lower() == SESSION_HEADER:
             return owner_tag(value.strip().decode("latin-1"))
     return None
 

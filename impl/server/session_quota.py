@@ -14,14 +14,11 @@ sessions.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any, Callable, Container
 
 from knowspec.impl.server.access import MCP_PATH
-from knowspec.impl.server.json_answer import send_json
-
-SESSION_HEADER = b"mcp-session-id"
+from knowspec.impl.server.json_answer import SESSION_HEADER, send_jsonrpc_error, session_id_of
 
 
 def sdk_sessions(server: Any) -> Callable[[], Container[str]]:
@@ -46,7 +43,7 @@ def _opens_a_session(scope: dict) -> bool:
         return False
     if scope.get("path", "").rstrip("/") != MCP_PATH:
         return False
-    return not any(key.lower() == SESSION_HEADER for key, _ in scope.get("headers") or [])
+    return session_id_of(scope) is None
 
 
 class SessionQuota:
@@ -63,10 +60,9 @@ class SessionQuota:
     def open_sessions(self, key: str) -> int:
         """The sessions ``key`` holds now, opening ones included (ended ones forgotten)."""
         live = self.live_sessions()
-        opened = self._opened.get(key, set())
-        opened.intersection_update([s for s in opened if s in live])
-        if not opened:
-            self._opened.pop(key, None)
+        opened = {s for s in self._opened.pop(key, ()) if s in live}
+        if opened:
+            self._opened[key] = opened
         return len(opened) + self._opening.get(key, 0)
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
@@ -95,8 +91,5 @@ class SessionQuota:
 
 
 async def _refuse(send: Callable, per_caller: int) -> None:
-    message = (f"Too many open MCP sessions for this caller (at most {per_caller}): end one with an HTTP DELETE "
-               "of its mcp-session-id, or reuse one")
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": -32600, "message": message}},
-                      separators=(",", ":")).encode("utf-8")
-    await send_json(send, 429, body)
+    await send_jsonrpc_error(send, 429, f"Too many open MCP sessions for this caller (at most {per_caller}): end one "
+                                        "with an HTTP DELETE of its mcp-session-id, or reuse one")

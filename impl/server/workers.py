@@ -26,7 +26,6 @@ from __future__ import annotations
 import argparse
 import asyncio
 import functools
-import json
 import os
 import re
 import secrets
@@ -41,7 +40,7 @@ from typing import Any, Awaitable, Callable
 
 import anyio
 
-from knowspec.impl.server.json_answer import send_json
+from knowspec.impl.server.json_answer import SESSION_HEADER, send_jsonrpc_error, session_id_of
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -49,7 +48,6 @@ Receive = Callable[[], Awaitable[Message]]
 Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
-SESSION_HEADER = b"mcp-session-id"
 TAG_PATTERN = re.compile(r"[0-9a-f]{12}")
 # Headers that belong to one connection, never relayed (RFC 9110 §7.6.1), plus the length httpx sets.
 HOP_BY_HOP = frozenset({b"connection", b"keep-alive", b"proxy-connection", b"transfer-encoding", b"te",
@@ -96,9 +94,7 @@ def untagged_scope(scope: Scope, session_id: str) -> Scope:
 
 
 async def _session_not_found(send: Send) -> None:
-    body = json.dumps({"jsonrpc": "2.0", "id": None,
-                       "error": {"code": -32600, "message": "Session not found"}}).encode("utf-8")
-    await send_json(send, 404, body)
+    await send_jsonrpc_error(send, 404, "Session not found")
 
 
 class SessionRouter:
@@ -125,7 +121,7 @@ class SessionRouter:
         if scope.get("type") != "http" or scope.get("path", "").rstrip("/") != "/mcp":
             await self.app(scope, receive, send)
             return
-        session_id = self._session_id(scope)
+        session_id = session_id_of(scope)
         owner = None if session_id is None else owner_tag(session_id)
         if session_id is not None and owner is None:
             await _session_not_found(send)
@@ -149,13 +145,6 @@ class SessionRouter:
             await send(message)
 
         return send_tagged
-
-    @staticmethod
-    def _session_id(scope: Scope) -> str | None:
-        for key, value in scope.get("headers") or []:
-            if key.lower() == SESSION_HEADER:
-                return value.decode("latin-1")
-        return None
 
     def _client(self, owner: str, path: Path):
         import httpx2 as httpx
