@@ -6,14 +6,18 @@ The lead's CLI mounts :func:`add_conform_parser` under ``knowspec``; :func:`main
 from __future__ import annotations
 
 import argparse
+import contextlib
 import os
+import signal
 import sys
+import threading
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from knowspec.conformance.config import RunConfig
 
 EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130   # as the runner's: Ctrl-C or SIGTERM
 
 
 def positive(cast: type) -> Callable[[str], float]:
@@ -112,6 +116,20 @@ def config_from_args(ns: argparse.Namespace) -> RunConfig:
                      strict=ns.strict)
 
 
+@contextlib.contextmanager
+def sigterm_as_interrupt() -> Iterator[None]:
+    """SIGTERM (a CI job's timeout, ``kill``) ends the run as Ctrl-C does: the stdio targets it
+    started are stopped, the temporary bundles removed, and the reports say what finished."""
+    if threading.current_thread() is not threading.main_thread():
+        yield
+        return
+    previous = signal.signal(signal.SIGTERM, signal.default_int_handler)
+    try:
+        yield
+    finally:
+        signal.signal(signal.SIGTERM, previous)
+
+
 def run_from_args(ns: argparse.Namespace) -> int:
     from knowspec.conformance.reporters.console import ConsoleReporter
     from knowspec.conformance.reporters.html import HtmlReporter
@@ -135,7 +153,15 @@ def run_from_args(ns: argparse.Namespace) -> int:
     except OSError as exc:
         print(f"knowspec conform: cannot write a report there: {exc.strerror} ({exc.filename})", file=sys.stderr)
         return EXIT_USAGE
-    finished = run_to_end(config_from_args(ns), consumers)
+    try:
+        with sigterm_as_interrupt():
+            finished = run_to_end(config_from_args(ns), consumers)
+    except KeyboardInterrupt:   # before the first case or after the reports: nothing left to write
+        from knowspec.conformance.spawned import stop_all
+
+        stop_all()
+        print("knowspec conform: interrupted", file=sys.stderr)
+        return EXIT_INTERRUPTED
     if ns.write_baseline is not None and finished.results:
         from knowspec.conformance.reporters.baseline import write_baseline
 

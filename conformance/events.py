@@ -65,6 +65,7 @@ class RunFinished:
     protocol: str = ""                                 # the MCP protocol version the target agreed
     drift: dict = field(default_factory=dict)          # --contract older than the suite's (see drift.py)
     unreachable: str = ""                              # why no check ran (the target, contract or baseline)
+    interrupted: str = ""                              # why the run stopped before its last case (a signal)
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

@@ -25,6 +25,20 @@ class CheckSkipped(Exception):
         self.reason = reason
 
 
+class CaseAborted(BaseException):
+    """Ends a case at once with ``status`` ("failed" or "skipped"): the target left a call
+    unanswered, or the run's time budget ran out during a call.
+
+    A ``BaseException`` on purpose: hypothesis shrinks on ``Exception``, and shrinking would
+    repeat the unanswered call (a full deadline each time) on a session that is already gone.
+    """
+
+    def __init__(self, status: str, message: str, *, arguments: Any = None, response: Any = None) -> None:
+        super().__init__(message)
+        self.status, self.message = status, message
+        self.arguments, self.response = arguments, response
+
+
 @dataclass(frozen=True)
 class Failure:
     check_id: str

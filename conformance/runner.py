@@ -2,9 +2,9 @@
 
 Each check gets its own MCP session (a crash or a poisoned session stays inside one check);
 tool-scoped checks run once per contract tool. Exit codes are decided here: 0 all passed or
-accepted, 1 contract failures, 2 target unreachable or misconfigured. Before the first check,
-the document-pool fixture is imported when the run has REST admin credentials (the checks see
-the outcome as ``config.pool``).
+accepted, 1 contract failures, 2 target unreachable or misconfigured, 130 interrupted (Ctrl-C,
+SIGTERM). Before the first check, the document-pool fixture is imported when the run has REST
+admin credentials (the checks see the outcome as ``config.pool``).
 """
 
 from __future__ import annotations
@@ -28,12 +28,14 @@ from knowspec.conformance.drift import contract_drift
 from knowspec.conformance.events import (
     CheckFinished, Event, RunFinished, RunStarted, TargetUnreachable,
 )
-from knowspec.conformance.failures import CheckFailed, CheckSkipped, Failure
+from knowspec.conformance.failures import CaseAborted, CheckFailed, CheckSkipped, Failure
 from knowspec.conformance.reporters.baseline import BaselineError, load_baseline, stale_entries
+from knowspec.conformance.spawned import stop_all
 from knowspec.conformance.target import Connection, Target, TargetError, connect, rest_login
 from knowspec.conformance.workers import SessionStats, run_cases
 
 EXIT_OK, EXIT_FAILURES, EXIT_UNREACHABLE = 0, 1, 2
+EXIT_INTERRUPTED = 130   # Ctrl-C or SIGTERM: the reports hold the cases finished so far
 
 
 def selected_checks(config: RunConfig) -> list[CheckSpec]:
@@ -85,6 +87,10 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
         spec.func(ctx)
     except CheckSkipped as exc:
         return done("skipped", reason=exc.reason)
+    except CaseAborted as exc:
+        if exc.status == "skipped":
+            return done("skipped", reason=exc.message)
+        return done("failed", Failure(spec.id, spec.rule, tool, exc.message, exc.arguments, exc.response))
     except BaseException as exc:  # noqa: BLE001 - a check never crashes the run
         if isinstance(exc, KeyboardInterrupt):
             raise
@@ -120,6 +126,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     """The whole run as an event stream; the last event is always ``RunFinished``."""
     t0, cpu0 = time.monotonic(), _cpu()
     results: list[CheckFinished] = []
+    interrupted = ""
     sessions = SessionStats()
     phases: dict[str, float] = {}
     try:
@@ -156,6 +163,11 @@ def run(config: RunConfig) -> Iterator[Event]:
             yield TargetUnreachable(message)
             yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE, unreachable=message)
             return
+        except KeyboardInterrupt:
+            stop_all()
+            yield RunFinished((), time.monotonic() - t0, EXIT_INTERRUPTED,
+                              interrupted="interrupted (Ctrl-C or SIGTERM) before the first case")
+            return
         # The document-pool fixture goes in before any check reads the pool (or the run says why not).
         start = time.monotonic()
         config = dataclasses.replace(config, pool=prepare_pool(config, target, contract, [c.id for c in checks],
@@ -168,16 +180,21 @@ def run(config: RunConfig) -> Iterator[Event]:
             return run_case(CheckContext(conn, contract, config, advertised, store, tool, deadline), spec)
 
         start = time.monotonic()
+        stream = run_cases(cases, one_case, target, bundle_root.absolute(), config.workers, deadline,
+                           shared, None if shared else (probe, probe_stack))
         try:
-            for item in run_cases(cases, one_case, target, bundle_root.absolute(), config.workers, deadline,
-                                  shared, None if shared else (probe, probe_stack)):
+            for item in stream:
                 if isinstance(item, SessionStats):
                     sessions = item
                     continue
                 if isinstance(item, CheckFinished):
                     results.append(item)
                 yield item
+        except KeyboardInterrupt:
+            interrupted = (f"interrupted (Ctrl-C or SIGTERM) after {len(results)} of {len(cases)} cases; "
+                           "the stdio targets it started were stopped")
         finally:
+            stream.close()
             phases["cases"] = time.monotonic() - start
             release_pool(config)
     finally:
@@ -190,11 +207,12 @@ def run(config: RunConfig) -> Iterator[Event]:
     areas = tuple(skipped_areas(results))
     failed = any(r.status in ("failed", "error") for r in results) or (config.strict and bool(areas))
     duration = time.monotonic() - t0
-    yield RunFinished(tuple(results), duration, EXIT_FAILURES if failed else EXIT_OK,
+    exit_code = EXIT_INTERRUPTED if interrupted else EXIT_FAILURES if failed else EXIT_OK
+    yield RunFinished(tuple(results), duration, exit_code,
                       tuple(stale_entries(baseline, tuple(results))), areas,
                       timings(results, sessions, duration, config.workers, phases,
                               tuple(b - a for a, b in zip(cpu0, _cpu()))), protocol,
-                      drift_against_suite(contract, config, results))
+                      drift_against_suite(contract, config, results), interrupted=interrupted)
 
 
 def drift_against_suite(judged: Contract, config: RunConfig, results: list[CheckFinished]) -> dict:
@@ -264,13 +282,26 @@ def _apply_baseline(result: CheckFinished, baseline: set[tuple[str, str]]) -> Ch
 def run_to_end(config: RunConfig, consumers: list = ()) -> RunFinished:
     """Drive the event stream through ``consumers`` (objects with ``handle(event)``)."""
     last: RunFinished | None = None
-    for event in run(config):
-        for consumer in consumers:
-            consumer.handle(event)
+    events = run(config)
+    pending: KeyboardInterrupt | None = None
+    while True:
+        try:   # an interrupt that hit a consumer goes back into the run, which then finishes early
+            event = events.throw(pending) if pending is not None else next(events)
+        except StopIteration:
+            break
+        pending = None
+        try:
+            for consumer in consumers:
+                consumer.handle(event)
+        except KeyboardInterrupt as exc:
+            if isinstance(event, RunFinished):
+                raise
+            pending = exc
         if isinstance(event, RunFinished):
             last = event
     assert last is not None
     return last
 
 
-__all__ = ["run", "run_to_end", "plan", "selected_checks", "EXIT_OK", "EXIT_FAILURES", "EXIT_UNREACHABLE"]
+__all__ = ["run", "run_to_end", "plan", "selected_checks", "EXIT_OK", "EXIT_FAILURES", "EXIT_UNREACHABLE",
+           "EXIT_INTERRUPTED"]

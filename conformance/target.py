@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import re
 import shlex
 import socket
 import tempfile
@@ -31,6 +32,8 @@ from mcp.client.streamable_http import streamable_http_client
 from mcp.shared.exceptions import MCPError
 from mcp.shared.inbound import MCP_NAME_HEADER, encode_header_value
 
+from knowspec.conformance.spawned import noting_children
+
 # legacy: the initialize handshake. modern: server/discover first (2026-07-28), falling back to the
 # handshake for a server that predates it; the run reports the protocol version that was agreed.
 ERAS = {"legacy": "legacy", "modern": "auto"}
@@ -38,6 +41,37 @@ ERAS = {"legacy": "legacy", "modern": "auto"}
 
 class TargetError(Exception):
     """The target cannot be reached or is misconfigured (exit code 2)."""
+
+
+# The client SDK answers for the target when no answer came: a deadline that passed, a transport
+# that closed, an HTTP answer that carried no JSON-RPC message. It raises these as JSON-RPC errors
+# of its own; judged as the target's answers they would let a dead session pass (the same stand-in
+# twice is "deterministic"). (code, message prefix, what happened), as the installed SDK words them:
+# tests/conformance/test_target_stand_ins.py pins each against real fake targets.
+SDK_STAND_INS: tuple[tuple[int, str, str], ...] = (
+    (types.REQUEST_TIMEOUT, "Request ", "no answer within the call's deadline"),
+    (types.CONNECTION_CLOSED, "Connection closed", "the connection to the target closed"),
+    (types.CONNECTION_CLOSED, "SSE stream ", "the HTTP event stream ended or broke without an answer"),
+    (types.INTERNAL_ERROR, "Server returned an error response",
+     "an HTTP error status without a JSON-RPC error in its body"),
+    (types.INVALID_REQUEST, "Session terminated", "HTTP 404 on an open session: the target dropped the session"),
+    (types.INVALID_REQUEST, "server answered a request with 202 Accepted",
+     "HTTP 202 to a request: no answer will follow"),
+    (types.INVALID_REQUEST, "Unexpected content type", "an HTTP answer that is neither JSON nor an event stream"),
+    (types.INVALID_REQUEST, "Redirect to ", "an HTTP redirect the client does not follow"),
+    (types.PARSE_ERROR, "Failed to parse ", "an HTTP answer that is not a JSON-RPC message"),
+)
+_TIMED_OUT = re.compile(r"Request '[^']*' timed out")
+
+
+def sdk_stand_in(code: int, message: str) -> str | None:
+    """What happened, when a JSON-RPC error is the client SDK's stand-in for a missing answer."""
+    for known, prefix, what in SDK_STAND_INS:
+        if code == known and message.startswith(prefix):
+            if known == types.REQUEST_TIMEOUT and not _TIMED_OUT.fullmatch(message):
+                continue
+            return f"{what} ({code}: {message[:200]})"
+    return None
 
 
 HANDSHAKE_TIMEOUT = 60.0
@@ -78,8 +112,9 @@ class CallOutcome:
     structured: Any = None
     texts: tuple[str, ...] = ()
     raw: dict[str, Any] | None = None
-    rpc_error: tuple[int, str] | None = None
-    transport_error: str | None = None
+    rpc_error: tuple[int, str] | None = None      # a JSON-RPC error the target sent
+    transport_error: str | None = None            # no answer from the target (see SDK_STAND_INS)
+    timed_out: bool = False                       # ... because the call's deadline passed
 
     @property
     def is_result(self) -> bool:
@@ -287,6 +322,7 @@ class Connection:
     client: Client
     target: Target
     wire: WireLog = field(default_factory=WireLog)
+    broken: str | None = field(default=None, init=False)   # the first call the target left unanswered
     _tools: list[dict[str, Any]] | None = field(default=None, init=False)
 
     async def _raw(self, request: Any, timeout: float) -> Any:
@@ -313,9 +349,12 @@ class Connection:
         try:
             raw = await self._raw(request, timeout)
         except MCPError as exc:
-            return CallOutcome(arguments, rpc_error=(exc.error.code, exc.error.message))
+            stand_in = sdk_stand_in(exc.error.code, exc.error.message)
+            if stand_in is None:
+                return CallOutcome(arguments, rpc_error=(exc.error.code, exc.error.message))
+            return self._unanswered(arguments, stand_in, timed_out=exc.error.code == types.REQUEST_TIMEOUT)
         except Exception as exc:  # noqa: BLE001 - any transport fault becomes data, never a crash
-            return CallOutcome(arguments, transport_error=f"{type(exc).__name__}: {exc}")
+            return self._unanswered(arguments, f"{type(exc).__name__}: {exc}")
         if not isinstance(raw, dict):
             return CallOutcome(arguments, transport_error=f"tools/call result is not an object: {str(raw)[:200]}")
         content = raw.get("content")
@@ -328,6 +367,13 @@ class Connection:
             texts=texts,
             raw=raw,
         )
+
+    def _unanswered(self, arguments: Any, why: str, timed_out: bool = False) -> CallOutcome:
+        """A call the target did not answer; the session is marked broken (the worker replaces it:
+        the target may be gone, or still busy with the call over stdio)."""
+        if self.broken is None:
+            self.broken = why
+        return CallOutcome(arguments, transport_error=why, timed_out=timed_out)
 
     def call(self, name: str, arguments: Any, timeout: float | None = None) -> CallOutcome:
         return self.portal.call(self._call, name, arguments, timeout or self.target.timeout)
@@ -432,7 +478,10 @@ def connect(target: Target) -> Iterator[Connection]:
                         read_timeout_seconds=max(target.timeout, HANDSHAKE_TIMEOUT))
         try:
             cm = portal.wrap_async_context_manager(client)
-            entered = cm.__enter__()
+            with noting_children() if target.is_stdio else contextlib.nullcontext():
+                entered = cm.__enter__()
+        except KeyboardInterrupt:
+            raise
         except BaseException as exc:  # noqa: BLE001 - spawn/handshake failures of any kind
             errlog.seek(0)
             tail = errlog.read()[-400:].strip()

@@ -2,7 +2,7 @@
 
 Opening a stdio session spawns the server (seconds each), so a worker keeps its session for
 every case it takes and opens a fresh one only after a case that may have poisoned it (an
-error, a transport failure); the runner's first session (the one that read ``tools/list``) is
+error, or a call the target left unanswered: ``Connection.broken``); the runner's first session (the one that read ``tools/list``) is
 handed to the first worker rather than closed. Each worker writes fixtures under its own
 directory, so a writing tool never races another worker over the same bundle. Checks that judge
 wall-clock timing (``EXCLUSIVE``) run last, alone, once the other workers' sessions are closed, so
@@ -26,6 +26,7 @@ from knowspec.conformance.checks.registry import BundleStore
 from knowspec.conformance.contract import ToolContract
 from knowspec.conformance.events import CheckFinished, CheckStarted, Event
 from knowspec.conformance.failures import Failure
+from knowspec.conformance.spawned import stop_all
 from knowspec.conformance.target import Connection, Target, TargetError, connect
 
 EXCLUSIVE = frozenset({"cancellation"})   # timing-judging checks: run alone, after the rest
@@ -72,6 +73,11 @@ class Worker:
             self._stack = stack
         return self._conn
 
+    @property
+    def current(self) -> Connection | None:
+        """The open session, if any (none before the first case and after a reset)."""
+        return self._conn
+
     def reset(self) -> None:
         """Drop the session (a fresh one is opened for the next case); a shared one is kept."""
         if self.shared is not None:
@@ -88,9 +94,9 @@ def _unreachable(spec: CheckSpec, tool: ToolContract | None, exc: TargetError) -
     return CheckFinished(spec.id, spec.rule, name, "error", 0.0, failure=failure, reason=str(exc))
 
 
-def _poisoned(result: CheckFinished) -> bool:
-    message = result.failure.message if result.failure else ""
-    return result.status == "error" or message.startswith("transport failure")
+def _poisoned(result: CheckFinished, conn: Connection | None) -> bool:
+    """The suite's own error, or a call the target left unanswered: the next case gets a new session."""
+    return result.status == "error" or (conn is not None and conn.broken is not None)
 
 
 def _work(worker: Worker, jobs: "queue.Queue[tuple[int, Case] | None]", out: "queue.Queue", run_case: RunCase,
@@ -111,7 +117,7 @@ def _work(worker: Worker, jobs: "queue.Queue[tuple[int, Case] | None]", out: "qu
                     result = run_case(worker.connection(), worker.store, spec, tool)
                 except TargetError as exc:
                     result = _unreachable(spec, tool, exc)
-                if _poisoned(result):
+                if _poisoned(result, worker.current):
                     worker.reset()
             out.put((index, result))
     finally:
@@ -129,7 +135,8 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
     ``opened``: a session the caller already opened (and the stack that closes it); the first
     worker uses it, and this function closes it in the end."""
     stats = SessionStats()
-    expired = (lambda: deadline is not None and time.monotonic() > deadline)
+    stopping = threading.Event()   # an interrupted run: workers take no further case
+    expired = (lambda: stopping.is_set() or (deadline is not None and time.monotonic() > deadline))
     parallel = [(i, c) for i, c in enumerate(cases) if c[0].id not in EXCLUSIVE]
     alone = [(i, c) for i, c in enumerate(cases) if c[0].id in EXCLUSIVE]
     count = 1 if shared is not None else max(1, min(workers, len(parallel)))
@@ -170,6 +177,13 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
                     yield item
             for thread in threads:
                 thread.join()
+    except (KeyboardInterrupt, GeneratorExit):
+        # Ctrl-C or SIGTERM (or a caller that stops reading): the workers' sessions never close
+        # (their threads die with the process), so their stdio targets are stopped here, which
+        # also ends any call in flight.
+        stopping.set()
+        stop_all()
+        raise
     finally:
         first.reset()
     yield stats

@@ -8,17 +8,24 @@ own session on an HTTP target. Both initialize first, like any client.
 
 from __future__ import annotations
 
+import contextlib
 import http.client
 import json
+import os
 import queue
+import signal
 import subprocess
 import tempfile
 import threading
 import time
-from typing import Any
+from typing import Any, Iterator
 from urllib.parse import urlsplit
 
+from knowspec.conformance.spawned import noting_children
+
 PROTOCOL_VERSION = "2025-06-18"
+MAX_REPLY_BYTES = 8 * 1024 * 1024   # a longer stdio line or HTTP body is judged unparseable, never held whole
+READ_CHUNK = 64 * 1024
 
 
 def initialize_message(request_id: Any = "init") -> dict[str, Any]:
@@ -30,6 +37,31 @@ def initialize_message(request_id: Any = "init") -> dict[str, Any]:
 INITIALIZED = {"jsonrpc": "2.0", "method": "notifications/initialized"}
 
 
+def capped_lines(stream: Any, limit: int) -> Iterator[bytes]:
+    """The stream's lines; a line longer than ``limit`` is read to its end but yielded as a short
+    marker that does not parse, so a target writing an endless line costs bounded memory."""
+    while True:
+        line = stream.readline(limit + 1)
+        if not line:
+            return
+        if len(line) <= limit or line.endswith(b"\n"):
+            yield line
+            continue
+        skipped = len(line)
+        while line and not line.endswith(b"\n"):
+            line = stream.readline(READ_CHUNK)
+            skipped += len(line)
+        yield f"<a line of {skipped} bytes, over the {limit}-byte cap>".encode()
+
+
+def capped_body(response: http.client.HTTPResponse, limit: int) -> bytes:
+    """The response body, or a short marker that does not parse when it runs past ``limit``."""
+    data = response.read(limit + 1)
+    if len(data) <= limit:
+        return data
+    return f"<a body over the {limit}-byte cap>".encode()
+
+
 def _parse(line: bytes) -> dict[str, Any]:
     try:
         value = json.loads(line)
@@ -39,18 +71,23 @@ def _parse(line: bytes) -> dict[str, Any]:
 
 
 class RawStdio:
-    """A private copy of the stdio target; lines in, parsed replies out (with arrival times)."""
+    """A private copy of the stdio target; lines in, parsed replies out (with arrival times).
+
+    The target runs in a process group of its own, so closing it stops a wrapper command's
+    children too, and no reply line is held past ``MAX_REPLY_BYTES``."""
 
     def __init__(self, argv: list[str]):
         self.stderr = tempfile.TemporaryFile()
-        self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr)
+        with noting_children():   # stopped by an interrupted run too (spawned.stop_all)
+            self.proc = subprocess.Popen(argv, stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=self.stderr,
+                                         start_new_session=True)
         self.replies: queue.Queue[tuple[float, dict[str, Any]]] = queue.Queue()
         self._reader = threading.Thread(target=self._read, daemon=True)
         self._reader.start()
 
     def _read(self) -> None:
         assert self.proc.stdout is not None
-        for line in self.proc.stdout:
+        for line in capped_lines(self.proc.stdout, MAX_REPLY_BYTES):
             if line.strip():
                 self.replies.put((time.monotonic(), _parse(line)))
 
@@ -100,6 +137,9 @@ class RawStdio:
         except subprocess.TimeoutExpired:
             self.proc.kill()
             self.proc.wait(10)
+        if hasattr(os, "killpg"):   # whatever the command started and left behind
+            with contextlib.suppress(OSError):
+                os.killpg(self.proc.pid, signal.SIGKILL)
         self.stderr.close()
 
     def __enter__(self) -> "RawStdio":
@@ -144,7 +184,7 @@ class RawHttp:
                 "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
                 "MCP-Protocol-Version": PROTOCOL_VERSION, **self.auth, **self.session})
             response = conn.getresponse()
-            data = response.read()
+            data = capped_body(response, MAX_REPLY_BYTES)
             session = response.getheader("mcp-session-id")
             if session and not self.session:
                 self.session = {"Mcp-Session-Id": session}

@@ -19,11 +19,12 @@ from hypothesis import strategies as st
 
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import Contract, ToolContract
-from knowspec.conformance.failures import CheckFailed, CheckSkipped
+from knowspec.conformance.failures import CaseAborted, CheckSkipped
 from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.target import CallOutcome, Connection
 
 Applies = Callable[["CheckContext"], str | None]
+BUDGET_GRACE = 10.0   # seconds a case may go on calling past the run's time budget before it is cut
 Relevant = Callable[[ToolContract], bool]
 
 
@@ -107,17 +108,41 @@ class CheckContext:
 
     # ---- calling ---------------------------------------------------------------------------
     def call(self, arguments: Any, name: str | None = None) -> CallOutcome:
-        self.calls += 1
+        """One call; a call the target leaves unanswered ends the case (``CaseAborted``)."""
+        return self.call_many([(name or self.require_tool().name, arguments)])[0]
+
+    def call_many(self, calls: list[tuple[str, Any]]) -> list[CallOutcome]:
+        """The calls in flight together on this session, outcomes in call order (one call: alone)."""
+        self.calls += len(calls)
+        timeout, capped = self.call_deadline()
         start = time.monotonic()
-        outcome = self.conn.call(name or self.require_tool().name, arguments, self.config.call_timeout)
+        if len(calls) == 1:
+            outcomes = [self.conn.call(calls[0][0], calls[0][1], timeout)]
+        else:
+            outcomes = self.conn.call_many(calls, timeout)
         self.call_seconds += time.monotonic() - start
-        if outcome.transport_error is not None:
-            raise CheckFailed(f"transport failure: {outcome.transport_error}", arguments=arguments,
-                              response=outcome.summary())
-        if outcome.is_result and not outcome.is_error and (name is None or self.tool is None
-                                                           or name == self.tool.name):
-            self.successes += 1
-        return outcome
+        for (name, arguments), outcome in zip(calls, outcomes):
+            if outcome.timed_out and capped:
+                raise CaseAborted("skipped", f"time budget exhausted during a call to {name}: raise --time-budget")
+            if outcome.transport_error is not None:
+                raise CaseAborted("failed", f"transport failure: {outcome.transport_error}", arguments=arguments,
+                                  response=outcome.summary())
+            if outcome.is_result and not outcome.is_error and (self.tool is None or name == self.tool.name):
+                self.successes += 1
+        return outcomes
+
+    def call_deadline(self) -> tuple[float, bool]:
+        """A call's deadline: ``--call-timeout``, cut short where the run's time budget (plus
+        ``BUDGET_GRACE``) ends first; and whether it was cut. A case never runs far past the budget."""
+        timeout = self.config.call_timeout
+        if self.deadline is None:
+            return timeout, False
+        left = self.deadline + BUDGET_GRACE - time.monotonic()
+        if left >= timeout:
+            return timeout, False
+        if left <= 0:
+            raise CaseAborted("skipped", "time budget exhausted: raise --time-budget")
+        return left, True
 
     def note(self, text: str) -> None:
         """A harmless difference worth reporting: a passing case with notes is reported as ``info``."""

@@ -104,6 +104,8 @@ class ConsoleReporter:
             self.progress = None
 
     def _summary(self, finished: RunFinished) -> None:
+        if finished.interrupted:
+            self.console.print(f"[red bold]{escape(finished.interrupted)}[/]", soft_wrap=True)
         if not finished.results:
             return
         table = Table(title="conformance by check")

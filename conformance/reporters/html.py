@@ -49,6 +49,7 @@ def render(started: RunStarted | None, finished: RunFinished) -> str:
              f"<style>{STYLE}</style></head><body><h1>knowspec conformance report</h1>{meta}"
              f"<p>exit code {finished.exit_code}; {e(counts)}; {finished.duration:.1f}s</p>",
              f"<p class='failed'>no check ran: {e(finished.unreachable)}</p>" if finished.unreachable else "",
+             f"<p class='failed'>{e(finished.interrupted)}</p>" if finished.interrupted else "",
              _table("Per tool", counts_by(finished.results, "tool")),
              _table("Per check", counts_by(finished.results, "check_id")), "<h2>Cases</h2>"]
     for r in finished.results:

@@ -39,4 +39,5 @@ def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
             "timings": finished.timings,
             "contract_drift": finished.drift or None,
             "unreachable": finished.unreachable or None,
+            "interrupted": finished.interrupted or None,
             "results": [result_dict(r) for r in finished.results]}

@@ -27,6 +27,10 @@ def render(finished: RunFinished) -> bytes:
         suite = ET.SubElement(root, "testsuite", name="target", tests="1", failures="0", errors="1", skipped="0")
         case = ET.SubElement(suite, "testcase", classname="conformance.target", name="reachable", time="0.000")
         ET.SubElement(case, "error", message=finished.unreachable[:500], type="unreachable")
+    if finished.interrupted:  # the cases below are only those that finished before the signal
+        suite = ET.SubElement(root, "testsuite", name="run", tests="1", failures="0", errors="1", skipped="0")
+        case = ET.SubElement(suite, "testcase", classname="conformance.run", name="complete", time="0.000")
+        ET.SubElement(case, "error", message=finished.interrupted[:500], type="interrupted")
     for r in finished.results:
         suite = suites.get(r.check_id)
         if suite is None:

@@ -325,6 +325,10 @@ async def call_tool(ctx, params):
             return envelope("invalid_request", "unknown tool")
         raise MCPError(code=types.INVALID_PARAMS, message="unknown tool")
     args = params.arguments or {}
+    if VARIANT == "silent_calls":   # never answers a call (a hung handler)
+        await anyio.sleep_forever()
+    if VARIANT == "dies_on_call":   # every call takes the whole server down
+        os._exit(3)
     try:
         validate(params.name, args)
         if VARIANT == "racy":
@@ -360,8 +364,27 @@ if __name__ == "__main__" and "--http" in sys.argv:
     import uvicorn
 
     port = int(sys.argv[sys.argv.index("--http") + 1])
-    uvicorn.run(server.streamable_http_app(streamable_http_path="/mcp"), host="127.0.0.1", port=port,
-                log_level="error")
+    app = server.streamable_http_app(streamable_http_path="/mcp")
+    if VARIANT == "status_500_calls":   # a proxy in front that fails every call with a bare HTTP 500
+        inner = app
+
+        async def app(scope, receive, send):
+            if scope["type"] == "http" and scope["method"] == "POST":
+                body, more = b"", True
+                while more:
+                    message = await receive()
+                    body, more = body + message.get("body", b""), message.get("more_body", False)
+                if b'"tools/call"' in body:
+                    await send({"type": "http.response.start", "status": 500,
+                                "headers": [(b"content-type", b"text/plain")]})
+                    await send({"type": "http.response.body", "body": b"upstream failed"})
+                    return
+                replay, rest = [{"type": "http.request", "body": body, "more_body": False}], receive
+
+                async def receive():   # the body once more, then the client's own messages (disconnect)
+                    return replay.pop() if replay else await rest()
+            await inner(scope, receive, send)
+    uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
 elif __name__ == "__main__":
     if VARIANT == "drops_bad_lines":  # the SDK transport ignores a line it cannot read
         from mcp.server.stdio import stdio_server

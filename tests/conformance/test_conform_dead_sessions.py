@@ -1,0 +1,171 @@
+"""A call the target leaves unanswered is the target's failure, never an answer to judge.
+
+The client SDK answers for a silent or vanished target with JSON-RPC errors of its own (a
+deadline, a closed connection, an HTTP status without a JSON-RPC body). Judged as answers, the
+same stand-in twice passed ``determinism`` on a dead session and a run against a target that
+drops every call exited 0.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import time
+import uuid
+from pathlib import Path
+
+import mcp.types as types
+import pytest
+
+from toy_paths import TARGETS, toy_target
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.runner import EXIT_FAILURES, EXIT_INTERRUPTED, run_to_end
+from knowspec.conformance.target import Target, connect, sdk_stand_in
+from serving import free_port, serving
+
+KNOWSPEC = str(Path(sys.executable).parent / "knowspec")
+DEAD_SESSION_CHECKS = ("determinism", "concurrent_calls", "no_path_leakage")
+ARGS = {"bundle_path": "/nowhere", "query": "a"}
+
+
+@pytest.mark.parametrize("code,message", [
+    (types.REQUEST_TIMEOUT, "Request 'tools/call' timed out"),
+    (types.CONNECTION_CLOSED, "Connection closed"),
+    (types.CONNECTION_CLOSED, "SSE stream ended without a response"),
+    (types.INTERNAL_ERROR, "Server returned an error response"),
+    (types.INVALID_REQUEST, "Session terminated"),
+    (types.INVALID_REQUEST, "server answered a request with 202 Accepted"),
+    (types.PARSE_ERROR, "Failed to parse JSON response: Expecting value"),
+])
+def test_the_sdks_stand_ins_are_recognised(code, message):
+    assert sdk_stand_in(code, message)
+
+
+@pytest.mark.parametrize("code,message", [
+    (types.REQUEST_TIMEOUT, "upstream timed out"),            # a target's own -32001
+    (types.CONNECTION_CLOSED, "server overloaded"),           # a target's own -32000
+    (types.INTERNAL_ERROR, "boom"),
+    (types.INVALID_PARAMS, "Session terminated"),             # the SDK's words under another code
+])
+def test_a_targets_own_errors_are_not_stand_ins(code, message):
+    assert sdk_stand_in(code, message) is None
+
+
+def test_a_silent_call_is_a_transport_failure_and_breaks_the_session():
+    with connect(Target(toy_target("silent_calls"))) as conn:
+        outcome = conn.call("search_concepts", ARGS, timeout=1.0)
+        assert outcome.rpc_error is None
+        assert outcome.timed_out and "no answer within" in outcome.transport_error
+        assert conn.broken == outcome.transport_error
+
+
+def test_a_target_that_dies_mid_call_is_a_transport_failure():
+    with connect(Target(toy_target("dies_on_call"))) as conn:
+        outcome = conn.call("search_concepts", ARGS, timeout=20.0)
+        assert outcome.rpc_error is None and not outcome.timed_out
+        assert "connection to the target closed" in outcome.transport_error
+        assert conn.broken
+
+
+def test_a_json_rpc_error_the_target_sent_stays_its_answer():
+    with connect(Target(toy_target("jsonrpc_errors"))) as conn:
+        outcome = conn.call("search_concepts", {"limit": "not a number"}, timeout=20.0)
+        assert outcome.rpc_error == (types.INVALID_PARAMS, "bad arguments")
+        assert outcome.transport_error is None and conn.broken is None
+
+
+@pytest.fixture(scope="module")
+def failing_http_url():
+    port = free_port()
+    argv = [sys.executable, str(TARGETS / "toy_server.py"), "--http", str(port), "--variant", "status_500_calls"]
+    with serving(argv, port) as base:
+        yield base + "/mcp"
+
+
+def test_an_http_error_status_without_a_json_rpc_body_is_a_transport_failure(failing_http_url):
+    with connect(Target(failing_http_url)) as conn:
+        outcome = conn.call("search_concepts", ARGS, timeout=20.0)
+        assert outcome.rpc_error is None
+        assert "HTTP error status without a JSON-RPC error" in outcome.transport_error
+
+
+def _dead_run(target: str, toy_contract, **extra) -> object:
+    settings = {"max_examples": 4, "workers": 1, "checks": DEAD_SESSION_CHECKS, **extra}
+    return run_to_end(RunConfig(target=target, contract_path=toy_contract, **settings))
+
+
+@pytest.mark.parametrize("variant", ["dies_on_call", "status_500_calls"])
+def test_checks_fail_against_a_target_that_answers_no_call(variant, toy_contract, failing_http_url):
+    target = failing_http_url if variant == "status_500_calls" else toy_target(variant)
+    finished = _dead_run(target, toy_contract)
+    assert finished.exit_code == EXIT_FAILURES
+    judged = [r for r in finished.results if r.status != "skipped"]
+    assert judged and all(r.status == "failed" for r in judged), [(r.case_id, r.status, r.reason) for r in judged]
+    assert all(r.failure.message.startswith("transport failure") for r in judged)
+
+
+def test_a_broken_session_is_replaced_before_the_next_case(toy_contract):
+    finished = _dead_run(toy_target("dies_on_call"), toy_contract)
+    judged = [r for r in finished.results if r.status != "skipped"]
+    # the first case runs on the runner's own session (tools/list), each later one on a new one
+    assert finished.timings["sessions_opened"] == len(judged) - 1
+
+
+def test_a_silent_target_cannot_stretch_the_time_budget(toy_contract):
+    """A 30 s call deadline is cut where the budget (plus its grace) ends; the case is skipped, not failed."""
+    finished = _dead_run(toy_target("silent_calls"), toy_contract, time_budget=1.0, call_timeout=30.0,
+                         checks=("determinism",))
+    assert [r.status for r in finished.results] == ["skipped"] * len(finished.results)
+    assert "time budget exhausted during a call" in finished.results[0].reason
+    assert finished.duration < 30.0
+
+
+def _alive_with(marker: str, besides: int) -> list[int]:
+    """Pids (not zombies, not ``besides``) whose command line holds ``marker``."""
+    found = []
+    for entry in Path("/proc").iterdir():
+        if not entry.name.isdigit() or int(entry.name) == besides:
+            continue
+        try:
+            cmdline = (entry / "cmdline").read_bytes()
+            state = (entry / "stat").read_text().rsplit(")", 1)[1].split()[0]
+        except OSError:
+            continue
+        if marker.encode() in cmdline and state != "Z":
+            found.append(int(entry.name))
+    return found
+
+
+def _wait(predicate, seconds: float) -> bool:
+    end = time.monotonic() + seconds
+    while time.monotonic() < end:
+        if predicate():
+            return True
+        time.sleep(0.1)
+    return predicate()
+
+
+@pytest.mark.skipif(not sys.platform.startswith("linux"), reason="reads /proc to find the targets")
+def test_sigterm_stops_the_targets_removes_the_bundles_and_still_reports(tmp_path, toy_contract):
+    marker = f"conform-sigterm-{uuid.uuid4().hex}"
+    scratch, report = tmp_path / "tmp", tmp_path / "report.json"
+    scratch.mkdir()
+    argv = [KNOWSPEC, "conform", "--target", f"{toy_target('silent_calls')} --marker {marker}",
+            "--contract", str(toy_contract), "--check", "determinism", "--workers", "2", "--json", str(report)]
+    run = subprocess.Popen(argv, env={**os.environ, "TMPDIR": str(scratch)},
+                           stdout=subprocess.DEVNULL, stderr=subprocess.PIPE)
+    try:
+        assert _wait(lambda: len(_alive_with(marker, run.pid)) >= 2, 60), "the workers' targets did not start"
+        time.sleep(1.0)   # their calls are in flight (the target never answers one)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(60) == EXIT_INTERRUPTED, run.stderr.read().decode()[-2000:]
+    finally:
+        if run.poll() is None:
+            run.kill()
+    assert _wait(lambda: not _alive_with(marker, run.pid), 10), "a stdio target outlived the interrupted run"
+    assert not list(scratch.glob("knowspec-conform-*"))
+    written = json.loads(report.read_text())
+    assert written["exit_code"] == EXIT_INTERRUPTED and "interrupted" in written["interrupted"]
