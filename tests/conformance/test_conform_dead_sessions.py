@@ -21,12 +21,16 @@ import mcp.types as types
 import pytest
 
 from toy_paths import TARGETS, toy_target
+from knowspec.conformance.checks.registry import BUDGET_GRACE, CheckContext
 from knowspec.conformance.config import RunConfig
+from knowspec.conformance.contract import load_contract
+from knowspec.conformance.failures import CaseAborted
 from knowspec.conformance.runner import EXIT_FAILURES, EXIT_INTERRUPTED, run_to_end
-from knowspec.conformance.target import Target, connect, sdk_stand_in
+from knowspec.conformance.target import CallOutcome, Target, connect, sdk_stand_in
 from serving import free_port, serving
 
 KNOWSPEC = str(Path(sys.executable).parent / "knowspec")
+OKF_CONTRACT = load_contract(None).for_family("okf")
 DEAD_SESSION_CHECKS = ("determinism", "concurrent_calls", "no_path_leakage")
 ARGS = {"bundle_path": "/nowhere", "query": "a"}
 
@@ -114,13 +118,54 @@ def test_a_broken_session_is_replaced_before_the_next_case(toy_contract):
     assert finished.timings["sessions_opened"] == len(judged) - 1
 
 
+class _SilentConnection:
+    """Stands in for a session whose target never answers: every call times out at its deadline."""
+
+    def __init__(self):
+        self.timeouts: list[float] = []
+
+    def call(self, name, arguments, timeout):
+        self.timeouts.append(timeout)
+        return CallOutcome(arguments, transport_error="no answer within the call's deadline", timed_out=True)
+
+
+def _context(deadline):
+    conn = _SilentConnection()
+    ctx = CheckContext(conn, OKF_CONTRACT, RunConfig(target="stdio:x", call_timeout=30.0), {}, None,
+                       tool=OKF_CONTRACT.tools[0], deadline=deadline)
+    return ctx, conn
+
+
+def test_a_call_that_would_outlast_the_budget_is_cut_and_its_case_skipped():
+    ctx, conn = _context(deadline=time.monotonic() + 1.0)
+    with pytest.raises(CaseAborted) as aborted:
+        ctx.call({})
+    assert aborted.value.status == "skipped" and "during a call" in aborted.value.message
+    assert 0 < conn.timeouts[0] <= 1.0 + BUDGET_GRACE
+
+
+def test_no_call_starts_once_the_budget_and_its_grace_are_spent():
+    ctx, conn = _context(deadline=time.monotonic() - BUDGET_GRACE - 1)
+    with pytest.raises(CaseAborted) as aborted:
+        ctx.call({})
+    assert aborted.value.status == "skipped" and conn.timeouts == []
+
+
+def test_without_a_budget_a_silent_call_fails_its_case_after_the_call_timeout():
+    ctx, conn = _context(deadline=None)
+    with pytest.raises(CaseAborted) as aborted:
+        ctx.call({})
+    assert aborted.value.status == "failed" and aborted.value.message.startswith("transport failure")
+    assert conn.timeouts == [30.0]
+
+
 def test_a_silent_target_cannot_stretch_the_time_budget(toy_contract):
-    """A 30 s call deadline is cut where the budget (plus its grace) ends; the case is skipped, not failed."""
-    finished = _dead_run(toy_target("silent_calls"), toy_contract, time_budget=1.0, call_timeout=30.0,
+    """With a 120 s call timeout and a 3 s budget the run ends long before one call could time out."""
+    finished = _dead_run(toy_target("silent_calls"), toy_contract, time_budget=3.0, call_timeout=120.0,
                          checks=("determinism",))
     assert [r.status for r in finished.results] == ["skipped"] * len(finished.results)
-    assert "time budget exhausted during a call" in finished.results[0].reason
-    assert finished.duration < 30.0
+    assert all("time budget exhausted" in r.reason for r in finished.results)
+    assert finished.duration < 60.0
 
 
 def _alive_with(marker: str, besides: int) -> list[int]:
