@@ -13,6 +13,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import json
+import os
 import re
 import shlex
 import socket
@@ -276,8 +277,12 @@ async def _tapped(transport: Any, log: WireLog) -> AsyncIterator[tuple[_TapRead,
 
 def _transport(target: Target, errlog: Any) -> Any:
     if target.is_stdio:
+        # The whole environment, as a shell would pass it: the SDK's default keeps only a few
+        # variables (a host must not leak secrets into servers it starts from a config), which
+        # would silently drop the settings a user gave the target they typed.
         argv = target.argv()
-        return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:]), errlog=errlog)
+        return stdio_client(StdioServerParameters(command=argv[0], args=argv[1:], env=dict(os.environ)),
+                            errlog=errlog)
     if target.bearer_token:
         return _http_with_bearer(target.spec, target.bearer_token)
     return streamable_http_client(target.spec)

@@ -10,6 +10,7 @@ client per process) the hostile call itself must be answered within ``STDIO_BOUN
 
 from __future__ import annotations
 
+import http.client
 import json
 import threading
 import time
@@ -61,6 +62,16 @@ def hostile_call(ctx: CheckContext, request_id: Any) -> bytes:
                        "params": {"name": tool_name, "arguments": args}}).encode()
 
 
+def _send_hostile(raw: RawHttp, body: bytes, done: threading.Event) -> None:
+    """The hostile call, in a thread of its own. Only the second client's ping is judged, so a
+    connection the target breaks here is no verdict, and no traceback on the suite's stderr."""
+    try:
+        raw.post(body)
+    except (OSError, http.client.HTTPException):
+        return
+    done.set()
+
+
 def _over_http(ctx: CheckContext) -> None:
     token = ctx.conn.target.bearer_token
     hostile, cheap = RawHttp(ctx.conn.target.spec, 300, token), RawHttp(ctx.conn.target.spec, CHEAP_TIMEOUT, token)
@@ -69,7 +80,7 @@ def _over_http(ctx: CheckContext) -> None:
     cheap.post(b'{"jsonrpc":"2.0","id":"warm","method":"ping"}')
     body = hostile_call(ctx, "hostile")
     done = threading.Event()
-    worker = threading.Thread(target=lambda: (hostile.post(body), done.set()), daemon=True)
+    worker = threading.Thread(target=_send_hostile, args=(hostile, body, done), daemon=True)
     worker.start()
     time.sleep(0.3)  # the hostile request is on the wire and being validated
     if done.is_set():

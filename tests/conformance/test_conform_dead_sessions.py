@@ -214,3 +214,10 @@ def test_sigterm_stops_the_targets_removes_the_bundles_and_still_reports(tmp_pat
     assert not list(scratch.glob("knowspec-conform-*"))
     written = json.loads(report.read_text())
     assert written["exit_code"] == EXIT_INTERRUPTED and "interrupted" in written["interrupted"]
+
+
+def test_a_stdio_target_gets_the_callers_environment(monkeypatch):
+    """A setting the user exported for the server they typed reaches it (the SDK's default would drop it)."""
+    monkeypatch.setenv("TOY_ENV_MARK", "exported by the caller")
+    with connect(Target(toy_target())) as conn:
+        assert {t["description"] for t in conn.list_tools()} == {"exported by the caller"}

@@ -69,3 +69,27 @@ def test_closing_a_raw_target_stops_what_its_command_started(tmp_path):
             break
         time.sleep(0.05)
     assert _gone(child), "the wrapper's background child outlived the raw target"
+
+
+def test_a_hostile_call_whose_connection_breaks_is_no_verdict_and_no_traceback():
+    import socket
+    import threading
+
+    from knowspec.conformance.checks.raw_wire import RawHttp
+    from knowspec.conformance.checks.validation_blocking import _send_hostile
+
+    listener = socket.socket()
+    listener.bind(("127.0.0.1", 0))
+    listener.listen(1)
+
+    def hang_up():
+        conn, _ = listener.accept()
+        conn.recv(65536)
+        conn.close()   # no HTTP answer at all
+
+    threading.Thread(target=hang_up, daemon=True).start()
+    done = threading.Event()
+    port = listener.getsockname()[1]
+    _send_hostile(RawHttp(f"http://127.0.0.1:{port}/mcp", 5.0), b"{}", done)   # must not raise
+    listener.close()
+    assert not done.is_set()

@@ -314,7 +314,8 @@ async def list_tools(ctx, params):
                 props["query"]["maxLength"] += 1
             else:
                 props["limit"]["maximum"] += 1
-        tools.append(types.Tool(name=name, description=name, input_schema=schema, output_schema=output_schema(name),
+        description = os.environ.get("TOY_ENV_MARK", name)   # shows which environment the target got
+        tools.append(types.Tool(name=name, description=description, input_schema=schema, output_schema=output_schema(name),
                                 annotations=types.ToolAnnotations(read_only_hint=True, idempotent_hint=True)))
     return types.ListToolsResult(tools=tools)
 
