@@ -123,7 +123,7 @@ def in_process_proof(args: dict) -> tuple[float, dict | None, list]:
     with bundle_io.pinned(args["bundle_path"]) as root_fd:
         files, base = bundle_io.capture(root_fd)
     source = resolve_source(files, inp.selector)
-    _, out, proof = _plan(files, base, inp, source)
+    _, out, proof = _plan(files, base, inp, source, lambda: None)
     elapsed = (time.perf_counter() - start) * 1000
     if proof is None:
         return elapsed, None, list(out.blockers)

@@ -58,7 +58,7 @@ def capture(root_fd: int, bundle_path: str | None = None,
             return found
     try:
         with consistent_read(root_fd):
-            files = capture_files(root_fd, strict=False)
+            files = capture_files(root_fd, strict=False, check=check)
     except CaptureLimit:
         raise ToolError("resource_limit", "bundle exceeds MCP resource limits") from None
     except CaptureError as exc:

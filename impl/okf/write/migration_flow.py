@@ -43,9 +43,9 @@ def _target_preflight(files, inp) -> list[dict]:
              "message": "the named document does not exist"} for p in named if p not in files]
 
 
-def _plan(files, base, inp, source):
+def _plan(files, base, inp, source, check):
     cs = migration_change_set(inp, base, source)
-    out = plan_migration(files, inp)
+    out = plan_migration(files, inp, check)
     if out.blockers:
         return cs, out, None
     return cs, out, build_proof(files, out, cs, resolution_digest(source))
@@ -55,7 +55,7 @@ def preview(args: PreviewV02MigrationInput, check: Callable[[], None]) -> dict[s
     inp, data = decode_migration(args)
     with bundle_io.pinned(data.get("bundle_path") or "") as root_fd:
         bundle_io.finish_interrupted(root_fd)
-        files, base = bundle_io.capture(root_fd)
+        files, base = bundle_io.capture(root_fd, check=check)
     check()
     source = resolve_source(files, inp.selector)
     if source["transition"] == "blocked":
@@ -67,7 +67,7 @@ def preview(args: PreviewV02MigrationInput, check: Callable[[], None]) -> dict[s
         return {"status": "noop", "source": source, "base_revision": base, "result_revision": base,
                 "plan_digest": "", "affected_paths": [], "diff": "", "diff_truncated": False,
                 "blockers": [], "manual_actions": [], "diagnostics": []}
-    cs, out, proof = _plan(files, base, inp, source)
+    cs, out, proof = _plan(files, base, inp, source, check)
     if proof is None:
         return _blocked(source, base, out.blockers, out.actions)
     paths = [w["path"] for w in proof["writes"]]
@@ -117,7 +117,7 @@ def apply(args: ApplyV02MigrationInput, check: Callable[[], None]) -> dict[str, 
     proof, digest = data.get("proof"), data.get("expected_plan_digest")
     with bundle_io.pinned(data.get("bundle_path") or "") as root_fd:
         bundle_io.finish_interrupted(root_fd)
-        files, live = bundle_io.capture(root_fd)
+        files, live = bundle_io.capture(root_fd, check=check)
         check()
         if expected["transition"] == "target-noop":
             if proof is not None or digest:
@@ -147,7 +147,7 @@ def apply(args: ApplyV02MigrationInput, check: Callable[[], None]) -> dict[str, 
         if live == base:
             if resolve_source(files, inp.selector) != expected:
                 raise _source_conflict()
-            _, out, fresh = _plan(files, base, inp, expected)
+            _, out, fresh = _plan(files, base, inp, expected, check)
             if fresh is None:
                 diags = [diagnostic(b["code"], b["message"], file=b["path"]) for b in out.blockers]
                 return {"status": "rejected", "source": expected, "base_revision": live, "result_revision": live,

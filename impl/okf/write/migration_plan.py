@@ -14,7 +14,7 @@ from __future__ import annotations
 import hashlib
 from dataclasses import dataclass, field
 from datetime import datetime
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ruamel.yaml.nodes import MappingNode
 
@@ -222,7 +222,9 @@ def _split(path: str, raw: bytes, out: Outcome) -> Document | None:
         return None
 
 
-def plan_migration(files: Mapping[str, bytes], inp: MigrationInput) -> Outcome:
+def plan_migration(files: Mapping[str, bytes], inp: MigrationInput, check: Callable[[], None]) -> Outcome:
+    """The migration's writes, blockers and advice; ``check`` (the call's cancellation) runs
+    between documents."""
     out = Outcome()
     docs: dict[str, Document] = {}
     mapped = {m["path"]: m["entries"] for m in inp.citations}
@@ -233,6 +235,7 @@ def plan_migration(files: Mapping[str, bytes], inp: MigrationInput) -> Outcome:
         out.blockers.append(blocker)
         out.actions.append({"code": "disambiguate_citation_entry", "path": blocker["path"], "message": blocker["message"]})
     for path in sorted((p for p in files if p.endswith(".md")), key=_B):
+        check()
         base = path.rsplit("/", 1)[-1]
         out.reads.add(path)
         doc = _split(path, files[path], out)
@@ -277,7 +280,7 @@ def plan_migration(files: Mapping[str, bytes], inp: MigrationInput) -> Outcome:
         new = doc.render().encode("utf-8")
         if files.get(path) != new:
             out.writes[path] = new
-    blocking, advisory = staged_validation(files, out.writes)
+    blocking, advisory = staged_validation(files, out.writes, check=check)
     for d in blocking:
         out.block(d["code"], d["file"], d["message"])
     out.diagnostics = advisory

@@ -50,7 +50,7 @@ def preview(req: PatchArgs, check: Check) -> dict[str, Any]:
         check()
         cs, digest = _change_set(req, base)
         try:
-            return base, digest, plan_change_set(files, cs, digest, req.profile)
+            return base, digest, plan_change_set(files, cs, digest, req.profile, check=check)
         except PlanRejected as exc:
             return base, digest, exc
 
@@ -108,7 +108,7 @@ def apply(req: PatchArgs, expected_revision: str, expected_digest: str, check: C
             if live != expected_revision:
                 return live, None
             try:
-                return live, plan_change_set(files, cs, digest, req.profile)
+                return live, plan_change_set(files, cs, digest, req.profile, check=check)
             except PlanRejected as exc:
                 return live, exc
 

@@ -102,10 +102,19 @@ def _findings(key: tuple, compute: Callable[[], list[dict]]) -> list[dict]:
     return process.current().cache("okf.write.findings", max_entries=FINDINGS_LIMIT).get(key, None, compute)
 
 
-def _snapshot(files: Mapping[str, bytes]):
+CHECK_EVERY = 64   # documents parsed between two cancellation checks
+
+
+def _snapshot(files: Mapping[str, bytes], check: Callable[[], None]):
     from knowspec.impl.okf.model import Snapshot
 
-    return Snapshot("", files, {p: parsed_document(p, b) for p, b in files.items() if p.endswith(".md")})
+    docs = {}
+    for index, (path, raw) in enumerate(files.items()):
+        if index % CHECK_EVERY == 0:
+            check()
+        if path.endswith(".md"):
+            docs[path] = parsed_document(path, raw)
+    return Snapshot("", files, docs)
 
 
 def _finding(d: dict) -> tuple:
@@ -113,7 +122,7 @@ def _finding(d: dict) -> tuple:
 
 
 def staged_validation(files: Mapping[str, bytes], writes: dict[str, bytes], profile: str = TEMPORAL_PROFILE_DATE,
-                      check: Callable[[], None] = lambda: None, *, links: bool = True,
+                      *, check: Callable[[], None], links: bool = True,
                       revisions: tuple[str, str] | None = None) -> tuple[list[dict], list[dict]]:
     """(blocking, advisory) findings of the read side's strict 0.2 validator over the whole
     staged bundle, with links and orphans checked when ``links`` is set.
@@ -126,7 +135,8 @@ def staged_validation(files: Mapping[str, bytes], writes: dict[str, bytes], prof
 
     Without links, ``revisions`` (the base's and the staged bundle's) lets the findings be kept
     per document and re-checked in the written documents only (``validation.incremental``);
-    the answer is the same as the full validation's."""
+    the answer is the same as the full validation's. ``check`` is the call's cancellation
+    (required: a whole-bundle validation takes seconds on a big bundle)."""
     from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
     from knowspec.impl.okf.validation.diagnostics import validate_snapshot
 
@@ -134,7 +144,7 @@ def staged_validation(files: Mapping[str, bytes], writes: dict[str, bytes], prof
     options = {"strict": True, "check_links": links, "check_orphans": links, "selector": "0.2", "profile": profile}
 
     def report(bundle: Mapping[str, bytes]) -> list[dict]:
-        snapshot = _snapshot(bundle)
+        snapshot = _snapshot(bundle, check)
         return _findings((snapshot.revision, profile, links),
                                lambda: validate_snapshot(snapshot, ctx, **options).diagnostics)
 
@@ -170,7 +180,7 @@ def _incremental(files: Mapping[str, bytes], writes: dict[str, bytes], profile: 
     staged = cache.peek(("documents", staged_revision, profile))
     if staged is None:
         base = cache.get(("documents", base_revision, profile), None,
-                         lambda: DocumentFindings.of(_snapshot(files), ctx, options))
+                         lambda: DocumentFindings.of(_snapshot(files, ctx.check_cancelled), ctx, options))
         staged = base.replaced({p: parsed_document(p, b) for p, b in writes.items()}) \
             if all(p.endswith(".md") for p in writes) else None
         if staged is None:
@@ -192,7 +202,7 @@ class _Cancellation:
 
 
 def plan_change_set(files: Mapping[str, bytes], cs: ChangeSet, request_digest: str,
-                    profile: str = TEMPORAL_PROFILE_DATE) -> Plan:
+                    profile: str = TEMPORAL_PROFILE_DATE, *, check: Callable[[], None]) -> Plan:
     """Apply ``cs`` to the snapshot ``files`` (whose revision is ``cs.base_revision``)."""
     overlay = _Overlay(files, {})
     for index, op in enumerate(cs.operations):
@@ -210,7 +220,7 @@ def plan_change_set(files: Mapping[str, bytes], cs: ChangeSet, request_digest: s
             writes[path] = new
     result_revision = revision_with(files, cs.base_revision, writes)
     # Patch plans check documents, not links or orphans (spec/okf/NOTES.md#write-gate).
-    blocking, advisory = staged_validation(files, writes, profile, links=False,
+    blocking, advisory = staged_validation(files, writes, profile, check=check, links=False,
                                            revisions=(cs.base_revision, result_revision)) if writes else ([], [])
     if blocking:
         raise PlanRejected("staged_validation_failed", blocking)

@@ -138,8 +138,8 @@ def write_concept(args: WriteConceptInput, check: Callable[[], None]) -> dict[st
         bundle_io.finish_interrupted(root_fd)
         for _attempt in range(ATTEMPTS):
             check()
-            files, base = bundle_io.capture(root_fd)
-            blocking, advisory = staged_validation(files, {path: data})
+            files, base = bundle_io.capture(root_fd, check=check)
+            blocking, advisory = staged_validation(files, {path: data}, check=check)
             if blocking:
                 raise _rejection(path, blocking + advisory)
             change_id = identity(concept_id, fm, body, _version_policy(files))

@@ -11,6 +11,7 @@ from __future__ import annotations
 import os
 import stat
 from dataclasses import dataclass, field
+from typing import Callable
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.bundle.limits import BundleLimits, limits_for
@@ -84,18 +85,19 @@ def read_regular(dir_fd: int, name: str) -> bytes | None:
 class _Walk:
     strict: bool
     files: dict
+    check: Callable[[], None] | None = None   # the call's cancellation, between directories
     total: int = 0
     # the read side's limits: the contract's, or the ones the operator raised at start
     limits: BundleLimits = field(default_factory=lambda: limits_for(process.current(), MAX_FILES, MAX_TOTAL_BYTES))
 
 
-def capture_files(root_fd: int, *, strict: bool) -> dict[str, bytes]:
+def capture_files(root_fd: int, *, strict: bool, check: Callable[[], None] | None = None) -> dict[str, bytes]:
     """Every revision-visible regular file (root ``.okf`` excluded) as path -> bytes.
 
     ``strict`` is the transactional store's view: a revision-visible symlink is corruption.
     Otherwise (read-only previews) links are skipped silently, like the read side.
     """
-    walk = _Walk(strict, {})
+    walk = _Walk(strict, {}, check)
     _walk_dir(root_fd, "", walk, 0)
     return walk.files
 
@@ -103,6 +105,8 @@ def capture_files(root_fd: int, *, strict: bool) -> dict[str, bytes]:
 def _walk_dir(dir_fd: int, prefix: str, walk: _Walk, depth: int) -> None:
     if depth > MAX_DEPTH:
         raise CaptureLimit("bundle is nested too deeply")
+    if walk.check is not None:
+        walk.check()
     with os.scandir(dir_fd) as it:
         names = sorted(e.name for e in it)
     for name in names:

@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass
-from typing import Mapping
+from typing import Callable, Mapping
 
 from ruamel.yaml.nodes import MappingNode, Node, ScalarNode, SequenceNode
 
@@ -125,7 +125,9 @@ def operations_from_mappings(mappings: list[dict]) -> tuple[dict, ...]:
                  for c in sorted(grouped, key=lambda c: c.encode("utf-8")))
 
 
-def plan_temporal(files: Mapping[str, bytes], mappings: list[dict]) -> TemporalPlan:
+def plan_temporal(files: Mapping[str, bytes], mappings: list[dict], check: Callable[[], None]) -> TemporalPlan:
+    """The upgrade's operations and writes, or what stays unresolved; ``check`` (the call's
+    cancellation) runs between concepts."""
     seen = set()
     for m in mappings:
         if not FIELD_PATH.match(m["path"]):
@@ -136,6 +138,7 @@ def plan_temporal(files: Mapping[str, bytes], mappings: list[dict]) -> TemporalP
     concepts = _concepts(files)
     legacy: dict[tuple[str, str], Field] = {}
     for concept in sorted(concepts, key=lambda c: c.encode("utf-8")):
+        check()
         for f in scan_concept(concept, files[concepts[concept]]):
             if LEGACY_DATE.match(f.value):
                 legacy[(concept, f.path)] = f

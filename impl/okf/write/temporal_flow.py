@@ -71,9 +71,10 @@ def _check_version(files: Mapping[str, bytes]) -> None:
         raise TemporalError("bundle is not an OKF 0.2 bundle")
 
 
-def _plan(files: Mapping[str, bytes], base: str, data: dict) -> tuple[str, Plan | None, ChangeSet | None, list]:
+def _plan(files: Mapping[str, bytes], base: str, data: dict,
+          check: Callable[[], None]) -> tuple[str, Plan | None, ChangeSet | None, list]:
     _check_version(files)
-    tp = plan_temporal(files, data["mappings"])
+    tp = plan_temporal(files, data["mappings"], check)
     if tp.status != "ready":
         return tp.status, None, None, tp.unresolved
     cs = ChangeSet(data["id"], data["actor"], base, tp.operations)
@@ -90,10 +91,10 @@ def preview(args: PreviewTemporalUpgradeInput, check: Callable[[], None]) -> dic
     data = decode(args)
     with bundle_io.pinned(data.get("bundle_path") or "") as root_fd:
         bundle_io.finish_interrupted(root_fd)
-        files, base = bundle_io.capture(root_fd)
+        files, base = bundle_io.capture(root_fd, check=check)
     check()
     try:
-        status, plan, _, unresolved = _plan(files, base, data)
+        status, plan, _, unresolved = _plan(files, base, data, check)
     except TemporalError:
         raise _rejected("temporal upgrade preview failed", "mappings",
                         "Fix the mappings so each names an existing legacy date exactly, then preview again.") from None
@@ -117,10 +118,10 @@ def apply(args: ApplyTemporalUpgradeInput, check: Callable[[], None]) -> dict[st
     try:
         with bundle_io.pinned(data.get("bundle_path") or "") as root_fd:
             bundle_io.finish_interrupted(root_fd)
-            files, live = bundle_io.capture(root_fd)
+            files, live = bundle_io.capture(root_fd, check=check)
             if live == base:
                 try:
-                    status, plan, cs, _ = _plan(files, base, data)
+                    status, plan, cs, _ = _plan(files, base, data, check)
                 except TemporalError:
                     raise mismatch() from None
                 if plan is None or plan_digest(plan) != expected:

@@ -106,7 +106,7 @@ def test_a_concept_with_a_timestamp_and_citations_is_composed_once(monkeypatch, 
     inp = MigrationInput(selector="", generated_by="process:x", generated_at={}, conflict_policy="reject",
                          timestamp_policy=policy, computations=[],
                          citations=[{"path": "a.md", "entries": [{"source_id": "one", "legacy_number": 1}]}])
-    out = plan_migration({"index.md": INDEX_01, "a.md": LEGACY}, inp)
+    out = plan_migration({"index.md": INDEX_01, "a.md": LEGACY}, inp, check=lambda: None)
     assert out.blockers == []
     assert len([t for t in composed if "type: Note" in t]) == 1
     assert out.writes["a.md"].decode().startswith(

@@ -15,6 +15,11 @@ from knowspec.impl.okf.write.revision import RevisionIndex, revision_of
 from knowspec.impl.okf.write.yaml_text import YamlRejected
 
 
+def uncancelled() -> None:
+    """A call nobody cancels."""
+
+
+
 class _Ctx:
     def check_cancelled(self, operation: str = "") -> None:
         return None
@@ -113,10 +118,10 @@ def test_a_single_concept_patch_rechecked_alone_equals_a_full_validation_of_the_
 def test_the_patch_planners_incremental_answer_is_its_full_answer(runtime, data, files, profile):
     writes = data.draw(single_concept_patches(files))
     staged = {**files, **writes}
-    full = staged_validation(files, writes, profile, links=False)
+    full = staged_validation(files, writes, profile, links=False, check=uncancelled)
     revisions = (revision_of(files), revision_of(staged))
-    assert staged_validation(files, writes, profile, links=False, revisions=revisions) == full
-    assert staged_validation(files, writes, profile, links=False, revisions=revisions) == full  # from the cache
+    assert staged_validation(files, writes, profile, links=False, revisions=revisions, check=uncancelled) == full
+    assert staged_validation(files, writes, profile, links=False, revisions=revisions, check=uncancelled) == full  # from the cache
 
 
 def test_a_reserved_file_or_a_new_document_is_not_rechecked_alone():

@@ -13,6 +13,11 @@ from knowspec.impl.okf.write.planner import staged_validation
 from write_helpers import make_bundle, preview, visible_bytes
 from tool_args import tool_args
 
+
+def uncancelled() -> None:
+    """A call nobody cancels."""
+
+
 INDEX = '---\nokf_version: "0.2"\n---\n# Index\n\n- [A](a.md)\n- [B](b.md)\n'
 A = "---\ntype: Note\n---\n# A\n\n## Details\n\nSee [B](b.md#usage).\n"
 B = "---\ntype: Note\n---\n# B\n\n## Usage\n\nText.\n"
@@ -30,37 +35,37 @@ def _codes(findings):
 
 def test_a_clean_edit_has_no_findings():
     files = _files()
-    assert staged_validation(files, {"b.md": B.replace("Text.", "More text.").encode()}) == ([], [])
+    assert staged_validation(files, {"b.md": B.replace("Text.", "More text.").encode()}, check=uncancelled) == ([], [])
 
 
 def test_breaking_an_anchor_other_documents_link_to_is_reported_on_the_linking_document():
     files = _files()
-    blocking, advisory = staged_validation(files, {"b.md": B.replace("## Usage", "## Use").encode()})
+    blocking, advisory = staged_validation(files, {"b.md": B.replace("## Usage", "## Use").encode()}, check=uncancelled)
     assert blocking == [] and _codes(advisory) == [("a.md", "link_anchor_missing")]
 
 
 def test_a_new_broken_link_from_the_edited_document_is_reported():
     files = _files()
-    blocking, advisory = staged_validation(files, {"b.md": (B + "\n[gone](missing.md)\n").encode()})
+    blocking, advisory = staged_validation(files, {"b.md": (B + "\n[gone](missing.md)\n").encode()}, check=uncancelled)
     assert blocking == [] and _codes(advisory) == [("b.md", "link_target_missing")]
 
 
 def test_link_and_orphan_findings_already_in_the_base_are_not_repeated():
     files = _files(**{"c.md": "---\ntype: Note\n---\n[gone](missing.md)\n"})
-    blocking, advisory = staged_validation(files, {"b.md": B.replace("Text.", "Other.").encode()})
+    blocking, advisory = staged_validation(files, {"b.md": B.replace("Text.", "Other.").encode()}, check=uncancelled)
     assert blocking == [] and advisory == []
 
 
 def test_errors_elsewhere_in_the_base_block_an_edit():
     """The whole staged bundle must be conformant: an ERROR the base already has blocks too."""
     files = _files(**{"broken.md": "---\ntitle: no type\n---\nx\n"})
-    blocking, _ = staged_validation(files, {"b.md": B.replace("Text.", "Other.").encode()})
+    blocking, _ = staged_validation(files, {"b.md": B.replace("Text.", "Other.").encode()}, check=uncancelled)
     assert ("broken.md", "concept_type_invalid") in _codes(blocking)
 
 
 def test_a_new_error_in_the_edited_document_blocks():
     files = _files()
-    blocking, _ = staged_validation(files, {"b.md": b"---\ntitle: no type\n---\nx\n"})
+    blocking, _ = staged_validation(files, {"b.md": b"---\ntitle: no type\n---\nx\n"}, check=uncancelled)
     assert _codes(blocking) == [("b.md", "concept_type_invalid")]
 
 
@@ -117,18 +122,18 @@ def test_cached_parses_never_leak_between_bundles_with_the_same_paths():
     good = _files()
     bad = _files(**{"b.md": "---\ntitle: no type\n---\nx\n"})
     edit = {"a.md": A.replace("See", "Read").encode()}
-    assert staged_validation(good, edit) == ([], [])
-    blocking, _ = staged_validation(bad, edit)
+    assert staged_validation(good, edit, check=uncancelled) == ([], [])
+    blocking, _ = staged_validation(bad, edit, check=uncancelled)
     assert _codes(blocking) == [("b.md", "concept_type_invalid")]  # the base's error, parsed from bad
     fixed = {"b.md": B.encode()}
-    assert staged_validation(bad, fixed)[0] == []
-    assert _codes(staged_validation(good, {"b.md": bad["b.md"]})[0]) == [("b.md", "concept_type_invalid")]
+    assert staged_validation(bad, fixed, check=uncancelled)[0] == []
+    assert _codes(staged_validation(good, {"b.md": bad["b.md"]}, check=uncancelled)[0]) == [("b.md", "concept_type_invalid")]
 
 
 def test_findings_cached_without_links_are_not_reused_with_links():
     """Patch plans validate without links and orphans, write_concept with them: a cached report
     of the base made one way must never stand in for the other (old findings would look new)."""
     files = _files(**{"sub/c.md": "---\ntype: Note\n---\nC.\n"})
-    staged_validation(files, {"a.md": A.replace("See", "Read").encode()}, links=False)
-    _, advisory = staged_validation(files, {"notes/new.md": b"---\ntype: Note\n---\nN.\n"})
+    staged_validation(files, {"a.md": A.replace("See", "Read").encode()}, links=False, check=uncancelled)
+    _, advisory = staged_validation(files, {"notes/new.md": b"---\ntype: Note\n---\nN.\n"}, check=uncancelled)
     assert "sub" not in {d["file"] for d in advisory}  # the base's own orphan note is not the write's
