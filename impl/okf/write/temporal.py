@@ -154,14 +154,16 @@ def plan_temporal(files: Mapping[str, bytes], mappings: list[dict], check: Calla
     if not legacy:
         return TemporalPlan("noop", [], (), {})
     ops = operations_from_mappings(mappings)
-    return TemporalPlan("ready", [], ops, rewrite(files, ops))
+    return TemporalPlan("ready", [], ops, rewrite(files, ops, check))
 
 
-def rewrite(files: Mapping[str, bytes], ops: tuple[dict, ...]) -> dict[str, bytes]:
-    """Replace only the date inside each mapped scalar token (quotes, tags, comments kept)."""
+def rewrite(files: Mapping[str, bytes], ops: tuple[dict, ...], check: Callable[[], None]) -> dict[str, bytes]:
+    """Replace only the date inside each mapped scalar token (quotes, tags, comments kept);
+    ``check`` (the call's cancellation) runs between concepts."""
     concepts = _concepts(files)
     writes = {}
     for op in ops:
+        check()
         path = concepts[op["concept_id"]]
         text = files[path].decode("utf-8")
         fields = {f.path: f for f in scan_concept(op["concept_id"], files[path])}

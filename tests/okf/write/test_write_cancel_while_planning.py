@@ -102,3 +102,10 @@ def test_a_cancel_while_planning_ends_the_call_and_writes_nothing(tool, tmp_path
         call(bundle, _Counting(cancel_at=3), BIG)
     assert err.value.code == "operation_cancelled"
     assert visible_bytes(bundle) == before
+
+
+def test_the_temporal_plan_polls_per_concept_while_it_scans_and_while_it_rewrites(tmp_path):
+    ctx = _Counting()
+    out = _preview_temporal(_bundle(tmp_path / "t", BIG, DATED, INDEX_02), ctx, BIG)
+    assert out.structured["status"] == "ready"
+    assert ctx.polls >= 2 * BIG
