@@ -17,7 +17,6 @@ from typing import Callable, Iterator
 from knowspec.conformance.config import RunConfig
 
 EXIT_USAGE = 2
-EXIT_INTERRUPTED = 130   # as the runner's: Ctrl-C or SIGTERM
 
 
 def positive(cast: type) -> Callable[[str], float]:
@@ -135,7 +134,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
     from knowspec.conformance.reporters.html import HtmlReporter
     from knowspec.conformance.reporters.json_report import JsonReporter
     from knowspec.conformance.reporters.junit import JunitReporter
-    from knowspec.conformance.runner import run_to_end
+    from knowspec.conformance.runner import EXIT_INTERRUPTED, run_to_end
 
     if getattr(ns, "list_checks", False):
         from knowspec.conformance.checks import CHECKS

@@ -47,30 +47,28 @@ class TargetError(Exception):
 # The client SDK answers for the target when no answer came: a deadline that passed, a transport
 # that closed, an HTTP answer that carried no JSON-RPC message. It raises these as JSON-RPC errors
 # of its own; judged as the target's answers they would let a dead session pass (the same stand-in
-# twice is "deterministic"). (code, message prefix, what happened), as the installed SDK words them:
-# tests/conformance/test_target_stand_ins.py pins each against real fake targets.
-SDK_STAND_INS: tuple[tuple[int, str, str], ...] = (
-    (types.REQUEST_TIMEOUT, "Request ", "no answer within the call's deadline"),
-    (types.CONNECTION_CLOSED, "Connection closed", "the connection to the target closed"),
-    (types.CONNECTION_CLOSED, "SSE stream ", "the HTTP event stream ended or broke without an answer"),
-    (types.INTERNAL_ERROR, "Server returned an error response",
-     "an HTTP error status without a JSON-RPC error in its body"),
-    (types.INVALID_REQUEST, "Session terminated", "HTTP 404 on an open session: the target dropped the session"),
-    (types.INVALID_REQUEST, "server answered a request with 202 Accepted",
-     "HTTP 202 to a request: no answer will follow"),
-    (types.INVALID_REQUEST, "Unexpected content type", "an HTTP answer that is neither JSON nor an event stream"),
-    (types.INVALID_REQUEST, "Redirect to ", "an HTTP redirect the client does not follow"),
-    (types.PARSE_ERROR, "Failed to parse ", "an HTTP answer that is not a JSON-RPC message"),
-)
-_TIMED_OUT = re.compile(r"Request '[^']*' timed out")
+# twice is "deterministic"). (code, how the installed SDK words the message, what happened):
+# tests/conformance/test_conform_dead_sessions.py pins them against real fake targets.
+SDK_STAND_INS: tuple[tuple[int, re.Pattern[str], str], ...] = tuple(
+    (code, re.compile(wording), what) for code, wording, what in (
+        (types.REQUEST_TIMEOUT, r"Request '[^']*' timed out$", "no answer within the call's deadline"),
+        (types.CONNECTION_CLOSED, r"Connection closed", "the connection to the target closed"),
+        (types.CONNECTION_CLOSED, r"SSE stream ", "the HTTP event stream ended or broke without an answer"),
+        (types.INTERNAL_ERROR, r"Server returned an error response",
+         "an HTTP error status without a JSON-RPC error in its body"),
+        (types.INVALID_REQUEST, r"Session terminated", "HTTP 404 on an open session: the target dropped the session"),
+        (types.INVALID_REQUEST, r"server answered a request with 202 Accepted",
+         "HTTP 202 to a request: no answer will follow"),
+        (types.INVALID_REQUEST, r"Unexpected content type", "an HTTP answer that is neither JSON nor an event stream"),
+        (types.INVALID_REQUEST, r"Redirect to ", "an HTTP redirect the client does not follow"),
+        (types.PARSE_ERROR, r"Failed to parse ", "an HTTP answer that is not a JSON-RPC message"),
+    ))
 
 
 def sdk_stand_in(code: int, message: str) -> str | None:
     """What happened, when a JSON-RPC error is the client SDK's stand-in for a missing answer."""
-    for known, prefix, what in SDK_STAND_INS:
-        if code == known and message.startswith(prefix):
-            if known == types.REQUEST_TIMEOUT and not _TIMED_OUT.fullmatch(message):
-                continue
+    for known, wording, what in SDK_STAND_INS:
+        if code == known and wording.match(message):
             return f"{what} ({code}: {message[:200]})"
     return None
 

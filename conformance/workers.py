@@ -2,8 +2,8 @@
 
 Opening a stdio session spawns the server (seconds each), so a worker keeps its session for
 every case it takes and opens a fresh one only after a case that may have poisoned it (an
-error, or a call the target left unanswered: ``Connection.broken``); the runner's first session (the one that read ``tools/list``) is
-handed to the first worker rather than closed. Each worker writes fixtures under its own
+error, or a call the target left unanswered: ``Connection.broken``); the runner's first
+session (the one that read ``tools/list``) is handed to the first worker rather than closed. Each worker writes fixtures under its own
 directory, so a writing tool never races another worker over the same bundle. Checks that judge
 wall-clock timing (``EXCLUSIVE``) run last, alone, once the other workers' sessions are closed, so
 that nothing else loads the machine; so does, once more, a case that ended in the suite's own
