@@ -198,6 +198,9 @@ def _target_document(snapshot: Snapshot, resolved: str, dirs: set[str]) -> tuple
     return False, None
 
 
+LINKS_PER_CHECK = 1024  # one concept may hold tens of thousands of links (a 5 MB body: ~1 s)
+
+
 def _links(snapshot: Snapshot, out: Collector, ctx) -> None:
     dirs = _directories(snapshot)
     for n, (path, doc) in enumerate(snapshot.documents.items()):
@@ -206,6 +209,8 @@ def _links(snapshot: Snapshot, out: Collector, ctx) -> None:
         if doc.parse_error is not None:
             continue
         for i, link in enumerate(doc.markdown.links):
+            if i % LINKS_PER_CHECK == LINKS_PER_CHECK - 1:
+                ctx.check_cancelled("validate bundle")
             target = link.target.strip()
             kind = classify_link(target)
             if kind in ("external", "other"):

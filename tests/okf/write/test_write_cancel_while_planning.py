@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import pytest
 
+from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.tools import write as write_tools
@@ -109,3 +110,34 @@ def test_the_temporal_plan_polls_per_concept_while_it_scans_and_while_it_rewrite
     out = _preview_temporal(_bundle(tmp_path / "t", BIG, DATED, INDEX_02), ctx, BIG)
     assert out.structured["status"] == "ready"
     assert ctx.polls >= 2 * BIG
+
+
+def _write_linked_concept(bundle, ctx, links: int):
+    body = "# Many links\n\n" + "".join(f"- [N{i % SMALL}](n{i % SMALL:03d}.md)\n" for i in range(links))
+    args = tool_args("write_concept", bundle_path=str(bundle), concept_id="notes/linked",
+                     frontmatter="type: Note\ntitle: Linked\n", body=body)
+    return write_tools.write_concept(args, ctx)
+
+
+def test_the_link_check_polls_within_one_concept_with_many_links(tmp_path):
+    # One big concept: the link check polls per 1,024 links (diagnostics.LINKS_PER_CHECK), not
+    # only between documents (a 5 MB body's links went ~1 s unchecked).
+    polls = {}
+    for links in (10, 10_240):
+        ctx = _Counting()
+        with process.activated():  # the base's findings are not kept from the other run
+            _write_linked_concept(_bundle(tmp_path / f"l{links}", SMALL, DATED, INDEX_02), ctx, links)
+        polls[links] = ctx.polls
+    assert polls[10_240] - polls[10] >= 10, polls
+
+
+def test_a_cancel_during_one_concepts_link_check_ends_the_call_and_writes_nothing(tmp_path):
+    bundle = _bundle(tmp_path / "b", SMALL, DATED, INDEX_02)
+    before = visible_bytes(bundle)
+    ctx = _Counting()
+    with process.activated():
+        _write_linked_concept(_bundle(tmp_path / "probe", SMALL, DATED, INDEX_02), ctx, 10_240)
+    with process.activated(), pytest.raises(ToolError) as err:  # cancelled halfway through the polls
+        _write_linked_concept(bundle, _Counting(cancel_at=ctx.polls // 2), 10_240)
+    assert err.value.code == "operation_cancelled"
+    assert visible_bytes(bundle) == before
