@@ -34,7 +34,7 @@ def add_codegen_parser(subparsers: argparse._SubParsersAction) -> None:
 
 def run(args: argparse.Namespace) -> int:
     from knowspec.codegen.build import SpecProblems, produce
-    from knowspec.codegen.check import diff_summary, existing_files, write_tree
+    from knowspec.codegen.check import LOG_FILES, diff_summary, existing_files, write_tree
     from knowspec.codegen.pydantic_models import ModelGenerationError
     from knowspec.codegen.revisions import UnannouncedBreakingChange, revision_files
 
@@ -59,7 +59,8 @@ def run(args: argparse.Namespace) -> int:
             print(f"generated/ is stale ({sum(1 for l in lines if not l.startswith(' '))} files); run `knowspec codegen`:")
             print("\n".join(lines))
             return 1
-        print(f"generated/ is up to date ({len(files)} files)")
+        print(f"generated/ is up to date ({len(files)} files from the spec, beside {', '.join(sorted(LOG_FILES))}, "
+              "the log codegen keeps)")
         return 0
     try:
         files.update(revision_files(args.spec, out))

@@ -97,13 +97,16 @@ def side(text: str, repo: Path | None = None) -> Iterator[ContractView]:
 def _revision_tree(rev: str, repo: Path) -> Iterator[Path]:
     try:
         top = _git(repo, "rev-parse", "--show-toplevel").decode().strip()
-        paths = ["spec", *_link_targets(top, rev)]
-        archive = _git(Path(top), "archive", "--format=tar", rev, "--", *paths)
     except FileNotFoundError:
         raise SideError("git:REV needs git on PATH") from None
+    except subprocess.CalledProcessError:
+        raise SideError(f"git:{rev}: the current folder is not inside a git checkout (git:REV reads the one you run it in)") from None
+    try:
+        paths = ["spec", *_link_targets(top, rev)]
+        archive = _git(Path(top), "archive", "--format=tar", rev, "--", *paths)
     except subprocess.CalledProcessError as exc:
         detail = (exc.stderr.decode() if isinstance(exc.stderr, bytes) else exc.stderr or "").strip().splitlines()
-        raise SideError(f"git:{rev}: {detail[-1] if detail else 'not readable'} (run inside a git checkout)") from None
+        raise SideError(f"git:{rev}: {detail[-1] if detail else 'not readable'}") from None
     with tempfile.TemporaryDirectory(prefix="knowspec-spec-") as tmp:
         with tarfile.open(fileobj=io.BytesIO(archive)) as tar:
             tar.extractall(tmp, filter="data")

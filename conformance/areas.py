@@ -14,7 +14,8 @@ from knowspec.conformance.events import CheckFinished
 AREAS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("document-pool content", ("docpool_import", "docpool_import_answers", "docpool_import_acl",
                                "docpool_import_refusals"),
-     "no pool fixture: pass --rest-url with --admin-user and $KNOWSPEC_CONFORM_ADMIN_PASSWORD"),
+     "no pool fixture: start the target on `knowspec conform fixture --out DIR` and pass --pool-fixture DIR "
+     "(stdio or HTTP), or over HTTP pass --rest-url with --admin-user and $KNOWSPEC_CONFORM_ADMIN_PASSWORD"),
     ("document-pool non-admin refusal", ("docpool_import_non_admin",),
      "pass --reader-user and $KNOWSPEC_CONFORM_READER_PASSWORD with the pool fixture"),
     ("REST IMPORTDOC", ("rest_importdoc",), "pass --rest-url (and admin credentials)"),
@@ -40,7 +41,9 @@ def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished]) -> l
         if ran and not any(r.successes for r in cases) and not any(r.status in ("failed", "error") for r in cases):
             out.append((f"successful results of {tool}",
                         "no call succeeded, so only error envelopes were judged: give the target data the "
-                        "calls can succeed on (fixture bundles, --pool-dir, --rest-url)"))
+                        "calls can succeed on (the doc and help tools: a target started on `knowspec conform "
+                        "fixture --out DIR` and --pool-fixture DIR; the OKF tools: a --bundle-dir the target "
+                        "may read)"))
     cut = [r for r in results if r.status == "skipped" and r.reason.startswith(BUDGET)]
     if cut:
         out.append((f"{len(cut)} case(s) cut by the time budget", "raise --time-budget"))

@@ -32,9 +32,16 @@ def positive(cast: type) -> Callable[[str], float]:
     return parse
 
 
+DESCRIPTION = """Check any MCP server, started over stdio or reached over HTTP, against the contract:
+every advertised tool is called with generated valid and invalid arguments and judged on its
+schemas, limits, orderings and error codes. Exit 0: every check passed; 1: contract failures;
+2: the target is unreachable or misconfigured; 130: interrupted (the reports hold the cases done).
+See conformance/README.md for the checks and the fixtures a target needs."""
+
+
 def add_conform_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
     parser = subparsers.add_parser("conform", help="check an MCP server against the knowspec contract",
-                                   description=__doc__)
+                                   description=DESCRIPTION)
     add_arguments(parser)
     parser.set_defaults(func=run_from_args)
     nested = parser.add_subparsers(dest="conform_command", metavar="{mutants,fixture}")
@@ -54,9 +61,11 @@ def add_conform_parser(subparsers: argparse._SubParsersAction) -> argparse.Argum
 def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--target", default=None,
                    help='stdio:"<command line>" or http(s)://host:port/mcp (required)')
-    p.add_argument("--family", choices=("okf", "docpool", "all"), default="all")
-    p.add_argument("--era", choices=("legacy", "modern"), default="legacy", help="client protocol era")
-    p.add_argument("--seed", type=int, default=0)
+    p.add_argument("--family", choices=("okf", "docpool", "all"), default="all",
+                   help="which tools to judge: the OKF concept tools, the help and document pool tools, or both")
+    p.add_argument("--era", choices=("legacy", "modern"), default="legacy",
+                   help="the client's MCP protocol era: legacy (2025 revisions) or modern (2026-07-28)")
+    p.add_argument("--seed", type=int, default=0, help="seed of the generated cases (the same seed, the same calls)")
     p.add_argument("--max-examples", type=positive(int), default=25, help="hypothesis examples per property check")
     p.add_argument("--time-budget", type=positive(float), default=None, help="seconds for the whole run")
     p.add_argument("--call-timeout", type=positive(float), default=30.0, help="seconds per tool call")
@@ -65,9 +74,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
                         "(default: the installed knowspec.generated)")
     p.add_argument("--baseline", type=Path, default=None, help="accepted failures (JSON: check id + tool)")
     p.add_argument("--write-baseline", type=Path, default=None, help="write this run's failures as a baseline")
-    p.add_argument("--junit", type=Path, default=None)
-    p.add_argument("--json", type=Path, default=None)
-    p.add_argument("--html", type=Path, default=None)
+    p.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write a JUnit XML report (for CI)")
+    p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write a JSON report (for machines)")
+    p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write an HTML report (for people)")
     p.add_argument("--bundle-dir", type=Path, default=None,
                    help="where fixture bundles are written (the target must read it); default a temp dir")
     p.add_argument("--rest-url", default=None, help="REST base URL (doc-pool IMPORTDOC path)")
@@ -169,7 +178,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
 
 
 def main(argv: list[str] | None = None) -> int:
-    parser = argparse.ArgumentParser(prog="knowspec-conform", description=__doc__)
+    parser = argparse.ArgumentParser(prog="knowspec-conform", description=DESCRIPTION)
     sub = parser.add_subparsers(dest="command")
     add_conform_parser(sub)
     args = list(sys.argv[1:] if argv is None else argv)

@@ -32,7 +32,7 @@ from knowspec.conformance.failures import CaseAborted, CheckFailed, CheckSkipped
 from knowspec.conformance.reporters.baseline import BaselineError, load_baseline, stale_entries
 from knowspec.conformance.spawned import stop_all
 from knowspec.conformance.target import Connection, Target, TargetError, connect, rest_login
-from knowspec.conformance.workers import SessionStats, run_cases
+from knowspec.conformance.workers import WORKER_FOLDER, SessionStats, run_cases
 
 EXIT_OK, EXIT_FAILURES, EXIT_UNREACHABLE = 0, 1, 2
 EXIT_INTERRUPTED = 130   # Ctrl-C or SIGTERM: the reports hold the cases finished so far
@@ -146,6 +146,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     own_dir = config.bundle_dir is None
     bundle_root = Path(tempfile.mkdtemp(prefix="knowspec-conform-")) if own_dir else Path(config.bundle_dir)
     bundle_root.mkdir(parents=True, exist_ok=True)
+    kept = set() if own_dir else {p.name for p in bundle_root.iterdir()}  # a user's folder: only ours go
     deadline = t0 + config.time_budget if config.time_budget else None
     # The first session reads tools/list, then serves the first worker (or every case with
     # --shared-session): over stdio each session is a server process started anew.
@@ -201,6 +202,10 @@ def run(config: RunConfig) -> Iterator[Event]:
         probe_stack.close()
         if own_dir:
             shutil.rmtree(bundle_root, ignore_errors=True)
+        else:
+            for made in bundle_root.iterdir():
+                if made.name not in kept and WORKER_FOLDER.fullmatch(made.name):
+                    shutil.rmtree(made, ignore_errors=True)
     order = {(spec.id, tool.name if tool else ""): i for i, (spec, tool) in enumerate(cases)}
     results.sort(key=lambda r: order.get((r.check_id, r.tool), len(order)))
     results = [_apply_baseline(r, baseline) for r in results]

@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import contextlib
 import queue
+import re
 import threading
 import time
 from dataclasses import dataclass, field
@@ -33,6 +34,8 @@ EXCLUSIVE = frozenset({"cancellation"})   # timing-judging checks: run alone, af
 
 Case = tuple[CheckSpec, "ToolContract | None"]
 RunCase = Callable[[Connection, BundleStore, CheckSpec, "ToolContract | None"], CheckFinished]
+
+WORKER_FOLDER = re.compile(r"w\d+")  # each worker writes its fixture bundles into ROOT/w<index>
 
 
 @dataclass
@@ -57,7 +60,7 @@ class Worker:
     def __init__(self, index: int, target: Target, root: Path, stats: SessionStats,
                  shared: Connection | None = None, opened: tuple[Connection, contextlib.ExitStack] | None = None) -> None:
         self.target, self.stats, self.shared = target, stats, shared
-        self.store = BundleStore(root / f"w{index}")
+        self.store = BundleStore(root / f"w{index}")  # WORKER_FOLDER
         self.store.root.mkdir(parents=True, exist_ok=True)
         self._stack: contextlib.ExitStack | None = opened[1] if opened and shared is None else None
         self._conn: Connection | None = shared or (opened[0] if opened else None)

@@ -1,4 +1,5 @@
-"""`knowspec`: one command, thin subcommands that turn options into one core call each."""
+"""`knowspec`: serve the OKF concept and document pool tools over MCP, check any MCP server
+against the contract, and manage pools, users and the generated code."""
 
 from __future__ import annotations
 
@@ -7,6 +8,7 @@ import difflib
 import importlib
 import logging
 import os
+import signal
 import socket
 import sys
 import traceback
@@ -375,6 +377,9 @@ def main(argv: Sequence[str] | None = None) -> int:
     except KeyboardInterrupt:
         print(f"{command}: interrupted", file=sys.stderr)
         return 130
+    except BrokenPipeError:  # the reader went away (`knowspec ... | head`): stop quietly, as `git log` does
+        os.dup2(os.open(os.devnull, os.O_WRONLY), sys.stdout.fileno())  # the exit's flush must not fail again
+        return 128 + signal.SIGPIPE
     except ImportError as exc:  # an optional library this command needs is not installed
         from knowspec.impl.extras import missing_extra_message
 

@@ -92,10 +92,11 @@ async def client_run(settings) -> int:
         init = await session.initialize()
         tools = (await session.list_tools()).tools
         print(f"connected to {init.server_info.name} {init.server_info.version} over stdio: {len(tools)} tools")
+        print(f"<sample bundle> below is {EXAMPLES / 'okf-sample'}")
         for name, arguments in CALLS:
             request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
             result = await session.send_request(request, types.CallToolResult)
-            shown = {k: v for k, v in arguments.items() if k != "bundle_path"}
+            shown = {k: ("<sample bundle>" if k == "bundle_path" else v) for k, v in arguments.items()}
             print(f"  {name}({json.dumps(shown, ensure_ascii=False)}) -> {summarise(result)}")
     return 0
 

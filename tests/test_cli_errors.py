@@ -2,7 +2,10 @@
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import subprocess
+import sys
 from pathlib import Path
 
 import pytest
@@ -144,3 +147,16 @@ def test_serve_on_a_taken_port_is_one_line(tmp_path, capsys):
         code, err = run(["serve", "--http", f"127.0.0.1:{port}", "--appdir", str(tmp_path)], capsys)
     assert code == 1
     assert err.startswith(f"knowspec serve: cannot listen on 127.0.0.1:{port}: ") and err.count("\n") == 1, err
+
+
+def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
+    # `knowspec conform --list-checks | head -5`: the pipe closes before the listing ends.
+    read_end, write_end = os.pipe()
+    os.close(read_end)  # nobody reads: the first write (or the exit's flush) gets EPIPE
+    try:
+        done = subprocess.run([sys.executable, "-m", "knowspec.impl.cli", "conform", "--list-checks"],
+                              stdout=write_end, stderr=subprocess.PIPE, text=True, timeout=120)
+    finally:
+        os.close(write_end)
+    assert done.returncode == 141, done.stderr  # 128 + SIGPIPE, as a shell reports a writer stopped so
+    assert done.stderr == ""

@@ -17,6 +17,7 @@ def test_demo_builds_pools_and_calls_tools_over_stdio(tmp_path):
     calls = [line.strip() for line in lines if line.startswith("  ")]
     assert len(calls) == 8
     assert all("-> ok" in line for line in calls[:-1]), calls
+    assert calls[0].startswith('list_concepts({"bundle_path": "<sample bundle>"})'), calls  # as called, not ({})
     assert calls[-1].endswith("isError resource_limit: tool input exceeds the advertised schema limits")
     again = subprocess.run([sys.executable, "-m", "knowspec.impl.cli", "demo", "--appdir", str(tmp_path)],
                            capture_output=True, text=True, timeout=300)

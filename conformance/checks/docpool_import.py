@@ -65,6 +65,7 @@ class PoolRun:
     before: dict[str, Any] | None = None       # doc_stats before the import (None: not available)
     admin: Session | None = None
     help: PoolFixture | None = None            # the help pool's facts (only with --pool-fixture)
+    wrote_source: bool = False                 # the suite wrote ``source`` (removed when the run ends)
 
 
 POOL_CHECKS = ("docpool_import", "docpool_import_answers", "docpool_import_acl", "docpool_import_refusals",
@@ -116,7 +117,7 @@ def prepare_pool(config: RunConfig, target: Target, contract: Contract, check_id
     except (OSError, ValueError, sqlite3.Error) as exc:
         return PoolRun("failed", f"cannot write the fixture pool: {exc}", database=database, admin=admin)
     run = PoolRun("imported", f"imported {fixture.open_id} and {fixture.restricted_id} into {database}",
-                  fixture, database, source, before=before, admin=admin)
+                  fixture, database, source, before=before, admin=admin, wrote_source=True)
     for collection in (fixture.open_id, fixture.restricted_id):
         try:
             run.answers[collection] = importdoc(config, admin.token,
@@ -144,13 +145,18 @@ def _written_fixture(config: RunConfig) -> PoolRun:
 
 
 def release_pool(config: RunConfig) -> None:
-    """End the admin session (the imported collections stay: the pool is the operator's)."""
+    """End the admin session and remove the source pool the suite wrote for IMPORTDOC (the
+    imported collections stay: the pool is the operator's)."""
     run = config.pool
-    if isinstance(run, PoolRun) and run.admin is not None and config.rest_url:
+    if not isinstance(run, PoolRun):
+        return
+    if run.admin is not None and config.rest_url:
         try:
             post(config.rest_url, LOGOUT, {}, run.admin.token, config.call_timeout)
         except CheckFailed:
             pass
+    if run.wrote_source and run.source is not None:
+        run.source.unlink(missing_ok=True)
 
 
 def _stats_before(target: Target, database: str, timeout: float) -> dict[str, Any] | None:
@@ -327,7 +333,9 @@ def docpool_import(ctx: CheckContext) -> None:
                                                       "path": str(run.source)}}
         response = {"status": status, "body": body}
         if status != 200 or not isinstance(body, dict) or body.get("result") is not True:
-            raise CheckFailed(f"IMPORTDOC of {collection}: HTTP {status}, expected 200 result true",
+            said = body.get("message") if isinstance(body, dict) else body
+            said = f" ({str(said)[:200]})" if said else ""
+            raise CheckFailed(f"IMPORTDOC of {collection}: HTTP {status}, expected 200 result true{said}",
                               arguments=request, response=response)
         want = {"collection": collection, "topics": len(fx.topics_in(collection)), "chunks": fx.chunk_count(collection)}
         got = {k: body.get(k) for k in want}

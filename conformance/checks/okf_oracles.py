@@ -31,9 +31,17 @@ def success(ctx: CheckContext, args: dict[str, Any], name: str | None = None) ->
     outcome = ctx.call(args, name=name)
     require_result(outcome)
     if outcome.is_error or not isinstance(outcome.structured, dict):
-        fail(f"{name or ctx.require_tool().name} failed on a valid fixture bundle "
-             f"({(outcome.structured or {}).get('code')})", outcome)
+        fail(f"{name or ctx.require_tool().name} failed on a valid fixture bundle ({_said(outcome)})", outcome)
     return outcome
+
+
+def _said(outcome: CallOutcome) -> str:
+    """The target's error code and message, shortened: the reason a user acts on (e.g. a server
+    that reads no bundle outside its roots) belongs on the console, not only in the reports."""
+    error = outcome.structured if isinstance(outcome.structured, dict) else {}
+    message = error.get("message") or " ".join(outcome.texts)
+    said = f"{error.get('code')}: {message}" if message else str(error.get("code"))
+    return said if len(said) <= 200 else said[:199] + "…"
 
 
 def dated_bundle() -> Bundle:

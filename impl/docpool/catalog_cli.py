@@ -67,6 +67,11 @@ def _alter(args: argparse.Namespace) -> int:
 
 
 def _list(args: argparse.Namespace) -> int:
-    for entry in catalog.list_databases(_settings(args).catalog):
+    """One JSON line per database on stdout; none registered is said on stderr (stdout stays a
+    list a script can read)."""
+    entries = catalog.list_databases(_settings(args).catalog)
+    for entry in entries:
         print(json.dumps(entry.__dict__, default=str))
+    if not entries:
+        print("no database is registered in this catalog (knowspec pool register NAME ...)", file=sys.stderr)
     return 0

@@ -148,3 +148,24 @@ def test_boundary_lengths_of_a_bundle_path_stay_absolute_paths():
     for case in cases:
         assert case.arguments["bundle_path"].startswith("/")
     assert sorted(len(c.arguments["bundle_path"]) for c in cases) == [4096, 4097]
+
+
+def test_a_given_bundle_dir_keeps_what_was_there_and_loses_what_the_run_wrote(tmp_path):
+    import sys
+    from pathlib import Path
+
+    from knowspec.conformance.config import RunConfig
+    from knowspec.conformance.runner import EXIT_OK, run_to_end
+    sys.path.insert(0, str(Path(__file__).parent / "targets"))
+    from toy_paths import toy_target
+    from toy_schemas import contract
+
+    path = tmp_path / "contract.json"
+    path.write_text(json.dumps(contract()), encoding="utf-8")
+    given = tmp_path / "bundles"
+    (given / "mine").mkdir(parents=True)
+    (given / "w7").mkdir()  # named like a worker's folder, but the user's: kept
+    finished = run_to_end(RunConfig(target=toy_target("good"), contract_path=path, bundle_dir=given,
+                                    checks=("tools_list", "output_schema"), workers=2))
+    assert finished.exit_code == EXIT_OK
+    assert sorted(p.name for p in given.iterdir()) == ["mine", "w7"]

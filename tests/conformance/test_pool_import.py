@@ -109,6 +109,7 @@ def test_import_and_checks_pass_on_our_http_server(server, tmp_path):
     results = _run(server["base"] + "/mcp", server["base"], tmp_path, pool_token="feed0001", **ADMIN, **READER)
     assert set(results) == set(POOL_CHECKS)
     assert _problems(results) == []
+    assert not list(tmp_path.iterdir())  # the source pool the suite wrote went when the run ended
     fx = generate(20261130, "feed0001")
     with sqlite3.connect(server["appdir"] / "demo-docs.db") as con:
         stored = dict(con.execute('select collection, count(*) from "doc$topic" where collection like ? '

@@ -31,3 +31,10 @@ def test_alter_of_an_unknown_database_fails_cleanly(tmp_path, capsys):
 def test_alter_rejects_other_statements(tmp_path, capsys):
     code, _ = run(capsys, "pool", "alter", "DROP DATABASE shop", "--appdir", str(tmp_path))
     assert code == 2
+
+
+def test_listing_an_empty_catalog_says_so_on_stderr(tmp_path, capsys):
+    code = main(["pool", "databases", "--appdir", str(tmp_path)])
+    out, err = capsys.readouterr()
+    assert code == 0 and out == ""  # stdout stays a (here empty) list of JSON lines
+    assert "no database is registered" in err
