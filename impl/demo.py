@@ -92,7 +92,7 @@ async def client_run(settings) -> int:
         init = await session.initialize()
         tools = (await session.list_tools()).tools
         print(f"connected to {init.server_info.name} {init.server_info.version} over stdio: {len(tools)} tools")
-        print(f"<sample bundle> below is {EXAMPLES / 'okf-sample'}")
+        print("<sample bundle> below: the sample OKF bundle shipped as knowspec's examples/okf-sample")
         for name, arguments in CALLS:
             request = types.CallToolRequest(params=types.CallToolRequestParams(name=name, arguments=arguments))
             result = await session.send_request(request, types.CallToolResult)
