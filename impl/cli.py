@@ -86,12 +86,16 @@ def _option_strings(parser: argparse.ArgumentParser) -> set[str]:
     return names
 
 
-def add_settings_options(p: argparse.ArgumentParser) -> None:
+def add_settings_options(p: argparse.ArgumentParser, *, catalog_only: bool = False) -> None:
+    """The state options; ``catalog_only`` for the commands that read the catalog and nothing else
+    (users, the database registry): they offer no --help-db or --database they would ignore."""
     p.add_argument("--appdir", type=Path, help="the server's ${APPDIR} (default: $KNOWSPEC_APPDIR or ./.knowspec)")
-    p.add_argument("--help-db", type=Path, help="help pool file (default: APPDIR/help.db)")
+    if not catalog_only:
+        p.add_argument("--help-db", type=Path, help="help pool file (default: APPDIR/help.db)")
     p.add_argument("--catalog", help="catalog database: a SQLite file (default: APPDIR/catalog.db) or a "
                                       "postgresql:// URL that several servers may share")
-    p.add_argument("--database", help="default database for doc_* tools that name none")
+    if not catalog_only:
+        p.add_argument("--database", help="default database for doc_* tools that name none")
 
 
 def settings_from(args: argparse.Namespace) -> Settings:

@@ -25,3 +25,17 @@ def test_top_level_commands():
 ])
 def test_grouped_commands(group, expected):
     assert set(subcommands(subcommands(build_parser())[group])) == expected
+
+
+@pytest.mark.parametrize("command", [("user", "add"), ("user", "grant"), ("user", "list"),
+                                     ("pool", "register"), ("pool", "alter"), ("pool", "databases")])
+def test_catalog_commands_offer_only_the_state_options_they_read(command):
+    import argparse
+
+    parser = build_parser()
+    for name in command:
+        action = next(a for a in parser._actions if isinstance(a, argparse._SubParsersAction))
+        parser = action.choices[name]
+    options = {o for a in parser._actions for o in a.option_strings}
+    assert {"--appdir", "--catalog"} <= options
+    assert not options & {"--help-db", "--database"}  # a catalog command would ignore them

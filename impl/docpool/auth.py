@@ -176,17 +176,17 @@ def add_user_parser(subparsers: argparse._SubParsersAction) -> None:
     add.add_argument("--role", action="append", default=[],
                      help="role to grant (repeatable): SYSADMIN (admin commands and OKF writes), "
                           "WRITER (OKF writes over HTTP), or any ACL role")
-    add_settings_options(add)
+    add_settings_options(add, catalog_only=True)
     add.set_defaults(func=_cmd_add)
 
     grant = subparsers.add_parser("grant", help="grant a role to an existing user")
     grant.add_argument("name")
     grant.add_argument("role")
-    add_settings_options(grant)
+    add_settings_options(grant, catalog_only=True)
     grant.set_defaults(func=_cmd_grant)
 
     lst = subparsers.add_parser("list", help="list users and their roles")
-    add_settings_options(lst)
+    add_settings_options(lst, catalog_only=True)
     lst.set_defaults(func=_cmd_list)
 
 

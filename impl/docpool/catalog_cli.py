@@ -20,16 +20,16 @@ def add_db_parser(subparsers: argparse._SubParsersAction) -> None:
     reg.add_argument("--storage", required=True, type=storage_name, help="SQLITE, POSTGRESQL or FIREBIRD")
     reg.add_argument("--dsn", required=True, help="SQLite file (a bare file name is in APPDIR), PostgreSQL conninfo, "
                                                   "or Firebird database/DSN")
-    add_settings_options(reg)
+    add_settings_options(reg, catalog_only=True)
     reg.set_defaults(func=_register)
 
     alter = subparsers.add_parser("alter", help="run ALTER DATABASE <db> SET DOCUMENTS INTERNAL | DATABASE <other> | OFF")
     alter.add_argument("statement", help='e.g. "ALTER DATABASE shop SET DOCUMENTS INTERNAL"')
-    add_settings_options(alter)
+    add_settings_options(alter, catalog_only=True)
     alter.set_defaults(func=_alter)
 
     listing = subparsers.add_parser("databases", help="list registered databases and their document settings")
-    add_settings_options(listing)
+    add_settings_options(listing, catalog_only=True)
     listing.set_defaults(func=_list)
 
 
