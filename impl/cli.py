@@ -155,8 +155,29 @@ def prepare_serve(args: argparse.Namespace):
     return tools
 
 
+def _state_notes(settings: Settings) -> list[str]:
+    """Lines for the operator (stderr) when the state folder lacks what the help and doc tools
+    read: their answers (``help pool not found``, ``database is required``) name no remedy."""
+    from knowspec.impl.docpool import catalog
+
+    notes = []
+    if not settings.help_db_path.is_file():
+        notes.append(f"knowspec serve: no help pool at {settings.help_db_path}: help_* tools answer 'help pool not "
+                     "found' (`knowspec pool build SOURCE_DIR help.db --collection NAME` or `knowspec demo` makes one)")
+    try:
+        registered = bool(catalog.list_databases(settings.catalog))
+    except Exception:  # noqa: BLE001 - an unreachable catalog is reported by the tools that need it
+        registered = True
+    if not registered:
+        notes.append("knowspec serve: no document database is registered in the catalog: doc_* tools have none to "
+                     "read (`knowspec pool register`, then `knowspec pool import`)")
+    return notes
+
+
 def _serve(args: argparse.Namespace) -> int:
     _runtime_settings(args)  # bad or unavailable settings stop here, before any worker starts
+    for note in _state_notes(settings_from(args)):
+        print(note, file=sys.stderr)
     workers = getattr(args, "workers", 1)
     if args.http and workers > 1:
         from knowspec.impl.server.workers import serve_workers

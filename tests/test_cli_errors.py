@@ -160,3 +160,24 @@ def test_a_reader_that_goes_away_ends_the_command_quietly(tmp_path):
         os.close(write_end)
     assert done.returncode == 141, done.stderr  # 128 + SIGPIPE, as a shell reports a writer stopped so
     assert done.stderr == ""
+
+
+def test_serving_an_empty_state_folder_says_what_the_help_and_doc_tools_lack(tmp_path):
+    initialize = ('{"jsonrpc":"2.0","id":1,"method":"initialize","params":{"protocolVersion":"2025-06-18",'
+                  '"capabilities":{},"clientInfo":{"name":"t","version":"0"}}}\n')
+    done = subprocess.run([sys.executable, "-m", "knowspec.impl.cli", "serve", "--stdio", "--appdir", str(tmp_path)],
+                          input=initialize, capture_output=True, text=True, timeout=120)
+    assert '"serverInfo"' in done.stdout
+    assert "no help pool at" in done.stderr and "knowspec pool build" in done.stderr
+    assert "no document database is registered" in done.stderr and "knowspec pool register" in done.stderr
+    assert not any(tmp_path.iterdir())  # looking created nothing
+
+
+def test_serving_a_prepared_state_folder_prints_no_notes(tmp_path):
+    from knowspec.impl.cli import _state_notes
+    from knowspec.impl.config import Settings
+    from knowspec.impl.demo import prepare
+
+    settings = Settings(appdir=tmp_path)
+    list(prepare(settings))
+    assert _state_notes(settings) == []
