@@ -176,8 +176,11 @@ def _state_notes(settings: Settings) -> list[str]:
 
 def _serve(args: argparse.Namespace) -> int:
     _runtime_settings(args)  # bad or unavailable settings stop here, before any worker starts
-    for note in _state_notes(settings_from(args)):
-        print(note, file=sys.stderr)
+
+    def notes() -> None:  # once the server can start: a refusal stays one line
+        for note in _state_notes(settings_from(args)):
+            print(note, file=sys.stderr)
+
     workers = getattr(args, "workers", 1)
     if args.http and workers > 1:
         from knowspec.impl.server.workers import serve_workers
@@ -188,6 +191,7 @@ def _serve(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
             return 1
+        notes()
         with sock:
             return serve_workers(args, sock, workers)
     runtime = prepare_serve(args)
@@ -204,6 +208,7 @@ def _serve(args: argparse.Namespace) -> int:
         except OSError as exc:
             print(f"knowspec serve: cannot listen on {_authority(host, port)}: {exc.strerror or exc}", file=sys.stderr)
             return 1
+        notes()
         server = _uvicorn_server_class()(uvicorn.Config(app, host=host, port=port, log_level=args.log_level.lower(),
                                                         http=HeadDeadlineProtocol))
         with sock:
@@ -213,6 +218,7 @@ def _serve(args: argparse.Namespace) -> int:
 
     from knowspec.impl.server.mcp_server import serve_stdio
 
+    notes()
     anyio.run(serve_stdio, runtime)
     return 0
 
