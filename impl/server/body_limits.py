@@ -28,6 +28,7 @@ import anyio
 
 from knowspec.impl.rest.error_responses import envelope
 from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
+from knowspec.impl.server.request_ids import JSONRPC_ID, id_key
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -106,14 +107,17 @@ async def read_body(receive: Receive, rule: BodyRule) -> bytes | None:
             return b"".join(chunks)
 
 
-def _is_tool_call(body: bytes) -> bool:
-    """Whether a (big) JSON-RPC body is one ``tools/call`` request. Decoded whole: a key may
-    stand anywhere in the object, and only bodies over the small cap pay for it."""
+def _tool_call(body: bytes) -> tuple[bool, str | None]:
+    """Whether a (big) JSON-RPC body is one ``tools/call`` request, and its id as ``request_ids``
+    keys it. Decoded whole: a key may stand anywhere in the object, and only bodies over the
+    small cap pay for it (once: the id goes on in the scope)."""
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):  # not JSON, or nested past what json decodes
-        return False
-    return isinstance(message, dict) and message.get("method") == BIG_BODY_METHOD
+        return False, None
+    if not (isinstance(message, dict) and message.get("method") == BIG_BODY_METHOD):
+        return False, None
+    return True, id_key(message)
 
 
 async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
@@ -149,11 +153,13 @@ class BodyLimitMiddleware:
             return
         if body is None:
             return  # the client left; there is no one to answer
-        if (_is_mcp(scope) and len(body) > MCP_MAX_OTHER_BODY_BYTES
-                and not await anyio.to_thread.run_sync(_is_tool_call, body)):  # not on the event loop
-            await _refuse(scope, send, _Refused(413, f"request body exceeds the size limit of a message "
-                                                     f"other than {BIG_BODY_METHOD}"))
-            return
+        if _is_mcp(scope) and len(body) > MCP_MAX_OTHER_BODY_BYTES:
+            is_call, request_id = await anyio.to_thread.run_sync(_tool_call, body)  # not on the event loop
+            if not is_call:
+                await _refuse(scope, send, _Refused(413, f"request body exceeds the size limit of a message "
+                                                         f"other than {BIG_BODY_METHOD}"))
+                return
+            scope[JSONRPC_ID] = request_id
         replayed = False
 
         async def replay() -> Message:

@@ -3,21 +3,24 @@
 A server bound to a loopback address answers only requests whose ``Host`` names a loopback
 address (any port), and whose ``Origin``, when sent, is a loopback ``http`` origin. A web page
 whose domain was made to resolve to 127.0.0.1 sends its own domain in both, so it cannot reach
-the server through the visitor's browser. The SDK checks ``/mcp`` itself; this middleware
-checks the rest (REST, ``/healthz``) with the same settings, answering the REST error envelope:
-``invalid_request`` with HTTP 421 for the host, ``forbidden`` (403) for the origin.
+the server through the visitor's browser. This middleware, the outermost, checks every route
+before anything else answers: HTTP 421 for the host, 403 for the origin, as the REST error
+envelope (``invalid_request`` / ``forbidden``) or, on ``/mcp`` and below it, a JSON-RPC error.
+The whole value must be a loopback name with at most a numeric port: the SDK's own rule (which
+it still applies to ``/mcp``) matches ``127.0.0.1:*`` as a prefix, so ``127.0.0.1:1@evil.example``
+passed it, and it leaves ``/mcp/`` to a redirect that echoed the foreign host.
 """
 
 from __future__ import annotations
 
 import json
+import re
 from typing import Any, Awaitable, Callable
 
-from mcp.server.transport_security import TransportSecurityMiddleware, TransportSecuritySettings
-from starlette.requests import Request
+from mcp.server.transport_security import TransportSecuritySettings
 
 from knowspec.impl.rest.error_responses import envelope
-from knowspec.impl.server.json_answer import send_json
+from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
 
@@ -36,21 +39,37 @@ def loopback_security(host: str, enabled: bool = True) -> TransportSecuritySetti
     )
 
 
+LOOPBACK_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
+LOOPBACK_ORIGIN = re.compile(r"http://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
+
+
+def refusal(host: str | None, origin: str | None) -> tuple[int, str] | None:
+    """(status, message) for a request a loopback server must not serve, None for one it may."""
+    if host is None or not LOOPBACK_HOST.fullmatch(host):
+        return 421, "Invalid Host header"
+    if origin is not None and not LOOPBACK_ORIGIN.fullmatch(origin):
+        return 403, "Invalid Origin header"
+    return None
+
+
 class HostCheckMiddleware:
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings):
         self.app = app
-        self.check = TransportSecurityMiddleware(security)
         self.enabled = security.enable_dns_rebinding_protection
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
-        path = scope.get("path", "")
-        if not self.enabled or scope["type"] != "http" or path == "/mcp" or path.startswith("/mcp/"):
-            await self.app(scope, receive, send)  # /mcp: the SDK's own check, its own answers
+        if not self.enabled or scope["type"] != "http":
+            await self.app(scope, receive, send)
             return
-        refused = await self.check.validate_request(Request(scope))
+        headers = {key.lower(): value.decode("latin-1") for key, value in scope.get("headers") or []}
+        refused = refusal(headers.get(b"host"), headers.get(b"origin"))
         if refused is None:
             await self.app(scope, receive, send)
             return
-        code = "forbidden" if refused.status_code == 403 else "invalid_request"
-        body = json.dumps(envelope(code, bytes(refused.body).decode()), separators=(",", ":")).encode()
-        await send_json(send, refused.status_code, body)
+        status, message = refused
+        path = scope.get("path", "")
+        if path == "/mcp" or path.startswith("/mcp/"):
+            await send_jsonrpc_error(send, status, message)
+            return
+        code = "forbidden" if status == 403 else "invalid_request"
+        await send_json(send, status, json.dumps(envelope(code, message), separators=(",", ":")).encode())

@@ -18,9 +18,11 @@ from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
 from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
+from knowspec.impl.server import released_messages
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.request_ids import OneRequestIdAtATime
 from knowspec.impl.server.session_quota import SessionQuota, sdk_sessions
 from knowspec.impl.server.workers import SessionRouter, Worker
 
@@ -48,6 +50,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     """
     settings = runtime.settings
     sessions = SessionStore.from_settings(settings)
+    released_messages.install()  # an idle session keeps no request it has answered
 
     def caller_for(ctx) -> Caller:
         request = getattr(ctx, "request", None)
@@ -90,6 +93,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     app.add_middleware(ParkedAnswerWriter, answers=answers)  # placeholders written as their parked answers
     # inside the gate (it names the caller), before a worker's tags are added to the SDK's ids
     app.add_middleware(SessionQuota, per_caller=settings.mcp_sessions_per_caller, live_sessions=sdk_sessions(server))
+    app.add_middleware(OneRequestIdAtATime)  # in the worker that owns the session (inside its router)
     if worker is not None:  # another worker's session is relayed whole: its owner wrote its answers
         app.add_middleware(SessionRouter, tag=worker.tag, run_dir=worker.run_dir)
     app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read

@@ -54,9 +54,22 @@ def test_a_loopback_host_and_origin_are_served(port, host):
     assert _request(port, "GET", "/healthz", {"Host": f"{host}:{port}"})[0] == 200
 
 
-def test_the_mcp_route_keeps_the_sdks_own_answer(port):
-    status, _ = _request(port, "POST", "/mcp", {"Host": "evil.example"})
-    assert status == 401  # the token is asked for first, as before; the SDK checks the host after it
+@pytest.mark.parametrize("path", ["/mcp", "/mcp/"])
+def test_the_mcp_routes_refuse_a_foreign_host_first_with_a_jsonrpc_error(port, path):
+    # before the token is asked for, and /mcp/ is no redirect that echoes the foreign host
+    status, body = _request(port, "POST", path, {"Host": "evil.example"})
+    assert status == 421 and body["error"]["message"] == "Invalid Host header" and body["id"] is None
+
+
+@pytest.mark.parametrize(("headers", "status"), [
+    ({"Host": "127.0.0.1:{port}@evil.example"}, 421),  # the SDK's 127.0.0.1:* matched this as a prefix
+    ({"Host": "localhost.evil.example"}, 421),
+    ({"Host": "127.0.0.1:{port}", "Origin": "http://127.0.0.1:80@evil.example"}, 403),
+    ({"Host": "127.0.0.1:{port}", "Origin": "https://127.0.0.1:{port}"}, 403)])
+def test_a_disguised_host_or_origin_is_refused(port, headers, status):
+    sent = {k: v.format(port=port) for k, v in headers.items()}
+    assert _request(port, "POST", "/ClientREST/Login", sent)[0] == status
+    assert _request(port, "POST", "/mcp", sent)[0] == status
 
 
 @pytest.mark.parametrize(("host", "enabled"), [("127.0.0.1", True), ("localhost", True), ("::1", True),

@@ -1,0 +1,96 @@
+"""One JSON-RPC request id at a time per MCP session: a request whose id is already being
+answered on its session is refused before the SDK sees it.
+
+The SDK routes each answer to the HTTP request that waits for it by the request's id alone. Two
+requests of one session with the same id in flight left one of them waiting for ever: a hostile
+probe sent 20 parallel ``tools/call`` requests with one id, each padded to 60 MiB, and about 17
+were never answered; their streams stayed open with their bodies (RSS 1.5 -> 5.9 GB, held until
+the client went away). JSON-RPC already asks a client to keep its ids unique while a request is
+pending, so a second one is answered HTTP 409 with a JSON-RPC error (id null, as every request
+refused before the SDK) and never reaches it.
+
+The id is read from the body the body caps already hold (``body_limits``): a big body was parsed
+there, off the event loop, and its id is handed on in the scope (``JSONRPC_ID``); a small one is
+parsed here. Each server process keeps its own set, as it keeps its own sessions.
+"""
+
+from __future__ import annotations
+
+import json
+from typing import Any, Awaitable, Callable
+
+import anyio
+
+from knowspec.impl.server.json_answer import send_jsonrpc_error, session_id_of
+
+Scope = dict[str, Any]
+Message = dict[str, Any]
+Receive = Callable[[], Awaitable[Message]]
+Send = Callable[[Message], Awaitable[None]]
+ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
+
+JSONRPC_ID = "knowspec.jsonrpc_id"  # scope key: the body's request id as the SDK keys it (None: none)
+PARSE_ON_LOOP_BYTES = 64 * 1024     # bigger bodies are parsed on a worker thread
+
+
+def request_id_of(body: bytes) -> str | None:
+    """The request's ``id`` as the SDK keys its answer streams (``str(id)``: ``7`` and ``"7"``
+    share one), None for a body that is no single JSON-RPC request (a notification, a response,
+    a batch, not JSON)."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    return id_key(message)
+
+
+def id_key(message: Any) -> str | None:
+    """``request_id_of`` of a decoded message."""
+    if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
+        return None
+    return str(message["id"])
+
+
+class OneRequestIdAtATime:
+    """Refuses a POST to ``/mcp`` whose session already has a request with its id in flight."""
+
+    def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
+        self.app, self.path = app, path
+        self._in_flight: set[tuple[str, str]] = set()
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        session = session_id_of(scope) if scope["type"] == "http" and scope.get("method") == "POST" else None
+        if session is None or scope.get("path") != self.path:
+            await self.app(scope, receive, send)
+            return
+        first = await receive()  # the whole body: the body caps replay it in one message
+        if JSONRPC_ID in scope:
+            request_id = scope[JSONRPC_ID]
+        else:
+            body = first.get("body", b"")
+            request_id = (request_id_of(body) if len(body) <= PARSE_ON_LOOP_BYTES
+                          else await anyio.to_thread.run_sync(request_id_of, body))
+        if request_id is None:
+            await self.app(scope, _replaying(first, receive), send)
+            return
+        key = (session, request_id)
+        if key in self._in_flight:
+            shown = json.dumps(request_id[:64], ensure_ascii=False)
+            await send_jsonrpc_error(send, 409, f"Invalid Request: request id {shown} is already in flight in "
+                                                "this session; use a new id for each request")
+            return
+        self._in_flight.add(key)
+        try:
+            await self.app(scope, _replaying(first, receive), send)
+        finally:
+            self._in_flight.discard(key)
+
+
+def _replaying(first: Message, receive: Receive) -> Receive:
+    """``receive`` that gives ``first`` (the body already taken) once, then the live messages."""
+    pending = [first]
+
+    async def replay() -> Message:
+        return pending.pop() if pending else await receive()
+
+    return replay
