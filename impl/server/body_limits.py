@@ -28,7 +28,7 @@ import anyio
 
 from knowspec.impl.rest.error_responses import envelope
 from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
-from knowspec.impl.server.request_ids import JSONRPC_ID, id_key
+from knowspec.impl.server.request_ids import JSONRPC_ID, id_key, replaying
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -160,13 +160,4 @@ class BodyLimitMiddleware:
                                                          f"other than {BIG_BODY_METHOD}"))
                 return
             scope[JSONRPC_ID] = request_id
-        replayed = False
-
-        async def replay() -> Message:
-            nonlocal replayed
-            if not replayed:
-                replayed = True
-                return {"type": "http.request", "body": body, "more_body": False}
-            return await receive()
-
-        await self.app(scope, replay, send)
+        await self.app(scope, replaying({"type": "http.request", "body": body, "more_body": False}, receive), send)

@@ -71,7 +71,7 @@ class OneRequestIdAtATime:
             request_id = (request_id_of(body) if len(body) <= PARSE_ON_LOOP_BYTES
                           else await anyio.to_thread.run_sync(request_id_of, body))
         if request_id is None:
-            await self.app(scope, _replaying(first, receive), send)
+            await self.app(scope, replaying(first, receive), send)
             return
         key = (session, request_id)
         if key in self._in_flight:
@@ -81,12 +81,12 @@ class OneRequestIdAtATime:
             return
         self._in_flight.add(key)
         try:
-            await self.app(scope, _replaying(first, receive), send)
+            await self.app(scope, replaying(first, receive), send)
         finally:
             self._in_flight.discard(key)
 
 
-def _replaying(first: Message, receive: Receive) -> Receive:
+def replaying(first: Message, receive: Receive) -> Receive:
     """``receive`` that gives ``first`` (the body already taken) once, then the live messages."""
     pending = [first]
 
