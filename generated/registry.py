@@ -28,7 +28,7 @@
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 85aadea1eb2493eeb4d198109b379f722d6f42d082b9e1838295fd510a3e0044
 #   docpool/tools.toml fad9bb9e113162f52d5fa89f33cd2601abbddb3977f277c630ac9286caa4c261
-#   errors.toml 2de515139aba2028d95d0842a52b5a9c3f568a35565e17712a9c1ed0c52dfbc0
+#   errors.toml ce2c0ecb3eb3010c622e23d0767b79f6dae55854921453ffbcb962ee2a654b9a
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
 #   okf/schemas/apply_temporal_upgrade.input.schema.json 357501ba7e2645fd7a6e85e42f435552574953fe97187d7a6400b94160868afb

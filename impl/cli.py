@@ -199,7 +199,7 @@ def _serve(args: argparse.Namespace) -> int:
         import uvicorn
 
         from knowspec.impl.server.http_app import build_app
-        from knowspec.impl.server.http_protocol import HeadDeadlineProtocol
+        from knowspec.impl.server.http_protocol import DeadlineProtocol
 
         host, port = args.http
         app = build_app(runtime, host=host)
@@ -210,7 +210,7 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
         notes()
         server = _uvicorn_server_class()(uvicorn.Config(app, host=host, port=port, log_level=args.log_level.lower(),
-                                                        http=HeadDeadlineProtocol))
+                                                        http=DeadlineProtocol, proxy_headers=False))
         with sock:
             server.run(sockets=[sock])
         return 0 if server.started else 1

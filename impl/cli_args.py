@@ -15,6 +15,7 @@ import re
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
+from typing import Callable
 
 STORAGES = ("SQLITE", "POSTGRESQL", "FIREBIRD")
 LOG_LEVELS = ("DEBUG", "INFO", "WARNING", "ERROR", "CRITICAL")
@@ -86,6 +87,21 @@ def worker_count(value: str) -> int:
     if not 1 <= number <= 64:
         raise argparse.ArgumentTypeError(f"--workers must be between 1 and 64, got {number}")
     return number
+
+
+def whole_number(option: str, unit: str, low: int, high: int) -> Callable[[str], int]:
+    """An argparse type for ``option``: a whole number of ``unit`` from ``low`` to ``high``."""
+    def parse(value: str) -> int:
+        try:
+            number = int(value.strip().replace("_", ""))
+        except ValueError:
+            raise argparse.ArgumentTypeError(f"expected a whole number of {unit}, got {value!r}") from None
+        if not low <= number <= high:
+            raise argparse.ArgumentTypeError(f"{option} must be between {low} and {high}, got {number}")
+        return number
+
+    parse.__name__ = option.lstrip("-").replace("-", "_")  # argparse names the type in its errors
+    return parse
 
 
 def session_quota(value: str) -> int:

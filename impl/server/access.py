@@ -26,7 +26,7 @@ from typing import Any, Callable
 
 import anyio
 
-from knowspec.impl.cli_args import session_quota
+from knowspec.impl.cli_args import session_quota, whole_number
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import may_write
 from knowspec.impl.errors import ToolError
@@ -178,6 +178,17 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                        help="a session ends after this long unused (default 1800 = 30 min)")
     serve.add_argument("--mcp-sessions-per-caller", type=session_quota, metavar="N",
                        help="open MCP sessions one user, or one anonymous client address, may hold (default 100)")
+    serve.add_argument("--requests-per-caller", type=whole_number("--requests-per-caller", "requests", 1, 100_000),
+                       metavar="N", help="HTTP requests one caller may have in flight; more answer 429 (default 32)")
+    serve.add_argument("--calls-per-caller", type=whole_number("--calls-per-caller", "calls", 1, 100_000),
+                       metavar="N", help="MCP tool calls one caller may have running; more are refused (default 20)")
+    serve.add_argument("--request-body-mib-in-flight", type=whole_number("--request-body-mib-in-flight", "MiB", 1,
+                                                                         1_048_576),
+                       metavar="MIB", help="MiB of request bodies held at once across all callers; a body "
+                                           "past it answers 503 (default 128)")
+    serve.add_argument("--forwarded-allow-ips", metavar="IPS",
+                       help="peers trusted to name the client in X-Forwarded-For, e.g. a reverse proxy's "
+                            "address (comma-separated, or *; default: none)")
 
 
 def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
@@ -192,3 +203,6 @@ def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
         settings.session_idle_seconds = args.session_idle
     if getattr(args, "mcp_sessions_per_caller", None):
         settings.mcp_sessions_per_caller = args.mcp_sessions_per_caller
+    for name in ("requests_per_caller", "calls_per_caller", "request_body_mib_in_flight", "forwarded_allow_ips"):
+        if getattr(args, name, None):
+            setattr(settings, name, getattr(args, name))

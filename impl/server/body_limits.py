@@ -9,6 +9,10 @@ This ASGI middleware reads each body itself, counting as the chunks arrive:
   and 1 MiB for any other message (413 as well);
 - a body that stalls longer than ``idle_seconds`` between chunks, or takes longer than
   ``total_seconds`` overall, is refused: HTTP 408;
+- the bodies held at once across all requests, from their first byte until their request is
+  answered, stay within one budget (``--request-body-mib-in-flight``, 128 MiB): a body that would
+  pass it is refused with HTTP 503 and ``Retry-After`` (four parallel 65 MiB calls peaked at
+  1.1-1.4 GB without it, each body within its own cap);
 - otherwise the app receives the body it would have read, then the live ``receive`` (so client
   disconnects still reach it).
 
@@ -43,6 +47,8 @@ MCP_MAX_BODY_BYTES = 72 * 1024 * 1024  # above the 64 MiB argument estimate (spe
 MCP_MAX_OTHER_BODY_BYTES = 1024 * 1024
 BIG_BODY_METHOD = "tools/call"
 REST_MAX_BODY_BYTES = 1024 * 1024  # REST bodies are small JSON objects (IMPORTDOC names a file)
+BODY_BYTES_IN_FLIGHT = 128 * 1024 * 1024  # a 65 MiB call peaks at ~250 MiB of copies
+BUSY_RETRY_SECONDS = 1
 IDLE_SECONDS = 5.0
 REST_TOTAL_SECONDS = 10.0
 MCP_TOTAL_SECONDS = 60.0
@@ -58,6 +64,22 @@ class BodyRule:
 class _Refused(Exception):
     def __init__(self, status: int, message: str):
         self.status, self.message = status, message
+
+
+class BodyBudget:
+    """Bytes of request bodies held at once; used on the event loop only."""
+
+    def __init__(self, limit: int) -> None:
+        self.limit = limit
+        self.held = 0
+
+    def take(self, size: int) -> None:
+        if self.held + size > self.limit:
+            raise _Refused(503, "the server holds as many request bodies as it may now; retry shortly")
+        self.held += size
+
+    def give(self, size: int) -> None:
+        self.held -= size
 
 
 def _is_mcp(scope: Scope) -> bool:
@@ -83,8 +105,9 @@ def _declared_length(scope: Scope) -> int | None:
     return None
 
 
-async def read_body(receive: Receive, rule: BodyRule) -> bytes | None:
-    """The whole body within ``rule``; ``None`` when the client disconnected first."""
+async def read_body(receive: Receive, rule: BodyRule, grown: Callable[[int], None] = lambda size: None) -> bytes | None:
+    """The whole body within ``rule``; ``None`` when the client disconnected first.
+    ``grown(size)`` hears the size read so far after each chunk (and may refuse it)."""
     chunks: list[bytes] = []
     size = 0
     deadline = time.monotonic() + rule.total_seconds
@@ -102,6 +125,7 @@ async def read_body(receive: Receive, rule: BodyRule) -> bytes | None:
         size += len(chunk)
         if size > rule.max_bytes:
             raise _Refused(413, "request body exceeds the size limit")
+        grown(size)
         chunks.append(chunk)
         if not message.get("more_body", False):
             return b"".join(chunks)
@@ -122,32 +146,53 @@ def _tool_call(body: bytes) -> tuple[bool, str | None]:
 
 async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
     close = [(b"connection", b"close")]
+    if refused.status == 503:
+        close.append((b"retry-after", str(BUSY_RETRY_SECONDS).encode("ascii")))
     if _is_mcp(scope):
         await send_jsonrpc_error(send, refused.status, f"Invalid Request: {refused.message}", close)
         return
-    code = "resource_limit" if refused.status == 413 else "invalid_request"
-    body = json.dumps(envelope(code, refused.message, retryable=refused.status == 408), separators=(",", ":"))
+    code = {413: "resource_limit", 503: "rate_limited"}.get(refused.status, "invalid_request")
+    body = json.dumps(envelope(code, refused.message, retryable=refused.status in (408, 503)),
+                      separators=(",", ":"))
     await send_json(send, refused.status, body.encode("utf-8"), close)
 
 
 class BodyLimitMiddleware:
     """Caps and deadlines per path family: ``/mcp`` and everything else (REST)."""
 
-    def __init__(self, app: ASGIApp, mcp: BodyRule | None = None, rest: BodyRule | None = None):
+    def __init__(self, app: ASGIApp, mcp: BodyRule | None = None, rest: BodyRule | None = None,
+                 bytes_in_flight: int = BODY_BYTES_IN_FLIGHT):
         self.app = app
         self.mcp = mcp or BodyRule(MCP_MAX_BODY_BYTES, MCP_TOTAL_SECONDS)
         self.rest = rest or BodyRule(REST_MAX_BODY_BYTES, REST_TOTAL_SECONDS)
+        self.budget = BodyBudget(bytes_in_flight)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _has_body(scope):
             await self.app(scope, receive, send)
             return
+        taken = 0
+
+        def grown(size: int) -> None:  # a chunked body takes its budget as it arrives
+            nonlocal taken
+            if size > taken:
+                self.budget.take(size - taken)
+                taken = size
+
+        try:
+            await self._read_and_answer(scope, receive, send, grown)
+        finally:
+            self.budget.give(taken)
+
+    async def _read_and_answer(self, scope: Scope, receive: Receive, send: Send, grown: Callable[[int], None]) -> None:
         rule = self.mcp if _is_mcp(scope) else self.rest
         try:
             declared = _declared_length(scope)
             if declared is not None and declared > rule.max_bytes:
                 raise _Refused(413, "request body exceeds the size limit")
-            body = await read_body(receive, rule)
+            if declared is not None:
+                grown(declared)
+            body = await read_body(receive, rule, grown)
         except _Refused as refused:
             await _refuse(scope, send, refused)
             return

@@ -6,6 +6,7 @@ from starlette.applications import Starlette
 from starlette.requests import Request
 from starlette.responses import JSONResponse
 from starlette.routing import BaseRoute, Route
+from uvicorn.middleware.proxy_headers import ProxyHeadersMiddleware
 
 import mcp.types as types
 from mcp.shared.exceptions import MCPError
@@ -16,6 +17,7 @@ from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
+from knowspec.impl.server.caller_load import CallsPerCaller, RequestsPerCaller
 from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
 from knowspec.impl.server import released_messages
@@ -24,7 +26,7 @@ from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 from knowspec.impl.server.request_ids import OneRequestIdAtATime
 from knowspec.impl.server.session_quota import SessionQuota, sdk_sessions
-from knowspec.impl.server.workers import SessionRouter, Worker
+from knowspec.impl.server.workers import RelayedClient, SessionRouter, Worker
 
 
 MAX_REQUEST_BYTES = 72 * 1024 * 1024
@@ -68,8 +70,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     # tool answers are encoded off the event loop (parked_answers.py)
     answers = ParkedAnswers(ascii_for_http, written=runtime.heap.after_answer)
+    calls = CallsPerCaller(settings.calls_per_caller)  # no caller takes every worker thread
     server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
-                          answers=answers)
+                          answers=answers, call_slot=calls.slot)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),
@@ -96,7 +99,13 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     app.add_middleware(OneRequestIdAtATime)  # in the worker that owns the session (inside its router)
     if worker is not None:  # another worker's session is relayed whole: its owner wrote its answers
         app.add_middleware(SessionRouter, tag=worker.tag, run_dir=worker.run_dir)
-    app.add_middleware(BodyLimitMiddleware)  # every body capped and timed before it is read
+    # every body capped and timed before it is read, and all of them held at once within a budget
+    app.add_middleware(BodyLimitMiddleware, bytes_in_flight=settings.request_body_mib_in_flight * 1024 * 1024)
+    app.add_middleware(RequestsPerCaller, per_caller=settings.requests_per_caller)  # the gate has named the caller
     app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)
-    app.add_middleware(HostCheckMiddleware, security=security)  # outermost: a foreign Host is never served
+    app.add_middleware(HostCheckMiddleware, security=security)  # a foreign Host is never served
+    if settings.forwarded_allow_ips:  # the client a trusted proxy names is the caller throughout
+        app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
+    if worker is not None:  # outermost: a request another worker relayed is its client's
+        app.add_middleware(RelayedClient)
     return app

@@ -1,26 +1,43 @@
-"""uvicorn's h11 protocol with a deadline on every request head.
+"""uvicorn's h11 protocol with deadlines on the client's side of each exchange.
 
-uvicorn times a connection out only while it idles after a response (keep-alive). A client that
-connects and sends nothing, or sends a request head a byte at a time, held its socket and file
-descriptor for as long as it liked: forty such anonymous connections were held by an HTTP probe
-for minutes. Here each request head must arrive whole within ``HEAD_SECONDS`` of the
-connection, or of the first byte after the previous response; else the connection is closed.
+uvicorn times a connection out only while it idles after a response (keep-alive). Two kinds of
+client could hold a connection, and what it carries, for as long as they liked:
+
+- one that connects and sends nothing, or sends a request head a byte at a time (forty such
+  anonymous connections were held by an HTTP probe for minutes): here each request head must
+  arrive whole within ``HEAD_SECONDS`` of the connection, or of the first byte after the
+  previous response;
+- one that asks for a big answer and never reads it: the answer waited in the process (800
+  unread 4.8 MB answers held 5 GB). Here, once the unsent bytes pass the transport's high-water
+  mark, the client must read at least ``MIN_READ_BYTES`` of them in every ``READ_WINDOW_SECONDS``
+  until they fall below its low-water mark, else the connection is aborted and the answer freed.
+  The pace asked (about 4 KiB/s) is far below any link a real client answers over.
+
 Bodies have their own caps and deadlines (:mod:`body_limits`).
 """
 
 from __future__ import annotations
 
 import asyncio
+import logging
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
 
 HEAD_SECONDS = 10.0
+READ_WINDOW_SECONDS = 15.0
+MIN_READ_BYTES = 64 * 1024
+
+log = logging.getLogger("knowspec.http")
 
 
-class HeadDeadlineProtocol(H11Protocol):
+class DeadlineProtocol(H11Protocol):
     head_seconds = HEAD_SECONDS
+    read_window_seconds = READ_WINDOW_SECONDS
+    min_read_bytes = MIN_READ_BYTES
     _head_timer: asyncio.TimerHandle | None = None
+    _read_timer: asyncio.TimerHandle | None = None
+    _unsent_before = 0
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
@@ -36,7 +53,19 @@ class HeadDeadlineProtocol(H11Protocol):
 
     def connection_lost(self, exc: Exception | None) -> None:
         self._cancel_head_timer()
+        self._cancel_read_timer()
         super().connection_lost(exc)
+
+    def pause_writing(self) -> None:
+        """The unsent bytes passed the high-water mark: the client must now read at its pace."""
+        super().pause_writing()
+        if self._read_timer is None:
+            self._unsent_before = self.transport.get_write_buffer_size()
+            self._read_timer = self.loop.call_later(self.read_window_seconds, self._read_window_over)
+
+    def resume_writing(self) -> None:
+        super().resume_writing()
+        self._cancel_read_timer()
 
     def _arm_head_timer(self) -> None:
         self._head_timer = self.loop.call_later(self.head_seconds, self._head_late)
@@ -46,7 +75,25 @@ class HeadDeadlineProtocol(H11Protocol):
             self._head_timer.cancel()
             self._head_timer = None
 
+    def _cancel_read_timer(self) -> None:
+        if self._read_timer is not None:
+            self._read_timer.cancel()
+            self._read_timer = None
+
     def _head_late(self) -> None:
         self._head_timer = None
         if self.conn.their_state is h11.IDLE and not self.transport.is_closing():
             self.transport.close()
+
+    def _read_window_over(self) -> None:
+        self._read_timer = None
+        if self.transport.is_closing():
+            return
+        unsent = self.transport.get_write_buffer_size()
+        if self._unsent_before - unsent < self.min_read_bytes and unsent <= self._unsent_before:
+            log.info("closing a connection whose client read %d of %d unsent bytes in %.0f s",
+                     max(self._unsent_before - unsent, 0), self._unsent_before, self.read_window_seconds)
+            self.transport.abort()  # connection_lost follows: the app's sends end, its answer is freed
+            return
+        self._unsent_before = unsent
+        self._read_timer = self.loop.call_later(self.read_window_seconds, self._read_window_over)

@@ -7,9 +7,9 @@ only tool-call failure answered as a JSON-RPC error (-32602).
 
 from __future__ import annotations
 
-from typing import TYPE_CHECKING, Any, cast
-
+from contextlib import nullcontext
 from functools import partial
+from typing import TYPE_CHECKING, Any, Callable, ContextManager, cast
 
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
@@ -59,12 +59,15 @@ def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
     return name, ver
 
 
-def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAnswers | None = None) -> Server:
+def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAnswers | None = None,
+                 call_slot: Callable[[dict | None], ContextManager[Any]] | None = None) -> Server:
     """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted.
 
     With ``answers``, a call's answer is encoded in its worker thread and parked there, and the
     SDK carries a placeholder to the transport, which writes the parked bytes
-    (``parked_answers.py``).
+    (``parked_answers.py``); over HTTP it is parked for the request that asked, and dropped if
+    that request has ended. ``call_slot(scope)`` holds the call's place among its caller's calls
+    in flight (HTTP: ``caller_load.py``), or refuses it.
     """
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
@@ -76,10 +79,12 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
         if params.name not in runtime.entries:
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name}")
         caller = caller_for(ctx) if caller_for else Caller()
-        if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
-            return await runtime.call(params.name, params.arguments, caller)
-        return await runtime.call(params.name, params.arguments, caller,
-                                  partial(answers.park, protocol_version=ctx.protocol_version), takes_json=True)
+        scope = getattr(getattr(ctx, "request", None), "scope", None)  # the HTTP request that asked
+        with call_slot(scope) if call_slot else nullcontext():
+            if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
+                return await runtime.call(params.name, params.arguments, caller)
+            park = partial(answers.park, protocol_version=ctx.protocol_version, owner=scope)
+            return await runtime.call(params.name, params.arguments, caller, park, takes_json=True)
 
     name, version = server_identity(runtime)
     return server_class()(

@@ -43,6 +43,8 @@ from knowspec.impl.server.tool_results import EncodedToolResult
 PARKED_KEY = "knowspec/parked"  # the structured content of a placeholder: {PARKED_KEY: "<token>:<slot>"}
 TEXT_MARK = PARKED_KEY + ":"  # the text of a placeholder's text block: "knowspec/parked:<token>:<slot>"
 MAX_PARKED_SECONDS = 300.0  # an answer whose placeholder is never written (client gone) is dropped after this
+OWNED_TOKENS = "knowspec.parked_tokens"  # in an HTTP request's scope: the answers parked for it
+OWNER_ENDED = "knowspec.request_ended"  # in an HTTP request's scope: its response is over
 MAX_PLACEHOLDER_BYTES = 256 * 1024  # a placeholder message is small; bigger bytes are never scanned
 CHUNK_BYTES = 1 << 20  # parked bytes are joined into chunks of about this size (fewer writes)
 
@@ -107,8 +109,13 @@ class ParkedAnswers:
         self._max_age = max_age
         self._clock = clock
 
-    def park(self, result: types.CallToolResult, protocol_version: str) -> types.CallToolResult:
-        """Encode ``result``'s heavy values and keep them; return the placeholder for the SDK."""
+    def park(self, result: types.CallToolResult, protocol_version: str,
+             owner: dict[str, Any] | None = None) -> types.CallToolResult:
+        """Encode ``result``'s heavy values and keep them; return the placeholder for the SDK.
+
+        ``owner`` is the scope of the HTTP request that asked: once it has ended (``release``)
+        the answer can never be written, so it is not kept (a client that hangs up at once
+        would otherwise leave each answer parked for ``max_age``)."""
         token = secrets.token_hex(16)
         ascii_only = self._ensure_ascii(protocol_version)
         slots: list[list[bytes]] = []
@@ -139,7 +146,10 @@ class ParkedAnswers:
         with self._lock:
             for stale in [t for t, (at, _) in self._parked.items() if now - at > self._max_age]:
                 del self._parked[stale]
-            self._parked[token] = (now, slots)
+            if owner is None or not owner.get(OWNER_ENDED):
+                self._parked[token] = (now, slots)
+                if owner is not None:
+                    owner.setdefault(OWNED_TOKENS, []).append(token)
         placeholder = result.model_copy(update={"content": content, "structured_content": structured})
         if isinstance(placeholder, EncodedToolResult):
             placeholder.forget_json()  # the SDK carries the placeholder: it need not hold the JSON too
@@ -167,6 +177,14 @@ class ParkedAnswers:
             at = marker.end()
         out.append(data[at:])
         return out
+
+    def release(self, owner: dict[str, Any]) -> None:
+        """The HTTP request whose scope is ``owner`` has ended: drop what was parked for it and
+        not written, and park nothing more for it."""
+        with self._lock:
+            owner[OWNER_ENDED] = True
+            for token in owner.pop(OWNED_TOKENS, ()):
+                self._parked.pop(token, None)
 
     async def after_writing(self, size: int) -> None:
         """A transport wrote a parked answer of ``size`` bytes and let go of them: ``written(size)``
@@ -295,7 +313,10 @@ class ParkedAnswerWriter:
             del pieces  # its bytes are freed before ``written`` (a heap trim) runs
             await self.answers.after_writing(size)
 
-        await self.app(scope, receive, write)
+        try:
+            await self.app(scope, receive, write)
+        finally:
+            self.answers.release(scope)  # an answer parked for a request gone is never written
         if held is not None:  # headers without a body
             await send(held)
 

@@ -93,6 +93,36 @@ def untagged_scope(scope: Scope, session_id: str) -> Scope:
     return {**scope, "headers": headers}
 
 
+RELAYED_CLIENT = b"x-knowspec-relayed-client"  # the client's address, named by the worker that relayed
+
+
+def relayed_headers(scope: Scope) -> list[tuple[bytes, bytes]]:
+    """The headers a relay sends the owner: the request's own, less hop-by-hop ones and any
+    relayed-client header the client sent, plus the client's address as this worker saw it."""
+    client = scope.get("client")
+    headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in HOP_BY_HOP | {RELAYED_CLIENT}]
+    if client:
+        headers.append((RELAYED_CLIENT, str(client[0]).encode("latin-1")))
+    return headers
+
+
+class RelayedClient:
+    """Outermost in a worker: a request relayed over the worker's private socket (which has no
+    client address of its own, and only the server's user may open) is the client the relaying
+    worker named, so per-address rules (anonymous callers' caps) count the real client. A request
+    with an address of its own keeps it, whatever headers it sent."""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        if scope.get("type") == "http" and scope.get("client") is None:
+            named = dict(scope.get("headers") or []).get(RELAYED_CLIENT)
+            if named:
+                scope = {**scope, "client": (named.decode("latin-1"), 0)}
+        await self.app(scope, receive, send)
+
+
 async def _session_not_found(send: Send) -> None:
     await send_jsonrpc_error(send, 404, "Session not found")
 
@@ -169,8 +199,7 @@ class SessionRouter:
         target = scope.get("raw_path") or scope["path"].encode("utf-8")
         if scope.get("query_string"):
             target += b"?" + scope["query_string"]
-        headers = [(k, v) for k, v in scope.get("headers") or [] if k.lower() not in HOP_BY_HOP]
-        request = client.build_request(scope["method"], target.decode("latin-1"), headers=headers,
+        request = client.build_request(scope["method"], target.decode("latin-1"), headers=relayed_headers(scope),
                                        content=b"".join(chunks))
         try:
             answer = await client.send(request, stream=True)
@@ -209,7 +238,7 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
     import uvicorn
 
     from knowspec.impl.server.connection_handoff import HandoffReceiver, handoff_path
-    from knowspec.impl.server.http_protocol import HeadDeadlineProtocol
+    from knowspec.impl.server.http_protocol import DeadlineProtocol
 
     inner = app.router.lifespan_context
     path = worker.socket_path
@@ -221,7 +250,7 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
             sock.bind(str(path))
             os.chmod(path, 0o600)
             config = uvicorn.Config(app, uds=str(path), lifespan="off", log_level=log_level.lower(),
-                                    http=HeadDeadlineProtocol)
+                                    http=DeadlineProtocol, proxy_headers=False)
             config.load()
             server = uvicorn.Server(config)
             server.lifespan = config.lifespan_class(config)  # what Server.serve sets up: "off" here
@@ -291,13 +320,14 @@ def serve_workers(args: argparse.Namespace, sock: socket.socket, workers: int) -
     from uvicorn.supervisors import Multiprocess
 
     from knowspec.impl.server.connection_dispatch import Dispatcher
-    from knowspec.impl.server.http_protocol import HeadDeadlineProtocol
+    from knowspec.impl.server.http_protocol import DeadlineProtocol
 
     run_dir = Path(tempfile.mkdtemp(prefix="knowspec-workers-"))  # mode 0700: only this user may relay
     host, _ = args.http
     port = sock.getsockname()[1]
     config = uvicorn.Config(functools.partial(worker_app, args, str(run_dir)), factory=True, host=host, port=port,
-                            workers=workers, log_level=args.log_level.lower(), http=HeadDeadlineProtocol)
+                            workers=workers, log_level=args.log_level.lower(), http=DeadlineProtocol,
+                            proxy_headers=False)
     dispatcher = Dispatcher(sock, run_dir)
 
     class Supervisor(Multiprocess):

@@ -31,7 +31,7 @@ from knowspec.impl.cli_args import worker_count
 from knowspec.impl.config import Settings
 from knowspec.impl.docpool import auth
 from knowspec.impl.rest.login_throttle import FREE_ATTEMPTS_PER_USER
-from knowspec.impl.server.workers import owner_tag
+from knowspec.impl.server.workers import RELAYED_CLIENT, RelayedClient, owner_tag, relayed_headers
 from serving import free_port
 
 EXAMPLE_BUNDLE = Path(__file__).resolve().parents[2] / "examples" / "okf-sample"
@@ -450,3 +450,22 @@ def test_the_router_tags_session_ids_on_the_wire_and_the_sdk_keeps_its_own(tmp_p
     assert seen == [b"abc"] and dict(sent[0]["headers"])[b"mcp-session-id"] == f"{tag}-abc".encode()
     seen, sent = _through_router(tag, b"abc", tmp_path)                    # an untagged id: never issued
     assert seen == [] and sent[0]["status"] == 404
+
+
+def test_a_relay_names_the_client_it_saw_and_never_one_the_client_sent():
+    scope = {"client": ("203.0.113.7", 4000),
+             "headers": [(b"host", b"h"), (RELAYED_CLIENT, b"10.0.0.1"), (b"connection", b"keep-alive")]}
+    assert relayed_headers(scope) == [(b"host", b"h"), (RELAYED_CLIENT, b"203.0.113.7")]
+
+
+@pytest.mark.parametrize("client, seen", [(None, ("203.0.113.7", 0)), (("198.51.100.2", 5), ("198.51.100.2", 5))],
+                         ids=["relayed-over-the-private-socket", "own-address-kept"])
+def test_a_relayed_request_is_its_clients_for_per_address_rules(client, seen):
+    got = []
+
+    async def inner(scope, receive, send):
+        got.append(scope["client"])
+
+    scope = {"type": "http", "client": client, "headers": [(RELAYED_CLIENT, b"203.0.113.7")]}
+    anyio.run(RelayedClient(inner), scope, None, None)
+    assert got == [seen]

@@ -26,7 +26,7 @@ from knowspec.impl.context import ToolOutput
 from knowspec.impl.server import mcp_server, sliced_json
 from knowspec.impl.server.http_app import build_app
 from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
-from knowspec.impl.server.parked_answers import PARKED_KEY, ParkedAnswers
+from knowspec.impl.server.parked_answers import PARKED_KEY, ParkedAnswers, ParkedAnswerWriter
 from knowspec.impl.server.pipeline import ToolRuntime
 from knowspec.impl.server.stdio_transport import stdio_transport
 from serving import free_port, serving
@@ -195,6 +195,19 @@ def test_the_http_writer_reports_a_big_parked_answer_once_sent(mini_registry, tm
             time.sleep(0.01)
     assert len(answer.content) >= TRIM_AFTER_ANSWER_BYTES
     assert answer.status_code == 200 and len(reported) == 1 and reported[0] >= TRIM_AFTER_ANSWER_BYTES
+
+
+def test_an_http_call_parks_its_answer_for_the_request_the_writer_releases(mini_registry, tmp_path, monkeypatch):
+    parked_for: list = []
+    released: list = []
+    park, release = ParkedAnswers.park, ParkedAnswers.release
+    monkeypatch.setattr(ParkedAnswers, "park", lambda self, result, protocol_version, owner=None: (
+        parked_for.append(owner), park(self, result, protocol_version, owner))[1])
+    monkeypatch.setattr(ParkedAnswers, "release", lambda self, owner: (released.append(owner), release(self, owner))[1])
+    _http_wire(_mini_runtime(mini_registry, Settings(appdir=tmp_path, allow_anonymous=True)),
+               [("echo_list", {"text": "a"})])  # one call on a 2025 session, one on the modern protocol
+    assert len(parked_for) == 2
+    assert all(owner is not None and any(owner is scope for scope in released) for owner in parked_for)
 
 
 def _both_paths(monkeypatch, wire):
@@ -512,6 +525,39 @@ def test_an_answer_parked_too_long_is_dropped_and_its_response_says_so():
     error = json.loads(frame[6:-4])
     assert error["id"] == 3 and error["error"]["code"] == types.INTERNAL_ERROR and len(answers) == 1
     assert PARKED_KEY.encode() not in frame
+
+
+def test_an_answer_for_an_http_request_that_has_ended_is_not_kept():
+    answers = ParkedAnswers()
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="t")])
+    waiting, gone = {}, {}
+    answers.park(result, "2025-06-18", owner=waiting)
+    answers.park(result, "2025-06-18", owner=gone)
+    assert len(answers) == 2
+    answers.release(gone)  # its client hung up: the SDK drops the placeholder, the bytes go too
+    answers.park(result, "2025-06-18", owner=gone)  # a call that ends after its request did
+    assert len(answers) == 1
+    answers.release(waiting)
+    assert len(answers) == 0
+
+
+def test_the_http_writer_drops_what_was_parked_for_a_request_it_never_wrote():
+    answers = ParkedAnswers()
+    result = types.CallToolResult(content=[types.TextContent(type="text", text="t")])
+
+    async def sdk_whose_client_left(scope, receive, send):  # parks, then finds no stream to answer on
+        answers.park(result, "2025-06-18", owner=scope)
+
+    writer = ParkedAnswerWriter(sdk_whose_client_left, answers)
+
+    async def go():
+        async def nothing(*_):
+            return {"type": "http.disconnect"}
+
+        await writer({"type": "http", "path": "/mcp", "headers": []}, nothing, nothing)
+
+    anyio.run(go)
+    assert len(answers) == 0
 
 
 def test_a_marker_inside_a_json_string_is_never_spliced():

@@ -63,6 +63,23 @@ def test_anonymous_callers_share_their_addresss_quota(server):
     assert _opened(server, login(server, "walt"))[0] == 200
 
 
+def test_a_local_peer_rotating_x_forwarded_for_is_still_one_caller(server):
+    """No proxy is trusted unless the operator names one (``--forwarded-allow-ips``): a probe had
+    opened 9,977 anonymous sessions by naming a new address in each request."""
+    def opened(address: str) -> int:
+        request = urllib.request.Request(server + "/mcp", data=json.dumps(INITIALIZE).encode(), method="POST",
+                                         headers={"Content-Type": "application/json", "X-Forwarded-For": address,
+                                                  "Accept": "application/json, text/event-stream"})
+        try:
+            with urllib.request.urlopen(request, timeout=30) as response:
+                return response.status
+        except urllib.error.HTTPError as refused:
+            return refused.code
+
+    statuses = [opened(f"10.9.0.{i}") for i in range(QUOTA + 2)]
+    assert statuses.count(429) >= 2 and statuses.count(200) <= QUOTA
+
+
 def test_the_refusal_is_a_json_rpc_error_naming_the_quota(server):
     walt = login(server, "walt")
     while _opened(server, walt)[0] == 200:

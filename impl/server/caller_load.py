@@ -1,0 +1,126 @@
+"""How much one caller may have in flight over HTTP, so that no caller can take the server from
+the others.
+
+A hostile probe found two ways one caller could: 95 parallel ``get_semantic_graph`` calls from
+one reader took the worker threads that everyone's calls, session checks and logins share (others
+waited 48 s), and hundreds of requests whose answers the caller never read held gigabytes. Two
+caps, each per caller and per server process:
+
+- ``RequestsPerCaller`` (ASGI middleware): HTTP requests being received or answered, ``/mcp``
+  and REST alike (``--requests-per-caller``, default 32). A request past the cap answers HTTP 429
+  at once (a JSON-RPC error on ``/mcp``, ``rate_limited`` with ``Retry-After`` on REST). The
+  long-lived ``GET /mcp`` event streams are left to the session quota (``session_quota.py``).
+- ``CallsPerCaller``: MCP tool calls whose handlers run (``--calls-per-caller``, default 20),
+  counted from the call's arrival to its answer. A 2025-era call keeps running when its client
+  drops the connection (the specification of that era says so), so the HTTP count alone would
+  let a caller that hangs up at once queue calls without end. A call past the cap is answered
+  with a JSON-RPC error (``BUSY``) and never runs.
+
+A caller is the signed-in user the bearer gate named, however many tokens they hold, or,
+anonymous, the client's address (``session_quota.caller_key``); REST requests count against the
+client's address.
+"""
+
+from __future__ import annotations
+
+import json
+from collections import Counter
+from contextlib import contextmanager
+from typing import Any, Callable, Iterator
+
+from mcp.shared.exceptions import MCPError
+
+from knowspec.impl.rest.error_responses import envelope
+from knowspec.impl.server.access import MCP_PATH
+from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
+from knowspec.impl.server.session_quota import caller_key
+
+REQUESTS_PER_CALLER = 32
+CALLS_PER_CALLER = 20  # above the conformance suite's most (3 sessions x 6 concurrent calls)
+BUSY = -32000  # JSON-RPC's range for server-defined errors: the caller has too much in flight
+RETRY_AFTER_SECONDS = 1
+
+
+class InFlight:
+    """Things in flight per key, at most ``cap`` each; used on the event loop only."""
+
+    def __init__(self, cap: int) -> None:
+        self.cap = cap
+        self._counts: Counter[str] = Counter()
+
+    def take(self, key: str) -> bool:
+        """Count one more for ``key``, unless it already has ``cap``."""
+        if self._counts[key] >= self.cap:
+            return False
+        self._counts[key] += 1
+        return True
+
+    def give(self, key: str) -> None:
+        self._counts[key] -= 1
+        if self._counts[key] <= 0:
+            del self._counts[key]
+
+    def __getitem__(self, key: str) -> int:
+        return self._counts.get(key, 0)
+
+
+def _is_mcp(scope: dict) -> bool:
+    return scope.get("path", "").rstrip("/") == MCP_PATH
+
+
+def _request_key(scope: dict) -> str:
+    if _is_mcp(scope):
+        return caller_key(scope)
+    client = scope.get("client")
+    return f"address {client[0] if client else '?'}"
+
+
+class RequestsPerCaller:
+    """ASGI middleware inside the bearer gate (which names the caller), outside the body caps
+    (a body being received counts)."""
+
+    def __init__(self, app: Any, per_caller: int = REQUESTS_PER_CALLER) -> None:
+        self.app = app
+        self.in_flight = InFlight(per_caller)
+
+    async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
+        if scope.get("type") != "http" or (scope.get("method") == "GET" and _is_mcp(scope)):
+            await self.app(scope, receive, send)
+            return
+        key = _request_key(scope)
+        if not self.in_flight.take(key):
+            await _refuse(scope, send, self.in_flight.cap)
+            return
+        try:
+            await self.app(scope, receive, send)
+        finally:
+            self.in_flight.give(key)
+
+
+async def _refuse(scope: dict, send: Callable, cap: int) -> None:
+    message = (f"too many requests in flight for this caller (at most {cap}): wait for an answer "
+               "before sending more")
+    retry = [(b"retry-after", str(RETRY_AFTER_SECONDS).encode("ascii"))]
+    if _is_mcp(scope):
+        await send_jsonrpc_error(send, 429, message, retry)
+        return
+    body = json.dumps(envelope("rate_limited", message, retryable=True), separators=(",", ":")).encode("utf-8")
+    await send_json(send, 429, body, retry)
+
+
+class CallsPerCaller:
+    """The tool calls each caller has running; ``slot(scope)`` holds one for a call or refuses."""
+
+    def __init__(self, per_caller: int = CALLS_PER_CALLER) -> None:
+        self.in_flight = InFlight(per_caller)
+
+    @contextmanager
+    def slot(self, scope: dict | None) -> Iterator[None]:
+        key = caller_key(scope or {})
+        if not self.in_flight.take(key):
+            raise MCPError(code=BUSY, message=f"too many tool calls in flight for this caller (at most "
+                                              f"{self.in_flight.cap}): wait for an answer before calling again")
+        try:
+            yield
+        finally:
+            self.in_flight.give(key)
