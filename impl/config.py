@@ -38,7 +38,7 @@ class Settings:
     mcp_sessions_per_caller: int = 100   # open MCP sessions a user (or an anonymous address) may hold
     requests_per_caller: int = 32        # HTTP requests one caller may have in flight (server/caller_load.py)
     calls_per_caller: int = 20           # MCP tool calls one caller may have running
-    request_body_mib_in_flight: int = 128  # request bodies held at once across all callers (~2 of the biggest)
+    request_body_mib_in_flight: int = 128  # big request bodies held at once across all callers (one 65 MiB call and room)
     # Peers trusted to name the client in X-Forwarded-For (uvicorn's syntax: "10.0.0.1,10.0.0.2",
     # "*"); none by default, so no caller can name an address it does not have.
     forwarded_allow_ips: str = ""

@@ -184,7 +184,7 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                        metavar="N", help="MCP tool calls one caller may have running; more are refused (default 20)")
     serve.add_argument("--request-body-mib-in-flight", type=whole_number("--request-body-mib-in-flight", "MiB", 1,
                                                                          1_048_576),
-                       metavar="MIB", help="MiB of request bodies held at once across all callers; a body "
+                       metavar="MIB", help="MiB of big request bodies (over 1 MiB) held at once across all callers; one "
                                            "past it answers 503 (default 128)")
     serve.add_argument("--forwarded-allow-ips", metavar="IPS",
                        help="peers trusted to name the client in X-Forwarded-For, e.g. a reverse proxy's "

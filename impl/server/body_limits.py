@@ -9,10 +9,12 @@ This ASGI middleware reads each body itself, counting as the chunks arrive:
   and 1 MiB for any other message (413 as well);
 - a body that stalls longer than ``idle_seconds`` between chunks, or takes longer than
   ``total_seconds`` overall, is refused: HTTP 408;
-- the bodies held at once across all requests, from their first byte until their request is
-  answered, stay within one budget (``--request-body-mib-in-flight``, 128 MiB): a body that would
-  pass it is refused with HTTP 503 and ``Retry-After`` (four parallel 65 MiB calls peaked at
-  1.1-1.4 GB without it, each body within its own cap);
+- the big bodies (over 1 MiB: tool calls) held at once across all requests, from their first
+  byte until their request is answered, stay within one budget (``--request-body-mib-in-flight``,
+  128 MiB): a body that would pass it is refused with HTTP 503 and ``Retry-After`` (four parallel
+  65 MiB calls peaked at 1.1-1.4 GB without it, each body within its own cap). Small bodies
+  (logins, every other message) never wait on it, so callers trickling big bodies cannot lock
+  anyone out; they are bounded by the requests each caller may have in flight (``caller_load``);
 - otherwise the app receives the body it would have read, then the live ``receive`` (so client
   disconnects still reach it).
 
@@ -48,6 +50,7 @@ MCP_MAX_OTHER_BODY_BYTES = 1024 * 1024
 BIG_BODY_METHOD = "tools/call"
 REST_MAX_BODY_BYTES = 1024 * 1024  # REST bodies are small JSON objects (IMPORTDOC names a file)
 BODY_BYTES_IN_FLIGHT = 128 * 1024 * 1024  # a 65 MiB call peaks at ~250 MiB of copies
+SMALL_BODY_BYTES = MCP_MAX_OTHER_BODY_BYTES  # bodies up to this size are outside the budget
 BUSY_RETRY_SECONDS = 1
 IDLE_SECONDS = 5.0
 REST_TOTAL_SECONDS = 10.0
@@ -173,9 +176,9 @@ class BodyLimitMiddleware:
             return
         taken = 0
 
-        def grown(size: int) -> None:  # a chunked body takes its budget as it arrives
+        def grown(size: int) -> None:  # a big body takes its budget, a chunked one as it arrives
             nonlocal taken
-            if size > taken:
+            if size > max(taken, SMALL_BODY_BYTES):
                 self.budget.take(size - taken)
                 taken = size
 
