@@ -184,17 +184,28 @@ def start_server(argv: list[str], port: int, log: Path) -> subprocess.Popen:
     return proc
 
 
+def serve_help() -> str:
+    return subprocess.run([sys.executable, "-m", "knowspec.impl.cli", "serve", "--help"], capture_output=True,
+                          text=True).stdout
+
+
 def supports_workers() -> bool:
-    out = subprocess.run([sys.executable, "-m", "knowspec.impl.cli", "serve", "--help"], capture_output=True,
-                         text=True).stdout
-    return "--workers" in out
+    return "--workers" in serve_help()
+
+
+def uncapped_caller() -> list[str]:
+    """One user drives every client here: lift the per-caller caps (spec/security.md) where the
+    server has them, so the figure is the server's throughput, not its fairness rule."""
+    return ["--requests-per-caller", "100000", "--calls-per-caller", "100000"] \
+        if "--calls-per-caller" in serve_help() else []
 
 
 def measure_server(workers: int, server_args: list[str], bundle: Path, tools: dict[str, list[tuple[str, dict]]],
                    client_counts: list[int], seconds: float, rounds: int, logdir: Path) -> dict:
     port = free_port()
     argv = [sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
-            "--bundle-root", str(bundle), *server_args] + (["--workers", str(workers)] if workers > 1 else [])
+            "--bundle-root", str(bundle), *server_args, *uncapped_caller()] + (["--workers", str(workers)]
+                                                                              if workers > 1 else [])
     proc = start_server(argv, port, logdir / f"server-{workers}.log")
     base = f"http://127.0.0.1:{port}"
     try:

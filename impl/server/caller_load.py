@@ -68,13 +68,6 @@ def _is_mcp(scope: dict) -> bool:
     return scope.get("path", "").rstrip("/") == MCP_PATH
 
 
-def _request_key(scope: dict) -> str:
-    if _is_mcp(scope):
-        return caller_key(scope)
-    client = scope.get("client")
-    return f"address {client[0] if client else '?'}"
-
-
 class RequestsPerCaller:
     """ASGI middleware inside the bearer gate (which names the caller), outside the body caps
     (a body being received counts)."""
@@ -87,7 +80,7 @@ class RequestsPerCaller:
         if scope.get("type") != "http" or (scope.get("method") == "GET" and _is_mcp(scope)):
             await self.app(scope, receive, send)
             return
-        key = _request_key(scope)
+        key = caller_key(scope)  # REST: the address (the gate names users on /mcp only)
         if not self.in_flight.take(key):
             await _refuse(scope, send, self.in_flight.cap)
             return
