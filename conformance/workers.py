@@ -35,6 +35,7 @@ EXCLUSIVE = frozenset({"cancellation"})   # timing-judging checks: run alone, af
 Case = tuple[CheckSpec, "ToolContract | None"]
 RunCase = Callable[[Connection, BundleStore, CheckSpec, "ToolContract | None"], CheckFinished]
 
+STOP_JOIN_SECONDS = 5.0  # an interrupted run waits at most this long for its workers to stop
 WORKER_FOLDER = re.compile(r"w\d+")  # each worker writes its fixture bundles into ROOT/w<index>
 
 
@@ -145,6 +146,7 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
     count = 1 if shared is not None else max(1, min(workers, len(parallel)))
     retried: set[int] = set()
     first = Worker(0, target, root, stats, shared, opened)
+    threads: list[threading.Thread] = []
     try:
         for batch, width in ((parallel, count), (alone, 1)):
             if not batch:
@@ -186,6 +188,11 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
         # also ends any call in flight.
         stopping.set()
         stop_all()
+        # Their calls end with their targets: the workers stop writing bundles before the caller
+        # removes the folder they write in (a run interrupted under load had left it behind).
+        until = time.monotonic() + STOP_JOIN_SECONDS
+        for thread in threads:
+            thread.join(timeout=max(0.0, until - time.monotonic()))
         raise
     finally:
         first.reset()
