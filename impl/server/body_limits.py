@@ -9,12 +9,13 @@ This ASGI middleware reads each body itself, counting as the chunks arrive:
   and 1 MiB for any other message (413 as well);
 - a body that stalls longer than ``idle_seconds`` between chunks, or takes longer than
   ``total_seconds`` overall, is refused: HTTP 408;
-- the big bodies (over 1 MiB: tool calls) held at once across all requests, from their first
-  byte until their request is answered, stay within one budget (``--request-body-mib-in-flight``,
-  128 MiB): a body that would pass it is refused with HTTP 503 and ``Retry-After`` (four parallel
-  65 MiB calls peaked at 1.1-1.4 GB without it, each body within its own cap). Small bodies
-  (logins, every other message) never wait on it, so callers trickling big bodies cannot lock
-  anyone out; they are bounded by the requests each caller may have in flight (``caller_load``);
+- the big bodies (over 1 MiB: tool calls) held at once across all requests, counted by the
+  bytes received until their request is answered, stay within one budget
+  (``--request-body-mib-in-flight``, 128 MiB), and one caller's within half of it: a body that
+  would pass either is refused with HTTP 503 and ``Retry-After`` (four parallel 65 MiB calls
+  peaked at 1.1-1.4 GB without it, each body within its own cap). Small bodies (logins, every
+  other message) never wait on it; they are bounded by the requests each caller may have in
+  flight (``caller_load``);
 - otherwise the app receives the body it would have read, then the live ``receive`` (so client
   disconnects still reach it).
 
@@ -27,6 +28,7 @@ from __future__ import annotations
 
 import json
 import time
+from collections import Counter
 from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
@@ -35,6 +37,7 @@ import anyio
 from knowspec.impl.rest.error_responses import envelope
 from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
 from knowspec.impl.server.request_ids import JSONRPC_ID, id_key, replaying
+from knowspec.impl.server.session_quota import caller_key
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -70,19 +73,25 @@ class _Refused(Exception):
 
 
 class BodyBudget:
-    """Bytes of request bodies held at once; used on the event loop only."""
+    """Bytes of big request bodies held at once, in all and per caller (at most half of all, so
+    no one caller can fill it); used on the event loop only."""
 
     def __init__(self, limit: int) -> None:
         self.limit = limit
         self.held = 0
+        self._by_caller: Counter[str] = Counter()
 
-    def take(self, size: int) -> None:
-        if self.held + size > self.limit:
+    def take(self, size: int, caller: str) -> None:
+        if self.held + size > self.limit or self._by_caller[caller] + size > self.limit // 2:
             raise _Refused(503, "the server holds as many request bodies as it may now; retry shortly")
         self.held += size
+        self._by_caller[caller] += size
 
-    def give(self, size: int) -> None:
+    def give(self, size: int, caller: str) -> None:
         self.held -= size
+        self._by_caller[caller] -= size
+        if self._by_caller[caller] <= 0:
+            del self._by_caller[caller]
 
 
 def _is_mcp(scope: Scope) -> bool:
@@ -174,18 +183,18 @@ class BodyLimitMiddleware:
         if scope["type"] != "http" or not _has_body(scope):
             await self.app(scope, receive, send)
             return
-        taken = 0
+        taken, caller = 0, caller_key(scope)
 
-        def grown(size: int) -> None:  # a big body takes its budget, a chunked one as it arrives
+        def grown(size: int) -> None:  # a big body takes its budget as its bytes arrive
             nonlocal taken
             if size > max(taken, SMALL_BODY_BYTES):
-                self.budget.take(size - taken)
+                self.budget.take(size - taken, caller)
                 taken = size
 
         try:
             await self._read_and_answer(scope, receive, send, grown)
         finally:
-            self.budget.give(taken)
+            self.budget.give(taken, caller)
 
     async def _read_and_answer(self, scope: Scope, receive: Receive, send: Send, grown: Callable[[int], None]) -> None:
         rule = self.mcp if _is_mcp(scope) else self.rest
@@ -193,8 +202,8 @@ class BodyLimitMiddleware:
             declared = _declared_length(scope)
             if declared is not None and declared > rule.max_bytes:
                 raise _Refused(413, "request body exceeds the size limit")
-            if declared is not None:
-                grown(declared)
+            # The budget is taken by bytes received, never by a length declared: two sockets
+            # declaring 72 + 56 MiB and sending a byte every 4 s had held all of it.
             body = await read_body(receive, rule, grown)
         except _Refused as refused:
             await _refuse(scope, send, refused)

@@ -16,6 +16,12 @@ caps, each per caller and per server process:
   let a caller that hangs up at once queue calls without end. A call past the cap is answered
   with a JSON-RPC error (``BUSY``) and never runs.
 
+- ``AnswerBytesPerCaller``: bytes of answers being written to a caller that has not read them
+  yet (128 MiB). The answers of calls in flight are bounded by the two caps above, but each can
+  be tens of MiB (a graph on the 2026-07-28 wire, escaped, is 16.5 MB): 32 unread ones had held
+  about 1 GB. An answer past the cap is not written; its request gets a JSON-RPC error saying so
+  (``parked_answers.ParkedAnswerWriter``). One answer is always written, however big.
+
 A caller is the signed-in user the bearer gate named, however many tokens they hold, or,
 anonymous, the client's address (``session_quota.caller_key``); REST requests count against the
 client's address.
@@ -36,6 +42,7 @@ from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
 from knowspec.impl.server.session_quota import caller_key
 
 REQUESTS_PER_CALLER = 32
+ANSWER_BYTES_PER_CALLER = 128 * 1024 * 1024
 CALLS_PER_CALLER = 20  # above the conformance suite's most (3 sessions x 6 concurrent calls)
 BUSY = -32000  # JSON-RPC's range for server-defined errors: the caller has too much in flight
 RETRY_AFTER_SECONDS = 1
@@ -117,3 +124,26 @@ class CallsPerCaller:
             yield
         finally:
             self.in_flight.give(key)
+
+
+class AnswerBytesPerCaller:
+    """Bytes of answers each caller's connections are being written; used on the event loop only."""
+
+    def __init__(self, cap: int = ANSWER_BYTES_PER_CALLER) -> None:
+        self.cap = cap
+        self._held: Counter[str] = Counter()
+
+    def take(self, key: str, size: int) -> bool:
+        """Count ``size`` more for ``key``, unless it already has answers and would pass ``cap``."""
+        if self._held[key] and self._held[key] + size > self.cap:
+            return False
+        self._held[key] += size
+        return True
+
+    def give(self, key: str, size: int) -> None:
+        self._held[key] -= size
+        if self._held[key] <= 0:
+            del self._held[key]
+
+    def __getitem__(self, key: str) -> int:
+        return self._held.get(key, 0)

@@ -11,7 +11,10 @@ client could hold a connection, and what it carries, for as long as they liked:
   unread 4.8 MB answers held 5 GB). Here, once the unsent bytes pass the transport's high-water
   mark, the client must read at least ``MIN_READ_BYTES`` of them in every ``READ_WINDOW_SECONDS``
   until they fall below its low-water mark, else the connection is aborted and the answer freed.
-  The pace asked (about 4 KiB/s) is far below any link a real client answers over.
+  The pace asked (about 4 KiB/s) is far below any link a real client answers over. The unsent
+  bytes counted are the transport's and, on Linux, the kernel's send queue too: the kernel takes
+  more from the transport only once a third of its queue (a megabyte or so) has gone, so the
+  transport's count alone moves in bursts, and a client reading 16 KB/s had been cut off.
 
 Bodies have their own caps and deadlines (:mod:`body_limits`).
 """
@@ -20,6 +23,9 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import socket
+import struct
+import sys
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
@@ -29,6 +35,20 @@ READ_WINDOW_SECONDS = 15.0
 MIN_READ_BYTES = 64 * 1024
 
 log = logging.getLogger("knowspec.http")
+
+
+def kernel_unsent(sock: object) -> int:
+    """Bytes the kernel still holds for ``sock`` (sent but unacknowledged, or not yet sent):
+    Linux's ``SIOCOUTQ``; 0 where it cannot be read."""
+    if not sys.platform.startswith("linux") or sock is None:
+        return 0
+    import fcntl
+    import termios
+
+    try:
+        return struct.unpack("i", fcntl.ioctl(sock.fileno(), termios.TIOCOUTQ, b"\0\0\0\0"))[0]  # type: ignore[attr-defined]
+    except (OSError, ValueError):
+        return 0
 
 
 class DeadlineProtocol(H11Protocol):
@@ -60,12 +80,15 @@ class DeadlineProtocol(H11Protocol):
         """The unsent bytes passed the high-water mark: the client must now read at its pace."""
         super().pause_writing()
         if self._read_timer is None:
-            self._unsent_before = self.transport.get_write_buffer_size()
+            self._unsent_before = self._unsent()
             self._read_timer = self.loop.call_later(self.read_window_seconds, self._read_window_over)
 
     def resume_writing(self) -> None:
         super().resume_writing()
         self._cancel_read_timer()
+
+    def _unsent(self) -> int:
+        return self.transport.get_write_buffer_size() + kernel_unsent(self.transport.get_extra_info("socket"))
 
     def _arm_head_timer(self) -> None:
         self._head_timer = self.loop.call_later(self.head_seconds, self._head_late)
@@ -89,10 +112,13 @@ class DeadlineProtocol(H11Protocol):
         self._read_timer = None
         if self.transport.is_closing():
             return
-        unsent = self.transport.get_write_buffer_size()
+        unsent = self._unsent()
         if self._unsent_before - unsent < self.min_read_bytes and unsent <= self._unsent_before:
             log.info("closing a connection whose client read %d of %d unsent bytes in %.0f s",
                      max(self._unsent_before - unsent, 0), self._unsent_before, self.read_window_seconds)
+            sock = self.transport.get_extra_info("socket")
+            if sock is not None:  # a reset, not a close: the kernel drops what it still held for the client
+                sock.setsockopt(socket.SOL_SOCKET, socket.SO_LINGER, struct.pack("ii", 1, 0))
             self.transport.abort()  # connection_lost follows: the app's sends end, its answer is freed
             return
         self._unsent_before = unsent

@@ -29,7 +29,7 @@ import re
 import secrets
 import threading
 import time
-from typing import Any, Callable, Iterable
+from typing import TYPE_CHECKING, Any, Callable, Iterable
 
 import anyio
 import mcp.types as types
@@ -39,6 +39,9 @@ from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
 from knowspec.impl.server.sliced_json import json_pieces
 from knowspec.impl.server.tool_results import EncodedToolResult
+
+if TYPE_CHECKING:  # the HTTP writer's; a stdio server never loads the HTTP stack
+    from knowspec.impl.server.caller_load import AnswerBytesPerCaller
 
 PARKED_KEY = "knowspec/parked"  # the structured content of a placeholder: {PARKED_KEY: "<token>:<slot>"}
 TEXT_MARK = PARKED_KEY + ":"  # the text of a placeholder's text block: "knowspec/parked:<token>:<slot>"
@@ -258,7 +261,13 @@ def _token(marker: re.Match[bytes]) -> str:
     return (marker.group(1) or marker.group(3)).decode("ascii")
 
 
-def unavailable(data: bytes) -> bytes:
+UNAVAILABLE = "the answer was no longer available"
+UNREAD = ("the answer was not sent: this caller has too many answers it has not read yet "
+          "(read them, or send fewer calls at once)")
+SEND_SLICE_BYTES = 256 * 1024  # parked bytes reach the transport in slices: it copies what it is given
+
+
+def unavailable(data: bytes, message: str = UNAVAILABLE) -> bytes:
     """``data`` with its JSON-RPC message (from its first ``{`` to its last ``}``) replaced by an
     internal error for the same request id."""
     start, end = data.find(b"{"), data.rfind(b"}") + 1
@@ -267,7 +276,7 @@ def unavailable(data: bytes) -> bytes:
     except (ValueError, AttributeError):
         request_id = None
     error = types.JSONRPCError(jsonrpc="2.0", id=request_id, error=types.ErrorData(
-        code=types.INTERNAL_ERROR, message="the answer was no longer available"))
+        code=types.INTERNAL_ERROR, message=message))
     return data[:start] + error.model_dump_json(by_alias=True, exclude_unset=True).encode("utf-8") + data[end:]
 
 
@@ -279,16 +288,23 @@ class ParkedAnswerWriter:
     at once; a plain response's headers wait for its body, which may change its length.
     """
 
-    def __init__(self, app: Any, answers: ParkedAnswers, path: str = "/mcp"):
+    def __init__(self, app: Any, answers: ParkedAnswers, path: str = "/mcp",
+                 unsent: AnswerBytesPerCaller | None = None):
+        from knowspec.impl.server.caller_load import AnswerBytesPerCaller
+        from knowspec.impl.server.session_quota import caller_key
+
         self.app = app
         self.answers = answers
         self.path = path
+        self.unsent = unsent or AnswerBytesPerCaller()
+        self.caller_key = caller_key
 
     async def __call__(self, scope: Any, receive: Any, send: Any) -> None:
         if scope["type"] != "http" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
         held: dict[str, Any] | None = None
+        caller = self.caller_key(scope)
 
         async def write(message: dict[str, Any]) -> None:
             nonlocal held
@@ -299,19 +315,29 @@ class ParkedAnswerWriter:
                 await send(message)
                 return
             more = message.get("more_body", False)
-            pieces = self.answers.splice(message.get("body", b""))
+            body = message.get("body", b"")
+            pieces = self.answers.splice(body)
+            size = 0 if pieces is None else sum(map(len, pieces))
+            if pieces is not None and not self.unsent.take(caller, size):  # its client reads none of them
+                pieces = [unavailable(body, UNREAD)]
+                size = 0
             if held is not None:
                 start, held = held, None
                 await send(start if pieces is None else _resized(start, None if more else sum(map(len, pieces))))
             if pieces is None:
                 await send(message)
                 return
-            for index, piece in enumerate(pieces):
-                await send({"type": "http.response.body", "body": piece,
-                            "more_body": more or index < len(pieces) - 1})
-            size = sum(map(len, pieces))
+            try:
+                for index, piece in enumerate(pieces):
+                    for at in range(0, max(len(piece), 1), SEND_SLICE_BYTES):
+                        last = index == len(pieces) - 1 and at + SEND_SLICE_BYTES >= len(piece)
+                        await send({"type": "http.response.body", "more_body": more or not last,
+                                    "body": piece if len(piece) <= SEND_SLICE_BYTES else piece[at:at + SEND_SLICE_BYTES]})
+            finally:
+                self.unsent.give(caller, size)
+            written = sum(map(len, pieces))
             del pieces  # its bytes are freed before ``written`` (a heap trim) runs
-            await self.answers.after_writing(size)
+            await self.answers.after_writing(written)
 
         try:
             await self.app(scope, receive, write)

@@ -93,6 +93,7 @@ def untagged_scope(scope: Scope, session_id: str) -> Scope:
     return {**scope, "headers": headers}
 
 
+RELAY_KEEPALIVE = 20  # idle connections kept to each owner worker
 RELAYED_CLIENT = b"x-knowspec-relayed-client"  # the client's address, named by the worker that relayed
 
 
@@ -181,8 +182,14 @@ class SessionRouter:
 
         client = self._clients.get(owner)
         if client is None:
+            # No cap on connections to the owner (httpx's default is 100, then requests queue with
+            # no timeout): one anonymous client relaying 100 event streams had every other caller's
+            # relayed requests wait for good. What each caller may relay is capped where it arrives
+            # (requests in flight, sessions per caller).
             client = self._clients[owner] = httpx.AsyncClient(
-                transport=httpx.AsyncHTTPTransport(uds=str(path)), base_url="http://worker", timeout=None)
+                transport=httpx.AsyncHTTPTransport(uds=str(path), limits=httpx.Limits(
+                    max_connections=None, max_keepalive_connections=RELAY_KEEPALIVE)), base_url="http://worker",
+                timeout=None)
         return client
 
     async def _relay(self, client: Any, scope: Scope, receive: Receive, send: Send) -> None:

@@ -123,19 +123,62 @@ SIZED = [(b"content-length", str(len(BIG)).encode()), (b"content-type", b"applic
 
 def test_big_bodies_held_at_once_stay_within_the_budget_and_a_refused_body_may_retry():
     held = HeldApp()
-    app = BodyLimitMiddleware(held, bytes_in_flight=3 << 20)
-    answers = _together(app, [_scope(headers=SIZED), _scope(client="10.0.0.2", headers=SIZED)], held.release,
-                        body=BIG)
-    assert [a["status"] for a in answers] == [200, 503]
-    assert answers[1]["headers"][b"retry-after"] == b"1" and app.budget.held == 0
+    app = BodyLimitMiddleware(held, bytes_in_flight=5 << 20)
+    scopes = [_scope(client=f"10.0.0.{i}", headers=SIZED) for i in (1, 2, 3)]
+    answers = _together(app, scopes, held.release, body=BIG)
+    assert [a["status"] for a in answers] == [200, 200, 503]
+    assert answers[2]["headers"][b"retry-after"] == b"1" and app.budget.held == 0
     assert anyio.run(_answer, app, _scope(headers=SIZED), BIG)["status"] == 200  # room again
+
+
+def test_one_caller_holds_at_most_half_the_budget():
+    held = HeldApp()
+    app = BodyLimitMiddleware(held, bytes_in_flight=5 << 20)
+    scopes = [_scope(headers=SIZED), _scope(headers=SIZED), _scope(client="10.0.0.2", headers=SIZED)]
+    answers = _together(app, scopes, held.release, body=BIG)
+    assert [a["status"] for a in answers] == [200, 503, 200]
+
+
+def test_a_declared_length_takes_nothing_until_its_bytes_arrive():
+    """Two sockets declaring 72 + 56 MiB and sending a byte every 4 s had held the whole budget."""
+    held = HeldApp()
+    held.release.set()
+    app = BodyLimitMiddleware(held, bytes_in_flight=5 << 20)
+    declaring_half = [(b"content-length", str(5 << 19).encode())]
+
+    async def go():
+        started = [anyio.Event(), anyio.Event()]
+
+        def one_byte_then_nothing(started_event):
+            async def receive():
+                if not started_event.is_set():
+                    started_event.set()
+                    return {"type": "http.request", "body": b"x", "more_body": True}
+                await anyio.sleep(30)
+                return {"type": "http.disconnect"}
+            return receive
+
+        async def discard(message):
+            pass
+
+        async with anyio.create_task_group() as group:
+            for index, event in enumerate(started):
+                group.start_soon(app, _scope(client=f"10.0.1.{index}", headers=declaring_half),
+                                 one_byte_then_nothing(event), discard)
+                await event.wait()
+            answer = await _answer(app, _scope(headers=SIZED), BIG)
+            group.cancel_scope.cancel()
+        return answer
+
+    assert anyio.run(go)["status"] == 200
 
 
 def test_small_bodies_never_wait_on_the_budget():
     held = HeldApp()
     held.release.set()
-    app = BodyLimitMiddleware(held, bytes_in_flight=3 << 20)
-    app.budget.take(3 << 20)  # big bodies trickled in by others fill it
+    app = BodyLimitMiddleware(held, bytes_in_flight=6 << 20)
+    app.budget.take(3 << 20, "one")  # big bodies others sent fill it
+    app.budget.take(3 << 20, "another")
     login = b'{"user":"u","password":"pw"}'
     scope = _scope("/ClientREST/Login", headers=[(b"content-length", str(len(login)).encode())])
     assert anyio.run(_answer, app, scope, login)["status"] == 200
@@ -144,8 +187,8 @@ def test_small_bodies_never_wait_on_the_budget():
 def test_a_chunked_body_takes_its_budget_once_it_grows_big():
     held = HeldApp()
     held.release.set()
-    app = BodyLimitMiddleware(held, bytes_in_flight=3 << 20)
-    app.budget.take(2 << 20)  # another request's body
+    app = BodyLimitMiddleware(held, bytes_in_flight=5 << 20)
+    app.budget.take(2 << 20, "another caller")  # another request's body
     chunks = iter([b"x" * (1 << 19)] * 8)
 
     async def go():

@@ -39,19 +39,31 @@ async def slow_app(scope, receive, send):
     await send({"type": "http.response.body", "body": b"ok"})
 
 
-class BigAnswer:
-    """Answers 8 MiB in 1 MiB chunks and notes when its last send returned."""
+class QuickDeadlineBigKernelQueue(QuickDeadline):
+    """The kernel queue of a fast link: it takes from the transport in bursts of hundreds of KiB."""
 
-    def __init__(self):
+    read_window_seconds = 0.3
+    min_read_bytes = 32 * 1024
+
+    def connection_made(self, transport):
+        transport.get_extra_info("socket").setsockopt(socket.SOL_SOCKET, socket.SO_SNDBUF, 1 << 20)
+        DeadlineProtocol.connection_made(self, transport)
+
+
+class BigAnswer:
+    """Answers ``chunks`` MiB in 1 MiB chunks and notes when its last send returned."""
+
+    def __init__(self, chunks: int = 8):
         self.finished = asyncio.Event()
+        self.chunks = chunks
 
     async def __call__(self, scope, receive, send):
         if scope["type"] != "http":
             return
         await send({"type": "http.response.start", "status": 200,
-                    "headers": [(b"content-length", str(ANSWER_CHUNKS * len(CHUNK)).encode())]})
-        for index in range(ANSWER_CHUNKS):
-            await send({"type": "http.response.body", "body": CHUNK, "more_body": index < ANSWER_CHUNKS - 1})
+                    "headers": [(b"content-length", str(self.chunks * len(CHUNK)).encode())]})
+        for index in range(self.chunks):
+            await send({"type": "http.response.body", "body": CHUNK, "more_body": index < self.chunks - 1})
         self.finished.set()
 
 
@@ -112,19 +124,19 @@ def _not_reading(app: BigAnswer):
     return scenario
 
 
-def _whole(response: bytearray) -> bool:
+def _whole(response: bytearray, size: int) -> bool:
     head_end = response.find(b"\r\n\r\n")
-    return head_end >= 0 and len(response) - head_end - 4 >= ANSWER_CHUNKS * len(CHUNK)
+    return head_end >= 0 and len(response) - head_end - 4 >= size
 
 
-def _reading_at(bytes_per_tenth: int):
+def _reading_at(bytes_per_tenth: int, size: int = ANSWER_CHUNKS * len(CHUNK)):
     async def scenario(port):
         reader, writer = await _asking(port)
         received = bytearray()
         try:
-            while not _whole(received):
+            while not _whole(received, size):
                 tenth = 0
-                while tenth < bytes_per_tenth and not _whole(received):
+                while tenth < bytes_per_tenth and not _whole(received, size):
                     chunk = await asyncio.wait_for(reader.read(bytes_per_tenth - tenth), 5)
                     if not chunk:
                         return bytes(received)
@@ -186,6 +198,14 @@ def test_a_client_reading_at_the_minimum_pace_gets_its_whole_answer():
     app = BigAnswer()
     head, body = _run(QuickDeadline, _reading_at(256 * 1024), app).split(b"\r\n\r\n", 1)
     assert head.startswith(b"HTTP/1.1 200") and len(body) == ANSWER_CHUNKS * len(CHUNK)
+
+
+def test_a_steady_reader_is_judged_by_what_it_read_not_by_the_kernels_bursts():
+    """A big kernel queue takes from the transport only in bursts; a client reading steadily at
+    several times the pace asked was cut off when only the transport's bytes were counted."""
+    app = BigAnswer(3)
+    response = _run(QuickDeadlineBigKernelQueue, _reading_at(64 * 1024, size=3 * len(CHUNK)), app)
+    assert len(response.split(b"\r\n\r\n", 1)[1]) == 3 * len(CHUNK)
 
 
 @pytest.mark.slow

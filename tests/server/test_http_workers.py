@@ -31,7 +31,7 @@ from knowspec.impl.cli_args import worker_count
 from knowspec.impl.config import Settings
 from knowspec.impl.docpool import auth
 from knowspec.impl.rest.login_throttle import FREE_ATTEMPTS_PER_USER
-from knowspec.impl.server.workers import RELAYED_CLIENT, RelayedClient, owner_tag, relayed_headers
+from knowspec.impl.server.workers import RELAYED_CLIENT, RelayedClient, SessionRouter, owner_tag, relayed_headers
 from serving import free_port
 
 EXAMPLE_BUNDLE = Path(__file__).resolve().parents[2] / "examples" / "okf-sample"
@@ -469,3 +469,11 @@ def test_a_relayed_request_is_its_clients_for_per_address_rules(client, seen):
     scope = {"type": "http", "client": client, "headers": [(RELAYED_CLIENT, b"203.0.113.7")]}
     anyio.run(RelayedClient(inner), scope, None, None)
     assert got == [seen]
+
+
+def test_a_relay_opens_as_many_connections_to_the_owner_as_its_requests_need(tmp_path):
+    """httpx's default pool (100 connections, then a queue with no timeout) let one anonymous client
+    relaying 100 event streams hold every other caller's relayed request for good."""
+    router = SessionRouter(None, tag="a" * 12, run_dir=tmp_path)
+    client = router._client("b" * 12, tmp_path / "b.sock")
+    assert client._transport._pool._max_connections > 100_000  # httpcore's pool: no cap

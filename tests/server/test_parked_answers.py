@@ -26,7 +26,8 @@ from knowspec.impl.context import ToolOutput
 from knowspec.impl.server import mcp_server, sliced_json
 from knowspec.impl.server.http_app import build_app
 from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
-from knowspec.impl.server.parked_answers import PARKED_KEY, ParkedAnswers, ParkedAnswerWriter
+from knowspec.impl.server.caller_load import AnswerBytesPerCaller
+from knowspec.impl.server.parked_answers import PARKED_KEY, SEND_SLICE_BYTES, ParkedAnswers, ParkedAnswerWriter
 from knowspec.impl.server.pipeline import ToolRuntime
 from knowspec.impl.server.stdio_transport import stdio_transport
 from serving import free_port, serving
@@ -558,6 +559,72 @@ def test_the_http_writer_drops_what_was_parked_for_a_request_it_never_wrote():
 
     anyio.run(go)
     assert len(answers) == 0
+
+
+class SdkWritingOnePlaceholder:
+    """Stands in for the SDK: parks a ``size``-byte answer and writes its placeholder as the body."""
+
+    def __init__(self, answers: ParkedAnswers, size: int) -> None:
+        self.answers, self.size = answers, size
+
+    async def __call__(self, scope, receive, send):
+        result = types.CallToolResult(content=[types.TextContent(type="text", text="a" * self.size)])
+        line = _placeholder_line(self.answers, 1, result)
+        await send({"type": "http.response.start", "status": 200, "headers": [(b"content-type", b"application/json")]})
+        await send({"type": "http.response.body", "body": line})
+
+
+def _http_scope(client: str) -> dict:
+    return {"type": "http", "path": "/mcp", "headers": [], "client": (client, 1)}
+
+
+def test_the_http_writer_hands_the_transport_a_parked_answer_in_slices():
+    answers = ParkedAnswers()
+    writer = ParkedAnswerWriter(SdkWritingOnePlaceholder(answers, 3 * SEND_SLICE_BYTES), answers)
+    bodies: list[bytes] = []
+
+    async def send(message):
+        if message["type"] == "http.response.body":
+            bodies.append(message["body"])
+
+    anyio.run(writer, _http_scope("10.0.0.1"), None, send)
+    assert len(bodies) > 3 and max(map(len, bodies)) <= SEND_SLICE_BYTES  # the transport copies each one
+    answer = json.loads(b"".join(bodies))
+    assert answer["result"]["content"][0]["text"] == "a" * (3 * SEND_SLICE_BYTES)
+
+
+def test_a_caller_with_too_many_unread_answers_gets_an_error_instead_of_one_more():
+    answers = ParkedAnswers()
+    unsent = AnswerBytesPerCaller(cap=3 * SEND_SLICE_BYTES)
+    writer = ParkedAnswerWriter(SdkWritingOnePlaceholder(answers, 2 * SEND_SLICE_BYTES), answers, unsent=unsent)
+
+    async def go():
+        never_read = anyio.Event()
+        got: dict[str, bytes] = {}
+
+        async def stalled_client(message):  # takes the head and one slice, then reads no more
+            if message["type"] == "http.response.body":
+                await never_read.wait()
+
+        def reading(name):
+            async def send(message):
+                if message["type"] == "http.response.body":
+                    got[name] = got.get(name, b"") + message["body"]
+            return send
+
+        async with anyio.create_task_group() as group:
+            group.start_soon(writer, _http_scope("10.0.0.1"), None, stalled_client)
+            await anyio.sleep(0.05)
+            await writer(_http_scope("10.0.0.1"), None, reading("same caller"))
+            await writer(_http_scope("10.0.0.2"), None, reading("another caller"))
+            never_read.set()
+        return got
+
+    got = anyio.run(go)
+    refused = json.loads(got["same caller"])
+    assert refused["error"]["code"] == types.INTERNAL_ERROR and "not read" in refused["error"]["message"]
+    assert json.loads(got["another caller"])["result"]["content"][0]["text"] == "a" * (2 * SEND_SLICE_BYTES)
+    assert unsent["address 10.0.0.1"] == 0 and len(answers) == 0
 
 
 def test_a_marker_inside_a_json_string_is_never_spliced():
