@@ -11,6 +11,11 @@ def _default_appdir() -> Path:
     return Path(os.environ.get("KNOWSPEC_APPDIR", ".knowspec")).absolute()
 
 
+def default_concurrent_calls() -> int:
+    """Tool handlers run at once over HTTP (server/call_turns.py): twice the cores, at least 4."""
+    return max(4, 2 * (os.cpu_count() or 2))
+
+
 @dataclass
 class Settings:
     """Where the server finds its state.
@@ -37,7 +42,8 @@ class Settings:
     call_timeout_seconds: float = 120.0
     mcp_sessions_per_caller: int = 100   # open MCP sessions a user (or an anonymous address) may hold
     requests_per_caller: int = 32        # HTTP requests one caller may have in flight (server/caller_load.py)
-    calls_per_caller: int = 20           # MCP tool calls one caller may have running
+    calls_per_caller: int = 20           # MCP tool calls one caller may have in flight
+    concurrent_calls: int = field(default_factory=default_concurrent_calls)  # handlers run at once over HTTP
     request_body_mib_in_flight: int = 128  # big request bodies held at once across all callers (one 65 MiB call and room)
     # Peers trusted to name the client in X-Forwarded-For (uvicorn's syntax: "10.0.0.1,10.0.0.2",
     # "*"); none by default, so no caller can name an address it does not have.

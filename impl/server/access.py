@@ -182,6 +182,9 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                        metavar="N", help="HTTP requests one caller may have in flight; more answer 429 (default 32)")
     serve.add_argument("--calls-per-caller", type=whole_number("--calls-per-caller", "calls", 1, 100_000),
                        metavar="N", help="MCP tool calls one caller may have running; more are refused (default 20)")
+    serve.add_argument("--concurrent-calls", type=whole_number("--concurrent-calls", "calls", 1, 10_000),
+                       metavar="N", help="tool handlers run at once over HTTP; more wait their caller's turn "
+                                         "(default: twice the cores, at least 4)")
     serve.add_argument("--request-body-mib-in-flight", type=whole_number("--request-body-mib-in-flight", "MiB", 1,
                                                                          1_048_576),
                        metavar="MIB", help="MiB of big request bodies (over 1 MiB) held at once across all callers; one "
@@ -203,6 +206,7 @@ def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
         settings.session_idle_seconds = args.session_idle
     if getattr(args, "mcp_sessions_per_caller", None):
         settings.mcp_sessions_per_caller = args.mcp_sessions_per_caller
-    for name in ("requests_per_caller", "calls_per_caller", "request_body_mib_in_flight", "forwarded_allow_ips"):
+    for name in ("requests_per_caller", "calls_per_caller", "concurrent_calls", "request_body_mib_in_flight",
+                 "forwarded_allow_ips"):
         if getattr(args, name, None):
             setattr(settings, name, getattr(args, name))

@@ -14,7 +14,8 @@ caps, each per caller and per server process:
   counted from the call's arrival to its answer. A 2025-era call keeps running when its client
   drops the connection (the specification of that era says so), so the HTTP count alone would
   let a caller that hangs up at once queue calls without end. A call past the cap is answered
-  with a JSON-RPC error (``BUSY``) and never runs.
+  with a JSON-RPC error (``BUSY``) and never runs. Calls within it take turns at the handlers
+  with every other caller's (``call_turns``).
 
 - ``AnswerBytesPerCaller``: bytes of answers being written to a caller that has not read them
   yet (128 MiB). The answers of calls in flight are bounded by the two caps above, but each can
@@ -31,13 +32,14 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from contextlib import contextmanager
-from typing import Any, Callable, Iterator
+from contextlib import asynccontextmanager
+from typing import Any, AsyncIterator, Callable
 
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.rest.error_responses import envelope
 from knowspec.impl.server.access import MCP_PATH
+from knowspec.impl.server.call_turns import CallTurns
 from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
 from knowspec.impl.server.session_quota import caller_key
 
@@ -109,19 +111,28 @@ async def _refuse(scope: dict, send: Callable, cap: int) -> None:
 
 
 class CallsPerCaller:
-    """The tool calls each caller has running; ``slot(scope)`` holds one for a call or refuses."""
+    """The tool calls each caller has in flight; ``slot(scope)`` holds one for a call (refused
+    past the cap), and its turn at the handlers (``call_turns``: calls past the handlers'
+    capacity wait, callers served in rotation)."""
 
-    def __init__(self, per_caller: int = CALLS_PER_CALLER) -> None:
+    def __init__(self, per_caller: int = CALLS_PER_CALLER, turns: CallTurns | None = None,
+                 unsent: AnswerBytesPerCaller | None = None) -> None:
         self.in_flight = InFlight(per_caller)
+        self.turns = turns or CallTurns()
+        self.unsent = unsent or AnswerBytesPerCaller()
 
-    @contextmanager
-    def slot(self, scope: dict | None) -> Iterator[None]:
+    @asynccontextmanager
+    async def slot(self, scope: dict | None) -> AsyncIterator[None]:
         key = caller_key(scope or {})
+        if self.unsent[key] >= self.unsent.cap:  # nothing more is computed for a caller who reads nothing
+            raise MCPError(code=BUSY, message="too many answers this caller has not read yet: read them "
+                                              "before calling again")
         if not self.in_flight.take(key):
             raise MCPError(code=BUSY, message=f"too many tool calls in flight for this caller (at most "
                                               f"{self.in_flight.cap}): wait for an answer before calling again")
         try:
-            yield
+            async with self.turns.turn(key):
+                yield
         finally:
             self.in_flight.give(key)
 

@@ -17,7 +17,8 @@ from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
-from knowspec.impl.server.caller_load import CallsPerCaller, RequestsPerCaller
+from knowspec.impl.server.call_turns import CallTurns
+from knowspec.impl.server.caller_load import AnswerBytesPerCaller, CallsPerCaller, RequestsPerCaller
 from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
 from knowspec.impl.server import released_messages
@@ -70,7 +71,10 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     # tool answers are encoded off the event loop (parked_answers.py)
     answers = ParkedAnswers(ascii_for_http, written=runtime.heap.after_answer)
-    calls = CallsPerCaller(settings.calls_per_caller)  # no caller takes every worker thread
+    # no caller takes every worker thread; calls take turns at the handlers, callers in rotation;
+    # a caller whose answers wait unread gets no more computed
+    unsent = AnswerBytesPerCaller()
+    calls = CallsPerCaller(settings.calls_per_caller, CallTurns(settings.concurrent_calls), unsent)
     server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
                           answers=answers, call_slot=calls.slot)
 
@@ -93,7 +97,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     )
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
-    app.add_middleware(ParkedAnswerWriter, answers=answers)  # placeholders written as their parked answers
+    app.add_middleware(ParkedAnswerWriter, answers=answers, unsent=unsent)  # placeholders written as their parked answers
     # inside the gate (it names the caller), before a worker's tags are added to the SDK's ids
     app.add_middleware(SessionQuota, per_caller=settings.mcp_sessions_per_caller, live_sessions=sdk_sessions(server))
     app.add_middleware(OneRequestIdAtATime)  # in the worker that owns the session (inside its router)

@@ -9,7 +9,7 @@ from __future__ import annotations
 
 from contextlib import nullcontext
 from functools import partial
-from typing import TYPE_CHECKING, Any, Callable, ContextManager, cast
+from typing import TYPE_CHECKING, Any, AsyncContextManager, Callable, cast
 
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
@@ -60,14 +60,14 @@ def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
 
 
 def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAnswers | None = None,
-                 call_slot: Callable[[dict | None], ContextManager[Any]] | None = None) -> Server:
+                 call_slot: Callable[[dict | None], AsyncContextManager[Any]] | None = None) -> Server:
     """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted.
 
     With ``answers``, a call's answer is encoded in its worker thread and parked there, and the
     SDK carries a placeholder to the transport, which writes the parked bytes
     (``parked_answers.py``); over HTTP it is parked for the request that asked, and dropped if
     that request has ended. ``call_slot(scope)`` holds the call's place among its caller's calls
-    in flight (HTTP: ``caller_load.py``), or refuses it.
+    in flight and its turn at the handlers (HTTP: ``caller_load.py``), or refuses it.
     """
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
@@ -80,7 +80,7 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name}")
         caller = caller_for(ctx) if caller_for else Caller()
         scope = getattr(getattr(ctx, "request", None), "scope", None)  # the HTTP request that asked
-        with call_slot(scope) if call_slot else nullcontext():
+        async with call_slot(scope) if call_slot else nullcontext():
             if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
                 return await runtime.call(params.name, params.arguments, caller)
             park = partial(answers.park, protocol_version=ctx.protocol_version, owner=scope)

@@ -10,12 +10,13 @@ import threading
 
 import anyio
 import pytest
+from mcp.shared.exceptions import MCPError
 from starlette.testclient import TestClient
 
 from knowspec.impl.config import Settings
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
-from knowspec.impl.server.caller_load import BUSY, InFlight, RequestsPerCaller
+from knowspec.impl.server.caller_load import BUSY, AnswerBytesPerCaller, CallsPerCaller, InFlight, RequestsPerCaller
 from knowspec.impl.server.http_app import build_app
 from knowspec.impl.server.pipeline import ToolRuntime
 
@@ -279,3 +280,18 @@ def test_the_served_app_keeps_bodies_within_its_budget(mini_registry, tmp_path):
     with TestClient(build_app(runtime, host="testserver", dns_rebinding_protection=False)) as client:
         refused = client.post("/mcp", headers=HEADERS, json=call)
     assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+
+
+def test_no_more_calls_run_for_a_caller_whose_answers_wait_unread():
+    unsent = AnswerBytesPerCaller(cap=100)
+    calls = CallsPerCaller(5, unsent=unsent)
+    unsent.take("address 10.0.0.1", 100)  # an answer of 100 bytes its client has not read
+
+    async def call(client: str) -> str:
+        async with calls.slot({"client": (client, 1)}):
+            return "ran"
+
+    with pytest.raises(MCPError) as refused:
+        anyio.run(call, "10.0.0.1")
+    assert refused.value.error.code == BUSY and "not read" in refused.value.error.message
+    assert anyio.run(call, "10.0.0.2") == "ran"
