@@ -3,25 +3,25 @@ the others.
 
 A hostile probe found two ways one caller could: 95 parallel ``get_semantic_graph`` calls from
 one reader took the worker threads that everyone's calls, session checks and logins share (others
-waited 48 s), and hundreds of requests whose answers the caller never read held gigabytes. Two
+waited 48 s), and hundreds of requests whose answers the caller never read held gigabytes. The
 caps, each per caller and per server process:
 
 - ``RequestsPerCaller`` (ASGI middleware): HTTP requests being received or answered, ``/mcp``
   and REST alike (``--requests-per-caller``, default 32). A request past the cap answers HTTP 429
   at once (a JSON-RPC error on ``/mcp``, ``rate_limited`` with ``Retry-After`` on REST). The
   long-lived ``GET /mcp`` event streams are left to the session quota (``session_quota.py``).
-- ``CallsPerCaller``: MCP tool calls whose handlers run (``--calls-per-caller``, default 20),
+- ``CallsPerCaller``: MCP tool calls in flight (``--calls-per-caller``, default 20),
   counted from the call's arrival to its answer. A 2025-era call keeps running when its client
   drops the connection (the specification of that era says so), so the HTTP count alone would
   let a caller that hangs up at once queue calls without end. A call past the cap is answered
   with a JSON-RPC error (``BUSY``) and never runs. Calls within it take turns at the handlers
   with every other caller's (``call_turns``).
-
 - ``AnswerBytesPerCaller``: bytes of answers being written to a caller that has not read them
   yet (128 MiB). The answers of calls in flight are bounded by the two caps above, but each can
   be tens of MiB (a graph on the 2026-07-28 wire, escaped, is 16.5 MB): 32 unread ones had held
   about 1 GB. An answer past the cap is not written; its request gets a JSON-RPC error saying so
-  (``parked_answers.ParkedAnswerWriter``). One answer is always written, however big.
+  (``parked_answers.ParkedAnswerWriter``), and no call of the caller's runs until it reads
+  (``BUSY``). One answer is always written, however big.
 
 A caller is the signed-in user the bearer gate named, however many tokens they hold, or,
 anonymous, the client's address (``session_quota.caller_key``); REST requests count against the
