@@ -20,7 +20,7 @@ from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS, tool_error_re
 from knowspec.impl.rest.endpoint_table import Endpoint, cached_table
 from knowspec.impl.rest.openapi import cached_openapi
 from knowspec.impl.rest.sessions import SessionStore
-from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.pipeline import Admission, ToolRuntime
 
 Handler = Callable[[Request], Awaitable[Response]]
 
@@ -38,7 +38,8 @@ def _guarded(handler: Handler) -> Handler:
     return endpoint
 
 
-def _handler_for(ep: Endpoint, settings, sessions: SessionStore, runtime: ToolRuntime) -> Handler:
+def _handler_for(ep: Endpoint, settings, sessions: SessionStore, runtime: ToolRuntime,
+                 admission: Admission | None = None) -> Handler:
     if ep.operation_id == "login":
         assert ep.request is not None
         schema = ep.request
@@ -48,17 +49,19 @@ def _handler_for(ep: Endpoint, settings, sessions: SessionStore, runtime: ToolRu
     if ep.operation_id == "exec_command":
         return lambda request: admin.exec_command(request, ep, settings, sessions)
     if ep.tool:
-        return lambda request: tool_endpoints.call_tool(request, ep, sessions, runtime)
+        return lambda request: tool_endpoints.call_tool(request, ep, sessions, runtime, admission)
     raise ValueError(f"endpoint {ep.operation_id} has no handler")
 
 
 def rest_routes(
-    settings, sessions: SessionStore | None = None, runtime: ToolRuntime | None = None
+    settings, sessions: SessionStore | None = None, runtime: ToolRuntime | None = None,
+    admission: Admission | None = None,
 ) -> list[BaseRoute]:
     """Every endpoint of ``spec/rest/endpoints.toml`` plus ``GET /openapi.json``.
 
     ``runtime`` is the MCP call pipeline the Help*/Doc* endpoints go through (the server's own,
-    when the HTTP app passes it; a new one over ``settings`` otherwise).
+    when the HTTP app passes it; a new one over ``settings`` otherwise), admitted by the same
+    ``admission`` as MCP tool calls (each call counted for its session's user, taking turns).
     """
     if sessions is None:
         sessions = SessionStore.from_settings(settings)
@@ -68,7 +71,7 @@ def rest_routes(
     document = cached_openapi()
     by_path: dict[str, dict[str, Handler]] = {}
     for ep in endpoints:
-        handler = _handler_for(ep, settings, sessions, runtime)
+        handler = _handler_for(ep, settings, sessions, runtime, admission)
         by_path.setdefault(ep.path, {})[ep.method] = _guarded(handler)
     routes: list[BaseRoute] = [
         Route(path, _dispatch(methods), methods=sorted(methods), name=path)

@@ -26,7 +26,8 @@ from knowspec.impl.rest.session_endpoints import require_session
 from knowspec.impl.rest.sessions import Session, SessionStore
 from knowspec.impl.rest.validation import integral_floats_to_int, parse_json_body, validate_body
 from knowspec.impl.server.parked_answers import encoded
-from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.pipeline import Admission, AdmissionRefused, ToolRuntime
+from knowspec.impl.server.session_quota import user_key
 
 
 def tool_arguments(endpoint: Endpoint, body: dict, session: Session) -> dict:
@@ -55,7 +56,8 @@ def rest_answer(result: types.CallToolResult) -> Response:
 
 
 async def call_tool(
-    request: Request, endpoint: Endpoint, sessions: SessionStore, runtime: ToolRuntime
+    request: Request, endpoint: Endpoint, sessions: SessionStore, runtime: ToolRuntime,
+    admission: Admission | None = None,
 ) -> Response:
     session = await require_session(request, sessions)
     assert endpoint.tool is not None
@@ -67,4 +69,10 @@ async def call_tool(
     except TimeoutError:
         return tool_error_response(ToolError("operation_cancelled", f"{endpoint.tool} request was cancelled",
                                              retryable=True))
-    return await runtime.call(endpoint.tool, arguments, session.caller(), rest_answer)
+    try:
+        return await runtime.call(endpoint.tool, arguments, session.caller(), rest_answer, admission=admission,
+                                  admit_as=user_key(session.user))
+    except AdmissionRefused as refused:
+        response = tool_error_response(ToolError("rate_limited", str(refused), retryable=True))
+        response.headers["Retry-After"] = "1"
+        return response

@@ -4,13 +4,18 @@ Why: handlers are CPU-bound and share the process's cores (and the GIL), so fort
 on two cores finish no sooner than four, but each holds its working memory at once: forty cold
 ``get_semantic_graph`` calls from two addresses (each within its caller's cap of 20) peaked at
 2.5 GB. At most ``capacity`` handlers run (``--concurrent-calls``, default twice the cores, at
-least 4); a call past it waits in its caller's queue, and a turn that ends goes to the next
-caller in rotation, so one caller's backlog never stands in front of another caller's call.
+least 4), and one caller at most ``capacity - 1`` of them, so a turn is always left for someone
+else (one writer's twenty slow calls had held all four). A call past either waits in its
+caller's queue; a turn that ends goes to the next caller in rotation, so one caller's backlog
+never stands in front of another caller's call. A turn is given back when its handler's thread
+returns, not when its call is answered: a cancelled call is answered at once, but its thread
+runs to its next cancellation check, and giving its turn back at the answer had let one caller
+that cancelled every call run 25 handlers at once (2 GB).
 """
 
 from __future__ import annotations
 
-from collections import OrderedDict, deque
+from collections import Counter, OrderedDict, deque
 from contextlib import asynccontextmanager
 from typing import AsyncIterator
 
@@ -32,46 +37,77 @@ class CallTurns:
 
     def __init__(self, capacity: int | None = None) -> None:
         self.capacity = capacity or default_concurrent_calls()
+        self.per_caller = max(1, self.capacity - 1)
         self.running = 0
+        self._running_of: Counter[str] = Counter()
         self._waiting: OrderedDict[str, deque[_Waiter]] = OrderedDict()
 
     def waiting(self, key: str) -> int:
         return len(self._waiting.get(key, ()))
 
+    def running_of(self, key: str) -> int:
+        return self._running_of.get(key, 0)
+
+    async def take(self, key: str) -> None:
+        """A turn for one call of ``key``'s, waited for when none is free to it."""
+        if self._free_for(key):
+            self._start(key)
+            return
+        waiter = _Waiter()
+        self._waiting.setdefault(key, deque()).append(waiter)
+        try:
+            await waiter.event.wait()
+        except BaseException:  # cancelled while waiting: a turn handed over meanwhile goes on
+            if waiter.granted:
+                self.give(key)
+            else:
+                self._forget(key, waiter)
+            raise
+
+    def give(self, key: str) -> None:
+        """``key``'s call ended its turn: the next callers in rotation take the free turns."""
+        self.running -= 1
+        self._running_of[key] -= 1
+        if self._running_of[key] <= 0:
+            del self._running_of[key]
+        self._grant()
+
     @asynccontextmanager
     async def turn(self, key: str) -> AsyncIterator[None]:
-        """Hold a turn for one call of ``key``'s, waiting for it when all are taken."""
-        if self.running < self.capacity and not self._waiting:
-            self.running += 1
-        else:
-            waiter = _Waiter()
-            self._waiting.setdefault(key, deque()).append(waiter)
-            try:
-                await waiter.event.wait()
-            except BaseException:  # cancelled while waiting: a turn handed over meanwhile goes on
-                if waiter.granted:
-                    self._pass_on()
-                else:
-                    self._forget(key, waiter)
-                raise
+        await self.take(key)
         try:
             yield
         finally:
-            self._pass_on()
+            self.give(key)
 
-    def _pass_on(self) -> None:
-        """A turn ended: the next caller in rotation takes it, else it is free."""
-        if not self._waiting:
-            self.running -= 1
-            return
-        key, queue = next(iter(self._waiting.items()))
-        waiter = queue.popleft()
-        if queue:
-            self._waiting.move_to_end(key)  # this caller waits for its next turn behind the others
-        else:
-            del self._waiting[key]
-        waiter.granted = True
-        waiter.event.set()
+    def _free_for(self, key: str) -> bool:
+        return self.running < self.capacity and self._running_of[key] < self.per_caller
+
+    def _start(self, key: str) -> None:
+        self.running += 1
+        self._running_of[key] += 1
+
+    def _grant(self) -> None:
+        """While a turn is free, hand it to the next waiting caller in rotation whose share allows
+        it (so no waiter that could run is ever left waiting beside a free turn)."""
+        granted = True
+        while granted and self.running < self.capacity:
+            granted = False
+            for key in list(self._waiting):
+                if self.running >= self.capacity:
+                    return
+                if not self._free_for(key):
+                    continue
+                queue = self._waiting[key]
+                waiter = queue.popleft()
+                if queue:
+                    self._waiting.move_to_end(key)  # its next call waits behind the other callers
+                else:
+                    del self._waiting[key]
+                self._start(key)
+                waiter.granted = True
+                waiter.event.set()
+                granted = True
 
     def _forget(self, key: str, waiter: _Waiter) -> None:
         queue = self._waiting.get(key)

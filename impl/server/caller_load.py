@@ -14,7 +14,7 @@ caps, each per caller and per server process:
   counted from the call's arrival to its answer. A 2025-era call keeps running when its client
   drops the connection (the specification of that era says so), so the HTTP count alone would
   let a caller that hangs up at once queue calls without end. A call past the cap is answered
-  with a JSON-RPC error (``BUSY``) and never runs. Calls within it take turns at the handlers
+  with a JSON-RPC error (``mcp_server.BUSY``) and never runs. Calls within it take turns at the handlers
   with every other caller's (``call_turns``).
 - ``AnswerBytesPerCaller``: bytes of answers being written to a caller that has not read them
   yet (128 MiB). The answers of calls in flight are bounded by the two caps above, but each can
@@ -35,18 +35,16 @@ from collections import Counter
 from contextlib import asynccontextmanager
 from typing import Any, AsyncIterator, Callable
 
-from mcp.shared.exceptions import MCPError
-
 from knowspec.impl.rest.error_responses import envelope
 from knowspec.impl.server.access import MCP_PATH
 from knowspec.impl.server.call_turns import CallTurns
 from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
+from knowspec.impl.server.pipeline import AdmissionRefused
 from knowspec.impl.server.session_quota import caller_key
 
 REQUESTS_PER_CALLER = 32
 ANSWER_BYTES_PER_CALLER = 128 * 1024 * 1024
 CALLS_PER_CALLER = 20  # above the conformance suite's most (3 sessions x 6 concurrent calls)
-BUSY = -32000  # JSON-RPC's range for server-defined errors: the caller has too much in flight
 RETRY_AFTER_SECONDS = 1
 
 
@@ -111,9 +109,10 @@ async def _refuse(scope: dict, send: Callable, cap: int) -> None:
 
 
 class CallsPerCaller:
-    """The tool calls each caller has in flight; ``slot(scope)`` holds one for a call (refused
-    past the cap), and its turn at the handlers (``call_turns``: calls past the handlers'
-    capacity wait, callers served in rotation)."""
+    """The tool calls each caller has in flight, and their turns at the handlers: ``admit(key)``
+    counts a call (refused past the cap) and waits for its turn (``call_turns``: calls past the
+    handlers' capacity wait, callers served in rotation); ``release(key)`` ends both, once the
+    call's thread has returned (``pipeline``)."""
 
     def __init__(self, per_caller: int = CALLS_PER_CALLER, turns: CallTurns | None = None,
                  unsent: AnswerBytesPerCaller | None = None) -> None:
@@ -121,20 +120,29 @@ class CallsPerCaller:
         self.turns = turns or CallTurns()
         self.unsent = unsent or AnswerBytesPerCaller()
 
-    @asynccontextmanager
-    async def slot(self, scope: dict | None) -> AsyncIterator[None]:
-        key = caller_key(scope or {})
+    async def admit(self, key: str) -> None:
         if self.unsent[key] >= self.unsent.cap:  # nothing more is computed for a caller who reads nothing
-            raise MCPError(code=BUSY, message="too many answers this caller has not read yet: read them "
-                                              "before calling again")
+            raise AdmissionRefused("too many answers this caller has not read yet: read them before calling again")
         if not self.in_flight.take(key):
-            raise MCPError(code=BUSY, message=f"too many tool calls in flight for this caller (at most "
-                                              f"{self.in_flight.cap}): wait for an answer before calling again")
+            raise AdmissionRefused(f"too many tool calls in flight for this caller (at most {self.in_flight.cap}): "
+                       "wait for an answer before calling again")
         try:
-            async with self.turns.turn(key):
-                yield
-        finally:
+            await self.turns.take(key)
+        except BaseException:
             self.in_flight.give(key)
+            raise
+
+    def release(self, key: str) -> None:
+        self.turns.give(key)
+        self.in_flight.give(key)
+
+    @asynccontextmanager
+    async def slot(self, key: str) -> AsyncIterator[None]:
+        await self.admit(key)
+        try:
+            yield
+        finally:
+            self.release(key)
 
 
 class AnswerBytesPerCaller:

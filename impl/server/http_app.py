@@ -26,7 +26,7 @@ from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWrite
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
 from knowspec.impl.server.request_ids import OneRequestIdAtATime
-from knowspec.impl.server.session_quota import SessionQuota, sdk_sessions
+from knowspec.impl.server.session_quota import SessionQuota, caller_key, sdk_sessions
 from knowspec.impl.server.workers import RelayedClient, SessionRouter, Worker
 
 
@@ -76,7 +76,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     unsent = AnswerBytesPerCaller()
     calls = CallsPerCaller(settings.calls_per_caller, CallTurns(settings.concurrent_calls), unsent)
     server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
-                          answers=answers, call_slot=calls.slot)
+                          answers=answers, admission=calls, admit_as=caller_key)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),
@@ -84,7 +84,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
 
     routes: list[BaseRoute] = [
         Route("/healthz", health, methods=["GET"]),
-        *rest_routes(settings, sessions=sessions, runtime=runtime),
+        *rest_routes(settings, sessions=sessions, runtime=runtime, admission=calls),
     ]
     security = loopback_security(host, dns_rebinding_protection)  # /mcp (the SDK) and the rest alike
     app = server.streamable_http_app(

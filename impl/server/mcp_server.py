@@ -7,9 +7,8 @@ only tool-call failure answered as a JSON-RPC error (-32602).
 
 from __future__ import annotations
 
-from contextlib import nullcontext
 from functools import partial
-from typing import TYPE_CHECKING, Any, AsyncContextManager, Callable, cast
+from typing import TYPE_CHECKING, Any, Callable, cast
 
 import mcp.types as types
 from mcp.server.context import ServerRequestContext
@@ -17,7 +16,9 @@ from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
 from knowspec.impl.server.parked_answers import ParkedAnswers
-from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.pipeline import Admission, AdmissionRefused, ToolRuntime
+
+BUSY = -32000  # JSON-RPC's range for server-defined errors: the caller has too much in flight
 
 if TYPE_CHECKING:
     from mcp.server.lowlevel import Server
@@ -60,14 +61,15 @@ def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
 
 
 def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAnswers | None = None,
-                 call_slot: Callable[[dict | None], AsyncContextManager[Any]] | None = None) -> Server:
+                 admission: Admission | None = None, admit_as: Callable[[dict], str] | None = None) -> Server:
     """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted.
 
     With ``answers``, a call's answer is encoded in its worker thread and parked there, and the
     SDK carries a placeholder to the transport, which writes the parked bytes
     (``parked_answers.py``); over HTTP it is parked for the request that asked, and dropped if
-    that request has ended. ``call_slot(scope)`` holds the call's place among its caller's calls
-    in flight and its turn at the handlers (HTTP: ``caller_load.py``), or refuses it.
+    that request has ended. ``admission`` (HTTP: ``caller_load.py``) admits each call as
+    ``admit_as(scope)`` of the request that asked: its place among its caller's calls in flight
+    and its turn at the handlers; a refusal is answered as JSON-RPC error ``BUSY``.
     """
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
@@ -80,11 +82,16 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name}")
         caller = caller_for(ctx) if caller_for else Caller()
         scope = getattr(getattr(ctx, "request", None), "scope", None)  # the HTTP request that asked
-        async with call_slot(scope) if call_slot else nullcontext():
+        admits = admission if admit_as is not None and scope is not None else None
+        key = admit_as(scope) if admits is not None and admit_as is not None and scope is not None else ""
+        try:
             if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
-                return await runtime.call(params.name, params.arguments, caller)
+                return await runtime.call(params.name, params.arguments, caller, admission=admits, admit_as=key)
             park = partial(answers.park, protocol_version=ctx.protocol_version, owner=scope)
-            return await runtime.call(params.name, params.arguments, caller, park, takes_json=True)
+            return await runtime.call(params.name, params.arguments, caller, park, takes_json=True, admission=admits,
+                                      admit_as=key)
+        except AdmissionRefused as refused:
+            raise MCPError(code=BUSY, message=str(refused)) from None
 
     name, version = server_identity(runtime)
     return server_class()(

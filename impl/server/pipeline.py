@@ -14,7 +14,7 @@ import importlib
 import logging
 import threading
 import time
-from typing import TYPE_CHECKING, Any, Callable, TypeVar, overload
+from typing import TYPE_CHECKING, Any, Callable, Protocol, TypeVar, overload
 
 import anyio
 import mcp.types as types
@@ -67,6 +67,67 @@ class LazyHandler:
 
     def __call__(self, args: Any, ctx: CallContext) -> ToolOutput:
         return self.resolved()(args, ctx)
+
+
+class AdmissionRefused(Exception):
+    """An admission's refusal of a call before it ran (its caller has too much in flight)."""
+
+
+class Admission(Protocol):
+    """Who may run a call now (HTTP: ``caller_load.CallsPerCaller``): ``admit`` waits for the
+    call's turn or raises ``AdmissionRefused``; ``release`` is called once no thread of the call
+    runs any more."""
+
+    async def admit(self, key: str) -> None: ...
+
+    def release(self, key: str) -> None: ...
+
+
+class _ThreadRelease:
+    """Runs ``release`` once, when no worker thread of the call runs: when the call returns, or,
+    for a call answered while its thread ran on (cancelled, past its deadline), when that thread
+    returns (on the event loop, through ``token``). A thread that had not started when its call
+    was answered never runs the handler."""
+
+    def __init__(self, release: Callable[[], None]) -> None:
+        self._release = release
+        self._lock = threading.Lock()
+        self._released = False
+        self._running = False
+        self._closed = False
+        self.abandoned = False
+        self.token = anyio.lowlevel.current_token()
+
+    def __call__(self) -> None:
+        if not self._released:
+            self._released = True
+            self._release()
+
+    def thread_starts(self) -> bool:
+        """In the worker thread, before the work: whether it may run (its call is not answered)."""
+        with self._lock:
+            if self._closed:
+                return False
+            self._running = True
+            return True
+
+    def thread_returned(self) -> None:
+        """In the worker thread, as it returns."""
+        with self._lock:
+            self._running = False
+            late = self.abandoned
+        if late:
+            try:
+                anyio.from_thread.run_sync(self, token=self.token)
+            except RuntimeError:  # the event loop is gone: so is whatever the turn guarded
+                pass
+
+    def abandon(self) -> None:
+        """The call is answered: a thread that has not started will not; one that runs releases
+        as it returns."""
+        with self._lock:
+            self._closed = True
+            self.abandoned = self._running
 
 
 class ToolRuntime:
@@ -125,15 +186,17 @@ class ToolRuntime:
         return self._output_checks[entry.name]
 
     @overload
-    async def call(self, name: str, arguments: dict[str, Any] | None,
-                   caller: Caller | None = None) -> types.CallToolResult: ...
+    async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None = None, *,
+                   admission: Admission | None = None, admit_as: str = "") -> types.CallToolResult: ...
 
     @overload
     async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None,
-                   finish: Callable[[types.CallToolResult], Finished], *, takes_json: bool = False) -> Finished: ...
+                   finish: Callable[[types.CallToolResult], Finished], *, takes_json: bool = False,
+                   admission: Admission | None = None, admit_as: str = "") -> Finished: ...
 
     async def call(self, name: str, arguments: dict[str, Any] | None, caller: Caller | None = None,
-                   finish: Callable[[types.CallToolResult], Any] | None = None, *, takes_json: bool = False) -> Any:
+                   finish: Callable[[types.CallToolResult], Any] | None = None, *, takes_json: bool = False,
+                   admission: Admission | None = None, admit_as: str = "") -> Any:
         """Run one tool call; ``name`` must be a known tool (the server checks that first).
 
         Everything after the first cancellation check (argument walk, both validations, the
@@ -141,9 +204,24 @@ class ToolRuntime:
         under the call deadline, so no request, however hostile, holds the event loop. Only an
         error result made here (cancelled before it started, past its deadline) is finished on
         the loop: it is small. ``takes_json``: ``finish`` writes a kept answer's structured JSON
-        as it is (``parked_answers``); any other gets the values decoded.
+        as it is (``parked_answers``); any other gets the values decoded. ``admission`` (HTTP)
+        admits the call as ``admit_as`` before anything runs (it may refuse: its exception goes to
+        the caller) and is released once no thread of the call runs any more.
         """
         entry = self.entries[name]
+        if admission is None:
+            return await self._call(entry, arguments, caller, finish, takes_json, None)
+        await admission.admit(admit_as)
+        release = _ThreadRelease(lambda: admission.release(admit_as))
+        try:
+            return await self._call(entry, arguments, caller, finish, takes_json, release)
+        finally:
+            if not release.abandoned:
+                release()
+
+    async def _call(self, entry: ToolEntry, arguments: dict[str, Any] | None, caller: Caller | None,
+                    finish: Callable[[types.CallToolResult], Any] | None, takes_json: bool,
+                    release: _ThreadRelease | None) -> Any:
         ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event(),
                           runtime=self.process)
         given: Callable[[types.CallToolResult], Any] = finish if finish is not None else _unchanged
@@ -151,7 +229,8 @@ class ToolRuntime:
         try:
             ctx.check_cancelled(f"{entry.name} request")
             return await self._in_thread(
-                entry, lambda: finished(self._call_sync(entry, {} if arguments is None else arguments, ctx)), ctx)
+                entry, lambda: finished(self._call_sync(entry, {} if arguments is None else arguments, ctx)), ctx,
+                release)
         except ToolError as err:
             return finished(error_result(err))
 
@@ -189,8 +268,11 @@ class ToolRuntime:
             raise output_error(errors)
         return output
 
-    async def _in_thread(self, entry: ToolEntry, call: Callable[[], Any], ctx: CallContext) -> Any:
+    async def _in_thread(self, entry: ToolEntry, call: Callable[[], Any], ctx: CallContext,
+                         release: _ThreadRelease | None = None) -> Any:
         def work() -> Any:
+            if release is not None and not release.thread_starts():
+                return None  # its call was answered (cancelled) before this thread began
             try:
                 return call()
             except ToolError:
@@ -200,15 +282,22 @@ class ToolRuntime:
                 if self.raise_unexpected:
                     raise
                 raise ToolError("operation_rejected", "tool operation was rejected") from None
+            finally:
+                if release is not None:
+                    release.thread_returned()
 
         try:
             with anyio.fail_after(self.settings.call_timeout_seconds):
                 return await anyio.to_thread.run_sync(work, abandon_on_cancel=True)
         except TimeoutError:
             ctx.cancel_event.set()
+            if release is not None:
+                release.abandon()  # its turn stays taken until the thread returns
             raise ToolError("operation_cancelled", f"{entry.name} request was cancelled", retryable=True) from None
         except anyio.get_cancelled_exc_class():
             ctx.cancel_event.set()  # the worker stops at its next check; nothing is answered
+            if release is not None:
+                release.abandon()
             raise
 
     def _success(self, entry: ToolEntry, output: ToolOutput) -> types.CallToolResult:

@@ -28,12 +28,17 @@ def sdk_sessions(server: Any) -> Callable[[], Container[str]]:
     return lambda: manager._server_instances
 
 
+def user_key(name: str) -> str:
+    """The key of a signed-in user's quotas, however many tokens they hold."""
+    return f"user {name}"
+
+
 def caller_key(scope: dict) -> str:
     """Whose quota a request counts against: the user the gate named, else the client's address."""
     user = scope.get("user")
     name = getattr(getattr(user, "access_token", None), "subject", None)
     if name:
-        return f"user {name}"
+        return user_key(name)
     client = scope.get("client")
     return f"address {client[0] if client else '?'}"
 

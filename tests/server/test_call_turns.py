@@ -94,3 +94,30 @@ def test_a_turn_handed_to_a_call_cancelled_before_it_woke_goes_on():
             assert turns.running == 1
 
     anyio.run(go)
+
+
+def test_one_caller_holds_all_turns_but_one_and_another_caller_gets_that_one_at_once():
+    turns = CallTurns(3)
+
+    async def go() -> list[str]:
+        started: list[str] = []
+        done = anyio.Event()
+
+        async def call(key: str) -> None:
+            async with turns.turn(key):
+                started.append(key)
+                await done.wait()
+
+        async with anyio.create_task_group() as group:
+            for _ in range(5):
+                group.start_soon(call, "writer")
+            await anyio.sleep(0.02)
+            assert turns.running_of("writer") == 2 and turns.waiting("writer") == 3
+            group.start_soon(call, "reader")
+            await anyio.sleep(0.02)
+            assert started[-1] == "reader"  # the turn kept free, not a wait behind the writer
+            done.set()
+        return started
+
+    assert sorted(anyio.run(go)) == ["reader"] + ["writer"] * 5
+    assert turns.running == 0

@@ -10,15 +10,16 @@ import threading
 
 import anyio
 import pytest
-from mcp.shared.exceptions import MCPError
 from starlette.testclient import TestClient
 
 from knowspec.impl.config import Settings
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
-from knowspec.impl.server.caller_load import BUSY, AnswerBytesPerCaller, CallsPerCaller, InFlight, RequestsPerCaller
+from knowspec.impl.server.call_turns import CallTurns
+from knowspec.impl.server.caller_load import AnswerBytesPerCaller, CallsPerCaller, InFlight, RequestsPerCaller
 from knowspec.impl.server.http_app import build_app
-from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.mcp_server import BUSY
+from knowspec.impl.server.pipeline import AdmissionRefused, ToolRuntime
 
 HEADERS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
 INITIALIZE = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
@@ -287,11 +288,74 @@ def test_no_more_calls_run_for_a_caller_whose_answers_wait_unread():
     calls = CallsPerCaller(5, unsent=unsent)
     unsent.take("address 10.0.0.1", 100)  # an answer of 100 bytes its client has not read
 
-    async def call(client: str) -> str:
-        async with calls.slot({"client": (client, 1)}):
+    async def call(key: str) -> str:
+        async with calls.slot(key):
             return "ran"
 
-    with pytest.raises(MCPError) as refused:
-        anyio.run(call, "10.0.0.1")
-    assert refused.value.error.code == BUSY and "not read" in refused.value.error.message
-    assert anyio.run(call, "10.0.0.2") == "ran"
+    with pytest.raises(AdmissionRefused, match="not read"):
+        anyio.run(call, "address 10.0.0.1")
+    assert anyio.run(call, "address 10.0.0.2") == "ran"
+
+
+# --- turns are held by threads, and REST calls take them too ------------------------------------
+
+def test_a_cancelled_call_keeps_its_turn_until_its_thread_returns(mini_registry, tmp_path):
+    """Giving the turn back when the call was answered had let a caller that cancelled every call
+    run 25 handlers at once."""
+    entered, release = threading.Event(), threading.Event()
+    ran: list[str] = []
+
+    def stubborn(args, ctx):  # never checks for cancellation
+        ran.append(args.text)
+        entered.set()
+        release.wait(30)
+        return ToolOutput({"results": []}, text="done")
+
+    runtime = ToolRuntime(Settings(appdir=tmp_path), entries=mini_registry.TOOLS,
+                          handlers={"echo_list": stubborn, "echo_text": None})
+    calls = CallsPerCaller(5, CallTurns(1))
+
+    async def go() -> None:
+        async with anyio.create_task_group() as group:
+            with anyio.CancelScope() as first:
+                group.start_soon(lambda: runtime.call("echo_list", {"text": "a"}, admission=calls, admit_as="a"))
+                await anyio.to_thread.run_sync(entered.wait, 10)
+            first.cancel()  # answered (cancelled) while its thread runs on
+            await anyio.sleep(0.05)
+            assert calls.turns.running == 1 and calls.in_flight["a"] == 1
+            group.start_soon(lambda: runtime.call("echo_list", {"text": "b"}, admission=calls, admit_as="b"))
+            await anyio.sleep(0.1)
+            assert ran == ["a"]  # b waits for the turn the abandoned thread still holds
+            release.set()
+        assert ran == ["a", "b"] and calls.turns.running == 0 and calls.in_flight["a"] == 0
+
+    anyio.run(go)
+
+
+def test_rest_tool_calls_count_for_their_user_and_take_turns(tmp_path):
+    from knowspec.impl.docpool import auth
+
+    started, release = threading.Event(), threading.Event()
+
+    def slow_help_search(args, ctx):
+        started.set()
+        release.wait(30)
+        return ToolOutput({"results": []}, text="[]")
+
+    settings = Settings(appdir=tmp_path, calls_per_caller=1)
+    auth.create_user(settings.catalog_path, "rita", "pw", [])
+    runtime = ToolRuntime(settings)
+    runtime.handlers["help_search"] = slow_help_search
+    with TestClient(build_app(runtime, host="testserver", dns_rebinding_protection=False)) as client:
+        token = client.post("/ClientREST/Login", json={"user": "rita", "password": "pw"}).json()["token"]
+        headers = {"Authorization": f"Bearer {token}"}
+        first: list = []
+        waiting = threading.Thread(target=lambda: first.append(
+            client.post("/ClientREST/HelpSearch", headers=headers, json={"query": "a"})))
+        waiting.start()
+        assert started.wait(30)
+        refused = client.post("/ClientREST/HelpSearch", headers=headers, json={"query": "b"})
+        release.set()
+        waiting.join(30)
+    assert refused.status_code == 429 and refused.headers["retry-after"] == "1"
+    assert refused.json()["code"] == "rate_limited" and first[0].status_code == 200
