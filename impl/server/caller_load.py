@@ -32,8 +32,7 @@ from __future__ import annotations
 
 import json
 from collections import Counter
-from contextlib import asynccontextmanager
-from typing import Any, AsyncIterator, Callable
+from typing import Any, Callable
 
 from knowspec.impl.rest.error_responses import envelope
 from knowspec.impl.server.access import MCP_PATH
@@ -135,14 +134,6 @@ class CallsPerCaller:
     def release(self, key: str) -> None:
         self.turns.give(key)
         self.in_flight.give(key)
-
-    @asynccontextmanager
-    async def slot(self, key: str) -> AsyncIterator[None]:
-        await self.admit(key)
-        try:
-            yield
-        finally:
-            self.release(key)
 
 
 class AnswerBytesPerCaller:

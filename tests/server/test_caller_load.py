@@ -288,13 +288,10 @@ def test_no_more_calls_run_for_a_caller_whose_answers_wait_unread():
     calls = CallsPerCaller(5, unsent=unsent)
     unsent.take("address 10.0.0.1", 100)  # an answer of 100 bytes its client has not read
 
-    async def call(key: str) -> str:
-        async with calls.slot(key):
-            return "ran"
-
     with pytest.raises(AdmissionRefused, match="not read"):
-        anyio.run(call, "address 10.0.0.1")
-    assert anyio.run(call, "address 10.0.0.2") == "ran"
+        anyio.run(calls.admit, "address 10.0.0.1")
+    anyio.run(calls.admit, "address 10.0.0.2")  # another caller's call is admitted
+    assert calls.in_flight["address 10.0.0.2"] == 1 and calls.in_flight["address 10.0.0.1"] == 0
 
 
 # --- turns are held by threads, and REST calls take them too ------------------------------------
