@@ -119,20 +119,20 @@ class CallsPerCaller:
         self.turns = turns or CallTurns()
         self.unsent = unsent or AnswerBytesPerCaller()
 
-    async def admit(self, key: str) -> None:
+    async def admit(self, key: str) -> bool:
         if self.unsent[key] >= self.unsent.cap:  # nothing more is computed for a caller who reads nothing
             raise AdmissionRefused("too many answers this caller has not read yet: read them before calling again")
         if not self.in_flight.take(key):
             raise AdmissionRefused(f"too many tool calls in flight for this caller (at most {self.in_flight.cap}): "
                        "wait for an answer before calling again")
         try:
-            await self.turns.take(key)
+            return await self.turns.take(key)
         except BaseException:
             self.in_flight.give(key)
             raise
 
-    def release(self, key: str) -> None:
-        self.turns.give(key)
+    def release(self, key: str, ticket: bool) -> None:
+        self.turns.give(key, ticket)
         self.in_flight.give(key)
 
 

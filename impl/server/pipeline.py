@@ -75,12 +75,12 @@ class AdmissionRefused(Exception):
 
 class Admission(Protocol):
     """Who may run a call now (HTTP: ``caller_load.CallsPerCaller``): ``admit`` waits for the
-    call's turn or raises ``AdmissionRefused``; ``release`` is called once no thread of the call
-    runs any more."""
+    call's turn and answers its ticket, or raises ``AdmissionRefused``; ``release`` gets the
+    ticket back once no thread of the call runs any more."""
 
-    async def admit(self, key: str) -> None: ...
+    async def admit(self, key: str) -> Any: ...
 
-    def release(self, key: str) -> None: ...
+    def release(self, key: str, ticket: Any) -> None: ...
 
 
 class _ThreadRelease:
@@ -211,8 +211,8 @@ class ToolRuntime:
         entry = self.entries[name]
         if admission is None:
             return await self._call(entry, arguments, caller, finish, takes_json, None)
-        await admission.admit(admit_as)
-        release = _ThreadRelease(lambda: admission.release(admit_as))
+        ticket = await admission.admit(admit_as)
+        release = _ThreadRelease(lambda: admission.release(admit_as, ticket))
         try:
             return await self._call(entry, arguments, caller, finish, takes_json, release)
         finally:

@@ -15,14 +15,16 @@ def _run_calls(turns: CallTurns, arrivals: list[str], hold: float = 0.01) -> tup
     """Start a call per key in ``arrivals`` (in that order, all before any ends); the order the
     calls got their turns, and the most that ran at once."""
     started: list[str] = []
-    most = 0
+    most = now = 0
 
     async def call(key: str) -> None:
-        nonlocal most
+        nonlocal most, now
         async with turns.turn(key):
             started.append(key)
-            most = max(most, turns.running)
+            now += 1
+            most = max(most, now)
             await anyio.sleep(hold)
+            now -= 1
 
     async def go() -> None:
         async with anyio.create_task_group() as group:
@@ -41,11 +43,11 @@ def test_a_caller_with_a_backlog_does_not_stand_before_another_callers_call():
 
 @settings(max_examples=40, deadline=None)
 @given(capacity=st.integers(1, 4), arrivals=st.lists(st.sampled_from("abc"), max_size=12))
-def test_at_most_capacity_calls_run_and_every_call_gets_its_turn(capacity, arrivals):
+def test_at_most_capacity_calls_and_the_spare_run_and_every_call_gets_its_turn(capacity, arrivals):
     turns = CallTurns(capacity)
     order, most = _run_calls(turns, arrivals, hold=0)
-    assert most <= capacity and sorted(order) == sorted(arrivals)
-    assert turns.running == 0 and not turns._waiting
+    assert most <= capacity + 1 and sorted(order) == sorted(arrivals)  # the counted turns and the spare
+    assert turns.running == 0 and not turns.spare_taken and not turns._waiting
 
 
 def test_a_call_cancelled_while_waiting_leaves_no_turn_behind():
@@ -62,13 +64,13 @@ def test_a_call_cancelled_while_waiting_leaves_no_turn_behind():
         async with anyio.create_task_group() as group:
             group.start_soon(call, "a")
             await anyio.sleep(0.01)
-            with anyio.move_on_after(0.01):  # "b" gives up while "a" runs
-                await call("b")
+            with anyio.move_on_after(0.01):  # a's second call gives up while its first runs
+                await call("a")
             group.start_soon(call, "c")
         return ran
 
     assert anyio.run(go) == ["a", "c"]
-    assert turns.running == 0 and turns.waiting("b") == 0
+    assert turns.running == 0 and not turns.spare_taken and turns.waiting("a") == 0
 
 
 def test_a_turn_handed_to_a_call_cancelled_before_it_woke_goes_on():
@@ -121,3 +123,34 @@ def test_one_caller_holds_all_turns_but_one_and_another_caller_gets_that_one_at_
 
     assert sorted(anyio.run(go)) == ["reader"] + ["writer"] * 5
     assert turns.running == 0
+
+
+def test_a_caller_with_nothing_running_gets_the_spare_turn_while_others_hold_the_rest():
+    """Two addresses churning long graph calls held every turn, and another caller's small
+    searches waited 2.8 s each."""
+    turns = CallTurns(2)
+
+    async def go() -> list[str]:
+        started: list[str] = []
+        done = anyio.Event()
+
+        async def call(key: str) -> None:
+            async with turns.turn(key):
+                started.append(key)
+                await done.wait()
+
+        async with anyio.create_task_group() as group:
+            for key in ("x", "y", "x", "y"):  # two callers hold both counted turns, two calls queue
+                group.start_soon(call, key)
+            await anyio.sleep(0.02)
+            group.start_soon(call, "reader")
+            await anyio.sleep(0.02)
+            assert started == ["x", "y", "reader"] and turns.spare_taken
+            group.start_soon(call, "another")  # the spare is taken: this one waits its turn
+            await anyio.sleep(0.02)
+            assert "another" not in started
+            done.set()
+        return started
+
+    assert sorted(anyio.run(go)) == ["another", "reader", "x", "x", "y", "y"]
+    assert turns.running == 0 and not turns.spare_taken

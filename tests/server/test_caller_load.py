@@ -320,9 +320,9 @@ def test_a_cancelled_call_keeps_its_turn_until_its_thread_returns(mini_registry,
             first.cancel()  # answered (cancelled) while its thread runs on
             await anyio.sleep(0.05)
             assert calls.turns.running == 1 and calls.in_flight["a"] == 1
-            group.start_soon(lambda: runtime.call("echo_list", {"text": "b"}, admission=calls, admit_as="b"))
+            group.start_soon(lambda: runtime.call("echo_list", {"text": "b"}, admission=calls, admit_as="a"))
             await anyio.sleep(0.1)
-            assert ran == ["a"]  # b waits for the turn the abandoned thread still holds
+            assert ran == ["a"]  # the next call waits for the turn the abandoned thread still holds
             release.set()
         assert ran == ["a", "b"] and calls.turns.running == 0 and calls.in_flight["a"] == 0
 
