@@ -98,28 +98,37 @@ def test_a_turn_handed_to_a_call_cancelled_before_it_woke_goes_on():
     anyio.run(go)
 
 
+class HeldCalls:
+    """Calls that keep their turns until ``done`` is set; ``started``: in the order they got them."""
+
+    def __init__(self, turns: CallTurns) -> None:
+        self.turns = turns
+        self.started: list[str] = []
+        self.done = anyio.Event()
+
+    async def call(self, key: str) -> None:
+        async with self.turns.turn(key):
+            self.started.append(key)
+            await self.done.wait()
+
+    async def start(self, group, *keys: str) -> None:
+        for key in keys:
+            group.start_soon(self.call, key)
+        await anyio.sleep(0.02)  # each has its turn, or waits in its queue
+
+
 def test_one_caller_holds_all_turns_but_one_and_another_caller_gets_that_one_at_once():
     turns = CallTurns(3)
 
     async def go() -> list[str]:
-        started: list[str] = []
-        done = anyio.Event()
-
-        async def call(key: str) -> None:
-            async with turns.turn(key):
-                started.append(key)
-                await done.wait()
-
+        held = HeldCalls(turns)
         async with anyio.create_task_group() as group:
-            for _ in range(5):
-                group.start_soon(call, "writer")
-            await anyio.sleep(0.02)
+            await held.start(group, *["writer"] * 5)
             assert turns.running_of("writer") == 2 and turns.waiting("writer") == 3
-            group.start_soon(call, "reader")
-            await anyio.sleep(0.02)
-            assert started[-1] == "reader"  # the turn kept free, not a wait behind the writer
-            done.set()
-        return started
+            await held.start(group, "reader")
+            assert held.started[-1] == "reader"  # the turn kept free, not a wait behind the writer
+            held.done.set()
+        return held.started
 
     assert sorted(anyio.run(go)) == ["reader"] + ["writer"] * 5
     assert turns.running == 0
@@ -131,26 +140,15 @@ def test_a_caller_with_nothing_running_gets_the_spare_turn_while_others_hold_the
     turns = CallTurns(2)
 
     async def go() -> list[str]:
-        started: list[str] = []
-        done = anyio.Event()
-
-        async def call(key: str) -> None:
-            async with turns.turn(key):
-                started.append(key)
-                await done.wait()
-
+        held = HeldCalls(turns)
         async with anyio.create_task_group() as group:
-            for key in ("x", "y", "x", "y"):  # two callers hold both counted turns, two calls queue
-                group.start_soon(call, key)
-            await anyio.sleep(0.02)
-            group.start_soon(call, "reader")
-            await anyio.sleep(0.02)
-            assert started == ["x", "y", "reader"] and turns.spare_taken
-            group.start_soon(call, "another")  # the spare is taken: this one waits its turn
-            await anyio.sleep(0.02)
-            assert "another" not in started
-            done.set()
-        return started
+            await held.start(group, "x", "y", "x", "y")  # two callers hold both counted turns, two calls queue
+            await held.start(group, "reader")
+            assert held.started == ["x", "y", "reader"] and turns.spare_taken
+            await held.start(group, "another")  # the spare is taken: this one waits its turn
+            assert "another" not in held.started
+            held.done.set()
+        return held.started
 
     assert sorted(anyio.run(go)) == ["another", "reader", "x", "x", "y", "y"]
     assert turns.running == 0 and not turns.spare_taken
