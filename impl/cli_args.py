@@ -78,17 +78,6 @@ def positive_float(value: str) -> float:
     return number
 
 
-def worker_count(value: str) -> int:
-    """``serve --workers``: a whole number of processes from 1 to 64."""
-    try:
-        number = int(value)
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of worker processes, got {value!r}") from None
-    if not 1 <= number <= 64:
-        raise argparse.ArgumentTypeError(f"--workers must be between 1 and 64, got {number}")
-    return number
-
-
 def whole_number(option: str, unit: str, low: int, high: int) -> Callable[[str], int]:
     """An argparse type for ``option``: a whole number of ``unit`` from ``low`` to ``high``."""
     def parse(value: str) -> int:
@@ -104,27 +93,12 @@ def whole_number(option: str, unit: str, low: int, high: int) -> Callable[[str],
     return parse
 
 
-def session_quota(value: str) -> int:
-    """``serve --mcp-sessions-per-caller``: at least one session, at most the SDK's table (10,000)."""
-    try:
-        number = int(value.strip())
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of sessions, got {value!r}") from None
-    if not 1 <= number <= 10_000:
-        raise argparse.ArgumentTypeError(f"--mcp-sessions-per-caller must be between 1 and 10000, got {number}")
-    return number
-
-
-def candidate_count(value: str) -> int:
-    """``serve --vector-candidates``: rows the approximate index proposes per matrix, at least the
-    80 the seed's rule keeps."""
-    try:
-        number = int(value.strip().replace("_", ""))
-    except ValueError:
-        raise argparse.ArgumentTypeError(f"expected a whole number of candidate rows, got {value!r}") from None
-    if not 80 <= number <= 10_000_000:
-        raise argparse.ArgumentTypeError(f"--vector-candidates must be between 80 and 10000000, got {number}")
-    return number
+# ``serve --workers``: processes; ``--mcp-sessions-per-caller``: at most the SDK's table of
+# sessions; ``--vector-candidates``: rows the approximate index proposes per matrix, at least
+# the 80 the seed's rule keeps.
+worker_count = whole_number("--workers", "worker processes", 1, 64)
+session_quota = whole_number("--mcp-sessions-per-caller", "sessions", 1, 10_000)
+candidate_count = whole_number("--vector-candidates", "candidate rows", 80, 10_000_000)
 
 
 def raised_limit(default: int, what: str):

@@ -35,7 +35,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from knowspec.impl.rest.error_responses import envelope
-from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
+from knowspec.impl.server.json_answer import is_mcp_path, send_json, send_jsonrpc_error
 from knowspec.impl.server.request_ids import JSONRPC_ID, id_key, replaying
 from knowspec.impl.server.session_quota import caller_key
 
@@ -92,11 +92,6 @@ class BodyBudget:
         self._by_caller[caller] -= size
         if self._by_caller[caller] <= 0:
             del self._by_caller[caller]
-
-
-def _is_mcp(scope: Scope) -> bool:
-    path = scope.get("path", "")
-    return path == "/mcp" or path.startswith("/mcp/")
 
 
 def _has_body(scope: Scope) -> bool:
@@ -160,7 +155,7 @@ async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
     close = [(b"connection", b"close")]
     if refused.status == 503:
         close.append((b"retry-after", str(BUSY_RETRY_SECONDS).encode("ascii")))
-    if _is_mcp(scope):
+    if is_mcp_path(scope):
         await send_jsonrpc_error(send, refused.status, f"Invalid Request: {refused.message}", close)
         return
     code = {413: "resource_limit", 503: "rate_limited"}.get(refused.status, "invalid_request")
@@ -197,7 +192,7 @@ class BodyLimitMiddleware:
             self.budget.give(taken, caller)
 
     async def _read_and_answer(self, scope: Scope, receive: Receive, send: Send, grown: Callable[[int], None]) -> None:
-        rule = self.mcp if _is_mcp(scope) else self.rest
+        rule = self.mcp if is_mcp_path(scope) else self.rest
         try:
             declared = _declared_length(scope)
             if declared is not None and declared > rule.max_bytes:
@@ -210,7 +205,7 @@ class BodyLimitMiddleware:
             return
         if body is None:
             return  # the client left; there is no one to answer
-        if _is_mcp(scope) and len(body) > MCP_MAX_OTHER_BODY_BYTES:
+        if is_mcp_path(scope) and len(body) > MCP_MAX_OTHER_BODY_BYTES:
             is_call, request_id = await anyio.to_thread.run_sync(_tool_call, body)  # not on the event loop
             if not is_call:
                 await _refuse(scope, send, _Refused(413, f"request body exceeds the size limit of a message "

@@ -35,9 +35,8 @@ from collections import Counter
 from typing import Any, Callable
 
 from knowspec.impl.rest.error_responses import envelope
-from knowspec.impl.server.access import MCP_PATH
 from knowspec.impl.server.call_turns import CallTurns
-from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
+from knowspec.impl.server.json_answer import is_mcp_path, send_json, send_jsonrpc_error
 from knowspec.impl.server.pipeline import AdmissionRefused
 from knowspec.impl.server.session_quota import caller_key
 
@@ -48,30 +47,27 @@ RETRY_AFTER_SECONDS = 1
 
 
 class InFlight:
-    """Things in flight per key, at most ``cap`` each; used on the event loop only."""
+    """Amounts in flight per key (calls, requests, bytes), at most ``cap`` each, though a key
+    holding nothing may always take one amount, however big; used on the event loop only."""
 
     def __init__(self, cap: int) -> None:
         self.cap = cap
-        self._counts: Counter[str] = Counter()
+        self._held: Counter[str] = Counter()
 
-    def take(self, key: str) -> bool:
-        """Count one more for ``key``, unless it already has ``cap``."""
-        if self._counts[key] >= self.cap:
+    def take(self, key: str, amount: int = 1) -> bool:
+        """Count ``amount`` more for ``key``, unless it holds something and would pass ``cap``."""
+        if self._held[key] and self._held[key] + amount > self.cap:
             return False
-        self._counts[key] += 1
+        self._held[key] += amount
         return True
 
-    def give(self, key: str) -> None:
-        self._counts[key] -= 1
-        if self._counts[key] <= 0:
-            del self._counts[key]
+    def give(self, key: str, amount: int = 1) -> None:
+        self._held[key] -= amount
+        if self._held[key] <= 0:
+            del self._held[key]
 
     def __getitem__(self, key: str) -> int:
-        return self._counts.get(key, 0)
-
-
-def _is_mcp(scope: dict) -> bool:
-    return scope.get("path", "").rstrip("/") == MCP_PATH
+        return self._held.get(key, 0)
 
 
 class RequestsPerCaller:
@@ -83,7 +79,7 @@ class RequestsPerCaller:
         self.in_flight = InFlight(per_caller)
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
-        if scope.get("type") != "http" or (scope.get("method") == "GET" and _is_mcp(scope)):
+        if scope.get("type") != "http" or (scope.get("method") == "GET" and is_mcp_path(scope)):
             await self.app(scope, receive, send)
             return
         key = caller_key(scope)  # REST: the address (the gate names users on /mcp only)
@@ -100,7 +96,7 @@ async def _refuse(scope: dict, send: Callable, cap: int) -> None:
     message = (f"too many requests in flight for this caller (at most {cap}): wait for an answer "
                "before sending more")
     retry = [(b"retry-after", str(RETRY_AFTER_SECONDS).encode("ascii"))]
-    if _is_mcp(scope):
+    if is_mcp_path(scope):
         await send_jsonrpc_error(send, 429, message, retry)
         return
     body = json.dumps(envelope("rate_limited", message, retryable=True), separators=(",", ":")).encode("utf-8")
@@ -124,7 +120,7 @@ class CallsPerCaller:
             raise AdmissionRefused("too many answers this caller has not read yet: read them before calling again")
         if not self.in_flight.take(key):
             raise AdmissionRefused(f"too many tool calls in flight for this caller (at most {self.in_flight.cap}): "
-                       "wait for an answer before calling again")
+                                   "wait for an answer before calling again")
         try:
             return await self.turns.take(key)
         except BaseException:
@@ -136,24 +132,8 @@ class CallsPerCaller:
         self.in_flight.give(key)
 
 
-class AnswerBytesPerCaller:
-    """Bytes of answers each caller's connections are being written; used on the event loop only."""
+class AnswerBytesPerCaller(InFlight):
+    """Bytes of answers each caller's connections are being written."""
 
     def __init__(self, cap: int = ANSWER_BYTES_PER_CALLER) -> None:
-        self.cap = cap
-        self._held: Counter[str] = Counter()
-
-    def take(self, key: str, size: int) -> bool:
-        """Count ``size`` more for ``key``, unless it already has answers and would pass ``cap``."""
-        if self._held[key] and self._held[key] + size > self.cap:
-            return False
-        self._held[key] += size
-        return True
-
-    def give(self, key: str, size: int) -> None:
-        self._held[key] -= size
-        if self._held[key] <= 0:
-            del self._held[key]
-
-    def __getitem__(self, key: str) -> int:
-        return self._held.get(key, 0)
+        super().__init__(cap)

@@ -20,9 +20,11 @@ from typing import Any, Awaitable, Callable
 from mcp.server.transport_security import TransportSecuritySettings
 
 from knowspec.impl.rest.error_responses import envelope
-from knowspec.impl.server.json_answer import send_json, send_jsonrpc_error
+from knowspec.impl.server.json_answer import is_mcp_path, send_json, send_jsonrpc_error
 
 LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
+# Each as it stands in a Host header or an origin (an IPv6 address in brackets).
+_LOOPBACK_NAMES = tuple(f"[{host}]" if ":" in host else host for host in LOOPBACK_HOSTS)
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
 
@@ -34,13 +36,14 @@ def loopback_security(host: str, enabled: bool = True) -> TransportSecuritySetti
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
     return TransportSecuritySettings(
         enable_dns_rebinding_protection=True,
-        allowed_hosts=["127.0.0.1:*", "localhost:*", "[::1]:*"],
-        allowed_origins=["http://127.0.0.1:*", "http://localhost:*", "http://[::1]:*"],
+        allowed_hosts=[f"{name}:*" for name in _LOOPBACK_NAMES],
+        allowed_origins=[f"http://{name}:*" for name in _LOOPBACK_NAMES],
     )
 
 
-LOOPBACK_HOST = re.compile(r"(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
-LOOPBACK_ORIGIN = re.compile(r"http://(?:127\.0\.0\.1|localhost|\[::1\])(?::\d{1,5})?", re.IGNORECASE)
+_NAME_AND_PORT = "(?:" + "|".join(map(re.escape, _LOOPBACK_NAMES)) + r")(?::\d{1,5})?"
+LOOPBACK_HOST = re.compile(_NAME_AND_PORT, re.IGNORECASE)
+LOOPBACK_ORIGIN = re.compile("http://" + _NAME_AND_PORT, re.IGNORECASE)
 
 
 def refusal(host: str | None, origin: str | None) -> tuple[int, str] | None:
@@ -67,8 +70,7 @@ class HostCheckMiddleware:
             await self.app(scope, receive, send)
             return
         status, message = refused
-        path = scope.get("path", "")
-        if path == "/mcp" or path.startswith("/mcp/"):
+        if is_mcp_path(scope):
             await send_jsonrpc_error(send, status, message)
             return
         code = "forbidden" if status == 403 else "invalid_request"

@@ -27,6 +27,12 @@ async def send_jsonrpc_error(send: Callable[[dict[str, Any]], Awaitable[None]], 
     await send_json(send, status, body, headers)
 
 
+def is_mcp_path(scope: dict) -> bool:
+    """Whether the request is for ``/mcp`` or below it (the MCP endpoint answers JSON-RPC errors)."""
+    path = scope.get("path", "")
+    return path == "/mcp" or path.startswith("/mcp/")
+
+
 def session_id_of(scope: dict) -> str | None:
     """The request's ``Mcp-Session-Id``, if it names one."""
     for key, value in scope.get("headers") or []:

@@ -82,8 +82,9 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
             raise MCPError(code=types.INVALID_PARAMS, message=f"unknown tool: {params.name}")
         caller = caller_for(ctx) if caller_for else Caller()
         scope = getattr(getattr(ctx, "request", None), "scope", None)  # the HTTP request that asked
-        admits = admission if admit_as is not None and scope is not None else None
-        key = admit_as(scope) if admits is not None and admit_as is not None and scope is not None else ""
+        admits, key = None, ""
+        if admission is not None and admit_as is not None and scope is not None:  # HTTP
+            admits, key = admission, admit_as(scope)
         try:
             if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
                 return await runtime.call(params.name, params.arguments, caller, admission=admits, admit_as=key)
