@@ -17,6 +17,8 @@ A call answers from ONE snapshot: take it once at the start of the handler and u
 from __future__ import annotations
 
 import hashlib
+import threading
+import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
@@ -138,7 +140,8 @@ class Document:
         has_frontmatter: the first line is ``---`` and a closing ``---`` exists.
         frontmatter_yaml: exact text between the delimiters (``""`` without frontmatter).
         frontmatter: the loaded mapping (:class:`YamlMap`; scalars are ``str`` for ``!!str``,
-            else ``frontmatter.YamlScalar`` with ``.tag``/``.value``); ``{}`` on error.
+            else ``frontmatter.YamlScalar`` with ``.tag``/``.value``); ``{}`` on error. Loaded
+            again from the bytes when asked, not kept (see :attr:`frontmatter`).
         body: Markdown after the frontmatter (spec/okf/contract/read.md §1.3), or the whole text without frontmatter;
             ``""`` when the document failed to parse.
         body_start_line: 1-based file line of the body's first line.
@@ -146,17 +149,17 @@ class Document:
             code and prose spans), computed lazily.
     """
 
+    _kept: tuple[str, ...] = ()  # its kept_property names (set below the classes)
+
     def __init__(self, path: str, raw: bytes) -> None:
         self.path = path
         self._raw: bytes | None = raw
         self._file: CapturedFile | None = None
         self.parse_error: ParseError | None = None
         self.has_frontmatter = False
-        self.frontmatter: YamlMap = YamlMap()
         self.body_start_line = 1
         self._spans = _NO_SPANS  # byte ranges of frontmatter_yaml and body in raw
-        if type(self) is Document:
-            _seed_kept(self, _DOCUMENT_KEPT)
+        _seed_kept(self, self._kept)
         try:
             text = decode_utf8(raw)
             spans = document_spans(text)
@@ -164,13 +167,35 @@ class Document:
         except FrontmatterError as exc:
             self.parse_error = ParseError(path, exc.code, exc.message)
             return
-        self.frontmatter = frontmatter
         if spans is None:
             self._spans = (0, 0, 0, len(raw))  # the whole text is the body
-            return
-        self.has_frontmatter = True
-        self.body_start_line = spans[4]
-        self._spans = _byte_spans(raw, text, spans)
+        else:
+            self.has_frontmatter = True
+            self.body_start_line = spans[4]
+            self._spans = _byte_spans(raw, text, spans)
+        self._keep_from(frontmatter)
+
+    def _keep_from(self, frontmatter: YamlMap) -> None:
+        """Make, from the mapping loaded at capture, the values kept for every call (a subclass's)."""
+
+    @property
+    def frontmatter(self) -> YamlMap:
+        """The frontmatter mapping, loaded again from the bytes (the same text gives the same
+        mapping) and remembered only for this thread's last few documents: a whole-bundle pass
+        asks each document several times in a row. Kept for every document, the mappings were
+        7.7 MiB of databricks-okf's live objects, for readers that run once per revision
+        (cards, validation, graph renders) and whose results are kept anyway."""
+        if self.parse_error is not None or not self.has_frontmatter:
+            return YamlMap()
+        recent = _recent_frontmatters.documents
+        for held, mapping in recent:
+            if held() is self:
+                return mapping
+        start, end = self._spans[0], self._spans[1]
+        mapping = load_yaml_mapping(self.raw[start:end].decode("utf-8"))
+        recent.insert(0, (weakref.ref(self), mapping))
+        del recent[RECENT_FRONTMATTERS:]
+        return mapping
 
     @property
     def raw(self) -> bytes:
@@ -217,6 +242,14 @@ class Document:
     def frontmatter_yaml(self) -> str:
         start, end = self._spans[0], self._spans[1]
         return self.raw[start:end].decode("utf-8") if end > start else ""
+
+    def frontmatter_may_hold(self, word: bytes) -> bool:
+        """Whether the frontmatter text holds ``word`` or a backslash: a key or value that reads
+        ``word`` is spelled out, or written with escapes. False tells, without loading the
+        mapping, that no key of it is ``word``."""
+        start, end = self._spans[0], self._spans[1]
+        raw = self.raw
+        return raw.find(word, start, end) >= 0 or raw.find(b"\\", start, end) >= 0
 
     @property
     def body(self) -> str:
@@ -281,9 +314,18 @@ class Concept(Document):
     """
 
     def __init__(self, concept_id: str, path: str, raw: bytes) -> None:
-        super().__init__(path, raw)
         self.id = concept_id
-        _seed_kept(self, _CONCEPT_KEPT)
+        super().__init__(path, raw)
+
+    def _keep_from(self, frontmatter: YamlMap) -> None:
+        """The typed fields and the relations every tool reads, made while the mapping is in
+        hand (made later, each would load the frontmatter again)."""
+        self.type = read_str(frontmatter, "type")
+        self.title = read_str(frontmatter, "title")
+        self.description = read_str(frontmatter, "description")
+        self.resource = read_str(frontmatter, "resource")
+        self.tags = read_tags(frontmatter)
+        self.relations = self._relations_of(frontmatter)
 
     @kept_property
     def type(self) -> str | None:
@@ -332,13 +374,12 @@ class Concept(Document):
 
     @kept_property
     def relations(self) -> list[Relation]:
-        start, end = self._spans[0], self._spans[1]
-        raw = self.raw
-        if raw.find(b"relations", start, end) < 0 and raw.find(b"\\", start, end) < 0:
-            # No key can read ``relations`` (one spelled with escapes holds a backslash): skip
-            # the walk through every nested mapping, most of a bundle's frontmatter.
-            return []
-        return collect_relations(self.id, self.frontmatter)
+        return self._relations_of(self.frontmatter)
+
+    def _relations_of(self, frontmatter: YamlMap) -> list[Relation]:
+        if not self.frontmatter_may_hold(b"relations"):
+            return []  # skip the walk through every nested mapping, most of a bundle's frontmatter
+        return collect_relations(self.id, frontmatter)
 
     @kept_property
     def fragments(self) -> dict[str, int]:
@@ -354,8 +395,17 @@ class Concept(Document):
         return f"Concept({self.id!r})"
 
 
-_DOCUMENT_KEPT = _kept_names(Document)
-_CONCEPT_KEPT = _kept_names(Concept)
+Document._kept = _kept_names(Document)
+Concept._kept = _kept_names(Concept)
+RECENT_FRONTMATTERS = 4  # documents whose mapping a thread remembers (Document.frontmatter)
+
+
+class _RecentFrontmatters(threading.local):
+    def __init__(self) -> None:
+        self.documents: list[tuple[weakref.ref, YamlMap]] = []
+
+
+_recent_frontmatters = _RecentFrontmatters()
 
 
 @dataclass(frozen=True)

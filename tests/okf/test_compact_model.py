@@ -7,7 +7,7 @@ from hypothesis import strategies as st
 
 from knowspec.impl.okf.parsing.frontmatter import load_yaml_mapping
 from knowspec.impl.okf.parsing.markdown import RawLink, _apply_mask, analyse_body
-from okf_helpers import list_concepts, write_bundle
+from okf_helpers import ctx, list_concepts, write_bundle
 
 BODY = ("# Title\n\nSee [a](a.md) and `[no](n.md)`.\n\nSetext\n------\n\n"
         "```\n[fenced](f.md)\n```\n\n## Next <b>x</b> [b](b.md#part)\n")
@@ -106,3 +106,82 @@ def test_a_copied_concept_still_makes_its_kept_values():
     concept = Concept("a", "a.md", b"---\ntype: Note\n---\n# H\n")
     for clone in (copy.deepcopy(concept), pickle.loads(pickle.dumps(concept))):
         assert clone.type == "Note" and clone.kept_markdown() is None and clone.headings[0].text == "H"
+
+
+FRONTMATTER = ("type: Note\ntitle: A\ndescription: First\ntags: [x, y]\nstatus: draft\n"
+               "stale_after: 2026-01-02\nrelations:\n  uses:\n    - target: b\n")
+
+
+def test_a_concept_keeps_its_typed_fields_and_relations_but_not_its_frontmatter_mapping():
+    from knowspec.impl.okf.model import document_for
+    from knowspec.impl.okf.parsing.frontmatter import YamlMap
+
+    concept = document_for("a.md", f"---\n{FRONTMATTER}---\nBody\n".encode())
+    assert not any(isinstance(value, YamlMap) for value in vars(concept).values())
+    assert (concept.type, concept.title, concept.description, concept.tags) == ("Note", "A", "First", ["x", "y"])
+    assert [(r.from_ref, r.to_ref, r.relation_type) for r in concept.relations] == [("a", "b", "uses")]
+    assert concept.frontmatter == load_yaml_mapping(FRONTMATTER)
+
+
+def test_the_frontmatter_loaded_again_keeps_duplicated_keys_and_errors_read_as_empty():
+    from knowspec.impl.okf.model import document_for
+
+    duplicated = document_for("a.md", b"---\ntitle: A\ntitle: B\n---\nBody\n")
+    assert duplicated.frontmatter.duplicates == {"title"} and duplicated.title is None
+    broken = document_for("b.md", b"---\ntitle: [unclosed\n---\nBody\n")
+    assert broken.parse_error is not None and broken.frontmatter == {}
+    assert document_for("c.md", b"No frontmatter\n").frontmatter == {}
+
+
+def _query_args(name: str, root, **kw):
+    from tool_args import tool_args
+
+    return tool_args(name, bundle_path=str(root), **kw)
+
+
+def test_warm_search_and_neighbour_cards_load_no_frontmatter_and_match_a_fresh_reading(tmp_path, monkeypatch):
+    from knowspec.impl.okf import model
+    from knowspec.impl.okf.concept import projection
+    from knowspec.impl.okf.tools import query
+
+    root = write_bundle(tmp_path / "kb", {
+        "a.md": f"---\n{FRONTMATTER}---\nSee [b](b.md).\n",
+        "b.md": "---\ntype: Note\ntitle: B\nverified:\n  - by: human:ann\n    at: 2026-01-01T00:00:00Z\n---\nB\n",
+    })
+    search = _query_args("search_concepts", root, query="b", as_of="2026-02-01")
+    neighbours = _query_args("get_neighbors", root, concept_id="a", direction="both", as_of="2026-02-01")
+    first = (query.search_concepts(search, ctx()).structured, query.get_neighbors(neighbours, ctx()).structured)
+    loads = []
+    real = model.load_yaml_mapping
+    monkeypatch.setattr(model, "load_yaml_mapping", lambda text: loads.append(text) or real(text))
+    model._recent_frontmatters.documents.clear()
+    again = (query.search_concepts(search, ctx()).structured, query.get_neighbors(neighbours, ctx()).structured)
+    assert again == first
+    assert len(loads) == 1  # get_neighbors' own provenance sources, of the one concept asked
+    hit_cards = {hit["concept"]["id"]: hit["concept"] for hit in first[0]["hits"]}
+    card, fm = hit_cards["a"], load_yaml_mapping(FRONTMATTER)
+    assert (card["status"], card["stale_after"], card["stale"]) == ("draft", "2026-01-02", True)
+    assert card["status_state"] == projection.status_state(fm) and card["trust"] == projection.trust_tier(fm)
+    assert hit_cards["b"]["trust"] == "human-reviewed" and first[1]["concept"] == card
+
+
+def test_a_new_revision_remakes_only_the_changed_concepts_card_base(tmp_path, monkeypatch):
+    from knowspec.impl.okf.tools import cards
+
+    root = write_bundle(tmp_path / "kb", {f"{name}.md": f"---\ntype: Note\ntitle: {name}\n---\nx\n" for name in "abc"})
+    list_concepts(root)
+    made = []
+    real = cards.card_base
+    monkeypatch.setattr(cards, "card_base", lambda concept, profile: made.append(concept.id) or real(concept, profile))
+    (root / "b.md").write_text("---\ntype: Note\ntitle: B2\nstatus: draft\n---\nx\n")
+    titles = {card["id"]: (card["title"], card["status"]) for card in list_concepts(root).structured["concepts"]}
+    assert made == ["b"]
+    assert titles == {"a": ("a", "stable"), "b": ("B2", "draft"), "c": ("c", "stable")}
+
+
+def test_the_text_check_never_rules_out_a_key_spelled_with_escapes():
+    from knowspec.impl.okf.model import document_for
+
+    escaped = document_for("a.md", b'---\n"time\\x73tamp": 2026-01-01\n---\nx\n')
+    assert escaped.frontmatter_may_hold(b"timestamp") and "timestamp" in escaped.frontmatter
+    assert not document_for("b.md", b"---\ntitle: A\n---\ntimestamp in the body\n").frontmatter_may_hold(b"timestamp")

@@ -50,6 +50,8 @@ def _plain_values(concept: Any) -> dict[str, Any]:
             values[key] = value
     if concept.tags:
         values["tags"] = list(concept.tags)
+    if not concept.frontmatter_may_hold(b"timestamp"):
+        return values  # most concepts: the mapping is not loaded again for one absent key
     fm = concept.frontmatter
     stamp = fm.get("timestamp") if isinstance(fm, dict) else None
     if stamp is not None and not is_duplicated(fm, "timestamp") and is_date_like(stamp) and str(stamp).strip():

@@ -88,16 +88,18 @@ def search_concepts(args: SearchConceptsInput, ctx: CallContext) -> ToolOutput:
     snapshot = _load(args.bundle_path, ctx, "search concepts")
     index = per_snapshot(snapshot, "search_concepts", lambda: _search_index(snapshot, ctx))
     result = index.search(folded, args.limit, lambda: ctx.check_cancelled("search concepts"))
+    bases = cards.card_bases(snapshot, temporal.profile, ctx)
+    hits = []
+    for cid, match in result.hits:
+        concept = snapshot.concepts[cid]
+        hits.append({"concept": cards.card(concept, temporal, bases.of(concept)), "match": match})
     structured = {
         "query": query,
         "temporal_profile": temporal.profile,
         "as_of": temporal.as_of_echo,
         "total": result.total,
         "truncated": result.truncated,
-        "hits": [
-            {"concept": cards.card(snapshot.concepts[cid], temporal), "match": match}
-            for cid, match in result.hits
-        ],
+        "hits": hits,
     }
     return ToolOutput(structured, compact_json(structured))
 
@@ -130,7 +132,7 @@ def get_neighbors(args: GetNeighborsInput, ctx: CallContext) -> ToolOutput:
         raise concept_not_found(concept_id)
     index = per_snapshot(snapshot, "neighbors", lambda: _edge_index(snapshot, ctx))
     found = neighbourhood(index, concept_id, direction, kinds, args.limit, _sources(concept))
-    card_of = _card_memo(snapshot, temporal)
+    card_of = _card_memo(snapshot, temporal, cards.card_bases(snapshot, temporal.profile, ctx))
     structured = {
         "concept": card_of(concept_id),
         "temporal_profile": temporal.profile,
@@ -155,12 +157,13 @@ def get_neighbors(args: GetNeighborsInput, ctx: CallContext) -> ToolOutput:
     return ToolOutput(structured, compact_json(structured))
 
 
-def _card_memo(snapshot: Snapshot, temporal: "cards.TemporalChoice") -> Callable[[str], dict]:
+def _card_memo(snapshot: Snapshot, temporal: "cards.TemporalChoice", bases: "cards.CardBases") -> Callable[[str], dict]:
     memo: dict[str, dict] = {}
 
     def card_of(cid: str) -> dict:
         if cid not in memo:
-            memo[cid] = cards.card(snapshot.concepts[cid], temporal)
+            concept = snapshot.concepts[cid]
+            memo[cid] = cards.card(concept, temporal, bases.of(concept))
         return memo[cid]
 
     return card_of

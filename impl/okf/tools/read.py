@@ -29,6 +29,7 @@ from knowspec.impl.okf.read_errors import (
     too_many_concepts,
 )
 from knowspec.impl.okf.concept.temporal import parse_as_of
+from knowspec.impl.okf.tools.cards import CardBase, card_base, card_bases
 from knowspec.impl.rules import go_json
 
 MAX_CONCEPTS = 10_000
@@ -45,57 +46,10 @@ def _compact(value: Any) -> str:
 
 # --- list_concepts ---------------------------------------------------------------------------
 
-MAX_CARD_SETS = 16  # (root, profile) pairs whose card bases are kept
-
-# The as_of-independent values of a card, in card order: status, status_state, trust,
-# stale_after, generated_at, source_count, computation, legacy_derived (a tuple: a bundle keeps
-# one per concept, and a dict each was ~1 MiB more on databricks-okf).
-CardBase = tuple[Any, ...]
-
-
-def _card_base(concept: Concept, profile: str) -> CardBase:
-    """The as_of-independent part of a card (:data:`CardBase`)."""
-    fm = concept.frontmatter
-    status, state = proj.status_fields(fm)
-    return (status, state, proj.trust_tier(fm), proj.stale_after(fm, profile), proj.generated_at(fm),
-            len(proj.valid_sources(concept, profile)), proj.computation_summary(concept), proj.legacy_flags(concept))
-
-
-def _card_bases(snapshot: Any, profile: str, ctx: CallContext) -> dict[str, tuple[Concept, CardBase]]:
-    """Every concept's card base per profile by path, kept per revision (runtime cache
-    ``okf.cards``); a new revision reuses the bases of the very same (unchanged) Concept objects.
-    A base is used only for the Concept object it was made from."""
-    cache = process.of(ctx).cache("okf.cards", max_entries=MAX_CARD_SETS)
-    key = (snapshot.root, profile)
-
-    def build() -> dict[str, tuple[Concept, CardBase]]:
-        previous = cache.peek(key) or {}
-        bases = {}
-        alike: dict[str, Any] = {}
-        for index, concept in enumerate(snapshot.concepts.values()):
-            if index % 256 == 0:
-                ctx.check_cancelled("list_concepts request")
-            held = previous.get(concept.path)
-            if held is None or held[0] is not concept:
-                held = (concept, _shared_parts(_card_base(concept, profile), alike))
-            bases[concept.path] = held
-        return bases
-
-    return cache.get(key, snapshot.revision, build)
-
-
-def _shared_parts(base: CardBase, alike: dict[str, Any]) -> CardBase:
-    """``base`` with each of its mappings replaced by an equal one already kept, if any.
-
-    Bases are read, never changed (a card copies their mappings), and most concepts of a
-    bundle have the same status state, computation summary and legacy flags."""
-    return tuple(alike.setdefault(repr(value), value) if type(value) is dict else value for value in base)
-
-
 def concept_card(concept: Concept, profile: str, as_of, base: CardBase | None = None) -> dict[str, Any]:
     """One list_concepts item (all 13 fields, contract key order)."""
     status, state, trust, stale_after, generated_at, source_count, computation, legacy = (
-        base if base is not None else _card_base(concept, profile))
+        base if base is not None else card_base(concept, profile))
     stale = proj.stale_at(stale_after, profile, as_of, list_quirk=True)  # the base's stale_after
     return {
         "id": concept.id,
@@ -137,12 +91,11 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
     if resolution.error is not None:
         raise ToolError("invalid_request", f"resolve bundle version: {resolution.error}")
     cards = []
-    bases = _card_bases(snapshot, profile, ctx)
+    bases = card_bases(snapshot, profile, ctx)
     for index, concept in enumerate(snapshot.concepts.values()):
         if index % 256 == 0:
             ctx.check_cancelled("list_concepts request")
-        held = bases.get(concept.path)
-        cards.append(concept_card(concept, profile, as_of, held[1] if held is not None and held[0] is concept else None))
+        cards.append(concept_card(concept, profile, as_of, bases.of(concept)))
     structured = {
         "version": resolution.version,
         "version_declaration": resolution.declaration,
