@@ -51,3 +51,19 @@ def test_successive_applies_publish_the_previewed_revisions(bundle):
         assert p["base_revision"] == revision_of(visible_bytes(bundle))
         a = apply(bundle, ops, p["base_revision"], p["plan_digest"])
         assert a["status"] == "applied" and a["result_revision"] == revision_of(visible_bytes(bundle))
+
+
+def test_the_store_sizes_the_result_from_the_kept_records_without_reading_the_other_files(bundle, monkeypatch):
+    """The result's limits need sizes, which the capture kept: reading every file again to
+    measure it made each apply cost the whole bundle."""
+    from knowspec.impl.okf.bundle import captured_files
+
+    for n in range(20):
+        (bundle / f"extra-{n}.md").write_text(f"---\ntype: Note\ntitle: Extra {n}\n---\nBody {n}\n")
+    ops = [{"kind": "set_lifecycle", "concept_id": C, "lifecycle": {"status": "stable", "stale_after": "2031-01-01"}}]
+    p = preview(bundle, ops)
+    read = []
+    real = captured_files._read_verified
+    monkeypatch.setattr(captured_files, "_read_verified", lambda record: read.append(record.path) or real(record))
+    assert apply(bundle, ops, p["base_revision"], p["plan_digest"])["status"] == "applied"
+    assert not [path for path in read if path.startswith("extra-")]
