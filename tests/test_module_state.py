@@ -31,6 +31,9 @@ ALLOWED = {
     "impl/okf/model.py:obj.__dict__ (in __set__)": "kept_property: a document's lazily made values kept on the document "
                                                 "(as functools.cached_property keeps them), living and dying with "
                                                 "the snapshot the runtime caches",
+    "impl/okf/model.py:_recent_frontmatters": "per thread, the frontmatter mappings of its last four documents, "
+                                              "weakly referenced: a pure function of a document's immutable "
+                                              "bytes, never stale, bounded",
     "impl/okf/write/lock.py:_thread_locks": "writers' per-bundle locks: coordination that must be shared "
                                             "process-wide, never evicted (not a cache)",
     "impl/okf/write/lock.py:_guard": "guards the writers' lock table",

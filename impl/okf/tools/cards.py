@@ -15,7 +15,7 @@ again from the bytes on each use rather than keep.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Any
+from typing import Any, Callable, Iterable
 
 from knowspec.impl import runtime as process
 from knowspec.impl.context import CallContext
@@ -80,6 +80,18 @@ class CardBases:
             held = (concept, _shared_parts(card_base(concept, self.profile), self._alike))
             self._held[concept.path] = held
         return held[1]
+
+    def of_all(self, concepts: Iterable[Any], check_cancelled: Callable[[], None]) -> list[CardBase]:
+        """:meth:`of` every concept, in order: all made before the caller builds anything from
+        them, so that the kept bases do not sit among a big answer's transient objects (Python
+        returns an arena only once nothing in it lives: interleaved, list_concepts left ~4 MiB
+        more resident on databricks-okf)."""
+        out = []
+        for index, concept in enumerate(concepts):
+            if index % 256 == 0:
+                check_cancelled()
+            out.append(self.of(concept))
+        return out
 
     def carried_to(self, snapshot: Any) -> "CardBases":
         """Bases for ``snapshot``'s revision: those of its very same (unchanged) Concept objects."""

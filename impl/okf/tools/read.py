@@ -91,11 +91,12 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
     if resolution.error is not None:
         raise ToolError("invalid_request", f"resolve bundle version: {resolution.error}")
     cards = []
-    bases = card_bases(snapshot, profile, ctx)
-    for index, concept in enumerate(snapshot.concepts.values()):
+    concepts = snapshot.concepts.values()
+    bases = card_bases(snapshot, profile, ctx).of_all(concepts, lambda: ctx.check_cancelled("list_concepts request"))
+    for index, (concept, base) in enumerate(zip(concepts, bases)):
         if index % 256 == 0:
             ctx.check_cancelled("list_concepts request")
-        cards.append(concept_card(concept, profile, as_of, bases.of(concept)))
+        cards.append(concept_card(concept, profile, as_of, base))
     structured = {
         "version": resolution.version,
         "version_declaration": resolution.declaration,
