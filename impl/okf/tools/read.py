@@ -29,7 +29,7 @@ from knowspec.impl.okf.read_errors import (
     too_many_concepts,
 )
 from knowspec.impl.okf.concept.temporal import parse_as_of
-from knowspec.impl.okf.tools.cards import CardBase, card_base, card_bases
+from knowspec.impl.okf.tools.cards import CardBase, card_bases
 from knowspec.impl.rules import go_json
 
 MAX_CONCEPTS = 10_000
@@ -46,10 +46,9 @@ def _compact(value: Any) -> str:
 
 # --- list_concepts ---------------------------------------------------------------------------
 
-def concept_card(concept: Concept, profile: str, as_of, base: CardBase | None = None) -> dict[str, Any]:
-    """One list_concepts item (all 13 fields, contract key order)."""
-    status, state, trust, stale_after, generated_at, source_count, computation, legacy = (
-        base if base is not None else card_base(concept, profile))
+def concept_card(concept: Concept, profile: str, as_of, base: CardBase) -> dict[str, Any]:
+    """One list_concepts item (all 13 fields, contract key order) from the concept's card base."""
+    status, state, trust, stale_after, generated_at, source_count, computation, legacy = base
     stale = proj.stale_at(stale_after, profile, as_of, list_quirk=True)  # the base's stale_after
     return {
         "id": concept.id,
