@@ -176,17 +176,23 @@ class Document:
         self._keep_from(frontmatter)
 
     def _keep_from(self, frontmatter: YamlMap) -> None:
-        """Make, from the mapping loaded at capture, the values kept for every call (a subclass's)."""
+        """Keep, from the mapping loaded at capture, what every call reads: an index or a log
+        keeps the mapping itself (a bundle has few, and the root index's is read on every call,
+        for the bundle's version); a concept keeps values made from it."""
+        self._kept_frontmatter = frontmatter
 
     @property
     def frontmatter(self) -> YamlMap:
-        """The frontmatter mapping, loaded again from the bytes (the same text gives the same
-        mapping) and remembered only for this thread's last few documents: a whole-bundle pass
-        asks each document several times in a row. Kept for every document, the mappings were
-        7.7 MiB of databricks-okf's live objects, for readers that run once per revision
-        (cards, validation, graph renders) and whose results are kept anyway."""
+        """The frontmatter mapping. A concept's is loaded again from the bytes (the same text
+        gives the same mapping) and remembered only for this thread's last few documents: a
+        whole-bundle pass asks each document several times in a row. Kept for every concept, the
+        mappings were 7.7 MiB of databricks-okf's live objects, for readers that run once per
+        revision (cards, validation, graph renders) and whose results are kept anyway."""
         if self.parse_error is not None or not self.has_frontmatter:
             return YamlMap()
+        kept = self.__dict__.get("_kept_frontmatter")
+        if kept is not None:
+            return kept
         recent = _recent_frontmatters.documents
         for held, mapping in recent:
             if held() is self:

@@ -185,3 +185,14 @@ def test_the_text_check_never_rules_out_a_key_spelled_with_escapes():
     escaped = document_for("a.md", b'---\n"time\\x73tamp": 2026-01-01\n---\nx\n')
     assert escaped.frontmatter_may_hold(b"timestamp") and "timestamp" in escaped.frontmatter
     assert not document_for("b.md", b"---\ntitle: A\n---\ntimestamp in the body\n").frontmatter_may_hold(b"timestamp")
+
+
+def test_an_index_keeps_its_frontmatter_mapping_for_the_version_read_on_every_call(monkeypatch):
+    from knowspec.impl.okf import model
+
+    index = model.document_for("index.md", b"---\nokf_version: '0.2'\n---\n# Index\n")
+    loads = []
+    monkeypatch.setattr(model, "load_yaml_mapping", lambda text: loads.append(text) or {})
+    model._recent_frontmatters.documents.clear()
+    assert index.frontmatter == {"okf_version": "0.2"} and index.frontmatter is index.frontmatter
+    assert loads == []
