@@ -24,7 +24,9 @@ same run are the figures to trust.
 Each round starts fresh servers; the goals take the median of the rounds. One server's RSS after
 the read tools varies by several MiB between identical runs (databricks-okf: 125.8-133.0 MiB
 before get_semantic_graph, same code): which worker thread serves a call, hence which malloc
-arena and which objects land where, changes what stays resident. Every round's figures are kept (``rounds``), with the mapped
+arena and which objects land where, changes what stays resident (session 28: after search_concepts a
+round lands at 118-120 or at 124 MiB; with one malloc arena every round was low, but the vector
+path's threads then contend for it). Every round's figures are kept (``rounds``), with the mapped
 files' resident pages per library (``rss_file_by_library_mib``): numpy's, say, are memory the
 OKF model does not choose.
 """
@@ -167,6 +169,9 @@ def main() -> None:
     if any(run[field] is None for run in rounds for field in fields):
         raise SystemExit("okf_cold_memory: the server's memory cannot be read here (/proc/PID/status, Linux only)")
     median = {field: statistics.median(run[field] for run in rounds) for field in fields}
+    after_all = sorted(run["rss_after_all_tools_mib"] for run in rounds)
+    print(f"RSS after all tools per round: {', '.join(f'{mib:.1f}' for mib in after_all)} MiB (the goal takes the "
+          f"median; rounds fall into two modes a few MiB apart, see the module docstring)", flush=True)
     data_share = (median["rss_after_all_tools_mib"] - median["rss_libraries_floor_mib"]) / size_mib
     print(f"libraries' floor (the same tools on {sample_bundle().name}) {median['rss_libraries_floor_mib']:.1f} MiB; "
           f"the bundle's own share {data_share:.2f}x its bytes (goal 6 leaves it "
