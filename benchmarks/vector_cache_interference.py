@@ -13,7 +13,8 @@ In this process, on the labelled queries, p50 of each:
 
 Both the embedding (the model's layer weights) and the scan (the chunk sketch) are bound by memory
 bandwidth: alternated, each finds the cache holding the other's bytes. The half-size sketch shows
-how much of that a smaller sketch would win back.
+how much of that a smaller sketch would win back on the scan and the embedding (not the extra
+exact scores a coarser code's wider intervals would ask for).
 """
 
 from __future__ import annotations
