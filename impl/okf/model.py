@@ -149,7 +149,7 @@ class Document:
             code and prose spans), computed lazily.
     """
 
-    _kept: tuple[str, ...] = ()  # its kept_property names (set below the classes)
+    _kept_property_names: tuple[str, ...] = ()  # its kept_property names (set below the classes)
 
     def __init__(self, path: str, raw: bytes) -> None:
         self.path = path
@@ -159,7 +159,7 @@ class Document:
         self.has_frontmatter = False
         self.body_start_line = 1
         self._spans = _NO_SPANS  # byte ranges of frontmatter_yaml and body in raw
-        _seed_kept(self, self._kept)
+        _seed_kept(self, self._kept_property_names)
         try:
             text = decode_utf8(raw)
             spans = document_spans(text)
@@ -401,8 +401,8 @@ class Concept(Document):
         return f"Concept({self.id!r})"
 
 
-Document._kept = _kept_names(Document)
-Concept._kept = _kept_names(Concept)
+Document._kept_property_names = _kept_names(Document)
+Concept._kept_property_names = _kept_names(Concept)
 RECENT_FRONTMATTERS = 4  # documents whose mapping a thread remembers (Document.frontmatter)
 
 

@@ -67,7 +67,8 @@ def _nodes(snapshot: Any, context: dict[str, Any], check_cancelled: Callable[[],
     for concept in concepts:
         check_cancelled()
         node: dict[str, Any] = {"@id": f"bundle:{concept.id}", "@type": "okf:Concept"}
-        node.update(_plain_values(concept))
+        with concept.bytes_in_hand():  # the text check and the frontmatter read the file once
+            node.update(_plain_values(concept))
         refs = [
             {"@type": "okf:Reference", "target": f"bundle:{target}", "exists": exists}
             for target, exists in targets(concept.id)
