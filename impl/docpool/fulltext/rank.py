@@ -64,10 +64,29 @@ def phrase_postings(arrays: FtsArrays, token: str, prefix: bool) -> tuple[np.nda
     rows, tf = arrays.post_row[a:b], arrays.post_tf[a:b]
     if hi - lo <= 1:  # one term: its postings are already one per row, ascending
         return rows, tf
-    n = len(arrays.row_chunk)
-    dense = [np.bincount(rows, weights=tf[:, c], minlength=n) for c in range(tf.shape[1])]
-    rows = np.flatnonzero(np.logical_or.reduce([d > 0 for d in dense]))
-    return rows, np.stack([d[rows] for d in dense], axis=1)
+    return summed_per_row(rows, tf, len(arrays.row_chunk))
+
+
+def summed_per_row(rows: np.ndarray, tf: np.ndarray, n: int) -> tuple[np.ndarray, np.ndarray]:
+    """The ascending rows (of ``n``) holding an instance among ``rows`` (postings of several terms,
+    a row maybe more than once) and, per row, the float64 sums of their ``tf`` columns, summed in
+    posting order. The counts run over the rows held (a prefix's few thousand postings), not over
+    every row of the pool: on the 100k-chunk latency pool a full-text search's postings took 2.0 ms
+    instead of 2.8 (``benchmarks/docpool_vector.py``'s queries)."""
+    seen = np.zeros(n, dtype=bool)
+    seen[rows] = True
+    held = np.flatnonzero(seen)
+    slot = np.empty(n, dtype=np.intp)
+    slot[held] = np.arange(len(held))
+    group = slot[rows]
+    sums = np.empty((len(held), tf.shape[1]))
+    some = np.zeros(len(held), dtype=bool)
+    for c in range(tf.shape[1]):
+        sums[:, c] = np.bincount(group, weights=tf[:, c], minlength=len(held))
+        some |= sums[:, c] > 0
+    if not some.all():  # postings of no instance (none are made so; kept exact all the same)
+        held, sums = held[some], sums[some]
+    return held, sums
 
 
 def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, weights: Sequence[float],
