@@ -41,7 +41,7 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import goal, percentiles, write_results  # noqa: E402
-from docpool_setup import CACHE, default_model_dir, load_queries, machine_load  # noqa: E402
+from docpool_setup import LATENCY_POOL, default_model_dir, labelled_query_texts, machine_load  # noqa: E402
 
 from knowspec.impl import runtime as process  # noqa: E402
 from knowspec.impl.docpool.storage.base import UNRESTRICTED  # noqa: E402
@@ -49,7 +49,7 @@ from knowspec.impl.docpool.storage.sqlite import SqlitePool  # noqa: E402
 from knowspec.impl.docpool.vectors import approximate  # noqa: E402
 from knowspec.impl.docpool.vectors.scoring import TOP_K, PoolVectors, exact_top, vector_rank  # noqa: E402
 
-POOL = CACHE / "vector-run" / "latency" / "bench-docs.db"
+POOL = LATENCY_POOL
 CHUNKS_PER_TOPIC = 10
 DEFAULT_CANDIDATES = process.RuntimeSettings().vector_candidates
 
@@ -88,7 +88,7 @@ def pool_queries(count: int, model_dir: Path) -> np.ndarray:
     from knowspec.impl.docpool.vectors.embedder import load_embedder
 
     embedder = load_embedder(model_dir)
-    texts = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+    texts = labelled_query_texts()
     return np.stack([embedder.embed_query(texts[i % len(texts)], "query: ") for i in range(count)])
 
 

@@ -32,6 +32,7 @@ DATABRICKS = databricks_path()  # $KNOWSPEC_CORPUS_DIR/databricks-okf; checked w
 SAMPLE = ROOT / "examples" / "help"
 QUERIES = Path(__file__).parent / "queries"
 CACHE = Path(os.environ.get("KNOWSPEC_BENCH_CACHE", "/tmp/knowspec-bench"))
+LATENCY_POOL = CACHE / "vector-run" / "latency" / "bench-docs.db"  # docpool_vector.py's 100k-chunk pool
 DATABASE = "bench"
 
 
@@ -51,6 +52,19 @@ def machine_load() -> dict[str, float]:
 
 def load_queries(name: str) -> dict[str, Any]:
     return json.loads((QUERIES / f"{name}.json").read_text("utf-8"))
+
+
+def labelled_query_texts() -> list[str]:
+    """Every labelled query's text: the databricks set, then the sample help set."""
+    return [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+
+
+def require_latency_pool(benchmark: str) -> Path:
+    """The 100k-chunk pool ``docpool_vector.py`` builds (``LATENCY_POOL``); exits saying how to
+    make it when it is absent."""
+    if not LATENCY_POOL.is_file():
+        raise SystemExit(f"{benchmark}: no latency pool at {LATENCY_POOL}: run `knowspec bench docpool-vector` first")
+    return LATENCY_POOL
 
 
 def cached_pool(name: str, source: Path, collection: str, **kwargs: Any) -> tuple[Path, dict[str, Any]]:

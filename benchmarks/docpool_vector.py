@@ -65,8 +65,8 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import goal as common_goal  # noqa: E402
 from common import percentiles, server_peak_rss_mib, stdio_session, timed, upper_bound, write_results  # noqa: E402
 from docpool_setup import (CACHE, DATABASE, DATABRICKS, SAMPLE, Appdir, CachedEmbedder, cached_pool,  # noqa: E402
-                           default_model_dir, first_relevant_rank, load_queries, machine_load, make_appdir, metrics,
-                           subset_bundle)
+                           default_model_dir, first_relevant_rank, labelled_query_texts, load_queries, machine_load,
+                           make_appdir, metrics, subset_bundle)
 
 from knowspec.generated.models.docpool.doc_search_input_schema import DocSearchInput  # noqa: E402
 from knowspec.impl.config import Settings  # noqa: E402
@@ -554,7 +554,7 @@ def main() -> None:
             size = fill_synthetic_vectors(big.settings.appdir / "bench-docs.db", subset_vec,
                                           embedder.info.model or "", embedder.info.dim)
         pool_file = big.settings.appdir / "bench-docs.db"
-        queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+        queries = labelled_query_texts()
         results["latency_pool"] = {**size, "import_s": big.import_s}
         results["machine_load_before"] = machine_load()
         results["server"] = anyio.run(server_latency, big.server_args(), queries, ns.calls)

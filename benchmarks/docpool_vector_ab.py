@@ -28,7 +28,7 @@ import anyio  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, stdio_session, timed, write_results  # noqa: E402
-from docpool_setup import CACHE, load_queries, machine_load  # noqa: E402
+from docpool_setup import CACHE, labelled_query_texts, machine_load  # noqa: E402
 from docpool_vector import _server_pid, reuse_appdir, server_cpu_ms  # noqa: E402
 
 
@@ -80,7 +80,7 @@ def main() -> None:
     if not (latency_dir / "bench-docs.db").is_file():
         raise SystemExit(f"no latency pool in {latency_dir}: run benchmarks/docpool_vector.py first")
     servers = [parse_server(s) for s in ns.server]
-    queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+    queries = labelled_query_texts()
     modes = [m for m in ns.modes.split(",") if m]
     load0 = machine_load()
     results = anyio.run(compare, reuse_appdir(latency_dir).server_args(), servers, queries, modes, ns.calls, ns.rounds)

@@ -32,11 +32,11 @@ from pathlib import Path
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import server_memory_mib, server_peak_rss_mib, write_results  # noqa: E402
-from docpool_setup import CACHE, DATABASE, default_model_dir, load_queries, machine_load  # noqa: E402
+from docpool_setup import DATABASE, LATENCY_POOL, default_model_dir, load_queries, machine_load  # noqa: E402
 
 from knowspec.impl.config import Settings  # noqa: E402
 
-POOL = CACHE / "vector-run" / "latency" / "bench-docs.db"
+POOL = LATENCY_POOL
 PER = 100_000
 
 # One fresh interpreter per run of this script, so no part is already loaded.

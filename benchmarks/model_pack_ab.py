@@ -26,7 +26,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, write_results  # noqa: E402
-from docpool_setup import load_queries, machine_load  # noqa: E402
+from docpool_setup import labelled_query_texts, machine_load  # noqa: E402
 
 from knowspec.impl.docpool.vectors.embedder import load_embedder  # noqa: E402
 
@@ -68,7 +68,7 @@ def main() -> None:
     if len(packs) != 2:
         raise SystemExit("name exactly two packs: --pack before=DIR --pack after=DIR")
     embedders = {name: load_embedder(Path(folder)) for name, folder in packs.items()}
-    queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+    queries = labelled_query_texts()
     base, other = list(embedders)
     cosines = [float(embedders[base].embed_query(q, "query: ") @ embedders[other].embed_query(q, "query: "))
                for q in queries]

@@ -34,7 +34,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_results  # noqa: E402
-from docpool_setup import CACHE, default_model_dir, load_queries, machine_load  # noqa: E402
+from docpool_setup import default_model_dir, labelled_query_texts, machine_load, require_latency_pool  # noqa: E402
 
 from knowspec.impl import runtime as process  # noqa: E402
 from knowspec.impl.docpool.storage.base import UNRESTRICTED  # noqa: E402
@@ -69,13 +69,11 @@ def main() -> None:
     parser.add_argument("--calls", type=int, default=60)
     parser.add_argument("--model", type=Path, default=None, help="model pack (default: KNOWSPEC_MODEL_CACHE/e5-int8)")
     args = parser.parse_args()
-    pool_file = CACHE / "vector-run" / "latency" / "bench-docs.db"
-    if not pool_file.is_file():
-        raise SystemExit(f"vector_cache_interference: no latency pool at {pool_file}: run `knowspec bench docpool-vector` first")
+    pool_file = require_latency_pool("vector_cache_interference")
     kernel = int8_kernel()
     if kernel is None:
         raise SystemExit("vector_cache_interference: the int8 kernel is not available here (onnxruntime missing?)")
-    queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+    queries = labelled_query_texts()
     calls = max(1, args.calls)
     load_start = machine_load()
     with process.activated():

@@ -215,7 +215,7 @@ def main() -> None:
 
     sys.path.insert(0, str(Path(__file__).parent))
     from common import write_results
-    from docpool_setup import CACHE, load_queries, machine_load
+    from docpool_setup import CACHE, labelled_query_texts, machine_load
 
     from docpool_vector import reuse_appdir
 
@@ -230,7 +230,7 @@ def main() -> None:
     if not (latency_dir / "bench-docs.db").is_file():
         raise SystemExit(f"no latency pool in {latency_dir}: run benchmarks/docpool_vector.py first")
     os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")
-    queries = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+    queries = labelled_query_texts()
     env = dict(item.split("=", 1) for item in ns.server_env)
     env[STAMPS_ENV] = str(CACHE / "timeline-stamps.jsonl")
     load0 = machine_load()

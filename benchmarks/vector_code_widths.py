@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_results  # noqa: E402
-from docpool_setup import CACHE, default_model_dir, load_queries, machine_load  # noqa: E402
+from docpool_setup import default_model_dir, labelled_query_texts, machine_load, require_latency_pool  # noqa: E402
 
 TOP_K = 80
 LEVELS = (127, 63, 31, 15, 7)          # 8, 7, 6, 5 and 4 bits a value
@@ -92,9 +92,7 @@ def main() -> None:
     parser.add_argument("--queries", type=int, default=40)
     parser.add_argument("--model", type=Path, default=None, help="model pack (default: KNOWSPEC_MODEL_CACHE/e5-int8)")
     args = parser.parse_args()
-    pool_file = CACHE / "vector-run" / "latency" / "bench-docs.db"
-    if not pool_file.is_file():
-        raise SystemExit(f"vector_code_widths: no latency pool at {pool_file}: run `knowspec bench docpool-vector` first")
+    pool_file = require_latency_pool("vector_code_widths")
 
     from knowspec.impl import runtime as process
     from knowspec.impl.docpool.storage.base import UNRESTRICTED
@@ -103,7 +101,7 @@ def main() -> None:
     from knowspec.impl.docpool.vectors.embedder import load_embedder
     from knowspec.impl.docpool.vectors.scoring import PoolVectors
 
-    texts = [q["query"] for name in ("databricks", "sample_help") for q in load_queries(name)["queries"]]
+    texts = labelled_query_texts()
     load_start = machine_load()
     with process.activated():
         embedder = load_embedder(args.model or default_model_dir())
