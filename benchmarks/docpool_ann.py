@@ -41,11 +41,9 @@ import numpy as np
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import goal, percentiles, write_results  # noqa: E402
-from docpool_setup import LATENCY_POOL, default_model_dir, labelled_query_texts, machine_load  # noqa: E402
+from docpool_setup import LATENCY_POOL, default_model_dir, labelled_query_texts, machine_load, pool_vectors  # noqa: E402
 
 from knowspec.impl import runtime as process  # noqa: E402
-from knowspec.impl.docpool.storage.base import UNRESTRICTED  # noqa: E402
-from knowspec.impl.docpool.storage.sqlite import SqlitePool  # noqa: E402
 from knowspec.impl.docpool.vectors import approximate  # noqa: E402
 from knowspec.impl.docpool.vectors.scoring import TOP_K, PoolVectors, exact_top, vector_rank  # noqa: E402
 
@@ -77,11 +75,6 @@ def synthetic_vectors(n_chunks: int, dim: int, seed: int = 1) -> PoolVectors:
                        chunk_ids=np.arange(1, n_chunks + 1, dtype=np.int64),
                        chunk_topic_ids=(np.arange(n_chunks, dtype=np.int64) % n_topics) + 1, chunk_matrix=chunks)
 
-
-def pool_vectors(pool_file: Path) -> PoolVectors:
-    with SqlitePool(pool_file) as pool:
-        return PoolVectors.from_streams(
-            *((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED)) for w in ("topic", "chunk")))
 
 
 def pool_queries(count: int, model_dir: Path) -> np.ndarray:

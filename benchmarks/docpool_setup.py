@@ -26,6 +26,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from knowspec.impl.config import Settings  # noqa: E402
 from knowspec.impl.docpool import catalog, importdoc  # noqa: E402
 from knowspec.impl.docpool.builder import build_pool  # noqa: E402
+from knowspec.impl.docpool.storage.base import UNRESTRICTED  # noqa: E402
+from knowspec.impl.docpool.storage.sqlite import SqlitePool  # noqa: E402
+from knowspec.impl.docpool.vectors.scoring import PoolVectors  # noqa: E402
 from common import databricks_path, require_bundle  # noqa: E402
 
 DATABRICKS = databricks_path()  # $KNOWSPEC_CORPUS_DIR/databricks-okf; checked where it is read
@@ -65,6 +68,13 @@ def require_latency_pool(benchmark: str) -> Path:
     if not LATENCY_POOL.is_file():
         raise SystemExit(f"{benchmark}: no latency pool at {LATENCY_POOL}: run `knowspec bench docpool-vector` first")
     return LATENCY_POOL
+
+
+def pool_vectors(pool_file: Path) -> PoolVectors:
+    """A pool's vectors as ``doc_search`` holds them (int8 sketches included), read from its file."""
+    with SqlitePool(pool_file) as pool:
+        return PoolVectors.from_streams(
+            *((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED)) for w in ("topic", "chunk")))
 
 
 def cached_pool(name: str, source: Path, collection: str, **kwargs: Any) -> tuple[Path, dict[str, Any]]:

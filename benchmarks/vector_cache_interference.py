@@ -34,14 +34,12 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_results  # noqa: E402
-from docpool_setup import default_model_dir, labelled_query_texts, machine_load, require_latency_pool  # noqa: E402
+from docpool_setup import default_model_dir, labelled_query_texts, machine_load, pool_vectors, require_latency_pool  # noqa: E402
 
 from knowspec.impl import runtime as process  # noqa: E402
-from knowspec.impl.docpool.storage.base import UNRESTRICTED  # noqa: E402
-from knowspec.impl.docpool.storage.sqlite import SqlitePool  # noqa: E402
 from knowspec.impl.docpool.vectors.embedder import load_embedder  # noqa: E402
 from knowspec.impl.docpool.vectors.int8_scan import build_sketch, int8_kernel, quantize_query  # noqa: E402
-from knowspec.impl.docpool.vectors.scoring import PoolVectors, vector_rank  # noqa: E402
+from knowspec.impl.docpool.vectors.scoring import vector_rank  # noqa: E402
 
 
 def p50_ms(samples: list[float]) -> float:
@@ -78,9 +76,7 @@ def main() -> None:
     load_start = machine_load()
     with process.activated():
         embedder = load_embedder(args.model or default_model_dir())
-        with SqlitePool(pool_file) as pool:
-            vectors = PoolVectors.from_streams(
-                *((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED)) for w in ("topic", "chunk")))
+        vectors = pool_vectors(pool_file)
         if vectors.chunk_sketch is None:
             raise SystemExit("vector_cache_interference: the pool's vectors have no int8 sketch")
         query = [queries[i % len(queries)] for i in range(calls)]

@@ -35,7 +35,7 @@ import numpy as np  # noqa: E402
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import write_results  # noqa: E402
-from docpool_setup import default_model_dir, labelled_query_texts, machine_load, require_latency_pool  # noqa: E402
+from docpool_setup import default_model_dir, labelled_query_texts, machine_load, pool_vectors, require_latency_pool  # noqa: E402
 
 TOP_K = 80
 LEVELS = (127, 63, 31, 15, 7)          # 8, 7, 6, 5 and 4 bits a value
@@ -95,19 +95,14 @@ def main() -> None:
     pool_file = require_latency_pool("vector_code_widths")
 
     from knowspec.impl import runtime as process
-    from knowspec.impl.docpool.storage.base import UNRESTRICTED
-    from knowspec.impl.docpool.storage.sqlite import SqlitePool
     from knowspec.impl.docpool.vectors import int8_scan
     from knowspec.impl.docpool.vectors.embedder import load_embedder
-    from knowspec.impl.docpool.vectors.scoring import PoolVectors
 
     texts = labelled_query_texts()
     load_start = machine_load()
     with process.activated():
         embedder = load_embedder(args.model or default_model_dir())
-        with SqlitePool(pool_file) as pool:
-            vectors = PoolVectors.from_streams(
-                *((pool.vector_count(w, UNRESTRICTED), pool.iter_vectors(w, UNRESTRICTED)) for w in ("topic", "chunk")))
+        vectors = pool_vectors(pool_file)
         queries = np.array([embedder.embed_query(texts[i % len(texts)], "query: ")
                             for i in range(max(1, args.queries))], dtype=np.float64)
     matrix = vectors.chunk_matrix
