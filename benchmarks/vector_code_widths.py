@@ -37,6 +37,10 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import write_results  # noqa: E402
 from docpool_setup import default_model_dir, labelled_query_texts, machine_load, pool_vectors, require_latency_pool  # noqa: E402
 
+from knowspec.impl import runtime as process  # noqa: E402
+from knowspec.impl.docpool.vectors import int8_scan  # noqa: E402
+from knowspec.impl.docpool.vectors.embedder import load_embedder  # noqa: E402
+
 TOP_K = 80
 LEVELS = (127, 63, 31, 15, 7)          # 8, 7, 6, 5 and 4 bits a value
 KEPT_DIMENSIONS = (288, 192, 128)
@@ -93,11 +97,6 @@ def main() -> None:
     parser.add_argument("--model", type=Path, default=None, help="model pack (default: KNOWSPEC_MODEL_CACHE/e5-int8)")
     args = parser.parse_args()
     pool_file = require_latency_pool("vector_code_widths")
-
-    from knowspec.impl import runtime as process
-    from knowspec.impl.docpool.vectors import int8_scan
-    from knowspec.impl.docpool.vectors.embedder import load_embedder
-
     texts = labelled_query_texts()
     load_start = machine_load()
     with process.activated():
