@@ -1,5 +1,6 @@
 """The code-width benchmark's model of a sketch (``benchmarks/vector_code_widths.py``): the rows it
-counts are the ones an exact top k must score, and its 8-bit count is the shipped sketch's rule."""
+counts hold the exact top k, and coarser codes or left-out dimensions count more of them (the
+shipped sketch's own count is measured beside it by the benchmark)."""
 
 from __future__ import annotations
 
