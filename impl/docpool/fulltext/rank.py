@@ -98,8 +98,8 @@ def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, we
     on its own rows only: an absent phrase adds ``idf * 0.0 = 0.0``, so skipping it changes no bit.
     """
     found = [phrase_postings(arrays, token, prefix) for token, prefix in phrases]
-    if not found:
-        return []
+    if not found or (joiner == "AND" and not all(len(rows_p) for rows_p, _ in found)):
+        return []  # (a phrase no row holds: no row holds them all)
     n = len(arrays.row_chunk)
     if joiner == "AND":
         seen = np.zeros(n, dtype=np.int32)
@@ -123,11 +123,12 @@ def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, we
     for rows_p, counts_p in found:
         at = position[rows_p]
         kept = at >= 0
-        at = at[kept]
+        counts = counts_p
+        if not kept.all():  # (an OR's phrase: every row it holds matches, unless its topic is not allowed)
+            at, counts = at[kept], counts_p[kept]
         if not len(at):
             continue
         idf = idf_fts5(arrays.n_rows, len(rows_p))
-        counts = counts_p[kept]
         freq = fts5_frequency([counts[:, c] for c in range(len(COLUMNS))], weights)
         score[at] = score[at] + fts5_phrase_score(idf, freq, arrays.row_len[rows[at]], avg)
     score = -1.0 * score
