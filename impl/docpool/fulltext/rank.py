@@ -123,8 +123,8 @@ def rank(arrays: FtsArrays, phrases: Sequence[tuple[str, bool]], joiner: str, we
     for rows_p, counts_p in found:
         at = position[rows_p]
         kept = at >= 0
-        counts = counts_p
-        if not kept.all():  # (an OR's phrase: every row it holds matches, unless its topic is not allowed)
+        counts = counts_p  # every row the phrase holds matches (an OR, its topics allowed): no copy
+        if not kept.all():
             at, counts = at[kept], counts_p[kept]
         if not len(at):
             continue
