@@ -58,8 +58,11 @@ def noting_children() -> Iterator[None]:
     try:
         yield
     finally:
-        now = children()
+        # Looked at under the lock: with a look taken before it, a session start that finished
+        # meanwhile in another worker was noted by that worker, then dropped here as closed,
+        # and its target outlived an interrupted run.
         with _LOCK:
+            now = children()
             _GROUPS.intersection_update(now)   # groups whose sessions closed are gone
             _GROUPS.update(now - before)
 
