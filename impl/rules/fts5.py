@@ -49,21 +49,24 @@ def phrase(word: str, prefix: bool) -> Phrase:
 
 
 def phrase_offsets(p: Phrase, column: Sequence[str]) -> list[int]:
-    """Token offsets in ``column`` (folded tokens) where ``p`` occurs."""
+    """Token offsets in ``column`` (folded tokens) where ``p`` occurs: each of its tokens equal to
+    the column's token there, the last one its prefix when ``p.prefix``.
+
+    The offsets where the first token stands are found in one comprehension, and only they are
+    checked further (a snippet looks for every phrase in every column of each hit)."""
     if not p.tokens:
         return []
-    n, last = len(p.tokens), len(p.tokens) - 1
-    out = []
-    for off in range(len(column) - n + 1):
-        ok = True
-        for k, tok in enumerate(p.tokens):
-            have = column[off + k]
-            if not (have.startswith(tok) if (p.prefix and k == last) else have == tok):
-                ok = False
-                break
-        if ok:
-            out.append(off)
-    return out
+    *inner, last = p.tokens
+
+    def ends(have: str) -> bool:
+        return have.startswith(last) if p.prefix else have == last
+
+    if not inner:
+        return [off for off, have in enumerate(column) if ends(have)]
+    first, span = inner[0], len(p.tokens)
+    starts = [off for off, have in enumerate(column[:max(0, len(column) - span + 1)]) if have == first]
+    return [off for off in starts
+            if all(column[off + k] == tok for k, tok in enumerate(inner[1:], 1)) and ends(column[off + span - 1])]
 
 
 def phrase_offsets_in_texts(phrases: Sequence[Phrase], texts: Sequence[str]) -> list[list[tuple[int, int]]]:
