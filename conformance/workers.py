@@ -190,9 +190,15 @@ def run_cases(cases: list[Case], run_case: RunCase, target: Target, root: Path, 
         stop_all()
         # Their calls end with their targets: the workers stop writing bundles before the caller
         # removes the folder they write in (a run interrupted under load had left it behind).
+        # A session still starting when the run stopped notes its target only once the start
+        # returns (a busy machine: a handshake past the interrupt), so what is noted meanwhile is
+        # stopped too, and its worker's call with it.
         until = time.monotonic() + STOP_JOIN_SECONDS
-        for thread in threads:
-            thread.join(timeout=max(0.0, until - time.monotonic()))
+        while any(thread.is_alive() for thread in threads) and time.monotonic() < until:
+            for thread in threads:
+                thread.join(timeout=min(0.1, max(0.0, until - time.monotonic())))
+            stop_all()
+        stop_all()
         raise
     finally:
         first.reset()

@@ -1,5 +1,6 @@
-"""The stdio targets a run notes (``conformance/spawned.py``): a session start that finishes in one
-worker while another worker's start is being noted stays noted, so an interrupted run stops it."""
+"""The stdio targets an interrupted run stops (``conformance/spawned.py``, ``workers.run_cases``): a
+session start that finishes in one worker while another worker's start is being noted stays
+noted, and a target whose session was still starting when the run stopped is stopped as well."""
 
 from __future__ import annotations
 
@@ -57,3 +58,52 @@ def test_a_closed_session_is_forgotten_at_the_next_start(monkeypatch):
     with spawned.noting_children():
         live.add(8)
     assert spawned._GROUPS == {8}
+
+
+def test_a_target_whose_session_was_still_starting_when_the_run_stopped_is_stopped(tmp_path, monkeypatch):
+    """The interrupt lands during a worker's handshake: its target is noted only after the first
+    stop, and the run must still stop it before it ends."""
+    import contextlib
+    import subprocess
+    import sys
+    from types import SimpleNamespace
+
+    from knowspec.conformance import workers
+    from knowspec.conformance.events import CheckFinished
+
+    monkeypatch.setattr(spawned, "_GROUPS", set())
+    spawned_at, handshake_done = threading.Event(), threading.Event()
+    targets: list[subprocess.Popen] = []
+
+    @contextlib.contextmanager
+    def slow_start(target):
+        with spawned.noting_children():
+            targets.append(subprocess.Popen([sys.executable, "-c", "import time; time.sleep(60)"],
+                                            start_new_session=True))
+            spawned_at.set()
+            handshake_done.wait(10)  # the handshake ends only after the run's first stop
+        yield SimpleNamespace(broken=None)
+
+    first_stop = spawned.stop_all
+
+    def stop_then_let_the_handshake_end(grace: float = 2.0) -> int:
+        stopped = first_stop(grace)
+        handshake_done.set()
+        return stopped
+
+    monkeypatch.setattr(workers, "connect", slow_start)
+    monkeypatch.setattr(workers, "stop_all", stop_then_let_the_handshake_end)
+    case = (SimpleNamespace(id="determinism", rule="rule"), None)
+    run_case = lambda conn, store, spec, tool: CheckFinished(spec.id, spec.rule, "", "passed", 0.0)  # noqa: E731
+    stream = workers.run_cases([case], run_case, SimpleNamespace(), tmp_path, 1, None)
+    try:
+        next(stream)  # the case started: its worker is opening its session
+        assert spawned_at.wait(10)
+        with pytest.raises(KeyboardInterrupt):
+            stream.throw(KeyboardInterrupt)
+        assert targets[0].wait(10) is not None  # stopped, not left running
+    finally:
+        for target in targets:
+            if target.poll() is None:
+                target.kill()
+                target.wait()
