@@ -8,7 +8,9 @@ order only for surrogates, so :func:`byte_key` encodes with ``surrogatepass`` to
 
 from __future__ import annotations
 
-from typing import Any, Sequence, TypeVar
+import heapq
+import math
+from typing import Any, Callable, Sequence, TypeVar
 
 T = TypeVar("T")
 
@@ -19,6 +21,23 @@ def truncate(items: Sequence[T], limit: int) -> tuple[list[T], int, bool]:
         raise ValueError("limit must not be negative")
     total = len(items)
     page = list(items[:limit])
+    return page, total, total > len(page)
+
+
+def first_page_by_score(items: Sequence[T], limit: int, score: Callable[[T], float],
+                        key: Callable[[T], Any]) -> tuple[list[T], int, bool]:
+    """``truncate(sorted(items, key=key), limit)`` for a ``key`` that puts a higher ``score``
+    first, sorting only the items that can be on the page: those scoring at least the
+    ``limit``-th best score (a search's many matches, a page of a few)."""
+    if limit < 0:
+        raise ValueError("limit must not be negative")
+    total = len(items)
+    candidates = list(items)
+    if total > limit:
+        cut = heapq.nlargest(limit, map(score, items))[-1] if limit > 0 else math.inf
+        candidates = [item for item in items if score(item) >= cut]
+    candidates.sort(key=key)
+    page = candidates[:limit]
     return page, total, total > len(page)
 
 

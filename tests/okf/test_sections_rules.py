@@ -1,25 +1,37 @@
 """search_sections rules: query terms, section cutting, BM25 scoring, snippets, locators."""
 
 import math
+from collections import Counter
 
 import pytest
 from hypothesis import given, strategies as st
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.search.sections import (
+    MAX_INDEXED_TOKENS,
     SectionDoc,
     build_index,
     locator,
     parse_query,
     score_sections,
     search_result,
+    section_text,
     snippet,
     split_sections,
 )
+from knowspec.impl.rules.bm25 import TermStat, bm25
+from knowspec.impl.rules.text import words
+
+BODIES: dict[str, tuple[str, int]] = {}  # what each doc() was cut from, for the hits' snippets
 
 
 def doc(cid, body, headings=(), title="", start=1):
+    BODIES[cid] = (body, start)
     return SectionDoc(cid, cid + ".md", title, "0" * 64, split_sections(body, start, headings))
+
+
+def result_of(index, query, limit=5):
+    return search_result(index, query, parse_query(query), limit, "f" * 64, BODIES.__getitem__)
 
 
 def test_query_terms_fold_split_and_dedupe():
@@ -30,7 +42,7 @@ def test_sharp_s_and_ffi_ligature_expand_when_folded():
     assert parse_query("Straße ﬃ") == ["strasse", "ffi"]
     index = build_index([doc("a", "office STRASSE"), doc("b", "strasse only")])
     hits = score_sections(index, parse_query("Straße ofﬁce"))
-    assert [index.sections[h.position].concept_id for h in hits] == ["a"]
+    assert [index.concept_id(h.position) for h in hits] == ["a"]
 
 
 def test_query_without_letters_or_numbers_is_rejected():
@@ -76,7 +88,7 @@ def test_crlf_section_excludes_the_trailing_crlf():
 
 def test_and_of_terms_and_bm25_value():
     index = build_index([doc("a", "# Retry\nDeadline permits jitter.", [(1, "Retry")]), doc("b", "jitter alone")])
-    result = search_result(index, "jitter deadline", parse_query("jitter deadline"), 5, "f" * 64)
+    result = result_of(index, "jitter deadline")
     assert result["total"] == 1 and result["truncated"] is False
     hit = result["hits"][0]
     assert (hit["concept_id"], hit["line_start"], hit["line_end"]) == ("a", 1, 2)
@@ -94,7 +106,7 @@ def test_heading_and_title_weights_raise_the_score():
         doc("b", "# other\nbody cache here", [(1, "other")]),
     ])
     hits = score_sections(index, ["cache"])
-    assert [index.sections[h.position].concept_id for h in hits] == ["a", "b"]
+    assert [index.concept_id(h.position) for h in hits] == ["a", "b"]
 
 
 def test_snippet_starts_80_runes_before_first_term_and_keeps_512():
@@ -121,7 +133,7 @@ WORDS = st.sampled_from(["alpha", "beta", "gamma", "Delta", "straße"])
 def test_results_sorted_bounded_and_all_terms_matched(bodies, query_words, limit):
     index = build_index([doc(f"c{i}", " ".join(b)) for i, b in enumerate(bodies)])
     terms = parse_query(" ".join(query_words))
-    result = search_result(index, " ".join(query_words), terms, limit, "0" * 64)
+    result = result_of(index, " ".join(query_words), limit)
     hits = result["hits"]
     assert len(hits) <= limit and result["total"] >= len(hits)
     assert result["truncated"] == (result["total"] > len(hits))
@@ -131,4 +143,64 @@ def test_results_sorted_bounded_and_all_terms_matched(bodies, query_words, limit
         assert h["score"] >= 0
         words_in = set(parse_query(h["snippet"]))
         assert set(terms) <= words_in
-    assert search_result(index, " ".join(query_words), terms, limit, "0" * 64) == result
+    assert result_of(index, " ".join(query_words), limit) == result
+
+
+def test_a_hit_cuts_its_section_from_the_body_as_split_sections_did():
+    body = "intro\r\n\r\n# A\r\ntext a\r\n## B\r\nlast\r\n"
+    for section in split_sections(body, 7, [(9, "A"), (11, "B")]):
+        assert section_text(body, 7, section.line_start, section.line_end) == section.text
+
+
+def reference_hits(docs, terms):
+    """The contract's rule written out directly: every section holding every term, weighted tf
+    and length (body x1, heading x3, title x2), BM25, then score desc, concept ID, first line."""
+    sections = [(d, s) for d in docs for s in d.sections]
+    counts = []
+    for d, s in sections:
+        body, heading, title = Counter(words(s.text)), Counter(words(s.heading)), Counter(words(d.title))
+        tf = {t: body[t] + 3 * heading[t] + 2 * title[t] for t in body.keys() | heading.keys() | title.keys()}
+        counts.append((tf, sum(body.values()) + 3 * sum(heading.values()) + 2 * sum(title.values())))
+    avg = sum(n for _, n in counts) / len(counts) if counts and sum(n for _, n in counts) else 1.0
+    df = {t: sum(t in tf for tf, _ in counts) for t in terms}
+    hits = []
+    for (d, s), (tf, n) in zip(sections, counts):
+        if all(t in tf for t in terms):
+            score = bm25([TermStat(tf[t], df[t]) for t in terms], n, avg, len(sections))
+            hits.append((-score, d.concept_id.encode(), s.line_start, s.line_end, s.heading, s.text))
+    return sorted(hits)
+
+
+SECTION_WORDS = st.sampled_from(["alpha", "beta", "Gamma", "straße", "delta", "x1"])
+LINES = st.lists(st.one_of(st.lists(SECTION_WORDS, max_size=5).map(" ".join),
+                           st.tuples(st.integers(1, 3), SECTION_WORDS).map(lambda h: "#" * h[0] + " " + h[1])),
+                 max_size=8)
+
+
+@given(st.lists(st.tuples(LINES, st.lists(SECTION_WORDS, max_size=2)), min_size=1, max_size=6),
+       st.lists(SECTION_WORDS, min_size=1, max_size=3), st.integers(0, 12), st.booleans())
+def test_the_page_is_the_first_limit_of_the_rule_applied_to_every_section(files, query_words, limit, crlf):
+    """The compact index (postings columns, the page picked by score, text cut again per hit)
+    answers as the rule applied to every section in full does."""
+    docs = []
+    for i, (lines, title_words) in enumerate(files):
+        body = ("\r\n" if crlf else "\n").join(lines)
+        headings = [(n + 3, line.lstrip("#").strip()) for n, line in enumerate(lines) if line.startswith("#")]
+        docs.append(doc(f"c{i:02d}", body, headings, " ".join(title_words), start=3))
+    index = build_index(docs)
+    terms = parse_query(" ".join(query_words))
+    result = search_result(index, " ".join(query_words), terms, limit, "0" * 64, BODIES.__getitem__)
+    want = reference_hits(docs, terms)
+    assert result["total"] == len(want) and result["truncated"] == (len(want) > limit)
+    got = [(-h["score"], h["concept_id"].encode(), h["line_start"], h["line_end"], h["heading"]) for h in result["hits"]]
+    assert got == [w[:5] for w in want[:limit]]
+    assert [h["snippet"] for h in result["hits"]] == [snippet(w[5], terms) for w in want[:limit]]
+
+
+def test_the_token_bound_counts_every_section_before_it_fails():
+    per_doc = 1000
+    docs = [doc(f"c{i}", " ".join(["w"] * per_doc)) for i in range(MAX_INDEXED_TOKENS // per_doc)]
+    assert len(build_index(docs)) == len(docs)
+    with pytest.raises(ToolError) as err:
+        build_index(docs + [doc("over", "w")])
+    assert (err.value.code, err.value.message) == ("resource_limit", "section search exceeds bounds")

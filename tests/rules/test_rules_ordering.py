@@ -2,7 +2,7 @@
 
 from hypothesis import given, strategies as st
 
-from knowspec.impl.rules.ordering import byte_key, edge_key, search_hit_key, truncate
+from knowspec.impl.rules.ordering import byte_key, edge_key, first_page_by_score, search_hit_key, section_hit_key, truncate
 
 
 @given(st.lists(st.integers()), st.integers(0, 120))
@@ -37,3 +37,12 @@ def test_edges_sort_navigation_before_relation_and_null_type_first():
         ("relation", "a", "b", "depends"),
         ("relation", "a", "b", "uses"),
     ]
+
+
+@given(st.lists(st.tuples(st.sampled_from([0.0, 0.5, 1.25, 2.0, 7.5]), st.sampled_from(["a", "b", "é", "z"]),
+                          st.integers(1, 4))), st.integers(0, 12))
+def test_first_page_by_score_is_the_first_limit_of_the_full_sort(hits, limit):
+    def key(hit):
+        return section_hit_key(*hit)
+
+    assert first_page_by_score(hits, limit, lambda hit: hit[0], key) == truncate(sorted(hits, key=key), limit)

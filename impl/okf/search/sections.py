@@ -19,14 +19,16 @@ The index (tokens of every section) is built once per snapshot revision.
 from __future__ import annotations
 
 import hashlib
+from array import array
+from bisect import bisect_left
 from collections import Counter
 from dataclasses import dataclass, field
-from typing import Callable, Iterable, Sequence
+from typing import Callable, Iterable, Sequence, cast
 from urllib.parse import quote
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.bm25 import TermStat, average_length, bm25
-from knowspec.impl.rules.ordering import section_hit_key, truncate
+from knowspec.impl.rules.ordering import first_page_by_score, section_hit_key
 from knowspec.impl.rules.text import has_letter_or_number, raw_tokens, unique_terms, words
 
 MAX_TERMS = 32
@@ -76,13 +78,25 @@ def split_sections(body: str, body_start_line: int, headings: Iterable[tuple[int
     sections: list[BodySection] = []
     for n, first in enumerate(starts):
         last = (starts[n + 1] if n + 1 < len(starts) else len(lines)) - 1
-        text = "\n".join(lines[first : last + 1])
-        if last + 1 < len(lines) and text.endswith("\r"):
-            text = text[:-1]  # the CR of the CRLF before the next section
+        text = _lines_text(lines, first, last)
         if not text.strip():
             continue
         sections.append(BodySection(markers[first], body_start_line + first, body_start_line + last, text))
     return sections
+
+
+def section_text(body: str, body_start_line: int, line_start: int, line_end: int) -> str:
+    """The text :func:`split_sections` gives the section of ``body`` on file lines ``line_start``
+    to ``line_end``: the index keeps those lines, not the text, and a hit cuts it again."""
+    return _lines_text(body.split("\n"), line_start - body_start_line, line_end - body_start_line)
+
+
+def _lines_text(lines: list[str], first: int, last: int) -> str:
+    """Lines ``first`` to ``last`` (0-based, inclusive) of a body split at LF, joined again."""
+    text = "\n".join(lines[first : last + 1])
+    if last + 1 < len(lines) and text.endswith("\r"):
+        text = text[:-1]  # the CR of the CRLF before the next section
+    return text
 
 
 # --- index ---------------------------------------------------------------------------------
@@ -99,27 +113,53 @@ class SectionDoc:
     sections: list[BodySection]
 
 
-@dataclass(frozen=True)
-class IndexedSection:
-    concept_id: str
-    path: str
-    section: BodySection
-    content_sha256: str
-
-
 @dataclass
 class SectionIndex:
-    """Sections with weighted term frequencies per term, their lengths and the mean length."""
+    """Every section's place and weighted term frequencies, in machine-integer columns rather than
+    an object per section and a dict entry per posting (a 5,000-concept bundle of 15,000 sections
+    and 480,000 postings: 25 MiB as objects). The sections' text is not kept: a hit cuts it again
+    from its concept's body (:func:`section_text`).
 
-    sections: list[IndexedSection] = field(default_factory=list)
-    postings: dict[str, dict[int, int]] = field(default_factory=dict)
-    lengths: list[int] = field(default_factory=list)
+    Section ``s`` belongs to concept ``docs[doc_of[s]]`` (id, path, content digest) and spans file
+    lines ``line_starts[s]`` to ``line_ends[s]``; term ``t`` (``terms[word]``) is held by the
+    sections ``positions[offsets[t]:offsets[t + 1]]`` (ascending), with their weighted tf at the
+    same places of ``tfs``.
+    """
+
+    docs: list[tuple[str, str, str]] = field(default_factory=list)
+    doc_of: array = field(default_factory=lambda: array("I"))
+    line_starts: array = field(default_factory=lambda: array("I"))
+    line_ends: array = field(default_factory=lambda: array("I"))
+    headings: list[str] = field(default_factory=list)
+    lengths: array = field(default_factory=lambda: array("I"))
+    terms: dict[str, int] = field(default_factory=dict)
+    offsets: array = field(default_factory=lambda: array("Q", [0]))
+    positions: array = field(default_factory=lambda: array("I"))
+    tfs: array = field(default_factory=lambda: array("I"))
     avg_len: float = 1.0
+
+    def __len__(self) -> int:
+        return len(self.doc_of)
+
+    def concept_id(self, position: int) -> str:
+        return self.docs[self.doc_of[position]][0]
+
+    def postings(self, term: str) -> tuple[int, int] | None:
+        """The range of ``positions`` (and ``tfs``) that holds ``term``; None when no section does."""
+        t = self.terms.get(term)
+        return None if t is None else (self.offsets[t], self.offsets[t + 1])
+
+    def nbytes(self) -> int:
+        """About the bytes held (the runtime's cache budget): the columns, the words and headings."""
+        columns = (self.doc_of, self.line_starts, self.line_ends, self.lengths, self.offsets, self.positions, self.tfs)
+        text = sum(len(word) for word in self.terms) + sum(len(h) for h in self.headings)
+        return sum(c.itemsize * len(c) for c in columns) + text + 100 * len(self.docs)
 
 
 def build_index(docs: Iterable[SectionDoc], check_cancelled: Callable[[], None] = lambda: None) -> SectionIndex:
     """Tokenise every section once; over 100,000 sections or 1,000,000 tokens is resource_limit."""
     index = SectionIndex()
+    held: list[array] = []  # per term id: its (position, tf) pairs, flattened at the end
     tokens_seen = 0
     for doc in docs:
         check_cancelled()
@@ -133,10 +173,15 @@ def build_index(docs: Iterable[SectionDoc], check_cancelled: Callable[[], None] 
             n_body = sum(body_counts.values())
             n_heading = sum(heading_counts.values())
             tokens_seen += n_body + n_heading + title_len
-            if tokens_seen > MAX_INDEXED_TOKENS or len(index.sections) >= MAX_SECTIONS:
+            if tokens_seen > MAX_INDEXED_TOKENS or len(index) >= MAX_SECTIONS:
                 raise ToolError("resource_limit", BOUNDS_MESSAGE)
-            position = len(index.sections)
-            index.sections.append(IndexedSection(doc.concept_id, doc.path, section, doc.content_sha256))
+            position = len(index)
+            if not index.docs or index.docs[-1][0] != doc.concept_id:
+                index.docs.append((doc.concept_id, doc.path, doc.content_sha256))
+            index.doc_of.append(len(index.docs) - 1)
+            index.line_starts.append(section.line_start)
+            index.line_ends.append(section.line_end)
+            index.headings.append(section.heading)
             index.lengths.append(WEIGHT_BODY * n_body + WEIGHT_HEADING * n_heading + WEIGHT_TITLE * title_len)
             for term in body_counts.keys() | heading_counts.keys() | title_counts.keys():
                 tf = (
@@ -144,7 +189,15 @@ def build_index(docs: Iterable[SectionDoc], check_cancelled: Callable[[], None] 
                     + WEIGHT_HEADING * heading_counts.get(term, 0)
                     + WEIGHT_TITLE * title_counts.get(term, 0)
                 )
-                index.postings.setdefault(term, {})[position] = tf
+                t = index.terms.setdefault(term, len(held))
+                if t == len(held):
+                    held.append(array("I"))
+                held[t].append(position)
+                held[t].append(tf)
+    for pairs in held:
+        index.positions.extend(pairs[0::2])
+        index.tfs.extend(pairs[1::2])
+        index.offsets.append(len(index.positions))
     index.avg_len = average_length(index.lengths)
     return index
 
@@ -160,24 +213,38 @@ class ScoredSection:
 
 def score_sections(index: SectionIndex, terms: Sequence[str]) -> list[ScoredSection]:
     """Every section holding all terms, scored with BM25 and sorted by the contract order."""
-    postings = [index.postings.get(term, {}) for term in terms]
-    if not postings or any(not p for p in postings):
-        return []
-    rarest = min(postings, key=len)
-    n_docs = len(index.sections)
-    scored = []
-    for position in rarest:
-        if all(position in p for p in postings):
-            stats = [TermStat(p[position], len(p)) for p in postings]
-            score = bm25(stats, index.lengths[position], index.avg_len, n_docs)
-            scored.append(ScoredSection(position, score))
-
-    def key(hit: ScoredSection):
-        s = index.sections[hit.position]
-        return section_hit_key(hit.score, s.concept_id, s.section.line_start)
-
-    scored.sort(key=key)
+    scored = _matches(index, terms)
+    scored.sort(key=_hit_order(index))
     return scored
+
+
+def _matches(index: SectionIndex, terms: Sequence[str]) -> list[ScoredSection]:
+    """Every section holding all terms with its BM25 score, in section order."""
+    spans = [index.postings(term) for term in terms]
+    if not spans or any(span is None for span in spans):
+        return []
+    held = cast(list[tuple[int, int]], spans)
+    dfs = [end - start for start, end in held]
+    rarest_start, rarest_end = min(held, key=lambda span: span[1] - span[0])
+    positions, tfs, n_docs = index.positions, index.tfs, len(index)
+    scored = []
+    for position in positions[rarest_start:rarest_end]:
+        stats = []
+        for (start, end), df in zip(held, dfs):
+            at = bisect_left(positions, position, start, end)
+            if at == end or positions[at] != position:
+                break
+            stats.append(TermStat(tfs[at], df))
+        else:
+            scored.append(ScoredSection(position, bm25(stats, index.lengths[position], index.avg_len, n_docs)))
+    return scored
+
+
+def _hit_order(index: SectionIndex) -> Callable[[ScoredSection], tuple[float, bytes, int]]:
+    def key(hit: ScoredSection) -> tuple[float, bytes, int]:
+        return section_hit_key(hit.score, index.concept_id(hit.position), index.line_starts[hit.position])
+
+    return key
 
 
 def snippet(text: str, terms: Sequence[str]) -> str:
@@ -204,34 +271,39 @@ def sha256_hex(data: bytes) -> str:
     return hashlib.sha256(data).hexdigest()
 
 
-def hit_dict(index: SectionIndex, hit: ScoredSection, terms: Sequence[str]) -> dict:
-    s = index.sections[hit.position]
-    sec = s.section
+BodyOf = Callable[[str], tuple[str, int]]  # a concept ID -> its body and the body's first file line
+
+
+def hit_dict(index: SectionIndex, hit: ScoredSection, terms: Sequence[str], body_of: BodyOf) -> dict:
+    concept_id, path, content_sha256 = index.docs[index.doc_of[hit.position]]
+    line_start, line_end = index.line_starts[hit.position], index.line_ends[hit.position]
+    body, body_start_line = body_of(concept_id)
     return {
-        "concept_id": s.concept_id,
-        "path": s.path,
-        "heading": sec.heading,
-        "locator": locator(s.path, sec.line_start, sec.line_end),
-        "line_start": sec.line_start,
-        "line_end": sec.line_end,
-        "content_sha256": s.content_sha256,
-        "snippet": snippet(sec.text, terms),
+        "concept_id": concept_id,
+        "path": path,
+        "heading": index.headings[hit.position],
+        "locator": locator(path, line_start, line_end),
+        "line_start": line_start,
+        "line_end": line_end,
+        "content_sha256": content_sha256,
+        "snippet": snippet(section_text(body, body_start_line, line_start, line_end), terms),
         "score": hit.score,
         "matched_terms": list(terms),
     }
 
 
 def search_result(
-    index: SectionIndex, query: str, terms: Sequence[str], limit: int, snapshot_revision: str
+    index: SectionIndex, query: str, terms: Sequence[str], limit: int, snapshot_revision: str, body_of: BodyOf
 ) -> dict:
-    """The structured result of search_sections (key order as upstream)."""
-    scored = score_sections(index, terms)
-    page, total, truncated = truncate(scored, limit)
+    """The structured result of search_sections (key order as upstream); ``body_of`` gives the
+    bodies of the snapshot the index was built from, which the hits' snippets are cut from."""
+    page, total, truncated = first_page_by_score(_matches(index, terms), limit, lambda hit: hit.score,
+                                                 _hit_order(index))
     return {
         "query": query,
         "terms": list(terms),
         "snapshot_revision": snapshot_revision,
         "total": total,
         "truncated": truncated,
-        "hits": [hit_dict(index, hit, terms) for hit in page],
+        "hits": [hit_dict(index, hit, terms, body_of) for hit in page],
     }

@@ -205,7 +205,8 @@ def search_sections(args: SearchSectionsInput, ctx: CallContext) -> ToolOutput:
     index = per_snapshot(snapshot, "sections", lambda: ss.build_index(_section_docs(snapshot), check))
     fingerprint = per_snapshot(snapshot, "fingerprint", lambda: snapshot_fingerprint(snapshot.files))
     check()
-    structured = ss.search_result(index, query, terms, args.limit, fingerprint)
+    structured = ss.search_result(index, query, terms, args.limit, fingerprint,
+                                  lambda cid: (snapshot.concepts[cid].body, snapshot.concepts[cid].body_start_line))
     text = compact_json(structured)
     if len(text.encode("utf-8")) > ss.MAX_RESULT_BYTES:
         raise ToolError("resource_limit", ss.BOUNDS_MESSAGE)
