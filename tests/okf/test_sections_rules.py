@@ -1,6 +1,7 @@
 """search_sections rules: query terms, section cutting, BM25 scoring, snippets, locators."""
 
 import math
+from array import array
 from collections import Counter
 
 import pytest
@@ -10,6 +11,7 @@ from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.search.sections import (
     MAX_INDEXED_TOKENS,
     SectionDoc,
+    _narrowest,
     build_index,
     locator,
     parse_query,
@@ -204,3 +206,17 @@ def test_the_token_bound_counts_every_section_before_it_fails():
     with pytest.raises(ToolError) as err:
         build_index(docs + [doc("over", "w")])
     assert (err.value.code, err.value.message) == ("resource_limit", "section search exceeds bounds")
+
+
+def test_a_term_frequency_past_two_bytes_is_kept_whole():
+    docs = [doc("big", "w " * 70_000 + "v"), doc("small", "w v")]
+    index = build_index(docs)
+    assert index.tfs.typecode == "I"
+    hits = result_of(index, "w v")["hits"]
+    assert [(h["concept_id"], -h["score"]) for h in hits] == [(w[1].decode(), w[0]) for w in reference_hits(docs, ["w", "v"])]
+
+
+def test_columns_take_two_bytes_an_item_when_every_value_fits():
+    assert _narrowest(array("I", [0, 65_535])).typecode == "H"
+    assert _narrowest(array("I", [65_536])) == array("I", [65_536])
+    assert _narrowest(array("I")).typecode == "H"

@@ -191,12 +191,19 @@ def build_index(docs: Iterable[SectionDoc], check_cancelled: Callable[[], None] 
                 pairs = held[t]
                 pairs.append(position)
                 pairs.append(tf)
+    positions, tfs = array("I"), array("I")
     for pairs in held:
-        index.positions.extend(pairs[0::2])
-        index.tfs.extend(pairs[1::2])
-        index.offsets.append(len(index.positions))
+        positions.extend(pairs[0::2])
+        tfs.extend(pairs[1::2])
+        index.offsets.append(len(positions))
+    index.positions, index.tfs = _narrowest(positions), _narrowest(tfs)
     index.avg_len = average_length(index.lengths)
     return index
+
+
+def _narrowest(values: array) -> array:
+    """``values`` two bytes an item when they all fit (a bundle's sections and tfs mostly do)."""
+    return array("H", values) if not values or max(values) <= 0xFFFF else values
 
 
 def _weighted_tf(body: Counter[str], heading: Counter[str], title: Counter[str]) -> dict[str, int]:
