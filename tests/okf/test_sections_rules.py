@@ -151,7 +151,7 @@ def test_results_sorted_bounded_and_all_terms_matched(bodies, query_words, limit
 def test_a_hit_cuts_its_section_from_the_body_as_split_sections_did():
     body = "intro\r\n\r\n# A\r\ntext a\r\n## B\r\nlast\r\n"
     for section in split_sections(body, 7, [(9, "A"), (11, "B")]):
-        assert section_text(body, 7, section.line_start, section.line_end) == section.text
+        assert section_text(body.split("\n"), 7, section.line_start, section.line_end) == section.text
 
 
 def reference_hits(docs, terms):

@@ -78,21 +78,18 @@ def split_sections(body: str, body_start_line: int, headings: Iterable[tuple[int
     sections: list[BodySection] = []
     for n, first in enumerate(starts):
         last = (starts[n + 1] if n + 1 < len(starts) else len(lines)) - 1
-        text = _lines_text(lines, first, last)
+        text = section_text(lines, body_start_line, body_start_line + first, body_start_line + last)
         if not text.strip():
             continue
         sections.append(BodySection(markers[first], body_start_line + first, body_start_line + last, text))
     return sections
 
 
-def section_text(body: str, body_start_line: int, line_start: int, line_end: int) -> str:
-    """The text :func:`split_sections` gives the section of ``body`` on file lines ``line_start``
-    to ``line_end``: the index keeps those lines, not the text, and a hit cuts it again."""
-    return _lines_text(body.split("\n"), line_start - body_start_line, line_end - body_start_line)
-
-
-def _lines_text(lines: list[str], first: int, last: int) -> str:
-    """Lines ``first`` to ``last`` (0-based, inclusive) of a body split at LF, joined again."""
+def section_text(lines: list[str], body_start_line: int, line_start: int, line_end: int) -> str:
+    """The text of the section on file lines ``line_start`` to ``line_end`` of a body split at LF
+    (``lines``) whose first line is file line ``body_start_line``: what :func:`split_sections`
+    keeps, and what a hit cuts again (the index keeps the lines, not the text)."""
+    first, last = line_start - body_start_line, line_end - body_start_line
     text = "\n".join(lines[first : last + 1])
     if last + 1 < len(lines) and text.endswith("\r"):
         text = text[:-1]  # the CR of the CRLF before the next section
@@ -288,10 +285,10 @@ def sha256_hex(data: bytes) -> str:
 BodyOf = Callable[[str], tuple[str, int]]  # a concept ID -> its body and the body's first file line
 
 
-def hit_dict(index: SectionIndex, hit: ScoredSection, terms: Sequence[str], body_of: BodyOf) -> dict:
+def hit_dict(index: SectionIndex, hit: ScoredSection, terms: Sequence[str], text: str) -> dict:
+    """One hit as the contract lists it; ``text`` is its section's (:func:`section_text`)."""
     concept_id, path, content_sha256 = index.docs[index.doc_of[hit.position]]
     line_start, line_end = index.line_starts[hit.position], index.line_ends[hit.position]
-    body, body_start_line = body_of(concept_id)
     return {
         "concept_id": concept_id,
         "path": path,
@@ -300,10 +297,25 @@ def hit_dict(index: SectionIndex, hit: ScoredSection, terms: Sequence[str], body
         "line_start": line_start,
         "line_end": line_end,
         "content_sha256": content_sha256,
-        "snippet": snippet(section_text(body, body_start_line, line_start, line_end), terms),
+        "snippet": snippet(text, terms),
         "score": hit.score,
         "matched_terms": list(terms),
     }
+
+
+def _page_texts(index: SectionIndex, page: list[ScoredSection], body_of: BodyOf) -> list[str]:
+    """The page's sections' text, each concept's body split into lines once (a page can hold
+    many sections of one long body)."""
+    split: dict[int, tuple[list[str], int]] = {}
+    texts = []
+    for hit in page:
+        doc = index.doc_of[hit.position]
+        if doc not in split:
+            body, body_start_line = body_of(index.docs[doc][0])
+            split[doc] = (body.split("\n"), body_start_line)
+        lines, body_start_line = split[doc]
+        texts.append(section_text(lines, body_start_line, index.line_starts[hit.position], index.line_ends[hit.position]))
+    return texts
 
 
 def search_result(
@@ -319,5 +331,5 @@ def search_result(
         "snapshot_revision": snapshot_revision,
         "total": total,
         "truncated": truncated,
-        "hits": [hit_dict(index, hit, terms, body_of) for hit in page],
+        "hits": [hit_dict(index, hit, terms, text) for hit, text in zip(page, _page_texts(index, page, body_of))],
     }
