@@ -199,7 +199,7 @@ def test_the_page_is_the_first_limit_of_the_rule_applied_to_every_section(files,
     assert [h["snippet"] for h in result["hits"]] == [snippet(w[5], terms) for w in want[:limit]]
 
 
-def test_the_token_bound_counts_every_section_before_it_fails():
+def test_the_index_holds_exactly_the_token_bound_and_fails_one_token_past_it():
     per_doc = 1000
     docs = [doc(f"c{i}", " ".join(["w"] * per_doc)) for i in range(MAX_INDEXED_TOKENS // per_doc)]
     assert len(build_index(docs)) == len(docs)
