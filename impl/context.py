@@ -11,7 +11,7 @@ from __future__ import annotations
 
 import threading
 from dataclasses import dataclass, field
-from typing import Any, Hashable
+from typing import Any, Callable, Hashable, Protocol
 
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import cancelled
@@ -32,6 +32,14 @@ class Caller:
         return frozenset(n.lower() for n in names if n)
 
 
+class ItemwiseCheck(Protocol):
+    """The tool's output check applied while its answer is built (``server/validation.ItemsCheck``)."""
+
+    def item(self, value: Any) -> None: ...
+
+    def finish(self, rest: dict[str, Any], count: int) -> None: ...
+
+
 @dataclass
 class CallContext:
     caller: Caller = field(default_factory=Caller)
@@ -39,6 +47,10 @@ class CallContext:
     cancel_event: threading.Event = field(default_factory=threading.Event)
     # The process state (caches, settings read from the environment): the server's runtime.
     runtime: process.Runtime = field(default_factory=process.current)
+    # ``output_items_check(key)``: the tool's output check, made to take the items of the answer's
+    # array ``key`` one at a time, for a handler that gives its answer as checked JSON
+    # (``kept_answers.KeptOutput``) rather than values. Set by the pipeline; None outside it.
+    output_items_check: Callable[[str], ItemwiseCheck] | None = None
 
     def check_cancelled(self, operation: str = "operation") -> None:
         """Raise ``operation_cancelled`` if the client cancelled or the deadline passed."""
@@ -63,11 +75,9 @@ class ToolOutput:
     ``text`` is the text-compatible content; when ``None`` the pipeline renders it from the
     tool table's rule (compact JSON of the structured content, or of its wrapped array).
     ``keep``: keep this answer under that key once it passed its output schema, for the
-    handler to give again (``kept_answers.kept_output``); ``structured_json``: the structured
-    content already encoded, when the handler has it (compact JSON, UTF-8, non-ASCII kept).
+    handler to give again (``kept_answers.kept_output``).
     """
 
     structured: dict[str, Any]
     text: str | None = None
     keep: AnswerKey | None = None
-    structured_json: bytes | None = None

@@ -42,6 +42,12 @@ class KeptAnswer:
         self._text_json = lz4.block.compress(text_json)
         self._structured_json = lz4.block.compress(structured_json)
 
+    @classmethod
+    def of(cls, text: str, structured_json: bytes) -> KeptAnswer:
+        """The answer of ``text`` and the structured content's JSON; ``UnicodeEncodeError`` for a
+        text UTF-8 cannot carry (a lone surrogate)."""
+        return cls(json_string_utf8(text), structured_json)
+
     def text_json(self) -> bytes:
         """The text as a JSON string literal (UTF-8)."""
         return lz4.block.decompress(self._text_json)
@@ -62,6 +68,18 @@ class KeptAnswer:
         return len(self._text_json) + len(self._structured_json)
 
 
+TEXT_SLICE = 1 << 20  # characters
+
+
+def json_string_utf8(text: str) -> bytes:
+    """``json.dumps(text, ensure_ascii=False)`` as UTF-8, encoded a slice at a time: the whole
+    text escaped as one more ``str`` would be four bytes a character as soon as one lies outside
+    the BMP (databricks-okf's legacy graph text: 25 MB, twice over, for 6 MB of UTF-8). JSON
+    escapes each character alone, so the slices' escapes join into the whole's."""
+    return b'"' + b"".join(json.dumps(text[at:at + TEXT_SLICE], ensure_ascii=False)[1:-1].encode("utf-8")
+                           for at in range(0, len(text), TEXT_SLICE)) + b'"'
+
+
 def _kept(runtime: process.Runtime) -> process.Cache:
     return runtime.cache("answers.kept", max_entries=MAX_KEPT_ANSWERS, sizeof=KeptAnswer.nbytes)
 
@@ -77,11 +95,13 @@ def keep_answer(runtime: process.Runtime, key: AnswerKey, answer: KeptAnswer) ->
 
 
 class KeptOutput(ToolOutput):
-    """A kept answer given again by its handler: the pipeline sends its JSON as it is, without
-    validating or encoding it again; a direct reader of ``structured`` gets the values decoded."""
+    """A kept answer given by its handler: the pipeline sends its JSON as it is, without
+    validating or encoding it again; a direct reader of ``structured`` gets the values decoded.
+    One the pipeline kept, or one its handler checked with the tool's output check as it made it
+    (``CallContext.output_items_check``: get_semantic_graph, too big to hold as values)."""
 
     def __init__(self, answer: KeptAnswer) -> None:
-        self.answer = answer  # ``keep`` and ``structured_json`` read their defaults: None
+        self.answer = answer  # ``keep`` reads its default: None
 
     @property
     def structured(self) -> dict[str, Any]:  # type: ignore[override]

@@ -29,7 +29,7 @@ from knowspec.impl.server.sliced_json import json_pieces
 from knowspec.impl.server.tool_results import (error_result, fallback_text, kept_result, materialized, success_result,
                                                wrapped_json_text)
 from knowspec.impl.server.native_memory import HeapTrimmer
-from knowspec.impl.server.validation import SchemaCheck, input_error, output_error
+from knowspec.impl.server.validation import ItemsCheck, SchemaCheck, input_error, output_error
 
 if TYPE_CHECKING:
     from knowspec.generated.registry import ToolEntry
@@ -223,7 +223,8 @@ class ToolRuntime:
                     finish: Callable[[types.CallToolResult], Any] | None, takes_json: bool,
                     release: _ThreadRelease | None) -> Any:
         ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event(),
-                          runtime=self.process)
+                          runtime=self.process,
+                          output_items_check=lambda key: ItemsCheck(entry.success_schema, key))
         given: Callable[[types.CallToolResult], Any] = finish if finish is not None else _unchanged
         finished = given if takes_json else (lambda result: given(materialized(result)))
         try:
@@ -326,19 +327,13 @@ class ToolRuntime:
 def _answer_to_keep(output: ToolOutput, text: str, structured_json: str | None) -> KeptAnswer | None:
     """The validated answer a handler named a key for, as kept (``kept_answers``); None for one
     JSON cannot carry (NaN) or whose JSON has no UTF-8 (a lone surrogate). Encoded in short
-    pieces, never as one ``str`` (a character past the BMP makes a str four bytes a character:
-    databricks-okf's graph text would take 25 MB, twice over, for 6 MB of UTF-8)."""
-    def utf8_json(value: Any) -> bytes:
-        return b"".join(piece.encode("utf-8") for piece in json_pieces(value))
-
+    pieces, never as one ``str`` (a character past the BMP makes a str four bytes a character)."""
     try:
-        if output.structured_json is not None:
-            encoded = output.structured_json
-        elif structured_json is not None:
+        if structured_json is not None:
             encoded = structured_json.encode("utf-8")
         else:
-            encoded = utf8_json(output.structured)
-        return KeptAnswer(utf8_json(text), encoded)
+            encoded = b"".join(piece.encode("utf-8") for piece in json_pieces(output.structured))
+        return KeptAnswer.of(text, encoded)
     except (TypeError, ValueError):  # UnicodeEncodeError among them
         return None
 

@@ -21,6 +21,7 @@ from knowspec.generated.constants import TEMPORAL_PROFILE_DATE, TEMPORAL_PROFILE
 from knowspec.impl.errors import ToolError, diagnostic
 
 LIMIT_KEYWORDS = frozenset({"maximum", "maxLength", "maxItems", "maxProperties"})
+OUTPUT_LIMIT_MESSAGE = "tool output exceeds the advertised schema limits"
 MAX_INPUT_DIAGNOSTICS = 8
 # The detail pass only explains a verdict the fast validator already gave: this many errors are
 # plenty to pick 8 diagnostics from and to see a limit keyword (limit keywords are checked first
@@ -122,6 +123,44 @@ class SchemaCheck:
         return errors
 
 
+# What an array's schema may say for its items to be checked one by one: with ``minItems``,
+# ``contains`` or ``uniqueItems`` the items would have to be seen together.
+_ITEMWISE_ARRAY_KEYWORDS = frozenset({"type", "items", "maxItems", "title", "description"})
+
+
+class ItemsCheck:
+    """``SchemaCheck`` of an object, applied a piece at a time, for an answer too big to hold as
+    values all at once: each item of its array ``key`` as it is made (:meth:`item`), then the rest
+    of the object and the array's length (:meth:`finish`). The same verdict as checking the whole,
+    for schemas whose array says nothing about its items together (``_ITEMWISE_ARRAY_KEYWORDS``);
+    refused (``ValueError``) for any other."""
+
+    def __init__(self, schema: dict[str, Any], key: str):
+        array = schema.get("properties", {}).get(key) if schema.get("type") == "object" else None
+        if not isinstance(array, dict) or array.get("type") != "array" or set(array) - _ITEMWISE_ARRAY_KEYWORDS:
+            raise ValueError(f"the items of {key!r} cannot be checked one by one against this schema")
+        root: dict[str, Any] = {name: schema[name] for name in ("$schema", "$defs") if name in schema}
+        self.key = key
+        self._items = SchemaCheck({**root, **array.get("items", {})})
+        self._whole = SchemaCheck(schema)
+        self._max_items = array.get("maxItems")
+        self._errors: list[ValidationError] = []
+
+    def item(self, value: Any) -> None:
+        """Check one item; its errors are kept for :meth:`finish` (at most ``MAX_DETAIL_ERRORS``)."""
+        if len(self._errors) < MAX_DETAIL_ERRORS:
+            self._errors.extend(self._items.errors(value)[:MAX_DETAIL_ERRORS - len(self._errors)])
+
+    def finish(self, rest: dict[str, Any], count: int) -> None:
+        """Check the object without its array (``rest``) and the array's length, ``count`` items:
+        raise what the whole's check would (``output_error``)."""
+        if self._max_items is not None and count > self._max_items:
+            raise ToolError("resource_limit", OUTPUT_LIMIT_MESSAGE)
+        errors = self._errors + self._whole.errors({**rest, self.key: []})
+        if errors:
+            raise output_error(errors)
+
+
 def _leaf_errors(errors: list[ValidationError]) -> list[ValidationError]:
     """Descend into anyOf/oneOf so diagnostics name the real keyword and field."""
     out = []
@@ -189,5 +228,5 @@ def input_error(errors: list[ValidationError]) -> ToolError:
 
 def output_error(errors: list[ValidationError]) -> ToolError:
     if any(e.validator in LIMIT_KEYWORDS for e in _leaf_errors(errors)):
-        return ToolError("resource_limit", "tool output exceeds the advertised schema limits")
+        return ToolError("resource_limit", OUTPUT_LIMIT_MESSAGE)
     return ToolError("schema_validation", "tool output does not match the advertised schema")

@@ -8,8 +8,8 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from knowspec.impl.okf.graph.render import check_budget
-from knowspec.impl.okf.graph.nodes import concept_iri, synthetic_iri
+from knowspec.impl.okf.graph import render
+from knowspec.impl.okf.graph.nodes import Node, concept_iri, synthetic_iri, text
 from knowspec.impl.okf.graph.v02 import asset_path, resource_kind
 from knowspec.impl.okf.tools.query import get_semantic_graph
 
@@ -197,17 +197,54 @@ def test_instant_profile_types_datetimes(tmp_path):
     assert graph["urn:skosovsky:okf:graph:v0.2:projection"]["profile"] == "skosovsky/okf-v0.2-instant"
 
 
-def test_budget_checks():
+def _node(node_iri: str, **properties: str) -> Node:
+    node = Node(node_iri, "Concept")
+    for predicate, value in properties.items():
+        node.add(predicate, text(value))
+    return node
+
+
+def _refusal(nodes) -> str:
     with pytest.raises(ToolError) as err:
-        check_budget({"@graph": [{"@id": "x"}] * 100_001})
+        render.graph_utf8(nodes)
     assert err.value.code == "resource_limit"
-    with pytest.raises(ToolError) as err:
-        check_budget({"@graph": [{"@id": "x" * 8193}]})
-    assert err.value.code == "resource_limit"
-    with pytest.raises(ToolError) as err:
-        check_budget({"@graph": {}})
-    assert err.value.code == "invalid_projection"
-    check_budget({"@graph": [{"@id": "x" * 8192}]})
+    return err.value.message
+
+
+def test_an_identifier_may_take_8192_runes_and_no_more():
+    assert json.loads(render.graph_utf8([_node("x" * 8192)]))["@graph"][0]["@id"] == "x" * 8192
+    assert _refusal([_node("x" * 8193)]) == "semantic graph identifier exceeds the MCP limit"
+
+
+def test_a_projection_version_may_take_64_runes_and_no_more():
+    render.graph_utf8([_node("p", projectionVersion="v" * 64)])
+    assert _refusal([_node("p", projectionVersion="v" * 65)]) == "semantic graph projection version exceeds the MCP limit"
+
+
+def test_the_budgets_fail_in_upstreams_order_bytes_then_nodes_then_the_first_node_in_document_order(monkeypatch):
+    monkeypatch.setattr(render, "MAX_NODES", 2)
+    long_version_first = [_node("b" + "x" * 8192), _node("a", projectionVersion="v" * 65)]
+    assert _refusal(long_version_first) == "semantic graph projection version exceeds the MCP limit"
+    assert _refusal(long_version_first + [_node("c")]) == "semantic graph contains too many nodes"
+    monkeypatch.setattr(render, "MAX_RENDER_BYTES", 100)
+    assert _refusal(long_version_first + [_node("c")]) == render.BYTE_LIMIT_MESSAGE
+
+
+class _RecordingCheck:
+    def __init__(self):
+        self.items, self.finished = [], None
+
+    def item(self, value):
+        self.items.append(value["@id"])
+
+    def finish(self, rest, count):
+        self.finished = (sorted(rest), count)
+
+
+def test_every_node_passes_the_output_check_before_the_document_is_finished():
+    check = _RecordingCheck()
+    render.graph_utf8([_node("b"), _node("a")], check)
+    assert check.items == ["b", "a"] and check.finished == (["@context"], 2)
 
 
 def test_same_call_twice_is_identical(tmp_path):
@@ -316,3 +353,22 @@ def test_a_relation_type_yaml_reads_as_a_boolean_word_is_rendered(tmp_path):
         expected = render_legacy(legacy_document(load_snapshot(bundle, CallContext())))
     assert out.text == expected
     assert json.loads(out.text)["@context"]["true"] == {"@id": "okf:true", "@type": "@id"}
+
+
+def test_the_v02_nodes_come_a_concept_at_a_time_so_the_graph_is_never_all_alive(tmp_path):
+    import weakref
+
+    from knowspec.impl.okf.graph.v02 import project_nodes
+    from knowspec.impl.okf.model import load_snapshot
+    from knowspec.impl.okf.tools.cards import temporal_choice
+
+    bundle = write_bundle(tmp_path, {f"c{i:02d}.md": f"---\ntype: Note\ntitle: C{i}\n---\n" for i in range(30)})
+    temporal = temporal_choice(None, None)
+    given: list[weakref.ref] = []
+    most = 0
+    for node in project_nodes(load_snapshot(bundle, CallContext()), temporal.profile, temporal.as_of):
+        given.append(weakref.ref(node))
+        most = max(most, sum(ref() is not None for ref in given))
+        del node
+    assert len(given) == 31  # the concepts and the projection
+    assert most == 1  # each let go once the next concept is built

@@ -3,6 +3,7 @@ kept for the snapshot's revision (``impl/kept_answers.py``; issue #18 goal 4: bi
 
 from __future__ import annotations
 
+import json
 import shutil
 import zlib
 from pathlib import Path
@@ -15,9 +16,11 @@ from knowspec.impl.config import Settings
 from knowspec.impl.context import CallContext
 from knowspec.impl.kept_answers import KeptOutput
 from knowspec.impl.okf.graph import render
+from knowspec.impl.okf.graph.nodes import Node
 from knowspec.impl.okf.tools import read
 from knowspec.impl.okf.tools.read import list_concepts
 from knowspec.impl.server.pipeline import ToolRuntime
+from knowspec.impl.server.tool_results import EncodedToolResult
 from tool_args import tool_args
 
 SAMPLE = Path(__file__).resolve().parents[2] / "examples" / "okf-sample"
@@ -80,9 +83,25 @@ def test_each_temporal_choice_has_its_own_kept_answer(tools, bundle):
 def test_a_repeated_graph_decodes_no_kept_document(tools, bundle, monkeypatch):
     first = call(tools, "get_semantic_graph", bundle_path=str(bundle))
     decompressed = counting(monkeypatch, zlib, "decompress")
-    projected = counting(monkeypatch, render, "project_graph")
+    projected = counting(monkeypatch, render, "project_nodes")
     assert call(tools, "get_semantic_graph", bundle_path=str(bundle)) == first
     assert decompressed == [] and projected == []
+
+
+def test_the_first_graph_answer_goes_out_as_its_json_never_as_values(tools, bundle, monkeypatch):
+    loads = counting(monkeypatch, render.json, "loads")
+    result = anyio.run(lambda: tools.call("get_semantic_graph", {"bundle_path": str(bundle)}, None, lambda r: r,
+                                          takes_json=True))
+    assert isinstance(result, EncodedToolResult) and result.kept is not None, result
+    assert result.structured_content == {} and loads == []  # the values are left as JSON until a reader needs them
+    assert json.loads(result.kept.structured_json())["@graph"]
+
+
+def test_each_graph_node_meets_the_tools_output_schema(tools, bundle, monkeypatch):
+    real = Node.jsonld
+    monkeypatch.setattr(Node, "jsonld", lambda node: {**real(node), "projectionVersion": 2})
+    result = anyio.run(tools.call, "get_semantic_graph", {"bundle_path": str(bundle)})
+    assert result.is_error and result.structured_content["code"] == "schema_validation", result.structured_content
 
 
 def test_a_repeated_validation_checks_nothing_again_and_each_check_set_has_its_own_answer(tools, bundle, monkeypatch):

@@ -19,9 +19,9 @@ from knowspec.generated.models.okf.get_semantic_graph_input_schema import GetSem
 from knowspec.generated.models.okf.search_concepts_input_schema import SearchConceptsInput
 from knowspec.generated.models.okf.search_sections_input_schema import SearchSectionsInput
 from knowspec.impl import runtime as process
-from knowspec.impl.context import AnswerKey, CallContext, ToolOutput
+from knowspec.impl.context import CallContext, ToolOutput
 from knowspec.impl.errors import ToolError
-from knowspec.impl.kept_answers import kept_output
+from knowspec.impl.kept_answers import KeptOutput
 from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, digest_of, retried_on_file_change, size_of
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.graph import render as graph
@@ -219,15 +219,12 @@ def search_sections(args: SearchSectionsInput, ctx: CallContext) -> ToolOutput:
 @captures_released_at_end
 @retried_on_file_change
 def get_semantic_graph(args: GetSemanticGraphInput, ctx: CallContext) -> ToolOutput:
-    """Whole-bundle JSON-LD: v0.2 projection as structured content, legacy JSON-LD as text."""
+    """Whole-bundle JSON-LD: v0.2 projection as structured content, legacy JSON-LD as text.
+
+    The answer is checked against the output schema as it is made and kept as its JSON
+    (``graph.semantic_graph``): it goes out as it is, never decoded into values."""
     temporal = cards.temporal_choice(args.temporal_profile, args.as_of)
     snapshot = load_snapshot(args.bundle_path, ctx)
     snapshot.require_parseable()
-    answer_key = AnswerKey(("get_semantic_graph", snapshot.root, args.temporal_profile, args.as_of), snapshot.revision)
-    kept = kept_output(process.of(ctx), answer_key)
-    if kept is not None:
-        return kept
     ctx.check_cancelled("get semantic graph")
-    output = graph.semantic_graph(snapshot, temporal, ctx)
-    output.keep = answer_key
-    return output
+    return KeptOutput(graph.semantic_graph(snapshot, temporal, ctx))
