@@ -126,18 +126,24 @@ class SchemaCheck:
 # What an array's schema may say for its items to be checked one by one: with ``minItems``,
 # ``contains`` or ``uniqueItems`` the items would have to be seen together.
 _ITEMWISE_ARRAY_KEYWORDS = frozenset({"type", "items", "maxItems", "title", "description"})
+# What the object's schema may say besides: its ``properties`` alone reach the array (``allOf``,
+# ``if``/``then``, ``patternProperties`` and the like could constrain it from elsewhere).
+_ITEMWISE_OBJECT_KEYWORDS = frozenset({"$schema", "$id", "$defs", "title", "description", "type", "required",
+                                       "properties", "additionalProperties"})
 
 
 class ItemsCheck:
     """``SchemaCheck`` of an object, applied a piece at a time, for an answer too big to hold as
     values all at once: each item of its array ``key`` as it is made (:meth:`item`), then the rest
     of the object and the array's length (:meth:`finish`). The same verdict as checking the whole,
-    for schemas whose array says nothing about its items together (``_ITEMWISE_ARRAY_KEYWORDS``);
+    for schemas that reach the array through ``properties`` alone and whose array says nothing
+    about its items together (``_ITEMWISE_OBJECT_KEYWORDS``, ``_ITEMWISE_ARRAY_KEYWORDS``);
     refused (``ValueError``) for any other."""
 
     def __init__(self, schema: dict[str, Any], key: str):
         array = schema.get("properties", {}).get(key) if schema.get("type") == "object" else None
-        if not isinstance(array, dict) or array.get("type") != "array" or set(array) - _ITEMWISE_ARRAY_KEYWORDS:
+        if (not isinstance(array, dict) or array.get("type") != "array" or set(array) - _ITEMWISE_ARRAY_KEYWORDS
+                or set(schema) - _ITEMWISE_OBJECT_KEYWORDS):
             raise ValueError(f"the items of {key!r} cannot be checked one by one against this schema")
         root: dict[str, Any] = {name: schema[name] for name in ("$schema", "$defs") if name in schema}
         self.key = key

@@ -64,3 +64,21 @@ def test_an_array_whose_schema_speaks_of_its_items_together_is_refused(keyword):
     schema["properties"]["@graph"].update(keyword)
     with pytest.raises(ValueError):
         ItemsCheck(schema, "@graph")
+
+
+@pytest.mark.parametrize("keyword", [
+    {"allOf": [{"properties": {"@graph": {"minItems": 1}}}]},
+    {"if": {"required": ["x"]}, "then": {"properties": {"@graph": {"maxItems": 0}}}},
+    {"patternProperties": {"^@": {"maxProperties": 0}}},
+])
+def test_an_object_whose_schema_reaches_the_array_elsewhere_is_refused(keyword):
+    schema = copy.deepcopy(GRAPH)
+    schema.update(keyword)
+    with pytest.raises(ValueError):
+        ItemsCheck(schema, "@graph")
+
+
+def test_list_concepts_conditional_items_are_refused():
+    """Its profile chooses its items' date format (``if``/``then``): not a schema to take item by item."""
+    with pytest.raises(ValueError):
+        ItemsCheck(BY_NAME["list_concepts"].success_schema, "concepts")
