@@ -225,3 +225,21 @@ def test_sorted_unique_is_np_unique(values):
     expected = np.unique(array)
     got = sorted_unique(array)
     assert got.dtype == expected.dtype and got.tolist() == expected.tolist()
+
+
+@given(st.lists(st.tuples(st.integers(0, 5), TEXT), max_size=12), st.integers(1, 4))
+def test_short_texts_tokenised_a_batch_at_a_time_give_the_postings_of_one_pass(values, batch):
+    values.sort(key=lambda pair: pair[0])
+    rows, texts = [row for row, _ in values], [text.encode() for _, text in values]
+
+    def postings(per_batch: int) -> dict[bytes, list[int]]:
+        saved = tp.VALUES_PER_BATCH
+        tp.VALUES_PER_BATCH = per_batch
+        try:
+            builder = tp.PostingsBuilder()
+            builder.add_values(rows, texts)
+            return _as_map(builder.finish(6))
+        finally:
+            tp.VALUES_PER_BATCH = saved
+
+    assert postings(batch) == postings(10_000)

@@ -33,6 +33,7 @@ _VALUE_MARK = b" \xff "  # a token of its own between joined values (0xFF is nev
 # A query piece held by more tokens than this is too common to be worth their postings (a
 # letter or two): it narrows nothing, and the caller searches the texts instead.
 MAX_VOCABULARY_MATCHES = 2048
+VALUES_PER_BATCH = 512  # short texts tokenised in one pass (``PostingsBuilder.add_values``)
 
 
 def tokens(text: bytes) -> list[bytes]:
@@ -68,8 +69,14 @@ class PostingsBuilder:
         self._batches: list[tuple[np.ndarray, np.ndarray]] = []  # (token ids, rows) of add_values
 
     def add_values(self, rows: Sequence[int], values: Sequence[bytes]) -> None:
-        """The tokens of many short texts at once (``values[i]`` belongs to row ``rows[i]``), in
-        one C-level pass: the texts are joined with a marker token between them."""
+        """The tokens of many short texts (``values[i]`` belongs to row ``rows[i]``), a batch of
+        ``VALUES_PER_BATCH`` at a time in one C-level pass each (the texts joined with a marker
+        token between them): all of a bundle's descriptions at once would be one object per word
+        alive together (databricks-okf: 123,000 words, ~6 MiB of small objects)."""
+        for at in range(0, len(values), VALUES_PER_BATCH):
+            self._add_batch(rows[at:at + VALUES_PER_BATCH], values[at:at + VALUES_PER_BATCH])
+
+    def _add_batch(self, rows: Sequence[int], values: Sequence[bytes]) -> None:
         words = _VALUE_MARK.join(values).translate(_TO_SPACE).split()
         ids = np.array(list(map(self._id_of, words)), dtype=np.int64)
         is_mark = ids == self._ids[_VALUE_MARK.strip()]
