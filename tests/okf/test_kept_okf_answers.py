@@ -5,7 +5,6 @@ from __future__ import annotations
 
 import json
 import shutil
-import zlib
 from pathlib import Path
 
 import anyio
@@ -80,12 +79,18 @@ def test_each_temporal_choice_has_its_own_kept_answer(tools, bundle):
     assert call(tools, "list_concepts", bundle_path=str(bundle), as_of="2026-01-01")[0] == dated
 
 
-def test_a_repeated_graph_decodes_no_kept_document(tools, bundle, monkeypatch):
+def test_a_repeated_graph_renders_nothing_again(tools, bundle, monkeypatch):
     first = call(tools, "get_semantic_graph", bundle_path=str(bundle))
-    decompressed = counting(monkeypatch, zlib, "decompress")
+    legacy = counting(monkeypatch, render, "legacy_utf8")
     projected = counting(monkeypatch, render, "project_nodes")
     assert call(tools, "get_semantic_graph", bundle_path=str(bundle)) == first
-    assert decompressed == [] and projected == []
+    assert legacy == [] and projected == []
+
+
+def test_each_temporal_choice_has_its_own_graph_with_the_same_legacy_text(tools, bundle):
+    plain, plain_text = call(tools, "get_semantic_graph", bundle_path=str(bundle))
+    dated, dated_text = call(tools, "get_semantic_graph", bundle_path=str(bundle), as_of="2026-01-01")
+    assert dated_text == plain_text and dated != plain
 
 
 def test_the_first_graph_answer_goes_out_as_its_json_never_as_values(tools, bundle, monkeypatch):
