@@ -29,20 +29,3 @@ def test_a_remembered_resource_limit_keeps_no_traceback(runtime):
     assert builds == [1]  # remembered: the second call did not build again
     remembered = derived_cache(runtime).peek(("/kb", "sections"))
     assert isinstance(remembered, ToolError) and remembered.__traceback__ is None
-
-
-def test_list_concepts_keeps_its_text_as_utf8_and_answers_the_same_text_again(runtime, tmp_path):
-    """A title outside the BMP would make the kept str four bytes a character."""
-    from knowspec.generated.models.okf.list_concepts_input_schema import ListConceptsInput
-    from knowspec.impl.context import CallContext
-    from knowspec.impl.okf.tools.read import list_concepts
-
-    kb = tmp_path / "kb"
-    kb.mkdir()
-    (kb / "a.md").write_text('---\ntype: Note\ntitle: "Launch \U0001F680 plan"\n---\nbody\n', encoding="utf-8")
-    (kb / "b.md").write_text("---\ntype: Note\ntitle: Plain\n---\nbody\n", encoding="utf-8")
-    args = ListConceptsInput.model_validate({"bundle_path": str(kb)})
-    first = list_concepts(args, CallContext(runtime=runtime)).text
-    kept = derived_cache(runtime).peek((str(kb), "list_concepts.text"))
-    assert kept == first.encode("utf-8") and "\U0001F680" in first
-    assert list_concepts(args, CallContext(runtime=runtime)).text == first

@@ -20,7 +20,6 @@ from knowspec.impl.okf.bundle.captured_files import captures_released_at_end, re
 from knowspec.impl.okf.bundle.limits import limits_for
 from knowspec.impl.okf.concept import projection as proj
 from knowspec.impl.okf.concept.ids import canonical_id_error
-from knowspec.impl.okf.derived import per_snapshot
 from knowspec.impl.okf.model import Concept, Snapshot, load_snapshot
 from knowspec.impl.okf.read_errors import (
     ROOT_INDEX_PARSE_MESSAGE,
@@ -68,8 +67,7 @@ def concept_card(concept: Concept, profile: str, as_of, base: CardBase) -> dict[
 
 
 def _list_text(cards: list[dict[str, Any]]) -> str:
-    """list_concepts' text: the cards' id, type, title and path, which depend on the snapshot
-    alone (not on ``as_of`` or the profile), so it is rendered once per revision."""
+    """list_concepts' text: the cards' id, type, title and path."""
     return _compact({"concepts": [{k: c[k] for k in ("id", "type", "title", "path")} for c in cards]})
 
 
@@ -103,10 +101,7 @@ def list_concepts(args: ListConceptsInput, ctx: CallContext) -> ToolOutput:
         "as_of": as_of.echo if as_of else None,
         "concepts": cards,
     }
-    # Kept as UTF-8 between calls: one title outside the BMP makes the whole str four bytes a
-    # character (databricks-okf: 4.1 MB, not 1.0), and decoding costs ~3 ms a call.
-    text = per_snapshot(snapshot, "list_concepts.text",
-                        lambda: _list_text(cards).encode("utf-8", "surrogatepass")).decode("utf-8", "surrogatepass")
+    text = _list_text(cards)  # kept with the answer (``keep``): not kept apart from it
     if len(text) > MAX_OUTPUT_BYTES:
         raise ToolError("resource_limit", "tool output exceeds MCP resource limits")
     return ToolOutput(structured, text, keep=answer_key)
