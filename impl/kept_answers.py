@@ -9,7 +9,10 @@ first (:func:`kept_output`); on a miss it answers as usual and names the key
 the answer passed its output schema. A kept answer is therefore always one that was validated.
 Both are held as the JSON the transports write, LZ4-compressed (a few MiB of JSON compress
 several times; decompressing is a few milliseconds), so a kept answer is neither decoded nor
-encoded again on its way out (``server/parked_answers``).
+encoded again on its way out (``server/parked_answers``). get_semantic_graph's answer is too big
+to hold as values even once: its handler checks it node by node against the output schema as it
+writes it (``CallContext.output_items_check``) and keeps the ``KeptAnswer`` with its snapshot's
+derived values.
 
 A refusal that is as much a function of the key is kept too (:func:`keep_refusal`): a strict
 validation of databricks-okf checks for 1.5 s and then refuses (``resource_limit``, over 10,000
