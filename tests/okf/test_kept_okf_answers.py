@@ -63,6 +63,13 @@ def test_a_repeated_list_concepts_builds_no_card(tools, bundle, monkeypatch):
     assert cards == []
 
 
+def test_a_title_past_the_bmp_is_answered_alike_first_and_from_the_kept_answer(tools, bundle):
+    (bundle / "launch.md").write_text('---\ntype: Note\ntitle: "Launch \U0001F680 plan"\n---\nbody\n', encoding="utf-8")
+    first = call(tools, "list_concepts", bundle_path=str(bundle))
+    assert "Launch \U0001F680 plan" in first[1]
+    assert call(tools, "list_concepts", bundle_path=str(bundle)) == first
+
+
 def test_a_changed_bundle_is_answered_anew(tools, bundle):
     before, _ = call(tools, "list_concepts", bundle_path=str(bundle))
     path = bundle / "glossary.md"
