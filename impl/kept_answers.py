@@ -29,6 +29,7 @@ import lz4.block
 from knowspec.impl import runtime as process
 from knowspec.impl.context import AnswerKey, ToolOutput
 from knowspec.impl.errors import ToolError
+from knowspec.impl.rules.sliced_json import json_pieces
 
 MAX_KEPT_ANSWERS = 16  # answers kept, all tools and roots together (least recently used out)
 MAX_KEPT_REFUSALS = 16
@@ -48,8 +49,10 @@ class KeptAnswer:
     @classmethod
     def of(cls, text: str, structured_json: bytes) -> KeptAnswer:
         """The answer of ``text`` and the structured content's JSON; ``UnicodeEncodeError`` for a
-        text UTF-8 cannot carry (a lone surrogate)."""
-        return cls(json_string_utf8(text), structured_json)
+        text UTF-8 cannot carry (a lone surrogate). The text is encoded a slice at a time, never
+        as one more ``str`` (four bytes a character as soon as one lies outside the BMP:
+        databricks-okf's legacy graph text would take 25 MB, twice over, for 6 MB of UTF-8)."""
+        return cls(b"".join(piece.encode("utf-8") for piece in json_pieces(text)), structured_json)
 
     def text_json(self) -> bytes:
         """The text as a JSON string literal (UTF-8)."""
@@ -69,18 +72,6 @@ class KeptAnswer:
 
     def nbytes(self) -> int:
         return len(self._text_json) + len(self._structured_json)
-
-
-TEXT_SLICE = 1 << 20  # characters
-
-
-def json_string_utf8(text: str) -> bytes:
-    """``json.dumps(text, ensure_ascii=False)`` as UTF-8, encoded a slice at a time: the whole
-    text escaped as one more ``str`` would be four bytes a character as soon as one lies outside
-    the BMP (databricks-okf's legacy graph text: 25 MB, twice over, for 6 MB of UTF-8). JSON
-    escapes each character alone, so the slices' escapes join into the whole's."""
-    return b'"' + b"".join(json.dumps(text[at:at + TEXT_SLICE], ensure_ascii=False)[1:-1].encode("utf-8")
-                           for at in range(0, len(text), TEXT_SLICE)) + b'"'
 
 
 def _kept(runtime: process.Runtime) -> process.Cache:

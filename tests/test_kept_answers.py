@@ -1,25 +1,10 @@
-"""A kept answer's text is the JSON string ``json.dumps`` writes, encoded a slice at a time."""
+"""A kept answer holds its text as the JSON string ``json.dumps`` writes (``sliced_json``)."""
 
 from __future__ import annotations
 
-import json
-
 import pytest
-from hypothesis import given
-from hypothesis import strategies as st
 
-from knowspec.impl import kept_answers
-from knowspec.impl.kept_answers import KeptAnswer, json_string_utf8
-
-
-@given(st.text(alphabet=st.characters(blacklist_categories=("Cs",))))
-def test_the_text_is_json_dumps_encoded_whatever_its_slices(text):
-    saved = kept_answers.TEXT_SLICE
-    kept_answers.TEXT_SLICE = 3  # slices cut between escapes and between characters past the BMP
-    try:
-        assert json_string_utf8(text) == json.dumps(text, ensure_ascii=False).encode("utf-8")
-    finally:
-        kept_answers.TEXT_SLICE = saved
+from knowspec.impl.kept_answers import KeptAnswer
 
 
 def test_a_text_with_a_lone_surrogate_is_refused():

@@ -37,7 +37,7 @@ import pydantic_core
 from mcp_types.version import MODERN_PROTOCOL_VERSIONS
 
 from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
-from knowspec.impl.server.sliced_json import json_pieces
+from knowspec.impl.rules.sliced_json import json_pieces
 from knowspec.impl.server.tool_results import EncodedToolResult
 
 if TYPE_CHECKING:  # the HTTP writer's; a stdio server never loads the HTTP stack

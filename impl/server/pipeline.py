@@ -25,7 +25,7 @@ from knowspec.impl.context import CallContext, Caller, ToolOutput
 from knowspec.impl.errors import ToolError, not_implemented
 from knowspec.impl.kept_answers import KeptAnswer, KeptOutput, keep_answer
 from knowspec.impl.server.arguments import walk_arguments
-from knowspec.impl.server.sliced_json import json_pieces
+from knowspec.impl.rules.sliced_json import json_pieces
 from knowspec.impl.server.tool_results import (error_result, fallback_text, kept_result, materialized, success_result,
                                                wrapped_json_text)
 from knowspec.impl.server.native_memory import HeapTrimmer

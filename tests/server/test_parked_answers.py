@@ -23,7 +23,8 @@ from starlette.testclient import TestClient
 
 from knowspec.impl.config import Settings
 from knowspec.impl.context import ToolOutput
-from knowspec.impl.server import mcp_server, sliced_json
+from knowspec.impl.rules import sliced_json
+from knowspec.impl.server import mcp_server
 from knowspec.impl.server.http_app import build_app
 from knowspec.impl.server.native_memory import TRIM_AFTER_ANSWER_BYTES
 from knowspec.impl.server.caller_load import AnswerBytesPerCaller
