@@ -224,7 +224,7 @@ class ToolRuntime:
                     release: _ThreadRelease | None) -> Any:
         ctx = CallContext(caller=caller or Caller(), settings=self.settings, cancel_event=threading.Event(),
                           runtime=self.process,
-                          output_items_check=lambda key: ItemsCheck(entry.success_schema, key))
+                          output_items_check=lambda key: ItemsCheck(self._output_check(entry), key))
         given: Callable[[types.CallToolResult], Any] = finish if finish is not None else _unchanged
         finished = given if takes_json else (lambda result: given(materialized(result)))
         try:

@@ -133,14 +133,15 @@ _ITEMWISE_OBJECT_KEYWORDS = frozenset({"$schema", "$id", "$defs", "title", "desc
 
 
 class ItemsCheck:
-    """``SchemaCheck`` of an object, applied a piece at a time, for an answer too big to hold as
-    values all at once: each item of its array ``key`` as it is made (:meth:`item`), then the rest
-    of the object and the array's length (:meth:`finish`). The same verdict as checking the whole,
-    for schemas that reach the array through ``properties`` alone and whose array says nothing
-    about its items together (``_ITEMWISE_OBJECT_KEYWORDS``, ``_ITEMWISE_ARRAY_KEYWORDS``);
+    """The ``whole`` answer's ``SchemaCheck``, applied a piece at a time, for an answer too big to
+    hold as values all at once: each item of its array ``key`` as it is made (:meth:`item`), then
+    the rest of the object and the array's length (:meth:`finish`). The same verdict as checking
+    the whole, for schemas that reach the array through ``properties`` alone and whose array says
+    nothing about its items together (``_ITEMWISE_OBJECT_KEYWORDS``, ``_ITEMWISE_ARRAY_KEYWORDS``);
     refused (``ValueError``) for any other."""
 
-    def __init__(self, schema: dict[str, Any], key: str):
+    def __init__(self, whole: SchemaCheck, key: str):
+        schema = whole.schema
         array = schema.get("properties", {}).get(key) if schema.get("type") == "object" else None
         if (not isinstance(array, dict) or array.get("type") != "array" or set(array) - _ITEMWISE_ARRAY_KEYWORDS
                 or set(schema) - _ITEMWISE_OBJECT_KEYWORDS):
@@ -148,7 +149,7 @@ class ItemsCheck:
         root: dict[str, Any] = {name: schema[name] for name in ("$schema", "$defs") if name in schema}
         self.key = key
         self._items = SchemaCheck({**root, **array.get("items", {})})
-        self._whole = SchemaCheck(schema)
+        self._whole = whole
         self._max_items = array.get("maxItems")
         self._errors: list[ValidationError] = []
 

@@ -42,7 +42,7 @@ def _verdict_whole(schema: dict, document: dict) -> str | None:
 
 
 def _verdict_by_items(schema: dict, document: dict) -> str | None:
-    check = ItemsCheck(schema, "@graph")
+    check = ItemsCheck(SchemaCheck(schema), "@graph")
     for item in document["@graph"]:
         check.item(item)
     try:
@@ -63,7 +63,7 @@ def test_an_array_whose_schema_speaks_of_its_items_together_is_refused(keyword):
     schema = copy.deepcopy(GRAPH)
     schema["properties"]["@graph"].update(keyword)
     with pytest.raises(ValueError):
-        ItemsCheck(schema, "@graph")
+        ItemsCheck(SchemaCheck(schema), "@graph")
 
 
 @pytest.mark.parametrize("keyword", [
@@ -75,10 +75,10 @@ def test_an_object_whose_schema_reaches_the_array_elsewhere_is_refused(keyword):
     schema = copy.deepcopy(GRAPH)
     schema.update(keyword)
     with pytest.raises(ValueError):
-        ItemsCheck(schema, "@graph")
+        ItemsCheck(SchemaCheck(schema), "@graph")
 
 
 def test_list_concepts_conditional_items_are_refused():
     """Its profile chooses its items' date format (``if``/``then``): not a schema to take item by item."""
     with pytest.raises(ValueError):
-        ItemsCheck(BY_NAME["list_concepts"].success_schema, "concepts")
+        ItemsCheck(SchemaCheck(BY_NAME["list_concepts"].success_schema), "concepts")
