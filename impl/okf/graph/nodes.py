@@ -157,13 +157,6 @@ class Graph:
             self.nodes[node_iri] = found
         return found
 
-    def ordered(self) -> list[Node]:
-        """The nodes in document order (by IRI, as UTF-8 bytes)."""
-        return sorted(self.nodes.values(), key=lambda n: n.iri.encode("utf-8", "surrogatepass"))
-
-    def jsonld(self) -> dict[str, Any]:
-        return {"@context": jsonld_context(), "@graph": [n.jsonld() for n in self.ordered()]}
-
 
 def jsonld_context() -> dict[str, Any]:
     """The document's ``@context``."""

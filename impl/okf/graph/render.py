@@ -83,12 +83,10 @@ def graph_utf8(nodes: Iterable[Node], check: ItemwiseCheck | None = None) -> byt
         texts += dumps(document)
         text_ends.append(len(texts))
     count = len(iri_ends)
-
-    def iri(i: int) -> bytes:
-        return bytes(iris[iri_ends[i - 1] if i else 0:iri_ends[i]])
-
+    iri = memoryview(iris)
     # document order: by IRI, as UTF-8; no two nodes share one
-    order = sorted(range(count), key=iri)
+    order = sorted(range(count), key=lambda i: iri[iri_ends[i - 1] if i else 0:iri_ends[i]].tobytes())
+    iri.release()
     del iris
     context = jsonld_context()
     encoded = bytearray(b'{"@context":' + dumps(context) + b',"@graph":[')
