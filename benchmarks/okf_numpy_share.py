@@ -33,6 +33,7 @@ import sys
 import time
 from array import array
 from collections import defaultdict, deque
+from functools import cache
 from itertools import count, repeat
 from pathlib import Path
 from typing import Any, Callable
@@ -82,7 +83,8 @@ async def server_rss(bundle: Path, skip: frozenset[str]) -> dict[str, Any]:
 
 
 def folded_bodies(bundle: Path) -> list[bytes]:
-    """Each concept file's bytes, lowered (the index folds ASCII bodies so): the build's input."""
+    """Each concept file's bytes, lowered as the index folds an ASCII body (frontmatter included:
+    a little more text than the index reads, the same for both sides of each comparison)."""
     return [p.read_bytes().lower() for p in sorted(bundle.rglob("*.md")) if p.name not in ("index.md", "log.md")]
 
 
@@ -96,6 +98,7 @@ def best_of_two(work: Callable[[], Any]) -> float:
 
 
 def numpy_postings(bodies: list[bytes]) -> Any:
+    """The index's own build of the body postings (``PostingsBuilder``, with its trigram lists)."""
     from knowspec.impl.okf.search.token_postings import PostingsBuilder, tokens
 
     builder = PostingsBuilder()
@@ -137,11 +140,13 @@ def probe_postings_map(bodies: list[bytes]) -> dict[bytes, list[int]]:
 
 
 def numpy_signatures(bodies: list[bytes]) -> Any:
+    """The index's own signing of the bodies (``boundary_signatures.sign``)."""
     from knowspec.impl.okf.search import boundary_signatures
 
     return boundary_signatures.sign(bodies)
 
 
+@cache
 def _gram_patterns() -> tuple[re.Pattern[bytes], re.Pattern[bytes]]:
     from knowspec.impl.okf.search.token_postings import SEPARATORS
 
