@@ -79,6 +79,14 @@ def _members(members: Any, is_object: bool, ensure_ascii: bool) -> Iterator[str]
             started = True
         batch, batch_weight = [], 0
 
+    def add(light: list[Any], heft: int) -> Iterator[str]:
+        """Batch light members; encode the batch once it outweighs a piece."""
+        nonlocal batch_weight
+        batch.extend(light)
+        batch_weight += heft
+        if batch_weight > PIECE_WEIGHT:
+            yield from flush()
+
     members = list(members)
     for start in range(0, len(members), GROUP):
         group = members[start:start + GROUP]
@@ -88,18 +96,12 @@ def _members(members: Any, is_object: bool, ensure_ascii: bool) -> Iterator[str]
         # are light too, since each weighs less than all of them.
         heft = weight([value for _, value in group] if is_object else group, PIECE_WEIGHT)
         if heft <= PIECE_WEIGHT:
-            batch.extend(group)
-            batch_weight += heft
-            if batch_weight > PIECE_WEIGHT:
-                yield from flush()
+            yield from add(group, heft)
             continue
         for member in group:
             heft = weight(member[1] if is_object else member, PIECE_WEIGHT)
             if heft <= PIECE_WEIGHT:
-                batch.append(member)
-                batch_weight += heft
-                if batch_weight > PIECE_WEIGHT:
-                    yield from flush()
+                yield from add([member], heft)
                 continue
             yield from flush()
             yield ("," if started else "") + (_dumps(member[0]) + ":" if is_object else "")

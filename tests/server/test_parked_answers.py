@@ -53,6 +53,19 @@ def test_sliced_json_is_the_same_text_as_one_dumps(value, ensure_ascii):
         sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE = saved
 
 
+@hypothesis_settings(deadline=None)
+@given(json_values, st.booleans())
+def test_sliced_json_batching_light_groups_is_the_same_text_as_one_dumps(value, ensure_ascii):
+    """Groups of two members, so light groups are batched whole, not only member by member."""
+    expected = json.dumps(value, ensure_ascii=ensure_ascii, separators=(",", ":"))
+    saved = sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE, sliced_json.GROUP
+    sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE, sliced_json.GROUP = 6, 4, 2
+    try:
+        assert "".join(sliced_json.json_pieces(value, ensure_ascii)) == expected
+    finally:
+        sliced_json.PIECE_WEIGHT, sliced_json.STRING_SLICE, sliced_json.GROUP = saved
+
+
 def _reference_weight(value) -> int:
     """What ``sliced_json.weight`` counts, written plainly: every value, plus all strings' length / 64."""
     def walk(v) -> tuple[int, int]:
