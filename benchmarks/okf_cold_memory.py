@@ -14,12 +14,13 @@ Writes benchmarks/results/okf_cold_memory.json. One run measures, side by side:
   (list_concepts, read_concept, search_concepts, search_sections, get_neighbors,
   validate_bundle, get_semantic_graph) ran on the bundle; bound 3x the bundle's bytes;
 - the libraries' floor: a fresh server's RSS after the same tools on the shipped sample bundle
-  (a few KiB): the imports, the extension libraries the tools load (numpy for the search
-  index, the schema validator's code, the parsers) and the caches' fixed part. What the bundle
+  (a few KiB): the imports, the extension libraries the tools load (the schema validator's
+  code, the parsers; numpy only ever in the search index's helper process) and the caches'
+  fixed part. What the bundle
   itself costs is the figure minus this floor (``data_share``, reported beside goal 6);
 - beside goal 6, not in it: the RSS after one more search_concepts, a two-word query, which
-  makes the index sign every body (``boundary_signatures``: 512 bytes a concept), a structure
-  the goal's one-word search never builds.
+  has the index's helper process sign every body (``boundary_signatures``: 512 bytes a concept
+  kept), a structure the goal's one-word search never builds.
 
 The load average is recorded at start and end: the machine is shared, ratios measured in the
 same run are the figures to trust.
@@ -30,8 +31,8 @@ before get_semantic_graph, same code): which worker thread serves a call, hence 
 arena and which objects land where, changes what stays resident (session 28: after search_concepts a
 round lands at 118-120 or at 124 MiB; with one malloc arena every round was low, but the vector
 path's threads then contend for it). Every round's figures are kept (``rounds``), with the mapped
-files' resident pages per library (``rss_file_by_library_mib``): numpy's, say, are memory the
-OKF model does not choose.
+files' resident pages per library (``rss_file_by_library_mib``): the schema validator's, say, are
+memory the OKF model does not choose.
 """
 
 from __future__ import annotations

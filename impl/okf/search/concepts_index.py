@@ -9,33 +9,37 @@ substring containment, best field wins. The speed-ups, none of which changes an 
   proportional to the concepts;
 - a query with separators takes the rows holding each of its pieces where it stands; candidate
   bodies are narrowed by their signatures of separator-centred trigrams and 5-grams
-  (:mod:`boundary_signatures`: which words are side by side) and each is decompressed and searched in C; a
+  (:mod:`boundary_signatures`: which words are side by side, made by a helper process at the first
+  such query) and each is decompressed and searched in C; a
   short field checks its few candidates one by one, else one ``bytes.find`` loop over the field's
   values joined into one UTF-8 blob with NUL separators visits only real matches (a query
   containing NUL falls back to the per-concept scan);
+- sets of rows are bitmaps (:mod:`row_bitmaps`): a field's hits, the rows a better field took,
+  the candidates left, each one C-level pass over a word per 64 rows, whatever the hits;
 - only the hits the page shows are put in order (row numbers, which follow the ID order).
 
 Substring search on UTF-8 bytes is exact for code-point substrings (UTF-8 is self-synchronising),
 and folded bodies are stored as UTF-8 bytes (a wide Python string takes 2-4 bytes a character),
 LZ4-compressed (:mod:`folded_bodies`, which says why they are kept at all).
 
-:func:`index_for_snapshot` builds the index of a snapshot incrementally: rows of concepts that
-are the very same objects as in the root's previous index (same bytes, hence same derivation)
-are copied and their postings renumbered; only new or changed concepts are folded and tokenised.
+:func:`index_for_snapshot` builds the index of a snapshot from the root's previous one: rows of
+concepts that are the very same objects as there (same bytes, hence same derivation) keep their
+folded fields and stored bodies; only new or changed concepts are folded. The postings are built
+for every row, by a helper process for a large index (:mod:`index_helper`, which keeps numpy and
+the build's temporaries out of the server), in Python for a small one.
 """
 
 from __future__ import annotations
 
 import bisect
+import threading
 from array import array
-from itertools import accumulate, compress, repeat
-from dataclasses import dataclass
-from typing import Any, Callable, Sequence
-
-import numpy as np
+from itertools import accumulate, compress, islice, repeat
+from dataclasses import dataclass, field
+from typing import Any, Callable, Iterable, Sequence
 
 from knowspec.impl import runtime as process
-from knowspec.impl.okf.search import boundary_signatures, folded_bodies
+from knowspec.impl.okf.search import boundary_signatures, folded_bodies, index_helper, row_bitmaps
 from knowspec.impl.okf.search.concepts import FIELD_RANKS, SearchableConcept, SearchResult
 from knowspec.impl.okf.search.folded_bodies import FoldedBodies
 from knowspec.impl.okf.search.token_postings import PostingsBuilder, TokenPostings, tokens
@@ -47,26 +51,35 @@ _SEP = b"\x00"
 # A short field's candidate rows are checked one by one when at most 1/FEW_CANDIDATES of the
 # rows; more, and one scan of the field's blob is cheaper.
 FEW_CANDIDATES = 16
+# An index of this many rows has its postings built by the helper process: starting it (0.1-0.2 s,
+# on the other core while the bodies are folded) then costs less than the pure-Python build saves.
+HELPER_MIN_ROWS = 1000
+BODIES_PER_MESSAGE = 256  # bodies sent to the helper at a time
 
 
-@dataclass
+@dataclass(slots=True)
 class _Blob:
     """Values of one field kind joined by NUL; ``owners[i]`` is the concept of value ``i``.
     Positions and owners are machine integers (``array``): 8 bytes an entry, not a list slot
     and an int object (databricks-okf: 33,600 values)."""
 
-    data: bytes
-    starts: array
-    owners: array
+    data: bytes = b""
+    starts: array = field(default_factory=lambda: array("q"))
+    owners: array = field(default_factory=lambda: array("q"))
 
     @classmethod
     def of(cls, values: Sequence[tuple[int, bytes]]) -> "_Blob":
-        owners = array("q", [owner for owner, _ in values])
+        return cls().fill(values)
+
+    def fill(self, values: Sequence[tuple[int, bytes]]) -> "_Blob":
+        """This (empty) blob made that of ``values``."""
+        self.owners.extend(owner for owner, _ in values)
         texts = [value for _, value in values]
         # each value starts one byte (the NUL) past the end of the one before
-        starts = array("q", accumulate(map(len, texts), lambda pos, size: pos + size + 1, initial=0))
-        starts.pop()
-        return cls(_SEP.join(texts), starts, owners)
+        self.starts.extend(accumulate(map(len, texts), lambda pos, size: pos + size + 1, initial=0))
+        self.starts.pop()
+        self.data = _SEP.join(texts)
+        return self
 
     def value(self, i: int) -> bytes:
         """Value ``i`` (without its NUL)."""
@@ -90,13 +103,12 @@ class _Blob:
         return found
 
 
-def _places(owners: array, n_rows: int) -> array:
-    """Per row, the index of its value among ``owners`` (at most one each), else -1."""
-    places = np.full(n_rows, -1, dtype=np.int64)
-    places[np.frombuffer(owners, dtype=np.int64)] = np.arange(len(owners), dtype=np.int64)
-    out = array("q")
-    out.frombytes(places.tobytes())
-    return out
+def _fill_places(places: array, owners: array, n_rows: int) -> None:
+    """``places`` (empty) made, per row, the index of its value among ``owners`` (at most one
+    each), else -1."""
+    places.extend(repeat(-1, n_rows))
+    for at, owner in enumerate(owners):
+        places[owner] = at
 
 
 def _small(f: SearchableConcept) -> tuple[bytes, bytes, bytes, tuple[bytes, ...]]:
@@ -134,64 +146,101 @@ def _stored_body(folded: str) -> bytes:
     return folded.encode("utf-8", "surrogatepass")
 
 
-def _add_short_fields(builders: list[PostingsBuilder], rows: list[int], small: list) -> None:
-    """Give each short field's builder the values of ``rows`` (``small[i]`` is row ``rows[i]``'s)."""
-    for place, builder in enumerate(builders[:-1]):
-        if _FIELDS[place] == "tags":
-            tagged = [(row, tag) for row, fields in zip(rows, small) for tag in fields[place]]
-            builder.add_values([row for row, _ in tagged], [tag for _, tag in tagged])
-        else:
-            builder.add_values(rows, [fields[place] for fields in small])
-
-
 class ConceptSearchIndex:
     """Folded fields of every concept of one snapshot, ready for repeated queries."""
 
-    def __init__(self, entries: Sequence[tuple[str, SearchableConcept]]) -> None:
-        small = [_small(f) for _, f in entries]
-        bodies = [_stored_body(f.body) for _, f in entries]
-        builders = [PostingsBuilder() for _ in _FIELDS]
-        _add_short_fields(builders, list(range(len(entries))), small)
-        for row, body in enumerate(bodies):
-            builders[-1].add(row, set(tokens(body)))  # a body repeats its words: once each
-        postings = [builder.finish(len(entries)) for builder in builders]
-        self._assemble([cid for cid, _ in entries], small, FoldedBodies.of(bodies, on_disk=_bodies_on_disk()),
-                       postings, None, [])
+    def __init__(self, entries: Sequence[tuple[str, SearchableConcept]],
+                 check_cancelled: Callable[[], None] = lambda: None) -> None:
+        self._hold(len(entries))
+        stored = [folded_bodies.compress(_stored_body(f.body)) for _, f in entries]
+        helper = _postings_helper(len(entries))
+        try:
+            unsent = _BodiesToSend(helper)
+            for row, body in enumerate(stored):
+                unsent.send(row, body)
+            unsent.flush()
+            self._fill([cid for cid, _ in entries], [_small(f) for _, f in entries], stored, None, [], helper,
+                       check_cancelled)
+        finally:
+            if helper is not None:
+                helper.stop()
 
     @classmethod
-    def _of_rows(cls, ids, small, bodies, postings, boundaries, concepts) -> "ConceptSearchIndex":
+    def _empty(cls, n_rows: int) -> "ConceptSearchIndex":
         index = cls.__new__(cls)
-        index._assemble(ids, small, bodies, postings, boundaries, concepts)
+        index._hold(n_rows)
         return index
 
-    def _assemble(self, ids: list[str], small: list, bodies: FoldedBodies, postings: list[TokenPostings],
-                  boundaries: np.ndarray | None, concepts: list) -> None:
-        self.ids = ids
+    def _hold(self, n_rows: int) -> None:
+        """Make every object the index keeps, empty, before the build's temporaries exist: one
+        born among them would keep their allocator pools resident once they are freed
+        (databricks-okf's index, built in process, left 8 MiB more behind without this)."""
+        self.ids: list[str] = []
+        self.concepts: list = []  # the source Concept objects (for incremental rebuilds)
         # Hits are ordered by field rank, then ID byte-wise: with the rows in that ID order (a
         # snapshot's concepts are), sorting row numbers is sorting IDs; else ``position`` maps
         # a row to its place in that order.
-        keys = [byte_key(cid) for cid in ids]
-        in_order = all(a < b for a, b in zip(keys, keys[1:]))
-        self.position: np.ndarray | None = None
-        if not in_order:
-            self.position = np.empty(len(ids), dtype=np.intp)
-            self.position[sorted(range(len(ids)), key=keys.__getitem__)] = np.arange(len(ids))
-        self.bodies = bodies  # per row its folded body (UTF-8 bytes, kept compressed)
-        self.postings = postings  # per field kind, in ``_FIELDS`` order
-        # per body: its separator-centred grams (boundary_signatures), or None until a query
-        # first needs them (:attr:`boundaries`)
-        self._boundaries = boundaries
-        self.concepts = concepts  # the source Concept objects (for incremental rebuilds)
+        self.position: array | None = None
+        self.bodies = FoldedBodies.empty(on_disk=_bodies_on_disk())  # per row its folded body, compressed
+        # the bodies' signatures by column (boundary_signatures), or None until a query first
+        # needs them (:meth:`signatures`)
+        self._boundaries: bytes | None = None
+        self._signing = threading.Lock()
+        self._signing_failed = False
         # The short fields live in these blobs alone (not also as a tuple of values per row:
         # databricks-okf, 2.9 MiB); ``row_fields`` cuts a row's values out of them.
-        self.fields = {
-            "id": _Blob.of([(i, row[0]) for i, row in enumerate(small)]),
-            "title": _Blob.of([(i, row[1]) for i, row in enumerate(small) if row[1]]),
-            "description": _Blob.of([(i, row[2]) for i, row in enumerate(small) if row[2]]),
-            "tags": _Blob.of([(i, t) for i, row in enumerate(small) for t in row[3]]),
-        }
+        self.fields = {name: _Blob() for name in _FIELDS[:-1]}
         # per row, the place of its title / description in their blob (-1: empty)
-        self._value_at = {name: _places(self.fields[name].owners, len(ids)) for name in ("title", "description")}
+        self._value_at = {name: array("q") for name in ("title", "description")}
+        self.postings = [TokenPostings.empty(n_rows) for _ in _FIELDS]  # per field kind, in ``_FIELDS`` order
+
+    def _fill(self, ids: list[str], small: list, stored_bodies: Sequence[bytes | memoryview], boundaries: bytes | None,
+              concepts: list, helper: index_helper.Helper | None, check_cancelled: Callable[[], None]) -> None:
+        """Put the rows into the objects :meth:`_hold` made, then build the postings (the bodies
+        were sent to ``helper``, if any, as they came)."""
+        self.ids.extend(ids)
+        self.concepts.extend(concepts)
+        keys = [byte_key(cid) for cid in ids]
+        if not all(a < b for a, b in zip(keys, keys[1:])):
+            self.position = array("q", bytes(8 * len(ids)))
+            for place, row in enumerate(sorted(range(len(ids)), key=keys.__getitem__)):
+                self.position[row] = place
+        self.bodies.fill(stored_bodies)
+        self._boundaries = boundaries
+        self.fields["id"].fill([(i, row[0]) for i, row in enumerate(small)])
+        self.fields["title"].fill([(i, row[1]) for i, row in enumerate(small) if row[1]])
+        self.fields["description"].fill([(i, row[2]) for i, row in enumerate(small) if row[2]])
+        self.fields["tags"].fill([(i, t) for i, row in enumerate(small) for t in row[3]])
+        for name, places in self._value_at.items():
+            _fill_places(places, self.fields[name].owners, len(ids))
+        del small, stored_bodies
+        self._build_postings(helper, check_cancelled)
+
+    def _build_postings(self, helper: index_helper.Helper | None, check_cancelled: Callable[[], None]) -> None:
+        """Every field's postings: made by the helper process (numpy), where one was started and
+        did its job; else here, in Python."""
+        if helper is not None:
+            helper.send(("fields", [self._field_payload(name) for name in _FIELDS[:-1]]))
+            built = helper.result(check_cancelled)
+            if built is not None:
+                for postings, buffers in zip(self.postings, built):
+                    postings.fill_buffers(buffers)
+                return
+        for place, name in enumerate(_FIELDS[:-1]):
+            blob = self.fields[name]
+            builder = PostingsBuilder(len(self.ids), self.postings[place])
+            builder.add_values(blob.owners, [blob.value(i) for i in range(len(blob.owners))])
+            builder.finish()
+        builder = PostingsBuilder(len(self.ids), self.postings[-1])
+        for row, body in enumerate(self.bodies):
+            if row % 256 == 0:
+                check_cancelled()
+            builder.add(row, tokens(body))
+        builder.finish()
+
+    def _field_payload(self, name: str) -> dict[str, bytes]:
+        blob = self.fields[name]
+        return {"data": blob.data, "starts": blob.starts.tobytes(), "owners": blob.owners.tobytes()}
 
     def field_value(self, place: int, row: int) -> bytes:
         """Row ``row``'s folded id, title or description (``place`` in ``_FIELDS``; b"" when empty)."""
@@ -206,15 +255,22 @@ class ConceptSearchIndex:
         return (self.field_value(0, row), self.field_value(1, row), self.field_value(2, row),
                 self.fields["tags"].values_of(row))
 
+    def signatures(self, check_cancelled: Callable[[], None] = lambda: None) -> bytes | None:
+        """The bodies' signatures by column, made at the first query that narrows candidate
+        bodies with them (one with a separator): a single-word query never needs them, so a cold
+        first search does not pay for them. None where no helper could make them (the candidates
+        are then all verified)."""
+        with self._signing:
+            if self._boundaries is None and not self._signing_failed and self.ids:
+                bodies = self.bodies
+                payload = {"bodies": index_helper.bodies_payload(bodies.offsets, bodies.fileno(), bodies.in_memory())}
+                self._boundaries = index_helper.run("sign", payload, check_cancelled)
+                self._signing_failed = self._boundaries is None
+            return self._boundaries
+
     @property
-    def boundaries(self) -> np.ndarray:
-        """The bodies' signatures, made at the first query that narrows candidate bodies with
-        them (one with a separator): a single-word query never reads them, so a cold first
-        search does not pay for them. Two threads may both make them: the same array."""
-        boundaries = self._boundaries
-        if boundaries is None:
-            boundaries = self._boundaries = boundary_signatures.sign(self.bodies)
-        return boundaries
+    def boundaries(self) -> bytes | None:
+        return self.signatures()
 
     def boundaries_made(self) -> bool:
         return self._boundaries is not None
@@ -231,7 +287,7 @@ class ConceptSearchIndex:
         blobs += sum(places.itemsize * len(places) for places in self._value_at.values())
         boundaries = self._boundaries
         return {"body_postings": self.postings[-1].nbytes(),
-                "body_boundaries": 0 if boundaries is None else boundaries.nbytes,
+                "body_boundaries": 0 if boundaries is None else len(boundaries),
                 "field_postings": sum(p.nbytes() for p in self.postings[:-1]),
                 "bodies": self.bodies.nbytes(), "fields": blobs}
 
@@ -239,63 +295,67 @@ class ConceptSearchIndex:
         needle = folded_query.encode("utf-8", "surrogatepass")
         if _SEP in needle:
             return self._scan(folded_query, needle, limit, check_cancelled)
-        # field[row]: the best field matched so far (0 none, else 1 + its place in _FIELDS)
-        field = np.zeros(len(self.ids), dtype=np.int8)
-        for place, name in reversed(list(enumerate(_FIELDS[:-1]))):  # better fields overwrite
+        hits = []  # per field kind, the rows it is the best matching field of (bitmaps)
+        taken = 0  # rows a better field matched
+        for place, name in enumerate(_FIELDS[:-1]):
             candidates = self.postings[place].candidates(needle)
             if candidates.exact:
-                field[candidates.rows] = place + 1
-            elif candidates.rows is not None and len(candidates.rows) <= len(self.ids) // FEW_CANDIDATES:
-                field[self._short_field_holding(place, candidates.rows, needle)] = place + 1
+                matched = candidates.rows or 0
+            elif candidates.rows is not None and candidates.rows.bit_count() <= len(self.ids) // FEW_CANDIDATES:
+                matched = row_bitmaps.of_rows(self._short_field_holding(place, candidates.rows, needle), len(self.ids))
             else:  # one C-level search of the field's blob
-                owners = self.fields[name].owners_matching(needle)
-                if owners:
-                    field[np.fromiter(owners, dtype=np.intp, count=len(owners))] = place + 1
+                matched = row_bitmaps.of_rows(self.fields[name].owners_matching(needle), len(self.ids))
+            hits.append(matched & ~taken)
+            taken |= matched
             check_cancelled()
-        self._mark_body(field, needle, check_cancelled)
-        return self._page(field, limit)
+        hits.append(self._body_hits(taken, needle, check_cancelled))
+        return self._page(hits, limit)
 
-    def _short_field_holding(self, place: int, rows: np.ndarray, needle: bytes) -> list[int]:
+    def _short_field_holding(self, place: int, rows: int, needle: bytes) -> list[int]:
         """The ``rows`` whose short field ``place`` (id, title, description or a tag) holds ``needle``."""
         if _FIELDS[place] == "tags":
             tags = self.fields["tags"]
-            return [row for row in rows.tolist() if any(needle in tag for tag in tags.values_of(row))]
-        values = [self.field_value(place, row) for row in rows.tolist()]
-        return list(compress(rows.tolist(), map(bytes.__contains__, values, repeat(needle))))
+            return [row for row in row_bitmaps.rows(rows) if any(needle in tag for tag in tags.values_of(row))]
+        listed = list(row_bitmaps.rows(rows))
+        values = [self.field_value(place, row) for row in listed]
+        return list(compress(listed, map(bytes.__contains__, values, repeat(needle))))
 
-    def _mark_body(self, field: np.ndarray, needle: bytes, check_cancelled: Callable[[], None]) -> None:
-        """Mark the rows no better field matched whose body holds ``needle``: straight from the
+    def _body_hits(self, taken: int, needle: bytes, check_cancelled: Callable[[], None]) -> int:
+        """The rows no better field matched whose body holds ``needle``: straight from the
         postings when they are exact, else each candidate body searched in a C-level loop."""
         candidates = self.postings[-1].candidates(needle)
-        rows_to_check = np.arange(len(self.ids)) if candidates.rows is None else candidates.rows
-        rows_to_check = rows_to_check[field[rows_to_check] == 0]
-        if candidates.exact:
-            field[rows_to_check] = len(_FIELDS)
-            return
+        every = row_bitmaps.every_row(len(self.ids))
+        rows = (every if candidates.rows is None else candidates.rows) & ~taken
+        if candidates.exact or not rows:
+            return rows
         if boundary_signatures.query_bits(needle):  # else the signatures cannot narrow anything
-            rows_to_check = boundary_signatures.narrow(self.boundaries, rows_to_check, needle)
-        field[self._bodies_holding(rows_to_check, needle, check_cancelled)] = len(_FIELDS)
+            columns = self.signatures(check_cancelled)
+            if columns is not None:
+                rows = boundary_signatures.narrow(columns, len(self.ids), rows, needle)
+        return row_bitmaps.of_rows(self._bodies_holding(row_bitmaps.rows(rows), needle, check_cancelled), len(self.ids))
 
-    def _bodies_holding(self, rows: np.ndarray, needle: bytes, check_cancelled: Callable[[], None]) -> list[int]:
+    def _bodies_holding(self, rows: Iterable[int], needle: bytes, check_cancelled: Callable[[], None]) -> list[int]:
         """The ``rows`` whose body holds ``needle``, read in spans, a cancellation check every 4,096."""
         found: list[int] = []
-        for start in range(0, len(rows), 4096):
+        batches = iter(rows)
+        while batch := list(islice(batches, 4096)):
             check_cancelled()
-            found += self.bodies.holding(rows[start:start + 4096], needle)
+            found += self.bodies.holding(batch, needle)
         return found
 
-    def _page(self, field: np.ndarray, limit: int) -> SearchResult:
+    def _page(self, hits: list[int], limit: int) -> SearchResult:
         """The first ``limit`` hits in (field rank, ID) order and the total; rows are taken in
         row order, which is the ID byte order (else put in it through ``position``)."""
         page: list[tuple[str, str]] = []
-        for place, name in enumerate(_FIELDS):
+        for name, rows in zip(_FIELDS, hits):
             if len(page) >= limit:
                 break
-            rows = np.flatnonzero(field == place + 1)
-            if self.position is not None:
-                rows = rows[np.argsort(self.position[rows], kind="stable")]
-            page.extend((self.ids[row], name) for row in rows[: limit - len(page)].tolist())
-        total = int(np.count_nonzero(field))
+            if self.position is None:
+                ordered = row_bitmaps.first_rows(rows, limit - len(page))
+            else:
+                ordered = sorted(row_bitmaps.rows(rows), key=self.position.__getitem__)[:limit - len(page)]
+            page.extend((self.ids[row], name) for row in ordered)
+        total = sum(rows.bit_count() for rows in hits)
         return SearchResult(page, total, total > len(page))
 
     def _scan(self, query: str, needle: bytes, limit: int, check_cancelled: Callable[[], None]) -> SearchResult:
@@ -315,8 +375,7 @@ class ConceptSearchIndex:
                 matches.append((cid, "tags"))
             else:
                 unmatched.append(i)
-        rows = np.array(unmatched, dtype=np.intp)
-        matches += [(self.ids[row], "body") for row in self._bodies_holding(rows, needle, check_cancelled)]
+        matches += [(self.ids[row], "body") for row in self._bodies_holding(unmatched, needle, check_cancelled)]
         matches.sort(key=lambda hit: search_hit_key(FIELD_RANKS[hit[1]], hit[0]))
         page, total, truncated = truncate(matches, limit)
         return SearchResult(page, total, truncated)
@@ -346,17 +405,52 @@ def _bodies_on_disk() -> bool:
     return process.current().settings.search_bodies != "memory"
 
 
+class _BodiesToSend:
+    """Stored bodies on their way to the helper, ``BODIES_PER_MESSAGE`` at a time."""
+
+    def __init__(self, helper: index_helper.Helper | None) -> None:
+        self.helper = helper
+        self.rows: list[int] = []
+        self.stored: list[bytes] = []
+
+    def send(self, row: int, stored: bytes) -> None:
+        self.rows.append(row)
+        self.stored.append(stored)
+        if len(self.rows) == BODIES_PER_MESSAGE:
+            self.flush()
+
+    def flush(self) -> None:
+        if self.helper is not None and self.rows:
+            self.helper.send(("bodies", self.rows, self.stored))
+        self.rows, self.stored = [], []
+
+
+def _postings_helper(n_rows: int) -> index_helper.Helper | None:
+    """A helper process started on the postings of an index of ``n_rows`` rows, if that large."""
+    return index_helper.Helper.start("postings", {"n_rows": n_rows}) if n_rows >= HELPER_MIN_ROWS else None
+
+
 def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
+    helper = _postings_helper(len(snapshot.concepts))
+    try:
+        return _build_rows(snapshot, helper, check_cancelled)
+    finally:
+        if helper is not None:
+            helper.stop()
+
+
+def _build_rows(snapshot: Any, helper: index_helper.Helper | None, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
     remembered = _previous(process.current())
     previous = remembered.peek(snapshot.root)
+    index = ConceptSearchIndex._empty(len(snapshot.concepts))
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
     ids, small, concepts = [], [], []
     bodies: list[bytes | memoryview] = []
-    builders = [PostingsBuilder(previous.postings[k] if previous is not None else None) for k in range(len(_FIELDS))]
-    # fresh rows' signatures are made now only when the previous index has made its own
+    # fresh rows' signatures are made now only when the previous index has made its own (and its
+    # rows stay where they are: see the end)
     signed = previous is not None and previous.boundaries_made()
     copy_from, copy_to, fresh_rows, fresh_entries, fresh_bodies = [], [], [], [], []
-    add_body = builders[-1].add
+    unsent = _BodiesToSend(helper)
     for row, (cid, concept) in enumerate(snapshot.concepts.items()):
         if row % 256 == 0:
             check_cancelled()
@@ -371,30 +465,32 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             # folding is lowering ASCII letters: no decode
             folded = raw_body.lower() if raw_body.isascii() else _stored_body(case_fold(concept.body))
             small.append(None)  # made for every fresh row at once below
-            bodies.append(folded_bodies.compress(folded))
-            add_body(row, set(tokens(folded)))  # a body repeats its words: once each
+            stored = folded_bodies.compress(folded)
+            bodies.append(stored)
             fresh_rows.append(row)
             fresh_entries.append((cid, concept))
             if signed:
                 fresh_bodies.append(folded)
+            if helper is not None:  # the helper tokenises them meanwhile, on the other core
+                unsent.send(row, stored)
         ids.append(cid)
         concepts.append(concept)
     if previous is not None:
-        for row, (_, stored) in zip(copy_to, previous.bodies.stored_rows(copy_from)):
-            bodies[row] = stored
-    fresh_small = _small_of(fresh_entries)
-    for row, fields in zip(fresh_rows, fresh_small):
+        for row, (_, carried) in zip(copy_to, previous.bodies.stored_rows(copy_from)):
+            bodies[row] = carried
+            if helper is not None:
+                unsent.send(row, bytes(carried))
+    unsent.flush()
+    for row, fields in zip(fresh_rows, _small_of(fresh_entries)):
         small[row] = fields
-    _add_short_fields(builders, fresh_rows, fresh_small)
-    postings = [builder.finish(len(ids), copy_from, copy_to) for builder in builders]
     boundaries = None
-    if signed:
-        assert previous is not None
-        boundaries = np.zeros((len(ids), boundary_signatures.BITS // 8), dtype=np.uint8)
-        boundaries[fresh_rows] = boundary_signatures.sign(fresh_bodies)
-        if copy_from:
-            boundaries[copy_to] = previous.boundaries[copy_from]
-    index = ConceptSearchIndex._of_rows(ids, small, FoldedBodies(bodies, on_disk=_bodies_on_disk()), postings,
-                                        boundaries, concepts)
+    if (signed and previous is not None and len(ids) == len(previous.ids) and copy_from == copy_to
+            and len(fresh_rows) <= boundary_signatures.SPLICE_MAX_ROWS):
+        # a few bodies changed in place: their bits replace theirs in the previous columns, in
+        # process; else the next query with a separator has every body signed again
+        boundaries = boundary_signatures.splice(previous.boundaries or b"", len(ids),
+                                                dict(zip(fresh_rows, map(boundary_signatures.body_bits, fresh_bodies))))
+    del fresh_bodies, fresh_entries, previous, position
+    index._fill(ids, small, bodies, boundaries, concepts, helper, check_cancelled)
     remembered.put(snapshot.root, None, index)
     return index

@@ -29,8 +29,10 @@ import tempfile
 import weakref
 from typing import IO, Iterator, Sequence
 
+from array import array
+from itertools import accumulate
+
 import lz4.block
-import numpy as np
 
 # One read covers the wanted bodies within this many bytes, skipping over unwanted ones between
 # two wanted ones when they take at most GAP_BYTES: fewer calls, and a read stays small enough to
@@ -50,12 +52,33 @@ class FoldedBodies:
     temporary file when ``on_disk`` and one can be written, else in memory."""
 
     def __init__(self, stored: Sequence[bytes | memoryview], *, on_disk: bool = True) -> None:
-        self.offsets = np.zeros(len(stored) + 1, dtype=np.int64)
-        np.cumsum(np.fromiter(map(len, stored), dtype=np.int64, count=len(stored)), out=self.offsets[1:])
-        self._file = _written(stored) if on_disk else None
-        self._data = b"".join(stored) if self._file is None else b""
+        self._hold(on_disk)
+        self.fill(stored)
+
+    @classmethod
+    def empty(cls, *, on_disk: bool = True) -> "FoldedBodies":
+        """No bodies yet; the objects it keeps (and the file) made now, before a build's
+        temporaries (see ``ConceptSearchIndex._hold``); :meth:`fill` stores them."""
+        bodies = cls.__new__(cls)
+        bodies._hold(on_disk)
+        return bodies
+
+    def _hold(self, on_disk: bool) -> None:
+        self.offsets = array("q", [0])
+        self._data = b""
+        self._file = _new_file() if on_disk else None
         if self._file is not None:
             weakref.finalize(self, self._file.close)  # closed with the index, not left to the collector
+
+    def fill(self, stored: Sequence[bytes | memoryview]) -> None:
+        """Store ``stored`` (once): in the file, or in memory where it cannot be written."""
+        self.offsets.extend(accumulate(map(len, stored), initial=0))
+        self.offsets.pop(0)
+        if self._file is not None and not _wrote(self._file, stored):
+            self._file.close()
+            self._file = None
+        if self._file is None:
+            self._data = b"".join(stored)
 
     @classmethod
     def of(cls, folded: Sequence[bytes], *, on_disk: bool = True) -> "FoldedBodies":
@@ -78,14 +101,23 @@ class FoldedBodies:
 
     def stored(self, row: int) -> bytes | memoryview:
         """Row ``row``'s body as stored (compressed)."""
-        return self._read(int(self.offsets[row]), int(self.offsets[row + 1]))
+        return self._read(self.offsets[row], self.offsets[row + 1])
 
-    def stored_rows(self, rows: Sequence[int] | np.ndarray) -> Iterator[tuple[int, memoryview]]:
+    def fileno(self) -> int | None:
+        """The descriptor of the file the bodies are stored in (None: they are in memory)."""
+        return None if self._file is None else self._file.fileno()
+
+    def in_memory(self) -> memoryview:
+        """The stored bodies back to back, when they are kept in memory (else empty)."""
+        return memoryview(self._data)
+
+    def stored_rows(self, rows: Sequence[int]) -> Iterator[tuple[int, memoryview]]:
         """``(row, body as stored)`` for each of ``rows`` in their order, read span by span (rows
         in ascending order share reads): what an incremental rebuild carries over for the
         concepts it did not change, and what a query decompresses."""
-        rows = np.asarray(rows, dtype=np.int64)
-        starts, ends, rows_list = self.offsets[rows].tolist(), self.offsets[rows + 1].tolist(), rows.tolist()
+        rows_list = list(rows)
+        offsets = self.offsets
+        starts, ends = [offsets[row] for row in rows_list], [offsets[row + 1] for row in rows_list]
         first, count = 0, len(rows_list)
         while first < count:
             base = starts[first]
@@ -100,9 +132,9 @@ class FoldedBodies:
 
     def nbytes(self) -> int:
         """The bytes held in memory (the offsets, and the bodies when they are not on disk)."""
-        return len(self._data) + self.offsets.nbytes
+        return len(self._data) + self.offsets.itemsize * len(self.offsets)
 
-    def holding(self, rows: np.ndarray, needle: bytes) -> list[int]:
+    def holding(self, rows: Sequence[int], needle: bytes) -> list[int]:
         """The ``rows`` whose body holds ``needle``."""
         decompress = lz4.block.decompress
         return [row for row, stored in self.stored_rows(rows) if needle in decompress(stored)]
@@ -113,25 +145,43 @@ class FoldedBodies:
         return _read_exactly(self._file.fileno(), start, end - start)
 
 
-def _written(stored: Sequence[bytes | memoryview]) -> io.RawIOBase | IO[bytes] | None:
-    """A nameless temporary file holding ``stored`` back to back, or None where none can be
-    made or written (or read back: Windows has no ``os.pread``)."""
+def _new_file() -> io.RawIOBase | IO[bytes] | None:
+    """A nameless temporary file, or None where none can be made (or read back as ours is:
+    Windows has no ``os.pread``)."""
     if not hasattr(os, "pread"):
         return None
     try:
-        file = tempfile.TemporaryFile(prefix="knowspec-bodies-", buffering=_WRITE_BYTES)
+        file = tempfile.TemporaryFile(prefix="knowspec-bodies-", buffering=0)
     except OSError:
         return None
+    return file
+
+
+def _wrote(file: io.RawIOBase | IO[bytes], stored: Sequence[bytes | memoryview]) -> bool:
+    """Whether ``stored`` reached the file, back to back, ``_WRITE_BYTES`` at a time."""
     try:
+        pending: list[bytes | memoryview] = []
+        size = 0
         for body in stored:
-            file.write(body)  # gathered in the file's buffer
-        file.flush()
+            pending.append(body)
+            size += len(body)
+            if size >= _WRITE_BYTES:
+                _write_all(file, b"".join(pending))
+                pending, size = [], 0
+        if pending:
+            _write_all(file, b"".join(pending))
     except OSError:
-        file.close()
-        return None
-    # Reads go through the descriptor (``os.pread``): keep the raw file, not the 1 MiB write
-    # buffer, which would stay allocated as long as the index.
-    return file.detach() if isinstance(file, io.BufferedRandom) else file
+        return False
+    return True
+
+
+def _write_all(file: io.RawIOBase | IO[bytes], data: bytes) -> None:
+    view = memoryview(data)
+    while view:
+        written = file.write(view)
+        if not written:
+            raise OSError("the search bodies file took no bytes")
+        view = view[written:]
 
 
 def _read_exactly(fd: int, start: int, size: int) -> bytes:

@@ -4,98 +4,129 @@ The vocabulary is NUL + the distinct tokens joined by NUL + NUL (see :mod:`token
 a pattern is a token piece, framed by NUL where it must start or end its token. The vocabulary
 grows with the bundle (every number and identifier is a token of its own), so scanning it for
 each query would make every query linear in the bundle again. Instead each byte trigram of the
-framed vocabulary lists the tokens holding it (sorted ids); a pattern's tokens are among those
-of its rarest trigrams, each confirmed by a substring test on the token alone. Patterns under
-three bytes (a letter or two) fall back to one scan of the vocabulary.
+framed tokens lists the tokens holding it (ascending ids); a pattern's tokens are among those of
+all its trigrams, each confirmed by a substring test on the token alone. Patterns under three
+bytes (a letter or two) fall back to one scan of the vocabulary.
 """
 
 from __future__ import annotations
 
+from array import array
+from bisect import bisect_left, bisect_right
+from collections import defaultdict, deque
 from dataclasses import dataclass
+from itertools import accumulate, chain, repeat
+from typing import Sequence
 
-import numpy as np
+from knowspec.impl.okf.search.id_typecode import WIDE, id_typecode
 
-from knowspec.impl.okf.search.id_dtype import id_dtype
-from knowspec.impl.okf.search.sorted_unique import sorted_unique
-
-_SEP = 0
-
-
-def _codes(data: np.ndarray) -> np.ndarray:
-    return (data[:-2].astype(np.uint32) << np.uint32(16)) | (data[1:-1].astype(np.uint32) << np.uint32(8)) | data[2:]
+_SEP = b"\x00"
 
 
-@dataclass
+def _trigrams(pattern: bytes) -> set[bytes]:
+    return set(map(pattern.__getitem__, map(slice, range(len(pattern) - 2), range(3, len(pattern) + 1))))
+
+
+def _code(trigram: bytes) -> int:
+    """A trigram as one integer; big-endian, so codes sort as the trigrams' bytes do."""
+    return int.from_bytes(trigram, "big")
+
+
+def _intersect(a: Sequence[int], b: Sequence[int]) -> list[int]:
+    """The common values of two ascending sequences without repeats, ascending."""
+    if len(a) > len(b):
+        a, b = b, a
+    if len(a) * 16 < len(b):  # a few values looked up in a long list
+        return [x for x in a if (at := bisect_left(b, x)) < len(b) and b[at] == x]
+    return sorted(set(a).intersection(b))
+
+
+@dataclass(slots=True)
 class VocabularyIndex:
-    """``trigrams`` (ascending) and, for trigram ``k``, the ids of the tokens holding it,
+    """``trigrams`` (ascending codes) and, for trigram ``k``, the ids of the tokens holding it,
     ``token_ids[offsets[k]:offsets[k + 1]]`` (ascending)."""
 
     vocabulary: bytes
-    starts: np.ndarray
-    trigrams: np.ndarray
-    offsets: np.ndarray
-    token_ids: np.ndarray
+    starts: array
+    trigrams: array
+    offsets: array
+    token_ids: array
 
     @classmethod
-    def of(cls, vocabulary: bytes, starts: np.ndarray) -> "VocabularyIndex":
-        data = np.frombuffer(vocabulary, dtype=np.uint8)
-        if len(data) < 3 or not len(starts):
-            empty = np.empty(0, dtype=np.uint32)
-            return cls(vocabulary, starts, empty, np.zeros(1, dtype=np.int64), empty)
-        # a trigram with NUL in the middle spans two tokens: no pattern holds one
-        positions = np.flatnonzero(data[1:-1] != _SEP)
-        codes = _codes(data)[positions]
-        owners = np.searchsorted(starts, positions + 1, side="right") - 1  # a leading NUL: the next token
-        order = np.argsort(codes, kind="stable")  # stable: owners stay ascending within a trigram
-        codes, owners = codes[order], owners[order]
-        repeated = np.zeros(len(codes), dtype=bool)
-        repeated[1:] = (codes[1:] == codes[:-1]) & (owners[1:] == owners[:-1])
-        codes, owners = codes[~repeated], owners[~repeated]
-        first = np.ones(len(codes), dtype=bool)  # the first entry of each trigram (not np.unique: it hashes, far slower)
-        first[1:] = codes[1:] != codes[:-1]
-        firsts = np.flatnonzero(first)
-        trigrams = codes[firsts]
-        offsets = np.append(firsts, len(codes)).astype(np.int64)
-        return cls(vocabulary, starts, trigrams, offsets, owners.astype(id_dtype(len(starts))))
+    def of(cls, vocabulary: bytes, starts: array) -> "VocabularyIndex":
+        return cls.empty().fill(vocabulary, starts)
+
+    @classmethod
+    def empty(cls) -> "VocabularyIndex":
+        return cls(_SEP, array(WIDE), array(WIDE), array(WIDE), array(id_typecode(0)))
+
+    def fill(self, vocabulary: bytes, starts: array) -> "VocabularyIndex":
+        """This (empty) index made that of ``vocabulary``, whose tokens start at ``starts``."""
+        self.vocabulary, self.starts = vocabulary, starts
+        tokens = vocabulary[1:-1].split(_SEP) if len(starts) else []
+        # each token's distinct trigrams, framed as patterns see it; then every (trigram, token)
+        # pair appended to its trigram's list in one C-level pass (ids ascend, so every list does)
+        per_token = list(map(_trigrams, map(b"".join, zip(repeat(_SEP), tokens, repeat(_SEP)))))
+        owners = chain.from_iterable(map(repeat, range(len(tokens)), map(len, per_token)))
+        lists: defaultdict[bytes, list[int]] = defaultdict(list)
+        deque(map(list.append, map(lists.__getitem__, chain.from_iterable(per_token)), owners), maxlen=0)
+        del per_token
+        keys = sorted(lists)
+        self.offsets.extend(accumulate(map(len, map(lists.__getitem__, keys)), initial=0))
+        if self.token_ids.typecode != id_typecode(len(tokens)):
+            self.token_ids = array(id_typecode(len(tokens)))
+        self.token_ids.extend(chain.from_iterable(map(lists.__getitem__, keys)))
+        self.trigrams.extend(map(_code, keys))
+        return self
+
+    def fill_buffers(self, vocabulary: bytes, starts: array, buffers: dict[str, bytes]) -> "VocabularyIndex":
+        """This (empty) index made the one :mod:`postings_build` gave as buffers."""
+        self.vocabulary, self.starts = vocabulary, starts
+        self.trigrams.frombytes(buffers["trigrams"])
+        self.offsets.frombytes(buffers["trigram_offsets"])
+        if self.token_ids.typecode != id_typecode(len(starts)):
+            self.token_ids = array(id_typecode(len(starts)))
+        self.token_ids.frombytes(buffers["token_ids"])
+        return self
 
     def nbytes(self) -> int:
-        return self.trigrams.nbytes + self.offsets.nbytes + self.token_ids.nbytes
+        return sum(a.itemsize * len(a) for a in (self.trigrams, self.offsets, self.token_ids))
 
-    def tokens_containing(self, pattern: bytes, limit: int) -> np.ndarray | None:
+    def tokens_containing(self, pattern: bytes, limit: int) -> list[int] | None:
         """Ascending ids of the tokens whose framed form contains ``pattern``; None when more
         than ``limit`` tokens might (too common a pattern to be worth its postings)."""
         if len(pattern) < 3:
             return self._scan(pattern, limit)
-        candidates: np.ndarray | None = None
         lists = []
-        for code in sorted_unique(_codes(np.frombuffer(pattern, dtype=np.uint8))).tolist():
-            k = int(np.searchsorted(self.trigrams, code))
+        for code in map(_code, _trigrams(pattern)):
+            k = bisect_left(self.trigrams, code)
             if k == len(self.trigrams) or self.trigrams[k] != code:
-                return np.empty(0, dtype=np.int64)
+                return []
             lists.append(self.token_ids[self.offsets[k]:self.offsets[k + 1]])
-        for ids in sorted(lists, key=len):
-            candidates = ids if candidates is None else candidates[np.isin(candidates, ids, assume_unique=True)]
-            if not len(candidates):
+        lists.sort(key=len)
+        candidates: Sequence[int] = lists[0]
+        for ids in lists[1:]:
+            if not candidates:
                 break
-        assert candidates is not None  # a pattern of three bytes or more has a trigram
+            candidates = _intersect(candidates, ids)
         if len(candidates) > limit:
             return None
-        vocabulary, starts = self.vocabulary, self.starts
-        ends = np.append(starts[1:] - 1, len(vocabulary) - 1)  # the NUL after each token
-        found = [t for t, s, e in zip(candidates.tolist(), (starts[candidates] - 1).tolist(), (ends[candidates] + 1).tolist())
-                 if pattern in vocabulary[s:e]]
-        return np.asarray(found, dtype=np.int64)
+        vocabulary, starts, last = self.vocabulary, self.starts, len(self.starts) - 1
+        # token t framed: from the NUL before it to the NUL after it (the next token's start - 1)
+        return [t for t in candidates
+                if pattern in vocabulary[starts[t] - 1:starts[t + 1] if t < last else len(vocabulary)]]
 
-    def _scan(self, pattern: bytes, limit: int) -> np.ndarray | None:
+    def _scan(self, pattern: bytes, limit: int) -> list[int] | None:
         """One ``bytes.find`` pass over the vocabulary, for a pattern too short for trigrams."""
-        positions: list[int] = []
-        find = self.vocabulary.find
+        found: list[int] = []
+        find, starts = self.vocabulary.find, self.starts
+        shift = 1 if pattern.startswith(_SEP) else 0  # the match begins at its token's start
         pos = find(pattern)
         while pos >= 0:
-            if len(positions) >= limit:
-                return None
-            positions.append(pos)
+            token_id = bisect_right(starts, pos + shift) - 1
+            if not found or found[-1] != token_id:
+                if len(found) >= limit:
+                    return None
+                found.append(token_id)
             pos = find(pattern, pos + 1)
-        if pattern.startswith(b"\x00"):
-            positions = [p + 1 for p in positions]  # the match begins at its token's start
-        return sorted_unique(np.searchsorted(self.starts, np.asarray(positions, dtype=np.int64), side="right") - 1)
+        return found

@@ -1,0 +1,218 @@
+"""The search index's array work, done in a short-lived helper process so the server never loads numpy.
+
+Building a large index's postings (:mod:`postings_build`) and signing its bodies
+(:mod:`boundary_signing`) need array code; numpy costs an OKF server 15 MiB of resident memory
+for the rest of its life once imported, and a build's temporaries leave the server's allocator
+pools fragmented (databricks-okf's pure-Python build left 7 MiB resident for a 6 MiB index). A
+helper (``python -m`` this module, 0.1-0.2 s to start) imports numpy instead, reads the bodies
+(from the index's nameless file, whose descriptor it inherits, or inline), does the job and
+writes back flat buffers; its memory is gone with it.
+
+Where a helper cannot run (no interpreter to start, a failure, past ``TIMEOUT_SECONDS``),
+:func:`run` gives None and the index does without: it builds its postings in process (pure
+Python) and goes without signatures (every candidate body is then verified; the same answers).
+
+Protocol, both ends being this module: on the helper's stdin a pickled ``(job, header)``, then
+the job's pickled messages (a large index's bodies are sent while the server folds the rest, so
+the helper tokenises on the other core), then ``_END``; on its stdout the pickled result.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import pickle
+import subprocess
+import sys
+import time
+from array import array
+from collections import deque
+from typing import Any, Callable, Iterator
+
+log = logging.getLogger(__name__)
+
+TIMEOUT_SECONDS = 600.0
+POLL_SECONDS = 0.25  # how often a running helper lets the call be cancelled
+SPAN_BYTES = 1 << 20  # the helper reads the bodies' file this much at a time
+
+
+def bodies_payload(offsets: array, fileno: int | None, stored: bytes | memoryview) -> dict[str, Any]:
+    """How a job's header names the index's stored bodies: their offsets, and the descriptor
+    of their file or, kept in memory, the bodies themselves."""
+    return {"offsets": offsets.tobytes(), "fileno": fileno, "inline": b"" if fileno is not None else bytes(stored)}
+
+
+class Helper:
+    """One job in a helper process: started with its header, fed messages (a large index's
+    bodies, as they are folded), then asked for the result. Any failure makes :meth:`result`
+    None (logged once); sending after one is a no-op."""
+
+    def __init__(self, job: str, process: subprocess.Popen | None) -> None:
+        self.job, self.process = job, process
+
+    @classmethod
+    def start(cls, job: str, header: dict[str, Any]) -> "Helper":
+        fileno = header.get("bodies", {}).get("fileno")
+        if not sys.executable:
+            log.warning("no Python interpreter to start the search index helper for %s", job)
+            return cls(job, None)
+        try:
+            # -P: the working folder is not put on the helper's path, so a ``knowspec`` folder
+            # there is never imported in place of this package
+            process = subprocess.Popen([sys.executable, "-P", "-m", __name__], stdin=subprocess.PIPE,
+                                       stdout=subprocess.PIPE, stderr=subprocess.PIPE,
+                                       pass_fds=() if fileno is None else (fileno,))
+        except OSError as error:
+            log.warning("could not start the search index helper for %s (%s)", job, error)
+            return cls(job, None)
+        helper = cls(job, process)
+        helper.send((job, header))
+        return helper
+
+    def send(self, message: Any) -> None:
+        if self.process is None or self.process.stdin is None:
+            return
+        try:
+            self.process.stdin.write(pickle.dumps(message, protocol=5))
+        except OSError:  # the helper died: its exit tells why, in result()
+            self.process.stdin = None
+
+    def result(self, check_cancelled: Callable[[], None] = lambda: None) -> Any | None:
+        if self.process is None:
+            return None
+        self.send(_END)
+        out, err = _communicate(self.process, check_cancelled)
+        if out is None or self.process.returncode != 0:
+            tail = (err or b"").decode("utf-8", "replace").strip().splitlines()[-1:] or ["timed out"]
+            log.warning("the search index helper failed at %s (exit %s: %s)", self.job, self.process.returncode, tail[0])
+            return None
+        try:
+            return pickle.loads(out)
+        except (pickle.UnpicklingError, EOFError, ValueError) as error:
+            log.warning("the search index helper's answer to %s was unreadable (%s)", self.job, error)
+            return None
+
+    def stop(self) -> None:
+        if self.process is not None and self.process.returncode is None:
+            _stop(self.process)
+
+
+def run(job: str, header: dict[str, Any], check_cancelled: Callable[[], None] = lambda: None) -> Any | None:
+    """The result of ``job`` done by a helper process; None when none could do it (logged)."""
+    return Helper.start(job, header).result(check_cancelled)
+
+
+def _communicate(helper: subprocess.Popen,
+                 check_cancelled: Callable[[], None]) -> tuple[bytes | None, bytes | None]:
+    """The helper's (stdout, stderr), its stdin closed; (None, None) past the deadline. A
+    cancelled call kills it."""
+    deadline = time.monotonic() + TIMEOUT_SECONDS
+    while True:
+        try:
+            return helper.communicate(timeout=POLL_SECONDS)
+        except subprocess.TimeoutExpired:
+            pass
+        except (OSError, ValueError):  # its stdin broke: the exit tells why
+            helper.stdin = None
+            continue
+        try:
+            check_cancelled()
+        except BaseException:
+            _stop(helper)
+            raise
+        if time.monotonic() > deadline:
+            _stop(helper)
+            return None, None
+
+
+def _stop(helper: subprocess.Popen) -> None:
+    helper.kill()
+    helper.communicate()
+
+
+class StoredBodies:
+    """The helper's view of the bodies: a count, then each one decompressed, in row order."""
+
+    def __init__(self, payload: dict[str, Any]) -> None:
+        self.offsets = array("q")
+        self.offsets.frombytes(payload["offsets"])
+        inline, fileno = memoryview(payload["inline"]), payload["fileno"]
+        self.read: Callable[[int, int], bytes | memoryview] = (
+            (lambda start, end: inline[start:end]) if fileno is None else (lambda start, end: _pread(fileno, start, end)))
+
+    def __len__(self) -> int:
+        return len(self.offsets) - 1
+
+    def __iter__(self) -> Iterator[bytes]:
+        import lz4.block
+
+        offsets, span, span_start = self.offsets, memoryview(b""), 0
+        for row in range(len(self)):
+            start, end = offsets[row], offsets[row + 1]
+            if end > span_start + len(span):
+                span_start = start
+                span = memoryview(self.read(start, min(offsets[-1], max(end, start + SPAN_BYTES))))
+            yield lz4.block.decompress(span[start - span_start:end - span_start])
+
+
+def _pread(fd: int, start: int, end: int) -> bytes:
+    data = os.pread(fd, end - start, start)
+    while len(data) < end - start:
+        more = os.pread(fd, end - start - len(data), start + len(data))
+        if not more:
+            raise OSError(f"the bodies' file ended {end - start - len(data)} bytes early")
+        data += more
+    return data
+
+
+def field_values(field: dict[str, bytes]) -> tuple[array, list[bytes]]:
+    """(owner rows, values) of a short field sent as its blob (values joined by NUL)."""
+    starts, owners = array("q"), array("q")
+    starts.frombytes(field["starts"])
+    owners.frombytes(field["owners"])
+    data = field["data"]
+    ends = [start - 1 for start in starts[1:]] + [len(data)]
+    return owners, [data[start:end] for start, end in zip(starts, ends)]
+
+
+def _sign(header: dict[str, Any], messages: Iterator[Any]) -> bytes:
+    from knowspec.impl.okf.search import boundary_signing
+
+    deque(messages, maxlen=0)
+    return boundary_signing.sign(StoredBodies(header["bodies"]))
+
+
+def _postings(header: dict[str, Any], messages: Iterator[Any]) -> list[dict[str, bytes]]:
+    """Messages: ``("bodies", rows, stored bodies)`` (any row order, each row once), then
+    ``("fields", [short field blobs])``."""
+    import lz4.block
+
+    from knowspec.impl.okf.search import postings_build
+
+    fields: list[dict[str, bytes]] = []
+
+    def bodies() -> Iterator[tuple[int, bytes]]:
+        for kind, *data in messages:
+            if kind == "bodies":
+                yield from zip(data[0], map(lz4.block.decompress, data[1]))
+            elif kind == "fields":
+                fields.extend(data[0])
+
+    built_bodies = postings_build.build_bodies(header["n_rows"], bodies())
+    return [*(postings_build.build_values(header["n_rows"], *field_values(field)) for field in fields), built_bodies]
+
+
+JOBS: dict[str, Callable[[dict[str, Any], Iterator[Any]], Any]] = {"sign": _sign, "postings": _postings}
+_END = ("end",)
+
+
+def main() -> None:
+    stdin = sys.stdin.buffer
+    job, header = pickle.load(stdin)
+    messages = iter(lambda: pickle.load(stdin), _END)
+    pickle.dump(JOBS[job](header, messages), sys.stdout.buffer, protocol=5)
+    sys.stdout.buffer.flush()
+
+
+if __name__ == "__main__":
+    main()
