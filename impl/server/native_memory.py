@@ -39,6 +39,8 @@ MMAP_THRESHOLD_BYTES = 4 << 20
 # glibc's dynamic rule would set it; the trims after big calls (``HeapTrimmer``) release the rest.
 M_TRIM_THRESHOLD = -1
 TRIM_THRESHOLD_BYTES = 2 * MMAP_THRESHOLD_BYTES
+KEEP_MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest on 64-bit systems
+KEEP_TRIM_THRESHOLD_BYTES = 1 << 30
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096
 ARENAS = 2
 TRIM_AFTER_BYTES = 8 * 1024 * 1024  # calls that moved this much input/output since the last trim
@@ -73,6 +75,14 @@ def limit_arenas(arenas: int = ARENAS) -> bool:
     return bool(_LIBC is not None and _LIBC.mallopt(M_ARENA_MAX, arenas)
                 and _LIBC.mallopt(M_MMAP_THRESHOLD, MMAP_THRESHOLD_BYTES)
                 and _LIBC.mallopt(M_TRIM_THRESHOLD, TRIM_THRESHOLD_BYTES))
+
+
+def keep_freed_memory() -> bool:
+    """For a short-lived worker process: keep what is freed instead of handing it back, so each
+    page is faulted in once (the search index's helper process spent a third of its time in
+    the kernel, faulting in again what glibc had trimmed or unmapped); True if applied."""
+    return bool(_LIBC is not None and _LIBC.mallopt(M_MMAP_THRESHOLD, KEEP_MMAP_THRESHOLD_BYTES)
+                and _LIBC.mallopt(M_TRIM_THRESHOLD, KEEP_TRIM_THRESHOLD_BYTES))
 
 
 def release_free_memory() -> bool:

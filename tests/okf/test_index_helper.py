@@ -89,21 +89,26 @@ def test_a_large_index_has_its_postings_built_by_the_helper_with_the_same_answer
     real = index_helper.Helper.start
     monkeypatch.setattr(index_helper.Helper, "start", lambda job, *args: runs.append(job) or real(job, *args))
     by_helper = sci.ConceptSearchIndex(entries)
-    assert runs == ["postings"]
+    assert sorted(runs) == ["postings", "postings_part"]  # two helpers tokenise the bodies
     for query in QUERIES:
         folded = case_fold(query)
         assert by_helper.search(folded, 10) == in_process.search(folded, 10) == sc.search(entries, folded, 10), query
 
 
-def test_a_large_index_is_built_in_process_when_the_helper_fails(monkeypatch, caplog):
-    monkeypatch.setattr(sci, "HELPER_MIN_ROWS", 0)
-    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+def _answers_the_same_after_a_warning(caplog, warning: str) -> None:
+    """A large index built while its helpers fail: the failure logged, the answers unchanged."""
     entries = _entries()
     with caplog.at_level(logging.WARNING, logger=index_helper.__name__):
         index = sci.ConceptSearchIndex(entries)
-    assert any("postings" in r.getMessage() for r in caplog.records)
+    assert any(warning in r.getMessage() for r in caplog.records)
     for query in QUERIES:
         assert index.search(case_fold(query), 10) == sc.search(entries, case_fold(query), 10), query
+
+
+def test_a_large_index_is_built_in_process_when_no_helper_starts(monkeypatch, caplog):
+    monkeypatch.setattr(sci, "HELPER_MIN_ROWS", 0)
+    monkeypatch.setattr(sys, "executable", "/nonexistent/python")
+    _answers_the_same_after_a_warning(caplog, "postings")
 
 
 def test_the_helper_never_imports_a_knowspec_folder_from_the_working_folder(monkeypatch, tmp_path):
@@ -116,3 +121,12 @@ def test_the_helper_never_imports_a_knowspec_folder_from_the_working_folder(monk
     payload = {"bodies": index_helper.bodies_payload(stored.offsets, stored.fileno(), stored.in_memory())}
     assert index_helper.run("sign", payload) == signing.sign(bodies)
     assert not (tmp_path / "imported").exists()
+
+
+def test_a_failing_second_helper_leaves_the_index_built_in_process(monkeypatch, caplog):
+    monkeypatch.setattr(sci, "HELPER_MIN_ROWS", 0)
+    monkeypatch.setattr(sci, "BODIES_PER_MESSAGE", 4)  # both helpers get bodies
+    real = index_helper.Helper.start.__func__
+    monkeypatch.setattr(index_helper.Helper, "start", classmethod(
+        lambda cls, job, *args: real(cls, "no_such_job" if job == "postings_part" else job, *args)))
+    _answers_the_same_after_a_warning(caplog, "failed")

@@ -152,15 +152,17 @@ class ConceptSearchIndex:
     def __init__(self, entries: Sequence[tuple[str, SearchableConcept]],
                  check_cancelled: Callable[[], None] = lambda: None) -> None:
         self._hold(len(entries))
-        stored = [folded_bodies.compress(_stored_body(f.body)) for _, f in entries]
+        self._fill_fields([_small(f) for _, f in entries])
         helper = _postings_helper(len(entries))
         try:
+            if helper is not None:
+                helper.send_fields([self._field_payload(name) for name in _FIELDS[:-1]])
+            stored = [folded_bodies.compress(_stored_body(f.body)) for _, f in entries]
             unsent = _BodiesToSend(helper)
             for row, body in enumerate(stored):
                 unsent.send(row, body)
             unsent.flush()
-            self._fill([cid for cid, _ in entries], [_small(f) for _, f in entries], stored, None, [], helper,
-                       check_cancelled)
+            self._fill([cid for cid, _ in entries], stored, None, [], helper, check_cancelled)
         finally:
             if helper is not None:
                 helper.stop()
@@ -194,10 +196,19 @@ class ConceptSearchIndex:
         self._value_at = {name: array("q") for name in ("title", "description")}
         self.postings = [TokenPostings.empty(n_rows) for _ in _FIELDS]  # per field kind, in ``_FIELDS`` order
 
-    def _fill(self, ids: list[str], small: list, stored_bodies: Sequence[bytes | memoryview], boundaries: bytes | None,
-              concepts: list, helper: index_helper.Helper | None, check_cancelled: Callable[[], None]) -> None:
-        """Put the rows into the objects :meth:`_hold` made, then build the postings (the bodies
-        were sent to ``helper``, if any, as they came)."""
+    def _fill_fields(self, small: list) -> None:
+        """Put each row's folded short fields (``small``) into the blobs :meth:`_hold` made."""
+        self.fields["id"].fill([(i, row[0]) for i, row in enumerate(small)])
+        self.fields["title"].fill([(i, row[1]) for i, row in enumerate(small) if row[1]])
+        self.fields["description"].fill([(i, row[2]) for i, row in enumerate(small) if row[2]])
+        self.fields["tags"].fill([(i, t) for i, row in enumerate(small) for t in row[3]])
+        for name, places in self._value_at.items():
+            _fill_places(places, self.fields[name].owners, len(small))
+
+    def _fill(self, ids: list[str], stored_bodies: Sequence[bytes | memoryview], boundaries: bytes | None,
+              concepts: list, helper: index_helper.PostingsJob | None, check_cancelled: Callable[[], None]) -> None:
+        """Put the rows into the objects :meth:`_hold` made (the short fields are in already),
+        then build the postings (the fields and bodies were sent to ``helper``, if any)."""
         self.ids.extend(ids)
         self.concepts.extend(concepts)
         keys = [byte_key(cid) for cid in ids]
@@ -207,20 +218,13 @@ class ConceptSearchIndex:
                 self.position[row] = place
         self.bodies.fill(stored_bodies)
         self._boundaries = boundaries
-        self.fields["id"].fill([(i, row[0]) for i, row in enumerate(small)])
-        self.fields["title"].fill([(i, row[1]) for i, row in enumerate(small) if row[1]])
-        self.fields["description"].fill([(i, row[2]) for i, row in enumerate(small) if row[2]])
-        self.fields["tags"].fill([(i, t) for i, row in enumerate(small) for t in row[3]])
-        for name, places in self._value_at.items():
-            _fill_places(places, self.fields[name].owners, len(ids))
-        del small, stored_bodies
+        del stored_bodies, keys
         self._build_postings(helper, check_cancelled)
 
-    def _build_postings(self, helper: index_helper.Helper | None, check_cancelled: Callable[[], None]) -> None:
+    def _build_postings(self, helper: index_helper.PostingsJob | None, check_cancelled: Callable[[], None]) -> None:
         """Every field's postings: made by the helper process (numpy), where one was started and
         did its job; else here, in Python."""
         if helper is not None:
-            helper.send(("fields", [self._field_payload(name) for name in _FIELDS[:-1]]))
             built = helper.result(check_cancelled)
             if built is not None:
                 for postings, buffers in zip(self.postings, built):
@@ -406,28 +410,37 @@ def _bodies_on_disk() -> bool:
 
 
 class _BodiesToSend:
-    """Stored bodies on their way to the helper, ``BODIES_PER_MESSAGE`` at a time."""
+    """Stored bodies on their way to the helpers, ``BODIES_PER_MESSAGE`` at a time."""
 
-    def __init__(self, helper: index_helper.Helper | None) -> None:
+    def __init__(self, helper: index_helper.PostingsJob | None) -> None:
         self.helper = helper
         self.rows: list[int] = []
         self.stored: list[bytes] = []
 
-    def send(self, row: int, stored: bytes) -> None:
+    def send(self, row: int, stored: bytes | memoryview) -> None:
+        if self.helper is None:
+            return
         self.rows.append(row)
-        self.stored.append(stored)
+        self.stored.append(bytes(stored))
         if len(self.rows) == BODIES_PER_MESSAGE:
             self.flush()
 
     def flush(self) -> None:
         if self.helper is not None and self.rows:
-            self.helper.send(("bodies", self.rows, self.stored))
+            self.helper.send_bodies(self.rows, self.stored)
         self.rows, self.stored = [], []
 
 
-def _postings_helper(n_rows: int) -> index_helper.Helper | None:
-    """A helper process started on the postings of an index of ``n_rows`` rows, if that large."""
-    return index_helper.Helper.start("postings", {"n_rows": n_rows}) if n_rows >= HELPER_MIN_ROWS else None
+def _postings_helper(n_rows: int) -> index_helper.PostingsJob | None:
+    """Helper processes started on the postings of an index of ``n_rows`` rows, if that large
+    (None: built in process, as when no descriptor is left for their pipe)."""
+    if n_rows < HELPER_MIN_ROWS:
+        return None
+    try:
+        return index_helper.PostingsJob(n_rows)
+    except OSError as error:
+        index_helper.log.warning("could not start the search index helpers (%s)", error)
+        return None
 
 
 def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
@@ -439,50 +452,49 @@ def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> C
             helper.stop()
 
 
-def _build_rows(snapshot: Any, helper: index_helper.Helper | None, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
+def _build_rows(snapshot: Any, helper: index_helper.PostingsJob | None,
+                check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
     remembered = _previous(process.current())
     previous = remembered.peek(snapshot.root)
     index = ConceptSearchIndex._empty(len(snapshot.concepts))
+    ids, concepts = list(snapshot.concepts), list(snapshot.concepts.values())
+    # the previous row of each concept that is the very same object there (else -1: fresh)
     position = {id(c): i for i, c in enumerate(previous.concepts)} if previous is not None else {}
-    ids, small, concepts = [], [], []
-    bodies: list[bytes | memoryview] = []
+    carried = [j if previous is not None and (j := position.get(id(c), -1)) >= 0 and previous.concepts[j] is c else -1
+               for c in concepts]
+    fresh_rows = [row for row, j in enumerate(carried) if j < 0]
+    copy_to = [row for row, j in enumerate(carried) if j >= 0]
+    copy_from = [carried[row] for row in copy_to]
+    # the short fields first: the helper builds their postings while the bodies are folded
+    small: list = [previous.row_fields(j) if previous is not None and j >= 0 else None for j in carried]
+    for row, fields in zip(fresh_rows, _small_of([(ids[row], concepts[row]) for row in fresh_rows])):
+        small[row] = fields
+    index._fill_fields(small)
+    del small, carried, position
+    if helper is not None:
+        helper.send_fields([index._field_payload(name) for name in _FIELDS[:-1]])
     # fresh rows' signatures are made now only when the previous index has made its own (and its
     # rows stay where they are: see the end)
     signed = previous is not None and previous.boundaries_made()
-    copy_from, copy_to, fresh_rows, fresh_entries, fresh_bodies = [], [], [], [], []
+    bodies: list[bytes | memoryview] = [b""] * len(ids)
+    fresh_bodies = []
     unsent = _BodiesToSend(helper)
-    for row, (cid, concept) in enumerate(snapshot.concepts.items()):
-        if row % 256 == 0:
+    for done, row in enumerate(fresh_rows):
+        if done % 256 == 0:
             check_cancelled()
-        j = position.get(id(concept))
-        if j is not None and previous is not None and previous.concepts[j] is concept:
-            small.append(previous.row_fields(j))
-            bodies.append(b"")  # its stored body is read below with the other carried rows', in few reads
-            copy_from.append(j)
-            copy_to.append(row)
-        else:
-            raw_body = concept.body_bytes
-            # folding is lowering ASCII letters: no decode
-            folded = raw_body.lower() if raw_body.isascii() else _stored_body(case_fold(concept.body))
-            small.append(None)  # made for every fresh row at once below
-            stored = folded_bodies.compress(folded)
-            bodies.append(stored)
-            fresh_rows.append(row)
-            fresh_entries.append((cid, concept))
-            if signed:
-                fresh_bodies.append(folded)
-            if helper is not None:  # the helper tokenises them meanwhile, on the other core
-                unsent.send(row, stored)
-        ids.append(cid)
-        concepts.append(concept)
+        concept = concepts[row]
+        raw_body = concept.body_bytes
+        # folding is lowering ASCII letters: no decode
+        folded = raw_body.lower() if raw_body.isascii() else _stored_body(case_fold(concept.body))
+        bodies[row] = stored = folded_bodies.compress(folded)
+        unsent.send(row, stored)  # the helper tokenises them meanwhile, on the other core
+        if signed:
+            fresh_bodies.append(folded)
     if previous is not None:
-        for row, (_, carried) in zip(copy_to, previous.bodies.stored_rows(copy_from)):
-            bodies[row] = carried
-            if helper is not None:
-                unsent.send(row, bytes(carried))
+        for row, (_, kept) in zip(copy_to, previous.bodies.stored_rows(copy_from)):
+            bodies[row] = kept
+            unsent.send(row, kept)
     unsent.flush()
-    for row, fields in zip(fresh_rows, _small_of(fresh_entries)):
-        small[row] = fields
     boundaries = None
     if (signed and previous is not None and len(ids) == len(previous.ids) and copy_from == copy_to
             and len(fresh_rows) <= boundary_signatures.SPLICE_MAX_ROWS):
@@ -490,7 +502,7 @@ def _build_rows(snapshot: Any, helper: index_helper.Helper | None, check_cancell
         # process; else the next query with a separator has every body signed again
         boundaries = boundary_signatures.splice(previous.boundaries or b"", len(ids),
                                                 dict(zip(fresh_rows, map(boundary_signatures.body_bits, fresh_bodies))))
-    del fresh_bodies, fresh_entries, previous, position
-    index._fill(ids, small, bodies, boundaries, concepts, helper, check_cancelled)
+    del fresh_bodies, previous
+    index._fill(ids, bodies, boundaries, concepts, helper, check_cancelled)
     remembered.put(snapshot.root, None, index)
     return index

@@ -1,10 +1,10 @@
 """The token postings of a search index built in bulk with numpy, as flat buffers.
 
 The rule is :class:`token_postings.PostingsBuilder`'s (which builds the same postings in pure
-Python, in the server, for small bundles): this build runs in the short-lived helper process
-(:mod:`index_helper`) for large ones, where its sorts take a third of the pure build's time
-(50,000 concepts: 3.7 s in pure Python) and its temporaries never reach the server's heap. The
-server receives only the buffers (:meth:`TokenPostings.fill_buffers`).
+Python, in the server, for small bundles; property tests hold the two equal, buffer for
+buffer): this build runs in the short-lived helper processes of :mod:`index_helper` for large
+ones (50,000 concepts: 3.7 s in pure Python), where its temporaries never reach the server's
+heap. The server receives only the buffers (:meth:`TokenPostings.fill_buffers`).
 """
 
 from __future__ import annotations
@@ -35,30 +35,49 @@ class _Tokens:
     """The (token id, row) pairs of texts, taken a batch of texts at a time in one C-level pass
     each: the texts joined with a marker token between them, each word's text told by counting
     the markers before it. Token ids follow first appearance, word by word (as
-    ``PostingsBuilder``'s)."""
+    ``PostingsBuilder``'s). Each batch's pairs are kept sorted and without repeats, one
+    ``token << 32 | row`` key each: a bundle's words with their repeats would be ten times as
+    many (50,000 concepts: 160 MB of pairs, faulted in page by page)."""
 
     def __init__(self) -> None:
         self.ids: defaultdict[bytes, int] = defaultdict(count().__next__)  # a new token: the next id
         self.mark = self.ids[_VALUE_MARK.strip()]
-        self.id_parts: list[np.ndarray] = []
-        self.row_parts: list[np.ndarray] = []
+        self.key_parts: list[np.ndarray] = []
 
     def add(self, rows: Sequence[int], texts: Sequence[bytes]) -> None:
         words = _VALUE_MARK.join(texts).translate(_TO_SPACE).split()
         batch = np.fromiter(map(self.ids.__getitem__, words), dtype=np.int64, count=len(words))
         is_mark = batch == self.mark
-        self.id_parts.append(batch[~is_mark])
-        self.row_parts.append(np.asarray(rows, dtype=np.int64)[np.cumsum(is_mark)[~is_mark]])
+        row_of = np.asarray(rows, dtype=np.int64)[np.cumsum(is_mark)[~is_mark]]
+        self.key_parts.append(_distinct((batch[~is_mark] << 32) | row_of))
+
+    def partial(self) -> tuple[list[bytes], bytes]:
+        """This part's tokens and its keys, for another part to :meth:`merge`."""
+        keys = np.concatenate(self.key_parts) if self.key_parts else np.zeros(0, dtype=np.int64)
+        return list(self.ids), keys.tobytes()
+
+    def merge(self, vocabulary: list[bytes], keys: bytes) -> None:
+        """Add another part's tokens (its rows distinct from this part's): its token ids become
+        this part's, its new tokens taking the next ids."""
+        ids = np.fromiter(map(self.ids.__getitem__, vocabulary), dtype=np.int64, count=len(vocabulary))
+        theirs = np.frombuffer(keys, dtype=np.int64)
+        self.key_parts.append((ids[theirs >> 32] << 32) | (theirs & 0xFFFFFFFF))
 
     def postings(self, n_rows: int) -> dict[str, bytes]:
-        token_ids = np.concatenate(self.id_parts) if self.id_parts else np.zeros(0, dtype=np.int64)
-        rows = np.concatenate(self.row_parts) if self.row_parts else np.zeros(0, dtype=np.int64)
-        return _postings(n_rows, list(self.ids), token_ids, rows)
+        keys = _distinct(np.concatenate(self.key_parts)) if self.key_parts else np.zeros(0, dtype=np.int64)
+        return _postings(n_rows, list(self.ids), keys)
 
 
-def build_bodies(n_rows: int, bodies: Iterable[tuple[int, bytes]]) -> dict[str, bytes]:
-    """The postings of the bodies, given as (row, body), each row once, in any order, as the
-    buffers ``TokenPostings.fill_buffers`` takes."""
+def _distinct(keys: np.ndarray) -> np.ndarray:
+    """The distinct values of ``keys``, ascending (sorting; ``np.unique`` hashes, far slower)."""
+    keys = np.sort(keys)
+    first = np.ones(len(keys), dtype=bool)
+    first[1:] = keys[1:] != keys[:-1]
+    return keys[first]
+
+
+def body_tokens(bodies: Iterable[tuple[int, bytes]]) -> _Tokens:
+    """The tokens of the bodies, given as (row, body), each row once, in any order."""
     found = _Tokens()
     rows: list[int] = []
     texts: list[bytes] = []
@@ -72,7 +91,13 @@ def build_bodies(n_rows: int, bodies: Iterable[tuple[int, bytes]]) -> dict[str, 
             rows, texts, size = [], [], 0
     if rows:
         found.add(rows, texts)
-    return found.postings(n_rows)
+    return found
+
+
+def build_bodies(n_rows: int, bodies: Iterable[tuple[int, bytes]]) -> dict[str, bytes]:
+    """The postings of the bodies (:func:`body_tokens`), as the buffers
+    ``TokenPostings.fill_buffers`` takes."""
+    return body_tokens(bodies).postings(n_rows)
 
 
 def build_values(n_rows: int, rows: Sequence[int], values: Sequence[bytes]) -> dict[str, bytes]:
@@ -83,53 +108,55 @@ def build_values(n_rows: int, rows: Sequence[int], values: Sequence[bytes]) -> d
     return found.postings(n_rows)
 
 
-def _postings(n_rows: int, vocabulary: list[bytes], token_ids: np.ndarray, rows: np.ndarray) -> dict[str, bytes]:
-    """The buffers of the postings where token ``token_ids[i]`` (an index of ``vocabulary``) is
-    held by row ``rows[i]`` (repeats allowed). Tokens no row holds are dropped."""
-    keys = np.sort((token_ids << 32) | rows)
-    first = np.ones(len(keys), dtype=bool)
-    first[1:] = keys[1:] != keys[:-1]  # a token twice in a row: once
-    keys = keys[first]
-    counts = np.bincount(keys >> 32, minlength=len(vocabulary))
+def _postings(n_rows: int, vocabulary: list[bytes], keys: np.ndarray) -> dict[str, bytes]:
+    """The buffers of the postings whose ``token << 32 | row`` keys (``token`` an index of
+    ``vocabulary``) are ``keys``, ascending and distinct. Tokens no row holds are dropped. Its
+    arrays are 32-bit and dropped as soon as used: in a fresh helper process every page is
+    faulted in (50,000 concepts: 2.6 million keys)."""
+    token = (keys >> 32).astype(np.int32)
+    row = (keys & 0xFFFFFFFF).astype(np.uint32)
+    del keys
+    counts = np.bincount(token, minlength=len(vocabulary))
     alive = counts > 0
     words = list(compress(vocabulary, alive.tolist()))
-    keys_token = np.cumsum(alive)[keys >> 32] - 1  # renumbered without the dropped tokens
+    token = (np.cumsum(alive, dtype=np.int32) - 1)[token]  # renumbered without the dropped tokens
     counts = counts[alive]
     row_code = id_typecode(n_rows)
     dense = counts >= max(token_postings.DENSE_MIN_ROWS, n_rows // (8 * _dtype(row_code).itemsize))
-    sparse_keys = ~dense[keys_token]
+    in_dense = dense[token]
     lengths = np.fromiter(map(len, words), dtype=np.int64, count=len(words))
     starts = np.cumsum(lengths + 1) - lengths  # after the frame's leading NUL
     offsets = np.zeros(len(words) + 1, dtype=np.int64)
     np.cumsum(np.where(dense, 0, counts), out=offsets[1:])
     framed = _SEP + _SEP.join(words) + _SEP if words else _SEP
-    rows_of = (keys & 0xFFFFFFFF).astype(np.int64)
     out = {
         "vocabulary": framed,
         "starts": starts.astype(_WIDE).tobytes(),
         "offsets": offsets.astype(_WIDE).tobytes(),
-        "rows": rows_of[sparse_keys].astype(_dtype(row_code)).tobytes(),
+        "rows": row[~in_dense].astype(_dtype(row_code)).tobytes(),
         "dense_ids": np.flatnonzero(dense).astype(_WIDE).tobytes(),
         "dense_counts": counts[dense].astype(_WIDE).tobytes(),
-        "dense_bits": _dense_bits(n_rows, keys_token[~sparse_keys], rows_of[~sparse_keys], int(dense.sum())),
     }
+    rank = (np.cumsum(dense, dtype=np.int32) - 1)[token[in_dense]]  # 0 .. dense tokens - 1, ascending
+    out["dense_bits"] = _dense_bits(n_rows, rank, row[in_dense], int(dense.sum()))
+    del token, row, in_dense, rank
     out.update(_trigram_index(framed, starts))
     return out
 
 
-def _dense_bits(n_rows: int, token_of: np.ndarray, rows: np.ndarray, n_dense: int) -> bytes:
-    """The bitmaps of the dense tokens, in id order (``token_of``: ascending token ids, their
-    rows beside them), ``ceil(n_rows / 8)`` little-endian bytes each."""
+def _dense_bits(n_rows: int, rank: np.ndarray, rows: np.ndarray, n_dense: int) -> bytes:
+    """The bitmaps of the dense tokens, in id order (``rank``: each key's dense token, 0 to
+    ``n_dense - 1``, ascending; its row beside it), ``ceil(n_rows / 8)`` little-endian bytes each."""
     if not n_dense:
         return b""
-    rank = np.cumsum(np.append(True, token_of[1:] != token_of[:-1])) - 1  # 0 .. n_dense - 1
     parts = []
+    bits = np.zeros((min(_DENSE_TOKENS_AT_ONCE, n_dense), n_rows), dtype=bool)
     for first in range(0, n_dense, _DENSE_TOKENS_AT_ONCE):
         last = min(first + _DENSE_TOKENS_AT_ONCE, n_dense)
         lo, hi = np.searchsorted(rank, [first, last])
-        bits = np.zeros((last - first, n_rows), dtype=bool)
+        bits[:] = False
         bits[rank[lo:hi] - first, rows[lo:hi]] = True
-        parts.append(np.packbits(bits, axis=1, bitorder="little").tobytes())
+        parts.append(np.packbits(bits[:last - first], axis=1, bitorder="little").tobytes())
     return b"".join(parts)
 
 
