@@ -67,10 +67,6 @@ class _Blob:
     starts: array = field(default_factory=lambda: array("q"))
     owners: array = field(default_factory=lambda: array("q"))
 
-    @classmethod
-    def of(cls, values: Sequence[tuple[int, bytes]]) -> "_Blob":
-        return cls().fill(values)
-
     def fill(self, values: Sequence[tuple[int, bytes]]) -> "_Blob":
         """This (empty) blob made that of ``values``."""
         self.owners.extend(owner for owner, _ in values)
@@ -222,8 +218,8 @@ class ConceptSearchIndex:
         self._build_postings(helper, check_cancelled)
 
     def _build_postings(self, helper: index_helper.PostingsJob | None, check_cancelled: Callable[[], None]) -> None:
-        """Every field's postings: made by the helper process (numpy), where one was started and
-        did its job; else here, in Python."""
+        """Every field's postings: made by the helper processes (numpy), where they were started and
+        did their job; else here, in Python."""
         if helper is not None:
             built = helper.result(check_cancelled)
             if built is not None:

@@ -27,10 +27,9 @@ import io
 import os
 import tempfile
 import weakref
-from typing import IO, Iterator, Sequence
-
 from array import array
 from itertools import accumulate
+from typing import IO, Iterator, Sequence
 
 import lz4.block
 
@@ -72,8 +71,7 @@ class FoldedBodies:
 
     def fill(self, stored: Sequence[bytes | memoryview]) -> None:
         """Store ``stored`` (once): in the file, or in memory where it cannot be written."""
-        self.offsets.extend(accumulate(map(len, stored), initial=0))
-        self.offsets.pop(0)
+        self.offsets.extend(accumulate(map(len, stored)))  # after the 0 _hold put first
         if self._file is not None and not _wrote(self._file, stored):
             self._file.close()
             self._file = None

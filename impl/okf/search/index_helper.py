@@ -51,6 +51,7 @@ class Helper:
 
     def __init__(self, job: str, process: subprocess.Popen | None) -> None:
         self.job, self.process = job, process
+        self.ended = False  # _END sent: nothing more comes
 
     @classmethod
     def start(cls, job: str, header: dict[str, Any], pass_fds: tuple[int, ...] = ()) -> "Helper":
@@ -82,10 +83,16 @@ class Helper:
         except OSError:  # the helper died: its exit tells why, in result()
             self.process.stdin = None
 
+    def end(self) -> None:
+        """Tell the helper its messages are all sent (once)."""
+        if not self.ended:
+            self.send(_END)
+            self.ended = True
+
     def result(self, check_cancelled: Callable[[], None] = lambda: None) -> Any | None:
         if self.process is None:
             return None
-        self.send(_END)
+        self.end()
         out, err = _communicate(self.process, check_cancelled)
         if out is None or self.process.returncode != 0:
             tail = (err or b"").decode("utf-8", "replace").strip().splitlines()[-1:] or ["timed out"]
@@ -130,8 +137,8 @@ class PostingsJob:
 
     def result(self, check_cancelled: Callable[[], None] = lambda: None) -> list[dict[str, bytes]] | None:
         """Every field kind's buffers, the bodies' last; None if a helper failed."""
-        for helper in self.helpers[:-1]:
-            helper.send(_END)
+        for helper in self.helpers:
+            helper.end()  # both first: the main helper waits on the part's tokens
         built = self.main.result(check_cancelled)
         fields = [] if len(self.helpers) == 1 else self.part.result(check_cancelled)
         return None if built is None or fields is None else [*fields, *built]

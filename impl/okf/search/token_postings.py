@@ -74,13 +74,11 @@ class PostingsBuilder:
         self._rows: defaultdict[int, list[int]] = defaultdict(list)  # token id -> the rows holding it
         self._last_row = -1
         self._ascending = True  # rows came in order: each token's list is sorted
-        self._repeats = False  # a row may be listed twice (side by side, when in order)
 
     def add(self, row: int, row_tokens: Iterable[bytes]) -> None:
         deque(map(list.append, map(self._rows.__getitem__, map(self._id_of, row_tokens)), repeat(row)), maxlen=0)
         self._ascending = self._ascending and row >= self._last_row
         self._last_row = row
-        self._repeats = True  # a token twice in a text
 
     def add_values(self, rows: Sequence[int], values: Sequence[bytes]) -> None:
         """The tokens of many short texts (``values[i]`` belongs to row ``rows[i]``; tokens
@@ -93,16 +91,16 @@ class PostingsBuilder:
         if rows:
             self._ascending = self._ascending and rows[0] >= self._last_row and all(map(int.__le__, rows, rows[1:]))
             self._last_row = max(self._last_row, rows[-1])
-        self._repeats = True  # a word twice in a value, or in two values of a row
 
     def finish(self) -> "TokenPostings":
         """The postings of the rows added."""
         fresh = self._rows
         lists = [fresh.get(token_id, []) for token_id in range(len(self._ids))]
-        if not self._ascending:
-            lists = [sorted(set(rows)) for rows in lists]
-        elif self._repeats:  # sorted: a row listed twice is listed side by side
+        # a row lists a token once for each time it holds it: side by side when rows came in order
+        if self._ascending:
             lists = [list(dict.fromkeys(rows)) for rows in lists]
+        else:
+            lists = [sorted(set(rows)) for rows in lists]
         return self._result.fill(list(self._ids), lists)
 
 

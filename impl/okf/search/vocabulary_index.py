@@ -53,10 +53,6 @@ class VocabularyIndex:
     token_ids: array
 
     @classmethod
-    def of(cls, vocabulary: bytes, starts: array) -> "VocabularyIndex":
-        return cls.empty().fill(vocabulary, starts)
-
-    @classmethod
     def empty(cls) -> "VocabularyIndex":
         return cls(_SEP, array(WIDE), array(WIDE), array(WIDE), array(id_typecode(0)))
 
