@@ -130,3 +130,16 @@ def test_a_failing_second_helper_leaves_the_index_built_in_process(monkeypatch, 
     monkeypatch.setattr(index_helper.Helper, "start", classmethod(
         lambda cls, job, *args: real(cls, "no_such_job" if job == "postings_part" else job, *args)))
     _answers_the_same_after_a_warning(caplog, "failed")
+
+
+def test_a_platform_that_cannot_pass_descriptors_builds_the_index_in_process(monkeypatch, caplog):
+    monkeypatch.setattr(sci, "HELPER_MIN_ROWS", 0)
+    real = index_helper.subprocess.Popen
+
+    def popen(*args, pass_fds=(), **kwargs):
+        if pass_fds:
+            raise ValueError("pass_fds is not supported on Windows.")
+        return real(*args, **kwargs)
+
+    monkeypatch.setattr(index_helper.subprocess, "Popen", popen)
+    _answers_the_same_after_a_warning(caplog, "could not start")

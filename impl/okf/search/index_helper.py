@@ -67,7 +67,7 @@ class Helper:
             process = subprocess.Popen([sys.executable, "-P", "-m", __name__], stdin=subprocess.PIPE,
                                        stdout=subprocess.PIPE, stderr=subprocess.PIPE,
                                        pass_fds=(*pass_fds, *(() if fileno is None else (fileno,))))
-        except OSError as error:
+        except (OSError, ValueError) as error:  # ValueError: a platform without pass_fds
             log.warning("could not start the search index helper for %s (%s)", job, error)
             return cls(job, None)
         helper = cls(job, process)
