@@ -33,7 +33,7 @@ def test_the_helper_process_signs_the_stored_bodies_like_the_bulk_signer(on_disk
     bodies = [f"sql warehouse {i} café-au-lait".encode() * (i % 5 + 1) for i in range(300)]
     stored = FoldedBodies.of(bodies, on_disk=on_disk)
     assert stored.on_disk is on_disk
-    payload = {"bodies": index_helper.bodies_payload(stored.offsets, stored.fileno(), stored.in_memory())}
+    payload = {"bodies": stored.handed_down()}
     assert index_helper.run("sign", payload) == signing.sign(bodies)
 
 
@@ -118,7 +118,7 @@ def test_the_helper_never_imports_a_knowspec_folder_from_the_working_folder(monk
     monkeypatch.chdir(tmp_path)
     bodies = [b"sql warehouse", b"delta table"]
     stored = FoldedBodies.of(bodies, on_disk=False)
-    payload = {"bodies": index_helper.bodies_payload(stored.offsets, stored.fileno(), stored.in_memory())}
+    payload = {"bodies": stored.handed_down()}
     assert index_helper.run("sign", payload) == signing.sign(bodies)
     assert not (tmp_path / "imported").exists()
 

@@ -262,9 +262,7 @@ class ConceptSearchIndex:
         are then all verified)."""
         with self._signing:
             if self._boundaries is None and not self._signing_failed and self.ids:
-                bodies = self.bodies
-                payload = {"bodies": index_helper.bodies_payload(bodies.offsets, bodies.fileno(), bodies.in_memory())}
-                self._boundaries = index_helper.run("sign", payload, check_cancelled)
+                self._boundaries = index_helper.run("sign", {"bodies": self.bodies.handed_down()}, check_cancelled)
                 self._signing_failed = self._boundaries is None
             return self._boundaries
 

@@ -101,13 +101,21 @@ class FoldedBodies:
         """Row ``row``'s body as stored (compressed)."""
         return self._read(self.offsets[row], self.offsets[row + 1])
 
-    def fileno(self) -> int | None:
-        """The descriptor of the file the bodies are stored in (None: they are in memory)."""
-        return None if self._file is None else self._file.fileno()
+    def handed_down(self) -> dict[str, bytes | int | None]:
+        """What another process needs to read these bodies (:meth:`reader`): their offsets, and
+        the descriptor of their file (for it to inherit) or, kept in memory, the bodies."""
+        fileno = None if self._file is None else self._file.fileno()
+        return {"offsets": self.offsets.tobytes(), "fileno": fileno, "inline": self._data if fileno is None else b""}
 
-    def in_memory(self) -> memoryview:
-        """The stored bodies back to back, when they are kept in memory (else empty)."""
-        return memoryview(self._data)
+    @classmethod
+    def reader(cls, offsets: bytes, fileno: int | None, inline: bytes) -> "FoldedBodies":
+        """The bodies :meth:`handed_down` describes, read in this (helper) process."""
+        bodies = cls.__new__(cls)
+        bodies.offsets = array("q")
+        bodies.offsets.frombytes(offsets)
+        bodies._data = inline
+        bodies._file = None if fileno is None else open(fileno, "rb", buffering=0, closefd=False)
+        return bodies
 
     def stored_rows(self, rows: Sequence[int]) -> Iterator[tuple[int, memoryview]]:
         """``(row, body as stored)`` for each of ``rows`` in their order, read span by span (rows

@@ -35,13 +35,6 @@ log = logging.getLogger(__name__)
 
 TIMEOUT_SECONDS = 600.0
 POLL_SECONDS = 0.25  # how often a running helper lets the call be cancelled
-SPAN_BYTES = 1 << 20  # the helper reads the bodies' file this much at a time
-
-
-def bodies_payload(offsets: array, fileno: int | None, stored: bytes | memoryview) -> dict[str, Any]:
-    """How a job's header names the index's stored bodies: their offsets, and the descriptor
-    of their file or, kept in memory, the bodies themselves."""
-    return {"offsets": offsets.tobytes(), "fileno": fileno, "inline": b"" if fileno is not None else bytes(stored)}
 
 
 class Helper:
@@ -181,41 +174,6 @@ def _stop(helper: subprocess.Popen) -> None:
     helper.communicate()
 
 
-class StoredBodies:
-    """The helper's view of the bodies: a count, then each one decompressed, in row order."""
-
-    def __init__(self, payload: dict[str, Any]) -> None:
-        self.offsets = array("q")
-        self.offsets.frombytes(payload["offsets"])
-        inline, fileno = memoryview(payload["inline"]), payload["fileno"]
-        self.read: Callable[[int, int], bytes | memoryview] = (
-            (lambda start, end: inline[start:end]) if fileno is None else (lambda start, end: _pread(fileno, start, end)))
-
-    def __len__(self) -> int:
-        return len(self.offsets) - 1
-
-    def __iter__(self) -> Iterator[bytes]:
-        import lz4.block
-
-        offsets, span, span_start = self.offsets, memoryview(b""), 0
-        for row in range(len(self)):
-            start, end = offsets[row], offsets[row + 1]
-            if end > span_start + len(span):
-                span_start = start
-                span = memoryview(self.read(start, min(offsets[-1], max(end, start + SPAN_BYTES))))
-            yield lz4.block.decompress(span[start - span_start:end - span_start])
-
-
-def _pread(fd: int, start: int, end: int) -> bytes:
-    data = os.pread(fd, end - start, start)
-    while len(data) < end - start:
-        more = os.pread(fd, end - start - len(data), start + len(data))
-        if not more:
-            raise OSError(f"the bodies' file ended {end - start - len(data)} bytes early")
-        data += more
-    return data
-
-
 def field_values(field: dict[str, bytes]) -> tuple[array, list[bytes]]:
     """(owner rows, values) of a short field sent as its blob (values joined by NUL)."""
     starts, owners = array("q"), array("q")
@@ -230,7 +188,9 @@ def _sign(header: dict[str, Any], messages: Iterator[Any]) -> bytes:
     from knowspec.impl.okf.search import boundary_signing
 
     deque(messages, maxlen=0)
-    return boundary_signing.sign(StoredBodies(header["bodies"]))
+    from knowspec.impl.okf.search.folded_bodies import FoldedBodies
+
+    return boundary_signing.sign(FoldedBodies.reader(**header["bodies"]))
 
 
 def _received_bodies(messages: Iterator[Any], fields: list[dict[str, bytes]], n_rows: int

@@ -15,7 +15,7 @@ from collections import deque
 from itertools import compress, repeat
 from typing import Iterable, Iterator
 
-_ZERO, _ONE = ord("0"), ord("1")
+_ONE = ord("1")
 _DIGIT_TO_FLAG = bytes.maketrans(b"01", b"\x00\x01")
 
 
