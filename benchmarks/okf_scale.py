@@ -25,7 +25,9 @@ and the load average at start and end (the machine is shared: ratios of one run 
 Most of the queries are single vocabulary words that every concept's prose holds, so their exact
 total is linear in their hits whatever the index; the warm figures are also split into broad
 queries (hits >= 10% of the concepts) and selective ones, each with its own ratio, and each
-query's total is recorded. The search index's bytes per concept (built in this process from the
+query's total and median time at each size are recorded and printed (a two-word phrase such as
+``merge partition`` holds in ~9% of the bodies: under the broad share, yet its every candidate
+body is read to count it exactly, so its time follows its hits like a broad query's). The search index's bytes per concept (built in this process from the
 same bundle, by part) are reported beside them.
 A server without the limit flags (before goal 8) is run without them and reports its refusal.
 """
@@ -35,6 +37,7 @@ from __future__ import annotations
 import argparse
 import os
 import random
+import statistics
 import subprocess
 import sys
 import time
@@ -107,6 +110,15 @@ def by_breadth(samples_ms: list[float], totals: list[int | None], n_concepts: in
     return {"broad": percentiles(broad) if broad else None, "selective": percentiles(selective) if selective else None}
 
 
+def by_query(samples_ms: list[float]) -> dict[str, float]:
+    """Each distinct query's median over its turns (the first turn of a multi-word query at a
+    size also signs that size's bodies, so its median is the warm figure)."""
+    turns: dict[str, list[float]] = {}
+    for q, ms in zip(QUERIES, samples_ms):
+        turns.setdefault(q, []).append(ms)
+    return {q: round(statistics.median(times), 3) for q, times in turns.items()}
+
+
 def index_bytes(bundle: Path, files: int, nbytes: int) -> dict:
     """The search index of ``bundle`` built in this process: its bytes per concept, by part."""
     settings = process.RuntimeSettings(max_bundle_files=files, max_bundle_bytes=nbytes)
@@ -144,6 +156,7 @@ async def server_runs(sizes: list[tuple[int, Path, list[str]]]) -> dict[int, dic
         for n, (_, pid, _) in live.items():
             out[n].update(warm_search_concepts=percentiles(warm[n]), query_totals=totals[n],
                           warm_by_breadth=by_breadth(warm[n], [totals[n][q] for q in QUERIES], n),
+                          warm_by_query=by_query(warm[n]),
                           rss_mib=server_memory_mib("VmRSS", pid))
     return out
 
@@ -181,6 +194,12 @@ def main() -> None:
             if low and high:
                 goals.append(goal(f"goal 8 ({kind} queries only) warm search_concepts p50 at {args.large} "
                                   f"(floor: p50 at {args.small})", low["p50_ms"], high["p50_ms"], SEARCH_BOUND, "ms"))
+    if "warm_by_query" in small and "warm_by_query" in large:
+        print(f"warm search_concepts by query, median of its turns (ms, total hits) at {args.small} -> {args.large}:")
+        for q, low in small["warm_by_query"].items():
+            high = large["warm_by_query"][q]
+            print(f"  {q!r:18} {low:7.3f} ({small['query_totals'][q]}) -> {high:7.3f} ({large['query_totals'][q]}): "
+                  f"{high / low:.2f}x", flush=True)
     if "error" not in large:
         # One cold call against the best of two floors taken before it is biased against the
         # figure (floor 4.20 s, ratio 1.32 here, while okf_cold gave 1.15 in the same hour):
