@@ -104,3 +104,22 @@ def test_an_import_leaves_statistics_and_a_flushed_gin_index(dsn):
         analyzed = pool._rows("select relname from pg_stat_user_tables where schemaname = ? and last_analyze "
                               "is not null", [postgres.SCHEMA])
     assert {"doc$chunk", "doc$topic"} <= {r[0] for r in analyzed}
+
+
+def test_reindex_refreshes_the_planner_statistics_too(pg_dsn, tmp_path, monkeypatch):
+    own = fresh_pg_database(pg_dsn, f"knowspec_search{next(_names)}")
+    write_generated_corpus(tmp_path / "corpus", seed=5, topics=12)
+    build_pool(tmp_path / "corpus", tmp_path / "source.db", GENERATED_COLLECTION, title="v", erisim="herkes")
+    monkeypatch.setattr(postgres, "_settle", lambda con: None)
+    postgres.import_collection(own, tmp_path / "source.db", GENERATED_COLLECTION)
+    monkeypatch.undo()
+
+    def analyzed() -> set[str]:
+        with _open(own) as pool:
+            rows = pool._rows("select relname from pg_stat_user_tables where schemaname = ? and last_analyze "
+                              "is not null", [postgres.SCHEMA])
+        return {r[0] for r in rows}
+
+    assert not {"doc$chunk", "doc$topic"} <= analyzed()
+    postgres.reindex(own)
+    assert {"doc$chunk", "doc$topic"} <= analyzed()

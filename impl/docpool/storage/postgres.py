@@ -362,6 +362,7 @@ def reindex(dsn: str) -> None:
                 cur = con.cursor()
                 cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
                 _persist_index(cur)
+            _settle(con)
     except Exception as exc:
         raise ImportFailed(str(exc) or type(exc).__name__) from exc
 
