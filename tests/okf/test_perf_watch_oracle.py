@@ -125,3 +125,27 @@ def test_a_snapshot_updated_in_place_equals_one_built_afresh_and_knows_its_symli
             assert _views(got) == _views(fresh)
             assert links == _skipped_links(root)
         snap.clear_cache()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ops, max_size=14))
+def test_the_watched_total_bytes_limit_agrees_with_a_stat_walk(edits):
+    """The bytes a watched snapshot holds are carried from capture to capture, moved by the
+    files re-read: a bundle growing past (or shrinking under) a low byte limit is refused (or
+    served) exactly when a fresh walk says so, and the kept count is the files' sum."""
+    from knowspec.impl import runtime as process
+
+    settings_ = process.RuntimeSettings(max_bundle_bytes=90)
+    with process.activated(process.Runtime(settings_)), tempfile.TemporaryDirectory() as tmp:
+        root = _watched_tree(Path(tmp))
+        for op, a, b in edits + [("load", None, None)]:
+            if op != "load":
+                _apply(root, op, a, b)
+                continue
+            got = _outcome(lambda: load_snapshot(str(root), ctx()).files)
+            want = _outcome(lambda: oracle_files(root))
+            assert got == want
+            slot = snap._slots(process.current()).peek(str(root))
+            if slot is not None and slot.snapshot is not None:
+                assert slot.nbytes == sum(e.record.size for e in slot.entries.values())
+        snap.clear_cache()

@@ -21,6 +21,7 @@ from hashlib import sha256
 from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from knowspec.impl.errors import ToolError
+from knowspec.impl.okf.bundle.limits import SizeTally
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 CHANGED_MESSAGE = "load bundle: file changed while reading"
@@ -134,8 +135,9 @@ class CapturedFiles(Mapping[str, bytes]):
     """Relative path -> bytes of every captured file, in path order, read when asked (the
     mapping keeps records, never bytes)."""
 
-    def __init__(self, records: dict[str, FileRecord]) -> None:
+    def __init__(self, records: dict[str, FileRecord], tally: SizeTally | None = None) -> None:
         self._records = records
+        self._tally = tally  # made at the first write's commit, then carried by ``replaced``
 
     def __getitem__(self, path: str) -> bytes:
         return self._records[path].read()
@@ -161,7 +163,20 @@ class CapturedFiles(Mapping[str, bytes]):
 
     def replaced(self, records: Mapping[str, FileRecord]) -> "CapturedFiles":
         """These files with some records replaced (the same paths, so the same order)."""
-        return CapturedFiles({**self._records, **records})
+        tally = None
+        if self._tally is not None:
+            tally = self._tally.after(self._size_or_none, {p: r.size for p, r in records.items()}, ())
+        return CapturedFiles({**self._records, **records}, tally)
+
+    def size_tally(self) -> SizeTally:
+        """What the read limits look at in these files (counted once, then carried)."""
+        if self._tally is None:
+            self._tally = SizeTally.of({path: record.size for path, record in self._records.items()})
+        return self._tally
+
+    def _size_or_none(self, path: str) -> int | None:
+        record = self._records.get(path)
+        return None if record is None else record.size
 
 
 def digest_of(files: Mapping[str, bytes], path: str) -> bytes:
@@ -175,3 +190,15 @@ def size_of(files: Mapping[str, bytes], path: str) -> int:
     if isinstance(files, CapturedFiles):
         return files.size(path)
     return len(files[path])
+
+
+def size_tally_of(files: Mapping[str, bytes]) -> SizeTally:
+    """The read limits' tally of ``files``: kept by captured files, else counted."""
+    if isinstance(files, CapturedFiles):
+        return files.size_tally()
+    return SizeTally.of({path: len(data) for path, data in files.items()})
+
+
+def sizes_or_none(files: Mapping[str, bytes]) -> Callable[[str], int | None]:
+    """A file's size in ``files`` by path (None: absent), without reading captured bytes."""
+    return lambda path: size_of(files, path) if path in files else None
