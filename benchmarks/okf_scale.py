@@ -25,10 +25,11 @@ and the load average at start and end (the machine is shared: ratios of one run 
 Most of the queries are single vocabulary words that every concept's prose holds, so their exact
 total is linear in their hits whatever the index; the warm figures are also split into broad
 queries (hits >= 10% of the concepts) and selective ones, each with its own ratio, and each
-query's total and median time at each size are recorded and printed (a two-word phrase such as
-``merge partition`` holds in ~9% of the bodies: under the broad share, yet its every candidate
-body is read to count it exactly, so its time follows its hits like a broad query's). The search index's bytes per concept (built in this process from the
-same bundle, by part) are reported beside them.
+query's total and median time at each size are recorded and printed: a two-word phrase such as
+``merge partition`` holds in ~9% of the bodies, under the broad share, yet its candidate bodies
+(two to four times its hits) are read to count it exactly, so its time follows its hits. The search
+index's bytes per concept (built in this process from the same bundle, by part) are reported
+beside them.
 A server without the limit flags (before goal 8) is run without them and reports its refusal.
 """
 

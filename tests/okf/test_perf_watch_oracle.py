@@ -10,6 +10,7 @@ from pathlib import Path
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
 from knowspec.impl.okf.bundle import watch
@@ -133,8 +134,6 @@ def test_the_watched_total_bytes_limit_agrees_with_a_stat_walk(edits):
     """The bytes a watched snapshot holds are carried from capture to capture, moved by the
     files re-read: a bundle growing past (or shrinking under) a low byte limit is refused (or
     served) exactly when a fresh walk says so, and the kept count is the files' sum."""
-    from knowspec.impl import runtime as process
-
     settings_ = process.RuntimeSettings(max_bundle_bytes=90)
     with process.activated(process.Runtime(settings_)), tempfile.TemporaryDirectory() as tmp:
         root = _watched_tree(Path(tmp))

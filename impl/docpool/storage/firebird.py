@@ -27,6 +27,7 @@ work); an import inserts the same way.
 from __future__ import annotations
 
 import atexit
+import contextlib
 import ctypes
 import os
 import threading
@@ -637,7 +638,8 @@ def _settle(con) -> None:
             cur.execute(f'set statistics index "{name}"')
         con.commit()
     except Exception:  # an old engine or a lock: the next import or reindex tries again
-        con.rollback()
+        with contextlib.suppress(Exception):  # nor may a broken connection fail the import
+            con.rollback()
 
 
 def reindex(dsn: str) -> None:
