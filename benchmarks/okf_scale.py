@@ -126,7 +126,7 @@ def index_bytes(bundle: Path, files: int, nbytes: int) -> dict:
     with process.activated(process.Runtime(settings)):
         snapshot = load_snapshot(str(bundle), None)
         index = index_for_snapshot(snapshot)
-        index.boundaries  # noqa: B018 - the signatures the warm multi-word queries make
+        index.signatures()  # the signatures the warm multi-word queries make
         n = len(snapshot.concepts)
         return {part: round(size / n, 1) for part, size in index.nbytes_by_part().items()}
 

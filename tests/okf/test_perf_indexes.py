@@ -221,7 +221,7 @@ def test_body_signatures_wait_for_a_query_that_narrows_with_them(tmp_path):
     rebuilt = sci.index_for_snapshot(snapshot)
     assert rebuilt.boundaries_made()  # the changed row signed at once, in process, the others copied
     full = boundary_signing.sign([rebuilt.bodies[row] for row in range(len(rebuilt.ids))])
-    assert rebuilt.boundaries == full
+    assert rebuilt.signatures() == full
     assert rebuilt.search(case_fold("sql  warehouse"), 10) == reference(snapshot, "sql  warehouse", 10)
 
 

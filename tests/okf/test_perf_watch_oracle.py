@@ -70,9 +70,9 @@ def _watched_tree(tmp: Path) -> Path:
     return root
 
 
-@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
-@given(st.lists(ops, max_size=14))
-def test_watch_and_stat_walk_agree_on_random_edits(edits):
+def _agree_with_stat_walks(edits, after_load=lambda root: None) -> None:
+    """Make ``edits`` on a watched tree; at every load the watched snapshot's files (or its
+    refusal) equal a fresh stat walk's, then ``after_load(root)`` checks more."""
     with tempfile.TemporaryDirectory() as tmp:
         root = _watched_tree(Path(tmp))
         for op, a, b in edits + [("load", None, None)]:
@@ -82,7 +82,14 @@ def test_watch_and_stat_walk_agree_on_random_edits(edits):
             got = _outcome(lambda: load_snapshot(str(root), ctx()).files)
             want = _outcome(lambda: oracle_files(root))
             assert got == want
+            after_load(root)
         snap.clear_cache()
+
+
+@settings(max_examples=60, deadline=None, suppress_health_check=[HealthCheck.too_slow])
+@given(st.lists(ops, max_size=14))
+def test_watch_and_stat_walk_agree_on_random_edits(edits):
+    _agree_with_stat_walks(edits)
 
 
 def _views(snapshot: Snapshot) -> tuple:
@@ -134,17 +141,10 @@ def test_the_watched_total_bytes_limit_agrees_with_a_stat_walk(edits):
     """The bytes a watched snapshot holds are carried from capture to capture, moved by the
     files re-read: a bundle growing past (or shrinking under) a low byte limit is refused (or
     served) exactly when a fresh walk says so, and the kept count is the files' sum."""
-    settings_ = process.RuntimeSettings(max_bundle_bytes=90)
-    with process.activated(process.Runtime(settings_)), tempfile.TemporaryDirectory() as tmp:
-        root = _watched_tree(Path(tmp))
-        for op, a, b in edits + [("load", None, None)]:
-            if op != "load":
-                _apply(root, op, a, b)
-                continue
-            got = _outcome(lambda: load_snapshot(str(root), ctx()).files)
-            want = _outcome(lambda: oracle_files(root))
-            assert got == want
-            slot = snap._slots(process.current()).peek(str(root))
-            if slot is not None and slot.snapshot is not None:
-                assert slot.nbytes == sum(e.record.size for e in slot.entries.values())
-        snap.clear_cache()
+    def kept_count_is_the_sum(root: Path) -> None:
+        slot = snap._slots(process.current()).peek(str(root))
+        if slot is not None and slot.snapshot is not None:
+            assert slot.nbytes == sum(e.record.size for e in slot.entries.values())
+
+    with process.activated(process.Runtime(process.RuntimeSettings(max_bundle_bytes=90))):
+        _agree_with_stat_walks(edits, kept_count_is_the_sum)

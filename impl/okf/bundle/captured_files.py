@@ -165,7 +165,7 @@ class CapturedFiles(Mapping[str, bytes]):
         """These files with some records replaced (the same paths, so the same order)."""
         tally = None
         if self._tally is not None:
-            tally = self._tally.after(self._size_or_none, {p: r.size for p, r in records.items()}, ())
+            tally = self._tally.after(sizes_or_none(self), {p: r.size for p, r in records.items()}, ())
         return CapturedFiles({**self._records, **records}, tally)
 
     def size_tally(self) -> SizeTally:
@@ -173,10 +173,6 @@ class CapturedFiles(Mapping[str, bytes]):
         if self._tally is None:
             self._tally = SizeTally.of({path: record.size for path, record in self._records.items()})
         return self._tally
-
-    def _size_or_none(self, path: str) -> int | None:
-        record = self._records.get(path)
-        return None if record is None else record.size
 
 
 def digest_of(files: Mapping[str, bytes], path: str) -> bytes:

@@ -35,8 +35,9 @@ import bisect
 import threading
 from array import array
 from itertools import accumulate, compress, islice, repeat
+from contextlib import contextmanager
 from dataclasses import dataclass, field
-from typing import Any, Callable, Iterable, Sequence
+from typing import Any, Callable, Iterable, Iterator, Sequence
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.search import boundary_signatures, folded_bodies, index_helper, row_bitmaps
@@ -149,8 +150,7 @@ class ConceptSearchIndex:
                  check_cancelled: Callable[[], None] = lambda: None) -> None:
         self._hold(len(entries))
         self._fill_fields([_small(f) for _, f in entries])
-        helper = _postings_helper(len(entries))
-        try:
+        with _postings_helper(len(entries)) as helper:
             if helper is not None:
                 helper.send_fields([self._field_payload(name) for name in _FIELDS[:-1]])
             stored = [folded_bodies.compress(_stored_body(f.body)) for _, f in entries]
@@ -159,9 +159,6 @@ class ConceptSearchIndex:
                 unsent.send(row, body)
             unsent.flush()
             self._fill([cid for cid, _ in entries], stored, None, [], helper, check_cancelled)
-        finally:
-            if helper is not None:
-                helper.stop()
 
     @classmethod
     def _empty(cls, n_rows: int) -> "ConceptSearchIndex":
@@ -265,10 +262,6 @@ class ConceptSearchIndex:
                 self._boundaries = index_helper.run("sign", {"bodies": self.bodies.handed_down()}, check_cancelled)
                 self._signing_failed = self._boundaries is None
             return self._boundaries
-
-    @property
-    def boundaries(self) -> bytes | None:
-        return self.signatures()
 
     def boundaries_made(self) -> bool:
         return self._boundaries is not None
@@ -425,25 +418,26 @@ class _BodiesToSend:
         self.rows, self.stored = [], []
 
 
-def _postings_helper(n_rows: int) -> index_helper.PostingsJob | None:
+@contextmanager
+def _postings_helper(n_rows: int) -> Iterator[index_helper.PostingsJob | None]:
     """Helper processes started on the postings of an index of ``n_rows`` rows, if that large
-    (None: built in process, as when no descriptor is left for their pipe)."""
-    if n_rows < HELPER_MIN_ROWS:
-        return None
+    (None: built in process, as when no descriptor is left for their pipe), stopped on leaving."""
+    helper = None
+    if n_rows >= HELPER_MIN_ROWS:
+        try:
+            helper = index_helper.PostingsJob(n_rows)
+        except OSError as error:
+            index_helper.log.warning("could not start the search index helpers (%s)", error)
     try:
-        return index_helper.PostingsJob(n_rows)
-    except OSError as error:
-        index_helper.log.warning("could not start the search index helpers (%s)", error)
-        return None
-
-
-def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
-    helper = _postings_helper(len(snapshot.concepts))
-    try:
-        return _build_rows(snapshot, helper, check_cancelled)
+        yield helper
     finally:
         if helper is not None:
             helper.stop()
+
+
+def _build_for_snapshot(snapshot: Any, check_cancelled: Callable[[], None]) -> ConceptSearchIndex:
+    with _postings_helper(len(snapshot.concepts)) as helper:
+        return _build_rows(snapshot, helper, check_cancelled)
 
 
 def _build_rows(snapshot: Any, helper: index_helper.PostingsJob | None,
@@ -494,7 +488,7 @@ def _build_rows(snapshot: Any, helper: index_helper.PostingsJob | None,
             and len(fresh_rows) <= boundary_signatures.SPLICE_MAX_ROWS):
         # a few bodies changed in place: their bits replace theirs in the previous columns, in
         # process; else the next query with a separator has every body signed again
-        boundaries = boundary_signatures.splice(previous.boundaries or b"", len(ids),
+        boundaries = boundary_signatures.splice(previous.signatures() or b"", len(ids),
                                                 dict(zip(fresh_rows, map(boundary_signatures.body_bits, fresh_bodies))))
     del fresh_bodies, previous
     index._fill(ids, bodies, boundaries, concepts, helper, check_cancelled)
