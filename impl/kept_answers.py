@@ -8,8 +8,8 @@ first (:func:`kept_output`); on a miss it answers as usual and names the key
 (``ToolOutput.keep``), and the pipeline keeps the answer's text and structured JSON only after
 the answer passed its output schema. A kept answer is therefore always one that was validated.
 Both are held as the JSON the transports write, LZ4-compressed (a few MiB of JSON compress
-several times; decompressing is a few milliseconds), so a kept answer is neither decoded nor
-encoded again on its way out (``server/parked_answers``). get_semantic_graph's answer is too big
+several times; decompressing is a few milliseconds), a big one in a nameless temporary file, so
+a kept answer is neither decoded nor encoded again on its way out (``server/parked_answers``). get_semantic_graph's answer is too big
 to hold as values even once: its handler checks it node by node against the output schema as it
 writes it (``CallContext.output_items_check``) and keeps the ``KeptAnswer`` with its snapshot's
 derived values.
@@ -22,29 +22,53 @@ diagnostics), and the same snapshot would be refused again after the same work.
 from __future__ import annotations
 
 import json
+import weakref
 from typing import Any
 
 import lz4.block
 
-from knowspec.impl import runtime as process
+from knowspec.impl import nameless_files, runtime as process
 from knowspec.impl.context import AnswerKey, ToolOutput
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.sliced_json import json_pieces
 
 MAX_KEPT_ANSWERS = 16  # answers kept, all tools and roots together (least recently used out)
 MAX_KEPT_REFUSALS = 16
+# A kept answer this big, compressed, goes to a nameless temporary file; a smaller one would cost
+# a file descriptor and two system calls to save less than a page of memory.
+SPILL_MIN_BYTES = 64 << 10
 
 
 class KeptAnswer:
     """A validated success answer as its JSON on the wire: the text as a JSON string
     (``text_json``) and the structured content as a JSON object (``structured_json``), both
-    compact UTF-8 with non-ASCII kept, held compressed."""
+    compact UTF-8 with non-ASCII kept, held compressed; from ``SPILL_MIN_BYTES`` compressed, in a
+    nameless temporary file (:mod:`knowspec.impl.nameless_files`) where one can be written.
 
-    __slots__ = ("_text_json", "_structured_json")
+    Why a file: a kept answer is read only when its tool is asked again, and the big ones are the
+    largest things a server keeps besides its bundle and index (databricks-okf: get_semantic_graph's 2.6 MiB
+    and list_concepts' 0.6 MiB compressed, in a server of about 100 MiB). The page cache holds
+    them there, reclaimable; reading one back is a ``pread`` of those bytes beside a
+    decompression of several times as many."""
+
+    __slots__ = ("_pieces", "_file", "_text_bytes", "__weakref__")
+    _pieces: tuple[bytes, bytes] | int  # in memory, or the bytes of both in ``_file``
+    _file: nameless_files.NamelessFile | None
 
     def __init__(self, text_json: bytes, structured_json: bytes) -> None:
-        self._text_json = lz4.block.compress(text_json)
-        self._structured_json = lz4.block.compress(structured_json)
+        text, structured = lz4.block.compress(text_json), lz4.block.compress(structured_json)
+        self._text_bytes = len(text)
+        self._file = None
+        if len(text) + len(structured) >= SPILL_MIN_BYTES:
+            self._file = nameless_files.new_file("knowspec-answer-")
+        if self._file is not None and nameless_files.wrote(self._file, (text, structured)):
+            weakref.finalize(self, self._file.close)  # closed with the answer, not left to the collector
+            self._pieces = len(text) + len(structured)
+        else:
+            if self._file is not None:
+                self._file.close()
+                self._file = None
+            self._pieces = (text, structured)
 
     @classmethod
     def of(cls, text: str, structured_json: bytes) -> KeptAnswer:
@@ -54,13 +78,25 @@ class KeptAnswer:
         databricks-okf's legacy graph text would take 25 MB, twice over, for 6 MB of UTF-8)."""
         return cls(b"".join(piece.encode("utf-8") for piece in json_pieces(text)), structured_json)
 
+    @property
+    def on_disk(self) -> bool:
+        return self._file is not None
+
+    def _piece(self, index: int) -> bytes:
+        pieces = self._pieces
+        if isinstance(pieces, tuple):
+            return pieces[index]
+        assert self._file is not None
+        start, end = (0, self._text_bytes) if index == 0 else (self._text_bytes, pieces)
+        return nameless_files.read_exactly(self._file.fileno(), start, end - start)
+
     def text_json(self) -> bytes:
         """The text as a JSON string literal (UTF-8)."""
-        return lz4.block.decompress(self._text_json)
+        return lz4.block.decompress(self._piece(0))
 
     def structured_json(self) -> bytes:
         """The structured content as a JSON object (UTF-8)."""
-        return lz4.block.decompress(self._structured_json)
+        return lz4.block.decompress(self._piece(1))
 
     @property
     def text(self) -> str:
@@ -71,7 +107,9 @@ class KeptAnswer:
         return json.loads(self.structured_json())
 
     def nbytes(self) -> int:
-        return len(self._text_json) + len(self._structured_json)
+        """The bytes held in memory (the compressed pieces, unless they are on disk)."""
+        pieces = self._pieces
+        return sum(map(len, pieces)) if isinstance(pieces, tuple) else 0
 
 
 def _kept(runtime: process.Runtime) -> process.Cache:

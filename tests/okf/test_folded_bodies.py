@@ -10,7 +10,7 @@ import tempfile
 import pytest
 from hypothesis import given, settings, strategies as st
 
-from knowspec.impl import runtime as process
+from knowspec.impl import nameless_files, runtime as process
 from knowspec.impl.okf.search import folded_bodies as fb
 
 from knowspec.impl.okf.search import concepts as sc
@@ -68,7 +68,7 @@ def test_rows_near_each_other_are_read_in_one_call(monkeypatch):
     stored = FoldedBodies.of(bodies)
     reads = []
     real = os.pread
-    monkeypatch.setattr(fb.os, "pread", lambda fd, n, at: reads.append(n) or real(fd, n, at))
+    monkeypatch.setattr(nameless_files.os, "pread", lambda fd, n, at: reads.append(n) or real(fd, n, at))
     assert list(stored) == bodies
     assert len(reads) == 1
     reads.clear()
@@ -112,7 +112,7 @@ def test_bodies_stay_in_memory_when_the_temporary_file_cannot_be_written(monkeyp
 
 
 def test_bodies_stay_in_memory_where_files_cannot_be_read_at_an_offset(monkeypatch):
-    monkeypatch.delattr(fb.os, "pread")  # Windows
+    monkeypatch.delattr(nameless_files.os, "pread")  # Windows
     stored = FoldedBodies.of([b"alpha", b"beta"])
     assert not stored.on_disk and list(stored) == [b"alpha", b"beta"]
 

@@ -12,9 +12,9 @@ verify. zstd and zlib keep the bodies smaller (10 MiB) but decompress about 2x a
 
 Compressed, they were still the largest single part of the server's resident memory (14 MiB of
 151 on databricks-okf), though a query reads only its candidates. So they are written once to a
-temporary file that has no name (gone with the process) and read back with ``os.pread`` (no
-shared file position: threads read at once). What a query reads comes from the page cache, which
-the system reclaims under pressure; candidates close together are read in one call. Where no
+temporary file that has no name (:mod:`knowspec.impl.nameless_files`: gone with the process, read
+back with ``os.pread`` by any thread). What a query reads comes from the page cache, which the
+system reclaims under pressure; candidates close together are read in one call. Where no
 such file can be made, written or read that way (a read-only or full temporary folder; Windows),
 or with ``KNOWSPEC_SEARCH_BODIES=memory``, they stay in memory, read the same way: in one buffer,
 not one object per body, which the allocator hands back whole rather than keeping freed pages
@@ -23,22 +23,20 @@ pinned among the heap's other objects.
 
 from __future__ import annotations
 
-import io
-import os
-import tempfile
 import weakref
 from array import array
 from itertools import accumulate
-from typing import IO, Iterator, Sequence
+from typing import Iterator, Sequence
 
 import lz4.block
+
+from knowspec.impl import nameless_files
 
 # One read covers the wanted bodies within this many bytes, skipping over unwanted ones between
 # two wanted ones when they take at most GAP_BYTES: fewer calls, and a read stays small enough to
 # be a short-lived buffer.
 SPAN_BYTES = 1 << 20
 GAP_BYTES = 64 << 10
-_WRITE_BYTES = 1 << 20  # the file's write buffer: the bodies reach the file in pieces this big
 
 
 def compress(folded: bytes | memoryview) -> bytes:
@@ -65,14 +63,14 @@ class FoldedBodies:
     def _hold(self, on_disk: bool) -> None:
         self.offsets = array("q", [0])
         self._data = b""
-        self._file = _new_file() if on_disk else None
+        self._file = nameless_files.new_file("knowspec-bodies-") if on_disk else None
         if self._file is not None:
             weakref.finalize(self, self._file.close)  # closed with the index, not left to the collector
 
     def fill(self, stored: Sequence[bytes | memoryview]) -> None:
         """Store ``stored`` (once): in the file, or in memory where it cannot be written."""
         self.offsets.extend(accumulate(map(len, stored)))  # after the 0 _hold put first
-        if self._file is not None and not _wrote(self._file, stored):
+        if self._file is not None and not nameless_files.wrote(self._file, stored):
             self._file.close()
             self._file = None
         if self._file is None:
@@ -148,53 +146,4 @@ class FoldedBodies:
     def _read(self, start: int, end: int) -> bytes | memoryview:
         if self._file is None:
             return memoryview(self._data)[start:end]
-        return _read_exactly(self._file.fileno(), start, end - start)
-
-
-def _new_file() -> io.RawIOBase | IO[bytes] | None:
-    """A nameless temporary file, or None where none can be made (or read back as ours is:
-    Windows has no ``os.pread``)."""
-    if not hasattr(os, "pread"):
-        return None
-    try:
-        file = tempfile.TemporaryFile(prefix="knowspec-bodies-", buffering=0)
-    except OSError:
-        return None
-    return file
-
-
-def _wrote(file: io.RawIOBase | IO[bytes], stored: Sequence[bytes | memoryview]) -> bool:
-    """Whether ``stored`` reached the file, back to back, ``_WRITE_BYTES`` at a time."""
-    try:
-        pending: list[bytes | memoryview] = []
-        size = 0
-        for body in stored:
-            pending.append(body)
-            size += len(body)
-            if size >= _WRITE_BYTES:
-                _write_all(file, b"".join(pending))
-                pending, size = [], 0
-        if pending:
-            _write_all(file, b"".join(pending))
-    except OSError:
-        return False
-    return True
-
-
-def _write_all(file: io.RawIOBase | IO[bytes], data: bytes) -> None:
-    view = memoryview(data)
-    while view:
-        written = file.write(view)
-        if not written:
-            raise OSError("the search bodies file took no bytes")
-        view = view[written:]
-
-
-def _read_exactly(fd: int, start: int, size: int) -> bytes:
-    data = os.pread(fd, size, start)
-    while len(data) < size:  # a regular file reads short only at its end: never inside ours
-        more = os.pread(fd, size - len(data), start + len(data))
-        if not more:
-            raise OSError(f"search bodies file ended at byte {start + len(data)}, {size - len(data)} bytes early")
-        data += more
-    return data
+        return nameless_files.read_exactly(self._file.fileno(), start, end - start)
