@@ -35,10 +35,14 @@ M_MMAP_THRESHOLD = -3
 MMAP_THRESHOLD_BYTES = 4 << 20
 # Fixing the mmap threshold also fixes the heap's automatic trim at glibc's 128 KiB default: every
 # call's few hundred KiB of transient arrays at the heap's top were then given back and faulted in
-# again (warm search_concepts at 50k concepts, p50 6 -> 8-9 ms). Twice the mmap threshold, as
-# glibc's dynamic rule would set it; the trims after big calls (``HeapTrimmer``) release the rest.
+# again (warm search_concepts at 50k concepts, p50 6 -> 8-9 ms). Not above the mmap threshold
+# either: at twice it, a get_semantic_graph on databricks-okf left glibc's worker arena 7.5 MB
+# larger and 6 MiB more resident in one server of seven one hour and in six of six the next (in
+# every one once fewer frontmatter strings were interned), the same bytes in use, and no
+# ``malloc_trim`` gave them back; at this threshold (or 1 MiB) none of 34 servers did
+# (benchmarks/README.md, session 35).
 M_TRIM_THRESHOLD = -1
-TRIM_THRESHOLD_BYTES = 2 * MMAP_THRESHOLD_BYTES
+TRIM_THRESHOLD_BYTES = MMAP_THRESHOLD_BYTES
 KEEP_MMAP_THRESHOLD_BYTES = 32 << 20  # glibc's largest on 64-bit systems
 KEEP_TRIM_THRESHOLD_BYTES = 1 << 30
 _PAGE_BYTES = os.sysconf("SC_PAGE_SIZE") if hasattr(os, "sysconf") else 4096

@@ -252,3 +252,14 @@ def test_a_document_cuts_its_frontmatter_and_body_where_the_split_rule_does(line
     if document.parse_error is None:
         assert (document.has_frontmatter, document.frontmatter_yaml, document.body, document.body_start_line) == (
             split.has_frontmatter, split.frontmatter_yaml, split.body, split.body_start_line)
+
+
+def test_short_scalars_are_shared_across_documents_and_a_documents_own_are_not():
+    """A tag repeats across a bundle (one copy); a timestamp or a title is one document's own, and
+    interning it would only grow the interpreter's table (``MAX_SHARED_SCALAR``)."""
+    for load in (fm._line_mapping, fm.load_yaml_mapping):
+        first = load('tag: multi-language\nat: "2026-06-19T20:05:55.048Z"\ntitle: Distributed training with DeepSpeed\n')
+        again = load("tags: [multi-language]\nupdated: '2026-06-19T20:05:55.048Z'\nname: Distributed training with DeepSpeed\n")
+        assert first["tag"] is again["tags"][0]
+        for mine, other in (("at", "updated"), ("title", "name")):
+            assert first[mine] == again[other] and first[mine] is not again[other]
