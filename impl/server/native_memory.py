@@ -39,7 +39,7 @@ MMAP_THRESHOLD_BYTES = 4 << 20
 # either: at twice it, a get_semantic_graph on databricks-okf left glibc's worker arena 7.5 MB
 # larger and 6 MiB more resident in one server of seven one hour and in six of six the next (in
 # every one once fewer frontmatter strings were interned), the same bytes in use, and no
-# ``malloc_trim`` gave them back; at this threshold (or 1 MiB) none of 34 servers did
+# ``malloc_trim`` gave them back; at this threshold (or 1 MiB) none of 39 servers did
 # (benchmarks/README.md, session 35).
 M_TRIM_THRESHOLD = -1
 TRIM_THRESHOLD_BYTES = MMAP_THRESHOLD_BYTES
