@@ -9,10 +9,10 @@ first (:func:`kept_output`); on a miss it answers as usual and names the key
 the answer passed its output schema. A kept answer is therefore always one that was validated.
 Both are held as the JSON the transports write, LZ4-compressed (a few MiB of JSON compress
 several times; decompressing is a few milliseconds), a big one in a nameless temporary file, so
-a kept answer is neither decoded nor encoded again on its way out (``server/parked_answers``). get_semantic_graph's answer is too big
-to hold as values even once: its handler checks it node by node against the output schema as it
-writes it (``CallContext.output_items_check``) and keeps the ``KeptAnswer`` with its snapshot's
-derived values.
+a kept answer is neither decoded nor encoded again on its way out (``server/parked_answers``).
+get_semantic_graph's answer is too big to hold as values even once: its handler checks it node
+by node against the output schema as it writes it (``CallContext.output_items_check``) and keeps
+the ``KeptAnswer`` with its snapshot's derived values.
 
 A refusal that is as much a function of the key is kept too (:func:`keep_refusal`): a strict
 validation of databricks-okf checks for 1.5 s and then refuses (``resource_limit``, over 10,000
@@ -45,11 +45,11 @@ class KeptAnswer:
     compact UTF-8 with non-ASCII kept, held compressed; from ``SPILL_MIN_BYTES`` compressed, in a
     nameless temporary file (:mod:`knowspec.impl.nameless_files`) where one can be written.
 
-    Why a file: a kept answer is read only when its tool is asked again, and the big ones are the
-    largest things a server keeps besides its bundle and index (databricks-okf: get_semantic_graph's 2.6 MiB
-    and list_concepts' 0.6 MiB compressed, in a server of about 100 MiB). The page cache holds
-    them there, reclaimable; reading one back is a ``pread`` of those bytes beside a
-    decompression of several times as many."""
+    Why a file: a kept answer is read only when its tool is asked again, and the big ones are
+    among the largest things a server keeps besides its bundle and index (databricks-okf:
+    get_semantic_graph's 2.6 MiB and list_concepts' 0.6 MiB compressed, in a server of about
+    100 MiB). The page cache holds them there, reclaimable; reading one back is a ``pread`` of
+    those bytes beside a decompression of several times as many."""
 
     __slots__ = ("_pieces", "_file", "_text_bytes", "__weakref__")
     _pieces: tuple[bytes, bytes] | int  # in memory, or the bytes of both in ``_file``

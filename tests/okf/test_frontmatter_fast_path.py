@@ -257,9 +257,10 @@ def test_a_document_cuts_its_frontmatter_and_body_where_the_split_rule_does(line
 def test_short_scalars_are_shared_across_documents_and_a_documents_own_are_not():
     """A tag repeats across a bundle (one copy); a timestamp or a title is one document's own, and
     interning it would only grow the interpreter's table (``MAX_SHARED_SCALAR``)."""
+    title = "Distributed training with DeepSpeed"
     for load in (fm._line_mapping, fm.load_yaml_mapping):
-        first = load('tag: multi-language\nat: "2026-06-19T20:05:55.048Z"\ntitle: Distributed training with DeepSpeed\n')
-        again = load("tags: [multi-language]\nupdated: '2026-06-19T20:05:55.048Z'\nname: Distributed training with DeepSpeed\n")
+        first = load(f'tag: multi-language\nat: "2026-06-19T20:05:55.048Z"\ntitle: {title}\n')
+        again = load(f"tags: [multi-language]\nupdated: '2026-06-19T20:05:55.048Z'\nname: {title}\n")
         assert first["tag"] is again["tags"][0]
         for mine, other in (("at", "updated"), ("title", "name")):
             assert first[mine] == again[other] and first[mine] is not again[other]
