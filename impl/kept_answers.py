@@ -107,9 +107,11 @@ class KeptAnswer:
         return json.loads(self.structured_json())
 
     def nbytes(self) -> int:
-        """The bytes held in memory (the compressed pieces, unless they are on disk)."""
+        """The compressed bytes this answer keeps, in memory or in its file: the caches' budget
+        bounds both alike (on disk, a caller asking for many graph renders would otherwise fill
+        the temporary folder instead of the memory the budget protects)."""
         pieces = self._pieces
-        return sum(map(len, pieces)) if isinstance(pieces, tuple) else 0
+        return sum(map(len, pieces)) if isinstance(pieces, tuple) else pieces
 
 
 def _kept(runtime: process.Runtime) -> process.Cache:
