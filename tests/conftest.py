@@ -1,7 +1,9 @@
-"""Suite-wide hooks: the optional data markers (see ``optional_data``), and ``runtime``: a fresh
-process runtime (every cache empty) for one test."""
+"""Suite-wide hooks: the optional data markers (see ``optional_data``), ``runtime``: a fresh
+process runtime (every cache empty) for one test, and ``full_temporary_folder``."""
 
 from __future__ import annotations
+
+import tempfile
 
 import pytest
 
@@ -44,3 +46,25 @@ def runtime_settings(monkeypatch):
         monkeypatch.setattr(current, "settings", dataclasses.replace(current.settings, **changes))
 
     return set_
+
+
+class _FullDisk:
+    """A temporary file that takes no bytes (``write`` fails as on a full disk); ``closed`` tells
+    whether its holder let it go."""
+
+    closed = False
+
+    def write(self, data):
+        raise OSError(28, "No space left on device")
+
+    def close(self):
+        self.closed = True
+
+
+@pytest.fixture
+def full_temporary_folder(monkeypatch):
+    """Every nameless temporary file made in this test is one that cannot be written; the
+    fixture's value is that file (see ``impl/nameless_files``)."""
+    full = _FullDisk()
+    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **kwargs: full)
+    return full

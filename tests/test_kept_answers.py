@@ -6,7 +6,6 @@ from __future__ import annotations
 import gc
 import json
 import random
-import tempfile
 
 import lz4.block
 import pytest
@@ -57,21 +56,10 @@ def test_a_small_answer_stays_in_memory():
     assert not answer.on_disk and answer.structured_json() == b"{}"
 
 
-def test_a_big_answer_stays_in_memory_when_no_temporary_file_can_be_written(monkeypatch):
-    class FullDisk:
-        closed = False
-
-        def write(self, data):
-            raise OSError(28, "No space left on device")
-
-        def close(self):
-            self.closed = True
-
-    full = FullDisk()
-    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **kwargs: full)
+def test_a_big_answer_stays_in_memory_when_no_temporary_file_can_be_written(full_temporary_folder):
     structured = _big_json(4)
     answer = KeptAnswer(b'"t"', structured)
-    assert not answer.on_disk and full.closed and answer.nbytes() > kept.SPILL_MIN_BYTES // 2
+    assert not answer.on_disk and full_temporary_folder.closed and answer.nbytes() > kept.SPILL_MIN_BYTES // 2
     assert answer.structured_json() == structured
 
 

@@ -94,20 +94,9 @@ def test_bodies_stay_in_memory_when_no_temporary_file_can_be_made(monkeypatch):
     assert list(stored) == [b"alpha", b"beta"] and stored.holding(range(2), b"et") == [1]
 
 
-def test_bodies_stay_in_memory_when_the_temporary_file_cannot_be_written(monkeypatch):
-    class FullDisk:
-        closed = False
-
-        def write(self, data):
-            raise OSError(28, "No space left on device")
-
-        def close(self):
-            self.closed = True
-
-    full = FullDisk()
-    monkeypatch.setattr(tempfile, "TemporaryFile", lambda **kwargs: full)
+def test_bodies_stay_in_memory_when_the_temporary_file_cannot_be_written(full_temporary_folder):
     stored = FoldedBodies.of([b"alpha", b"beta"])
-    assert not stored.on_disk and full.closed
+    assert not stored.on_disk and full_temporary_folder.closed
     assert list(stored) == [b"alpha", b"beta"]
 
 
