@@ -91,6 +91,25 @@ def percentiles(samples_ms: list[float]) -> dict[str, float]:
     }
 
 
+YARDSTICK_STEPS = 200_000
+
+
+def yardstick_ms(repeats: int = 5) -> float:
+    """The host's speed at this moment: the p50 wall time of a fixed pure-Python loop (no I/O, no
+    memory beyond the caches), which no change to knowspec can move. On the project's shared
+    2-core virtual machine it went from 7 to 12 ms and back within seconds, and a vector call's
+    embedding and ranking in step with it (``host_phases.py``): wall times of two runs compare
+    only beside their yardsticks."""
+    samples = []
+    for _ in range(max(1, repeats)):
+        start = time.perf_counter()
+        total = 0
+        for i in range(YARDSTICK_STEPS):
+            total += i & 7
+        samples.append((time.perf_counter() - start) * 1000)
+    return round(statistics.median(samples), 3)
+
+
 def server_peak_rss_mib() -> float | None:
     """VmHWM of the newest child python process serving stdio (Linux only)."""
     return server_memory_mib("VmHWM")

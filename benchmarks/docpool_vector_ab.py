@@ -1,15 +1,20 @@
 """Vector and hybrid doc_search through several stdio servers that differ only in their settings, call by call.
 
 Run: .venv/bin/python benchmarks/docpool_vector_ab.py --server NAME[:VAR=VALUE,...] [--server ...]
-[--modes vector,hybrid] [--calls 70] [--rounds 2]. Needs the latency pool ``benchmarks/docpool_vector.py``
-built (``$KNOWSPEC_BENCH_CACHE/vector-run/latency``). Writes benchmarks/results/docpool_vector_ab.json.
+[--modes vector,hybrid] [--calls 70] [--rounds 2] [--block 1]. Needs the latency pool
+``benchmarks/docpool_vector.py`` built (``$KNOWSPEC_BENCH_CACHE/vector-run/latency``). Writes
+benchmarks/results/docpool_vector_ab.json.
 
-Every server serves the same 100k-chunk pool; each query is asked of every server in turn (the
-order flips from one query to the next), so a load change on the shared host reaches every
-server alike: the difference between two servers' p50s in one run is the figure to trust, not
-the p50s themselves. E.g. ``--server one: --server two:KNOWSPEC_VECTOR_THREADS=2`` sets the query
-embedding's threads against the default. Each figure carries the server's CPU per call, and the
-run the load averages at its start and end. The server's query-vector cache is off
+Every server serves the same 100k-chunk pool; each query is asked of every server in turn (the order
+flips from one query to the next), so a load change on the shared host reaches every server alike:
+the difference between two servers' p50s in one run is the figure to trust, not the p50s themselves.
+Asked in turn, each server finds the caches holding the other's model and sketch bytes:
+``--block N`` lets each answer N queries in a row instead (the order still flips from one block to
+the next), its first call timed but not counted, so a change that acts through the caches shows as
+it would in one server alone while a block still lasts well under the host's phases
+(``host_phases.py``: seconds). E.g. ``--server one: --server two:KNOWSPEC_VECTOR_THREADS=2`` sets
+the query embedding's threads against the default. Each figure carries the server's CPU per call,
+and the run the load averages at its start and end. The server's query-vector cache is off
 (``KNOWSPEC_QUERY_VECTORS=0``), as for docpool_vector's goal figures.
 """
 
@@ -40,7 +45,7 @@ def parse_server(text: str) -> tuple[str, dict[str, str]]:
 
 
 async def compare(server_args: list[str], servers: list[tuple[str, dict[str, str]]], queries: list[str],
-                  modes: list[str], calls: int, rounds: int) -> dict:
+                  modes: list[str], calls: int, rounds: int, block: int = 1) -> dict:
     async with AsyncExitStack() as stack:
         sessions = []
         for name, env in servers:
@@ -52,16 +57,19 @@ async def compare(server_args: list[str], servers: list[tuple[str, dict[str, str
         samples = {(name, mode): [] for name, _ in servers for mode in modes}
         cpu = {key: 0.0 for key in samples}
         for r in range(rounds):
-            for i in range(calls):
-                arguments = {"query": queries[i % len(queries)]}
-                for mode in modes:
-                    for name, session, pid in (sessions if (i + r) % 2 == 0 else sessions[::-1]):
-                        before = server_cpu_ms(pid)
-                        ms, result = await timed(session, "doc_search", {**arguments, "mode": mode})
-                        if result.is_error:
-                            raise SystemExit(f"{name} {mode}: {result.content}")
-                        cpu[(name, mode)] += server_cpu_ms(pid) - before
-                        samples[(name, mode)].append(ms)
+            for turn, first in enumerate(range(0, calls, block)):
+                for name, session, pid in (sessions if (turn + r) % 2 == 0 else sessions[::-1]):
+                    for mode in modes:
+                        for i in range(first, min(first + block, calls)):
+                            before = server_cpu_ms(pid)
+                            ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)],
+                                                                             "mode": mode})
+                            if result.is_error:
+                                raise SystemExit(f"{name} {mode}: {result.content}")
+                            if block > 1 and i == first:  # its caches held the other servers' bytes
+                                continue
+                            cpu[(name, mode)] += server_cpu_ms(pid) - before
+                            samples[(name, mode)].append(ms)
     return {name: {mode: {**percentiles(samples[(name, mode)]),
                           "server_cpu_ms_per_call": round(cpu[(name, mode)] / len(samples[(name, mode)]), 2)}
                    for mode in modes}
@@ -75,6 +83,8 @@ def main() -> None:
     parser.add_argument("--modes", default="vector,hybrid", help="doc_search modes, comma separated")
     parser.add_argument("--calls", type=int, default=70, help="queries per round (each asked of every server)")
     parser.add_argument("--rounds", type=int, default=2)
+    parser.add_argument("--block", type=int, default=1,
+                        help="consecutive queries a server answers before the next takes over (first not counted)")
     ns = parser.parse_args()
     latency_dir = CACHE / "vector-run" / "latency"
     if not (latency_dir / "bench-docs.db").is_file():
@@ -83,7 +93,8 @@ def main() -> None:
     queries = labelled_query_texts()
     modes = [m for m in ns.modes.split(",") if m]
     load0 = machine_load()
-    results = anyio.run(compare, reuse_appdir(latency_dir).server_args(), servers, queries, modes, ns.calls, ns.rounds)
+    results = anyio.run(compare, reuse_appdir(latency_dir).server_args(), servers, queries, modes, ns.calls, ns.rounds,
+                          max(1, ns.block))
     load1 = machine_load()
     for name, per_mode in results.items():
         for mode, row in per_mode.items():
@@ -91,7 +102,7 @@ def main() -> None:
                   f"server CPU {row['server_cpu_ms_per_call']:6.2f} ms/call", flush=True)
     print(f"load 1m: start {load0['load_1m']}, end {load1['load_1m']}")
     write_results("docpool_vector_ab", {"servers": {name: env for name, env in servers}, "calls": ns.calls,
-                                        "rounds": ns.rounds, "results": results,
+                                        "rounds": ns.rounds, "block": max(1, ns.block), "results": results,
                                         "load_start": load0, "load_end": load1})
 
 
