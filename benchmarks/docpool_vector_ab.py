@@ -10,7 +10,7 @@ flips from one query to the next), so a load change on the shared host reaches e
 the difference between two servers' p50s in one run is the figure to trust, not the p50s themselves.
 Asked in turn, each server finds the caches holding the other's model and sketch bytes:
 ``--block N`` lets each answer N queries in a row instead (the order still flips from one block to
-the next), its first call timed but not counted, so a change that acts through the caches shows as
+the next), its first call asked but not counted, so a change that acts through the caches shows as
 it would in one server alone while a block still lasts well under the host's phases
 (``host_phases.py``: seconds). E.g. ``--server one: --server two:KNOWSPEC_VECTOR_THREADS=2`` sets
 the query embedding's threads against the default. Each figure carries the server's CPU per call,
@@ -23,6 +23,7 @@ from __future__ import annotations
 import argparse
 import os
 import sys
+from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
@@ -44,6 +45,21 @@ def parse_server(text: str) -> tuple[str, dict[str, str]]:
     return name, env
 
 
+def schedule(servers: int, modes: list[str], calls: int, rounds: int,
+             block: int = 1) -> Iterator[tuple[int, str, int, bool]]:
+    """``(server, mode, query, counted)`` in the order asked: each round, ``block`` queries at a
+    time, every mode in turn, every server answers them in a row (their order flipping from one
+    block to the next and one round to the next); with ``block > 1`` each block's first call is
+    asked but not counted (its caches held the other servers' bytes)."""
+    order = list(range(servers))
+    for r in range(rounds):
+        for turn, first in enumerate(range(0, calls, block)):
+            for mode in modes:
+                for server in (order if (turn + r) % 2 == 0 else order[::-1]):
+                    for query in range(first, min(first + block, calls)):
+                        yield server, mode, query, block == 1 or query != first
+
+
 async def compare(server_args: list[str], servers: list[tuple[str, dict[str, str]]], queries: list[str],
                   modes: list[str], calls: int, rounds: int, block: int = 1) -> dict:
     async with AsyncExitStack() as stack:
@@ -56,20 +72,15 @@ async def compare(server_args: list[str], servers: list[tuple[str, dict[str, str
             sessions.append((name, session, _server_pid()))
         samples = {(name, mode): [] for name, _ in servers for mode in modes}
         cpu = {key: 0.0 for key in samples}
-        for r in range(rounds):
-            for turn, first in enumerate(range(0, calls, block)):
-                for name, session, pid in (sessions if (turn + r) % 2 == 0 else sessions[::-1]):
-                    for mode in modes:
-                        for i in range(first, min(first + block, calls)):
-                            before = server_cpu_ms(pid)
-                            ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)],
-                                                                             "mode": mode})
-                            if result.is_error:
-                                raise SystemExit(f"{name} {mode}: {result.content}")
-                            if block > 1 and i == first:  # its caches held the other servers' bytes
-                                continue
-                            cpu[(name, mode)] += server_cpu_ms(pid) - before
-                            samples[(name, mode)].append(ms)
+        for server, mode, i, counted in schedule(len(sessions), modes, calls, rounds, block):
+            name, session, pid = sessions[server]
+            before = server_cpu_ms(pid)
+            ms, result = await timed(session, "doc_search", {"query": queries[i % len(queries)], "mode": mode})
+            if result.is_error:
+                raise SystemExit(f"{name} {mode}: {result.content}")
+            if counted:
+                cpu[(name, mode)] += server_cpu_ms(pid) - before
+                samples[(name, mode)].append(ms)
     return {name: {mode: {**percentiles(samples[(name, mode)]),
                           "server_cpu_ms_per_call": round(cpu[(name, mode)] / len(samples[(name, mode)]), 2)}
                    for mode in modes}
@@ -93,8 +104,11 @@ def main() -> None:
     queries = labelled_query_texts()
     modes = [m for m in ns.modes.split(",") if m]
     load0 = machine_load()
+    block = max(1, ns.block)
+    if block > 1 and ns.calls < 2:
+        raise SystemExit("--block above 1 needs --calls 2 or more: each block's first call is not counted")
     results = anyio.run(compare, reuse_appdir(latency_dir).server_args(), servers, queries, modes, ns.calls, ns.rounds,
-                          max(1, ns.block))
+                        block)
     load1 = machine_load()
     for name, per_mode in results.items():
         for mode, row in per_mode.items():
@@ -102,7 +116,7 @@ def main() -> None:
                   f"server CPU {row['server_cpu_ms_per_call']:6.2f} ms/call", flush=True)
     print(f"load 1m: start {load0['load_1m']}, end {load1['load_1m']}")
     write_results("docpool_vector_ab", {"servers": {name: env for name, env in servers}, "calls": ns.calls,
-                                        "rounds": ns.rounds, "block": max(1, ns.block), "results": results,
+                                        "rounds": ns.rounds, "block": block, "results": results,
                                         "load_start": load0, "load_end": load1})
 
 
