@@ -58,16 +58,13 @@ class KeptAnswer:
     def __init__(self, text_json: bytes, structured_json: bytes) -> None:
         text, structured = lz4.block.compress(text_json), lz4.block.compress(structured_json)
         self._text_bytes = len(text)
-        self._file = None
-        if len(text) + len(structured) >= SPILL_MIN_BYTES:
-            self._file = nameless_files.new_file("knowspec-answer-")
-        if self._file is not None and nameless_files.wrote(self._file, (text, structured)):
+        big = len(text) + len(structured) >= SPILL_MIN_BYTES
+        self._file = nameless_files.filled(nameless_files.new_file("knowspec-answer-") if big else None,
+                                           (text, structured))
+        if self._file is not None:
             weakref.finalize(self, self._file.close)  # closed with the answer, not left to the collector
             self._pieces = len(text) + len(structured)
         else:
-            if self._file is not None:
-                self._file.close()
-                self._file = None
             self._pieces = (text, structured)
 
     @classmethod

@@ -32,7 +32,16 @@ def new_file(prefix: str) -> NamelessFile | None:
         return None
 
 
-def wrote(file: NamelessFile, pieces: Iterable[bytes | memoryview]) -> bool:
+def filled(file: NamelessFile | None, pieces: Iterable[bytes | memoryview]) -> NamelessFile | None:
+    """``file`` holding ``pieces`` back to back, or None where it could not take them all (the
+    file is then closed: the caller keeps the bytes in memory)."""
+    if file is None or _wrote(file, pieces):
+        return file
+    file.close()
+    return None
+
+
+def _wrote(file: NamelessFile, pieces: Iterable[bytes | memoryview]) -> bool:
     """Whether ``pieces`` reached ``file``, back to back, ``WRITE_BYTES`` at a time."""
     try:
         pending: list[bytes | memoryview] = []

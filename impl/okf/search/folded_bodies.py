@@ -70,9 +70,7 @@ class FoldedBodies:
     def fill(self, stored: Sequence[bytes | memoryview]) -> None:
         """Store ``stored`` (once): in the file, or in memory where it cannot be written."""
         self.offsets.extend(accumulate(map(len, stored)))  # after the 0 _hold put first
-        if self._file is not None and not nameless_files.wrote(self._file, stored):
-            self._file.close()
-            self._file = None
+        self._file = nameless_files.filled(self._file, stored)
         if self._file is None:
             self._data = b"".join(stored)
 
