@@ -200,3 +200,24 @@ def test_query_vector_setting_reads_zero_as_off(monkeypatch):
     assert RuntimeSettings.from_environment().query_vectors == 12
     monkeypatch.setenv("KNOWSPEC_QUERY_VECTORS", "many")
     assert RuntimeSettings.from_environment().query_vectors == DEFAULT_QUERY_VECTORS
+
+
+def _optimized_ops(path) -> set[str]:
+    onnx = pytest.importorskip("onnx")
+    return {node.op_type for node in onnx.load(str(path), load_external_data=False).graph.node}
+
+
+def test_the_session_runs_layer_norms_unfused(hf_pack, tmp_path):
+    """ORT fuses a residual Add and its LayerNormalization into SkipLayerNormalization, whose
+    kernel is the slower of the two on a query's few tokens: the pack's session leaves it out."""
+    import onnxruntime as ort
+
+    model = hf_pack[0] / emb.MODEL_FILE
+    emb.pack_session(ort, model, 1, optimized_copy=tmp_path / "ours.onnx")
+    fused_options = ort.SessionOptions()
+    fused_options.optimized_model_filepath = str(tmp_path / "fused.onnx")
+    ort.InferenceSession(str(model), fused_options, providers=["CPUExecutionProvider"])
+    assert "SkipLayerNormalization" in _optimized_ops(tmp_path / "fused.onnx")  # the fusion exists here
+    ours = _optimized_ops(tmp_path / "ours.onnx")
+    assert "SkipLayerNormalization" not in ours
+    assert "LayerNormalization" in ours
