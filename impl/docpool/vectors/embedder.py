@@ -145,17 +145,17 @@ def read_pack_info(model_dir: Path, session) -> PackInfo:
     )
 
 
-# ONNX Runtime fusions the session leaves out. Its fused SkipLayerNormalization kernel takes ~40 us
-# a node on a query's ~15 tokens, against ~13 us for the Add and LayerNormalization it replaces:
-# without it a query embeds in 3.15 ms instead of 3.83 (24 nodes; passages of 40-300 tokens cost the
-# same either way). The vectors stay as close to the reference model's (mean cosine on 72 queries
-# 0.99715 against 0.99714 fused) and within cosine 0.9978 of the fused graph's.
+# ONNX Runtime fusions the session leaves out. Its fused SkipLayerNormalization kernel took 904 us a
+# query (24 nodes) against 329 for the LayerNormalization and Add it replaces: a query embeds in
+# 2.58 ms instead of 3.23, passages of 64 and 256 tokens 1.35x and 1.32x faster
+# (`knowspec bench model-pack-ab --pack shipped=DIR --pack every-fusion=DIR --every-fusion
+# every-fusion --op-profile`). The vectors stay as close to the source engine's (`knowspec model
+# build`'s 12 check sentences: mean cosine 0.99704 either way) and within 0.9978 of the fused graph's.
 UNFUSED = ("SkipLayerNormFusion",)
 
 
-def pack_session(ort, model_path: Path, threads: int, *, optimized_copy: Path | None = None):
-    """The pack's ONNX Runtime session as the embedder runs it (``optimized_copy``: where to write
-    the graph as optimized, to see which nodes run)."""
+def session_options(ort, threads: int):
+    """The ONNX Runtime options the pack's session runs with."""
     options = ort.SessionOptions()
     options.intra_op_num_threads = threads
     options.inter_op_num_threads = 1
@@ -168,15 +168,20 @@ def pack_session(ort, model_path: Path, threads: int, *, optimized_copy: Path | 
     # (Spinning only inside a run, with session.force_spinning_stop, took 0.9 ms off a vector call
     # but added 3 ms to hybrid ones, whose full-text half runs at the same time.)
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
-    if optimized_copy is not None:
-        options.optimized_model_filepath = str(optimized_copy)
-    return ort.InferenceSession(str(model_path), options, providers=["CPUExecutionProvider"],
-                                disabled_optimizers=list(UNFUSED))
+    return options
 
 
-def open_pack(model_dir: Path, threads: int) -> Embedder:
+def pack_session(ort, model_path: Path, threads: int, *, options=None, unfused: tuple[str, ...] = UNFUSED):
+    """The pack's session as the embedder runs it: ``session_options`` (or ``options`` made from
+    them, e.g. to profile or to keep the optimized graph), every fusion but the ``unfused`` ones."""
+    return ort.InferenceSession(str(model_path), options or session_options(ort, threads),
+                                providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused))
+
+
+def open_pack(model_dir: Path, threads: int, *, unfused: tuple[str, ...] = UNFUSED) -> Embedder:
     """The pack in ``model_dir`` loaded afresh, outside the runtime's cache (the builder checks
-    a pack this way before keeping it; the server goes through :func:`load_embedder`)."""
+    a pack this way before keeping it; the server goes through :func:`load_embedder`;
+    ``unfused``: the fusions left out, for benchmarks/model_pack_ab.py)."""
     model_path, tok_path = model_dir / MODEL_FILE, model_dir / TOKENIZER_FILE
     missing = [p.name for p in (model_path, tok_path) if not p.is_file()]
     if missing:
@@ -188,7 +193,7 @@ def open_pack(model_dir: Path, threads: int) -> Embedder:
         raise runtime_not_found(missing_extra_message(exc) or str(exc)) from None
 
     try:
-        session = pack_session(ort, model_path, threads)
+        session = pack_session(ort, model_path, threads, unfused=unfused)
         tokenizer = load_tokenizer(tok_path)
     except Exception as exc:
         raise model_not_found(model_dir, f"model pack in {model_dir} is unreadable: {exc}") from None
