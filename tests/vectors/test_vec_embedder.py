@@ -209,7 +209,7 @@ def _optimized_ops(path) -> set[str]:
 
 def test_the_session_runs_layer_norms_unfused(hf_pack, tmp_path):
     """ORT fuses a residual Add and its LayerNormalization into SkipLayerNormalization, whose
-    kernel is the slower of the two on a query's few tokens: the pack's session leaves it out."""
+    kernel is the slower of the two here (docs/model-pack.md): the pack's session leaves it out."""
     import onnxruntime as ort
 
     model = hf_pack[0] / emb.MODEL_FILE

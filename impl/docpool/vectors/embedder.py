@@ -174,7 +174,7 @@ def session_options(ort, threads: int):
 def pack_session(ort, model_path: Path, threads: int, *, options=None, unfused: tuple[str, ...] = UNFUSED):
     """The pack's session as the embedder runs it: ``session_options`` (or ``options`` made from
     them, e.g. to profile or to keep the optimized graph), every fusion but the ``unfused`` ones."""
-    return ort.InferenceSession(str(model_path), options or session_options(ort, threads),
+    return ort.InferenceSession(str(model_path), session_options(ort, threads) if options is None else options,
                                 providers=["CPUExecutionProvider"], disabled_optimizers=list(unfused))
 
 
