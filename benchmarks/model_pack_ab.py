@@ -94,7 +94,7 @@ def kernel_time_by_op(events: Iterable[dict], skip_runs: int = 0) -> dict[str, d
 WARM_RUNS = 5
 
 
-def op_profile(embedder, model_dir: Path, unfused: tuple[str, ...], queries: list[str]) -> dict:
+def op_profile(embedder, unfused: tuple[str, ...], queries: list[str]) -> dict:
     """``kernel_time_by_op`` over one embedding of each query, with a profiled copy of the
     embedder's session, and the microseconds a query's ``embed_query`` spends outside the
     kernels (tokens, inputs, ONNX Runtime between nodes, pooling; the profiler on)."""
@@ -104,7 +104,7 @@ def op_profile(embedder, model_dir: Path, unfused: tuple[str, ...], queries: lis
         options = session_options(ort, query_threads())
         options.enable_profiling = True
         options.profile_file_prefix = str(Path(folder) / "profile")
-        saved, embedder.session = embedder.session, pack_session(ort, model_dir / MODEL_FILE, query_threads(),
+        saved, embedder.session = embedder.session, pack_session(ort, embedder.model_dir / MODEL_FILE, query_threads(),
                                                                  options=options, unfused=unfused)
         try:
             for q in queries[:WARM_RUNS]:
@@ -161,8 +161,7 @@ def main() -> None:
         print(f"{kind:22s} {base} {figures[base]['p50_ms']:8.3f} ms  {other} {figures[other]['p50_ms']:8.3f} ms"
               f"  ratio {figures['ratio_p50']:.3f}")
     print(f"smallest cosine between the packs' query vectors: {min(cosines):.7f}")
-    profiles = {name: op_profile(e, Path(packs[name]), unfused[name], queries) for name, e in embedders.items()} \
-        if ns.op_profile else None
+    profiles = {name: op_profile(e, unfused[name], queries) for name, e in embedders.items()} if ns.op_profile else None
     for name, profile in (profiles or {}).items():
         ops = ", ".join(f"{op} {v['kernel_us_per_run']:.0f}" for op, v in list(profile["by_op"].items())[:6])
         print(f"{name}: kernels {profile['kernel_us_per_run']:.0f} us a query ({ops}), "
