@@ -39,6 +39,9 @@ ratio is the figure to trust, wall times move with the load averages recorded at
 and with the host's own speed, which no load average shows: each mode's calls carry the
 yardstick (``common.yardstick_ms``, a fixed pure-Python loop) taken just before and after them
 (``host_phases.py`` shows the vector call's parts moving with it).
+``what_remains`` also times the handler in this process in pairs, once after the core idled 2 ms
+(about a call's round trip outside the handler: the server's core idles so long between calls)
+and once at once (``idle_pairs``): their difference is what an idle core costs on this host.
 ``benchmarks/vector_call_timeline.py`` splits one call's wall time stamp by stamp.
 """
 
@@ -60,6 +63,7 @@ import statistics
 import sys
 import time
 from pathlib import Path
+from typing import Callable
 
 import anyio
 import numpy as np
@@ -320,6 +324,26 @@ def _alternating(fns: dict, calls: int) -> dict[str, tuple[list[float], list[flo
     return out
 
 
+IDLE_GAP_S = 0.002  # about what a call costs outside its handler: the server idles this long between calls
+
+
+def idle_pairs(fn: Callable[[int], object], calls: int, gap_s: float = IDLE_GAP_S, *,
+               sleep: Callable[[float], None] = time.sleep,
+               clock: Callable[[], float] = time.perf_counter) -> dict[str, list[float]]:
+    """Wall milliseconds of ``fn(i)`` in pairs: once after ``gap_s`` of sleep (untimed), then
+    again at once. Through the server the core idles between calls while the answer travels and
+    the next request comes; on a virtual machine an idle core may go to other work and come back
+    with cold caches. The pairs share the host's state, so their difference is that cost alone."""
+    out: dict[str, list[float]] = {"after_idle": [], "back_to_back": []}
+    for i in range(calls):
+        sleep(gap_s)
+        for name in ("after_idle", "back_to_back"):
+            start = clock()
+            fn(i)
+            out[name].append((clock() - start) * 1000)
+    return out
+
+
 def _both(wall: list[float], cpu: list[float]) -> dict:
     return {"wall": percentiles(wall), "cpu_p50_ms": round(statistics.median(cpu), 3)}
 
@@ -350,6 +374,9 @@ def in_process_breakdown(settings, pool_file: Path, model_dir: Path, queries: li
         calls)
     out.update({name: _both(*timing) for name, timing in timings.items()})
     out["doc_search_vector_phases"] = handler_phases(ctx, queries, calls)
+    pairs = idle_pairs(lambda i: search(ctx, queries[i % len(queries)], "vector", None), calls)
+    out["doc_search_vector_handler_idle_pairs"] = {
+        "gap_ms": IDLE_GAP_S * 1000, **{name: percentiles(wall) for name, wall in pairs.items()}}
     out["query_embedding"] = _both(*_timed(lambda i: embedder.embed_query(queries[i % len(queries)], "query: "), calls))
     # Ranking and its int8 scans alone alternate call by call: their difference is what the
     # ranking adds over the memory-bound scans (intervals, cuts, exact re-scores, merge).
@@ -460,8 +487,9 @@ def remaining_profile(results: dict) -> dict:
     """Where a vector call's wall time goes, from this run's p50s (wall times, so they move with
     the load): the query embedding and the ranking (in-process), the rest of the handler (storage
     reads, rendering), and what the server path adds over the handler (transport, SDK dispatch,
-    pipeline, client), beside a trivial tool's round trip on the same session; and ``vector_rank``
-    alone beside its int8 scans alone (timed alternately: the rest is the ranking's own work)."""
+    pipeline, client), beside a trivial tool's round trip on the same session; ``vector_rank``
+    alone beside its int8 scans alone (timed alternately: the rest is the ranking's own work); and
+    the handler after an idle core beside it at once (``idle_pairs``), when the run timed them."""
     server, local = results["server"], results["in_process"]
     phases = local["doc_search_vector_phases"]
     row = {"vector_server_p50_ms": server["vector"]["p50_ms"], "handler_p50_ms": phases["total_p50_ms"],
@@ -471,6 +499,11 @@ def remaining_profile(results: dict) -> dict:
            "trivial_round_trip_ms": server["doc_collections"]["p50_ms"],
            "vector_rank_alone_ms": local["vector_rank_only"]["wall"]["p50_ms"],
            "its_int8_scans_alone_ms": local["int8_scans_only"]["wall"]["p50_ms"]}
+    pairs = local.get("doc_search_vector_handler_idle_pairs")
+    if pairs:  # the handler after the core idled as long as a call's round trip, beside it at once
+        row["handler_back_to_back_ms"] = pairs["back_to_back"]["p50_ms"]
+        row["handler_after_idle_ms"] = pairs["after_idle"]["p50_ms"]
+        row["idle_penalty_ms"] = round(pairs["after_idle"]["p50_ms"] - pairs["back_to_back"]["p50_ms"], 3)
     print("goal 1 what remains of a vector call (p50 wall, ms): " + ", ".join(f"{k} {v}" for k, v in row.items()), flush=True)
     return row
 
