@@ -162,3 +162,26 @@ def test_the_revision_index_gives_the_full_hash(files, writes, deletes):
     assert RevisionIndex(post, index).revision == revision_of(post)
     rewritten = {**files, **{p: b for p, b in writes.items() if p in files}}
     assert index.updated(rewritten, frozenset(p for p in writes if p in files)).revision == revision_of(rewritten)
+
+
+def test_one_edit_hashes_the_bundles_records_once_however_often_its_revision_is_asked(monkeypatch):
+    """The preview's plan, the apply's plan, the commit's check and the next capture's index all
+    ask for the base with the same file swapped: only the first reads every record."""
+    from knowspec.impl import runtime as process
+    from knowspec.impl.okf.write import revision
+
+    files = {f"concepts/n{i}.md": f"body {i}".encode() for i in range(40)}
+    edited = {"concepts/n7.md": b"body 7, edited"}
+    hashed: list[int] = []
+    real_hash = revision._hash
+    monkeypatch.setattr(revision, "_hash", lambda records: hashed.append(len(records)) or real_hash(records))
+    with process.activated():
+        index = RevisionIndex(files)
+        assert hashed == [40]
+        after = revision_of({**files, **edited})
+        assert index.revision_with(edited) == after and index.revision_with(edited) == after
+        assert index.updated({**files, **edited}, frozenset(edited)).revision == after
+        assert hashed == [40, 40]
+        assert index.revision_with({"concepts/n7.md": files["concepts/n7.md"]}) == index.revision  # no change
+        assert index.revision_with({"concepts/n7.md": b"other"}) == revision_of({**files, "concepts/n7.md": b"other"})
+        assert hashed == [40, 40, 40]
