@@ -180,6 +180,23 @@ def server_cpu_seconds() -> float | None:
     return best
 
 
+def server_thread_cpu_ns() -> int | None:
+    """CPU nanoseconds the stdio server's threads have run so far (Linux ``schedstat``, per
+    thread): exact where ``server_cpu_seconds`` counts clock ticks of 10 ms, so one call's CPU can
+    be told apart. A thread that has ended no longer counts: read it around calls whose threads
+    stay (a server's worker pool), not across a server's life."""
+    pids = child_pids()
+    if not pids:
+        return None
+    total = 0
+    for stat in Path(f"/proc/{max(pids)}/task").glob("*/schedstat"):
+        try:
+            total += int(stat.read_text().split()[0])
+        except (OSError, ValueError, IndexError):
+            continue
+    return total
+
+
 def goal(name: str, floor: float, figure: float, bound: float, unit: str) -> dict[str, Any]:
     """One goal's line: the floor and the figure measured in the same run, their ratio and the
     bound on it; printed at once and returned for the results file."""

@@ -9,7 +9,8 @@ average at start and end (the machine may be shared: trust the ratios, not the a
 - per synthetic bundle of N v0.2 concepts (plus the root index; 9,990 stays under the 10,000-file
   capture limit): p50/p95 of preview_concept_patch and apply_concept_patch of a one-concept
   ``set_lifecycle`` patch (``stale_after`` moves each round so every apply publishes), client-side
-  through the real stdio server, each p50 divided by the floor, against the goal's bound (20x);
+  through the real stdio server, each p50 divided by the floor, against the goal's bound (20x),
+  and the server's CPU per call (``server_cpu_ms_p50``: what the code costs without the disk);
 - with the corpus (``--bundle`` or ``$KNOWSPEC_CORPUS_DIR``, unless --no-migration): the v0.1 ->
   v0.2 migration of a full copy, with explicit timestamp producer and one citation mapping per
   legacy entry, its times beside the floor (whole-bundle rewrites have no bound). The preview's
@@ -29,6 +30,7 @@ import argparse
 import os
 import re
 import shutil
+import statistics
 import subprocess
 import sys
 import time
@@ -37,7 +39,7 @@ from pathlib import Path
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import percentiles, require_bundle, stdio_session, timed, write_results  # noqa: E402
+from common import percentiles, require_bundle, server_thread_cpu_ns, stdio_session, timed, write_results  # noqa: E402
 
 from knowspec.impl.okf.write.citations import CitationBlocked, convert, find_section  # noqa: E402
 from knowspec.impl.okf.write.document import split_document  # noqa: E402
@@ -189,20 +191,33 @@ def one_file_floor(work: Path, rounds: int) -> dict:
 
 
 async def patch_rounds(session, bundle: Path, rounds: int, concept: str) -> dict:
+    """p50/p95 wall of each tool, and beside it the server's CPU per call (median): the wall of
+    an apply is ten fsyncs and moves with the disk, its CPU only with the code."""
     previews, applies = [], []
+    cpu: dict[str, list[float]] = {"preview": [], "apply": []}
+
+    async def call(tool: str, name: str, arguments: dict) -> tuple[float, object]:
+        before = server_thread_cpu_ns()
+        ms, result = await timed(session, tool, arguments)
+        after = server_thread_cpu_ns()
+        if before is not None and after is not None:
+            cpu[name].append((after - before) / 1e6)
+        return ms, result
+
     for i in range(rounds):
         op = {"kind": "set_lifecycle", "concept_id": concept,
               "lifecycle": {"status": "stable", "stale_after": f"{2031 + i}-01-01"}}
         args = {"bundle_path": str(bundle), "actor": "human:bench", "operations": [op]}
-        ms, result = await timed(session, "preview_concept_patch", args)
+        ms, result = await call("preview_concept_patch", "preview", args)
         p = result.structured_content
         assert not result.is_error and p["status"] == "applicable", p
         previews.append(ms)
-        ms, result = await timed(session, "apply_concept_patch", {
+        ms, result = await call("apply_concept_patch", "apply", {
             **args, "expected_revision": p["base_revision"], "expected_plan_digest": p["plan_digest"]})
         assert not result.is_error and result.structured_content["status"] == "applied", result.structured_content
         applies.append(ms)
-    return {"concept": concept, "preview": percentiles(previews), "apply": percentiles(applies)}
+    return {"concept": concept, "preview": percentiles(previews), "apply": percentiles(applies),
+            "server_cpu_ms_p50": {name: round(statistics.median(ms), 3) if ms else None for name, ms in cpu.items()}}
 
 
 def ratios(result: dict, floor_ms: float) -> dict:
