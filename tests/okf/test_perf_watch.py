@@ -280,3 +280,17 @@ def test_unchanged_hard_linked_file_keeps_the_cached_snapshot(kb, tmp_path):
     walks, incremental = _counts()
     assert load(kb) is first
     assert _counts() == (walks, incremental)
+
+
+def test_event_updates_keep_the_walks_file_order_whether_files_are_rewritten_or_added(kb):
+    """A rewrite keeps every file where it was (the key sets are known equal, never compared);
+    a new file takes its place in walk order, as the full walk would put it."""
+    load(kb)
+    (kb / "b.md").write_text(_concept("B edited"))
+    walks, incremental = _counts()
+    assert list(load(kb).files) == list(oracle_files(kb))
+    assert _counts() == (walks, incremental + 1)
+    (kb / "aa.md").write_text(_concept("AA"))
+    (kb / "sub" / "c.md").write_text(_concept("C edited"))
+    assert list(load(kb).files) == list(oracle_files(kb))
+    assert snap.Stats.full_walks == walks

@@ -91,6 +91,7 @@ class _Walk:
     links: set[str] = field(default_factory=set)  # symbolic links skipped (a writer's store refuses them)
     total: int = 0
     touched: set[str] | None = None  # the entries an event-driven update re-checked (None: a full walk)
+    same_keys: bool = False  # an event-driven update that only re-read files it already had
 
 
 @dataclass
@@ -462,7 +463,10 @@ def _apply_changes(slot: _CacheSlot, watch, root: str, root_fd: int, names: set[
                   if only_files else sum(e.record.size for e in walk.entries.values()))
     if walk.total > limits.total_bytes:
         raise _Fallback
-    if walk.entries.keys() != slot.entries.keys():
+    # Comparing the key sets costs ~0.3 ms at 10,000 files; when nothing was dropped or added,
+    # they are the same without looking.
+    walk.same_keys = only_files and all(rel in slot.entries for rel in touched)
+    if not walk.same_keys and walk.entries.keys() != slot.entries.keys():
         walk.entries = {rel: walk.entries[rel] for rel in sorted(walk.entries, key=_walk_order)}
     walk.touched = touched if only_files else None
     Stats.incremental += 1
@@ -477,7 +481,7 @@ def _publish(slot: _CacheSlot, walk: _Walk, path: str, root_id: tuple[int, int],
     """Install the walk's result in the slot; an unchanged file set keeps the same Snapshot."""
     entries = walk.entries
     old = slot.entries
-    if slot.snapshot is not None and entries.keys() == old.keys():
+    if slot.snapshot is not None and (walk.same_keys or entries.keys() == old.keys()):
         candidates = entries if walk.touched is None else walk.touched
         changed = {k: entries[k] for k in candidates if entries[k].record.digest != old[k].record.digest}
         if not changed:
