@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from benchmark_modules import import_benchmark
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-host_phases = pytest.importorskip("host_phases", reason="the benchmark's imports (onnxruntime) are not installed")
+host_phases = import_benchmark("host_phases")
 import common  # noqa: E402
 
 

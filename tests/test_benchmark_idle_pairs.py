@@ -2,13 +2,11 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
-
 import pytest
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-docpool_vector = pytest.importorskip("docpool_vector", reason="the benchmark's imports (onnxruntime) are not installed")
+from benchmark_modules import import_benchmark
+
+docpool_vector = import_benchmark("docpool_vector")
 
 
 class FakeHost:

@@ -2,13 +2,9 @@
 
 from __future__ import annotations
 
-import sys
-from pathlib import Path
+from benchmark_modules import import_benchmark
 
-import pytest
-
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-model_pack_ab = pytest.importorskip("model_pack_ab", reason="the benchmark's imports (onnxruntime) are not installed")
+model_pack_ab = import_benchmark("model_pack_ab")
 
 
 def run(ts: float) -> dict:

@@ -2,15 +2,14 @@
 
 from __future__ import annotations
 
-import sys
 from collections import Counter
-from pathlib import Path
 
 import pytest
 from hypothesis import given, strategies as st
 
-sys.path.insert(0, str(Path(__file__).resolve().parents[1] / "benchmarks"))
-ab = pytest.importorskip("docpool_vector_ab", reason="the benchmark's imports (onnxruntime) are not installed")
+from benchmark_modules import import_benchmark
+
+ab = import_benchmark("docpool_vector_ab")
 
 
 def test_one_at_a_time_every_query_goes_to_every_server_in_turn_the_order_flipping_each_query():
