@@ -53,9 +53,6 @@ import os
 # The floor's matrix products run on one BLAS thread: spinning helper threads would bill the
 # floor for waiting on a busy core (set before numpy loads; the server inherits it unused).
 os.environ.setdefault("OPENBLAS_NUM_THREADS", "1")
-# Every timed query is embedded (no query-vector cache) unless a figure says it repeats queries:
-# the runtime reads this once, so it is set before anything makes one (the server inherits it).
-os.environ["KNOWSPEC_QUERY_VECTORS"] = "0"
 import random
 import shutil
 import sqlite3
@@ -566,6 +563,10 @@ def main() -> None:
     parser.add_argument("--reuse-pool", action="store_true",
                         help="keep the latency appdir a previous run built (skips two imports and the vector fill)")
     ns = parser.parse_args()
+    # Every timed query is embedded (no query-vector cache) unless a figure says it repeats queries:
+    # the runtime reads this once, so it is set before anything makes one (the servers inherit it);
+    # here, not at import, so that a test importing this module keeps its own environment.
+    os.environ["KNOWSPEC_QUERY_VECTORS"] = "0"
     os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")  # the server reads the FTS5 index in one known call
     model_dir = ns.model or default_model_dir()
     embedder = CachedEmbedder(load_embedder(model_dir), CACHE / "passage_vectors.npz")

@@ -27,8 +27,6 @@ from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-os.environ["KNOWSPEC_QUERY_VECTORS"] = "0"  # every query embedded: the servers inherit it
-os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")  # the full-text arrays read before any timed call
 
 import anyio  # noqa: E402
 
@@ -88,6 +86,9 @@ async def compare(server_args: list[str], servers: list[tuple[str, dict[str, str
 
 
 def main() -> None:
+    # For the servers, which inherit them (here, not at import: a test importing this module keeps its own).
+    os.environ["KNOWSPEC_QUERY_VECTORS"] = "0"  # every query embedded
+    os.environ.setdefault("KNOWSPEC_FTS_ARRAYS", "sync")  # the full-text arrays read before any timed call
     parser = argparse.ArgumentParser(description=__doc__.splitlines()[0])
     parser.add_argument("--server", action="append", required=True, metavar="NAME[:VAR=VALUE,...]",
                         help="one server and the variables it gets on top of this process's (repeat)")

@@ -24,7 +24,6 @@ import sys
 import time
 from pathlib import Path
 
-os.environ["KNOWSPEC_QUERY_VECTORS"] = "0"  # every query embedded, as for the goal's figures
 STAMPS_ENV = "KNOWSPEC_TIMELINE_STAMPS"
 
 # Segments, in wall order: (name, from stamp, to stamp).
@@ -211,6 +210,7 @@ async def timeline(server_args: list[str], env: dict[str, str], queries: list[st
 def main() -> None:
     if len(sys.argv) > 1 and sys.argv[1] == "--probe-server":
         sys.exit(probe_server(sys.argv[2:]))
+    os.environ["KNOWSPEC_QUERY_VECTORS"] = "0"  # every query embedded, as for the goal's figures: the server inherits it
     import anyio
 
     sys.path.insert(0, str(Path(__file__).parent))
