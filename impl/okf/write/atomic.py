@@ -58,13 +58,25 @@ def unlink_if_exists(dir_fd: int, name: str) -> bool:
 
 def remove_tree(dir_fd: int, name: str) -> None:
     """Remove a private directory tree below ``dir_fd`` without following links."""
+    if not empty_tree(dir_fd, name):
+        return
+    try:
+        os.rmdir(name, dir_fd=dir_fd)
+    except FileNotFoundError:
+        pass
+
+
+def empty_tree(dir_fd: int, name: str) -> bool:
+    """Remove everything inside the private directory ``name`` below ``dir_fd``, never following
+    a link, and keep the directory; True when it is a directory (now empty). Anything else under
+    that name (a file, a link) is removed."""
     try:
         sub = os.open(name, os.O_RDONLY | os.O_DIRECTORY | os.O_NOFOLLOW | os.O_CLOEXEC, dir_fd=dir_fd)
     except FileNotFoundError:
-        return
+        return False
     except NotADirectoryError:
         unlink_if_exists(dir_fd, name)
-        return
+        return False
     try:
         with os.scandir(sub) as it:
             entries = [(e.name, e.is_dir(follow_symlinks=False)) for e in it]
@@ -75,7 +87,4 @@ def remove_tree(dir_fd: int, name: str) -> None:
                 unlink_if_exists(sub, child)
     finally:
         os.close(sub)
-    try:
-        os.rmdir(name, dir_fd=dir_fd)
-    except FileNotFoundError:
-        pass
+    return True

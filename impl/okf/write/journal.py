@@ -1,7 +1,9 @@
 """The commit journal: stage payloads, cross the durable boundary, publish, recover.
 
 Protocol (everything private lives under the root's ``.okf/``, which readers never capture):
-1. every new file body is written and fsynced as ``.okf/txn/<txn>/payload-NNNNN``;
+1. every new file body is written and fsynced as ``.okf/txn/payload-NNNNN``, and ``.okf/txn``
+   is fsynced (the folder is made once and kept: a commit makes and removes no folders, each of
+   which would cost a sync);
 2. the manifest is written to ``.okf/journal.json.tmp``, fsynced, renamed to
    ``.okf/journal.json`` and ``.okf`` is fsynced: this rename is the **durable boundary**;
 3. holding ``.okf`` exclusively (:func:`lock.publishing`), each payload is renamed over its
@@ -11,8 +13,10 @@ Protocol (everything private lives under the root's ``.okf/``, which readers nev
 A crash before step 2 leaves only private staging, which recovery deletes (roll back). A
 crash after it leaves a journal, which recovery completes (roll forward): a payload still
 in staging is renamed into place, one already moved is checked by digest. Either way every
-visible file ends wholly old or wholly new. A live reader holds ``.okf`` shared while it
-captures (:mod:`readers`), so it sees the rename sequence wholly done or not begun.
+visible file ends wholly old or wholly new. A journal of format 1 (written before the staging
+folder was kept) names its payloads in ``.okf/txn/<txn>/``; it is rolled forward the same way.
+A live reader holds ``.okf`` shared while it captures (:mod:`readers`), so it sees the rename
+sequence wholly done or not begun.
 """
 
 from __future__ import annotations
@@ -28,6 +32,7 @@ from knowspec.impl.okf.write.rootfs import DIR_FLAGS, open_subdir, read_regular
 
 OKF_DIR = ".okf"
 TXN_DIR = "txn"
+FORMAT = 2  # payloads straight in TXN_DIR; format 1 had a folder per commit below it
 JOURNAL = "journal.json"
 JOURNAL_TMP = "journal.json.tmp"
 MAX_JOURNAL_BYTES = 16 << 20
@@ -60,19 +65,21 @@ def _publish_order(path: str) -> tuple[int, bytes]:
     return (1 if path == "index.md" else 0, path.encode("utf-8"))
 
 
-def stage(okf_fd: int, txn: str, writes: dict[str, bytes], step: Step = _noop) -> list[dict]:
-    txn_root = open_subdir(okf_fd, f"{TXN_DIR}/{txn}", create=True)
+def stage(okf_fd: int, writes: dict[str, bytes], step: Step = _noop) -> list[dict]:
+    """Write and sync every payload into the (empty) staging folder; the manifest's entries.
+    Runs under the writer lock, after recovery emptied the folder."""
+    staging = open_subdir(okf_fd, TXN_DIR, create=True)
     entries = []
     try:
         for ordinal, path in enumerate(sorted(writes, key=_publish_order)):
             payload = f"payload-{ordinal:05d}"
-            atomic.write_new(txn_root, payload, writes[path])
+            atomic.write_new(staging, payload, writes[path])
             entries.append({"path": path, "payload": payload,
                             "digest": hashlib.sha256(writes[path]).hexdigest()})
             step("staged")
-        atomic.fsync_dir(txn_root)
+        atomic.fsync_dir(staging)
     finally:
-        os.close(txn_root)
+        os.close(staging)
     return entries
 
 
@@ -155,9 +162,8 @@ def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop,
 
 def _rename_all(root_fd: int, okf_fd: int, manifest: dict, step: Step) -> None:
     """Every payload into place and every delete done (already-moved payloads checked)."""
-    txn_dir = f"{TXN_DIR}/{manifest['txn']}"
     try:
-        txn_fd = os.open(txn_dir, DIR_FLAGS, dir_fd=okf_fd)
+        txn_fd = os.open(_staging_of(manifest), DIR_FLAGS, dir_fd=okf_fd)
     except FileNotFoundError:
         txn_fd = None
     try:
@@ -197,6 +203,18 @@ def _rename_all(root_fd: int, okf_fd: int, manifest: dict, step: Step) -> None:
             os.close(txn_fd)
 
 
+def _staging_of(manifest: dict) -> str:
+    """The folder below ``.okf`` holding the journal's payloads, by its format."""
+    match manifest.get("format"), manifest.get("txn"):
+        case 2, _:
+            return TXN_DIR
+        case 1, str(txn) if txn not in ("", ".", "..") and "/" not in txn and "\0" not in txn:
+            return f"{TXN_DIR}/{txn}"
+        case 1, _:
+            raise receipts.StorageCorrupt("journal manifest names no staging folder")
+    raise receipts.StorageCorrupt("journal manifest has a format this version does not know")
+
+
 def _keep_mode(parent: int, name: str, txn_fd: int, payload: str) -> None:
     """A replaced file keeps its permission bits (the payload is ours, never a link)."""
     try:
@@ -207,8 +225,9 @@ def _keep_mode(parent: int, name: str, txn_fd: int, payload: str) -> None:
 
 
 def clean_staging(okf_fd: int) -> None:
+    """Remove what staging left (any format's); the staging folder itself stays."""
     atomic.unlink_if_exists(okf_fd, JOURNAL_TMP)
-    atomic.remove_tree(okf_fd, TXN_DIR)
+    atomic.empty_tree(okf_fd, TXN_DIR)
 
 
 def pending(root_fd: int) -> bool:
@@ -240,7 +259,24 @@ def leftover_in(okf_fd: int) -> str | None:
     names = set(os.listdir(okf_fd))
     if JOURNAL in names:
         return "journal"
-    return "staging" if names & {JOURNAL_TMP, TXN_DIR} else None
+    if JOURNAL_TMP in names or (TXN_DIR in names and _holds_anything(okf_fd, TXN_DIR)):
+        return "staging"
+    return None
+
+
+def _holds_anything(okf_fd: int, name: str) -> bool:
+    """Whether the staging folder holds an entry (or is not a folder at all: ours to remove)."""
+    try:
+        fd = os.open(name, DIR_FLAGS, dir_fd=okf_fd)
+    except FileNotFoundError:
+        return False
+    except OSError:  # a file or a link in its place
+        return True
+    try:
+        with os.scandir(fd) as entries:
+            return next(entries, None) is not None
+    finally:
+        os.close(fd)
 
 
 def recover(root_fd: int, step: Step = _noop,
@@ -263,6 +299,8 @@ def recover(root_fd: int, step: Step = _noop,
             manifest = json.loads(raw.decode("utf-8"))
         except (UnicodeDecodeError, ValueError) as exc:
             raise receipts.StorageCorrupt("journal manifest is not JSON") from exc
+        if not isinstance(manifest, dict):
+            raise receipts.StorageCorrupt("journal manifest is not an object")
         return publish(root_fd, okf_fd, manifest, step, timeout)
     finally:
         os.close(okf_fd)

@@ -10,7 +10,6 @@ publishes. Cancellation is honoured only before that boundary.
 from __future__ import annotations
 
 import os
-import secrets
 from dataclasses import dataclass
 from typing import Callable, Iterable, Mapping
 
@@ -187,11 +186,10 @@ class Store:
         okf_fd = journal.open_private(self.root_fd, create=True)
         assert okf_fd is not None
         try:
-            txn = secrets.token_hex(8)
             try:
-                entries = journal.stage(okf_fd, txn, plan.writes, self._step_and_check(check_cancelled))
+                entries = journal.stage(okf_fd, plan.writes, self._step_and_check(check_cancelled))
                 manifest = {
-                    "format": 1, "txn": txn, "writes": entries,
+                    "format": journal.FORMAT, "writes": entries,
                     "deletes": sorted(plan.deletes), "receipt": receipt.to_bytes().decode("utf-8"),
                 }
                 journal.write_journal(okf_fd, manifest, self._step_and_check(check_cancelled))

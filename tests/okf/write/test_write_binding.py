@@ -8,7 +8,7 @@ import pytest
 
 from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
-from write_helpers import apply, preview, tree_bytes, visible_bytes
+from write_helpers import apply, commit_leftovers, preview, tree_bytes, visible_bytes
 
 C = "arch/cache"
 OP = [{"kind": "set_lifecycle", "concept_id": C, "lifecycle": {"status": "stable", "stale_after": None}}]
@@ -129,8 +129,7 @@ def test_cancellation_before_the_commit_point_changes_nothing(bundle):
         except ToolError as err:
             assert err.code == "operation_cancelled" and err.retryable
             assert visible_bytes(bundle) == before
-            okf = bundle / ".okf"
-            assert not okf.exists() or not ({"journal.json", "txn"} & set(os.listdir(okf)))
+            assert not commit_leftovers(bundle)
             outcomes.append("cancelled")
             continue
         assert result["status"] == "applied"

@@ -23,7 +23,7 @@ from knowspec.impl.okf.write.plan import plan_idempotency_key
 from knowspec.impl.okf.write.planner import plan_change_set
 from knowspec.impl.okf.write.store import CommitRequest, Store
 from knowspec.impl.okf.bundle.paths import pin_root
-from write_helpers import make_bundle, patch_args, preview, visible_bytes
+from write_helpers import commit_leftovers, make_bundle, patch_args, preview, visible_bytes
 
 FILES = 8
 STEPS = 2 * FILES + 3  # staged per file, journal written, boundary, published per file, receipt
@@ -108,9 +108,7 @@ def _check_outcome(root, old, new) -> str:
     assert set(now) == set(old)
     for path, data in now.items():
         assert data in (old[path], new[path]), f"{path} is neither wholly old nor wholly new"
-    okf = root / ".okf"
-    if okf.exists():
-        assert not ({"journal.json", "journal.json.tmp", "txn"} & set(os.listdir(okf)))
+    assert not commit_leftovers(root)
     if now == old:
         return "old"
     assert now == new, "a commit must publish all of its files or none"

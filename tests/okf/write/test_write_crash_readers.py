@@ -15,7 +15,7 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.okf.tools import read as read_tools
 from knowspec.impl.okf.bundle import snapshot
 from test_write_crash import FILES, STEPS, _expected, _fresh, _run_killed, fast_dir  # noqa: F401
-from write_helpers import visible_bytes
+from write_helpers import commit_leftovers, visible_bytes
 from tool_args import tool_args
 
 BOUNDARY_STEP = FILES + 2  # staged per file, journal written, then the boundary step
@@ -47,11 +47,6 @@ def _fresh_process_list(root) -> dict:
     return json.loads(b"".join(chunks) or b'{"error": "no report"}')
 
 
-def _leftovers(root) -> set[str]:
-    okf = root / ".okf"
-    return {"journal.json", "journal.json.tmp", "txn"} & set(os.listdir(okf)) if okf.exists() else set()
-
-
 @pytest.mark.slow
 def test_fresh_read_after_a_kill_at_a_random_step_is_all_old_or_all_new(fast_dir):
     root, old, new, _p, request = _expected(fast_dir)
@@ -68,7 +63,7 @@ def test_fresh_read_after_a_kill_at_a_random_step_is_all_old_or_all_new(fast_dir
         expected = "old" if step < BOUNDARY_STEP else "new"
         assert statuses == ({"draft"} if expected == "old" else {"stable"}), (
             f"run {run}, kill at step {step}: read {sorted(statuses)}, expected all {expected}")
-        assert not _leftovers(root), f"run {run}: the read left the interrupted commit unresolved"
+        assert not commit_leftovers(root), f"run {run}: the read left the interrupted commit unresolved"
         assert visible_bytes(root) == (old if expected == "old" else new)
         seen[expected] += 1
     assert seen["old"] > 10 and seen["new"] > 10

@@ -109,7 +109,7 @@ def _stage_for_a_dead_writer(store) -> None:
     """Staging a writer left behind: a change staged, never committed."""
     okf = journal.open_private(store.root_fd, create=False)
     try:
-        journal.stage(okf, "dead", {"a.md": b"never published\n"})
+        journal.stage(okf, {"a.md": b"never published\n"})
     finally:
         os.close(okf)
 

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import json
 import os
 import threading
 
@@ -39,7 +40,8 @@ def test_commit_publishes_and_records_a_canonical_receipt(store):
     assert (root / "new/c.md").read_bytes() == b"---\ntype: N\n---\n"
     assert s.lookup("k1") == result.receipt
     assert result.receipt.changed_paths() == ["d/b.md", "new/c.md"]
-    assert sorted(os.listdir(root / ".okf")) == ["receipts"]
+    assert sorted(os.listdir(root / ".okf")) == ["receipts", "txn"]  # the staging folder stays, empty
+    assert os.listdir(root / ".okf" / "txn") == []
 
 
 def test_stale_base_is_a_conflict_and_writes_nothing(store):
@@ -76,7 +78,7 @@ def test_staging_without_journal_is_rolled_back(store):
     before = visible_bytes(root)
     okf = journal.open_private(s.root_fd, create=True)
     try:
-        journal.stage(okf, "abc", {"a.md": b"partial"})
+        journal.stage(okf, {"a.md": b"partial"})
     finally:
         os.close(okf)
     assert journal.pending(s.root_fd)
@@ -136,3 +138,73 @@ def test_lock_excludes_a_writer_in_another_process(store):
     proc.join(5)
     with lock.exclusive(s.root_fd, timeout=1):
         pass
+
+
+def test_a_one_file_commit_syncs_eight_times_once_the_store_exists(store, monkeypatch):
+    root, s = store
+    s.commit(_request(root, {"a.md": b"---\ntype: Note\n---\nfirst\n"}))  # makes .okf, its staging and receipts
+    synced = []
+    real_fsync = os.fsync
+    monkeypatch.setattr(os, "fsync", lambda fd: (synced.append(fd), real_fsync(fd))[1])
+    s.commit(_request(root, {"a.md": b"---\ntype: Note\n---\nsecond\n"}, key="k2"))
+    # payload, staging folder, journal, .okf (the boundary), the target's folder, receipt,
+    # receipts folder, .okf (journal gone): no folder made or removed, so no sync for one
+    assert len(synced) == 8
+    assert os.listdir(root / ".okf" / "txn") == [] and not journal.pending(s.root_fd)
+
+
+def _boundary_crash(name: str) -> None:
+    if name == "boundary":
+        raise KeyboardInterrupt("the writer dies at the durable boundary")
+
+
+def _commit_until_the_boundary(root, writes) -> None:
+    fd, _ = pin_root(str(root))
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            Store(fd, lease_timeout=0.2, step_hook=_boundary_crash).commit(_request(root, writes))
+    finally:
+        os.close(fd)
+
+
+def test_a_journal_of_format_1_is_rolled_forward_from_its_commit_folder(store):
+    """A journal an older version left (payloads in ``.okf/txn/<txn>/``) still finishes."""
+    root, s = store
+    new = b"---\ntype: Note\n---\nnew\n"
+    _commit_until_the_boundary(root, {"a.md": new})
+    okf = root / ".okf"
+    manifest = json.loads((okf / "journal.json").read_bytes())
+    assert manifest["format"] == 2 and "txn" not in manifest
+    (okf / "txn" / "0123abcd").mkdir()
+    os.rename(okf / "txn" / "payload-00000", okf / "txn" / "0123abcd" / "payload-00000")
+    (okf / "journal.json").write_text(json.dumps({**manifest, "format": 1, "txn": "0123abcd"}))
+    assert (root / "a.md").read_bytes() != new
+    receipt = s.recover()
+    assert receipt is not None and receipt.changed_paths() == ["a.md"]
+    assert (root / "a.md").read_bytes() == new
+    assert sorted(os.listdir(okf)) == ["receipts", "txn"] and os.listdir(okf / "txn") == []
+
+
+@pytest.mark.parametrize("change", [{"format": 3}, {"format": 1, "txn": "../.."}, {"format": 1, "txn": None}])
+def test_a_journal_that_names_no_staging_this_version_knows_is_storage_corruption(store, change):
+    root, s = store
+    before = visible_bytes(root)
+    _commit_until_the_boundary(root, {"a.md": b"---\ntype: Note\n---\nnew\n"})
+    path = root / ".okf" / "journal.json"
+    manifest = json.loads(path.read_bytes())
+    path.write_text(json.dumps({**manifest, **change}))
+    with pytest.raises(receipts.StorageCorrupt):
+        s.recover()
+    assert visible_bytes(root) == before
+
+
+def test_staging_an_older_version_left_in_a_commit_folder_is_rolled_back(store):
+    root, s = store
+    before = visible_bytes(root)
+    old = root / ".okf" / "txn" / "0123abcd"
+    old.mkdir(parents=True)
+    (old / "payload-00000").write_bytes(b"never published\n")
+    assert journal.pending(s.root_fd)
+    s.recover()
+    assert not journal.pending(s.root_fd)
+    assert visible_bytes(root) == before and os.listdir(root / ".okf" / "txn") == []

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import time
 from pathlib import Path
 from typing import Any
@@ -69,6 +70,21 @@ def tree_bytes(root: Path) -> dict[str, bytes]:
 
 def visible_bytes(root: Path) -> dict[str, bytes]:
     return {k: v for k, v in tree_bytes(root).items() if not k.startswith(".okf")}
+
+
+def commit_leftovers(root: Path) -> set[str]:
+    """What an unfinished commit left under ``.okf``: its journal, the journal's temporary file,
+    or anything in the staging folder (which stays, empty, between commits)."""
+    okf = root / ".okf"
+    if not okf.exists():
+        return set()
+    found = {"journal.json", "journal.json.tmp"} & set(os.listdir(okf))
+    staging = okf / "txn"
+    if staging.is_symlink() or (staging.exists() and not staging.is_dir()):
+        found.add("txn")
+    elif staging.is_dir():
+        found |= {f"txn/{name}" for name in os.listdir(staging)}
+    return found
 
 
 def patch_args(bundle: Path, ops: list[dict], actor: str = "human:reviewer", *, unchecked: bool = False,
