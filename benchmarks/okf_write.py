@@ -1,7 +1,8 @@
 """OKF write-side benchmark (issue 18 goal 2: writes cost the change, not the bundle).
 
 Run: .venv/bin/knowspec bench okf-write [--sizes 5000,9990] [--rounds 7] [--floor-rounds 30]
-     [--bundle DIR | $KNOWSPEC_CORPUS_DIR] [--no-migration] [--workdir /tmp/okf-write-bench]
+     [--history 1000] [--bundle DIR | $KNOWSPEC_CORPUS_DIR] [--no-migration]
+     [--workdir /tmp/okf-write-bench]
 Writes benchmarks/results/okf_write.json. Everything is measured in one run, with the load
 average at start and end (the machine may be shared: trust the ratios, not the absolute times):
 - the one-file floor, in this process: read one concept file, parse it, apply the same
@@ -11,6 +12,8 @@ average at start and end (the machine may be shared: trust the ratios, not the a
   ``set_lifecycle`` patch (``stale_after`` moves each round so every apply publishes), client-side
   through the real stdio server, each p50 divided by the floor, against the goal's bound (20x),
   and the server's CPU per call (``server_cpu_ms_p50``: what the code costs without the disk);
+  each bundle holds the receipts of --history earlier commits (a bundle edited that often within
+  the store's day of retention: the newest 1,000 always stay), as a bundle in use does;
 - with the corpus (``--bundle`` or ``$KNOWSPEC_CORPUS_DIR``, unless --no-migration): the v0.1 ->
   v0.2 migration of a full copy, with explicit timestamp producer and one citation mapping per
   legacy entry, its times beside the floor (whole-bundle rewrites have no bound). The preview's
@@ -163,6 +166,21 @@ def synthetic_bundle(dest: Path, concepts: int) -> Path:
     return dest
 
 
+def earlier_commits(bundle: Path, count: int) -> None:
+    """The receipts ``count`` earlier commits would have left in the bundle's store."""
+    from knowspec.impl.okf.write import receipts
+
+    folder = bundle / ".okf" / receipts.RECEIPTS_DIR
+    folder.mkdir(parents=True)
+    for i in range(count):
+        revision = f"sha256:{i:064x}"
+        receipt = receipts.Receipt(
+            ChangeSetID=f"earlier-{i}", IdempotencyKey=f"earlier-{i}", RequestDigest=revision,
+            BaseRevision=revision, ResultRevision=revision, CommitTime=receipts.now_utc(),
+            ChangedRefs=("c/n00000",), ChangedFiles=({"Kind": "write", "Path": "c/n00000.md"},))
+        (folder / receipts.receipt_name(receipt.IdempotencyKey)).write_bytes(receipt.to_bytes())
+
+
 def one_file_floor(work: Path, rounds: int) -> dict:
     """p50 of the least work a one-concept edit needs: read, parse, edit, dump, fsync, rename."""
     from knowspec.impl.okf.write.patch import apply_concept_operation
@@ -192,7 +210,7 @@ def one_file_floor(work: Path, rounds: int) -> dict:
 
 async def patch_rounds(session, bundle: Path, rounds: int, concept: str) -> dict:
     """p50/p95 wall of each tool, and beside it the server's CPU per call (median): the wall of
-    an apply is ten fsyncs and moves with the disk, its CPU only with the code."""
+    an apply is eight fsyncs and moves with the disk, its CPU only with the code."""
     previews, applies = [], []
     cpu: dict[str, list[float]] = {"preview": [], "apply": []}
 
@@ -256,13 +274,14 @@ async def migration_row(session, bundle: Path, work: Path) -> dict:
 async def run(args) -> dict:
     work = Path(args.workdir)
     work.mkdir(parents=True, exist_ok=True)
-    out: dict = {"load_before": os.getloadavg(), "bound": BOUND, "sizes": {}}
+    out: dict = {"load_before": os.getloadavg(), "bound": BOUND, "earlier_commits": args.history, "sizes": {}}
     floor = one_file_floor(work, args.floor_rounds)
     out["floor"] = floor
     print("one-file floor", floor, flush=True)
     async with stdio_session() as session:
         for size in args.sizes:
             bundle = synthetic_bundle(work / f"synthetic-{size}", size)
+            earlier_commits(bundle, args.history)
             # The first call of a bundle loads it; it is reported apart from the steady state.
             ms, first = await timed(session, "preview_concept_patch", {
                 "bundle_path": str(bundle), "actor": "human:bench", "operations": [
@@ -291,6 +310,8 @@ def main() -> None:
     parser.add_argument("--sizes", type=lambda s: [int(x) for x in s.split(",")], default=[5000, 9990])
     parser.add_argument("--rounds", type=int, default=7)
     parser.add_argument("--floor-rounds", type=int, default=30)
+    parser.add_argument("--history", type=int, default=1000,
+                        help="receipts of earlier commits in each bundle's store (0: a bundle never edited)")
     parser.add_argument("--workdir", default="/tmp/okf-write-bench")
     args = parser.parse_args()
     if args.no_migration:

@@ -153,7 +153,8 @@ def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop,
         step("receipt")
         atomic.unlink_if_exists(okf_fd, JOURNAL)
         atomic.fsync_dir(okf_fd)
-        receipts.prune(receipts_fd)
+        if receipts.prune_due(receipts_fd):
+            receipts.prune(receipts_fd)
     finally:
         os.close(receipts_fd)
     clean_staging(okf_fd)

@@ -13,12 +13,14 @@ import os
 import time
 from dataclasses import asdict, dataclass
 
+from knowspec.impl import runtime as process
 from knowspec.impl.okf.write import atomic
 from knowspec.impl.okf.write.encoding import is_digest
 
 RECEIPTS_DIR = "receipts"
 RETENTION_SECONDS = 24 * 3600
 KEEP_NEWEST = 1000
+PRUNE_INTERVAL_SECONDS = 60.0  # a process scans one receipts folder at most this often
 _KEYS = (
     "FormatVersion", "ChangeSetID", "IdempotencyKey", "RequestDigest", "BaseRevision",
     "ResultRevision", "CommitTime", "ChangedRefs", "ChangedFiles",
@@ -101,6 +103,23 @@ def load(receipts_fd: int, idempotency_key: str) -> Receipt | None:
 def store(receipts_fd: int, receipt: Receipt) -> None:
     name = receipt_name(receipt.IdempotencyKey)
     atomic.replace_file(receipts_fd, name, receipt.to_bytes(), name + ".tmp")
+
+
+_clock = time.monotonic
+
+
+def prune_due(receipts_fd: int) -> bool:
+    """Whether this process should prune the folder now: at most once a minute each, since a
+    prune stats every receipt and the newest 1000 always stay (2-3 ms a commit once a bundle
+    has had that many). Retention is a least, so a receipt past it may stay a minute longer."""
+    st = os.fstat(receipts_fd)
+    last_prunes = process.current().cache("okf.write.receipt_prunes", max_entries=64)
+    key, now = (st.st_dev, st.st_ino), _clock()
+    last = last_prunes.peek(key)
+    if last is not None and now - last < PRUNE_INTERVAL_SECONDS:
+        return False
+    last_prunes.put(key, None, now)
+    return True
 
 
 def prune(receipts_fd: int, now: float | None = None) -> None:

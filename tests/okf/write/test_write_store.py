@@ -5,9 +5,11 @@ from __future__ import annotations
 import json
 import os
 import threading
+import time
 
 import pytest
 
+from knowspec.impl import runtime as process
 from knowspec.impl.okf.bundle.paths import pin_root
 from knowspec.impl.okf.write import journal, lock, receipts
 from knowspec.impl.okf.write.plan import Plan
@@ -208,3 +210,53 @@ def test_staging_an_older_version_left_in_a_commit_folder_is_rolled_back(store):
     s.recover()
     assert not journal.pending(s.root_fd)
     assert visible_bytes(root) == before and os.listdir(root / ".okf" / "txn") == []
+
+
+def _receipt_files(folder, ages_s: list[float]) -> list[str]:
+    """Receipt-named files whose modification times lie ``ages_s`` seconds in the past."""
+    folder.mkdir(parents=True, exist_ok=True)
+    now, names = time.time(), []
+    for i, age in enumerate(ages_s):
+        path = folder / f"{i:064x}.json"
+        path.write_text("{}")
+        os.utime(path, (now - age, now - age))
+        names.append(path.name)
+    return names
+
+
+def _prune(folder) -> set[str]:
+    fd = os.open(folder, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        receipts.prune(fd)
+    finally:
+        os.close(fd)
+    return set(os.listdir(folder))
+
+
+def test_prune_drops_receipts_past_retention_but_never_the_newest_thousand(tmp_path):
+    day = receipts.RETENTION_SECONDS
+    old = _receipt_files(tmp_path / "r", [2 * day + i for i in range(receipts.KEEP_NEWEST + 5)])
+    assert _prune(tmp_path / "r") == set(old[:receipts.KEEP_NEWEST])  # all overdue: the newest stay
+
+
+def test_prune_keeps_receipts_within_retention_however_many(tmp_path):
+    recent = _receipt_files(tmp_path / "r", [60.0 + i for i in range(receipts.KEEP_NEWEST + 5)])
+    assert _prune(tmp_path / "r") == set(recent)
+
+
+def test_a_commit_scans_the_receipts_at_most_once_a_minute(store, monkeypatch):
+    """A prune stats every receipt (at least the newest 1000 once a bundle has had them): done
+    at every commit, it made each one-file commit 2-3 ms dearer than the change."""
+    root, s = store
+    clock = [1000.0]
+    pruned = []
+    real_prune = receipts.prune
+    monkeypatch.setattr(receipts, "_clock", lambda: clock[0])
+    monkeypatch.setattr(receipts, "prune", lambda fd, now=None: (pruned.append(fd), real_prune(fd, now))[1])
+    with process.activated():
+        for i in range(3):
+            s.commit(_request(root, {"a.md": f"---\ntype: Note\n---\n{i}\n".encode()}, key=f"k{i}"))
+        assert len(pruned) == 1
+        clock[0] += receipts.PRUNE_INTERVAL_SECONDS
+        s.commit(_request(root, {"a.md": b"---\ntype: Note\n---\nlater\n"}, key="k-later"))
+        assert len(pruned) == 2
