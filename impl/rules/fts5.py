@@ -57,12 +57,14 @@ def phrase_offsets(p: Phrase, column: Sequence[str]) -> list[int]:
     if not p.tokens:
         return []
     *inner, last = p.tokens
+    if not inner:  # most phrases: one comparison a token, with no call of a Python function
+        if p.prefix:
+            return [off for off, have in enumerate(column) if have.startswith(last)]
+        return [off for off, have in enumerate(column) if have == last]
 
     def ends(have: str) -> bool:
         return have.startswith(last) if p.prefix else have == last
 
-    if not inner:
-        return [off for off, have in enumerate(column) if ends(have)]
     first, span = inner[0], len(p.tokens)
     starts = [off for off, have in enumerate(column[:max(0, len(column) - span + 1)]) if have == first]
     return [off for off in starts
