@@ -174,7 +174,8 @@ def test_one_edit_hashes_the_bundles_records_once_however_often_its_revision_is_
     edited = {"concepts/n7.md": b"body 7, edited"}
     hashed: list[int] = []
     real_hash = revision._hash
-    monkeypatch.setattr(revision, "_hash", lambda records: hashed.append(len(records)) or real_hash(records))
+    monkeypatch.setattr(revision, "_hash", lambda records, state=None: hashed.append(len(records))
+                        or real_hash(records, state))
     with process.activated():
         index = RevisionIndex(files)
         assert hashed == [40]
@@ -185,3 +186,45 @@ def test_one_edit_hashes_the_bundles_records_once_however_often_its_revision_is_
         assert index.revision_with({"concepts/n7.md": files["concepts/n7.md"]}) == index.revision  # no change
         assert index.revision_with({"concepts/n7.md": b"other"}) == revision_of({**files, "concepts/n7.md": b"other"})
         assert hashed == [40, 40, 40]
+
+
+@settings(max_examples=200, deadline=None)
+@given(st.dictionaries(NAMES, st.binary(max_size=3), max_size=10),
+       st.lists(st.dictionaries(NAMES, st.binary(max_size=3), max_size=3), max_size=3))
+def test_revisions_hashed_on_from_kept_block_states_are_the_full_hash(files, edits):
+    """Blocks of two records: a step hashes on from the state before its first change, and each
+    next index shares the states before its own first change."""
+    from unittest import mock
+
+    from knowspec.impl import runtime as process
+    from knowspec.impl.okf.write import revision
+
+    with mock.patch.object(revision, "BLOCK", 2), process.activated():
+        index = RevisionIndex(files)
+        for edit in edits:
+            rewrites = {p: b for p, b in edit.items() if p in files}
+            post = {**files, **rewrites}
+            assert index.revision_with(edit) == revision_of({**files, **edit})
+            index, files = index.updated(post, frozenset(rewrites)), post
+            assert index.revision == revision_of(files)
+
+
+def test_an_edit_hashes_the_records_from_its_block_on(monkeypatch):
+    from knowspec.impl import runtime as process
+    from knowspec.impl.okf.write import revision
+
+    files = {f"concepts/n{i:02d}.md": f"body {i}".encode() for i in range(40)}
+    hashed: list[int] = []
+    real_hash = revision._hash
+    monkeypatch.setattr(revision, "BLOCK", 8)
+    monkeypatch.setattr(revision, "_hash", lambda records, state=None: hashed.append(len(records))
+                        or real_hash(records, state))
+    with process.activated():
+        index = RevisionIndex(files)
+        edited = {"concepts/n30.md": b"edited"}  # the 31st record: its block starts at the 25th
+        assert index.revision_with(edited) == revision_of({**files, **edited})
+        assert hashed == [40, 16]
+        later = index.updated({**files, **edited}, frozenset(edited))
+        again = {"concepts/n35.md": b"edited too"}
+        assert later.revision_with(again) == revision_of({**files, **edited, **again})
+        assert hashed == [40, 16, 8]
