@@ -1,14 +1,19 @@
 """The commit journal: stage payloads, cross the durable boundary, publish, recover.
 
 Protocol (everything private lives under the root's ``.okf/``, which readers never capture):
-1. every new file body is written and fsynced as ``.okf/txn/payload-NNNNN``, and ``.okf/txn``
-   is fsynced (the folder is made once and kept: a commit makes and removes no folders, each of
+1. every new file body is written as ``.okf/txn/payload-NNNNN``, the receipt as
+   ``.okf/txn/receipt`` and the manifest as ``.okf/journal.json.tmp``; then each is fsynced, and
+   ``.okf/txn`` (the folder is made once and kept: a commit makes and removes no folders, each of
    which would cost a sync);
-2. the manifest is written to ``.okf/journal.json.tmp``, fsynced, renamed to
-   ``.okf/journal.json`` and ``.okf`` is fsynced: this rename is the **durable boundary**;
+2. the manifest is renamed to ``.okf/journal.json`` and ``.okf`` is fsynced: this rename is the
+   **durable boundary**;
 3. holding ``.okf`` exclusively (:func:`lock.publishing`), each payload is renamed over its
-   target (root ``index.md`` last), deletes are unlinked, each touched directory is fsynced;
-   then the receipt is stored and the journal removed.
+   target (root ``index.md`` last) and deletes are unlinked; the receipt is renamed into
+   ``.okf/receipts``; then every folder they touched is fsynced, and the journal removed.
+
+Every file of a step is written before any is synced, and every rename made before any folder is
+synced: each sync still comes before what depends on it, while the file system may commit the
+step's changes together (on ext4 a one-file commit costs four journal commits, not eight).
 
 A crash before step 2 leaves only private staging, which recovery deletes (roll back). A
 crash after it leaves a journal, which recovery completes (roll forward): a payload still
@@ -32,7 +37,9 @@ from knowspec.impl.okf.write.rootfs import DIR_FLAGS, open_subdir, read_regular
 
 OKF_DIR = ".okf"
 TXN_DIR = "txn"
-FORMAT = 2  # payloads straight in TXN_DIR; format 1 had a folder per commit below it
+FORMAT = 2  # payloads and the receipt straight in TXN_DIR; format 1 had a folder per commit below it
+STAGED_RECEIPT = "receipt"
+MAX_UNSYNCED = 64  # files written and not yet synced at once (each holds a descriptor)
 JOURNAL = "journal.json"
 JOURNAL_TMP = "journal.json.tmp"
 MAX_JOURNAL_BYTES = 16 << 20
@@ -65,32 +72,41 @@ def _publish_order(path: str) -> tuple[int, bytes]:
     return (1 if path == "index.md" else 0, path.encode("utf-8"))
 
 
-def stage(okf_fd: int, writes: dict[str, bytes], step: Step = _noop) -> list[dict]:
-    """Write and sync every payload into the (empty) staging folder; the manifest's entries.
-    Runs under the writer lock, after recovery emptied the folder."""
+def write_journal(okf_fd: int, writes: dict[str, bytes], manifest_for: Callable[[list[dict]], dict],
+                  step: Step = _noop) -> dict:
+    """Stage every payload and the receipt, then make the manifest (``manifest_for`` of the
+    payloads' entries) durable; returning means the commit must be completed. Runs under the
+    writer lock, after recovery emptied the staging folder."""
+    entries = [{"path": path, "payload": f"payload-{ordinal:05d}", "digest": hashlib.sha256(writes[path]).hexdigest()}
+               for ordinal, path in enumerate(sorted(writes, key=_publish_order))]
+    manifest = manifest_for(entries)
     staging = open_subdir(okf_fd, TXN_DIR, create=True)
-    entries = []
+    unsynced: list[int] = []
+
+    def synced() -> None:
+        fds, unsynced[:] = list(unsynced), []
+        atomic.sync_all(fds)
+
     try:
-        for ordinal, path in enumerate(sorted(writes, key=_publish_order)):
-            payload = f"payload-{ordinal:05d}"
-            atomic.write_new(staging, payload, writes[path])
-            entries.append({"path": path, "payload": payload,
-                            "digest": hashlib.sha256(writes[path]).hexdigest()})
+        for entry in entries:
+            if len(unsynced) >= MAX_UNSYNCED:
+                synced()
+            unsynced.append(atomic.create_unsynced(staging, entry["payload"], writes[entry["path"]]))
             step("staged")
+        unsynced.append(atomic.create_unsynced(staging, STAGED_RECEIPT, manifest["receipt"].encode("utf-8")))
+        atomic.unlink_if_exists(okf_fd, JOURNAL_TMP)
+        raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode("utf-8")
+        unsynced.append(atomic.create_unsynced(okf_fd, JOURNAL_TMP, raw))
+        synced()
         atomic.fsync_dir(staging)
     finally:
+        for fd in unsynced:  # a write or a step failed: the staging is cleaned up
+            os.close(fd)
         os.close(staging)
-    return entries
-
-
-def write_journal(okf_fd: int, manifest: dict, before_boundary: Step = _noop) -> None:
-    """Make the manifest durable; returning means the commit must be completed."""
-    raw = json.dumps(manifest, sort_keys=True, separators=(",", ":")).encode("utf-8")
-    atomic.unlink_if_exists(okf_fd, JOURNAL_TMP)
-    atomic.write_new(okf_fd, JOURNAL_TMP, raw)
-    before_boundary("journal-written")
+    step("journal-written")
     os.rename(JOURNAL_TMP, JOURNAL, src_dir_fd=okf_fd, dst_dir_fd=okf_fd)
     atomic.fsync_dir(okf_fd)
+    return manifest
 
 
 def _split(path: str) -> tuple[str, str]:
@@ -144,64 +160,88 @@ def _name_max(dir_fd: int) -> int:
 def publish(root_fd: int, okf_fd: int, manifest: dict, step: Step = _noop,
             timeout: float = lock.DEFAULT_LEASE_TIMEOUT) -> receipts.Receipt:
     """Roll the journal forward to its post-state; idempotent, so recovery can re-run it."""
-    with lock.publishing(okf_fd, timeout):
-        _rename_all(root_fd, okf_fd, manifest, step)
     receipt = receipts.Receipt.from_bytes(manifest["receipt"].encode("utf-8"))
-    receipts_fd = open_subdir(okf_fd, receipts.RECEIPTS_DIR, create=True)
     try:
-        receipts.store(receipts_fd, receipt)
-        step("receipt")
-        atomic.unlink_if_exists(okf_fd, JOURNAL)
-        atomic.fsync_dir(okf_fd)
-        if receipts.prune_due(receipts_fd):
-            receipts.prune(receipts_fd)
+        staging: int | None = os.open(_staging_of(manifest), DIR_FLAGS, dir_fd=okf_fd)
+    except FileNotFoundError:
+        staging = None
+    try:
+        with lock.publishing(okf_fd, timeout):
+            touched = _rename_all(root_fd, staging, manifest, step)
+        receipts_fd = open_subdir(okf_fd, receipts.RECEIPTS_DIR, create=True)
+        try:
+            _place_receipt(staging, receipts_fd, receipt)
+            for head in sorted(touched):  # after every rename: the first sync may commit them all
+                parent = open_subdir(root_fd, head)
+                try:
+                    atomic.fsync_dir(parent)
+                finally:
+                    os.close(parent)
+            atomic.fsync_dir(receipts_fd)
+            step("receipt")
+            atomic.unlink_if_exists(okf_fd, JOURNAL)
+            atomic.fsync_dir(okf_fd)
+            if receipts.prune_due(receipts_fd):
+                receipts.prune(receipts_fd)
+        finally:
+            os.close(receipts_fd)
     finally:
-        os.close(receipts_fd)
+        if staging is not None:
+            os.close(staging)
     clean_staging(okf_fd)
     return receipt
 
 
-def _rename_all(root_fd: int, okf_fd: int, manifest: dict, step: Step) -> None:
-    """Every payload into place and every delete done (already-moved payloads checked)."""
-    try:
-        txn_fd = os.open(_staging_of(manifest), DIR_FLAGS, dir_fd=okf_fd)
-    except FileNotFoundError:
-        txn_fd = None
-    try:
-        for entry in manifest["writes"]:
-            head, name = _split(entry["path"])
-            parent = open_subdir(root_fd, head, create=True)
-            try:
-                moved = False
-                if txn_fd is not None:
-                    try:
-                        os.stat(entry["payload"], dir_fd=txn_fd, follow_symlinks=False)
-                        atomic.ensure_not_link(parent, name)
-                        _keep_mode(parent, name, txn_fd, entry["payload"])
-                        os.rename(entry["payload"], name, src_dir_fd=txn_fd, dst_dir_fd=parent)
-                        moved = True
-                    except FileNotFoundError:
-                        pass
-                if not moved:
-                    current = read_regular(parent, name)
-                    if current is None or hashlib.sha256(current).hexdigest() != entry["digest"]:
-                        raise receipts.StorageCorrupt("journal payload vanished before publication")
-                atomic.fsync_dir(parent)
-            finally:
-                os.close(parent)
-            step("published")
-        for path in manifest["deletes"]:
-            head, name = _split(path)
-            parent = open_subdir(root_fd, head)
-            try:
-                atomic.unlink_if_exists(parent, name)
-                atomic.fsync_dir(parent)
-            finally:
-                os.close(parent)
-            step("deleted")
-    finally:
-        if txn_fd is not None:
-            os.close(txn_fd)
+def _place_receipt(staging: int | None, receipts_fd: int, receipt: receipts.Receipt) -> None:
+    """The staged receipt renamed into the receipts folder (not yet synced); written there
+    instead when none is staged (a format-1 journal, or one an earlier roll-forward moved:
+    the same bytes again)."""
+    name = receipts.receipt_name(receipt.IdempotencyKey)
+    if staging is not None:
+        try:
+            os.rename(STAGED_RECEIPT, name, src_dir_fd=staging, dst_dir_fd=receipts_fd)
+            return
+        except FileNotFoundError:
+            pass
+    receipts.store(receipts_fd, receipt)
+
+
+def _rename_all(root_fd: int, txn_fd: int | None, manifest: dict, step: Step) -> set[str]:
+    """Every payload into place and every delete done (already-moved payloads checked); the
+    folders they changed, still to be synced."""
+    touched: set[str] = set()
+    for entry in manifest["writes"]:
+        head, name = _split(entry["path"])
+        parent = open_subdir(root_fd, head, create=True)
+        try:
+            moved = False
+            if txn_fd is not None:
+                try:
+                    os.stat(entry["payload"], dir_fd=txn_fd, follow_symlinks=False)
+                    atomic.ensure_not_link(parent, name)
+                    _keep_mode(parent, name, txn_fd, entry["payload"])
+                    os.rename(entry["payload"], name, src_dir_fd=txn_fd, dst_dir_fd=parent)
+                    moved = True
+                except FileNotFoundError:
+                    pass
+            if not moved:
+                current = read_regular(parent, name)
+                if current is None or hashlib.sha256(current).hexdigest() != entry["digest"]:
+                    raise receipts.StorageCorrupt("journal payload vanished before publication")
+        finally:
+            os.close(parent)
+        touched.add(head)
+        step("published")
+    for path in manifest["deletes"]:
+        head, name = _split(path)
+        parent = open_subdir(root_fd, head)
+        try:
+            atomic.unlink_if_exists(parent, name)
+        finally:
+            os.close(parent)
+        touched.add(head)
+        step("deleted")
+    return touched
 
 
 def _staging_of(manifest: dict) -> str:

@@ -187,12 +187,10 @@ class Store:
         assert okf_fd is not None
         try:
             try:
-                entries = journal.stage(okf_fd, plan.writes, self._step_and_check(check_cancelled))
-                manifest = {
+                manifest = journal.write_journal(okf_fd, plan.writes, lambda entries: {
                     "format": journal.FORMAT, "writes": entries,
                     "deletes": sorted(plan.deletes), "receipt": receipt.to_bytes().decode("utf-8"),
-                }
-                journal.write_journal(okf_fd, manifest, self._step_and_check(check_cancelled))
+                }, self._step_and_check(check_cancelled))
             except BaseException:
                 journal.clean_staging(okf_fd)
                 raise

@@ -105,18 +105,15 @@ def test_read_tool_refuses_a_journal_it_cannot_finish(written):
     assert visible_bytes(root) == before
 
 
-def _stage_for_a_dead_writer(store) -> None:
+def _stage_for_a_dead_writer(root) -> None:
     """Staging a writer left behind: a change staged, never committed."""
-    okf = journal.open_private(store.root_fd, create=False)
-    try:
-        journal.stage(okf, {"a.md": b"never published\n"})
-    finally:
-        os.close(okf)
+    (root / ".okf" / "txn").mkdir(exist_ok=True)
+    (root / ".okf" / "txn" / "payload-00000").write_bytes(b"never published\n")
 
 
 def test_read_tool_rolls_back_staging_a_dead_writer_left(written):
     root, store = written
-    _stage_for_a_dead_writer(store)
+    _stage_for_a_dead_writer(root)
     snapshot.clear_cache()
     assert _list(root) == ["a", "d/b"]
     assert not journal.pending(store.root_fd)
@@ -133,11 +130,8 @@ def _read_only_recovery(monkeypatch):
 
 def test_read_only_bundle_with_a_journal_is_refused_not_served_mixed(written, monkeypatch):
     root, store = written
-    okf = journal.open_private(store.root_fd, create=False)
-    try:
-        journal.write_journal(okf, {"format": 1, "txn": "t", "writes": [], "deletes": [], "receipt": "{}"})
-    finally:
-        os.close(okf)
+    (root / ".okf" / "journal.json").write_text(
+        json.dumps({"format": 1, "txn": "t", "writes": [], "deletes": [], "receipt": "{}"}))
     _read_only_recovery(monkeypatch)
     snapshot.clear_cache()
     with pytest.raises(ToolError) as info:
@@ -148,7 +142,7 @@ def test_read_only_bundle_with_a_journal_is_refused_not_served_mixed(written, mo
 
 def test_read_only_bundle_with_stale_staging_is_still_served(written, monkeypatch):
     root, store = written
-    _stage_for_a_dead_writer(store)
+    _stage_for_a_dead_writer(root)
     _read_only_recovery(monkeypatch)
     snapshot.clear_cache()
     assert _list(root) == ["a", "d/b"]

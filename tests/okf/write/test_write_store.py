@@ -11,7 +11,7 @@ import pytest
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.bundle.paths import pin_root
-from knowspec.impl.okf.write import journal, lock, receipts
+from knowspec.impl.okf.write import atomic, journal, lock, receipts
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.revision import revision_of
 from knowspec.impl.okf.write.store import CommitRequest, Conflict, IdempotencyConflict, Store
@@ -78,11 +78,8 @@ def test_tampered_receipt_is_storage_corruption(store):
 def test_staging_without_journal_is_rolled_back(store):
     root, s = store
     before = visible_bytes(root)
-    okf = journal.open_private(s.root_fd, create=True)
-    try:
-        journal.stage(okf, {"a.md": b"partial"})
-    finally:
-        os.close(okf)
+    (root / ".okf" / "txn").mkdir(parents=True)
+    (root / ".okf" / "txn" / "payload-00000").write_bytes(b"partial")
     assert journal.pending(s.root_fd)
     s.recover()
     assert not journal.pending(s.root_fd)
@@ -260,3 +257,21 @@ def test_a_commit_scans_the_receipts_at_most_once_a_minute(store, monkeypatch):
         clock[0] += receipts.PRUNE_INTERVAL_SECONDS
         s.commit(_request(root, {"a.md": b"---\ntype: Note\n---\nlater\n"}, key="k-later"))
         assert len(pruned) == 2
+
+
+def test_a_commit_makes_every_change_of_a_step_before_it_syncs_any(store, monkeypatch):
+    """Files written (and renames made) one after another, then synced: the file system may
+    commit a step's changes together. Each sync still precedes the step that depends on it."""
+    root, s = store
+    s.commit(_request(root, {"a.md": b"---\ntype: Note\n---\nfirst\n"}))  # the store's folders exist
+    events: list[str] = []
+    real_fsync, real_rename, real_create = os.fsync, os.rename, atomic.create_unsynced
+    monkeypatch.setattr(os, "fsync", lambda fd: (events.append("sync"), real_fsync(fd))[1])
+    monkeypatch.setattr(os, "rename", lambda *a, **k: (events.append("rename"), real_rename(*a, **k))[1])
+    monkeypatch.setattr(atomic, "create_unsynced", lambda *a, **k: (events.append("create"), real_create(*a, **k))[1])
+    s.commit(_request(root, {"a.md": b"---\ntype: Note\n---\nA\n", "d/b.md": b"---\ntype: Note\n---\nB\n"}, key="k2"))
+    assert events == (["create"] * 4  # two payloads, the receipt, the journal
+                      + ["sync"] * 5  # each of them, then the staging folder
+                      + ["rename", "sync"]  # the journal named, .okf synced: the durable boundary
+                      + ["rename"] * 3  # both payloads and the receipt into place
+                      + ["sync"] * 4)  # the root, d/, receipts/, then .okf once the journal is gone
