@@ -170,6 +170,8 @@ def earlier_commits(bundle: Path, count: int) -> None:
     """The receipts ``count`` earlier commits would have left in the bundle's store."""
     from knowspec.impl.okf.write import receipts
 
+    if count <= 0:
+        return
     folder = bundle / ".okf" / receipts.RECEIPTS_DIR
     folder.mkdir(parents=True)
     for i in range(count):

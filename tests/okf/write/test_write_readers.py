@@ -129,7 +129,7 @@ def _read_only_recovery(monkeypatch):
 
 
 def test_read_only_bundle_with_a_journal_is_refused_not_served_mixed(written, monkeypatch):
-    root, store = written
+    root, _ = written
     (root / ".okf" / "journal.json").write_text(
         json.dumps({"format": 1, "txn": "t", "writes": [], "deletes": [], "receipt": "{}"}))
     _read_only_recovery(monkeypatch)
