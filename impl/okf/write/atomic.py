@@ -24,8 +24,8 @@ def write_new(dir_fd: int, name: str, data: bytes, mode: int = 0o644) -> None:
 
 def create_unsynced(dir_fd: int, name: str, data: bytes, mode: int = 0o644) -> int:
     """Create ``name`` (must not exist) holding ``data``; its descriptor, open and not yet synced
-    (:func:`sync_all`): files all written before any is synced can share the file system's
-    commits (on ext4 the first sync commits them all, the others find nothing left to do)."""
+    (:func:`sync_all`): files all written before any is synced let the file system commit
+    their entries together."""
     fd = os.open(name, FILE_FLAGS, mode, dir_fd=dir_fd)
     try:
         view = memoryview(data)

@@ -13,7 +13,8 @@ Protocol (everything private lives under the root's ``.okf/``, which readers nev
 
 Every file of a step is written before any is synced, and every rename made before any folder is
 synced: each sync still comes before what depends on it, while the file system may commit the
-step's changes together (on ext4 a one-file commit costs four journal commits, not eight).
+step's changes together (a 1,000-file commit took 22-38% less time than with a folder sync after
+each rename; a one-file commit no less, each file's sync committing on its own on ext4).
 
 A crash before step 2 leaves only private staging, which recovery deletes (roll back). A
 crash after it leaves a journal, which recovery completes (roll forward): a payload still
