@@ -27,8 +27,7 @@ from collections.abc import Iterator
 from contextlib import AsyncExitStack
 from pathlib import Path
 
-
-import anyio  # noqa: E402
+import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, stdio_session, timed, write_results  # noqa: E402

@@ -48,7 +48,9 @@ sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, require_bundle, server_thread_cpu_ns, stdio_session, timed, write_results  # noqa: E402
 
 from knowspec.impl.okf.write.citations import CitationBlocked, convert, find_section  # noqa: E402
+from knowspec.impl.okf.write import receipts  # noqa: E402
 from knowspec.impl.okf.write.document import split_document  # noqa: E402
+from knowspec.impl.okf.write.patch import apply_concept_operation  # noqa: E402
 
 PRODUCER = "process:okf-write-bench"
 _SLUG = re.compile(r"[^a-z0-9-]+")
@@ -171,8 +173,6 @@ def synthetic_bundle(dest: Path, concepts: int) -> Path:
 
 def earlier_commits(bundle: Path, count: int) -> None:
     """The receipts ``count`` earlier commits would have left in the bundle's store."""
-    from knowspec.impl.okf.write import receipts
-
     if count <= 0:
         return
     folder = bundle / ".okf" / receipts.RECEIPTS_DIR
@@ -200,8 +200,6 @@ class Floor:
 
     def round(self) -> tuple[float, float]:
         """(the whole round, its read + parse + edit + dump) in ms."""
-        from knowspec.impl.okf.write.patch import apply_concept_operation
-
         op = {"kind": "set_lifecycle", "concept_id": "c/n00000",
               "lifecycle": {"status": "stable", "stale_after": f"{2031 + self.done % 900}-01-01"}}
         self.done += 1

@@ -114,9 +114,7 @@ class RevisionIndex:
             swapped[self.position[path]] = new.records[self.position[path]] = _record_of(files, path, data)
         new.revision = self._step(swapped, (), (), lambda: self._swapped_revision(swapped))
         unchanged = min(swapped, default=len(self.records)) // BLOCK  # blocks before the first change
-        with self._filling:
-            new._prefixes = self._prefixes[:unchanged + 1]
-        new._filling = threading.Lock()
+        new._prefixes, new._filling = self._prefixes[:unchanged + 1], threading.Lock()
         return new
 
     def revision_with(self, writes: Mapping[str, bytes], deletes: tuple[str, ...] = ()) -> str:
