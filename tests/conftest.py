@@ -1,14 +1,20 @@
 """Suite-wide hooks: the optional data markers (see ``optional_data``), ``runtime``: a fresh
-process runtime (every cache empty) for one test, and ``full_temporary_folder``."""
+process runtime (every cache empty) for one test, ``full_temporary_folder``, and the property
+tests' settings (no per-example deadline: speed is the benchmarks' to judge, and a loaded host
+made the default 200 ms deadline fail rules that held)."""
 
 from __future__ import annotations
 
 import tempfile
 
 import pytest
+from hypothesis import settings
 
 import optional_data
 from knowspec.impl import runtime as process
+
+settings.register_profile("knowspec", deadline=None)
+settings.load_profile("knowspec")
 
 
 def pytest_configure(config):
