@@ -22,7 +22,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, Iterator, Mapping, cast
+from typing import Any, ItemsView, Iterator, KeysView, Mapping, ValuesView, cast
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
@@ -45,6 +45,7 @@ from knowspec.impl.okf.parsing.markdown import (
 from knowspec.impl.okf.concept.relations import Relation, collect_relations, declared_fragments
 from knowspec.impl.okf.bundle.captured_files import CapturedFiles, digest_of
 from knowspec.impl.okf.bundle.captured_files import FileRecord as CapturedFile
+from knowspec.impl.okf.layered_map import LayeredMap
 from knowspec.impl.okf.parsing.typed import read_str, read_tags
 
 __all__ = [
@@ -436,20 +437,37 @@ class ConceptMap(Mapping[str, Concept]):
     """id → Concept; iteration is byte-wise id order."""
 
     def __init__(self, concepts: dict[str, Concept]) -> None:
-        self._by_id = {cid: concepts[cid] for cid in sorted(concepts)}
+        self._by_id: Mapping[str, Concept] = {cid: concepts[cid] for cid in sorted(concepts)}
 
     @classmethod
-    def ordered(cls, concepts: dict[str, Concept]) -> "ConceptMap":
-        """A map of ``concepts``, already in id order (not sorted again)."""
+    def ordered(cls, concepts: Mapping[str, Concept]) -> "ConceptMap":
+        """A map of ``concepts``, already in id order (not sorted again); a layered map stays
+        layered until something iterates it."""
         new = cls.__new__(cls)
         new._by_id = concepts
         return new
+
+    def _flat(self) -> Mapping[str, Concept]:
+        """The concepts as one dict, made at the first iteration (lookups then read it directly)."""
+        by_id = self._by_id
+        if isinstance(by_id, LayeredMap):
+            self._by_id = by_id = by_id.flat()
+        return by_id
 
     def __getitem__(self, key: str) -> Concept:
         return self._by_id[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._by_id)
+        return iter(self._flat())
+
+    def keys(self) -> KeysView[str]:
+        return self._flat().keys()
+
+    def values(self) -> ValuesView[Concept]:
+        return self._flat().values()
+
+    def items(self) -> ItemsView[str, Concept]:
+        return self._flat().items()
 
     def __len__(self) -> int:
         return len(self._by_id)
@@ -479,7 +497,7 @@ class Snapshot:
         self.root = root
         # Captured files come in path order and keep records, not bytes; a plain mapping is copied.
         self.files = files if isinstance(files, CapturedFiles) else {path: files[path] for path in sorted(files)}
-        self.documents = {path: documents[path] for path in sorted(documents)}
+        self.documents: Mapping[str, Document] = {path: documents[path] for path in sorted(documents)}
         concepts: dict[str, Concept] = {}
         self.indexes: dict[str, Document] = {}
         self.logs: dict[str, Document] = {}
@@ -516,12 +534,11 @@ class Snapshot:
             new.files = self.files.replaced({p: self.files_record(files, p) for p in files})
         else:
             new.files = {**self.files, **cast("Mapping[str, bytes]", files)}
-        new.documents = {**self.documents, **documents}
+        new.documents = LayeredMap(self.documents, documents)
         new.indexes = {p: documents.get(p, d) for p, d in self.indexes.items()}
         new.logs = {p: documents.get(p, d) for p, d in self.logs.items()}
-        concepts = dict(self.concepts._by_id)  # a plain copy, in id order
-        concepts.update((d.id, d) for d in documents.values() if isinstance(d, Concept))
-        new.concepts = ConceptMap.ordered(concepts)
+        new.concepts = ConceptMap.ordered(LayeredMap(
+            self.concepts._by_id, {d.id: d for d in documents.values() if isinstance(d, Concept)}))
         new.parse_errors = sorted(
             [e for e in self.parse_errors if e.file not in documents]
             + [d.parse_error for d in documents.values() if isinstance(d, Concept) and d.parse_error is not None],

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import os
 
+from knowspec.impl.okf.layered_map import LayeredMap
 from knowspec.impl.okf.model import load_snapshot
 from knowspec.impl.okf.bundle.snapshot import Stats
 from okf_helpers import ctx, list_concepts, read_concept, write_bundle
@@ -33,6 +34,17 @@ def test_edited_file_is_reread_and_only_it_is_reparsed(tmp_path):
     assert Stats.parsed_documents == parsed + 1
     assert after.concepts["b"] is before.concepts["b"]
     assert read_concept(kb, "a").structured["projection"]["title"] == "A2 edited"
+
+
+def test_an_edit_shares_the_unchanged_documents_instead_of_copying_them(tmp_path):
+    kb = write_bundle(tmp_path / "kb", {f"c{i}.md": _concept(f"C{i}") for i in range(20)})
+    before = load_snapshot(str(kb), ctx())
+    (kb / "c3.md").write_text(_concept("C3 edited"))
+    after = load_snapshot(str(kb), ctx())
+    assert isinstance(after.documents, LayeredMap) and not after.documents.flattened
+    assert after.documents["c3.md"] is not before.documents["c3.md"]
+    assert after.concepts["c4"] is before.concepts["c4"] and after.concepts["c3"].title == "C3 edited"
+    assert list(after.documents) == list(before.documents) and list(after.concepts) == list(before.concepts)
 
 
 def test_same_size_same_mtime_rewrite_is_still_seen(tmp_path):

@@ -22,6 +22,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle.limits import SizeTally
+from knowspec.impl.okf.layered_map import LayeredMap
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 CHANGED_MESSAGE = "load bundle: file changed while reading"
@@ -135,15 +136,18 @@ class CapturedFiles(Mapping[str, bytes]):
     """Relative path -> bytes of every captured file, in path order, read when asked (the
     mapping keeps records, never bytes)."""
 
-    def __init__(self, records: dict[str, FileRecord], tally: SizeTally | None = None) -> None:
-        self._records = records
+    def __init__(self, records: Mapping[str, FileRecord], tally: SizeTally | None = None) -> None:
+        self._records = records  # a dict, or a layered one (``replaced``) until something iterates
         self._tally = tally  # made at the first write's commit, then carried by ``replaced``
 
     def __getitem__(self, path: str) -> bytes:
         return self._records[path].read()
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._records)
+        records = self._records
+        if isinstance(records, LayeredMap):  # a pass over every file looks each one up next
+            self._records = records = records.flat()
+        return iter(records)
 
     def __len__(self) -> int:
         return len(self._records)
@@ -166,7 +170,7 @@ class CapturedFiles(Mapping[str, bytes]):
         tally = None
         if self._tally is not None:
             tally = self._tally.after(sizes_or_none(self), {p: r.size for p, r in records.items()}, ())
-        return CapturedFiles({**self._records, **records}, tally)
+        return CapturedFiles(LayeredMap(self._records, records), tally)
 
     def size_tally(self) -> SizeTally:
         """What the read limits look at in these files (counted once, then carried)."""

@@ -18,6 +18,7 @@ from itertools import chain
 from typing import Any, Iterable, Mapping
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
+from knowspec.impl.okf.layered_map import LayeredMap
 from knowspec.impl.okf.model import Concept, Document, Snapshot
 from knowspec.impl.okf.validation.diagnostics import Collector, base_concept, diagnostic_key, reserved_index, \
     reserved_log
@@ -47,8 +48,8 @@ class _IndexView:
 class DocumentFindings:
     """The diagnostics of one bundle, grouped by the document that produced them."""
 
-    def __init__(self, resolution, options: Options, documents: dict[str, Document],
-                 indexes: dict[str, Document], by_document: dict[str, tuple[Diagnostic, ...]],
+    def __init__(self, resolution, options: Options, documents: Mapping[str, Document],
+                 indexes: dict[str, Document], by_document: Mapping[str, tuple[Diagnostic, ...]],
                  errors_by_document: dict[str, tuple[Diagnostic, ...]], bundle: tuple[Diagnostic, ...]) -> None:
         self.resolution = resolution
         self.options = options
@@ -66,7 +67,7 @@ class DocumentFindings:
             if i % 256 == 0:
                 ctx.check_cancelled("validate bundle")
             by_document[path] = _document_findings(path, doc, resolution, options)
-        documents, indexes = dict(snapshot.documents), dict(snapshot.indexes)
+        documents, indexes = snapshot.documents, dict(snapshot.indexes)  # a snapshot's documents never change
         errors = {p: e for p, ds in by_document.items() if (e := _errors(ds))}
         return cls(resolution, options, documents, indexes, by_document, errors,
                    _bundle_findings(resolution, options, _IndexView(indexes, documents)))
@@ -77,14 +78,14 @@ class DocumentFindings:
         for path, doc in documents.items():
             if not (isinstance(doc, Concept) and isinstance(self.documents.get(path), Concept)):
                 return None
-        by_document, errors = dict(self.by_document), dict(self.errors_by_document)
-        for path, doc in documents.items():
-            by_document[path] = found = _document_findings(path, doc, self.resolution, self.options)
+        found = {path: _document_findings(path, doc, self.resolution, self.options) for path, doc in documents.items()}
+        errors = dict(self.errors_by_document)  # only the documents that have an ERROR
+        for path, own in found.items():
             errors.pop(path, None)
-            if own := _errors(found):
-                errors[path] = own
-        merged = dict(self.documents)
-        merged.update(documents)
+            if own_errors := _errors(own):
+                errors[path] = own_errors
+        by_document = LayeredMap(self.by_document, found)
+        merged = LayeredMap(self.documents, documents)
         bundle = self.bundle
         if _legacy_strict(self.resolution, self.options) and any(
                 _description(self.documents[p]) != _description(d) for p, d in documents.items()):

@@ -25,6 +25,7 @@ from typing import Any, Callable, Mapping
 
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.bundle.captured_files import CapturedFiles
+from knowspec.impl.okf.layered_map import LayeredMap, flat
 from knowspec.impl.okf.write.encoding import enc_bytes, enc_str
 
 MAX_INDEXES = 8  # recent revisions (a preview's base, its result) and each root's latest
@@ -70,7 +71,7 @@ class RevisionIndex:
     paths: list[str]
     position: dict[str, int]
     files: Mapping[str, bytes]
-    data: dict[str, bytes]
+    data: Mapping[str, bytes]  # path -> what its record was made from (bytes, or a captured digest)
     records: list[bytes]
     revision: str
     _prefixes: list[Any]  # _prefixes[j]: the hash state over records[:j * BLOCK], never updated in place
@@ -83,21 +84,23 @@ class RevisionIndex:
             self.paths = sorted(files, key=_bkey)
             self.position = {p: i for i, p in enumerate(self.paths)}
         self.files = files  # held, so that its identity names this content while the index lives
-        self.data = {}
+        held: dict[str, bytes] = {}
         self.records = []
         digests = isinstance(files, CapturedFiles)
         reuse = previous is not None and isinstance(previous.files, CapturedFiles) == digests
+        kept_data = flat(previous.data) if previous is not None and reuse else {}
         for path in self.paths:
             data = _content(files, path)
             # Bytes by identity (the held object is the one the record was made from); the
             # captured files' digests by value.
-            kept = previous.data.get(path) if reuse else None  # type: ignore[union-attr]
+            kept = kept_data.get(path)
             if kept is not None and (kept is data or (digests and kept == data)):
                 record = previous.records[previous.position[path]]  # type: ignore[union-attr]
             else:
                 record = _record_of(files, path, data)
-            self.data[path] = data
+            held[path] = data
             self.records.append(record)
+        self.data = held
         self.revision = _hash(self.records)
         self._prefixes, self._filling = [hashlib.sha256()], threading.Lock()
 
@@ -105,13 +108,13 @@ class RevisionIndex:
         """The index of ``files``: these files with the bytes of ``changed`` (existing paths) replaced."""
         new = RevisionIndex.__new__(RevisionIndex)
         new.paths, new.position, new.files = self.paths, self.position, files
-        new.data = dict(self.data)
         new.records = list(self.records)
         swapped: dict[int, bytes] = {}
+        changed_data = {}
         for path in changed:
-            data = _content(files, path)
-            new.data[path] = data
+            changed_data[path] = data = _content(files, path)
             swapped[self.position[path]] = new.records[self.position[path]] = _record_of(files, path, data)
+        new.data = LayeredMap(self.data, changed_data)
         new.revision = self._step(swapped, (), (), lambda: self._swapped_revision(swapped))
         unchanged = min(swapped, default=len(self.records)) // BLOCK  # blocks before the first change
         new._prefixes, new._filling = self._prefixes[:unchanged + 1], threading.Lock()
