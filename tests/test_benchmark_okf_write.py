@@ -23,3 +23,9 @@ def test_a_floor_round_edits_and_replaces_its_file_each_time(tmp_path):
     floor.round()
     assert first != second != floor.path.read_bytes()
     assert b"stale_after" in second and not (tmp_path / "floor" / ".n00000.md.tmp").exists()
+
+
+def test_a_size_past_the_contracts_file_limit_starts_the_server_with_it_raised():
+    assert okf_write.raised_limits(9990) == ()
+    flags = okf_write.raised_limits(50000)
+    assert flags[:2] == ("--max-bundle-files", "51000") and "--max-bundle-bytes" in flags
