@@ -12,11 +12,13 @@ import struct
 
 import pytest
 
+from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
 from knowspec.impl.okf.bundle import watch
 from knowspec.impl.okf.model import load_snapshot
 from knowspec.impl.okf.bundle.paths import pin_root
+from knowspec.impl.okf.layered_map import LayeredMap
 from okf_helpers import ctx, write_bundle
 
 pytestmark = pytest.mark.skipif(not watch.available(), reason="inotify is Linux only")
@@ -69,6 +71,18 @@ def test_edit_is_seen_and_only_that_entry_is_rechecked(kb):
     assert second.concepts["sub/c"].title == "C edited"
     assert second.concepts["a"] is first.concepts["a"]
     assert snap.Stats.full_walks == walks
+    assert_current(kb)
+
+
+def test_an_edit_layers_the_rewritten_entry_on_the_cached_entries_instead_of_copying_them(kb):
+    load(kb)
+    slot = snap._slots(process.current()).peek(str(kb))
+    before = slot.entries
+    (kb / "a.md").write_text(_concept("A edited"))
+    load(kb)
+    assert isinstance(slot.entries, LayeredMap) and not slot.entries.flattened
+    assert slot.entries["b.md"] is before["b.md"] and slot.entries["a.md"] is not before["a.md"]
+    assert list(slot.entries) == list(before)
     assert_current(kb)
 
 

@@ -24,6 +24,7 @@ import stat
 import struct
 import threading
 from dataclasses import dataclass, field
+from typing import Mapping
 
 from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
@@ -33,6 +34,7 @@ from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
 from knowspec.impl.okf.model import Document, Snapshot, document_for
 from knowspec.impl.okf.bundle.limits import MAX_DEPTH, MAX_FILE_BYTES, MAX_PATH_BYTES, BundleLimits, limits_for
 from knowspec.impl.okf.bundle.paths import DIR_FLAGS, check_bundle_path, pin_root
+from knowspec.impl.okf.layered_map import LayeredMap, flat
 from knowspec.impl.okf.write.readers import consistent_read
 
 MAX_FILES = 10_000
@@ -79,16 +81,19 @@ class _Entry:
 class _Walk:
     """What one capture produces: files, directory identities, hard-linked files, the watch."""
 
-    previous: dict[str, _Entry] | None
+    previous: Mapping[str, _Entry] | None
     ctx: object
     root: str = ""  # the pinned root path the file records re-read from
     limits: BundleLimits = field(default_factory=lambda: read_limits(process.current()))
     watch: inotify.DirectoryWatch | None = None
     root_dev: int = 0
-    entries: dict[str, _Entry] = field(default_factory=dict)
+    entries: Mapping[str, _Entry] = field(default_factory=dict)  # a dict while the walk writes it
     dirs: dict[str, tuple[int, int]] = field(default_factory=dict)  # prefix -> (dev, ino)
     shared: set[str] = field(default_factory=set)
     links: set[str] = field(default_factory=set)  # symbolic links skipped (a writer's store refuses them)
+    # An event-driven update's re-read files that the slot already had, kept beside the slot's
+    # entries (``entries`` is then the slot's own, never written) instead of a copy of them all.
+    replaced: dict[str, _Entry] | None = None
     total: int = 0
     touched: set[str] | None = None  # the entries an event-driven update re-checked (None: a full walk)
     same_keys: bool = False  # an event-driven update that only re-read files it already had
@@ -98,7 +103,7 @@ class _Walk:
 class _CacheSlot:
     lock: threading.Lock = field(default_factory=threading.Lock)
     snapshot: Snapshot | None = None
-    entries: dict[str, _Entry] = field(default_factory=dict)
+    entries: Mapping[str, _Entry] = field(default_factory=dict)
     dirs: dict[str, tuple[int, int]] = field(default_factory=dict)
     shared: set[str] = field(default_factory=set)
     links: set[str] = field(default_factory=set)
@@ -231,7 +236,19 @@ def _capture_dir(walk: _Walk, dir_fd: int, prefix: str, depth: int, ident: tuple
             _check(walk.ctx)
 
 
+def _written_entries(walk: _Walk) -> dict[str, _Entry]:
+    """The walk's entries as its own dict, to add or drop entries (an event-driven update's
+    replaced files merged in first)."""
+    entries = walk.entries
+    if walk.replaced is not None:
+        entries = walk.entries = {**flat(entries), **walk.replaced}
+        walk.replaced = None
+    assert isinstance(entries, dict)
+    return entries
+
+
 def _capture_child(walk: _Walk, dir_fd: int, name: str, prefix: str, depth: int, st: os.stat_result) -> None:
+    _written_entries(walk)
     child, cst = _open_same(dir_fd, name, DIR_FLAGS, st)
     try:
         _capture_dir(walk, child, prefix, depth, (cst.st_dev, cst.st_ino))
@@ -269,7 +286,10 @@ def _capture_file(walk: _Walk, dir_fd: int, name: str, rel: str, st: os.stat_res
     walk.total += entry.record.size
     if walk.total > walk.limits.total_bytes:
         raise _limit()
-    walk.entries[rel] = entry
+    if walk.replaced is not None and rel in walk.entries:
+        walk.replaced[rel] = entry
+    else:
+        _written_entries(walk)[rel] = entry
     if st.st_nlink > 1:
         walk.shared.add(rel)
     else:
@@ -304,7 +324,7 @@ def _read_file(dir_fd: int, name: str, st: os.stat_result) -> bytes:
         os.close(fd)
 
 
-def _build_documents(entries: dict[str, _Entry], ctx) -> dict[str, Document]:
+def _build_documents(entries: Mapping[str, _Entry], ctx) -> dict[str, Document]:
     documents: dict[str, Document] = {}
     for i, (rel, entry) in enumerate(entries.items()):
         if not rel.endswith(".md"):
@@ -336,7 +356,7 @@ class _Fallback(Exception):
 def _full_walk(slot: _CacheSlot, root: str, root_fd: int, root_id: tuple[int, int], ctx,
                limits: BundleLimits) -> _Walk:
     Stats.full_walks += 1
-    walk = _Walk(slot.entries or None, ctx, root, limits, root_dev=root_id[0])
+    walk = _Walk(flat(slot.entries) or None, ctx, root, limits, root_dev=root_id[0])
     if inotify.available() and inotify.watchable(root_fd):
         try:
             walk.watch = inotify.DirectoryWatch()
@@ -383,15 +403,16 @@ class _DirFds:
 
 def _drop(walk: _Walk, rel: str) -> None:
     """Forget a file or a whole directory subtree that left the tree."""
-    walk.entries.pop(rel, None)
+    entries = _written_entries(walk)
+    entries.pop(rel, None)
     walk.shared.discard(rel)
     walk.links.discard(rel)
     sub = rel + "/"
     if sub in walk.dirs:
         for prefix in [p for p in walk.dirs if p.startswith(sub)]:
             del walk.dirs[prefix]
-        for path in [p for p in walk.entries if p.startswith(sub)]:
-            del walk.entries[path]
+        for path in [p for p in entries if p.startswith(sub)]:
+            del entries[path]
         walk.shared = {p for p in walk.shared if not p.startswith(sub)}
         walk.links = {p for p in walk.links if not p.startswith(sub)}
         if walk.watch is not None:
@@ -402,8 +423,8 @@ def _apply_changes(slot: _CacheSlot, watch, root: str, root_fd: int, names: set[
                    limits: BundleLimits) -> _Walk:
     """Re-check only the named entries; removals first so a moved directory is re-armed cleanly."""
     assert slot.root_id is not None  # a slot with changes to apply was walked in full before
-    walk = _Walk(slot.entries, ctx, root, limits, watch, slot.root_id[0], dict(slot.entries), dict(slot.dirs),
-                 set(slot.shared), set(slot.links))
+    walk = _Walk(slot.entries, ctx, root, limits, watch, slot.root_id[0], slot.entries, dict(slot.dirs),
+                 set(slot.shared), set(slot.links), replaced={})
     fds = _DirFds(root_fd, walk.dirs)
     touched: set[str] = set()
     only_files = True  # no entry dropped, no directory captured: ``touched`` names every change
@@ -455,6 +476,8 @@ def _apply_changes(slot: _CacheSlot, watch, root: str, root_fd: int, names: set[
         raise _Fallback  # let the full walk report the first problem in its own order
     finally:
         fds.close()
+    if walk.replaced is not None:  # only files the slot had were re-read: layered on its entries
+        walk.entries, walk.replaced = LayeredMap(walk.entries, walk.replaced), None
     if walk.watch is None or len(walk.entries) > limits.files:
         raise _Fallback
     # The bytes held: the slot's, moved by the files re-read (a sum over every entry cost a
