@@ -78,13 +78,14 @@ class DocumentFindings:
         for path, doc in documents.items():
             if not (isinstance(doc, Concept) and isinstance(self.documents.get(path), Concept)):
                 return None
-        found = {path: _document_findings(path, doc, self.resolution, self.options) for path, doc in documents.items()}
+        rechecked = {path: _document_findings(path, doc, self.resolution, self.options)
+                     for path, doc in documents.items()}
         errors = dict(self.errors_by_document)  # only the documents that have an ERROR
-        for path, own in found.items():
+        for path, findings in rechecked.items():
             errors.pop(path, None)
-            if own_errors := _errors(own):
-                errors[path] = own_errors
-        by_document = LayeredMap(self.by_document, found)
+            if own := _errors(findings):
+                errors[path] = own
+        by_document = LayeredMap(self.by_document, rechecked)
         merged = LayeredMap(self.documents, documents)
         bundle = self.bundle
         if _legacy_strict(self.resolution, self.options) and any(
