@@ -2,7 +2,8 @@
 
 A one-concept write makes a new snapshot (and its validation findings and revision index) that
 differs from the last in a few entries of maps keyed by every file of the bundle. Copying those
-maps cost a 50,000-concept bundle ~10 ms a preview and apply (a 5,000-concept one ~1 ms): the
+maps was most of a preview's cost at 50,000 concepts (server CPU 18.4-18.8 ms, 7.1-7.6 without
+the copies; about 1 ms of the 5 at 5,000, ``benchmarks/okf_write.py --sizes 5000,50000``): the
 write cost the bundle, not the change. A ``LayeredMap`` keeps the previous map as its base and
 the changed entries beside it; looking a key up reads the changes, then the base. The flat dict
 is made once, when something iterates (a read tool walking every document pays the copy it paid
