@@ -10,9 +10,10 @@ average at start and end (the machine may be shared: trust the ratios, not the a
   before the calls, the goal's floor; and, for the record, of the rounds run one before each
   preview and each apply, ``floor_beside``);
 - per synthetic bundle of N v0.2 concepts (plus the root index; 9,990 stays under the 10,000-file
-  capture limit, and a larger size starts the server with that limit raised, ``raised_limits``): p50/p95 of preview_concept_patch and apply_concept_patch of a one-concept
-  ``set_lifecycle`` patch (``stale_after`` moves each round so every apply publishes), client-side
-  through the real stdio server, each p50 divided by the floor, against the goal's bound (20x;
+  capture limit, and a larger size starts the server with that limit raised, ``raised_limits``):
+  p50/p95 of preview_concept_patch and apply_concept_patch of a one-concept ``set_lifecycle``
+  patch (``stale_after`` moves each round so every apply publishes), client-side through the
+  real stdio server, each p50 divided by the floor, against the goal's bound (20x;
   the ratio to ``floor_beside`` is printed beside it),
   and the server's CPU per call (``server_cpu_ms_p50``: what the code costs without the disk);
   each bundle holds the receipts of --history earlier commits (a bundle edited that often within
@@ -47,8 +48,8 @@ import anyio
 sys.path.insert(0, str(Path(__file__).parent))
 from common import percentiles, require_bundle, server_thread_cpu_ns, stdio_session, timed, write_results  # noqa: E402
 
-from knowspec.impl.okf.write.citations import CitationBlocked, convert, find_section  # noqa: E402
 from knowspec.impl.okf.bundle.limits import DEFAULT_MAX_FILES  # noqa: E402
+from knowspec.impl.okf.write.citations import CitationBlocked, convert, find_section  # noqa: E402
 from knowspec.impl.okf.write import receipts  # noqa: E402
 from knowspec.impl.okf.write.document import split_document  # noqa: E402
 from knowspec.impl.okf.write.patch import apply_concept_operation  # noqa: E402
