@@ -14,6 +14,8 @@ from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle import snapshot as snap
 from knowspec.impl.okf.bundle import watch
+from knowspec.impl.okf import layered_map
+from knowspec.impl.okf.layered_map import LayeredMap
 from knowspec.impl.okf.model import Snapshot, document_for, load_snapshot
 from okf_helpers import ctx
 from test_perf_watch import oracle_files
@@ -148,3 +150,27 @@ def test_the_watched_total_bytes_limit_agrees_with_a_stat_walk(edits):
 
     with process.activated(process.Runtime(process.RuntimeSettings(max_bundle_bytes=90))):
         _agree_with_stat_walks(edits, kept_count_is_the_sum)
+
+
+def test_a_long_run_of_one_file_edits_layers_then_flattens_and_stays_a_fresh_build():
+    """Each edit of a run is layered on the last snapshot's maps (no iteration in between), the
+    changes flattened at once when they pass their share of the bundle; lookups all along and
+    every view at the end are what a fresh build gives."""
+    with tempfile.TemporaryDirectory() as tmp:
+        root = Path(tmp) / "kb"
+        root.mkdir()
+        for i in range(120):
+            (root / f"c{i:03d}.md").write_text(f"---\ntype: Note\ntitle: T{i}\n---\nbody {i}\n")
+        load_snapshot(str(root), ctx())
+        for i in range(90):
+            (root / f"c{i:03d}.md").write_text(f"---\ntype: Note\ntitle: E{i}\n---\nedited {i}\n")
+            got = load_snapshot(str(root), ctx())
+            assert got.concepts[f"c{i:03d}"].title == f"E{i}" and got.concepts[f"c{i + 1:03d}"].title == f"T{i + 1}"
+            assert got.documents[f"c{i:03d}.md"] is got.concepts[f"c{i:03d}"]
+            if i == 10:
+                assert isinstance(got.documents, LayeredMap) and not got.documents.flattened
+            if i == layered_map.MIN_CHANGES:  # the 65th change of the run: past the floor
+                assert got.documents.flattened
+        fresh = Snapshot(got.root, got.files, {p: document_for(p, d) for p, d in got.files.items() if p.endswith(".md")})
+        assert _views(got) == _views(fresh)
+        snap.clear_cache()
