@@ -94,11 +94,6 @@ class LayeredMap(Mapping[K, V]):
     def items(self) -> ItemsView[K, V]:
         return self.flat().items()
 
-    def __eq__(self, other: object) -> bool:
-        return self.flat() == (other.flat() if isinstance(other, LayeredMap) else other)
-
-    __hash__ = None  # type: ignore[assignment]
-
     def __repr__(self) -> str:
         return f"LayeredMap({self.flat()!r})"
 

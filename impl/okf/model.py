@@ -22,7 +22,7 @@ import weakref
 from contextlib import contextmanager
 from dataclasses import dataclass
 from functools import cached_property
-from typing import Any, ItemsView, Iterator, KeysView, Mapping, ValuesView, cast
+from typing import Any, Iterator, Mapping, cast
 
 from knowspec.generated.constants import TEMPORAL_PROFILE_DATE
 from knowspec.impl import runtime as process
@@ -45,7 +45,7 @@ from knowspec.impl.okf.parsing.markdown import (
 from knowspec.impl.okf.concept.relations import Relation, collect_relations, declared_fragments
 from knowspec.impl.okf.bundle.captured_files import CapturedFiles, digest_of
 from knowspec.impl.okf.bundle.captured_files import FileRecord as CapturedFile
-from knowspec.impl.okf.layered_map import LayeredMap
+from knowspec.impl.okf.layered_map import LayeredMap, flat
 from knowspec.impl.okf.parsing.typed import read_str, read_tags
 
 __all__ = [
@@ -447,27 +447,13 @@ class ConceptMap(Mapping[str, Concept]):
         new._by_id = concepts
         return new
 
-    def _flat(self) -> Mapping[str, Concept]:
-        """The concepts as one dict, made at the first iteration (lookups then read it directly)."""
-        by_id = self._by_id
-        if isinstance(by_id, LayeredMap):
-            self._by_id = by_id = by_id.flat()
-        return by_id
-
     def __getitem__(self, key: str) -> Concept:
         return self._by_id[key]
 
     def __iter__(self) -> Iterator[str]:
-        return iter(self._flat())
-
-    def keys(self) -> KeysView[str]:
-        return self._flat().keys()
-
-    def values(self) -> ValuesView[Concept]:
-        return self._flat().values()
-
-    def items(self) -> ItemsView[str, Concept]:
-        return self._flat().items()
+        # the first iteration makes the one dict, which lookups then read directly
+        self._by_id = by_id = flat(self._by_id)
+        return iter(by_id)
 
     def __len__(self) -> int:
         return len(self._by_id)

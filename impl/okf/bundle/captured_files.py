@@ -22,7 +22,7 @@ from typing import Any, Callable, Iterator, Mapping, TypeVar
 
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle.limits import SizeTally
-from knowspec.impl.okf.layered_map import LayeredMap
+from knowspec.impl.okf.layered_map import LayeredMap, flat
 
 READ_FLAGS = os.O_RDONLY | os.O_NOFOLLOW | getattr(os, "O_CLOEXEC", 0) | getattr(os, "O_NONBLOCK", 0)
 CHANGED_MESSAGE = "load bundle: file changed while reading"
@@ -144,9 +144,8 @@ class CapturedFiles(Mapping[str, bytes]):
         return self._records[path].read()
 
     def __iter__(self) -> Iterator[str]:
-        records = self._records
-        if isinstance(records, LayeredMap):  # a pass over every file looks each one up next
-            self._records = records = records.flat()
+        # a pass over every file looks each one up next: from one dict
+        self._records = records = flat(self._records)
         return iter(records)
 
     def __len__(self) -> int:
