@@ -16,7 +16,7 @@ from knowspec.impl.okf.parsing import typed
 from knowspec.impl.okf.concept.temporal import DATE_PROFILE, AsOf, is_stale, parse_rfc3339, value_valid
 
 _CONTROL = re.compile(r"[\x00-\x1f\x7f]")
-_CITATIONS_HEADING = re.compile(r"(?m)^ {0,3}#[ \t]+Citations[ \t#]*\r?$")
+_CITATIONS_HEADING = re.compile(r"^ {0,3}#[ \t]+Citations[ \t#]*$")  # matched against one line, its CR cut
 _CITATION_ENTRY = re.compile(r"^\s{0,3}(?:[-*+]\s+)?\[(\d+)\]\s*\S")
 
 
@@ -188,35 +188,69 @@ def generated_at(fm: dict) -> str | None:
 _FENCE = re.compile(r"^ {0,3}(`{3,}|~{3,})")
 _LABEL_SPACE = re.compile(r"[ \t\n\r]+")
 _H1 = re.compile(r"^ {0,3}#(?:[ \t]|$)")
+# What a line must hold to open or close a fence or to be the Citations heading: up to the
+# section no other line changes the scan's state.
+_LINE_MARKS = ("```", "~~~", "Citations")
 
 
 def citation_entry_numbers(body: str) -> list[int]:
     """Line-level scan for an H1 ``# Citations`` outside fenced code and its numbered entries.
 
     No Markdown parse, so listing stays cheap: fences are tracked by their opening run, the
-    section ends at the next H1 outside code."""
+    section ends at the next H1 outside code. Up to the section only the lines holding a fence
+    run or ``Citations`` are looked at (found with ``str.find``): most of a body's lines are
+    prose, and this runs for every concept of a listing."""
+    fence: str | None = None
+    for start in _marked_line_starts(body):
+        end = body.find("\n", start)
+        end = len(body) if end < 0 else end
+        line = body[start:end].rstrip("\r")
+        fence, outside = _fence_step(fence, line)
+        if outside and _H1.match(line) and _CITATIONS_HEADING.match(line):
+            return _section_entry_numbers(body[end + 1:].split("\n"))
+    return []
+
+
+def _marked_line_starts(body: str) -> list[int]:
+    """The start offsets of the lines holding one of ``_LINE_MARKS``, ascending."""
+    starts = set()
+    for mark in _LINE_MARKS:
+        at = body.find(mark)
+        while at >= 0:
+            starts.add(body.rfind("\n", 0, at) + 1)
+            line_end = body.find("\n", at)
+            if line_end < 0:
+                break
+            at = body.find(mark, line_end)
+    return sorted(starts)
+
+
+def _fence_step(fence: str | None, line: str) -> tuple[str | None, bool]:
+    """``(fence open after line, whether the line lies outside fenced code)``: a line opening
+    or closing a fence is inside it."""
+    m = _FENCE.match(line)
+    if fence is None:
+        return (m.group(1), False) if m else (None, True)
+    if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and line.strip() == m.group(1):
+        return None, False
+    return fence, False
+
+
+def _section_entry_numbers(lines: list[str]) -> list[int]:
+    """The entry numbers of the lines after a ``# Citations`` heading, up to the next H1 outside
+    fenced code."""
     numbers: list[int] = []
     fence: str | None = None
-    in_section = False
-    for line in body.split("\n"):
+    for line in lines:
         line = line.rstrip("\r")
-        m = _FENCE.match(line)
-        if fence is None and m:
-            fence = m.group(1)
-            continue
-        if fence is not None:
-            if m and m.group(1)[0] == fence[0] and len(m.group(1)) >= len(fence) and line.strip() == m.group(1):
-                fence = None
+        fence, outside = _fence_step(fence, line)
+        if not outside:
             continue
         if _H1.match(line):
-            if in_section:
-                break
-            in_section = _CITATIONS_HEADING.match(line) is not None
-            continue
-        if in_section:
-            e = _CITATION_ENTRY.match(line)
-            if e:
-                numbers.append(int(e.group(1)))
+            break
+        entry = _CITATION_ENTRY.match(line)
+        if entry:
+            numbers.append(int(entry.group(1)))
     return numbers
 
 
@@ -224,11 +258,7 @@ def legacy_flags(concept) -> dict[str, bool]:
     """``generated``: timestamp fallback active; ``citations``: ``# Citations`` fallback active."""
     fm = concept.frontmatter
     gen = not typed.present(fm, "generated") and typed.present(fm, "timestamp")
-    cites = (
-        not typed.present(fm, "sources")
-        and _CITATIONS_HEADING.search(concept.body) is not None
-        and bool(citation_entry_numbers(concept.body))
-    )
+    cites = not typed.present(fm, "sources") and bool(citation_entry_numbers(concept.body))
     return {"generated": gen, "citations": cites}
 
 
