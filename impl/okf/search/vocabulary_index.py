@@ -107,6 +107,8 @@ class VocabularyIndex:
             candidates = _intersect(candidates, ids)
         if len(candidates) > limit:
             return None
+        if len(pattern) == 3:  # its one trigram's tokens are exactly those holding it
+            return list(candidates)
         vocabulary, starts, last = self.vocabulary, self.starts, len(self.starts) - 1
         # token t framed: from the NUL before it to the NUL after it (the next token's start - 1)
         return [t for t in candidates
