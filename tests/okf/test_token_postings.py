@@ -14,6 +14,7 @@ from knowspec.impl.okf.search import concepts_index as sci
 from knowspec.impl.okf.search import id_typecode as ids
 from knowspec.impl.okf.search import row_bitmaps as rb
 from knowspec.impl.okf.search import token_postings as tp
+from knowspec.impl.okf.search import vocabulary_index as vi
 from knowspec.impl.rules.text import case_fold
 
 # separators (space, '-', '.', NUL, newline), token bytes (letters, digits, '_', multi-byte UTF-8)
@@ -64,10 +65,22 @@ def test_a_query_with_separators_needs_its_pieces_where_they_stand():
 
 def test_a_piece_too_common_in_the_vocabulary_narrows_nothing(monkeypatch):
     monkeypatch.setattr(tp, "MAX_VOCABULARY_MATCHES", 2)
+    monkeypatch.setattr(tp, "ROWS_PER_EXACT_MATCH", 1 << 30)
     postings = _build([b"ab", b"abc", b"xab", b"zz"])
     assert postings.exact_rows(b"ab") is None
     assert postings.candidates(b"ab") == tp.Candidates(None, False)
     assert list(rb.rows(postings.exact_rows(b"zz"))) == [3]
+
+
+def test_a_one_piece_query_in_few_tokens_for_its_rows_is_answered_from_the_postings(monkeypatch):
+    monkeypatch.setattr(tp, "MAX_VOCABULARY_MATCHES", 2)
+    monkeypatch.setattr(tp, "ROWS_PER_EXACT_MATCH", 2)
+    texts = [b"ab1 ab2", b"ab3", b"zz", b"ab1", b"q", b"x", b"y"]
+    postings = _build(texts)
+    assert list(rb.rows(postings.exact_rows(b"ab"))) == [0, 1, 3]  # three tokens, seven rows
+    assert postings.candidates(b".ab") == tp.Candidates(None, False)  # a piece of a longer query: too common
+    monkeypatch.setattr(tp, "ROWS_PER_EXACT_MATCH", 4)
+    assert postings.exact_rows(b"ab") is None
 
 
 def _same_postings(built: tp.TokenPostings, python: tp.TokenPostings) -> None:
@@ -159,6 +172,7 @@ def test_id_typecode_holds_the_last_id_plus_one():
 
 def test_index_searches_every_body_when_a_piece_is_too_common_to_narrow(monkeypatch):
     monkeypatch.setattr(tp, "MAX_VOCABULARY_MATCHES", 1)
+    monkeypatch.setattr(tp, "ROWS_PER_EXACT_MATCH", 1 << 30)
     entries = [(cid, sc.SearchableConcept.of(cid, "", "", [], body))
                for cid, body in [("a", "data lake"), ("b", "database_x"), ("c", "metadata-lake"), ("d", "lake")]]
     index = sci.ConceptSearchIndex(entries)
@@ -210,3 +224,11 @@ def test_values_added_at_once_give_the_postings_of_values_added_one_by_one(value
     at_once = tp.PostingsBuilder(6)
     at_once.add_values([row for row, _ in values], [text.encode() for _, text in values])
     assert _as_map(at_once.finish()) == _as_map(one_by_one.finish())
+
+
+def test_a_short_pattern_past_the_recount_gives_up_when_more_occurrences_are_left_than_allowed(monkeypatch):
+    words = vi.VocabularyIndex.empty().fill(b"\x00a1\x00a2\x00aaa\x00b\x00", array("I", [1, 4, 7, 11]))
+    assert words.tokens_containing(b"a", 3) == [0, 1, 2]
+    monkeypatch.setattr(vi, "RECOUNT_AFTER", 2)  # then three occurrences left, one token allowed
+    assert words.tokens_containing(b"a", 3) is None
+    assert words.tokens_containing(b"b", 1) == [3]

@@ -21,6 +21,10 @@ from typing import Sequence
 from knowspec.impl.okf.search.id_typecode import WIDE, id_typecode
 
 _SEP = b"\x00"
+# A short pattern's scan that has found this many tokens counts the occurrences left once: a
+# limit of thousands more (a one-piece query's, see token_postings) would otherwise be walked a
+# Python step per token before giving up.
+RECOUNT_AFTER = 2048
 
 
 def _trigrams(pattern: bytes) -> set[bytes]:
@@ -125,6 +129,8 @@ class VocabularyIndex:
             if not found or found[-1] != token_id:
                 if len(found) >= limit:
                     return None
+                if len(found) == RECOUNT_AFTER and self.vocabulary.count(pattern, pos) > limit - len(found):
+                    return None  # more occurrences left than the limit allows: give up in one C-level pass
                 found.append(token_id)
             pos = find(pattern, pos + 1)
         return found
