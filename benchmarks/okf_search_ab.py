@@ -92,18 +92,23 @@ def alternated(turns: int, before: Callable[[], Any], after: Callable[[], Any],
     for turn in range(turns):
         answers = {}
         for side in (("before", "after") if turn % 2 else ("after", "before")):
-            start = time.perf_counter()
             if side == "before":
-                with swap():
-                    answers[side] = before()
+                with swap():  # in place before the clock starts: only the call is timed
+                    answers[side], elapsed = _timed(before)
             else:
-                answers[side] = after()
-            times[side].append((time.perf_counter() - start) * 1000)
+                answers[side], elapsed = _timed(after)
+            times[side].append(elapsed)
         if answers["before"] != answers["after"]:
             raise SystemExit(f"the two sides answered differently: {answers['before']!r} != {answers['after']!r}")
     medians = {side: round(statistics.median(samples), 3) for side, samples in times.items()}
     return {**{f"{side}_ms": value for side, value in medians.items()},
             "ratio": round(medians["after"] / medians["before"], 2) if medians["before"] else None}
+
+
+def _timed(call: Callable[[], Any]) -> tuple[Any, float]:
+    start = time.perf_counter()
+    answer = call()
+    return answer, (time.perf_counter() - start) * 1000
 
 
 def revision_swaps(revision: str) -> list[tuple[Any, str, Any]]:

@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import sys
+import time
 import types
+from contextlib import contextmanager
 
 import pytest
 
@@ -55,3 +57,14 @@ def test_the_two_sides_are_timed_in_turns_and_must_agree(today):
     assert set(same) == {"before_ms", "after_ms", "ratio"} and same["before_ms"] >= 0
     with pytest.raises(SystemExit, match="answered differently"):
         okf_search_ab.alternated(2, lambda: today.cap(5), lambda: today.cap(5), lambda: okf_search_ab.swapped(swaps))
+
+
+def test_only_the_call_is_timed_not_putting_the_revision_in_place():
+    @contextmanager
+    def slow_swap():
+        time.sleep(0.05)
+        yield
+        time.sleep(0.05)
+
+    timed = okf_search_ab.alternated(2, lambda: 1, lambda: 1, slow_swap)
+    assert timed["before_ms"] < 25
