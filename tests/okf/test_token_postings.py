@@ -208,6 +208,13 @@ def test_vocabulary_trigrams_find_exactly_the_tokens_holding_a_pattern(words, st
     assert found == expected
 
 
+def test_a_pattern_of_several_trigrams_needs_them_side_by_side_and_one_of_three_bytes_is_its_trigram():
+    postings = _build([b"ab_aba aba9 xab"])
+    tokens = postings.tokens()
+    assert [tokens[i] for i in postings.words.tokens_containing(b"\x00aba", limit=10)] == [b"aba9"]  # not ab_aba
+    assert sorted(tokens[i] for i in postings.words.tokens_containing(b"\x00ab", limit=10)) == [b"ab_aba", b"aba9"]
+
+
 def test_vocabulary_trigrams_give_up_on_a_pattern_in_too_many_tokens():
     postings = _build([b"abc1 abc2 abc3 xyz"])
     assert postings.words.tokens_containing(b"abc", limit=2) is None
