@@ -248,7 +248,6 @@ def _written_entries(walk: _Walk) -> dict[str, _Entry]:
 
 
 def _capture_child(walk: _Walk, dir_fd: int, name: str, prefix: str, depth: int, st: os.stat_result) -> None:
-    _written_entries(walk)
     child, cst = _open_same(dir_fd, name, DIR_FLAGS, st)
     try:
         _capture_dir(walk, child, prefix, depth, (cst.st_dev, cst.st_ino))
