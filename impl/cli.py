@@ -198,11 +198,15 @@ def _serve(args: argparse.Namespace) -> int:
     if args.http:
         import uvicorn
 
+        from knowspec.impl.server.connection_limits import limits_for
         from knowspec.impl.server.http_app import build_app
-        from knowspec.impl.server.http_protocol import DeadlineProtocol
+        from knowspec.impl.server.http_protocol import capped
 
         host, port = args.http
         app = build_app(runtime, host=host)
+        settings = runtime.settings
+        protocol = capped(limits_for(settings.max_connections, settings.connections_per_address,
+                                     settings.forwarded_allow_ips))
         try:
             sock = _listening_socket(host, port)
         except OSError as exc:
@@ -210,7 +214,7 @@ def _serve(args: argparse.Namespace) -> int:
             return 1
         notes()
         server = _uvicorn_server_class()(uvicorn.Config(app, host=host, port=port, log_level=args.log_level.lower(),
-                                                        http=DeadlineProtocol, proxy_headers=False))
+                                                        http=protocol, proxy_headers=False))
         with sock:
             server.run(sockets=[sock])
         return 0 if server.started else 1
@@ -275,6 +279,11 @@ def _uvicorn_server_class():
         """uvicorn's server that prints the URLs after it has bound its socket (not before)."""
 
         async def startup(self, sockets=None) -> None:
+            import asyncio
+
+            from knowspec.impl.server.connection_limits import quiet_accept_failures
+
+            quiet_accept_failures(asyncio.get_running_loop())
             await super().startup(sockets=sockets)
             if self.started:
                 bound = self.servers[0].sockets[0].getsockname()

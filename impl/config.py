@@ -48,6 +48,10 @@ class Settings:
     # Peers trusted to name the client in X-Forwarded-For (uvicorn's syntax: "10.0.0.1,10.0.0.2",
     # "*"); none by default, so no caller can name an address it does not have.
     forwarded_allow_ips: str = ""
+    # Connections one HTTP server process keeps open (None: 4096, never into the descriptors it
+    # needs for its files), and from one client address (server/connection_limits.py).
+    max_connections: int | None = None
+    connections_per_address: int = 512
     # serverInfo in the initialize answer. knowspec names itself by default; an operator whose
     # clients check okf-mcp's identity may say "okf-mcp" / "0.2.0" (spec/okf/NOTES.md#identity).
     server_name: str = "knowspec"

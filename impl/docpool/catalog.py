@@ -155,11 +155,12 @@ def _cached_database(catalog: CatalogTarget, name: str) -> DatabaseEntry | None:
     except OSError:
         cache.pop(key)
         return None
-    held = cache.get(key, (st.st_dev, st.st_ino), lambda: _HeldCatalog(key))
     try:
-        return held.get(name)
-    except sqlite3.Error:
+        return cache.get(key, (st.st_dev, st.st_ino), lambda: _HeldCatalog(key)).get(name)
+    except (sqlite3.Error, OSError) as exc:
         cache.pop(key)
+        if isinstance(exc, sqlite3.OperationalError | OSError):  # cannot be opened or read now: worth a retry
+            raise ToolError("storage_error", "the catalog database is unavailable") from exc
         raise
 
 

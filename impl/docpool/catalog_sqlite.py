@@ -6,18 +6,25 @@ block that is not ``atomic`` runs its statements in autocommit (each sees the la
 atomic one takes the write lock first (``begin immediate``) so two processes never deadlock
 upgrading a read lock.
 ``":memory:"`` is a private database behind one lock (tests without a catalog file).
+
+The file holds password hashes and session digests, so only its owner may read it: it is made
+with mode 0600, and a catalog made earlier with a wider mode is narrowed when opened. A file that
+cannot be opened or written (no descriptor left, a lock held past the busy timeout, a full disk)
+is ``CatalogUnavailable``: a caller is told to retry, as with a PostgreSQL catalog that is down.
 """
 
 from __future__ import annotations
 
+import os
 import sqlite3
+import stat
 import threading
 from contextlib import contextmanager
 from pathlib import Path
 from typing import Iterator, Sequence
 
 from knowspec.impl.docpool.catalog_store import (
-    DatabaseRow, LoginCounterRow, SessionRow, UserRow, ended_condition, first,
+    CatalogUnavailable, DatabaseRow, LoginCounterRow, SessionRow, UserRow, ended_condition, first,
 )
 
 BUSY_TIMEOUT_MS = 30_000
@@ -72,11 +79,28 @@ insert or ignore into "auth$role"(name, description)
 
 
 
+def owner_only(path: Path) -> None:
+    """Make ``path`` an empty file readable by its owner alone, or narrow an existing one of
+    this user's to that (SQLite gives its journal and WAL files the database file's mode)."""
+    try:
+        os.close(os.open(path, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600))
+        return
+    except FileExistsError:
+        pass
+    try:
+        info = path.stat()
+        if stat.S_ISREG(info.st_mode) and stat.S_IMODE(info.st_mode) & 0o077 and info.st_uid == os.getuid():
+            path.chmod(stat.S_IMODE(info.st_mode) & 0o700)
+    except (OSError, AttributeError):  # not ours to change, or no owners here (Windows)
+        pass
+
+
 def connect(target: Path | str, *, any_thread: bool = False) -> sqlite3.Connection:
     """An autocommit connection with the catalog's tables in place; ``any_thread`` for one that
     several threads use in turn (under their own lock)."""
     if str(target) != ":memory:":
         Path(target).parent.mkdir(parents=True, exist_ok=True)
+        owner_only(Path(target))
     con = sqlite3.connect(str(target), isolation_level=None, check_same_thread=not any_thread,
                           timeout=BUSY_TIMEOUT_MS / 1000)
     con.execute(f"pragma busy_timeout = {BUSY_TIMEOUT_MS}")
@@ -208,6 +232,18 @@ class SqliteCatalog:
 
     @contextmanager
     def transaction(self, *, atomic: bool = False) -> Iterator[SqliteRows]:
+        try:
+            yield from self._transaction(atomic)
+        except sqlite3.OperationalError as exc:  # the file's path stays in the server's log
+            raise CatalogUnavailable(f"the SQLite catalog is unavailable (OperationalError: {exc})") from exc
+
+    def _connect(self) -> sqlite3.Connection:
+        try:
+            return connect(self.target)
+        except OSError as exc:  # its folder cannot be made, or no descriptor is left
+            raise CatalogUnavailable(f"the SQLite catalog is unavailable ({type(exc).__name__}: {exc.strerror})") from exc
+
+    def _transaction(self, atomic: bool) -> Iterator[SqliteRows]:
         if self._shared is not None:
             with self._lock:
                 yield from _run(self._shared, atomic)
@@ -215,10 +251,10 @@ class SqliteCatalog:
         if self._keep:
             con = getattr(self._local, "con", None)
             if con is None:
-                con = self._local.con = connect(self.target)
+                con = self._local.con = self._connect()
             yield from _run(con, atomic)
             return
-        con = connect(self.target)
+        con = self._connect()
         try:
             yield from _run(con, atomic)
         finally:

@@ -189,6 +189,13 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                                                                          1_048_576),
                        metavar="MIB", help="MiB of big request bodies (over 1 MiB) held at once across all callers; one "
                                            "past it answers 503 (default 128)")
+    serve.add_argument("--max-connections", type=whole_number("--max-connections", "connections", 1, 1_000_000),
+                       metavar="N", help="open connections one server process keeps; more are closed at once "
+                                         "(default 4096, fewer when the open-file limit is low)")
+    serve.add_argument("--connections-per-address", type=whole_number("--connections-per-address", "connections", 1,
+                                                                      1_000_000),
+                       metavar="N", help="open connections from one client address (a trusted proxy: no such cap; "
+                                         "default 512)")
     serve.add_argument("--forwarded-allow-ips", metavar="IPS",
                        help="peers trusted to name the client in X-Forwarded-For, e.g. a reverse proxy's "
                             "address (comma-separated, or *; default: none)")
@@ -207,6 +214,6 @@ def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
     if getattr(args, "mcp_sessions_per_caller", None):
         settings.mcp_sessions_per_caller = args.mcp_sessions_per_caller
     for name in ("requests_per_caller", "calls_per_caller", "concurrent_calls", "request_body_mib_in_flight",
-                 "forwarded_allow_ips"):
+                 "forwarded_allow_ips", "max_connections", "connections_per_address"):
         if getattr(args, name, None):
             setattr(settings, name, getattr(args, name))

@@ -11,11 +11,17 @@ This ASGI middleware reads each body itself, counting as the chunks arrive:
   ``total_seconds`` overall, is refused: HTTP 408;
 - the big bodies (over 1 MiB: tool calls) held at once across all requests, counted by the
   bytes received until their request is answered, stay within one budget
-  (``--request-body-mib-in-flight``, 128 MiB), and one caller's within half of it: a body that
-  would pass either is refused with HTTP 503 and ``Retry-After`` (four parallel 65 MiB calls
-  peaked at 1.1-1.4 GB without it, each body within its own cap). Small bodies (logins, every
-  other message) never wait on it; they are bounded by the requests each caller may have in
-  flight (``caller_load``);
+  (``--request-body-mib-in-flight``, 128 MiB), and one caller's within half of it, though never
+  below one body of the largest size allowed: a body that would pass either is refused with
+  HTTP 503 and ``Retry-After`` (four parallel 65 MiB calls peaked at 1.1-1.4 GB without it, each
+  body within its own cap), and one larger than the whole budget, which no wait would let in,
+  with 413. Small bodies (logins, every other message) never wait on it; they are bounded by
+  the requests each caller may have in flight (``caller_load``);
+- a request that declares both ``Content-Length`` and ``Transfer-Encoding`` is refused (HTTP
+  400, connection closed): a proxy in front that read the length would disagree with this
+  server on where the request ends (RFC 9112 §6.1);
+- an ``/mcp`` body that is not one JSON object (a batch array, a scalar) is refused with a
+  JSON-RPC error of its own (-32600), not the SDK's validation text;
 - otherwise the app receives the body it would have read, then the live ``receive`` (so client
   disconnects still reach it).
 
@@ -27,6 +33,7 @@ without a body (``GET /mcp`` event streams among them) pass through untouched.
 from __future__ import annotations
 
 import json
+import re
 import time
 from collections import Counter
 from dataclasses import dataclass
@@ -74,18 +81,25 @@ class _Refused(Exception):
 
 class BodyBudget:
     """Bytes of big request bodies held at once, in all and per caller (at most half of all, so
-    no one caller can fill it); used on the event loop only."""
+    no one caller can fill it, but at least ``largest_body``, so a caller alone may send one body
+    of any size allowed); used on the event loop only."""
 
-    def __init__(self, limit: int) -> None:
+    def __init__(self, limit: int, largest_body: int = MCP_MAX_BODY_BYTES) -> None:
         self.limit = limit
+        self.per_caller = min(limit, max(limit // 2, largest_body))
         self.held = 0
         self._by_caller: Counter[str] = Counter()
 
     def take(self, size: int, caller: str) -> None:
-        if self.held + size > self.limit or self._by_caller[caller] + size > self.limit // 2:
+        if self.held + size > self.limit or self._by_caller[caller] + size > self.per_caller:
             raise _Refused(503, "the server holds as many request bodies as it may now; retry shortly")
         self.held += size
         self._by_caller[caller] += size
+
+    def fits(self, body_size: int) -> None:
+        """Refuse for good (413) a body larger than the whole budget: no wait would let it in."""
+        if body_size > self.limit:
+            raise _Refused(413, f"request body exceeds the {self.limit >> 20} MiB of bodies this server holds at once")
 
     def give(self, size: int, caller: str) -> None:
         self.held -= size
@@ -151,6 +165,30 @@ def _tool_call(body: bytes) -> tuple[bool, str | None]:
     return True, id_key(message)
 
 
+_FIRST_BYTE = re.compile(rb"[ \t\r\n]*(.)", re.DOTALL)
+
+
+def _conflicting_framing(scope: Scope) -> bool:
+    """Whether the request declares its length twice over: ``Content-Length`` and ``Transfer-Encoding``."""
+    names = {name for name, _ in scope.get("headers") or []}
+    return b"content-length" in names and b"transfer-encoding" in names
+
+
+def _not_one_object(body: bytes) -> str | None:
+    """Why an ``/mcp`` body cannot be one JSON-RPC message, or None when it may be (an object, or
+    no JSON at all, whose parse error the SDK answers)."""
+    first = _FIRST_BYTE.match(body)
+    if first is None or first.group(1) == b"{":
+        return None
+    if first.group(1) == b"[":
+        return "batch requests are not supported"
+    try:
+        json.loads(body)  # a small body here: big ones were decoded as tool calls already
+    except (ValueError, RecursionError):
+        return None
+    return "a message must be one JSON object"
+
+
 async def _refuse(scope: Scope, send: Send, refused: _Refused) -> None:
     close = [(b"connection", b"close")]
     if refused.status == 503:
@@ -172,7 +210,7 @@ class BodyLimitMiddleware:
         self.app = app
         self.mcp = mcp or BodyRule(MCP_MAX_BODY_BYTES, MCP_TOTAL_SECONDS)
         self.rest = rest or BodyRule(REST_MAX_BODY_BYTES, REST_TOTAL_SECONDS)
-        self.budget = BodyBudget(bytes_in_flight)
+        self.budget = BodyBudget(bytes_in_flight, largest_body=self.mcp.max_bytes)
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or not _has_body(scope):
@@ -183,6 +221,7 @@ class BodyLimitMiddleware:
         def grown(size: int) -> None:  # a big body takes its budget as its bytes arrive
             nonlocal taken
             if size > max(taken, SMALL_BODY_BYTES):
+                self.budget.fits(size)
                 self.budget.take(size - taken, caller)
                 taken = size
 
@@ -194,9 +233,13 @@ class BodyLimitMiddleware:
     async def _read_and_answer(self, scope: Scope, receive: Receive, send: Send, grown: Callable[[int], None]) -> None:
         rule = self.mcp if is_mcp_path(scope) else self.rest
         try:
+            if _conflicting_framing(scope):
+                raise _Refused(400, "a request may not declare both Content-Length and Transfer-Encoding")
             declared = _declared_length(scope)
             if declared is not None and declared > rule.max_bytes:
                 raise _Refused(413, "request body exceeds the size limit")
+            if declared is not None and declared > SMALL_BODY_BYTES:
+                self.budget.fits(declared)
             # The budget is taken by bytes received, never by a length declared: two sockets
             # declaring 72 + 56 MiB and sending a byte every 4 s had held all of it.
             body = await read_body(receive, rule, grown)
@@ -212,4 +255,9 @@ class BodyLimitMiddleware:
                                                          f"other than {BIG_BODY_METHOD}"))
                 return
             scope[JSONRPC_ID] = request_id
+        elif is_mcp_path(scope):
+            wrong = _not_one_object(body)
+            if wrong is not None:
+                await _refuse(scope, send, _Refused(400, wrong))
+                return
         await self.app(scope, replaying({"type": "http.request", "body": body, "more_body": False}, receive), send)

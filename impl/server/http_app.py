@@ -95,6 +95,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # resource_limit instead of an HTTP 413 the client would see as a JSON-RPC error.
         max_request_body_size=MAX_REQUEST_BYTES,
     )
+    # A path with a trailing slash is not redirected to one without: the redirect's Location was
+    # built from the request's Host header, which a caller writes (behind a wildcard bind: any).
+    app.router.redirect_slashes = False
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
     app.add_middleware(ParkedAnswerWriter, answers=answers, unsent=unsent)  # placeholders written as their parked answers

@@ -16,7 +16,8 @@ client could hold a connection, and what it carries, for as long as they liked:
   more from the transport only once a third of its queue (a megabyte or so) has gone, so the
   transport's count alone moves in bursts, and a client reading 16 KB/s had been cut off.
 
-Bodies have their own caps and deadlines (:mod:`body_limits`).
+Bodies have their own caps and deadlines (:mod:`body_limits`); how many connections a process
+keeps open at all is :mod:`connection_limits`' (a protocol made by :func:`capped`).
 """
 
 from __future__ import annotations
@@ -29,6 +30,8 @@ import sys
 
 import h11
 from uvicorn.protocols.http.h11_impl import H11Protocol
+
+from knowspec.impl.server.connection_limits import ConnectionLimits
 
 HEAD_SECONDS = 10.0
 READ_WINDOW_SECONDS = 15.0
@@ -58,9 +61,18 @@ class DeadlineProtocol(H11Protocol):
     _head_timer: asyncio.TimerHandle | None = None
     _read_timer: asyncio.TimerHandle | None = None
     _unsent_before = 0
+    limits: ConnectionLimits | None = None  # the process's connection caps (set by ``capped``)
+    _counted = False  # admitted by ``limits``, under ``_address``
+    _address: str | None = None
 
     def connection_made(self, transport: asyncio.Transport) -> None:  # type: ignore[override]
         super().connection_made(transport)
+        if self.limits is not None:
+            address = self.client[0] if self.client else None
+            if not self.limits.admit(address):
+                transport.abort()  # before a byte is read: its descriptor is free again at once
+                return
+            self._counted, self._address = True, address
         self._arm_head_timer()
 
     def data_received(self, data: bytes) -> None:
@@ -72,6 +84,9 @@ class DeadlineProtocol(H11Protocol):
             self._cancel_head_timer()
 
     def connection_lost(self, exc: Exception | None) -> None:
+        if self._counted and self.limits is not None:
+            self.limits.release(self._address)
+            self._counted = False
         self._cancel_head_timer()
         self._cancel_read_timer()
         super().connection_lost(exc)
@@ -123,3 +138,8 @@ class DeadlineProtocol(H11Protocol):
             return
         self._unsent_before = unsent
         self._read_timer = self.loop.call_later(self.read_window_seconds, self._read_window_over)
+
+
+def capped(limits: ConnectionLimits) -> type[DeadlineProtocol]:
+    """``DeadlineProtocol`` holding one server process's connections within ``limits``."""
+    return type("CappedDeadlineProtocol", (DeadlineProtocol,), {"limits": limits})

@@ -36,11 +36,14 @@ import tempfile
 from contextlib import asynccontextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Awaitable, Callable
+from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import anyio
 
 from knowspec.impl.server.json_answer import SESSION_HEADER, send_jsonrpc_error, session_id_of
+
+if TYPE_CHECKING:
+    from knowspec.impl.server.connection_limits import ConnectionLimits
 
 Scope = dict[str, Any]
 Message = dict[str, Any]
@@ -235,7 +238,7 @@ class SessionRouter:
 
 
 
-def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
+def with_worker_listeners(app: Any, worker: Worker, log_level: str, limits: ConnectionLimits | None = None) -> None:
     """Serve ``app``, for as long as it runs, on the worker's private Unix socket (relayed
     requests) and on the connections the supervisor hands it (``connection_handoff.py``).
 
@@ -245,8 +248,9 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
     import uvicorn
 
     from knowspec.impl.server.connection_handoff import HandoffReceiver, handoff_path
-    from knowspec.impl.server.http_protocol import DeadlineProtocol
+    from knowspec.impl.server.http_protocol import DeadlineProtocol, capped
 
+    protocol = DeadlineProtocol if limits is None else capped(limits)  # the caps count this worker's connections
     inner = app.router.lifespan_context
     path = worker.socket_path
 
@@ -257,7 +261,7 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
             sock.bind(str(path))
             os.chmod(path, 0o600)
             config = uvicorn.Config(app, uds=str(path), lifespan="off", log_level=log_level.lower(),
-                                    http=DeadlineProtocol, proxy_headers=False)
+                                    http=protocol, proxy_headers=False)
             config.load()
             server = uvicorn.Server(config)
             server.lifespan = config.lifespan_class(config)  # what Server.serve sets up: "off" here
@@ -291,13 +295,17 @@ def with_worker_listeners(app: Any, worker: Worker, log_level: str) -> None:
 def worker_app(args: argparse.Namespace, run_dir: str):
     """The app one worker serves (called by uvicorn in the spawned worker: ``factory=True``)."""
     from knowspec.impl.cli import prepare_serve
+    from knowspec.impl.server.connection_limits import limits_for
     from knowspec.impl.server.http_app import build_app
 
     runtime = prepare_serve(args)
     host, _ = args.http
     worker = Worker.new(Path(run_dir))
     app = build_app(runtime, host=host, worker=worker)
-    with_worker_listeners(app, worker, args.log_level)
+    settings = runtime.settings
+    with_worker_listeners(app, worker, args.log_level, limits_for(settings.max_connections,
+                                                                  settings.connections_per_address,
+                                                                  settings.forwarded_allow_ips))
     return app
 
 

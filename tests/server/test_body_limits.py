@@ -91,6 +91,35 @@ def test_a_body_within_limits_reaches_the_app_whole():
     assert status == 200 and bodies == [b'{"user":"a"}']
 
 
+@pytest.mark.parametrize("path", ["/mcp", "/ClientREST/Login"])
+def test_a_request_declaring_both_a_length_and_chunks_is_400_and_closes_the_connection(path):
+    """A proxy that trusts Content-Length would end the request elsewhere (request smuggling)."""
+    headers = [(b"content-length", b"5"), (b"transfer-encoding", b"chunked")]
+    status, body, pulled, bodies = _drive(path, [b'{"a":1}'], headers)
+    assert status == 400 and pulled == 0 and bodies == []
+    assert "Content-Length and Transfer-Encoding" in json.dumps(body)
+
+
+@pytest.mark.parametrize(("body", "says"), [
+    (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', "batch requests are not supported"),
+    (b"  []", "batch requests are not supported"),
+    (b"42", "a message must be one JSON object"),
+    (b"null", "a message must be one JSON object"),
+    (b'"ping"', "a message must be one JSON object"),
+])
+def test_an_mcp_body_that_is_not_one_object_is_a_json_rpc_error_of_our_own(body, says):
+    status, answer, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
+    assert status == 400 and bodies == []
+    assert answer["error"] == {"code": -32600, "message": f"Invalid Request: {says}"} and answer["id"] is None
+
+
+@pytest.mark.parametrize("body", [b'{"jsonrpc":"2.0","id":1,"method":"ping"}', b"not json", b""])
+def test_an_object_or_what_is_not_json_at_all_goes_on_to_the_sdk(body):
+    headers = [(b"content-length", str(len(body)).encode())] if body else [(b"transfer-encoding", b"chunked")]
+    status, _, _, bodies = _drive("/mcp", [body], headers)
+    assert status == 200 and bodies == [body]
+
+
 def _json_rpc(method: str, params: dict, *, method_last: bool = False) -> bytes:
     message = {"jsonrpc": "2.0", "id": 1, "params": params, "method": method} if method_last else \
         {"jsonrpc": "2.0", "id": 1, "method": method, "params": params}
@@ -165,3 +194,29 @@ def test_real_server_refuses_a_big_anonymous_initialize(tmp_path):
         small = {**INITIALIZE_PARAMS, "clientInfo": {"name": "probe", "version": "0"}}
         conn.request("POST", "/mcp", _json_rpc("initialize", small), headers)
         assert conn.getresponse().status == 200
+
+
+def _raw(port: int, request: bytes) -> bytes:
+    import socket
+
+    with socket.create_connection(("127.0.0.1", port), timeout=10) as sock:
+        sock.sendall(request)
+        answer = b""
+        while chunk := sock.recv(65536):  # the server closes the connection after answering
+            answer += chunk
+    return answer
+
+
+def test_real_server_refuses_a_login_framed_twice_and_closes(http_base):
+    body = b'{"user":"u","password":"p"}'
+    chunked = b"%x\r\n%s\r\n0\r\n\r\n" % (len(body), body)
+    answer = _raw(http_base, b"POST /ClientREST/Login HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             b"Content-Type: application/json\r\nContent-Length: 5\r\n"
+                             b"Transfer-Encoding: chunked\r\n\r\n" + chunked)
+    assert answer.startswith(b"HTTP/1.1 400") and b"connection: close" in answer.lower()
+
+
+def test_real_server_does_not_redirect_a_trailing_slash_to_the_host_it_was_told(http_base):
+    answer = _raw(http_base, b"POST /ClientREST/DocSearch/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
+                             b"Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
+    assert answer.startswith(b"HTTP/1.1 404") and b"location:" not in answer.lower()

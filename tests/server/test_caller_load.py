@@ -1,6 +1,6 @@
 """No caller can take the server from the others: at most so many HTTP requests in flight per
 caller (429), at most so many tool calls running per caller (a JSON-RPC error), and all request
-bodies held at once within one budget (503). A probe's 95 parallel graph calls from one reader
+bodies held at once within one budget (503; 413 for a body no wait would let in). A probe's 95 parallel graph calls from one reader
 had made everyone else wait 48 s, and four parallel 65 MiB bodies held 1.4 GB."""
 
 from __future__ import annotations
@@ -14,7 +14,7 @@ from starlette.testclient import TestClient
 
 from knowspec.impl.config import Settings
 from knowspec.impl.context import ToolOutput
-from knowspec.impl.server.body_limits import BodyLimitMiddleware
+from knowspec.impl.server.body_limits import MCP_TOTAL_SECONDS, BodyLimitMiddleware, BodyRule
 from knowspec.impl.server.call_turns import CallTurns
 from knowspec.impl.server.caller_load import AnswerBytesPerCaller, CallsPerCaller, InFlight, RequestsPerCaller
 from knowspec.impl.server.http_app import build_app
@@ -135,10 +135,31 @@ def test_big_bodies_held_at_once_stay_within_the_budget_and_a_refused_body_may_r
 
 def test_one_caller_holds_at_most_half_the_budget():
     held = HeldApp()
-    app = BodyLimitMiddleware(held, bytes_in_flight=5 << 20)
+    app = BodyLimitMiddleware(held, mcp=BodyRule(5 << 19, MCP_TOTAL_SECONDS), bytes_in_flight=5 << 20)
     scopes = [_scope(headers=SIZED), _scope(headers=SIZED), _scope(client="10.0.0.2", headers=SIZED)]
     answers = _together(app, scopes, held.release, body=BIG)
     assert [a["status"] for a in answers] == [200, 503, 200]
+
+
+def test_one_caller_alone_may_send_a_body_of_the_largest_size_allowed():
+    """A 65.8 MiB call (the cap is 72) was refused with 503 and Retry-After on an idle server,
+    for ever: one caller's share was half the 128 MiB budget."""
+    held = HeldApp()
+    held.release.set()
+    app = BodyLimitMiddleware(held, bytes_in_flight=3 << 20)  # the largest body (72 MiB) is past the budget
+    assert app.budget.per_caller == 3 << 20
+    assert anyio.run(_answer, app, _scope(headers=SIZED), BIG)["status"] == 200  # 2.1 MiB: past half of it
+
+
+@pytest.mark.parametrize("declared", [True, False], ids=["declared", "chunked"])
+def test_a_body_larger_than_the_whole_budget_is_refused_for_good(declared):
+    held = HeldApp()
+    held.release.set()
+    app = BodyLimitMiddleware(held, bytes_in_flight=2 << 20)
+    headers = SIZED if declared else [(b"transfer-encoding", b"chunked"), (b"content-type", b"application/json")]
+    answer = anyio.run(_answer, app, _scope(headers=headers), BIG)
+    assert answer["status"] == 413 and b"retry-after" not in answer["headers"]
+    assert app.budget.held == 0
 
 
 def test_a_declared_length_takes_nothing_until_its_bytes_arrive():
@@ -280,7 +301,7 @@ def test_the_served_app_keeps_bodies_within_its_budget(mini_registry, tmp_path):
             "params": {"name": "echo_list", "arguments": {"text": "x" * (2 << 20)}}}
     with TestClient(build_app(runtime, host="testserver", dns_rebinding_protection=False)) as client:
         refused = client.post("/mcp", headers=HEADERS, json=call)
-    assert refused.status_code == 503 and refused.headers["retry-after"] == "1"
+    assert refused.status_code == 413 and "retry-after" not in refused.headers  # past the whole 1 MiB budget
 
 
 def test_no_more_calls_run_for_a_caller_whose_answers_wait_unread():
