@@ -7,11 +7,14 @@ objects below are the expected facts (which topic says which word, which links, 
 rows exist); the checks derive every expected answer from them with the seed's rules.
 
 Content is a function of ``(seed, token)``: the seed picks the texts, the token (fresh per run)
-names the collections and prefixes every entity key, so runs never collide in one pool.
+names the collections, prefixes every entity key and, as syllables of its digest, begins every
+invented word, so runs never collide in one pool: an import keeps the collections of earlier
+runs, and a search across collections must find this run's topics only.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import random
 import re
@@ -264,11 +267,25 @@ def _slugify(text: str) -> str:
     return re.sub(r"-+", "-", re.sub(r"[^a-z0-9]+", "-", fold(text))).strip("-")
 
 
-def _words(rng: random.Random, count: int, taken: Iterable[str]) -> list[str]:
-    """``count`` invented words whose folded forms are unique and prefix-free against ``taken``."""
+TAG_SYLLABLES = 5  # 24**5 tags: two runs' words share a tag about once in eight million
+
+
+def run_tag(token: str) -> str:
+    """The syllables every invented word of the run with ``token`` begins with."""
+    n = int.from_bytes(hashlib.sha256(token.encode("ascii")).digest()[:8], "big")
+    syllables = []
+    for _ in range(TAG_SYLLABLES):
+        n, i = divmod(n, len(SYLLABLES))
+        syllables.append(SYLLABLES[i])
+    return "".join(syllables)
+
+
+def _words(rng: random.Random, count: int, taken: Iterable[str], tag: str = "") -> list[str]:
+    """``count`` invented words, each ``tag`` and a few syllables, whose folded forms are unique
+    and prefix-free against ``taken``."""
     out: list[str] = []
     while len(out) < count:
-        word = "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(3, 4)))
+        word = tag + "".join(rng.choice(SYLLABLES) for _ in range(rng.randint(3, 4)))
         folded = fold(word)
         if any(t.startswith(folded) for t in taken):
             continue
@@ -361,7 +378,7 @@ def generate(seed: int, token: str, general_meta: dict[str, str] | None = None) 
     stopwords = {fold(w) for w in re.split(r"[\s,]+", (general_meta or {}).get("search_stopwords", "")) if w}
     taken = {t for text in (*TR_SUBJECTS, *TR_ACTIONS, *EN_SUBJECTS, *EN_ACTIONS, *CATEGORIES, *SENTENCES,
                             *SECTIONS_TR, *SECTIONS_EN, "Anahtar", "Keyword") for t in tokens(text)}
-    words = _words(rng, n_open + len(acls), taken | stopwords)
+    words = _words(rng, n_open + len(acls), taken | stopwords, run_tag(token))
     topics = [_topic(rng, open_id, i, words[i], entities, ()) for i in range(n_open)]
     topics += [_topic(rng, restricted_id, i, words[n_open + i], entities, acl) for i, acl in enumerate(acls)]
     general = dict(general_meta or {})

@@ -107,7 +107,12 @@ def _canon(node: Any, walk: _Walk, inlining: tuple[str, ...]) -> Any:
 
 def _merge_type_alternatives(node: dict[str, Any]) -> dict[str, Any]:
     """``anyOf: [{type: string}, {type: null}]`` means ``type: [null, string]``; one alternative
-    alone means itself (merged into its parent when their keys do not overlap)."""
+    alone means itself (merged into its parent when their keys do not overlap), and so does an
+    ``allOf`` of one schema (pydantic 1 writes a ``$ref`` with a default as ``allOf: [{$ref}]``)."""
+    whole = node.get("allOf")
+    if (isinstance(whole, list) and len(whole) == 1 and isinstance(whole[0], dict)
+            and not set(whole[0]) & (set(node) - {"allOf"})):
+        node = {**{k: v for k, v in node.items() if k != "allOf"}, **whole[0]}
     for key in ALTERNATIVES:
         alts = node.get(key)
         if not isinstance(alts, list) or not alts:

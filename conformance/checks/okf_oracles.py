@@ -109,18 +109,18 @@ def oracle_list_concepts(ctx: CheckContext) -> None:
 
 # ---- read_concept -----------------------------------------------------------------------------
 
-@check("oracle_read_concept", f"{READ} (read_concept: raw text, frontmatter bytes, body)",
+@check("oracle_read_concept", f"{READ} (read_concept: raw text, frontmatter bytes, body; §3.2 unknown ID)",
        **for_tool("read_concept"))
 def oracle_read_concept(ctx: CheckContext) -> None:
-    """read_concept returns the file's own frontmatter and body, and its text is the whole file."""
+    """read_concept returns the file's own frontmatter and body (less exactly one trailing
+    newline), its text is the whole file, and an ID the bundle lacks is concept_not_found."""
     for bundle in (dated_bundle(), sources_bundle(), cafe_bundle()):
         path = str(ctx.bundles.path_of(bundle))
+        _check_unknown_id(ctx, bundle, path)
         for concept in bundle.concepts:
             outcome = success(ctx, {"bundle_path": path, "concept_id": concept.id})
             got, want = outcome.structured, oracle.expected_read(concept)
-            problems = [k for k in ("id", "path", "frontmatter_yaml") if got.get(k) != want[k]]
-            if str(got.get("body", "")).rstrip("\n") != want["body"].rstrip("\n"):
-                problems.append("body")
+            problems = [k for k in ("id", "path", "frontmatter_yaml", "body") if got.get(k) != want[k]]
             projection = got.get("projection") or {}
             if concept.title and projection.get("title") != concept.title:
                 problems.append("projection.title")
@@ -130,6 +130,19 @@ def oracle_read_concept(ctx: CheckContext) -> None:
                 problems.append("text (the file's raw text)")
             if problems:
                 fail(f"read_concept {concept.id!r}: {problems} differ from the written file", outcome)
+
+
+def _check_unknown_id(ctx: CheckContext, bundle: Bundle, path: str) -> None:
+    missing = next(f"missing-{n}" for n in range(len(bundle.concepts) + 1) if f"missing-{n}" not in bundle.ids)
+    outcome = ctx.call({"bundle_path": path, "concept_id": missing})
+    require_result(outcome)
+    error = outcome.structured if isinstance(outcome.structured, dict) else {}
+    if not outcome.is_error or error.get("code") != "concept_not_found":
+        fail(f"read_concept of an ID the bundle lacks ({missing!r}) must fail with concept_not_found, "
+             f"not {_said(outcome) if outcome.is_error else 'a result'}", outcome)
+    steps = [d for d in error.get("diagnostics") or [] if isinstance(d, dict) and d.get("code") == "recovery_step"]
+    if not any(d.get("field") == "concept_id" for d in steps):
+        fail("concept_not_found must carry a recovery_step diagnostic on the field concept_id", outcome)
 
 
 # ---- search_sections --------------------------------------------------------------------------

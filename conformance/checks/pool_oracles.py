@@ -62,10 +62,10 @@ def _answer(ctx: CheckContext, tool: str, args: dict[str, Any]) -> tuple[CallOut
     return outcome, success_data(outcome, f"{tool} failed on the suite's pool ({code})")
 
 
-def _expect(ok: bool, message: str, outcome: CallOutcome, expected: Any = None) -> None:
+def _expect(ok: bool, message: str, outcome: CallOutcome, expected: Any = None, got: Any = None) -> None:
     if not ok:
-        text = repr(expected)
-        fail(message if expected is None else f"{message}; expected {text[:700]}", outcome)
+        text = message if expected is None else f"{message}; expected {repr(expected)[:700]}"
+        fail(text if got is None else f"{text}; got {repr(got)[:700]}", outcome)
 
 
 # ---- help pool --------------------------------------------------------------------------------
@@ -236,9 +236,10 @@ def oracle_doc_search(ctx: CheckContext) -> None:
             variants = variants[i % len(variants):][:1] if variants else []
         for query in [topic.word, *variants]:
             outcome, got = _answer(ctx, "doc_search", {"query": query, "collection": topic.collection, "mode": "fts"})
-            _expect([h.get("slug") for h in got] == want,
+            slugs = [h.get("slug") for h in got]
+            _expect(slugs == want,
                     f"doc_search {query!r} ({fold(query)!r} folded) in {topic.collection}: the topics holding the word "
-                    "that the caller may see", outcome, want)
+                    "that the caller may see", outcome, want, slugs)
     visible = [t for t in fx.topics if oracle.visible(fx, t, principals)]
     words = " ".join(t.word for t in visible[:6])
     for limit in (2, 5):
@@ -251,9 +252,10 @@ def oracle_doc_search(ctx: CheckContext) -> None:
     seen = [t for t in mixed if oracle.visible(fx, t, principals)]
     query = " ".join(t.word for t in mixed)
     outcome, got = _answer(ctx, "doc_search", {"query": query, "limit": len(seen), "mode": "fts"})
-    _expect(sorted(h.get("slug") for h in got) == sorted(t.slug for t in seen),
+    found = sorted((h.get("collection"), h.get("slug")) for h in got)
+    _expect(found == sorted((t.collection, t.slug) for t in seen),
             f"doc_search over {len(mixed)} one-word topics, limit {len(seen)}: exactly the {len(seen)} the caller may "
-            "see (ACL before ranking and the limit)", outcome, sorted(t.slug for t in seen))
+            "see (ACL before ranking and the limit)", outcome, sorted((t.collection, t.slug) for t in seen), found)
     if run.help is not None:
         topic = run.help.topics[0]
         outcome, got = _answer(ctx, "doc_search", {"query": topic.word, "collection": HELP_ID})

@@ -14,7 +14,7 @@ import json
 import time
 from typing import Any
 
-from knowspec.conformance.checks.raw_wire import RawHttp, RawStdio
+from knowspec.conformance.checks.raw_wire import INITIALIZED, RawHttp, RawStdio, initialize_message
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.failures import CheckFailed
 
@@ -113,3 +113,51 @@ def every_line_answered(ctx: CheckContext) -> None:
         _over_stdio(ctx, lines)
     else:
         _over_http(ctx, lines)
+
+
+STDOUT_RULE = ("MCP stdio transport: the server writes nothing to its stdout that is not a valid MCP message "
+               "(a log line or a stray print there breaks every client reading the stream)")
+
+
+def _stdio_target(ctx: CheckContext) -> str | None:
+    if not ctx.conn.target.is_stdio:
+        return "stdio targets only: over HTTP a body is one message (every_line_answered reads them)"
+    return _applies(ctx)
+
+
+def _read_tools(ctx: CheckContext) -> list[str]:
+    """The advertised tools the contract says only read, in contract order (never a write)."""
+    return [t.name for t in ctx.contract.tools if t.read_only and ctx.is_advertised(t.name)]
+
+
+@check("stdout_only_messages", STDOUT_RULE, scope="server", applies=_stdio_target, since=1)
+def stdout_only_messages(ctx: CheckContext) -> None:
+    """From start-up on, ordinary requests (initialize, tools/list, a call of each read tool on a
+    fixture bundle, ping) leave nothing on stdout but JSON-RPC messages."""
+    fill = json.dumps(ctx.fill())
+    lines = [b'{"jsonrpc":"2.0","id":"list","method":"tools/list"}',
+             *(_call_line(f"call-{i}", fill, name) for i, name in enumerate(_read_tools(ctx))),
+             b'{"jsonrpc":"2.0","id":"after","method":"ping"}']
+    ctx.calls += len(lines)
+    seen: list[dict[str, Any]] = []  # every line read, in order
+
+    def answering(request_id: str) -> Any:
+        def match(reply: dict[str, Any]) -> bool:
+            seen.append(reply)
+            return reply.get("id") == request_id
+        return match
+
+    with RawStdio(ctx.conn.target.argv()) as raw:
+        raw.send(json.dumps(initialize_message()).encode())
+        if raw.wait_for(answering("init"), START_SECONDS) is None:
+            raise CheckFailed("no answer to initialize", response=seen[:3])
+        raw.send(json.dumps(INITIALIZED).encode())
+        for line in lines:
+            raw.send(line)
+        if raw.wait_for(answering("after"), ANSWER_SECONDS * len(lines)) is None:
+            raise CheckFailed("the session stopped answering (no reply to a ping after the calls)", response=seen[-3:])
+        seen += raw.drain(0.2)
+    stray = [r.get("unparseable", r) for r in seen if "unparseable" in r or r.get("jsonrpc") != "2.0"]
+    if stray:
+        raise CheckFailed(f"{len(stray)} line(s) on stdout that are not JSON-RPC messages, the first: "
+                          f"{str(stray[0])[:200]!r}", response=stray[:3])

@@ -339,10 +339,10 @@ mutant("apply_patch_conflict_as_mismatch", "a moved bundle is revision_conflict,
        kind="binding")(recode_on("apply_concept_patch", "revision_conflict", "plan_mismatch"))
 mutant("apply_patch_mismatch_as_conflict", "a foreign plan digest is plan_mismatch", P, kind="binding")(
     recode_on("apply_concept_patch", "plan_mismatch", "revision_conflict"))
-mutant("read_concept_missing_as_invalid_request", "an unknown concept is concept_not_found",
-       ("differential_neighbors", "input_valid_accepted"), tools=("read_concept", "get_neighbors"), kind="errors")(
-    lambda request, response, state: recode_on(tool_of(request) or "-", "concept_not_found", "invalid_request")(
-        request, response, state))
+mutant("read_concept_missing_as_invalid_request", "an unknown concept is concept_not_found (read_concept)",
+       ("oracle_read_concept",), kind="errors")(recode_on("read_concept", "concept_not_found", "invalid_request"))
+mutant("get_neighbors_missing_as_invalid_request", "an unknown concept is concept_not_found (get_neighbors)",
+       ("differential_neighbors",), kind="errors")(recode_on("get_neighbors", "concept_not_found", "invalid_request"))
 
 # ---- help and document pools ------------------------------------------------------------------
 POOL = ("oracle_doc_get", "docpool_import_answers")

@@ -53,4 +53,6 @@ def render(finished: RunFinished) -> bytes:
         suite.set("failures", str(sum(r.status == "failed" for r in cases)))
         suite.set("errors", str(sum(r.status == "error" for r in cases)))
         suite.set("skipped", str(sum(r.status in ("skipped", "accepted") for r in cases)))
+    for total in ("tests", "failures", "errors", "skipped"):  # the run's totals, as CI dashboards read them
+        root.set(total, str(sum(int(s.get(total, "0")) for s in root.findall("testsuite"))))
     return ET.tostring(root, encoding="utf-8", xml_declaration=True)

@@ -32,6 +32,7 @@ BROKEN = {
     "bad_neighbors_order": "differential_neighbors",
     "dies_on_cancel": "cancellation",
     "drops_bad_lines": "every_line_answered",
+    "prints_to_stdout": "stdout_only_messages",
     "quadratic_validation": "hostile_validation_nonblocking",
 }
 

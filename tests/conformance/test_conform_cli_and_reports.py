@@ -14,8 +14,10 @@ def test_unreachable_target_exits_2_and_every_report_says_why(toy_contract, tmp_
     assert rc == 2
     why = json.loads((tmp_path / "r.json").read_text())["unreachable"]
     assert why
-    errors = ET.parse(tmp_path / "r.xml").getroot().findall(".//testcase/error")  # CI sees one error, not 0 tests
+    root = ET.parse(tmp_path / "r.xml").getroot()
+    errors = root.findall(".//testcase/error")  # CI sees one error, not 0 tests
     assert [e.get("type") for e in errors] == ["unreachable"] and errors[0].get("message") == why[:500]
+    assert (root.get("tests"), root.get("errors")) == ("1", "1")
     assert "no check ran" in (tmp_path / "r.html").read_text()
 
 
@@ -39,6 +41,8 @@ def test_reports_and_baseline(toy_contract, target_for, tmp_path):
     assert failed["failure"]["arguments"] is not None and failed["failure"]["response"] is not None
     suites = ET.parse(tmp_path / "r.xml").getroot()
     assert suites.find("testsuite").get("failures") == "1"
+    cases = suites.findall(".//testcase")  # the run's totals on the root, as CI dashboards read them
+    assert (suites.get("tests"), suites.get("failures")) == (str(len(cases)), "1")
     assert "truncation[search_concepts]" in (tmp_path / "r.html").read_text()
     # the written baseline accepts the failure: the same run now exits 0
     assert main(common + ["--baseline", str(tmp_path / "baseline.json")]) == 0

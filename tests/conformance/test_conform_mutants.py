@@ -61,7 +61,7 @@ NOT_FOUND = json.loads(json.dumps(ERROR).replace("resource_limit", "concept_not_
 SAMPLES += [(_call(tool, {"query": "q", "kind": "k", "key": "x"}), _ok({"results": _RESULTS}))
             for tool in ("doc_search", "help_search", "doc_links")]
 SAMPLES += [(_call("doc_search", {"query": "q", "mode": "vector"}), _ok({"results": _VECTOR})),
-            (_call("read_concept", ARGS), NOT_FOUND),
+            (_call("read_concept", ARGS), NOT_FOUND), (_call("get_neighbors", ARGS), NOT_FOUND),
             (_call("read_concept", ARGS), _ok({"id": "a", "path": "a.md", "frontmatter_yaml": "type: Note\ntitle: A\n",
                                                "body": "x\ny", "projection": {"stale_after": "2025-01-01"}}))]
 

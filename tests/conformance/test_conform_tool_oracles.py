@@ -65,6 +65,18 @@ def test_every_turkish_variant_folds_like_the_word(word):
     assert all(fold(v) == fold(word) for v in pools.turkish_variants(word))
 
 
+@given(st.integers(0, 2**16), st.from_regex(r"[a-z0-9]{4,16}", fullmatch=True),
+       st.from_regex(r"[a-z0-9]{4,16}", fullmatch=True))
+def test_two_runs_with_the_same_seed_share_no_invented_word(seed, token, other):
+    """An import keeps earlier runs' collections: a search across collections must find this
+    run's topics only (a second HTTP run had failed oracle_doc_search on a correct server)."""
+    if token == other:
+        return
+    ours = {fold(t.word) for t in generate(seed, token).topics}
+    theirs = {fold(t.word) for t in generate(seed, other).topics}
+    assert not any(a.startswith(b) or b.startswith(a) for a in ours for b in theirs)
+
+
 def test_pool_fixture_written_and_loaded_gives_the_same_facts(tmp_path):
     written = write_fixture(tmp_path, seed=3)
     loaded = load_fixture(tmp_path)

@@ -232,3 +232,13 @@ def test_over_stdio_a_doc_links_mutant_fails_the_answers_check(server, tmp_path,
     else:
         assert results["docpool_import_answers"].status == "failed"
         assert "doc_links" in results["docpool_import_answers"].failure.message
+
+
+def test_a_second_run_passes_beside_the_collections_the_first_left(server, tmp_path):
+    """Imports keep earlier runs' collections; a search across collections, as oracle_doc_search
+    makes, must still find the run's own topics only (a rerun had failed on a correct server)."""
+    for token in ("rerun001", "rerun002"):
+        (tmp_path / token).mkdir()
+        results = _run(server["base"] + "/mcp", server["base"], tmp_path / token, pool_token=token,
+                       checks=("oracle_doc_search",), **ADMIN, **READER)
+        assert _problems(results) == [] and results["oracle_doc_search"].status == "passed"

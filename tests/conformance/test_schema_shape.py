@@ -24,6 +24,18 @@ def test_local_refs_are_inlined_and_layout_ignored():
     assert shape(by_ref) == shape(inline)
 
 
+def test_an_all_of_one_reference_with_a_default_means_the_reference_itself():
+    """pydantic 1 spells ``{$ref, default}`` as ``{allOf: [{$ref}], default}``: the same schema."""
+    defs = {"Mode": {"type": "string", "enum": ["fts", "vector"]}}
+    v1 = {"type": "object", "$defs": defs, "properties": {"m": {"allOf": [{"$ref": "#/$defs/Mode"}], "default": "fts"}}}
+    v2 = {"type": "object", "$defs": defs, "properties": {"m": {"$ref": "#/$defs/Mode", "default": "fts"}}}
+    assert shape(v1) == shape(v2)
+    both = {"allOf": [{"$ref": "#/$defs/Mode"}, {"minLength": 2}], "$defs": defs}
+    assert shape(both) != shape({"$ref": "#/$defs/Mode", "$defs": defs})  # two schemas: a real intersection
+    clash = {"type": "integer", "allOf": [{"type": "string"}]}
+    assert shape(clash) == {"type": ["integer"], "allOf": [{"type": ["string"]}]}  # not merged over its parent
+
+
 def test_a_recursive_reference_stays_a_reference():
     recursive = {"type": "object", "$defs": {"a": {"anyOf": [
         {"$ref": "#/$defs/a"}, {"$ref": "#/$defs/a"}, {"type": "object", "properties": {"n": {"$ref": "#/$defs/a"}}}]}},

@@ -387,7 +387,9 @@ if __name__ == "__main__" and "--http" in sys.argv:
             await inner(scope, receive, send)
     uvicorn.run(app, host="127.0.0.1", port=port, log_level="error")
 elif __name__ == "__main__":
-    if VARIANT == "drops_bad_lines":  # the SDK transport ignores a line it cannot read
+    if VARIANT == "prints_to_stdout":  # a start-up banner on the wire, before the transport claims stdout
+        print("toy-okf starting", flush=True)
+    if VARIANT in ("drops_bad_lines", "prints_to_stdout"):  # the SDK transport ignores a line it cannot read
         from mcp.server.stdio import stdio_server
     else:  # a transport that answers every line (knowspec's; the toy has no reason to write its own)
         from knowspec.impl.server.stdio_transport import stdio_transport as stdio_server
