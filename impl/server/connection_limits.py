@@ -59,19 +59,19 @@ def trusted_peers(forwarded_allow_ips: str) -> Callable[[str], bool]:
     entries = [e.strip() for e in forwarded_allow_ips.split(",") if e.strip()]
     if "*" in entries:
         return lambda address: True
-    networks = []
+    networks, names = [], set()
     for entry in entries:
         try:
             networks.append(ipaddress.ip_network(entry, strict=False))
         except ValueError:  # a host name or a socket path: matched as written
-            networks.append(entry)  # type: ignore[arg-type]
+            names.add(entry)
 
     def trusted(address: str) -> bool:
         try:
             ip = ipaddress.ip_address(address)
         except ValueError:
-            return address in entries
-        return any(ip in n for n in networks if not isinstance(n, str))
+            return address in names
+        return any(ip in network for network in networks)
 
     return trusted
 
@@ -124,22 +124,22 @@ def quiet_accept_failures(loop: Any, clock: Callable[[], float] = time.monotonic
     """Log asyncio's failed accepts (out of descriptors or memory) once per ``SAY_EVERY_SECONDS``
     instead of once per waiting connection, each with a traceback; other errors as before."""
     previous = loop.get_exception_handler()
-    said_at: list[float] = []
-    missed = [0]
+    said_at: float | None = None
+    failed = 0  # since the last time failures were logged
 
     def handler(loop: Any, context: dict) -> None:
+        nonlocal said_at, failed
         if context.get("message") != ACCEPT_OUT_OF_RESOURCE:
             if previous is not None:
                 previous(loop, context)
             else:
                 loop.default_exception_handler(context)
             return
-        missed[0] += 1
+        failed += 1
         now = clock()
-        if not said_at or now - said_at[0] >= SAY_EVERY_SECONDS:
-            log.error("accepting connections failed %d time(s): %s", missed[0], context.get("exception"))
-            said_at[:] = [now]
-            missed[0] = 0
+        if said_at is None or now - said_at >= SAY_EVERY_SECONDS:
+            log.error("accepting connections failed %d time(s): %s", failed, context.get("exception"))
+            said_at, failed = now, 0
 
     loop.set_exception_handler(handler)
 
