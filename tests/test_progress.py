@@ -16,18 +16,11 @@ from rich.console import Console
 
 from knowspec.conformance.reporters.console import PlainTicker
 from knowspec.impl.progress import PhaseProgress, PlainProgress, progress_line
+from fake_clock import Clock
 from serving import free_port
 
 EXAMPLES = Path(__file__).resolve().parent.parent / "examples" / "help"
 KNOWSPEC = [sys.executable, "-m", "knowspec.impl.cli"]
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_progress_line_has_counts_percentage_rate_and_eta():

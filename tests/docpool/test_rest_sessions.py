@@ -5,18 +5,11 @@ from __future__ import annotations
 from hypothesis import given, strategies as st
 
 from knowspec.impl.rest.sessions import SessionStore
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 1000.0
-
-    def __call__(self) -> float:
-        return self.now
+from fake_clock import Clock
 
 
 def test_session_is_valid_until_its_ttl_then_gone():
-    clock = Clock()
+    clock = Clock(1000.0)
     store = SessionStore(60, clock=clock)
     session = store.open("ayse", ("editors",), "sales")
     clock.now += 59.9
@@ -59,7 +52,7 @@ def test_unknown_or_empty_tokens_never_resolve(tokens):
 
 
 def test_an_unused_session_ends_after_the_idle_ttl():
-    clock = Clock()
+    clock = Clock(1000.0)
     store = SessionStore(12 * 3600, clock=clock, idle_seconds=1800)
     session = store.open("ayse", (), None)
     clock.now += 1799.9
@@ -70,7 +63,7 @@ def test_an_unused_session_ends_after_the_idle_ttl():
 
 
 def test_use_extends_the_idle_ttl_but_never_the_absolute_one():
-    clock = Clock()
+    clock = Clock(1000.0)
     store = SessionStore(3600, clock=clock, idle_seconds=600)
     session = store.open("ayse", (), None)
     for _ in range(5):  # used every 500 s: never idle for 600 s
@@ -95,7 +88,7 @@ def test_store_from_settings_takes_both_ttls():
 
 
 def test_a_session_opened_by_one_store_is_live_in_another_on_the_same_catalog(tmp_path):
-    clock = Clock()
+    clock = Clock(1000.0)
     first = SessionStore(3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
     second = SessionStore(3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
     session = first.open("ayse", ("editors", "SYSADMIN"), "sales")
@@ -112,7 +105,7 @@ def test_a_logout_through_one_store_ends_the_session_for_every_store(tmp_path):
 
 
 def test_use_seen_by_one_store_keeps_the_session_alive_for_another(tmp_path):
-    clock = Clock()
+    clock = Clock(1000.0)
     first = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
     second = SessionStore(12 * 3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
     session = first.open("ayse", (), None)
@@ -127,7 +120,7 @@ def test_use_seen_by_one_store_keeps_the_session_alive_for_another(tmp_path):
 
 
 def test_an_expired_session_is_gone_for_every_store_and_the_ttl_is_absolute(tmp_path):
-    clock = Clock()
+    clock = Clock(1000.0)
     first = SessionStore(60, clock=clock, catalog=tmp_path / "catalog.db")
     second = SessionStore(60, clock=clock, catalog=tmp_path / "catalog.db")
     session = first.open("ayse", (), None)

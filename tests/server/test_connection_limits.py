@@ -20,15 +20,8 @@ from knowspec.impl.server.connection_limits import (
     ACCEPT_OUT_OF_RESOURCE, MAX_CONNECTIONS, SAY_EVERY_SECONDS, ConnectionLimits, connection_cap,
     quiet_accept_failures, trusted_peers)
 from knowspec.impl.server.http_protocol import capped
+from fake_clock import Clock
 from serving import free_port, serving
-
-
-class Clock:
-    def __init__(self) -> None:
-        self.now = 100.0
-
-    def __call__(self) -> float:
-        return self.now
 
 
 def test_a_connection_past_the_total_is_refused_until_one_closes():
