@@ -14,7 +14,9 @@ import dataclasses
 import resource
 import shutil
 import tempfile
+import threading
 import time
+from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
@@ -31,7 +33,7 @@ from knowspec.conformance.events import (
 from knowspec.conformance.failures import CaseAborted, CheckFailed, CheckSkipped, Failure
 from knowspec.conformance.reporters.baseline import BaselineError, load_baseline, stale_entries
 from knowspec.conformance.spawned import stop_all
-from knowspec.conformance.target import Connection, Target, TargetError, connect, rest_login
+from knowspec.conformance.target import NO_ANSWER_IN_TIME, Connection, Target, TargetError, connect, rest_login
 from knowspec.conformance.workers import WORKER_FOLDER, SessionStats, run_cases
 
 EXIT_OK, EXIT_FAILURES, EXIT_UNREACHABLE = 0, 1, 2
@@ -108,6 +110,34 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
     return done("passed")
 
 
+HUNG_TOOL_CASES = 3  # cases of one tool left unanswered before its other cases are not run
+
+
+class HungTools:
+    """Tools whose calls the target left unanswered past the call deadline in ``HUNG_TOOL_CASES``
+    cases: each further case would wait out the deadline again (a hung handler took a run to 160
+    s, 30 s a case), so the rest are skipped, saying why. Shared by the run's workers."""
+
+    def __init__(self) -> None:
+        self._unanswered: Counter[str] = Counter()
+        self._lock = threading.Lock()
+
+    def note(self, result: CheckFinished) -> None:
+        if result.tool and result.failure is not None and NO_ANSWER_IN_TIME in result.failure.message:
+            with self._lock:
+                self._unanswered[result.tool] += 1
+
+    def skipped(self, spec: CheckSpec, tool: ToolContract | None) -> CheckFinished | None:
+        """The case as skipped, when its tool has hung too often; else None (run it)."""
+        if tool is None:
+            return None
+        with self._lock:
+            if self._unanswered[tool.name] < HUNG_TOOL_CASES:
+                return None
+        return CheckFinished(spec.id, spec.rule, tool.name, "skipped", 0.0,
+                             reason=f"not run: {HUNG_TOOL_CASES} earlier cases of {tool.name} got {NO_ANSWER_IN_TIME}")
+
+
 def mcp_credentials(config: RunConfig) -> RunConfig:
     """An HTTP run with REST admin credentials and no token signs in as the admin for MCP too."""
     if config.bearer_token or not config.target or config.target.startswith("stdio:") \
@@ -176,9 +206,14 @@ def run(config: RunConfig) -> Iterator[Event]:
         phases["pool_fixture"] = time.monotonic() - start
         shared = probe if config.shared_session else None
 
+        hung = HungTools()
+
         def one_case(conn: Connection, store: BundleStore, spec: CheckSpec,
                      tool: ToolContract | None) -> CheckFinished:
-            return run_case(CheckContext(conn, contract, config, advertised, store, tool, deadline), spec)
+            result = hung.skipped(spec, tool) or run_case(
+                CheckContext(conn, contract, config, advertised, store, tool, deadline), spec)
+            hung.note(result)
+            return result
 
         start = time.monotonic()
         stream = run_cases(cases, one_case, target, bundle_root.absolute(), config.workers, deadline,

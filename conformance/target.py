@@ -44,6 +44,8 @@ class TargetError(Exception):
     """The target cannot be reached or is misconfigured (exit code 2)."""
 
 
+NO_ANSWER_IN_TIME = "no answer within the call's deadline"
+
 # The client SDK answers for the target when no answer came: a deadline that passed, a transport
 # that closed, an HTTP answer that carried no JSON-RPC message. It raises these as JSON-RPC errors
 # of its own; judged as the target's answers they would let a dead session pass (the same stand-in
@@ -51,7 +53,7 @@ class TargetError(Exception):
 # tests/conformance/test_conform_dead_sessions.py pins them against real fake targets.
 SDK_STAND_INS: tuple[tuple[int, re.Pattern[str], str], ...] = tuple(
     (code, re.compile(wording), what) for code, wording, what in (
-        (types.REQUEST_TIMEOUT, r"Request '[^']*' timed out$", "no answer within the call's deadline"),
+        (types.REQUEST_TIMEOUT, r"Request '[^']*' timed out$", NO_ANSWER_IN_TIME),
         (types.CONNECTION_CLOSED, r"Connection closed", "the connection to the target closed"),
         (types.CONNECTION_CLOSED, r"SSE stream ", "the HTTP event stream ended or broke without an answer"),
         (types.INTERNAL_ERROR, r"Server returned an error response",
@@ -74,6 +76,7 @@ def sdk_stand_in(code: int, message: str) -> str | None:
 
 
 HANDSHAKE_TIMEOUT = 60.0
+STDERR_TAIL_CHARS = 300  # of a stdio server's stderr, quoted when it stopped answering
 
 
 @dataclass(frozen=True)
@@ -325,6 +328,7 @@ class Connection:
     client: Client
     target: Target
     wire: WireLog = field(default_factory=WireLog)
+    stderr: Any = None   # a stdio server's stderr file (None over HTTP)
     broken: str | None = field(default=None, init=False)   # the first call the target left unanswered
     _tools: list[dict[str, Any]] | None = field(default=None, init=False)
 
@@ -373,7 +377,11 @@ class Connection:
 
     def _unanswered(self, arguments: Any, why: str, timed_out: bool = False) -> CallOutcome:
         """A call the target did not answer; the session is marked broken (the worker replaces it:
-        the target may be gone, or still busy with the call over stdio)."""
+        the target may be gone, or still busy with the call over stdio). A stdio server that went
+        away usually said why on its stderr: its last words go with the failure."""
+        last_words = "" if timed_out else stderr_tail(self.stderr)
+        if last_words:
+            why = f"{why}; the server's stderr ends: {last_words}"
         if self.broken is None:
             self.broken = why
         return CallOutcome(arguments, transport_error=why, timed_out=timed_out)
@@ -468,6 +476,20 @@ def unreachable_reason(target: Target, exc: BaseException) -> str:
     return f"cannot open an MCP session to {target.spec}: {type(exc).__name__}: {exc}"
 
 
+def stderr_tail(stream: Any, limit: int = STDERR_TAIL_CHARS) -> str:
+    """The end of what a stdio server wrote to its stderr file so far, read without moving the
+    offset the server writes at; "" without one."""
+    if stream is None:
+        return ""
+    try:
+        fd = stream.fileno()
+        size = os.fstat(fd).st_size
+        tail = os.pread(fd, limit * 4, max(0, size - limit * 4))
+    except (OSError, ValueError, AttributeError):
+        return ""
+    return " ".join(tail.decode("utf-8", "replace").split())[-limit:]
+
+
 @contextlib.contextmanager
 def connect(target: Target) -> Iterator[Connection]:
     """Open one MCP session to the target; ``TargetError`` when it cannot be reached."""
@@ -490,7 +512,7 @@ def connect(target: Target) -> Iterator[Connection]:
             tail = errlog.read()[-400:].strip()
             raise TargetError(unreachable_reason(target, exc) + (f" (server stderr: {tail})" if tail else "")) from None
         try:
-            yield Connection(portal, entered, target, wire)
+            yield Connection(portal, entered, target, wire, stderr=errlog if target.is_stdio else None)
         finally:
             with contextlib.suppress(BaseException):
                 cm.__exit__(None, None, None)

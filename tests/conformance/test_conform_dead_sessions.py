@@ -71,6 +71,7 @@ def test_a_target_that_dies_mid_call_is_a_transport_failure():
         outcome = conn.call("search_concepts", ARGS, timeout=20.0)
         assert outcome.rpc_error is None and not outcome.timed_out
         assert "connection to the target closed" in outcome.transport_error
+        assert outcome.transport_error.endswith("the server's stderr ends: toy-okf: out of patience, exiting")
         assert conn.broken
 
 
@@ -221,3 +222,20 @@ def test_a_stdio_target_gets_the_callers_environment(monkeypatch):
     monkeypatch.setenv("TOY_ENV_MARK", "exported by the caller")
     with connect(Target(toy_target())) as conn:
         assert {t["description"] for t in conn.list_tools()} == {"exported by the caller"}
+
+
+def test_a_tool_whose_calls_hang_is_not_run_past_three_unanswered_cases(toy_contract):
+    """A hung handler cost every case a whole call deadline (160 s for one tool in a review)."""
+    from knowspec.conformance.runner import HUNG_TOOL_CASES
+
+    finished = _dead_run(toy_target("silent_calls"), toy_contract, call_timeout=1.0, tools=("search_concepts",),
+                         checks=("determinism", "concurrent_calls", "no_path_leakage", "truncation",
+                                 "result_ordering", "differential_search"))
+    statuses = [(r.check_id, r.status) for r in finished.results]
+    hung = [r for r in finished.results if r.status == "failed"]
+    assert len(hung) == HUNG_TOOL_CASES, statuses
+    assert all("no answer within the call's deadline" in r.failure.message for r in hung)
+    rest = finished.results[HUNG_TOOL_CASES:]
+    assert rest and all(r.status == "skipped" and r.reason.startswith("not run: 3 earlier cases of search_concepts")
+                        for r in rest), statuses
+    assert finished.exit_code == EXIT_FAILURES

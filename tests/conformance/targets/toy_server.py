@@ -328,7 +328,8 @@ async def call_tool(ctx, params):
     args = params.arguments or {}
     if VARIANT == "silent_calls":   # never answers a call (a hung handler)
         await anyio.sleep_forever()
-    if VARIANT == "dies_on_call":   # every call takes the whole server down
+    if VARIANT == "dies_on_call":   # every call takes the whole server down, with a last word
+        print("toy-okf: out of patience, exiting", file=sys.stderr, flush=True)
         os._exit(3)
     try:
         validate(params.name, args)
