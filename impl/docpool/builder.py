@@ -18,8 +18,10 @@ chunk also gets a passage vector and ``doc$meta`` records the model (``vectors.p
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import re
+import sqlite3
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
@@ -378,6 +380,19 @@ def help_pool_marker_refusal(out: Path, collection: str, erisim: str, source_dir
             "import it into a database (IMPORTDOC) to restrict topics")
 
 
+def unenforced_acls(pool: Path) -> dict[str, int]:
+    """Per collection open to everyone (``erisim = herkes``), how many of its topics name an ACL
+    other than ``*``: by the seed's rule such a collection allows every topic, so those ACLs
+    restrict nothing (a hostile-caller review read a topic marked ``acl: [Muhasebe]`` from the
+    demo's public help pool, as the rule says it may)."""
+    with contextlib.closing(sqlite3.connect(pool)) as con:
+        rows = con.execute('select t.collection, count(distinct t.id) from "doc$topic" t '
+                           'join "doc$acl" a on a.topic_id = t.id '
+                           'join "doc$collection" c on c.id = t.collection '
+                           "where c.erisim = 'herkes' and a.principal <> '*' group by t.collection order by 1")
+        return {str(cid): int(n) for cid, n in rows}
+
+
 def _run_build(ns: argparse.Namespace) -> int:
     from knowspec.impl.cli_args import UsageError
     from knowspec.impl.config import Settings
@@ -405,6 +420,11 @@ def _run_build(ns: argparse.Namespace) -> int:
         return 1
     if not counts["topic"]:
         print(f"pool build: warning: no Markdown topics found in {ns.source}", file=sys.stderr)
+    for cid, n in unenforced_acls(out).items():
+        print(f"pool build: warning: collection {cid} is open to everyone (erisim herkes), so the acl of {n} "
+              "topic(s) in it restricts nothing; give a document pool's collection a restricted --erisim (or "
+              "pool.yaml erisim) to apply them, and keep restricted topics out of the help pool, which is public",
+              file=sys.stderr)
     print(f"wrote {out}", file=sys.stderr)
     print(json.dumps(counts, sort_keys=True))
     return 0

@@ -33,3 +33,14 @@ def test_document_pools_and_a_public_help_pool_still_build(tmp_path):
                  "--erisim", "kisitli"]) == 0
     assert main(["pool", "build", str(EXAMPLES / "help"), str(tmp_path / "help.db"),
                  "--collection", "netsim-help"]) == 0
+
+
+def test_a_build_says_when_topic_acls_restrict_nothing_in_a_collection_open_to_everyone(tmp_path, capsys):
+    """The demo's help corpus holds a topic with ``acl: [Muhasebe]``: in a public collection every
+    caller may read it (the seed's rule), and the build now says so."""
+    assert main(["pool", "build", str(EXAMPLES / "help"), str(tmp_path / "help.db"), "--collection", "netsim-help"]) == 0
+    err = capsys.readouterr().err
+    assert "collection netsim-help is open to everyone" in err and "restricts nothing" in err
+    assert main(["pool", "build", str(EXAMPLES / "help"), str(tmp_path / "docs.db"), "--collection", "private-docs",
+                 "--erisim", "kisitli"]) == 0
+    assert "restricts nothing" not in capsys.readouterr().err
