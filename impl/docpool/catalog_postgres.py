@@ -15,10 +15,18 @@ never lose a newer use. Names compare ASCII case-insensitively, like SQLite's ``
 table keys its rows by ``ascii_lower(name)`` and keeps the spelling it was given. The tables are
 created the first time a process opens the catalog, under an advisory lock so that servers
 starting together do not race.
+
+A catalog that stops answering is a 503, soon: a statement may run ``STATEMENT_TIMEOUT``, TCP
+keepalives and ``tcp_user_timeout`` end a connection whose peer vanished (unless the URL sets
+them), a pooled connection is checked before use (a restarted server had failed the first
+requests after it came back), and while the catalog is unreachable one request at a time waits
+for it (``Outage``) while the others are refused at once (each had waited ``CONNECT_TIMEOUT``).
+A server that is reachable but frozen (stopped, not dead) is still waited for.
 """
 
 from __future__ import annotations
 
+import threading
 from contextlib import contextmanager
 from typing import Iterator, Sequence
 
@@ -32,6 +40,10 @@ from knowspec.impl.rules.fold import ascii_lower
 SCHEMA = "knowspec$catalog"
 CONNECT_TIMEOUT = 10.0  # seconds a transaction waits for a connection
 MAX_CONNECTIONS = 4
+STATEMENT_TIMEOUT = "15s"  # catalog statements are single-row: longer means a stuck lock or server
+# libpq's settings for a peer that vanishes without closing (a partition), unless the URL has its own
+PEER_TIMEOUTS = {"keepalives": "1", "keepalives_idle": "10", "keepalives_interval": "5", "keepalives_count": "3",
+                 "tcp_user_timeout": "15000"}
 SCHEMA_LOCK = 7_315_420_118  # pg_advisory_xact_lock key held while the tables are created
 
 SCHEMA_SQL = f"""
@@ -196,13 +208,43 @@ class PostgresRows:
         self._run('delete from "auth$login_counter" where last_attempt < %s', (before,))
 
 
+class Outage:
+    """Whether the catalog is known to be unreachable. While it is, one request at a time (the
+    probe) waits for a connection; the others are refused at once."""
+
+    def __init__(self) -> None:
+        self.down = False
+        self._probing = False
+        self._lock = threading.Lock()
+
+    def may_wait(self) -> bool:
+        """Go ahead (while down: as the probe), or False: refuse without waiting."""
+        with self._lock:
+            if not self.down:
+                return True
+            if self._probing:
+                return False
+            self._probing = True
+            return True
+
+    def answered(self) -> None:
+        with self._lock:
+            self.down = self._probing = False
+
+    def unreachable(self) -> None:
+        with self._lock:
+            self.down, self._probing = True, False
+
+
 class PostgresCatalog:
     """The catalog in the PostgreSQL database named by ``url``, over its connection pool."""
 
     def __init__(self, url: str, pool) -> None:
         self.target = url
         self.pool = pool
+        self.outage = Outage()
         self._errors = (require("psycopg").Error, require("psycopg_pool").PoolTimeout)
+        self._unreachable = (require("psycopg").OperationalError, require("psycopg_pool").PoolTimeout)
 
     def exists(self) -> bool:
         return True  # the tables were made when the pool opened
@@ -213,6 +255,9 @@ class PostgresCatalog:
         (autocommit: one round trip each, as in the SQLite store), which the session rules allow
         because each of their writes is a single statement; nor do two logins' sweeps of ended
         sessions hold each other's row locks for longer than one statement."""
+        if not self.outage.may_wait():
+            raise CatalogUnavailable("the PostgreSQL catalog is unavailable (unreachable; another request is "
+                                     "waiting for it)")
         try:
             with self.pool.connection(timeout=CONNECT_TIMEOUT) as con:
                 con.autocommit = not atomic
@@ -222,9 +267,14 @@ class PostgresCatalog:
                     if con.autocommit and not con.closed:
                         con.autocommit = False
         except self._errors as exc:
+            (self.outage.unreachable if isinstance(exc, self._unreachable) else self.outage.answered)()
             # The driver's words, never the URL (it may carry a password).
             raise CatalogUnavailable(f"the PostgreSQL catalog is unavailable ({type(exc).__name__}: "
                                      f"{_first_line(exc)})") from exc
+        except BaseException:
+            self.outage.answered()
+            raise
+        self.outage.answered()
 
     def close(self) -> None:
         self.pool.close()
@@ -236,7 +286,14 @@ def _first_line(exc: BaseException) -> str:
 
 def _configure(con) -> None:
     con.execute(f'set search_path to "{SCHEMA}"')
+    con.execute(f"set statement_timeout to '{STATEMENT_TIMEOUT}'")
     con.commit()
+
+
+def peer_timeouts(url: str) -> dict[str, str]:
+    """``PEER_TIMEOUTS`` the URL does not set itself."""
+    present = require("psycopg").conninfo.conninfo_to_dict(url)
+    return {k: v for k, v in PEER_TIMEOUTS.items() if k not in present}
 
 
 def _open(url: str) -> PostgresCatalog:
@@ -244,14 +301,15 @@ def _open(url: str) -> PostgresCatalog:
     ConnectionPool = require("psycopg_pool").ConnectionPool
 
     try:
-        with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT)) as con:  # commits at the end
+        timeouts = peer_timeouts(url)
+        with psycopg.connect(url, connect_timeout=int(CONNECT_TIMEOUT), **timeouts) as con:  # commits at the end
             con.execute("select pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             con.execute(SCHEMA_SQL, prepare=False)
     except psycopg.Error as exc:
         raise CatalogUnavailable(f"the PostgreSQL catalog is unavailable ({type(exc).__name__}: "
                                  f"{_first_line(exc)})") from exc
     return PostgresCatalog(url, ConnectionPool(url, min_size=0, max_size=MAX_CONNECTIONS, configure=_configure,
-                                               open=True))
+                                               kwargs=timeouts, check=ConnectionPool.check_connection, open=True))
 
 
 def _catalogs(runtime: process.Runtime):

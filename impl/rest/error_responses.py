@@ -36,6 +36,8 @@ STATUS_BY_CODE: dict[str, int] = {
     "operation_cancelled": 503,
 }
 
+CATALOG_RETRY_SECONDS = 5  # Retry-After of a 503 for a catalog that cannot be reached
+
 _FRAMEWORK_CODES = {
     400: "invalid_request",
     401: "unauthenticated",
@@ -95,7 +97,8 @@ async def unexpected_exception_handler(request: Request, exc: Exception) -> JSON
     """A bug must still answer with the envelope (500), never a bare traceback page; a catalog
     database that cannot be reached (PostgreSQL down) is 503, worth a retry."""
     if isinstance(exc, CatalogUnavailable):  # the driver's words (hosts, sockets) stay in the server's log
-        return error_response("storage_error", "the catalog database is unavailable", status=503, retryable=True)
+        return error_response("storage_error", "the catalog database is unavailable", status=503, retryable=True,
+                              headers={"Retry-After": str(CATALOG_RETRY_SECONDS)})
     return error_response("internal_error", f"internal error: {type(exc).__name__}", status=500)
 
 

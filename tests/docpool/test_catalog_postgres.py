@@ -116,6 +116,90 @@ def test_an_unreachable_postgresql_catalog_is_a_clear_error_without_the_password
     assert "s3cret" not in str(caught.value) and "PostgreSQL catalog is unavailable" in str(caught.value)
 
 
+# -- a catalog that stops answering ---------------------------------------------------------------
+
+def test_while_the_catalog_is_unreachable_one_request_waits_and_the_others_are_refused_at_once():
+    outage = catalog_postgres.Outage()
+    assert outage.may_wait() and outage.may_wait()  # reachable: everyone goes ahead
+    outage.unreachable()
+    assert outage.may_wait()  # the probe
+    assert not outage.may_wait() and not outage.may_wait()
+    outage.unreachable()  # the probe failed: the next request probes again
+    assert outage.may_wait() and not outage.may_wait()
+    outage.answered()
+    assert outage.may_wait() and outage.may_wait()
+
+
+class _StalledPool:
+    """A pool whose connections never come: each request waits until ``release``, then times out."""
+
+    def __init__(self) -> None:
+        self.release = threading.Event()
+        self.waiting = threading.Event()
+
+    def connection(self, timeout: float):
+        from psycopg_pool import PoolTimeout
+
+        self.waiting.set()
+        self.release.wait(10)
+        raise PoolTimeout("couldn't get a connection")
+
+
+def test_requests_beside_the_probe_of_an_unreachable_catalog_do_not_wait():
+    pool = _StalledPool()
+    store = catalog_postgres.PostgresCatalog("postgresql:///x", pool)
+    store.outage.unreachable()
+    failures: list[BaseException] = []
+
+    def probe() -> None:
+        try:
+            with store.transaction():
+                pass
+        except CatalogUnavailable as exc:
+            failures.append(exc)
+
+    prober = threading.Thread(target=probe)
+    prober.start()
+    assert pool.waiting.wait(5)
+    with pytest.raises(CatalogUnavailable, match="another request is waiting"):
+        with store.transaction():
+            pass
+    pool.release.set()
+    prober.join(10)
+    assert len(failures) == 1 and store.outage.down
+
+
+def test_a_url_keeps_its_own_peer_timeouts():
+    assert catalog_postgres.peer_timeouts("postgresql:///db") == catalog_postgres.PEER_TIMEOUTS
+    mine = catalog_postgres.peer_timeouts("postgresql:///db?keepalives_idle=60&tcp_user_timeout=1000")
+    assert "keepalives_idle" not in mine and "tcp_user_timeout" not in mine and mine["keepalives"] == "1"
+
+
+def test_a_catalog_answers_the_first_request_after_its_server_restarted(tmp_path):
+    """Pooled connections die with a restart; they are checked before use (the first requests
+    after a restart had answered 503 while the server was back)."""
+    import engines
+
+    cluster = engines.PgCluster()
+    if not cluster.available:
+        pytest.skip("PostgreSQL binaries (initdb, pg_ctl) are absent")
+    target = as_url(cluster.start())
+    try:
+        auth.create_user(target, "ali", "pw", [])
+        assert auth.get_user(target, "ali") is not None  # the pool now holds a live connection
+        assert cluster.base is not None and cluster.bindir is not None
+        import subprocess
+
+        subprocess.run(engines.as_postgres([str(cluster.bindir / "pg_ctl"), "-D", str(cluster.base / "data"),
+                                            "-l", str(cluster.base / "pg.log"), "-m", "fast", "-w", "restart"]),
+                       check=True, capture_output=True)
+        assert auth.get_user(target, "ali") is not None
+        with open_catalog(target).transaction() as rows:  # a stuck statement ends in time, as a 503
+            assert rows.con.execute("show statement_timeout").fetchone()[0] == catalog_postgres.STATEMENT_TIMEOUT
+    finally:
+        cluster.stop()
+
+
 # -- sessions: no lost updates ---------------------------------------------------------------------
 
 def _session_row(target, key):

@@ -228,4 +228,5 @@ def test_a_login_while_the_catalog_cannot_be_opened_is_503_worth_a_retry(tmp_pat
         answer = client.post("/ClientREST/Login", json={"user": "u", "password": "p"})
     body = answer.json()
     assert answer.status_code == 503 and body["code"] == "storage_error" and body["retryable"] is True
+    assert answer.headers["retry-after"] == "5"
     assert str(tmp_path) not in answer.text and os.path.isdir(tmp_path / "catalog.db")
