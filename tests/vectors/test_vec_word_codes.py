@@ -9,6 +9,7 @@ import numpy as np
 import onnxruntime as ort
 import pytest
 
+from knowspec.impl import runtime as process
 from knowspec.impl.docpool.vectors import embedder as emb
 from knowspec.impl.docpool.vectors.onnx_graph import quantize_int8, write_fp32_graph
 from knowspec.impl.docpool.vectors.word_codes import WORD_CODES_FILE, WORD_CODES_INPUT, WordCodes, split_word_table
@@ -65,6 +66,33 @@ def test_a_pack_without_its_word_table_is_embedding_model_not_found(hf_pack, tmp
     with pytest.raises(ToolError, match="embedding model not found") as err:
         emb.load_embedder(partial)
     assert WORD_CODES_FILE in err.value.diagnostics[0]["message"]
+
+
+def test_a_word_table_cut_short_while_loaded_answers_embedding_unavailable(hf_pack, tmp_path):
+    """A hostile review truncated the table under a running server: the query answered a
+    generic rejection (REST 400) instead of the pack's own error."""
+    out, _, _ = hf_pack
+    pack = tmp_path / "pack"
+    shutil.copytree(out, pack)
+    emb.clear_cache()
+    with process.activated():
+        assert emb.query_vector(pack, "the warehouse transfer form", prefix="query: ").shape == (TINY.hidden,)
+        table = pack / WORD_CODES_FILE
+        table.write_bytes(table.read_bytes()[:200])
+        with pytest.raises(ToolError, match="embedding model not found") as err:
+            emb.query_vector(pack, "another form entirely", prefix="query: ")
+    assert err.value.code == "embedding_unavailable"
+
+
+def test_a_pack_whose_pack_json_is_not_json_is_embedding_model_not_found(hf_pack, tmp_path):
+    out, _, _ = hf_pack
+    pack = tmp_path / "pack"
+    shutil.copytree(out, pack)
+    (pack / emb.PACK_FILE).write_text("{ not json", encoding="utf-8")
+    emb.clear_cache()
+    with pytest.raises(ToolError, match="embedding model not found") as err:
+        emb.load_embedder(pack)
+    assert emb.PACK_FILE in err.value.diagnostics[0]["message"]
 
 
 def test_a_pack_with_the_table_inside_still_embeds(hf_pack, tmp_path):

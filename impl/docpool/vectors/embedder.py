@@ -204,7 +204,11 @@ def open_pack(model_dir: Path, threads: int, *, unfused: tuple[str, ...] = UNFUS
             word_codes = WordCodes(model_dir / WORD_CODES_FILE)
         except (OSError, ValueError) as exc:
             raise model_not_found(model_dir, f"{WORD_CODES_FILE} in {model_dir} is missing or unreadable: {exc}") from None
-    return Embedder(model_dir, session, tokenizer, read_pack_info(model_dir, session), word_codes)
+    try:
+        info = read_pack_info(model_dir, session)
+    except (OSError, ValueError) as exc:  # pack.json unreadable or not JSON
+        raise model_not_found(model_dir, f"{PACK_FILE} in {model_dir} is unreadable: {exc}") from None
+    return Embedder(model_dir, session, tokenizer, info, word_codes)
 
 
 MAX_CACHED_EMBEDDERS = 2
@@ -276,14 +280,23 @@ def query_vector(
     check_pack_matches(embedder.info, pool_model, pool_dim)
     runtime = process.current()
     if runtime.settings.query_vectors <= 0:
-        return embedder.embed_query(query, prefix)
+        return _embedded(embedder, query, prefix)
 
     def embed() -> np.ndarray:
-        vector = embedder.embed_query(query, prefix)
+        vector = _embedded(embedder, query, prefix)
         vector.flags.writeable = False
         return vector
 
     return _query_vectors(runtime).get((embedder.model_dir, prefix + query), embedder.stamp, embed)
+
+
+def _embedded(embedder: Embedder, query: str, prefix: str) -> np.ndarray:
+    """``embed_query``, a pack file damaged since the pack loaded (its word table is read at
+    every query) answering ``embedding_unavailable`` rather than an unexpected error."""
+    try:
+        return embedder.embed_query(query, prefix)
+    except (OSError, ValueError) as exc:
+        raise model_not_found(embedder.model_dir, f"model pack in {embedder.model_dir} is unreadable: {exc}") from None
 
 
 def _query_vectors(runtime: process.Runtime) -> process.Cache:
