@@ -477,8 +477,8 @@ def unreachable_reason(target: Target, exc: BaseException) -> str:
 
 
 def stderr_tail(stream: Any, limit: int = STDERR_TAIL_CHARS) -> str:
-    """The end of what a stdio server wrote to its stderr file so far, read without moving the
-    offset the server writes at; "" without one."""
+    """The last ``limit`` characters a stdio server wrote to its stderr file so far, read without
+    moving the offset the server writes at; "" without one."""
     if stream is None:
         return ""
     try:
@@ -487,7 +487,7 @@ def stderr_tail(stream: Any, limit: int = STDERR_TAIL_CHARS) -> str:
         tail = os.pread(fd, limit * 4, max(0, size - limit * 4))
     except (OSError, ValueError, AttributeError):
         return ""
-    return " ".join(tail.decode("utf-8", "replace").split())[-limit:]
+    return tail.decode("utf-8", "replace")[-limit:].strip()
 
 
 @contextlib.contextmanager
@@ -508,8 +508,7 @@ def connect(target: Target) -> Iterator[Connection]:
         except KeyboardInterrupt:
             raise
         except BaseException as exc:  # noqa: BLE001 - spawn/handshake failures of any kind
-            errlog.seek(0)
-            tail = errlog.read()[-400:].strip()
+            tail = stderr_tail(errlog, 400)
             raise TargetError(unreachable_reason(target, exc) + (f" (server stderr: {tail})" if tail else "")) from None
         try:
             yield Connection(portal, entered, target, wire, stderr=errlog if target.is_stdio else None)

@@ -204,9 +204,7 @@ def _serve(args: argparse.Namespace) -> int:
 
         host, port = args.http
         app = build_app(runtime, host=host)
-        settings = runtime.settings
-        protocol = capped(limits_for(settings.max_connections, settings.connections_per_address,
-                                     settings.forwarded_allow_ips))
+        protocol = capped(limits_for(runtime.settings))
         try:
             sock = _listening_socket(host, port)
         except OSError as exc:

@@ -42,7 +42,7 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from knowspec.impl.rest.error_responses import envelope
-from knowspec.impl.server.json_answer import is_mcp_path, send_json, send_jsonrpc_error
+from knowspec.impl.server.json_answer import BATCH_REFUSED, is_mcp_path, send_json, send_jsonrpc_error
 from knowspec.impl.server.request_ids import JSONRPC_ID, id_key, replaying
 from knowspec.impl.server.session_quota import caller_key
 
@@ -181,7 +181,7 @@ def _not_one_object(body: bytes) -> str | None:
     if first is None or first.group(1) == b"{":
         return None
     if first.group(1) == b"[":
-        return "batch requests are not supported"
+        return BATCH_REFUSED
     try:
         json.loads(body)  # a small body here: big ones were decoded as tool calls already
     except (ValueError, RecursionError):

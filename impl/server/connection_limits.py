@@ -144,8 +144,9 @@ def quiet_accept_failures(loop: Any, clock: Callable[[], float] = time.monotonic
     loop.set_exception_handler(handler)
 
 
-def limits_for(max_connections: int | None, per_address: int, forwarded_allow_ips: str) -> ConnectionLimits:
-    """A server process's caps from its settings (``max_connections`` None: the default), within
-    its open-file limit (raised to the hard limit on the way)."""
-    return ConnectionLimits(connection_cap(open_file_limit(), max_connections), per_address,
-                            trusted_peers(forwarded_allow_ips))
+def limits_for(settings: Any) -> ConnectionLimits:
+    """A server process's caps from its settings (``max_connections``, None: the default;
+    ``connections_per_address``; ``forwarded_allow_ips``), within its open-file limit (raised to
+    the hard limit on the way)."""
+    return ConnectionLimits(connection_cap(open_file_limit(), settings.max_connections),
+                            settings.connections_per_address, trusted_peers(settings.forwarded_allow_ips))

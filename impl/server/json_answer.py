@@ -9,6 +9,7 @@ from typing import Any, Awaitable, Callable, Iterable
 
 SESSION_HEADER = b"mcp-session-id"
 INVALID_REQUEST = -32600
+BATCH_REFUSED = "batch requests are not supported"  # stdio and HTTP alike: one message per line or body
 
 
 async def send_json(send: Callable[[dict[str, Any]], Awaitable[None]], status: int, body: bytes,

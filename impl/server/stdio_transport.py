@@ -37,6 +37,7 @@ import anyio
 import mcp_types as types
 from mcp.shared.message import SessionMessage
 
+from knowspec.impl.server.json_answer import BATCH_REFUSED
 from knowspec.impl.server.parked_answers import ParkedAnswers, is_placeholder
 
 log = logging.getLogger("knowspec.stdio")
@@ -90,7 +91,7 @@ def decode_line(line: bytes) -> types.JSONRPCMessage | bytes:
     except RecursionError:
         return error_line(PARSE_ERROR, "Parse error: nesting too deep")
     if isinstance(value, list):
-        return error_line(INVALID_REQUEST, "Invalid Request: batch requests are not supported")
+        return error_line(INVALID_REQUEST, f"Invalid Request: {BATCH_REFUSED}")
     if not isinstance(value, dict):
         return error_line(INVALID_REQUEST, "Invalid Request")
     request_id = _usable_id(value.get("id"))

@@ -302,10 +302,7 @@ def worker_app(args: argparse.Namespace, run_dir: str):
     host, _ = args.http
     worker = Worker.new(Path(run_dir))
     app = build_app(runtime, host=host, worker=worker)
-    settings = runtime.settings
-    with_worker_listeners(app, worker, args.log_level, limits_for(settings.max_connections,
-                                                                  settings.connections_per_address,
-                                                                  settings.forwarded_allow_ips))
+    with_worker_listeners(app, worker, args.log_level, limits_for(runtime.settings))
     return app
 
 
