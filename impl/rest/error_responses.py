@@ -94,12 +94,13 @@ async def http_exception_handler(request: Request, exc: Exception) -> JSONRespon
 
 
 async def unexpected_exception_handler(request: Request, exc: Exception) -> JSONResponse:
-    """A bug must still answer with the envelope (500), never a bare traceback page; a catalog
-    database that cannot be reached (PostgreSQL down) is 503, worth a retry."""
+    """A bug must still answer with the envelope (500), never a bare traceback page, and without
+    naming what failed inside (the server's log has the traceback); a catalog database that
+    cannot be reached (PostgreSQL down) is 503, worth a retry."""
     if isinstance(exc, CatalogUnavailable):  # the driver's words (hosts, sockets) stay in the server's log
         return error_response("storage_error", "the catalog database is unavailable", status=503, retryable=True,
                               headers={"Retry-After": str(CATALOG_RETRY_SECONDS)})
-    return error_response("internal_error", f"internal error: {type(exc).__name__}", status=500)
+    return error_response("internal_error", "internal error", status=500)
 
 
 EXCEPTION_HANDLERS = {

@@ -13,7 +13,7 @@ from functools import lru_cache
 from typing import Any
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.server.arguments import walk_arguments
+from knowspec.impl.server.arguments import REST_WORDING, walk_arguments
 from knowspec.impl.server.validation import SchemaCheck, input_error
 
 
@@ -38,7 +38,7 @@ def parse_json_body(raw: bytes, content_type: str | None = None) -> Any:
         raise ToolError("invalid_request", f"request body is not valid JSON: {exc}") from None
     except RecursionError:
         raise ToolError("resource_limit", "request body is nested too deeply") from None
-    walk_arguments(body)  # the MCP pipeline's raw-argument rules: UTF-8, depth, size
+    walk_arguments(body, wording=REST_WORDING)  # the MCP pipeline's raw-argument rules: UTF-8, depth, size
     return body
 
 

@@ -31,7 +31,7 @@ def test_deeply_nested_login_body_is_refused_not_crashed(client):
 def test_lone_surrogate_in_login_is_invalid_utf8(client):
     response = post(client, "/ClientREST/Login", b'{"user": "a\\ud800", "password": "x"}')
     assert response.status_code == 400
-    assert response.json()["message"] == "MCP arguments contain invalid UTF-8"
+    assert response.json()["message"] == "request body contains invalid UTF-8"
 
 
 def test_media_type_is_not_echoed(client):
@@ -56,3 +56,15 @@ def test_revoked_sysadmin_loses_admin_at_once(tmp_path):
     assert app.post("/AdminREST/EXECCOMMAND", json=body, headers=headers).status_code == 400  # admitted
     auth.revoke_role(settings.catalog_path, "root", "SYSADMIN")
     assert app.post("/AdminREST/EXECCOMMAND", json=body, headers=headers).status_code == 403
+
+
+def test_a_bug_answers_internal_error_without_naming_what_failed(client, monkeypatch):
+    def broken(*args, **kwargs):
+        raise KeyError("/srv/knowspec/secret-catalog.db")
+
+    monkeypatch.setattr(auth, "authenticate", broken)
+    response = post(client, "/ClientREST/Login", b'{"user": "u", "password": "pw"}')
+    assert response.status_code == 500
+    assert response.json()["code"] == "internal_error"
+    assert response.json()["message"] == "internal error"
+    assert "KeyError" not in response.text and "secret" not in response.text
