@@ -4,8 +4,10 @@ sessions (10,000 a process) and lock everyone else out of ``/mcp`` (its 503) unt
 A caller is the signed-in user the bearer gate named (``scope["user"]``), however many tokens
 they hold, or, anonymous, the client's address. A request that would open a session (a POST to
 ``/mcp`` without ``mcp-session-id``) beyond the caller's quota is answered 429 with a JSON-RPC
-error and opens nothing. The session ids the SDK answers with are counted for their caller while
-the SDK still holds them: a DELETE, its idle timeout or a crash ends them there, and here.
+error and opens nothing; one the SDK refuses (400, 406, ...) is answered without the session id
+the SDK put on it, since that session is gone. The session ids the SDK answers with are counted
+for their caller while the SDK still holds them: a DELETE, its idle timeout or a crash ends them
+there, and here.
 Requests being answered count too, so parallel opening requests cannot overshoot the quota.
 
 Each server process (each worker of ``--workers N``) keeps its own count, as it keeps its own
@@ -81,10 +83,14 @@ class SessionQuota:
         self._opening[key] += 1
 
         async def noting_the_session(message: dict) -> None:
-            if message["type"] == "http.response.start" and message.get("status", 500) < 400:
-                for name, value in message.get("headers") or []:
-                    if name.lower() == SESSION_HEADER:
-                        self._opened[key].add(value.decode("latin-1"))
+            if message["type"] == "http.response.start":
+                headers = message.get("headers") or []
+                if message.get("status", 500) < 400:
+                    for name, value in headers:
+                        if name.lower() == SESSION_HEADER:
+                            self._opened[key].add(value.decode("latin-1"))
+                else:  # the SDK names a session it has already dropped (404 when used): name none
+                    message = {**message, "headers": [(n, v) for n, v in headers if n.lower() != SESSION_HEADER]}
             await send(message)
 
         try:

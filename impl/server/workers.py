@@ -170,7 +170,7 @@ class SessionRouter:
         if not path.exists():
             await _session_not_found(send)
             return
-        await self._relay(self._client(owner, path), scope, receive, send)
+        await self._relay(owner, path, scope, receive, send)
 
     def _tagging(self, send: Send) -> Send:
         async def send_tagged(message: Message) -> None:
@@ -195,9 +195,17 @@ class SessionRouter:
                 timeout=None)
         return client
 
-    async def _relay(self, client: Any, scope: Scope, receive: Receive, send: Send) -> None:
+    async def _forget(self, owner: str, path: Path) -> None:
+        """A worker that died left its socket file (refused: nothing listens on it) and our client."""
+        path.unlink(missing_ok=True)
+        client = self._clients.pop(owner, None)
+        if client is not None:
+            await client.aclose()
+
+    async def _relay(self, owner: str, path: Path, scope: Scope, receive: Receive, send: Send) -> None:
         import httpx2 as httpx
 
+        client = self._client(owner, path)
         chunks = []
         while True:
             message = await receive()
@@ -213,7 +221,9 @@ class SessionRouter:
                                        content=b"".join(chunks))
         try:
             answer = await client.send(request, stream=True)
-        except httpx.TransportError:  # the owner is gone: its sessions are gone with it
+        except httpx.TransportError as exc:  # the owner is gone: its sessions are gone with it
+            if _refused(exc):
+                await self._forget(owner, path)
             await _session_not_found(send)
             return
         try:
@@ -236,6 +246,16 @@ class SessionRouter:
         finally:
             await answer.aclose()
 
+
+
+def _refused(exc: BaseException) -> bool:
+    """Whether a failed relay met no listener at all (a dead worker), not a busy or slow one."""
+    seen: BaseException | None = exc
+    while seen is not None:
+        if isinstance(seen, ConnectionRefusedError):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def with_worker_listeners(app: Any, worker: Worker, log_level: str, limits: ConnectionLimits | None = None) -> None:

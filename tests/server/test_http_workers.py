@@ -477,3 +477,37 @@ def test_a_relay_opens_as_many_connections_to_the_owner_as_its_requests_need(tmp
     router = SessionRouter(None, tag="a" * 12, run_dir=tmp_path)
     client = router._client("b" * 12, tmp_path / "b.sock")
     assert client._transport._pool._max_connections > 100_000  # httpcore's pool: no cap
+
+
+@pytest.mark.parametrize("alive", [False, True], ids=["dead-owner", "owner-that-hangs-up"])
+def test_a_relay_that_finds_no_listener_forgets_the_dead_workers_socket(tmp_path, alive):
+    """A killed worker left its relay socket file until the server stopped, and each router its
+    client for it; a live owner that drops one connection keeps both."""
+    import socket
+    import threading
+
+    owner = "b" * 12
+    path = tmp_path / f"{owner}.sock"
+    listener = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    listener.bind(str(path))
+    if alive:
+        listener.listen()
+        threading.Thread(target=lambda: listener.accept()[0].close(), daemon=True).start()
+    else:
+        listener.close()  # the file stays, as a SIGKILLed worker leaves it
+    router = SessionRouter(None, tag="a" * 12, run_dir=tmp_path)
+    sent: list = []
+
+    async def receive():
+        return {"type": "http.request", "body": b"{}", "more_body": False}
+
+    async def send(message):
+        sent.append(message)
+
+    scope = {"type": "http", "path": "/mcp", "method": "POST", "client": ("127.0.0.1", 5), "query_string": b"",
+             "headers": [(b"mcp-session-id", f"{owner}-abc".encode())]}
+    anyio.run(router, scope, receive, send)
+    assert sent[0]["status"] == 404
+    assert path.exists() is alive
+    assert (owner in router._clients) is alive
+    listener.close()

@@ -31,6 +31,7 @@ def server(tmp_path_factory):
     settings = Settings(appdir=base / "app")
     auth.create_user(settings.catalog_path, "rita", "pw", [])
     auth.create_user(settings.catalog_path, "walt", "pw", [])
+    auth.create_user(settings.catalog_path, "sam", "pw", [])
     shutil.copytree(EXAMPLE_BUNDLE, base / "root" / "kb")
     port = free_port()
     with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
@@ -92,6 +93,20 @@ def test_the_refusal_is_a_json_rpc_error_naming_the_quota(server):
     body = json.loads(refused.value.read())
     assert refused.value.code == 429 and body["error"]["code"] == -32600
     assert f"at most {QUOTA}" in body["error"]["message"]
+
+
+@pytest.mark.parametrize("accept, message, status", [
+    ("application/json, text/event-stream", TOOLS_LIST, 400),  # no session to list tools in
+    ("text/html", INITIALIZE, 406),
+])
+def test_a_request_the_sdk_refuses_names_no_session(server, accept, message, status):
+    request = urllib.request.Request(server + "/mcp", data=json.dumps(message).encode(), method="POST",
+                                     headers={"Content-Type": "application/json", "Accept": accept,
+                                              "Authorization": f"Bearer {login(server, 'sam')}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code == status
+    assert refused.value.headers.get("mcp-session-id") is None  # the SDK dropped the one it made
 
 
 # --- the middleware alone ------------------------------------------------------------------------
