@@ -3,7 +3,8 @@
 An area is skipped when every case of its checks skipped (e.g. the document-pool content checks
 without a pool fixture), when no call of a planned tool ever succeeded (its success shape was
 never judged: only error envelopes were seen), or when the time budget cut cases. Each entry
-says what to pass to judge it. ``--strict`` turns any skipped area into a failing run.
+says what to pass to judge it. ``--strict`` turns any skipped area into a failing run, except the
+tools a target does not offer when ``--advertised-only`` declared that it implements a part.
 """
 
 from __future__ import annotations
@@ -22,6 +23,13 @@ AREAS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("cancellation", ("cancellation",), "see the case's reason"),
 )
 BUDGET = "time budget exhausted"
+NOT_ADVERTISED = "not in the target's tools/list; --advertised-only judges only the tools it offers"
+UNOFFERED_AREA = "tools the target does not offer"
+
+
+def strict_failures(areas: tuple[tuple[str, str], ...]) -> bool:
+    """Whether ``--strict`` fails the run: a tool left out by ``--advertised-only`` was declared."""
+    return any(area != UNOFFERED_AREA for area, _ in areas)
 
 
 def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished]) -> list[tuple[str, str]]:
@@ -44,6 +52,10 @@ def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished]) -> l
                         "calls can succeed on (the doc and help tools: a target started on `knowspec conform "
                         "fixture --out DIR` and --pool-fixture DIR; the OKF tools: a --bundle-dir the target "
                         "may read)"))
+    unoffered = [r.tool for r in results if r.check_id == "tools_list" and r.reason == NOT_ADVERTISED]
+    if unoffered:
+        out.append((UNOFFERED_AREA, f"{len(unoffered)} tool(s) not judged, as --advertised-only asked: "
+                                    + ", ".join(unoffered)))
     cut = [r for r in results if r.status == "skipped" and r.reason.startswith(BUDGET)]
     if cut:
         out.append((f"{len(cut)} case(s) cut by the time budget", "raise --time-budget"))

@@ -77,6 +77,8 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--junit", type=Path, default=None, metavar="FILE", help="write a JUnit XML report (for CI)")
     p.add_argument("--json", type=Path, default=None, metavar="FILE", help="write a JSON report (for machines)")
     p.add_argument("--html", type=Path, default=None, metavar="FILE", help="write an HTML report (for people)")
+    p.add_argument("--text", type=Path, default=None, metavar="FILE",
+                   help="write the closing summary as plain text (for people; the console writes to stderr)")
     p.add_argument("--bundle-dir", type=Path, default=None,
                    help="where fixture bundles are written (the target must read it); default a temp dir")
     p.add_argument("--rest-url", default=None, help="REST base URL (doc-pool IMPORTDOC path)")
@@ -108,6 +110,9 @@ def add_arguments(p: argparse.ArgumentParser) -> None:
     p.add_argument("--strict", action="store_true",
                    help="fail the run when a whole contract area was skipped (no pool fixture, no successful call)")
     p.add_argument("--tool", action="append", default=[], dest="tools", help="check only this tool (repeatable)")
+    p.add_argument("--advertised-only", action="store_true",
+                   help="judge only the contract tools the target lists in tools/list (a server that implements "
+                        "part of the contract); the others are reported as not judged, not as failures")
     p.add_argument("--list-checks", action="store_true", help="print the check ids and rules, then exit")
     p.add_argument("-v", "--verbose", action="store_true", help="print every case, not only failures")
 
@@ -121,7 +126,7 @@ def config_from_args(ns: argparse.Namespace) -> RunConfig:
                      reader_password=ns.reader_password, bearer_token=ns.bearer_token, pool_fixture=ns.pool_fixture,
                      unknown_tool=ns.unknown_tool, checks=tuple(ns.checks), exclude=tuple(ns.exclude),
                      tools=tuple(ns.tools), shared_session=ns.shared_session, workers=max(1, ns.workers),
-                     strict=ns.strict)
+                     strict=ns.strict, advertised_only=ns.advertised_only)
 
 
 @contextlib.contextmanager
@@ -143,6 +148,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
     from knowspec.conformance.reporters.html import HtmlReporter
     from knowspec.conformance.reporters.json_report import JsonReporter
     from knowspec.conformance.reporters.junit import JunitReporter
+    from knowspec.conformance.reporters.text import TextReporter
     from knowspec.conformance.runner import EXIT_INTERRUPTED, run_to_end
 
     if getattr(ns, "list_checks", False):
@@ -157,7 +163,8 @@ def run_from_args(ns: argparse.Namespace) -> int:
     consumers: list = [ConsoleReporter(verbose=ns.verbose)]
     try:
         consumers += [cls(path) for cls, path in ((JunitReporter, ns.junit), (JsonReporter, ns.json),
-                                                  (HtmlReporter, ns.html)) if path is not None]
+                                                  (HtmlReporter, ns.html), (TextReporter, ns.text))
+                      if path is not None]
     except OSError as exc:
         print(f"knowspec conform: cannot write a report there: {exc.strerror} ({exc.filename})", file=sys.stderr)
         return EXIT_USAGE

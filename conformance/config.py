@@ -25,6 +25,7 @@ class RunConfig:
     unknown_tool: str = "jsonrpc"       # profile: jsonrpc (-32602) | result (isError) | either
     checks: tuple[str, ...] = ()        # empty: every registered check
     tools: tuple[str, ...] = ()         # empty: every contract tool of the family
+    advertised_only: bool = False       # judge the tools the target lists; the others are skipped, not failed
     shared_session: bool = False        # one session for the whole run instead of one per worker
     workers: int = 3                    # sessions judged in parallel (each keeps its session across cases)
     strict: bool = False                # a skipped contract area (areas.py) fails the run

@@ -51,6 +51,8 @@ def pytest_addoption(parser: pytest.Parser) -> None:
                     help="HTTP: bearer token sent on every MCP request (default: the admin login's)")
     group.addoption("--conform-pool-dir", default=os.environ.get("KNOWSPEC_CONFORM_POOL_DIR"),
                     help="where the generated source pool is written (the target must read it)")
+    group.addoption("--conform-advertised-only", action="store_true",
+                    help="judge only the contract tools the target lists (a server implementing a part)")
 
 
 def _config(config: pytest.Config) -> RunConfig:
@@ -68,7 +70,8 @@ def _config(config: pytest.Config) -> RunConfig:
                      reader_user=config.getoption("--conform-reader-user"),
                      reader_password=config.getoption("--conform-reader-password"),
                      pool_dir=Path(pool_dir) if pool_dir else None,
-                     bearer_token=config.getoption("--conform-bearer-token"))
+                     bearer_token=config.getoption("--conform-bearer-token"),
+                     advertised_only=config.getoption("--conform-advertised-only"))
 
 
 def planned_case_ids(run_config: RunConfig) -> list[str]:

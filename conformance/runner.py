@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
-from knowspec.conformance.areas import skipped_areas
+from knowspec.conformance.areas import skipped_areas, strict_failures
 from knowspec.conformance.checks import CHECKS, CheckContext, CheckSpec
 from knowspec.conformance.checks.docpool_import import prepare_pool, release_pool
 from knowspec.conformance.checks.registry import BundleStore
@@ -245,7 +245,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     results.sort(key=lambda r: order.get((r.check_id, r.tool), len(order)))
     results = [_apply_baseline(r, baseline) for r in results]
     areas = tuple(skipped_areas(results))
-    failed = any(r.status in ("failed", "error") for r in results) or (config.strict and bool(areas))
+    failed = any(r.status in ("failed", "error") for r in results) or (config.strict and strict_failures(areas))
     duration = time.monotonic() - t0
     exit_code = EXIT_INTERRUPTED if interrupted else EXIT_FAILURES if failed else EXIT_OK
     yield RunFinished(tuple(results), duration, exit_code,

@@ -5,7 +5,8 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.areas import NOT_ADVERTISED
+from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.contract import ToolContract
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.schema_shape import alternatives, differences, prose_differences, shape
@@ -57,6 +58,13 @@ def tools_list(ctx: CheckContext) -> None:
     order are free: they are reported as info) and annotation hints that do not contradict it."""
     tool = ctx.require_tool()
     advertised = ctx.advertised.get(tool.name)
+    if advertised is None and ctx.config.advertised_only:
+        judged = [t.name for t in ctx.contract.tools]
+        if not any(ctx.is_advertised(name) for name in judged):
+            raise CheckFailed(f"the target advertises none of the {len(judged)} contract tool(s) judged, so "
+                              "--advertised-only has nothing to judge",
+                              response={"advertised": sorted(ctx.advertised)[:50]})
+        skip(NOT_ADVERTISED)
     if advertised is None:
         raise CheckFailed(f"{tool.name} is missing from tools/list",
                           response={"advertised": sorted(ctx.advertised)[:50]})

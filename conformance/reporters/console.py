@@ -66,8 +66,7 @@ class ConsoleReporter:
 
     def handle(self, event: Any) -> None:
         if isinstance(event, RunStarted):
-            self.console.print(f"[bold]knowspec conform[/] {escape(event.target)} (era {event.era}, family"
-                               f" {event.family}, seed {event.seed}, contract {escape(event.contract)})", soft_wrap=True)
+            self.header(event)
             if not self.console.is_terminal:
                 self.console.print(f"conform: {event.planned} cases planned; connecting and preparing fixtures",
                                    markup=False, highlight=False, soft_wrap=True)
@@ -97,6 +96,11 @@ class ConsoleReporter:
         elif isinstance(event, RunFinished):
             self._stop()
             self._summary(event)
+
+    def header(self, started: RunStarted) -> None:
+        self.console.print(f"[bold]knowspec conform[/] {escape(started.target)} (era {started.era}, family"
+                           f" {started.family}, seed {started.seed}, contract {escape(started.contract)})",
+                           soft_wrap=True)
 
     def _stop(self) -> None:
         if self.progress:

@@ -10,7 +10,8 @@ from knowspec.conformance.cli import main
 
 def test_unreachable_target_exits_2_and_every_report_says_why(toy_contract, tmp_path):
     rc = main(["--target", "stdio:/nonexistent/server-binary", "--contract", str(toy_contract),
-               "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"), "--html", str(tmp_path / "r.html")])
+               "--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"), "--html", str(tmp_path / "r.html"),
+               "--text", str(tmp_path / "r.txt")])
     assert rc == 2
     why = json.loads((tmp_path / "r.json").read_text())["unreachable"]
     assert why
@@ -19,6 +20,7 @@ def test_unreachable_target_exits_2_and_every_report_says_why(toy_contract, tmp_
     assert [e.get("type") for e in errors] == ["unreachable"] and errors[0].get("message") == why[:500]
     assert (root.get("tests"), root.get("errors")) == ("1", "1")
     assert "no check ran" in (tmp_path / "r.html").read_text()
+    assert "target unreachable or misconfigured" in (tmp_path / "r.txt").read_text()
 
 
 def test_missing_contract_exits_2(tmp_path, target_for):
@@ -33,7 +35,8 @@ def test_reports_and_baseline(toy_contract, target_for, tmp_path):
     common = ["--target", target_for("flip_truncated"), "--contract", str(toy_contract), "--check", "truncation",
               "--max-examples", "5"]
     reports = ["--json", str(tmp_path / "r.json"), "--junit", str(tmp_path / "r.xml"),
-               "--html", str(tmp_path / "r.html"), "--write-baseline", str(tmp_path / "baseline.json")]
+               "--html", str(tmp_path / "r.html"), "--text", str(tmp_path / "r.txt"),
+               "--write-baseline", str(tmp_path / "baseline.json")]
     assert main(common + reports) == 1
     report = json.loads((tmp_path / "r.json").read_text())
     assert report["by_check"]["truncation"]["failed"] == 1
@@ -44,6 +47,8 @@ def test_reports_and_baseline(toy_contract, target_for, tmp_path):
     cases = suites.findall(".//testcase")  # the run's totals on the root, as CI dashboards read them
     assert (suites.get("tests"), suites.get("failures")) == (str(len(cases)), "1")
     assert "truncation[search_concepts]" in (tmp_path / "r.html").read_text()
+    text = (tmp_path / "r.txt").read_text()  # the console's summary, in plain text
+    assert "truncation[search_concepts]" in text and "exit 1: failed 1" in text and "\x1b[" not in text
     # the written baseline accepts the failure: the same run now exits 0
     assert main(common + ["--baseline", str(tmp_path / "baseline.json")]) == 0
 
@@ -84,3 +89,13 @@ def test_the_json_report_says_where_the_time_went(toy_contract, target_for, tmp_
     assert timings["cpu_seconds"]["suite"] > 0 and timings["cpu_seconds"]["stdio_servers"] > 0
     # one worker: the first session (tools/list) serves every case, the cancellation check last
     assert timings["sessions_opened"] == 0 and timings["retried_alone"] == []
+
+
+def test_advertised_only_on_the_command_line_names_the_tools_left_unjudged(toy_contract, target_for, tmp_path):
+    report = tmp_path / "report.json"
+    rc = main(["--target", target_for("missing_tool"), "--contract", str(toy_contract), "--check", "tools_list",
+               "--advertised-only", "--strict", "--json", str(report)])
+    assert rc == 0
+    areas = json.loads(report.read_text())["skipped_areas"]
+    assert [a["area"] for a in areas] == ["tools the target does not offer"]
+    assert "get_neighbors" in areas[0]["why"]

@@ -169,3 +169,43 @@ def test_a_given_bundle_dir_keeps_what_was_there_and_loses_what_the_run_wrote(tm
                                     checks=("tools_list", "output_schema"), workers=2))
     assert finished.exit_code == EXIT_OK
     assert sorted(p.name for p in given.iterdir()) == ["mine", "w7"]
+
+
+def _toy_config(tmp_path, variant: str, **config):
+    import sys
+    from pathlib import Path
+
+    from knowspec.conformance.config import RunConfig
+    sys.path.insert(0, str(Path(__file__).parent / "targets"))
+    from toy_paths import toy_target
+    from toy_schemas import contract
+
+    path = tmp_path / "contract.json"
+    path.write_text(json.dumps(contract()), encoding="utf-8")
+    return RunConfig(target=toy_target(variant), contract_path=path, **config)
+
+
+def test_advertised_only_judges_what_a_partial_server_offers_and_names_the_rest(tmp_path):
+    from knowspec.conformance.areas import NOT_ADVERTISED, UNOFFERED_AREA
+    from knowspec.conformance.runner import EXIT_FAILURES, EXIT_OK, run_to_end
+
+    checks = ("tools_list", "output_schema")
+    plain = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks))
+    assert plain.exit_code == EXIT_FAILURES  # get_neighbors is not listed
+    partial = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, advertised_only=True, strict=True))
+    assert partial.exit_code == EXIT_OK
+    listing = {r.tool: r for r in partial.results if r.check_id == "tools_list"}
+    assert listing["get_neighbors"].status == "skipped" and listing["get_neighbors"].reason == NOT_ADVERTISED
+    assert all(r.status == "passed" for name, r in listing.items() if name != "get_neighbors")
+    assert dict(partial.skipped_areas)[UNOFFERED_AREA].endswith(": get_neighbors")
+    broken = run_to_end(_toy_config(tmp_path, "bad_output", checks=checks, advertised_only=True))
+    assert broken.exit_code == EXIT_FAILURES  # what is offered is still judged
+
+
+def test_advertised_only_fails_a_target_that_offers_none_of_the_judged_tools(tmp_path):
+    from knowspec.conformance.runner import EXIT_FAILURES, run_to_end
+
+    finished = run_to_end(_toy_config(tmp_path, "missing_tool", checks=("tools_list",), tools=("get_neighbors",),
+                                      advertised_only=True))
+    assert finished.exit_code == EXIT_FAILURES
+    assert "advertises none" in finished.results[0].failure.message
