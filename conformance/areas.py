@@ -24,7 +24,8 @@ AREAS: tuple[tuple[str, tuple[str, ...], str], ...] = (
 )
 BUDGET = "time budget exhausted"
 NOT_ADVERTISED = "not in the target's tools/list; --advertised-only judges only the tools it offers"
-UNOFFERED_AREA = "tools the target does not offer"
+UNOFFERED_AREA = "tools the target does not offer"            # declared by --advertised-only
+UNLISTED_AREA = "contract tools missing from the target's tools/list"  # and tools_list did not fail them
 
 
 def strict_failures(areas: tuple[tuple[str, str], ...]) -> bool:
@@ -32,8 +33,10 @@ def strict_failures(areas: tuple[tuple[str, str], ...]) -> bool:
     return any(area != UNOFFERED_AREA for area, _ in areas)
 
 
-def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished]) -> list[tuple[str, str]]:
-    """``(area, why)`` for every area the run planned but did not judge."""
+def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished], unlisted: tuple[str, ...] = (),
+                  declared: bool = False) -> list[tuple[str, str]]:
+    """``(area, why)`` for every area the run planned but did not judge. ``unlisted``: the judged
+    contract tools the target's tools/list lacks; ``declared``: --advertised-only said so."""
     out: list[tuple[str, str]] = []
     for area, checks, hint in AREAS:
         cases = [r for r in results if r.check_id in checks]
@@ -52,10 +55,15 @@ def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished]) -> l
                         "calls can succeed on (the doc and help tools: a target started on `knowspec conform "
                         "fixture --out DIR` and --pool-fixture DIR; the OKF tools: a --bundle-dir the target "
                         "may read)"))
-    unoffered = [r.tool for r in results if r.check_id == "tools_list" and r.reason == NOT_ADVERTISED]
-    if unoffered:
-        out.append((UNOFFERED_AREA, f"{len(unoffered)} tool(s) not judged, as --advertised-only asked: "
-                                    + ", ".join(unoffered)))
+    reported = {r.tool for r in results if r.check_id == "tools_list" and r.status in ("failed", "error", "accepted")}
+    unjudged = [name for name in unlisted if name not in reported]
+    if unjudged and declared:
+        out.append((UNOFFERED_AREA, f"{len(unjudged)} tool(s) not judged, as --advertised-only asked: "
+                                    + ", ".join(unjudged)))
+    elif unjudged:
+        out.append((UNLISTED_AREA, f"{len(unjudged)} tool(s) not judged: {', '.join(unjudged)} (the check "
+                                   "tools_list, which fails them, did not run; pass --advertised-only if the "
+                                   "target implements a part of the contract)"))
     cut = [r for r in results if r.status == "skipped" and r.reason.startswith(BUDGET)]
     if cut:
         out.append((f"{len(cut)} case(s) cut by the time budget", "raise --time-budget"))

@@ -159,6 +159,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     interrupted = ""
     sessions = SessionStats()
     phases: dict[str, float] = {}
+    unlisted: tuple[str, ...] = ()   # judged contract tools the target's tools/list lacks
     try:
         contract = load_contract(config.contract_path).for_family(config.family).only(config.tools)
         baseline = load_baseline(config.baseline)
@@ -186,6 +187,7 @@ def run(config: RunConfig) -> Iterator[Event]:
             start = time.monotonic()
             probe = probe_stack.enter_context(connect(target))
             advertised = {t["name"]: t for t in probe.list_tools()}
+            unlisted = tuple(t.name for t in contract.tools if t.name not in advertised)
             protocol = probe.protocol
             phases["handshake"] = time.monotonic() - start
         except Exception as exc:  # noqa: BLE001 - a broken target gets a verdict (exit 2), never a traceback
@@ -244,7 +246,7 @@ def run(config: RunConfig) -> Iterator[Event]:
     order = {(spec.id, tool.name if tool else ""): i for i, (spec, tool) in enumerate(cases)}
     results.sort(key=lambda r: order.get((r.check_id, r.tool), len(order)))
     results = [_apply_baseline(r, baseline) for r in results]
-    areas = tuple(skipped_areas(results))
+    areas = tuple(skipped_areas(results, unlisted, declared=config.advertised_only))
     failed = any(r.status in ("failed", "error") for r in results) or (config.strict and strict_failures(areas))
     duration = time.monotonic() - t0
     exit_code = EXIT_INTERRUPTED if interrupted else EXIT_FAILURES if failed else EXIT_OK

@@ -102,8 +102,9 @@ ROWS: dict[str, Row] = {
     # conformance/README.md: synopses (their options must exist)
     'knowspec conform --target stdio:"knowspec serve --stdio" [--family okf|docpool|all] [--era legacy|modern] '
     "[--seed N] [--max-examples N] [--time-budget S] [--contract FILE] [--baseline FILE] [--write-baseline FILE] "
-    "[--junit F] [--json F] [--html F] [--bundle-dir DIR] [--tool NAME]... [--check ID]... [--shared-session] "
-    "[--workers N] [--strict] [--unknown-tool jsonrpc|result|either] [--list-checks]": Row("synopsis"),
+    "[--junit F] [--json F] [--html F] [--text F] [--bundle-dir DIR] [--tool NAME]... [--check ID]... "
+    "[--shared-session] [--workers N] [--strict] [--advertised-only] [--unknown-tool jsonrpc|result|either] "
+    "[--list-checks]": Row("synopsis"),
     'knowspec conform mutants --server "<host> --control {control} --pool {pool} --admin {admin} --reader {reader} '
     '--http 127.0.0.1:{port}" [--jobs N] [--quick] [--kill-rate --min-rate 0.95] [--json killrate.json]':
         Row("synopsis"),

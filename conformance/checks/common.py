@@ -33,7 +33,7 @@ def schema_errors(schema: dict[str, Any], value: Any, limit: int = 3) -> list[st
 def advertised_only(ctx: CheckContext) -> str | None:
     tool = ctx.require_tool()
     if not ctx.is_advertised(tool.name):
-        return f"{tool.name} is not advertised by the target (reported by tools_list)"
+        return f"{tool.name} is not advertised by the target (reported by tools_list, or as a skipped area)"
     return None
 
 
@@ -77,6 +77,28 @@ def require_result(outcome: CallOutcome) -> None:
 
 def fail(message: str, outcome: CallOutcome) -> None:
     raise CheckFailed(message, arguments=outcome.arguments, response=outcome.summary())
+
+
+def said(outcome: CallOutcome) -> str:
+    """The target's error code and message, shortened: the reason a user acts on (e.g. a server
+    that reads no bundle outside its roots) belongs on the console, not only in the reports."""
+    error = outcome.structured if isinstance(outcome.structured, dict) else {}
+    message = error.get("message") or " ".join(outcome.texts)
+    text = f"{error.get('code')}: {message}" if message else str(error.get("code"))
+    return text if len(text) <= 200 else text[:199] + "…"
+
+
+NO_STRUCTURE = "it succeeded without a structuredContent object (the contract gives every success one)"
+
+
+def unsuccessful(outcome: CallOutcome) -> str | None:
+    """Why a call meant to succeed gave no success to judge (its error, or a success without
+    structured content), or None: a failure message must say which of the two it was."""
+    if outcome.is_error:
+        return f"it failed ({said(outcome)})"
+    if not isinstance(outcome.structured, dict):
+        return NO_STRUCTURE
+    return None
 
 
 # ---- meaningful valid inputs ------------------------------------------------------------------

@@ -6,11 +6,14 @@ import json
 import unicodedata
 from typing import Any
 
+from hypothesis import strategies as st
+
 from knowspec.conformance.checks.common import (
     INPUT_ERROR_CODES, MAX_INPUT_DIAGNOSTICS, advertised_only, envelope_problems, fail, probe_calls,
     require_result, success_problems, valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.contract import ToolContract
 from knowspec.conformance.generate import acceptable_error_codes, arguments, boundary_cases
 from knowspec.conformance.target import CallOutcome
 
@@ -112,17 +115,23 @@ def input_valid_accepted(ctx: CheckContext) -> None:
 @check("input_invalid_rejected", RULE_INVALID, applies=advertised_only)
 def input_invalid_rejected(ctx: CheckContext) -> None:
     """Negative-mode arguments: invalid ones get schema_validation/resource_limit with a clean envelope."""
-    tool = ctx.require_tool()
-    fill = ctx.fill()
+    strategy = invalid_arguments(ctx.require_tool(), ctx.fill()["bundle_path"])
+    ctx.run_property(strategy, lambda args: judge(ctx, args, ctx.call(args)))
 
+
+def invalid_arguments(tool: ToolContract, real_path: str) -> st.SearchStrategy[dict[str, Any]]:
+    """Arguments the schema refuses, each with a real bundle path where the path itself is not
+    what makes them invalid (a path error must not mask the schema error); never valid ones,
+    whose failures would be reported as this check's."""
     def with_real_path(args: dict[str, Any]) -> dict[str, Any]:
-        # a real bundle path keeps handler-level path errors from masking schema errors
         if isinstance(args.get("bundle_path"), str) and len(args["bundle_path"]) < 4096:
-            return {**args, "bundle_path": fill["bundle_path"]}
+            real = {**args, "bundle_path": real_path}
+            if acceptable_error_codes(tool.input_schema, real):
+                return real
         return args
 
-    strategy = arguments(tool, "negative").map(with_real_path)
-    ctx.run_property(strategy, lambda args: judge(ctx, args, ctx.call(args)))
+    return (arguments(tool, "negative").map(with_real_path)
+            .filter(lambda args: bool(acceptable_error_codes(tool.input_schema, args))))
 
 
 @check("boundary_limits", RULE_BOUNDARY, applies=advertised_only, relevant=lambda t: bool(t.limits))

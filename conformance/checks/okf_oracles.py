@@ -11,7 +11,7 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from knowspec.conformance.checks.common import advertised_only, fail, require_result
+from knowspec.conformance.checks.common import advertised_only, fail, require_result, said, unsuccessful
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Source
 from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, sources_bundle, wide_bundle
@@ -30,18 +30,10 @@ def for_tool(name: str) -> dict[str, Any]:
 def success(ctx: CheckContext, args: dict[str, Any], name: str | None = None) -> CallOutcome:
     outcome = ctx.call(args, name=name)
     require_result(outcome)
-    if outcome.is_error or not isinstance(outcome.structured, dict):
-        fail(f"{name or ctx.require_tool().name} failed on a valid fixture bundle ({_said(outcome)})", outcome)
+    why = unsuccessful(outcome)
+    if why:
+        fail(f"{name or ctx.require_tool().name} on a valid fixture bundle: {why}", outcome)
     return outcome
-
-
-def _said(outcome: CallOutcome) -> str:
-    """The target's error code and message, shortened: the reason a user acts on (e.g. a server
-    that reads no bundle outside its roots) belongs on the console, not only in the reports."""
-    error = outcome.structured if isinstance(outcome.structured, dict) else {}
-    message = error.get("message") or " ".join(outcome.texts)
-    said = f"{error.get('code')}: {message}" if message else str(error.get("code"))
-    return said if len(said) <= 200 else said[:199] + "…"
 
 
 def dated_bundle() -> Bundle:
@@ -139,7 +131,7 @@ def _check_unknown_id(ctx: CheckContext, bundle: Bundle, path: str) -> None:
     error = outcome.structured if isinstance(outcome.structured, dict) else {}
     if not outcome.is_error or error.get("code") != "concept_not_found":
         fail(f"read_concept of an ID the bundle lacks ({missing!r}) must fail with concept_not_found, "
-             f"not {_said(outcome) if outcome.is_error else 'a result'}", outcome)
+             f"not {said(outcome) if outcome.is_error else 'a result'}", outcome)
     steps = [d for d in error.get("diagnostics") or [] if isinstance(d, dict) and d.get("code") == "recovery_step"]
     if not any(d.get("field") == "concept_id" for d in steps):
         fail("concept_not_found must carry a recovery_step diagnostic on the field concept_id", outcome)

@@ -12,7 +12,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Any
 
-from knowspec.conformance.checks.common import advertised_only, fail, require_result
+from knowspec.conformance.checks.common import advertised_only, fail, require_result, unsuccessful
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept, render_document
@@ -48,8 +48,9 @@ class Answer(dict):
 
 def _ok(ctx: CheckContext, name: str, args: dict[str, Any]) -> Answer:
     outcome = _call(ctx, name, args)
-    if outcome.is_error or not isinstance(outcome.structured, dict):
-        fail(f"{name} failed on a valid fixture ({(outcome.structured or {}).get('code')})", outcome)
+    why = unsuccessful(outcome)
+    if why:
+        fail(f"{name} on a valid fixture: {why}", outcome)
     answer = Answer(outcome.structured)
     answer.outcome = outcome
     return answer
@@ -95,8 +96,10 @@ def oracle_write_concept(ctx: CheckContext) -> None:
         before = snapshot(root)
         args = {"bundle_path": str(root), "concept_id": concept_id, "frontmatter": frontmatter, "body": body}
         outcome = _call(ctx, "write_concept", args)
-        if outcome.is_error or (outcome.structured or {}).get("path") != f"{concept_id}.md":
-            fail(f"write_concept {concept_id!r} must succeed with path {concept_id}.md", outcome)
+        why = unsuccessful(outcome)
+        if why or outcome.structured.get("path") != f"{concept_id}.md":
+            fail(f"write_concept {concept_id!r} must succeed with path {concept_id}.md: "
+                 f"{why or 'its path is ' + repr(outcome.structured.get('path'))}", outcome)
         after = snapshot(root)
         written = after.get(f"{concept_id}.md", b"").decode("utf-8", "replace")
         # okf-mcp's written layout is stated from contract revision 1 on; an older contract states

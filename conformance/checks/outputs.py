@@ -8,8 +8,8 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from knowspec.conformance.checks.common import (
-    advertised_only, envelope_problems, fail, json_text, probe_calls, require_result, success_problems,
-    valid_calls,
+    NO_STRUCTURE, advertised_only, envelope_problems, fail, json_text, probe_calls, require_result,
+    success_problems, valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.oracles.go_encoding import go_marshal
@@ -30,8 +30,11 @@ RULE_DET = "spec/okf/contract/read.md §1.1 (one immutable snapshot: the same ca
 
 
 def _over_successes(ctx: CheckContext, judge: Callable[[dict[str, Any], CallOutcome], None],
-                    strategy: st.SearchStrategy[dict[str, Any]] | None = None) -> None:
-    """Run ``judge`` on every successful valid call; skip when the target never succeeded."""
+                    strategy: st.SearchStrategy[dict[str, Any]] | None = None, *,
+                    judges_structure: bool = True) -> None:
+    """Run ``judge`` on every successful valid call; skip when the target never succeeded. A
+    success without structured content fails a check that judges it: passing would say an
+    order or a truncation was judged when nothing was."""
     seen = {"success": 0, "error_codes": set()}
 
     def test(args: dict[str, Any]) -> None:
@@ -41,6 +44,8 @@ def _over_successes(ctx: CheckContext, judge: Callable[[dict[str, Any], CallOutc
             seen["error_codes"].add((outcome.structured or {}).get("code"))
             return
         seen["success"] += 1
+        if judges_structure and not isinstance(outcome.structured, dict):
+            fail(f"nothing to judge: {NO_STRUCTURE}", outcome)
         judge(args, outcome)
 
     if strategy is None:
@@ -118,7 +123,7 @@ def text_encoding(ctx: CheckContext) -> None:
         if problem:
             fail(f"text content is not {tool.text_encoder} JSON ({problem})", outcome)
 
-    _over_successes(ctx, judge)
+    _over_successes(ctx, judge, judges_structure=False)  # the text's bytes, whatever else came
 
 
 @check("result_ordering", RULE_ORDER, applies=advertised_only,

@@ -275,6 +275,16 @@ mutant("too_many_input_diagnostics", "at most 8 input diagnostics", ("input_inva
     edit_error(_many_diagnostics))
 
 
+@mutant("success_as_text_only", "every success carries structuredContent (the text is its fallback)",
+        ("output_schema", "result_ordering"))
+def _success_as_text_only(request: dict, response: dict, state: dict) -> dict:
+    if success(response) is None or not tool_of(request):
+        return response
+    out = copy.deepcopy(response)
+    del out["result"]["structuredContent"]
+    return out
+
+
 @mutant("tool_errors_as_jsonrpc", "tool failures are isError results", ("input_invalid_rejected",))
 def _errors_as_jsonrpc(request: dict, response: dict, state: dict) -> dict:
     env = envelope(response)

@@ -94,6 +94,7 @@ def test_catalogue_names_the_breaking_rule_and_expected_killers():
     (["search_reverse_hits"], ("result_ordering",)),
     (["leak_bundle_path", "list_drops_get_neighbors"], ("no_path_leakage", "tools_list")),
     (["swap_concurrent_answers"], ("concurrent_calls",)),
+    (["success_as_text_only"], ("result_ordering",)),  # it had passed with nothing judged
 ])
 def test_mutants_are_killed_through_the_proxy(mutants, checks, toy_contract):
     base = RunConfig(target="", contract_path=toy_contract, max_examples=6, checks=checks)

@@ -51,7 +51,7 @@ def test_pool_import_options_reach_the_run_config():
                "--conform-rest-url": "http://127.0.0.1:1", "--conform-admin-user": "admin",
                "--conform-admin-password": "pw", "--conform-reader-user": "reader",
                "--conform-reader-password": "rpw", "--conform-pool-dir": "/srv/pools",
-               "--conform-bearer-token": "tok"}
+               "--conform-bearer-token": "tok", "--conform-advertised-only": True}
 
     class Config:
         @staticmethod
@@ -62,3 +62,4 @@ def test_pool_import_options_reach_the_run_config():
     assert (run.rest_url, run.admin_user, run.admin_password, run.reader_user, run.reader_password, run.pool_dir) == (
         "http://127.0.0.1:1", "admin", "pw", "reader", "rpw", Path("/srv/pools"))
     assert run.bearer_token == "tok"
+    assert run.advertised_only is True

@@ -209,3 +209,33 @@ def test_advertised_only_fails_a_target_that_offers_none_of_the_judged_tools(tmp
                                       advertised_only=True))
     assert finished.exit_code == EXIT_FAILURES
     assert "advertises none" in finished.results[0].failure.message
+
+
+def test_checks_that_judge_structure_fail_a_success_without_it(tmp_path):
+    """A server answering with text alone had passed result_ordering with nothing judged."""
+    from knowspec.conformance.checks.common import NO_STRUCTURE
+    from knowspec.conformance.runner import run_to_end
+
+    finished = run_to_end(_toy_config(tmp_path, "text_only", checks=("result_ordering", "truncation", "text_encoding"),
+                                      tools=("search_concepts",), max_examples=3))
+    verdicts = {r.check_id: r for r in finished.results}
+    for check_id in ("result_ordering", "truncation"):
+        assert verdicts[check_id].status == "failed"
+        assert verdicts[check_id].failure.message == f"nothing to judge: {NO_STRUCTURE}"
+    assert verdicts["text_encoding"].status == "passed"  # it judges the text's bytes alone
+
+
+def test_a_run_without_tools_list_still_names_the_tools_the_target_lacks(tmp_path):
+    from knowspec.conformance.areas import UNLISTED_AREA, UNOFFERED_AREA
+    from knowspec.conformance.runner import EXIT_FAILURES, EXIT_OK, run_to_end
+
+    checks = ("result_ordering",)
+    plain = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, max_examples=3))
+    assert plain.exit_code == EXIT_OK and "get_neighbors" in dict(plain.skipped_areas)[UNLISTED_AREA]
+    assert run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, max_examples=3,
+                                  strict=True)).exit_code == EXIT_FAILURES
+    declared = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, max_examples=3, strict=True,
+                                      advertised_only=True))
+    assert declared.exit_code == EXIT_OK and [a for a, _ in declared.skipped_areas] == [UNOFFERED_AREA]
+    listed = run_to_end(_toy_config(tmp_path, "missing_tool", checks=("tools_list",)))
+    assert listed.exit_code == EXIT_FAILURES and listed.skipped_areas == ()  # failed there: reported once

@@ -357,6 +357,8 @@ async def call_tool(ctx, params):
         text = json.dumps(out, ensure_ascii=False)  # equal as JSON, but not Go's bytes
     if VARIANT == "text_mismatch":
         text = json.dumps({k: v for k, v in out.items() if k != "total"})
+    if VARIANT == "text_only":  # the answer as text alone, no structuredContent (an older server's way)
+        return types.CallToolResult(content=[types.TextContent(type="text", text=text)])
     return types.CallToolResult(content=[types.TextContent(type="text", text=text)], structured_content=out)
 
 
