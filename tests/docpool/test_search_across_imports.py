@@ -143,3 +143,25 @@ def test_searches_racing_imports_never_show_a_restricted_topic(env):
     after = _search_as_bob(env.settings)  # and once the imports stop, the answer is right
     assert [h["slug"] for h in after] == ["open-note"]
     _assert_nothing_secret(after)
+
+
+def test_a_server_reading_the_stamp_keeps_sqlites_locks_against_an_import_in_another_process(env):
+    """Reading the stamp opened and closed the pool file and its WAL in the server's process,
+    which drops every POSIX lock the process holds on them, SQLite's included: a `pool import`
+    in another process then found the file free, deleted the WAL the server was reading, and the
+    server answered from stale pages (and then failed every search) until it restarted."""
+    import subprocess
+    import sys
+
+    reader = SqlitePool(env.pool)
+    try:
+        before = {r[1]: int(r[0]) for r in reader._rows('select id, slug from "doc$topic"')}
+        reader.change_stamp()
+        script = ("import sys; from pathlib import Path; from knowspec.impl.docpool.recipe import import_collection; "
+                  "import_collection(Path(sys.argv[1]), Path(sys.argv[2]), 'vault')")
+        subprocess.run([sys.executable, "-c", script, str(env.pool), str(env.sources["b"])], check=True, timeout=120)
+        assert Path(str(env.pool) + "-wal").exists()  # the reader's lock kept it: the importer could not fold it away
+        after = {r[1]: int(r[0]) for r in reader._rows('select id, slug from "doc$topic"')}
+        assert after == {"secret-alpha": before["open-note"], "open-note": before["secret-alpha"]}
+    finally:
+        reader.close()

@@ -62,12 +62,6 @@ def open_for_write(path: Path | str) -> sqlite3.Connection:
     return con
 
 
-# Header bytes a commit changes (https://www.sqlite.org/fileformat2.html): the database file's
-# change counter; the WAL file's checkpoint sequence and two salts.
-_DB_HEADER_FIELDS = slice(24, 28)
-_WAL_HEADER_FIELDS = slice(12, 24)
-
-
 class SqlitePool(SqlPool):
     """``PoolStorage`` over one SQLite pool file, read-only: the SQLite dialect of ``SqlPool``
     (keys are ``collate nocase`` columns, ``doc_fold`` folds, ``limit`` cuts) plus its FTS5
@@ -146,23 +140,24 @@ class SqlitePool(SqlPool):
 
     def change_stamp(self) -> tuple:
         """The tag of the full-text snapshot the last import (or build) wrote, which no other write
-        repeats, with the file's identity, size and modification time and its WAL file's, and the
-        header fields SQLite changes on a commit (the database's change counter, the WAL's
-        checkpoint sequence and salts) for a file changed or replaced another way. Sizes and
-        times alone repeat: two imports of equally sized content a clock tick apart left the same
-        stamp, and every cache keyed by it kept answering from the earlier content."""
+        repeats (sizes and times do: two imports of equally sized content a clock tick apart had
+        left the same stamp), with the identity, size and change times of the file and of its WAL
+        file, for a file changed or replaced another way.
+
+        Only ``stat``: this process must never open and close the pool's files itself. Closing any
+        descriptor of a file drops every POSIX lock the process holds on it, SQLite's included
+        (sqlite.org/howtocorrupt.html §2.2), and a ``pool import`` in another process then took the
+        file whole, deleted the WAL this server was reading and left it on stale pages."""
         try:
             tag = self._con.execute(f'select revision from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
         except sqlite3.OperationalError:  # a pool made before snapshots were persisted
             tag = None
         stamp: list[Any] = [str(self.path.absolute()), tag[0] if tag else None]
-        for suffix, fields in (("", _DB_HEADER_FIELDS), ("-wal", _WAL_HEADER_FIELDS)):
+        for suffix in ("", "-wal"):
             try:
-                with open(str(self.path) + suffix, "rb") as file:
-                    st = os.fstat(file.fileno())
-                    header = file.read(fields.stop)
-                stamp += [st.st_ino, st.st_size, st.st_mtime_ns, header[fields]]
+                st = os.stat(str(self.path) + suffix)
+                stamp += [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
             except OSError:
-                stamp += [0, 0, 0, b""]
+                stamp += [0, 0, 0, 0]
         return tuple(stamp)
 
