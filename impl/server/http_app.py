@@ -21,7 +21,8 @@ from knowspec.impl.server.call_turns import CallTurns
 from knowspec.impl.server.caller_load import AnswerBytesPerCaller, CallsPerCaller, RequestsPerCaller
 from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
-from knowspec.impl.server import released_messages
+from knowspec.impl.server import late_answers, released_messages
+from knowspec.impl.server.late_answers import OneAnswer
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
@@ -54,6 +55,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     settings = runtime.settings
     sessions = SessionStore.from_settings(settings)
     released_messages.install()  # an idle session keeps no request it has answered
+    late_answers.install()  # a message for a session that just ended is one log line
 
     def caller_for(ctx) -> Caller:
         request = getattr(ctx, "request", None)
@@ -100,6 +102,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     app.router.redirect_slashes = False
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
+    app.add_middleware(OneAnswer)  # innermost: the SDK's second answer to one request goes nowhere
     app.add_middleware(ParkedAnswerWriter, answers=answers, unsent=unsent)  # placeholders written as their parked answers
     # inside the gate (it names the caller), before a worker's tags are added to the SDK's ids
     app.add_middleware(SessionQuota, per_caller=settings.mcp_sessions_per_caller, live_sessions=sdk_sessions(server))
