@@ -165,21 +165,37 @@ def _state_notes(settings: Settings) -> list[str]:
         notes.append(f"knowspec serve: no help pool at {settings.help_db_path}: help_* tools answer 'help pool not "
                      "found' (`knowspec pool build SOURCE_DIR help.db --collection NAME` or `knowspec demo` makes one)")
     try:
-        registered = bool(catalog.list_databases(settings.catalog))
+        registered = [entry.name for entry in catalog.list_databases(settings.catalog)]
     except Exception:  # noqa: BLE001 - an unreachable catalog is reported by the tools that need it
-        registered = True
+        registered = ["?"]
     if not registered:
         notes.append("knowspec serve: no document database is registered in the catalog: doc_* tools have none to "
                      "read (`knowspec pool register`, then `knowspec pool import`)")
+    elif not settings.default_database and registered != ["?"]:
+        notes.append(f"knowspec serve: no --database given: doc_* tools answer 'database is required' unless a call "
+                     f"names one (registered: {', '.join(sorted(registered)[:10])})")
     return notes
+
+
+def _import_folder(settings: Settings) -> None:
+    """The folder IMPORTDOC reads its sources from (REST), made when missing: an operator's
+    first IMPORTDOC had found nothing to read in a folder nobody had made."""
+    try:
+        settings.import_path.mkdir(mode=0o700, parents=True, exist_ok=True)
+    except OSError as exc:
+        print(f"knowspec serve: cannot make the IMPORTDOC folder {settings.import_path}: {exc.strerror or exc}",
+              file=sys.stderr)
 
 
 def _serve(args: argparse.Namespace) -> int:
     _runtime_settings(args)  # bad or unavailable settings stop here, before any worker starts
 
     def notes() -> None:  # once the server can start: a refusal stays one line
-        for note in _state_notes(settings_from(args)):
+        settings = settings_from(args)
+        for note in _state_notes(settings):
             print(note, file=sys.stderr)
+        if args.http:
+            _import_folder(settings)
 
     workers = getattr(args, "workers", 1)
     if args.http and workers > 1:

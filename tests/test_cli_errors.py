@@ -4,8 +4,10 @@ from __future__ import annotations
 
 import os
 import sqlite3
+import stat
 import subprocess
 import sys
+import time
 from pathlib import Path
 
 import pytest
@@ -179,5 +181,21 @@ def test_serving_a_prepared_state_folder_prints_no_notes(tmp_path):
     from knowspec.impl.demo import prepare
 
     settings = Settings(appdir=tmp_path)
-    list(prepare(settings))
+    list(prepare(settings))  # it serves with --database demo
     assert _state_notes(settings) == []
+    settings.default_database = None  # the same folder served without --database: say so, and what is there
+    unnamed = _state_notes(settings)
+    assert len(unnamed) == 1 and "no --database given" in unnamed[0] and "registered: demo" in unnamed[0]
+
+
+def test_an_http_server_makes_the_folder_importdoc_reads_from(tmp_path):
+    from serving import serving
+
+    port = free_port()
+    with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
+                  "--appdir", str(tmp_path)], port):
+        imports = tmp_path / "imports"
+        deadline = time.monotonic() + 30
+        while not imports.is_dir() and time.monotonic() < deadline:
+            time.sleep(0.1)
+        assert imports.is_dir() and stat.S_IMODE(imports.stat().st_mode) == 0o700

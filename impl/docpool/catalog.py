@@ -208,8 +208,9 @@ def _unavailable(message: str, name: str = "") -> ToolError:
 def resolve_pool_location(catalog: CatalogTarget, database: str | None) -> PoolLocation:
     """Where ``database``'s document pool lives, or the seed's error for why there is none."""
     if not database:
-        raise ToolError("invalid_request", "database is required",
-                        diagnostics=[diagnostic("invalid_request", "database is required", field="database")])
+        raise ToolError("invalid_request", "database is required", diagnostics=[diagnostic(
+            "invalid_request", "Pass the database argument, or start the server with --database NAME "
+            "(the databases are listed by `knowspec pool databases`).", field="database")])
     entry = _cached_database(catalog, database)
     if entry is None:
         raise _unavailable("database is not registered", database)

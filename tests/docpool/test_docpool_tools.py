@@ -275,6 +275,8 @@ def test_document_pool_errors(tmp_path, setup, message):
         call("doc_stats", CallContext(settings=s), database=database)
     assert err.value.message.startswith(message)
     assert err.value.code in ("pool_unavailable", "invalid_request")
+    if setup == "none":  # the remedy, for a server started without --database
+        assert "--database NAME" in err.value.diagnostics[0]["message"]
 
 
 def test_document_pool_through_another_database(env, tmp_path):
