@@ -11,6 +11,7 @@ import json
 import time
 from typing import Any, Callable
 
+from rich import box
 from rich.console import Console
 from rich.markup import escape
 from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgressColumn, TextColumn, TimeElapsedColumn,
@@ -57,9 +58,10 @@ class PlainTicker:
 
 
 class ConsoleReporter:
-    def __init__(self, console: Console | None = None, verbose: bool = False) -> None:
+    def __init__(self, console: Console | None = None, verbose: bool = False, *, plain: bool = False) -> None:
         self.console = console or Console(stderr=True)
         self.verbose = verbose
+        self.plain = plain  # ASCII tables, for a file read anywhere
         self.progress: Progress | None = None
         self.ticker: PlainTicker | None = None
         self.task: Any = None
@@ -112,7 +114,7 @@ class ConsoleReporter:
             self.console.print(f"[red bold]{escape(finished.interrupted)}[/]", soft_wrap=True)
         if not finished.results:
             return
-        table = Table(title="conformance by check")
+        table = Table(title="conformance by check", box=box.ASCII if self.plain else box.HEAVY_HEAD)
         table.add_column("check")
         for s in STATUSES:
             table.add_column(s, justify="right", style=COLOURS[s])
@@ -121,7 +123,7 @@ class ConsoleReporter:
         self.console.print(table)
         for r in finished.results:
             if r.status == "failed" and r.failure:
-                self.console.rule(f"[red]{escape(r.case_id)}")
+                self.console.rule(f"[red]{escape(r.case_id)}", characters="-" if self.plain else "─")
                 self.console.print(r.failure.message[:1000], highlight=False, markup=False)
                 self.console.print("input: " + json.dumps(r.failure.arguments, ensure_ascii=False)[:600],
                                    highlight=False, markup=False)

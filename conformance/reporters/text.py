@@ -17,7 +17,7 @@ from knowspec.conformance.events import RunFinished, RunStarted, TargetUnreachab
 from knowspec.conformance.reporters import report_path
 from knowspec.conformance.reporters.console import ConsoleReporter
 
-WIDTH = 120
+WIDTH = 200  # wide enough that the table and most failure lines are not wrapped
 
 
 class TextReporter:
@@ -39,7 +39,7 @@ def render(started: RunStarted | None, unreachable: TargetUnreachable | None, fi
     buffer = io.StringIO()
     console = Console(file=buffer, width=WIDTH, no_color=True, force_terminal=False, emoji=False,
                       highlight=False)
-    summary = ConsoleReporter(console)
+    summary = ConsoleReporter(console, plain=True)
     if started is not None:
         summary.header(started)
     if unreachable is not None:
