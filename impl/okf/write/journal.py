@@ -30,10 +30,12 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import re
 import stat
 from typing import Callable
 
 from knowspec.impl.okf.write import atomic, lock, receipts
+from knowspec.impl.okf.write.paths import is_writable_path
 from knowspec.impl.okf.write.rootfs import DIR_FLAGS, open_subdir, read_regular
 
 OKF_DIR = ".okf"
@@ -321,6 +323,28 @@ def _holds_anything(okf_fd: int, name: str) -> bool:
         os.close(fd)
 
 
+_PAYLOAD = re.compile(r"payload-[0-9]{5}")
+_DIGEST = re.compile(r"[0-9a-f]{64}")
+
+
+def _check_names(manifest: dict) -> None:
+    """A journal on disk is input like any file of the bundle (a caller may have written it):
+    it names only writable bundle paths, its own payloads and digests, before anything of it is
+    done. A ``..`` or a store folder in it had deleted and written files outside the bundle."""
+    writes, deletes = manifest.get("writes"), manifest.get("deletes")
+    if not isinstance(writes, list) or not isinstance(deletes, list):
+        raise receipts.StorageCorrupt("journal manifest lists no writes and deletes")
+    for entry in writes:
+        if not (isinstance(entry, dict) and isinstance(entry.get("path"), str) and is_writable_path(entry["path"])
+                and isinstance(entry.get("payload"), str) and _PAYLOAD.fullmatch(entry["payload"])
+                and isinstance(entry.get("digest"), str) and _DIGEST.fullmatch(entry["digest"])):
+            raise receipts.StorageCorrupt("journal manifest names a write that is not a bundle file")
+    if not all(isinstance(path, str) and is_writable_path(path) for path in deletes):
+        raise receipts.StorageCorrupt("journal manifest names a delete that is not a bundle file")
+    if not isinstance(manifest.get("receipt"), str):
+        raise receipts.StorageCorrupt("journal manifest holds no receipt")
+
+
 def recover(root_fd: int, step: Step = _noop,
             timeout: float = lock.DEFAULT_LEASE_TIMEOUT) -> receipts.Receipt | None:
     """Finish (journal present) or roll back (staging only) an interrupted commit.
@@ -343,6 +367,7 @@ def recover(root_fd: int, step: Step = _noop,
             raise receipts.StorageCorrupt("journal manifest is not JSON") from exc
         if not isinstance(manifest, dict):
             raise receipts.StorageCorrupt("journal manifest is not an object")
+        _check_names(manifest)
         return publish(root_fd, okf_fd, manifest, step, timeout)
     finally:
         os.close(okf_fd)

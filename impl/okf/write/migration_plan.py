@@ -31,7 +31,7 @@ from knowspec.impl.okf.write.migration_citations import (
     convert_document, decode_citations, frontmatter_span, has_section, label_collisions, node_span, section_span,
 )
 from knowspec.impl.okf.write.patch import PatchRejected, put_attested_computation, set_bundle_version
-from knowspec.impl.okf.write.paths import concept_id_problem, is_revision_path
+from knowspec.impl.okf.write.paths import concept_id_problem, is_revision_path, is_writable_path
 from knowspec.impl.okf.write.planner import staged_validation
 from knowspec.impl.okf.write.revision import revision_of
 from knowspec.impl.okf.write.yaml_edit import Editor, RootEdits
@@ -89,7 +89,7 @@ def decode_migration(args: PreviewV02MigrationInput | ApplyV02MigrationInput) ->
         asset = c.get("asset")
         if (c["contract"]["mode"] == "file") != (asset is not None):
             raise invalid(f"computations[{i}]: file mode needs asset, inline mode forbids it")
-        if asset is not None and (not is_revision_path(asset.get("path") or "") or asset["path"].endswith(".md")
+        if asset is not None and (not is_writable_path(asset.get("path") or "") or asset["path"].endswith(".md")
                                   or "?" in asset["path"] or "#" in asset["path"]):
             raise invalid(f"computations[{i}].asset.path must be a non-Markdown bundle path")
         path = c["concept_id"] + ".md"

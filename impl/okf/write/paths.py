@@ -40,6 +40,17 @@ def is_revision_path(path: str) -> bool:
     return not any(is_reserved_component(p) for p in parts)
 
 
+def names_a_store(path: str) -> bool:
+    """Whether a component of ``path`` is ``.okf`` (any case): a writer's store lives in such a
+    folder, so no write may create one, at the root or below (a nested bundle's store included)."""
+    return any(part.lower() == ".okf" for part in path.split("/"))
+
+
+def is_writable_path(path: str) -> bool:
+    """A revision path a writer may create, replace or delete (no store folder anywhere in it)."""
+    return is_revision_path(path) and not names_a_store(path)
+
+
 def concept_id_problem(concept_id: str) -> str | None:
     """Why ``concept_id`` is not a canonical writable concept id, or None when it is."""
     if not concept_id:

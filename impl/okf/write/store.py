@@ -17,7 +17,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.okf.bundle.captured_files import size_of, size_tally_of, sizes_or_none
 from knowspec.impl.okf.bundle.snapshot import read_limits
 from knowspec.impl.okf.write import journal, lock, receipts
-from knowspec.impl.okf.write.paths import is_revision_path
+from knowspec.impl.okf.write.paths import is_writable_path
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.receipts import Receipt, StorageCorrupt
 from knowspec.impl.okf.write.revision import revision_of, revision_with
@@ -71,6 +71,12 @@ class CommitRequest:
 class CommitResult:
     receipt: Receipt
     replayed: bool
+
+
+def _in_place(files: Mapping[str, bytes], plan: Plan) -> bool:
+    """Whether the bundle holds what ``plan`` writes and lacks what it deletes."""
+    return (all(files.get(path) == data for path, data in plan.writes.items())
+            and not any(path in files for path in plan.deletes))
 
 
 def _never_cancelled() -> None:
@@ -133,8 +139,13 @@ class Store:
             if prior is not None:
                 if prior.RequestDigest != req.request_digest:
                     raise IdempotencyConflict("idempotency key reused for a different request")
-                return CommitResult(prior, replayed=True)
+                if req.plan is None:
+                    return CommitResult(prior, replayed=True)
             files, actual = self._capture()
+            if prior is not None and req.plan is not None and _in_place(files, req.plan):
+                return CommitResult(prior, replayed=True)
+            # (a prior whose change is gone, undone or written over, is not replayed: its receipt
+            # would confirm a write the bundle does not hold; the request is committed again)
             if req.plan is None or actual != req.plan.base_revision:
                 raise Conflict(req.plan.base_revision if req.plan else "", actual)
             if revision_with(files, actual, req.plan.writes, req.plan.deletes) != req.plan.result_revision:
@@ -159,7 +170,7 @@ class Store:
         if plan is None:
             return
         paths = list(plan.writes) + list(plan.deletes)
-        if not all(is_revision_path(p) for p in paths):
+        if not all(is_writable_path(p) for p in paths):
             raise InvalidCommit("plan names a path outside the revision-visible set")
         if len(paths) > MAX_STAGED_FILES:
             raise InvalidCommit("plan stages too many files")

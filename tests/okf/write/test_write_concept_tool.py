@@ -65,15 +65,29 @@ def test_identical_write_is_success_and_changes_nothing(bundle):
     assert visible_bytes(bundle) == snapshot
 
 
-def test_identical_request_replays_its_receipt_even_after_a_foreign_edit(bundle):
-    # Upstream identity excludes the base revision (spec/okf/contract/write.md §3.3 step 5): the retry finds
-    # the earlier receipt and publishes nothing new. Different content is a new request.
+def test_identical_request_replays_its_receipt_after_a_foreign_edit_elsewhere(bundle):
+    # Identity excludes the base revision (spec/okf/contract/write.md §3.3 step 5): a retry after
+    # another file changed finds the earlier receipt and publishes nothing new.
+    _write(bundle)
+    (bundle / "arch/cache.md").write_text("---\ntype: Note\n---\nhand edit elsewhere\n")
+    receipts = sorted((bundle / ".okf" / "receipts").iterdir())
+    _write(bundle)
+    assert sorted((bundle / ".okf" / "receipts").iterdir()) == receipts
+
+
+def test_writing_a_concept_back_after_another_write_puts_it_back(bundle):
+    """A, then B, then A again had answered success and left B: the receipt of the first A was
+    replayed though the file no longer held it (§7.2 step 3)."""
     _write(bundle)
     (bundle / "notes/new.md").write_text("---\ntype: Note\n---\nhand edit\n")
     _write(bundle)
-    assert (bundle / "notes/new.md").read_text().endswith("hand edit\n")
+    assert (bundle / "notes/new.md").read_text().endswith("# New\n\nText.\n")
     _write(bundle, body="# New\n\nText 2.\n")
-    assert (bundle / "notes/new.md").read_text().endswith("Text 2.\n")
+    _write(bundle)
+    assert (bundle / "notes/new.md").read_text().endswith("# New\n\nText.\n")
+    (bundle / "notes/new.md").unlink()
+    _write(bundle)
+    assert (bundle / "notes/new.md").read_text().endswith("# New\n\nText.\n")
 
 
 @pytest.mark.parametrize("frontmatter", ["title: no type\n", "type: 123\n"])

@@ -148,6 +148,21 @@ def test_explicit_computation_is_written_with_its_asset(legacy):
     assert "type: Attested Computation" in (legacy / "b.md").read_text()
 
 
+@pytest.mark.parametrize("asset_path", ["calc/.okf/journal.json", ".okf/x.py", "calc/.OKF/txn/payload-00000"])
+def test_a_computation_asset_may_not_name_a_store_folder(legacy, asset_path):
+    """An asset written into a nested `.okf` planted a journal that the next call on that folder
+    as a bundle obeyed: writes and deletes outside the bundle."""
+    comp = {"concept_id": "b", "contract": {
+        "mode": "file", "runtime": "python", "parameters": [], "computation_path": asset_path,
+        "executor": {"resource": "run.py", "receipt": ["out"]}, "attester": {"resource": "att.py"}},
+        "asset": {"path": asset_path, "content": "{}\n"}}
+    before = tree_bytes(legacy)
+    with pytest.raises(ToolError) as err:
+        _preview(legacy, computations=[comp])
+    assert err.value.code == "invalid_request" and "asset.path" in err.value.message
+    assert tree_bytes(legacy) == before
+
+
 def test_selector_conflicting_with_the_declaration_is_unsupported(legacy):
     with pytest.raises(ToolError) as err:
         _preview(legacy, **{"from": "0.2"})

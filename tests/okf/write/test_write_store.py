@@ -59,11 +59,53 @@ def test_stale_base_is_a_conflict_and_writes_nothing(store):
 def test_same_key_same_digest_replays_and_different_digest_conflicts(store):
     root, s = store
     first = s.commit(_request(root, {"a.md": b"x"}))
-    again = s.commit(_request(root, {"a.md": b"y"}, base=first.receipt.BaseRevision))
+    again = s.commit(_request(root, {"a.md": b"x"}, base=first.receipt.BaseRevision))
     assert again.replayed and again.receipt == first.receipt
     assert (root / "a.md").read_bytes() == b"x"
     with pytest.raises(IdempotencyConflict):
         s.commit(_request(root, {"a.md": b"y"}, digest="sha256:" + "2" * 64))
+
+
+def test_a_request_whose_change_was_undone_is_committed_again_not_replayed(store):
+    """Redo after undo: the same request on the same base had found its receipt and answered
+    applied with nothing written."""
+    root, s = store
+    original = (root / "a.md").read_bytes()
+    first = s.commit(_request(root, {"a.md": b"x"}))
+    (root / "a.md").write_bytes(original)  # undone: the bundle is back at the request's base
+    again = s.commit(_request(root, {"a.md": b"x"}))
+    assert not again.replayed and again.receipt.BaseRevision == first.receipt.BaseRevision
+    assert (root / "a.md").read_bytes() == b"x"
+    assert s.commit(CommitRequest("cs-1", "k1", first.receipt.RequestDigest, None)).replayed  # a bare retry
+
+
+@pytest.mark.parametrize("change", [
+    {"writes": [{"path": "../escaped.txt"}]},
+    {"writes": [{"path": "d/.okf/journal.json"}]},
+    {"writes": [{"payload": "../../outside"}]},
+    {"deletes": ["../victim.txt"]},
+    {"deletes": ["/etc/victim"]},
+    {"deletes": "a.md"},
+])
+def test_a_journal_naming_anything_but_bundle_files_is_refused_with_nothing_done(store, change):
+    """A planted journal had deleted and written files outside the bundle on the next call,
+    a read included: its paths were never checked."""
+    root, s = store
+    victim = root.parent / "victim.txt"
+    victim.write_text("outside the bundle")
+    before = visible_bytes(root)
+    _commit_until_the_boundary(root, {"a.md": b"---\ntype: Note\n---\nnew\n"})
+    path = root / ".okf" / "journal.json"
+    manifest = json.loads(path.read_bytes())
+    if "writes" in change:
+        manifest["writes"] = [{**manifest["writes"][0], **change["writes"][0]}]
+    else:
+        manifest["deletes"] = change["deletes"]
+    path.write_text(json.dumps(manifest))
+    with pytest.raises(receipts.StorageCorrupt):
+        s.recover()
+    assert visible_bytes(root) == before
+    assert victim.read_text() == "outside the bundle" and not (root.parent / "escaped.txt").exists()
 
 
 def test_tampered_receipt_is_storage_corruption(store):
