@@ -141,8 +141,10 @@ class SqlitePool(SqlPool):
     def change_stamp(self) -> tuple:
         """The tag of the full-text snapshot the last import (or build) wrote, which no other write
         repeats (sizes and times do: two imports of equally sized content a clock tick apart had
-        left the same stamp), with the identity, size and change times of the file and of its WAL
-        file, for a file changed or replaced another way.
+        left the same stamp), with the identity, size and modification time of the file and of its
+        WAL file, for a file changed or replaced another way. Not the change time: SQLite gives
+        the WAL file its database's owner each time a connection opens it (as root), which moves
+        its change time on every read.
 
         Only ``stat``: this process must never open and close the pool's files itself. Closing any
         descriptor of a file drops every POSIX lock the process holds on it, SQLite's included
@@ -156,8 +158,8 @@ class SqlitePool(SqlPool):
         for suffix in ("", "-wal"):
             try:
                 st = os.stat(str(self.path) + suffix)
-                stamp += [st.st_ino, st.st_size, st.st_mtime_ns, st.st_ctime_ns]
+                stamp += [st.st_ino, st.st_size, st.st_mtime_ns]
             except OSError:
-                stamp += [0, 0, 0, 0]
+                stamp += [0, 0, 0]
         return tuple(stamp)
 
