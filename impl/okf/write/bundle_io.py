@@ -14,7 +14,7 @@ from typing import Callable, Iterator, Mapping
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle.paths import check_bundle_path, pin_root
 from knowspec.impl.okf.write import journal, lock
-from knowspec.impl.okf.write.readers import consistent_read
+from knowspec.impl.okf.write.readers import consistent_read, unfinishable
 from knowspec.impl.okf.write.receipts import StorageCorrupt
 from knowspec.impl.okf.write.revision import index_files, revision_of
 from knowspec.impl.okf.write.rootfs import CaptureError, CaptureLimit, capture_files
@@ -43,6 +43,8 @@ def finish_interrupted(root_fd: int) -> None:
         raise ToolError("operation_rejected", f"bundle store needs repair: {exc}") from None
     except lock.LockTimeout:
         raise ToolError("operation_rejected", "bundle is locked by another writer", retryable=True) from None
+    except OSError as exc:  # before: "tool operation was rejected", and a traceback in the log
+        raise unfinishable(exc) from None
 
 
 def capture(root_fd: int, bundle_path: str | None = None,

@@ -123,8 +123,10 @@ class Unpublishable(Exception):
 
 
 def check_publishable(root_fd: int, paths: list[str]) -> None:
-    """Refuse a write whose folders are files (or links), whose target is a folder, or whose
-    names are longer than the file system takes. Runs under the writer lock, before staging."""
+    """Refuse a write or delete whose folders are files (or links), whose target is a folder,
+    whose names are longer than the file system takes, or whose last existing folder this
+    process may not change (a read-only folder had left a migration half-published and the
+    bundle locked). Runs under the writer lock, before staging."""
     name_max = _name_max(root_fd)
     for path in paths:
         parts = path.split("/")
@@ -148,6 +150,8 @@ def check_publishable(root_fd: int, paths: list[str]) -> None:
                     nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
                     os.close(fd)
                     fd = nxt
+            if not os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
+                raise Unpublishable(f"cannot write {path!r}: its folder is read-only")
         finally:
             os.close(fd)
 

@@ -91,6 +91,13 @@ def _leftover(okf_fd: int | None) -> str | None:
     return None if okf_fd is None else journal.leftover_in(okf_fd)
 
 
+def unfinishable(exc: OSError) -> ToolError:
+    """An interrupted commit that the file system will not let finish (a folder where a file is
+    published, a read-only folder): said plainly; the next call tries again."""
+    return ToolError("operation_rejected",
+                     f"bundle has an interrupted commit that cannot be finished: {exc.strerror or exc}")
+
+
 def _recover(root_fd: int, found: str, timeout: float) -> None:
     """Finish a dead writer's commit; staging that cannot be removed does not block reads."""
     try:
@@ -100,5 +107,4 @@ def _recover(root_fd: int, found: str, timeout: float) -> None:
         raise ToolError("operation_rejected", f"bundle store needs repair: {exc}") from None
     except OSError as exc:
         if found == "journal":
-            raise ToolError("operation_rejected",
-                            f"bundle has an interrupted commit that cannot be finished: {exc.strerror}") from None
+            raise unfinishable(exc) from None

@@ -159,7 +159,7 @@ class Store:
             if problem is not None:
                 raise ResultOverLimits(problem)
             try:
-                journal.check_publishable(self.root_fd, list(req.plan.writes))
+                journal.check_publishable(self.root_fd, [*req.plan.writes, *req.plan.deletes])
             except journal.Unpublishable as exc:
                 raise InvalidCommit(str(exc)) from None
             check_cancelled()

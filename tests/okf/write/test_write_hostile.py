@@ -209,6 +209,27 @@ def test_names_over_the_file_systems_own_limit_are_refused_before_the_journal(bu
                                        "a name in it is longer than the file system takes")
 
 
+def test_a_folder_this_process_may_not_change_is_refused_before_the_journal(bundle, monkeypatch):
+    """A read-only folder had let an apply stage and journal, then fail half-way through
+    publication and hold the bundle locked (refused by the kernel, not this check, as root)."""
+    import os as os_module
+
+    from knowspec.impl.okf.write import journal
+
+    real = os_module.access
+
+    def read_only_notes(path, mode, *, dir_fd=None, effective_ids=False, follow_symlinks=True):
+        if dir_fd is not None and os_module.readlink(f"/proc/self/fd/{dir_fd}").endswith("/notes"):
+            return False
+        return real(path, mode, dir_fd=dir_fd, effective_ids=effective_ids, follow_symlinks=follow_symlinks)
+
+    (bundle / "notes").mkdir()
+    monkeypatch.setattr(journal.os, "access", read_only_notes)
+    err = _refused_and_still_writable(bundle, "notes/x")
+    assert (err.code, err.message) == ("invalid_request", "apply concept patch: cannot write 'notes/x.md': "
+                                       "its folder is read-only")
+
+
 def test_a_recursive_yaml_alias_in_written_frontmatter_is_resource_limit(bundle):
     before = tree_bytes(bundle)
     args = tool_args("write_concept", bundle_path=str(bundle), concept_id="alias-bomb",

@@ -317,3 +317,24 @@ def test_a_commit_makes_every_change_of_a_step_before_it_syncs_any(store, monkey
                       + ["rename", "sync"]  # the journal named, .okf synced: the durable boundary
                       + ["rename"] * 3  # both payloads and the receipt into place
                       + ["sync"] * 4)  # the root, d/, receipts/, then .okf once the journal is gone
+
+
+def test_a_commit_the_file_system_will_not_let_finish_is_said_plainly(store):
+    """A folder put where a file is published: writers had answered 'tool operation was rejected'
+    (and logged a traceback), readers '... cannot be finished: None'."""
+    from knowspec.impl.errors import ToolError
+    from knowspec.impl.okf.write import bundle_io
+
+    root, _ = store
+    _commit_until_the_boundary(root, {"a.md": b"---\ntype: Note\n---\nnew\n"})
+    (root / "a.md").unlink()
+    (root / "a.md").mkdir()
+    fd, _ = pin_root(str(root))
+    try:
+        with pytest.raises(ToolError) as err:
+            bundle_io.finish_interrupted(fd)
+    finally:
+        os.close(fd)
+    assert err.value.code == "operation_rejected"
+    assert err.value.message == ("bundle has an interrupted commit that cannot be finished: "
+                                 "refusing to replace non-regular entry 'a.md'")
