@@ -22,7 +22,6 @@ from knowspec.impl.server.caller_load import AnswerBytesPerCaller, CallsPerCalle
 from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
 from knowspec.impl.server import late_answers, released_messages
-from knowspec.impl.server.late_answers import OneAnswer
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
@@ -102,7 +101,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     app.router.redirect_slashes = False
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
-    app.add_middleware(OneAnswer)  # innermost: the SDK's second answer to one request goes nowhere
+    app.add_middleware(late_answers.OneAnswer)  # innermost: the SDK's second answer to one request goes nowhere
     app.add_middleware(ParkedAnswerWriter, answers=answers, unsent=unsent)  # placeholders written as their parked answers
     # inside the gate (it names the caller), before a worker's tags are added to the SDK's ids
     app.add_middleware(SessionQuota, per_caller=settings.mcp_sessions_per_caller, live_sessions=sdk_sessions(server))

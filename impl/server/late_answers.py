@@ -58,17 +58,23 @@ class OneAnswer:
             log.debug("the ended session's stream was closed after the answer to %s %s", scope.get("method"), self.path)
 
 
+SDK_MESSAGE = "Error handling POST request"
+
+
 class EndedSessionRecords(logging.Filter):
     """The SDK's ``Error handling POST request`` for a message whose session had closed becomes
-    ``ENDED`` at INFO, without its traceback; every other record passes as it is."""
+    ``ENDED`` at INFO, without its traceback, shown only where INFO is (the logger's level was
+    checked before the record was made, at ERROR); every other record passes as it is, the
+    SDK's other records of a closed stream included."""
 
     def filter(self, record: logging.LogRecord) -> bool:
         error = record.exc_info[1] if record.exc_info else None
-        if isinstance(error, anyio.ClosedResourceError):
-            record.msg, record.args = ENDED, ()
-            record.exc_info, record.exc_text = None, None
-            record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
-        return True
+        if record.msg != SDK_MESSAGE or not isinstance(error, anyio.ClosedResourceError):
+            return True
+        record.msg, record.args = ENDED, ()
+        record.exc_info, record.exc_text = None, None
+        record.levelno, record.levelname = logging.INFO, logging.getLevelName(logging.INFO)
+        return logging.getLogger(record.name).isEnabledFor(logging.INFO)
 
 
 def install() -> None:

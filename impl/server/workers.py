@@ -195,12 +195,12 @@ class SessionRouter:
                 timeout=None)
         return client
 
-    async def _forget(self, owner: str, path: Path) -> None:
-        """A worker that died left its socket file (refused: nothing listens on it) and our client."""
+    def _forget(self, owner: str, path: Path) -> None:
+        """A worker that died left its socket file (refused: nothing listens on it) and our client
+        for it. The client is dropped, not closed: another relay may be sending through it now,
+        and a closed client raises where a dead owner's answer is 404 (it holds no connection)."""
         path.unlink(missing_ok=True)
-        client = self._clients.pop(owner, None)
-        if client is not None:
-            await client.aclose()
+        self._clients.pop(owner, None)
 
     async def _relay(self, owner: str, path: Path, scope: Scope, receive: Receive, send: Send) -> None:
         import httpx2 as httpx
@@ -223,7 +223,7 @@ class SessionRouter:
             answer = await client.send(request, stream=True)
         except httpx.TransportError as exc:  # the owner is gone: its sessions are gone with it
             if _refused(exc):
-                await self._forget(owner, path)
+                self._forget(owner, path)
             await _session_not_found(send)
             return
         try:
@@ -249,10 +249,11 @@ class SessionRouter:
 
 
 def _refused(exc: BaseException) -> bool:
-    """Whether a failed relay met no listener at all (a dead worker), not a busy or slow one."""
+    """Whether a failed relay met no listener at all (a dead worker; its socket file gone too,
+    when another relay forgot it first), not a busy or slow one."""
     seen: BaseException | None = exc
     while seen is not None:
-        if isinstance(seen, ConnectionRefusedError):
+        if isinstance(seen, (ConnectionRefusedError, FileNotFoundError)):
             return True
         seen = seen.__cause__ or seen.__context__
     return False

@@ -511,3 +511,39 @@ def test_a_relay_that_finds_no_listener_forgets_the_dead_workers_socket(tmp_path
     assert path.exists() is alive
     assert (owner in router._clients) is alive
     listener.close()
+
+
+def test_relays_racing_to_a_dead_worker_all_answer_not_found(tmp_path):
+    """The first relay to find the owner dead had closed the client a second was sending
+    through: a RuntimeError, a 500 instead of the 404 that tells a client to start anew."""
+    import socket
+
+    owner = "c" * 12
+    path = tmp_path / f"{owner}.sock"
+    dead = socket.socket(socket.AF_UNIX, socket.SOCK_STREAM)
+    dead.bind(str(path))
+    dead.close()
+    router = SessionRouter(None, tag="a" * 12, run_dir=tmp_path)
+    statuses: list[int] = []
+
+    async def relay_one(slow_body: bool) -> None:
+        async def receive():
+            if slow_body:  # its body arrives after another relay found the owner dead
+                await anyio.sleep(0.2)
+            return {"type": "http.request", "body": b"{}", "more_body": False}
+
+        async def send(message):
+            if message["type"] == "http.response.start":
+                statuses.append(message["status"])
+
+        scope = {"type": "http", "path": "/mcp", "method": "POST", "client": ("127.0.0.1", 5), "query_string": b"",
+                 "headers": [(b"mcp-session-id", f"{owner}-abc".encode())]}
+        await router(scope, receive, send)
+
+    async def race() -> None:
+        async with anyio.create_task_group() as group:
+            for n in range(8):
+                group.start_soon(relay_one, n % 2 == 1)
+
+    anyio.run(race)
+    assert statuses == [404] * 8 and owner not in router._clients

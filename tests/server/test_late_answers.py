@@ -14,7 +14,7 @@ import anyio
 import httpx2
 import pytest
 
-from knowspec.impl.server.late_answers import ENDED, EndedSessionRecords, OneAnswer
+from knowspec.impl.server.late_answers import ENDED, SDK_LOGGER, SDK_MESSAGE, EndedSessionRecords, OneAnswer
 from serving import free_port
 
 STREAMS = {"Accept": "application/json, text/event-stream", "Content-Type": "application/json"}
@@ -61,20 +61,34 @@ def test_a_closed_stream_before_any_answer_still_escapes():
     assert isinstance(_run(sdk)[1], anyio.ClosedResourceError)
 
 
-def test_only_the_sdks_record_of_an_ended_session_is_shortened():
-    def record(error: BaseException) -> logging.LogRecord:
-        try:
-            raise error
-        except BaseException:
-            return logging.LogRecord("mcp.server.streamable_http", logging.ERROR, __file__, 1,
-                                     "Error handling POST request", (), sys.exc_info())
+def _record(error: BaseException, message: str = SDK_MESSAGE) -> logging.LogRecord:
+    try:
+        raise error
+    except BaseException:
+        return logging.LogRecord(SDK_LOGGER, logging.ERROR, __file__, 1, message, (), sys.exc_info())
 
-    ended = record(anyio.ClosedResourceError())
-    assert EndedSessionRecords().filter(ended)
+
+@pytest.mark.parametrize("level, shown", [(logging.INFO, True), (logging.WARNING, False)])
+def test_the_sdks_record_of_an_ended_session_is_one_info_line_shown_where_info_is(level, shown):
+    logger = logging.getLogger(SDK_LOGGER)
+    before = logger.level
+    logger.setLevel(level)
+    try:
+        ended = _record(anyio.ClosedResourceError())
+        assert EndedSessionRecords().filter(ended) is shown
+    finally:
+        logger.setLevel(before)
     assert (ended.getMessage(), ended.levelno, ended.exc_info) == (ENDED, logging.INFO, None)
-    other = record(ValueError("a real bug"))
+
+
+@pytest.mark.parametrize("error, message", [
+    (ValueError("a real bug"), SDK_MESSAGE),
+    (anyio.ClosedResourceError(), "Unexpected closure of read stream in message router"),
+])
+def test_every_other_record_passes_as_it_is(error, message):
+    other = _record(error, message)
     assert EndedSessionRecords().filter(other)
-    assert other.levelno == logging.ERROR and other.exc_info is not None
+    assert other.levelno == logging.ERROR and other.exc_info is not None and other.getMessage() == message
 
 
 async def _sessions_that_leave_early(url: str, count: int) -> None:
