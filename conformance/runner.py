@@ -188,6 +188,9 @@ def run(config: RunConfig) -> Iterator[Event]:
             probe = probe_stack.enter_context(connect(target))
             advertised = {t["name"]: t for t in probe.list_tools()}
             unlisted = tuple(t.name for t in contract.tools if t.name not in advertised)
+            if config.advertised_only and contract.tools and len(unlisted) == len(contract.tools):
+                raise TargetError(f"the target advertises none of the {len(unlisted)} contract tool(s) judged "
+                                  f"(family {config.family}), so --advertised-only has nothing to judge")
             protocol = probe.protocol
             phases["handshake"] = time.monotonic() - start
         except Exception as exc:  # noqa: BLE001 - a broken target gets a verdict (exit 2), never a traceback

@@ -16,6 +16,7 @@ from __future__ import annotations
 import time
 from typing import Any
 
+from knowspec.conformance.checks.common import unsuccessful
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept
@@ -50,9 +51,10 @@ def _ops(date: str) -> list[dict[str, Any]]:
 
 
 def _success(outcome: CallOutcome, what: str) -> dict[str, Any]:
-    if outcome.transport_error is not None or outcome.rpc_error is not None or outcome.is_error \
-            or not isinstance(outcome.structured, dict):
-        raise CheckFailed(f"{what} did not succeed", arguments=outcome.arguments, response=outcome.summary())
+    why = ("it got no result" if outcome.transport_error is not None or outcome.rpc_error is not None
+           else unsuccessful(outcome))
+    if why:
+        raise CheckFailed(f"{what} did not succeed: {why}", arguments=outcome.arguments, response=outcome.summary())
     return outcome.structured
 
 

@@ -6,7 +6,7 @@ from typing import Any
 
 from hypothesis import strategies as st
 
-from knowspec.conformance.checks.common import advertised_only, fail, require_result
+from knowspec.conformance.checks.common import advertised_only, fail, require_result, unsuccessful
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle
@@ -43,9 +43,9 @@ def _describe(bundle: Bundle) -> dict[str, Any]:
 def check_search(ctx: CheckContext, bundle: Bundle, query: str, limit: int, path: Any = None) -> None:
     args, outcome = _call_on(ctx, bundle, {"query": query, "limit": limit}, path)
     expected = expected_search(bundle, query, limit)
-    if outcome.is_error:
-        fail(f"search failed with {(outcome.structured or {}).get('code')}; the oracle expects "
-             f"{expected.total} match(es)", _with_bundle(outcome, bundle))
+    why = unsuccessful(outcome)
+    if why:
+        fail(f"search_concepts: {why}; the oracle expects {expected.total} match(es)", _with_bundle(outcome, bundle))
     out = outcome.structured
     got = [(h.get("concept", {}).get("id"), h.get("match")) for h in out.get("hits", [])]
     problems = []
@@ -97,9 +97,9 @@ def check_neighbors(ctx: CheckContext, bundle: Bundle, concept_id: str, directio
         if not outcome.is_error or (outcome.structured or {}).get("code") != "concept_not_found":
             fail("an unknown concept must give concept_not_found", _with_bundle(outcome, bundle))
         return
-    if outcome.is_error:
-        fail(f"get_neighbors failed with {(outcome.structured or {}).get('code')}",
-             _with_bundle(outcome, bundle))
+    why = unsuccessful(outcome)
+    if why:
+        fail(f"get_neighbors: {why}", _with_bundle(outcome, bundle))
     expected = expected_neighbors(bundle, concept_id, direction, kinds, limit)
     out = outcome.structured
     got_edges = [(e.get("kind"), e.get("from"), e.get("to"), e.get("relation_type")) for e in out.get("edges", [])]

@@ -18,7 +18,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-from knowspec.conformance.checks.common import fail, require_result, schema_errors
+from knowspec.conformance.checks.common import fail, require_result, schema_errors, unsuccessful
 from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.checks.rest import EXEC, LOGIN, post
 from knowspec.conformance.config import RunConfig
@@ -297,15 +297,16 @@ def call(ctx: CheckContext, tool: str, args: dict[str, Any]) -> CallOutcome:
 
 def success_data(outcome: CallOutcome, failure: str) -> Any:
     """A successful result's structuredContent (``results`` unwrapped); anything else fails."""
-    if outcome.is_error or not isinstance(outcome.structured, dict):
-        fail(failure, outcome)
+    why = unsuccessful(outcome)
+    if why:
+        fail(f"{failure}: {why}", outcome)
     data = outcome.structured
     return data["results"] if set(data) == {"results"} else data
 
 
 def answer(ctx: CheckContext, tool: str, args: dict[str, Any]) -> tuple[CallOutcome, Any]:
     outcome = call(ctx, tool, args)
-    return outcome, success_data(outcome, f"{tool} failed on imported fixture data")
+    return outcome, success_data(outcome, f"{tool} on imported fixture data")
 
 
 def expect(ok: bool, message: str, outcome: CallOutcome, expected: Any = None) -> None:

@@ -120,18 +120,20 @@ def input_invalid_rejected(ctx: CheckContext) -> None:
 
 
 def invalid_arguments(tool: ToolContract, real_path: str) -> st.SearchStrategy[dict[str, Any]]:
-    """Arguments the schema refuses, each with a real bundle path where the path itself is not
-    what makes them invalid (a path error must not mask the schema error); never valid ones,
-    whose failures would be reported as this check's."""
-    def with_real_path(args: dict[str, Any]) -> dict[str, Any]:
-        if isinstance(args.get("bundle_path"), str) and len(args["bundle_path"]) < 4096:
-            real = {**args, "bundle_path": real_path}
-            if acceptable_error_codes(tool.input_schema, real):
-                return real
-        return args
-
-    return (arguments(tool, "negative").map(with_real_path)
+    """Arguments the schema refuses (``pointed_at``); never valid ones, whose failures would be
+    reported as this check's."""
+    return (arguments(tool, "negative").map(lambda args: pointed_at(tool, real_path, args))
             .filter(lambda args: bool(acceptable_error_codes(tool.input_schema, args))))
+
+
+def pointed_at(tool: ToolContract, real_path: str, args: dict[str, Any]) -> dict[str, Any]:
+    """``args`` with a real bundle path (a path error must not mask the schema error), unless the
+    path is what makes them invalid: swapping it then would judge valid arguments."""
+    if isinstance(args.get("bundle_path"), str) and len(args["bundle_path"]) < 4096:
+        real = {**args, "bundle_path": real_path}
+        if acceptable_error_codes(tool.input_schema, real):
+            return real
+    return args
 
 
 @check("boundary_limits", RULE_BOUNDARY, applies=advertised_only, relevant=lambda t: bool(t.limits))

@@ -1,4 +1,4 @@
-"""Event consumers: console progress and the JUnit, JSON, HTML and baseline files."""
+"""Event consumers: console progress and the JUnit, JSON, HTML, text and baseline files."""
 
 from __future__ import annotations
 

@@ -124,9 +124,9 @@ class ConsoleReporter:
         for r in finished.results:
             if r.status == "failed" and r.failure:
                 self.console.rule(f"[red]{escape(r.case_id)}", characters="-" if self.plain else "─")
-                self.console.print(r.failure.message[:1000], highlight=False, markup=False)
+                self.console.print(r.failure.message[:1000], highlight=False, markup=False, soft_wrap=self.plain)
                 self.console.print("input: " + json.dumps(r.failure.arguments, ensure_ascii=False)[:600],
-                                   highlight=False, markup=False)
+                                   highlight=False, markup=False, soft_wrap=self.plain)  # a file's: copied whole
         for check_id, tool in finished.stale_baseline:
             self.console.print(f"baseline entry {escape(check_id)} {escape(tool)} now passes: remove it",
                                highlight=False)

@@ -171,71 +171,72 @@ def test_a_given_bundle_dir_keeps_what_was_there_and_loses_what_the_run_wrote(tm
     assert sorted(p.name for p in given.iterdir()) == ["mine", "w7"]
 
 
-def _toy_config(tmp_path, variant: str, **config):
-    import sys
-    from pathlib import Path
-
+@pytest.fixture
+def toy_config(toy_contract, target_for):
+    """A run's settings against a variant of the toy server, on the toy contract."""
     from knowspec.conformance.config import RunConfig
-    sys.path.insert(0, str(Path(__file__).parent / "targets"))
-    from toy_paths import toy_target
-    from toy_schemas import contract
 
-    path = tmp_path / "contract.json"
-    path.write_text(json.dumps(contract()), encoding="utf-8")
-    return RunConfig(target=toy_target(variant), contract_path=path, **config)
+    def make(variant: str, **config) -> RunConfig:
+        return RunConfig(target=target_for(variant), contract_path=toy_contract, **config)
+
+    return make
 
 
-def test_advertised_only_judges_what_a_partial_server_offers_and_names_the_rest(tmp_path):
+def test_advertised_only_judges_what_a_partial_server_offers_and_names_the_rest(toy_config):
     from knowspec.conformance.areas import NOT_ADVERTISED, UNOFFERED_AREA
     from knowspec.conformance.runner import EXIT_FAILURES, EXIT_OK, run_to_end
 
     checks = ("tools_list", "output_schema")
-    plain = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks))
+    plain = run_to_end(toy_config("missing_tool", checks=checks))
     assert plain.exit_code == EXIT_FAILURES  # get_neighbors is not listed
-    partial = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, advertised_only=True, strict=True))
+    partial = run_to_end(toy_config("missing_tool", checks=checks, advertised_only=True, strict=True))
     assert partial.exit_code == EXIT_OK
     listing = {r.tool: r for r in partial.results if r.check_id == "tools_list"}
     assert listing["get_neighbors"].status == "skipped" and listing["get_neighbors"].reason == NOT_ADVERTISED
     assert all(r.status == "passed" for name, r in listing.items() if name != "get_neighbors")
     assert dict(partial.skipped_areas)[UNOFFERED_AREA].endswith(": get_neighbors")
-    broken = run_to_end(_toy_config(tmp_path, "bad_output", checks=checks, advertised_only=True))
+    broken = run_to_end(toy_config("bad_output", checks=checks, advertised_only=True))
     assert broken.exit_code == EXIT_FAILURES  # what is offered is still judged
 
 
-def test_advertised_only_fails_a_target_that_offers_none_of_the_judged_tools(tmp_path):
-    from knowspec.conformance.runner import EXIT_FAILURES, run_to_end
+@pytest.mark.parametrize("checks", [("tools_list",), ("output_schema", "result_ordering", "truncation")])
+def test_advertised_only_ends_a_run_that_would_judge_nothing(toy_config, checks):
+    """Whatever checks run: with tools_list left out, every case had skipped and the run passed."""
+    from knowspec.conformance.runner import EXIT_UNREACHABLE, run_to_end
 
-    finished = run_to_end(_toy_config(tmp_path, "missing_tool", checks=("tools_list",), tools=("get_neighbors",),
-                                      advertised_only=True))
-    assert finished.exit_code == EXIT_FAILURES
-    assert "advertises none" in finished.results[0].failure.message
+    finished = run_to_end(toy_config("missing_tool", checks=checks, tools=("get_neighbors",), advertised_only=True,
+                                     strict=True))
+    assert finished.exit_code == EXIT_UNREACHABLE and "advertises none" in finished.unreachable
 
 
-def test_checks_that_judge_structure_fail_a_success_without_it(tmp_path):
+def test_checks_that_judge_structure_fail_a_success_without_it(toy_config):
     """A server answering with text alone had passed result_ordering with nothing judged."""
     from knowspec.conformance.checks.common import NO_STRUCTURE
     from knowspec.conformance.runner import run_to_end
 
-    finished = run_to_end(_toy_config(tmp_path, "text_only", checks=("result_ordering", "truncation", "text_encoding"),
-                                      tools=("search_concepts",), max_examples=3))
+    finished = run_to_end(toy_config("text_only", checks=("result_ordering", "truncation", "text_encoding",
+                                                          "differential_search"),
+                                     tools=("search_concepts",), max_examples=3))
     verdicts = {r.check_id: r for r in finished.results}
     for check_id in ("result_ordering", "truncation"):
         assert verdicts[check_id].status == "failed"
         assert verdicts[check_id].failure.message == f"nothing to judge: {NO_STRUCTURE}"
+    assert verdicts["differential_search"].status == "failed"  # not an error: an AttributeError had ended it
+    assert NO_STRUCTURE in verdicts["differential_search"].failure.message
     assert verdicts["text_encoding"].status == "passed"  # it judges the text's bytes alone
 
 
-def test_a_run_without_tools_list_still_names_the_tools_the_target_lacks(tmp_path):
+def test_a_run_without_tools_list_still_names_the_tools_the_target_lacks(toy_config):
     from knowspec.conformance.areas import UNLISTED_AREA, UNOFFERED_AREA
     from knowspec.conformance.runner import EXIT_FAILURES, EXIT_OK, run_to_end
 
     checks = ("result_ordering",)
-    plain = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, max_examples=3))
+    plain = run_to_end(toy_config("missing_tool", checks=checks, max_examples=3))
     assert plain.exit_code == EXIT_OK and "get_neighbors" in dict(plain.skipped_areas)[UNLISTED_AREA]
-    assert run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, max_examples=3,
+    assert run_to_end(toy_config("missing_tool", checks=checks, max_examples=3,
                                   strict=True)).exit_code == EXIT_FAILURES
-    declared = run_to_end(_toy_config(tmp_path, "missing_tool", checks=checks, max_examples=3, strict=True,
+    declared = run_to_end(toy_config("missing_tool", checks=checks, max_examples=3, strict=True,
                                       advertised_only=True))
     assert declared.exit_code == EXIT_OK and [a for a, _ in declared.skipped_areas] == [UNOFFERED_AREA]
-    listed = run_to_end(_toy_config(tmp_path, "missing_tool", checks=("tools_list",)))
+    listed = run_to_end(toy_config("missing_tool", checks=("tools_list",)))
     assert listed.exit_code == EXIT_FAILURES and listed.skipped_areas == ()  # failed there: reported once
