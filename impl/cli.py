@@ -164,16 +164,18 @@ def _state_notes(settings: Settings) -> list[str]:
     if not settings.help_db_path.is_file():
         notes.append(f"knowspec serve: no help pool at {settings.help_db_path}: help_* tools answer 'help pool not "
                      "found' (`knowspec pool build SOURCE_DIR help.db --collection NAME` or `knowspec demo` makes one)")
+    registered: list[str] | None
     try:
-        registered = [entry.name for entry in catalog.list_databases(settings.catalog)]
+        registered = sorted(entry.name for entry in catalog.list_databases(settings.catalog))
     except Exception:  # noqa: BLE001 - an unreachable catalog is reported by the tools that need it
-        registered = ["?"]
-    if not registered:
+        registered = None
+    if registered == []:
         notes.append("knowspec serve: no document database is registered in the catalog: doc_* tools have none to "
                      "read (`knowspec pool register`, then `knowspec pool import`)")
-    elif not settings.default_database and registered != ["?"]:
+    elif registered and not settings.default_database:
+        shown = ", ".join(registered[:10]) + (f" and {len(registered) - 10} more" if len(registered) > 10 else "")
         notes.append(f"knowspec serve: no --database given: doc_* tools answer 'database is required' unless a call "
-                     f"names one (registered: {', '.join(sorted(registered)[:10])})")
+                     f"names one (registered: {shown})")
     return notes
 
 

@@ -142,9 +142,11 @@ class SqlitePool(SqlPool):
         """The tag of the full-text snapshot the last import (or build) wrote, which no other write
         repeats (sizes and times do: two imports of equally sized content a clock tick apart had
         left the same stamp), with the identity, size and modification time of the file and of its
-        WAL file, for a file changed or replaced another way. Not the change time: SQLite gives
-        the WAL file its database's owner each time a connection opens it (as root), which moves
-        its change time on every read.
+        WAL file, for a file changed or replaced another way (to the file system's clock tick: a
+        same-sized write by another program within a few milliseconds of the last goes unseen;
+        every knowspec writer moves the tag). Not the change time: SQLite gives the WAL file its
+        database's owner each time a connection opens it (as root), which moves its change time
+        on every read.
 
         Only ``stat``: this process must never open and close the pool's files itself. Closing any
         descriptor of a file drops every POSIX lock the process holds on it, SQLite's included
