@@ -150,10 +150,46 @@ def check_publishable(root_fd: int, paths: list[str]) -> None:
                     nxt = os.open(part, DIR_FLAGS, dir_fd=fd)
                     os.close(fd)
                     fd = nxt
+                    if _holds_a_store(fd):
+                        raise Unpublishable(f"cannot write {path!r}: {'/'.join(parts[:place + 1])!r} is another "
+                                            "bundle, with its own store")
             if not os.access(".", os.W_OK | os.X_OK, dir_fd=fd, effective_ids=True):
                 raise Unpublishable(f"cannot write {path!r}: its folder is read-only")
         finally:
             os.close(fd)
+
+
+def check_not_nested(root_fd: int) -> None:
+    """Refuse to write a bundle that lies inside another bundle with a store: each store locks
+    its own root only, so two writers, one given the outer folder and one the inner, had both
+    applied and one change was lost. (The other way round, ``check_publishable`` refuses a
+    write into a folder holding a store.)"""
+    fd = os.dup(root_fd)
+    try:
+        here = os.fstat(fd)
+        while True:
+            try:
+                parent = os.open("..", DIR_FLAGS, dir_fd=fd)
+            except OSError:  # an ancestor this process may not open: nothing above is ours to judge
+                return
+            os.close(fd)
+            fd = parent
+            above = os.fstat(fd)
+            if (above.st_dev, above.st_ino) == (here.st_dev, here.st_ino):
+                return  # the file system's root
+            if _holds_a_store(fd):
+                raise Unpublishable("the bundle lies inside another bundle, which keeps its own store: "
+                                    "write through that bundle")
+            here = above
+    finally:
+        os.close(fd)
+
+
+def _holds_a_store(dir_fd: int) -> bool:
+    try:
+        return stat.S_ISDIR(os.stat(OKF_DIR, dir_fd=dir_fd, follow_symlinks=False).st_mode)
+    except OSError:
+        return False
 
 
 def _name_max(dir_fd: int) -> int:

@@ -79,6 +79,12 @@ def _in_place(files: Mapping[str, bytes], plan: Plan) -> bool:
             and not any(path in files for path in plan.deletes))
 
 
+def _keep_a_store(root_fd: int) -> None:
+    okf_fd = journal.open_private(root_fd, create=True)
+    if okf_fd is not None:
+        os.close(okf_fd)
+
+
 def _never_cancelled() -> None:
     return None
 
@@ -159,6 +165,8 @@ class Store:
             if problem is not None:
                 raise ResultOverLimits(problem)
             try:
+                _keep_a_store(self.root_fd)  # first: two nested writers starting at once see each other's
+                journal.check_not_nested(self.root_fd)
                 journal.check_publishable(self.root_fd, [*req.plan.writes, *req.plan.deletes])
             except journal.Unpublishable as exc:
                 raise InvalidCommit(str(exc)) from None

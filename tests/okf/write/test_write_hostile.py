@@ -230,6 +230,33 @@ def test_a_folder_this_process_may_not_change_is_refused_before_the_journal(bund
                                        "its folder is read-only")
 
 
+def test_a_bundle_inside_a_bundle_with_a_store_is_not_written_through_either(bundle):
+    """Each store locks its own root: a writer given the outer folder and one given the inner had
+    both applied, and one change was lost (18 races in 20)."""
+    inner = bundle / "arch"
+    _write_concept(bundle, "notes/outer")  # the outer bundle now keeps a store
+    before = tree_bytes(bundle)
+    with pytest.raises(ToolError) as err:
+        _write_concept(inner, "cache")
+    assert (err.value.code, err.value.message) == (
+        "invalid_request", "apply concept patch: the bundle lies inside another bundle, which keeps its own store: "
+                           "write through that bundle")
+    assert tree_bytes(bundle) == before
+
+
+def test_a_folder_holding_another_bundles_store_is_not_written_into(tmp_path):
+    outer = make_bundle(tmp_path / "outer", {"index.md": '---\nokf_version: "0.2"\n---\n# Index\n\n- [A](ops/a.md)\n',
+                                             "ops/a.md": "---\ntype: Note\n---\na\n"})
+    (outer / "ops" / ".okf").mkdir()  # as a writer given outer/ops as its bundle leaves it
+    before = tree_bytes(outer)
+    with pytest.raises(ToolError) as err:
+        _write_concept(outer, "ops/a")
+    assert err.value.message == ("apply concept patch: cannot write 'ops/a.md': 'ops' is another bundle, "
+                                 "with its own store")
+    assert tree_bytes(outer) == before
+    assert _write_concept(outer, "notes/c").structured["status"] == "success"  # elsewhere in it, as before
+
+
 def test_a_recursive_yaml_alias_in_written_frontmatter_is_resource_limit(bundle):
     before = tree_bytes(bundle)
     args = tool_args("write_concept", bundle_path=str(bundle), concept_id="alias-bomb",
