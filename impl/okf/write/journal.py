@@ -270,7 +270,9 @@ def _rename_all(root_fd: int, txn_fd: int | None, manifest: dict, step: Step) ->
             if not moved:
                 current = read_regular(parent, name)
                 if current is None or hashlib.sha256(current).hexdigest() != entry["digest"]:
-                    raise receipts.StorageCorrupt("journal payload vanished before publication")
+                    raise receipts.StorageCorrupt(
+                        f"{entry['path']!r} changed after the interrupted commit wrote it; put its committed "
+                        "content back, or remove .okf/journal.json to give the rest of that commit up")
         finally:
             os.close(parent)
         touched.add(head)

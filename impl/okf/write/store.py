@@ -180,11 +180,12 @@ class Store:
         paths = list(plan.writes) + list(plan.deletes)
         if not all(is_writable_path(p) for p in paths):
             raise InvalidCommit("plan names a path outside the revision-visible set")
+        # a size the schema admits (a 16 MiB body) past what one commit stages: a limit, not bad input
         if len(paths) > MAX_STAGED_FILES:
-            raise InvalidCommit("plan stages too many files")
+            raise ResultOverLimits("the plan stages too many files")
         sizes = [len(b) for b in plan.writes.values()]
         if any(s > MAX_STAGED_PAYLOAD for s in sizes) or sum(sizes) > MAX_STAGED_TOTAL:
-            raise InvalidCommit("plan exceeds the staging limits")
+            raise ResultOverLimits("the plan exceeds the staging limits")
 
     def _publish(self, req: CommitRequest, check_cancelled: Callable[[], None]) -> Receipt:
         plan = req.plan

@@ -338,3 +338,29 @@ def test_a_commit_the_file_system_will_not_let_finish_is_said_plainly(store):
     assert err.value.code == "operation_rejected"
     assert err.value.message == ("bundle has an interrupted commit that cannot be finished: "
                                  "refusing to replace non-regular entry 'a.md'")
+
+
+def test_a_plan_past_the_staging_limits_is_a_limit_not_bad_input(store):
+    """A body the schema admits (up to 16 MiB) that one commit cannot stage had answered
+    invalid_request; it is a resource limit."""
+    from knowspec.impl.okf.write.rootfs import ResultOverLimits
+    from knowspec.impl.okf.write.store import MAX_STAGED_PAYLOAD
+
+    root, s = store
+    before = visible_bytes(root)
+    with pytest.raises(ResultOverLimits):
+        s.commit(_request(root, {"a.md": b"x" * (MAX_STAGED_PAYLOAD + 1)}))
+    assert visible_bytes(root) == before
+
+
+def test_a_published_file_changed_before_recovery_is_named_with_the_way_out(store):
+    root, s = store
+    _commit_until_the_boundary(root, {"a.md": b"---\ntype: Note\n---\nnew\n"})
+    manifest = json.loads((root / ".okf" / "journal.json").read_bytes())
+    s_payload = root / ".okf" / "txn" / manifest["writes"][0]["payload"]
+    os.rename(s_payload, root / "a.md")  # published, as a crash after the rename leaves it
+    (root / "a.md").write_text("a hand edit before the next call\n")
+    with pytest.raises(receipts.StorageCorrupt) as err:
+        s.recover()
+    assert str(err.value) == ("'a.md' changed after the interrupted commit wrote it; put its committed content "
+                              "back, or remove .okf/journal.json to give the rest of that commit up")
