@@ -194,13 +194,18 @@ def test_connections_past_an_address_share_are_closed_unread_while_other_address
 
 @pytest.mark.skipif(not sys.platform.startswith("linux"), reason="needs the whole 127/8 loopback (Linux)")
 @pytest.mark.parametrize("workers", [1, 2])
-def test_serve_holds_one_address_to_its_share(tmp_path, workers):
+def test_serve_holds_one_address_to_its_share(tmp_path, workers, monkeypatch):
     """``knowspec serve --http --connections-per-address``, one process or each of its workers."""
     port = free_port()
     argv = [sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
-            "--appdir", str(tmp_path), "--connections-per-address", "1", "--workers", str(workers)]
+            "--appdir", str(tmp_path / "app"), "--connections-per-address", "1", "--workers", str(workers)]
+    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the workers' hand-off sockets appear
     with serving(argv, port) as base:
         assert base
+        deadline = time.monotonic() + 120  # on a loaded host a worker may start after the port opens:
+        while workers > 1 and len(list(tmp_path.glob("knowspec-workers-*/*.in"))) < workers:
+            assert time.monotonic() < deadline, "the workers did not start"  # connections went to one alone
+            time.sleep(0.2)
         time.sleep(1.0)  # the readiness probe's connection has gone
         held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(workers)]
         try:
