@@ -23,6 +23,7 @@ import anyio
 
 log = logging.getLogger("knowspec.http")
 SDK_LOGGER = "mcp.server.streamable_http"
+SDK_MESSAGE = "Error handling POST request"  # the record the SDK makes when it cannot hand a message on
 ENDED = "a message arrived for an MCP session that had just ended; it was dropped"
 
 
@@ -56,9 +57,6 @@ class OneAnswer:
                 raise
             # the SDK passing the same failure on to the ended session: nothing left to tell anyone
             log.debug("the ended session's stream was closed after the answer to %s %s", scope.get("method"), self.path)
-
-
-SDK_MESSAGE = "Error handling POST request"
 
 
 class EndedSessionRecords(logging.Filter):
