@@ -8,10 +8,13 @@ from __future__ import annotations
 import asyncio
 import logging
 import os
+import shutil
 import socket
 import subprocess
 import sys
+import tempfile
 import time
+from pathlib import Path
 
 import pytest
 import uvicorn
@@ -199,24 +202,27 @@ def test_serve_holds_one_address_to_its_share(tmp_path, workers, monkeypatch):
     port = free_port()
     argv = [sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
             "--appdir", str(tmp_path / "app"), "--connections-per-address", "1", "--workers", str(workers)]
-    monkeypatch.setenv("TMPDIR", str(tmp_path))  # where the workers' hand-off sockets appear
-    with serving(argv, port) as base:
-        assert base
-        deadline = time.monotonic() + 120  # on a loaded host a worker may start after the port opens:
-        while workers > 1 and len(list(tmp_path.glob("knowspec-workers-*/*.in"))) < workers:
-            assert time.monotonic() < deadline, "the workers did not start"  # connections went to one alone
-            time.sleep(0.2)
-        time.sleep(1.0)  # the readiness probe's connection has gone
-        held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(workers)]
-        try:
-            time.sleep(1.5)  # a silent connection reaches its worker after the supervisor's peek (1 s)
-            extra = socket.create_connection(("127.0.0.1", port), timeout=5)
-            assert _closed_by_server(extra)
-            extra.close()
-            assert _get(port, source="127.0.0.2").startswith(b"HTTP/1.1 ")
-        finally:
-            for sock in held:
-                sock.close()
+    run_root = Path(tempfile.mkdtemp(prefix="ks-", dir="/tmp"))  # short: a Unix socket path has 107 bytes
+    monkeypatch.setenv("TMPDIR", str(run_root))  # where the workers' hand-off sockets appear
+    try:
+        with serving(argv, port):
+            deadline = time.monotonic() + 120  # on a loaded host a worker may start after the port opens
+            while workers > 1 and len(list(run_root.glob("knowspec-workers-*/*.in"))) < workers:
+                assert time.monotonic() < deadline, "the workers did not start"  # then one took every connection
+                time.sleep(0.2)
+            time.sleep(1.0)  # the readiness probe's connection has gone
+            held = [socket.create_connection(("127.0.0.1", port), timeout=5) for _ in range(workers)]
+            try:
+                time.sleep(1.5)  # a silent connection reaches its worker after the supervisor's peek (1 s)
+                extra = socket.create_connection(("127.0.0.1", port), timeout=5)
+                assert _closed_by_server(extra)
+                extra.close()
+                assert _get(port, source="127.0.0.2").startswith(b"HTTP/1.1 ")
+            finally:
+                for sock in held:
+                    sock.close()
+    finally:
+        shutil.rmtree(run_root, ignore_errors=True)
 
 
 def test_a_login_while_the_catalog_cannot_be_opened_is_503_worth_a_retry(tmp_path):
