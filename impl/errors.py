@@ -19,7 +19,7 @@ from __future__ import annotations
 import functools
 import json
 from importlib import resources
-from typing import Any, Iterable
+from typing import Any, Iterable, Iterator
 
 Diagnostic = dict[str, Any]
 
@@ -100,3 +100,12 @@ def not_implemented(tool: str) -> ToolError:
         "not_implemented",
         f"tool {tool} is specified but not implemented yet in this server",
     )
+
+
+def exception_chain(exc: BaseException | None) -> Iterator[BaseException]:
+    """``exc`` and the exceptions it was raised from or during, each once (a chain may loop)."""
+    seen: set[int] = set()
+    while exc is not None and id(exc) not in seen:
+        seen.add(id(exc))
+        yield exc
+        exc = exc.__cause__ or exc.__context__

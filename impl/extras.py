@@ -11,6 +11,8 @@ from __future__ import annotations
 import importlib
 from types import ModuleType
 
+from knowspec.impl.errors import exception_chain
+
 # Top-level import name of each optional library -> the extra that installs it.
 EXTRA_OF_MODULE = {
     "datamodel_code_generator": "codegen",
@@ -54,16 +56,13 @@ def message(extra: str) -> str:
 
 def extra_for(exc: BaseException | None) -> str | None:
     """The extra whose absence caused ``exc`` (an ImportError, possibly chained), else None."""
-    seen = set()
-    while exc is not None and id(exc) not in seen:
-        seen.add(id(exc))
-        if isinstance(exc, MissingExtra):
-            return exc.extra
-        if isinstance(exc, ModuleNotFoundError) and exc.name:
-            extra = EXTRA_OF_MODULE.get(exc.name.split(".")[0])
+    for cause in exception_chain(exc):
+        if isinstance(cause, MissingExtra):
+            return cause.extra
+        if isinstance(cause, ModuleNotFoundError) and cause.name:
+            extra = EXTRA_OF_MODULE.get(cause.name.split(".")[0])
             if extra:
                 return extra
-        exc = exc.__cause__ or exc.__context__
     return None
 
 

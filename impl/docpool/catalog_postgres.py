@@ -268,9 +268,7 @@ class PostgresCatalog:
                         con.autocommit = False
         except self._errors as exc:
             (self.outage.unreachable if isinstance(exc, self._unreachable) else self.outage.answered)()
-            # The driver's words, never the URL (it may carry a password).
-            raise CatalogUnavailable(f"the PostgreSQL catalog is unavailable ({type(exc).__name__}: "
-                                     f"{_first_line(exc)})") from exc
+            raise _unavailable(exc) from exc
         except BaseException:
             self.outage.answered()
             raise
@@ -278,6 +276,11 @@ class PostgresCatalog:
 
     def close(self) -> None:
         self.pool.close()
+
+
+def _unavailable(exc: BaseException) -> CatalogUnavailable:
+    """The driver's words, never the URL (it may carry a password)."""
+    return CatalogUnavailable(f"the PostgreSQL catalog is unavailable ({type(exc).__name__}: {_first_line(exc)})")
 
 
 def _first_line(exc: BaseException) -> str:
@@ -306,8 +309,7 @@ def _open(url: str) -> PostgresCatalog:
             con.execute("select pg_advisory_xact_lock(%s)", (SCHEMA_LOCK,))
             con.execute(SCHEMA_SQL, prepare=False)
     except psycopg.Error as exc:
-        raise CatalogUnavailable(f"the PostgreSQL catalog is unavailable ({type(exc).__name__}: "
-                                 f"{_first_line(exc)})") from exc
+        raise _unavailable(exc) from exc
     return PostgresCatalog(url, ConnectionPool(url, min_size=0, max_size=MAX_CONNECTIONS, configure=_configure,
                                                kwargs=timeouts, check=ConnectionPool.check_connection, open=True))
 

@@ -40,6 +40,7 @@ from typing import TYPE_CHECKING, Any, Awaitable, Callable
 
 import anyio
 
+from knowspec.impl.errors import exception_chain
 from knowspec.impl.server.json_answer import SESSION_HEADER, send_jsonrpc_error, session_id_of
 
 if TYPE_CHECKING:
@@ -251,12 +252,7 @@ class SessionRouter:
 def _refused(exc: BaseException) -> bool:
     """Whether a failed relay met no listener at all (a dead worker; its socket file gone too,
     when another relay forgot it first), not a busy or slow one."""
-    seen: BaseException | None = exc
-    while seen is not None:
-        if isinstance(seen, (ConnectionRefusedError, FileNotFoundError)):
-            return True
-        seen = seen.__cause__ or seen.__context__
-    return False
+    return any(isinstance(e, (ConnectionRefusedError, FileNotFoundError)) for e in exception_chain(exc))
 
 
 def with_worker_listeners(app: Any, worker: Worker, log_level: str, limits: ConnectionLimits | None = None) -> None:

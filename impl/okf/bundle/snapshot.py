@@ -27,7 +27,7 @@ from dataclasses import dataclass, field
 from typing import Mapping
 
 from knowspec.impl import runtime as process
-from knowspec.impl.errors import ToolError
+from knowspec.impl.errors import ToolError, exception_chain
 from knowspec.impl.okf.bundle import watch as inotify
 from knowspec.impl.okf.bundle.captured_files import CapturedFiles, FileRecord, release_at_call_end
 from knowspec.impl.okf.parsing.frontmatter import YamlLimitError
@@ -640,12 +640,8 @@ def _guarded(ctx, capture):
 
 def _forget_frames(exc: BaseException) -> None:
     """Drop the frames of ``exc`` and of the exceptions it chains to (each holds its own)."""
-    seen: set[int] = set()
-    current: BaseException | None = exc
-    while current is not None and id(current) not in seen:
-        seen.add(id(current))
+    for current in exception_chain(exc):
         current.__traceback__ = None
-        current = current.__cause__ or current.__context__
 
 
 def _capture_snapshot(bundle_path: str, ctx, runtime: process.Runtime) -> Snapshot:

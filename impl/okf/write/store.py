@@ -79,12 +79,6 @@ def _in_place(files: Mapping[str, bytes], plan: Plan) -> bool:
             and not any(path in files for path in plan.deletes))
 
 
-def _keep_a_store(root_fd: int) -> None:
-    okf_fd = journal.open_private(root_fd, create=True)
-    if okf_fd is not None:
-        os.close(okf_fd)
-
-
 def _never_cancelled() -> None:
     return None
 
@@ -164,14 +158,19 @@ class Store:
                                                 lambda: _result_sizes(files, writes, plan.deletes))
             if problem is not None:
                 raise ResultOverLimits(problem)
+            # the store's folder first: two nested writers starting at once see each other's
+            okf_fd = journal.open_private(self.root_fd, create=True)
+            assert okf_fd is not None
             try:
-                _keep_a_store(self.root_fd)  # first: two nested writers starting at once see each other's
-                journal.check_not_nested(self.root_fd)
-                journal.check_publishable(self.root_fd, [*req.plan.writes, *req.plan.deletes])
-            except journal.Unpublishable as exc:
-                raise InvalidCommit(str(exc)) from None
-            check_cancelled()
-            return CommitResult(self._publish(req, check_cancelled), replayed=False)
+                try:
+                    journal.check_not_nested(self.root_fd)
+                    journal.check_publishable(self.root_fd, [*req.plan.writes, *req.plan.deletes])
+                except journal.Unpublishable as exc:
+                    raise InvalidCommit(str(exc)) from None
+                check_cancelled()
+                return CommitResult(self._publish(req, okf_fd, check_cancelled), replayed=False)
+            finally:
+                os.close(okf_fd)
 
     def _validate(self, req: CommitRequest) -> None:
         plan = req.plan
@@ -187,7 +186,7 @@ class Store:
         if any(s > MAX_STAGED_PAYLOAD for s in sizes) or sum(sizes) > MAX_STAGED_TOTAL:
             raise ResultOverLimits("the plan exceeds the staging limits")
 
-    def _publish(self, req: CommitRequest, check_cancelled: Callable[[], None]) -> Receipt:
+    def _publish(self, req: CommitRequest, okf_fd: int, check_cancelled: Callable[[], None]) -> Receipt:
         plan = req.plan
         assert plan is not None
         changed = [{"Kind": "write", "Path": p} for p in plan.writes]
@@ -203,24 +202,19 @@ class Store:
             ChangedRefs=tuple(sorted(set(req.changed_refs))),
             ChangedFiles=tuple(changed),
         )
-        okf_fd = journal.open_private(self.root_fd, create=True)
-        assert okf_fd is not None
         try:
-            try:
-                manifest = journal.write_journal(okf_fd, plan.writes, lambda entries: {
-                    "format": journal.FORMAT, "writes": entries,
-                    "deletes": sorted(plan.deletes), "receipt": receipt.to_bytes().decode("utf-8"),
-                }, self._step_and_check(check_cancelled))
-            except BaseException:
-                journal.clean_staging(okf_fd)
-                raise
-            self._step("boundary")
-            try:
-                return journal.publish(self.root_fd, okf_fd, manifest, self._step, self.lease_timeout)
-            except Exception as exc:  # the journal stays; the next call rolls it forward
-                raise Committed(receipt, exc) from exc
-        finally:
-            os.close(okf_fd)
+            manifest = journal.write_journal(okf_fd, plan.writes, lambda entries: {
+                "format": journal.FORMAT, "writes": entries,
+                "deletes": sorted(plan.deletes), "receipt": receipt.to_bytes().decode("utf-8"),
+            }, self._step_and_check(check_cancelled))
+        except BaseException:
+            journal.clean_staging(okf_fd)
+            raise
+        self._step("boundary")
+        try:
+            return journal.publish(self.root_fd, okf_fd, manifest, self._step, self.lease_timeout)
+        except Exception as exc:  # the journal stays; the next call rolls it forward
+            raise Committed(receipt, exc) from exc
 
     def _step_and_check(self, check_cancelled: Callable[[], None]) -> Callable[[str], None]:
         def step(name: str) -> None:
