@@ -53,6 +53,7 @@ def run(args: argparse.Namespace) -> int:
     except ModelGenerationError as exc:
         print(str(exc), file=sys.stderr)
         return 1
+    _note_unwritten_tools(args.spec)
     if args.check:
         lines = diff_summary(files, existing_files(out))
         if lines:
@@ -71,3 +72,15 @@ def run(args: argparse.Namespace) -> int:
     print(f"wrote {len(changed)} changed files of {len(files)} into {out}" if changed
           else f"generated/ already up to date ({len(files)} files)")
     return 0
+
+
+def _note_unwritten_tools(spec_dir: Path) -> None:
+    """Say which specified tools have no handler yet: the server answers them with not_implemented."""
+    from knowspec.codegen.impl_presence import is_written
+    from knowspec.codegen.load import load_spec
+
+    for family in load_spec(spec_dir).families:
+        for tool in family.tools:
+            if not is_written(tool.impl):
+                print(f"note: {tool.name}: {tool.impl} is not written yet; the server answers the tool with "
+                      "not_implemented until it is (spec/README.md#revising-the-contract)", file=sys.stderr)

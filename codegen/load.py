@@ -22,12 +22,20 @@ TEXT_ENCODERS = {"go", "plain"}  # how a json text fallback is written: spec/REA
 IMPL_PATH = re.compile(r"^knowspec\.impl(\.[a-z_][a-z0-9_]*)+:[a-z_][a-z0-9_]*$")
 LIMIT_KEYWORDS = {"default", "minimum", "maximum", "minLength", "maxLength", "minItems", "maxItems"}
 REQUIRED_TOOL_KEYS = ("name", "title", "description", "impl", "read_only", "idempotent", "input", "output")
+# Everything else a tool row, the [family] table and a tools.toml may hold: a misspelt key (say
+# ``[tool.limit]``) would otherwise drop its content silently, and the checks derived from it.
+OPTIONAL_TOOL_KEYS = ("errors", "wrap", "text_fallback", "text_fallback_doc", "text_encoder", "limits", "ordering",
+                      "rechecks")
+FAMILY_KEYS = ("name", "order", "text_encoder")
+TABLE_KEYS = ("family", "tool")
 
 
 def load_spec(spec_dir: Path) -> SpecModel:
     problems: list[Problem] = []
-    revision = _toml(spec_dir / "REVISION.toml", problems)
-    errors_table = _toml(spec_dir / "errors.toml", problems).get("codes", {})
+    revision = _toml(spec_dir / "REVISION.toml", problems, spec_dir)
+    _check_revision(revision, problems)
+    revision = revision or {}
+    errors_table = (_toml(spec_dir / "errors.toml", problems, spec_dir) or {}).get("codes", {})
     error_schema_path = spec_dir / "common" / "error.schema.json"
     error_schema = _schema(error_schema_path, spec_dir, problems) or {}
     model = SpecModel(revision=revision, error_codes=errors_table, error_schema=error_schema, problems=problems)
@@ -59,14 +67,33 @@ def _rel(path: Path, spec_dir: Path) -> str:
     return path.relative_to(spec_dir).as_posix()
 
 
-def _toml(path: Path, problems: list[Problem]) -> dict[str, Any]:
+def _toml(path: Path, problems: list[Problem], spec_dir: Path) -> dict[str, Any] | None:
+    """The file's table, or None (with its problem) when it is missing or not TOML."""
     try:
         return tomllib.loads(path.read_text(encoding="utf-8"))
     except FileNotFoundError:
-        problems.append(Problem("ERROR", path.name, "", "file is missing"))
+        problems.append(Problem("ERROR", _rel(path, spec_dir), "", "file is missing"))
     except tomllib.TOMLDecodeError as exc:
-        problems.append(Problem("ERROR", path.name, "", f"invalid TOML: {exc}"))
-    return {}
+        problems.append(Problem("ERROR", _rel(path, spec_dir), "", f"invalid TOML: {exc}"))
+    return None
+
+
+def _check_revision(revision: dict[str, Any] | None, problems: list[Problem]) -> None:
+    """``contract-revision`` numbers the contract: conformance runs compare it as a number (a
+    spec without one is unnumbered)."""
+    if revision is None or "contract-revision" not in revision:
+        return
+    number = revision["contract-revision"]
+    if type(number) is not int or number < 1:
+        problems.append(Problem("ERROR", "REVISION.toml", "contract-revision",
+                                f"must be a whole number from 1 up (found {number!r})"))
+
+
+def _unknown(found: Any, known: tuple[str, ...], rel: str, pointer: str, problems: list[Problem]) -> None:
+    unknown = sorted(set(found) - set(known)) if isinstance(found, dict) else []
+    if unknown:
+        problems.append(Problem("ERROR", rel, pointer, f"unknown key(s) {', '.join(unknown)}; "
+                                                       f"known: {', '.join(known)}"))
 
 
 def _schema(path: Path, spec_dir: Path, problems: list[Problem]) -> dict[str, Any] | None:
@@ -90,8 +117,12 @@ def _schema(path: Path, spec_dir: Path, problems: list[Problem]) -> dict[str, An
 
 def _load_family(table: Path, spec_dir: Path, codes: dict[str, Any], problems: list[Problem]) -> FamilySpec | None:
     rel = _rel(table, spec_dir)
-    data = _toml(table, problems)
+    data = _toml(table, problems, spec_dir)
+    if data is None:
+        return None
+    _unknown(data, TABLE_KEYS, rel, "", problems)
     fam = data.get("family", {})
+    _unknown(fam, FAMILY_KEYS, rel, "family", problems)
     name = fam.get("name")
     if not name:
         problems.append(Problem("ERROR", rel, "family", "[family] name is required"))
@@ -112,6 +143,8 @@ def _load_tool(row, family, table, spec_dir, codes, problems, pointer, family_en
         problems.append(Problem("ERROR", rel, pointer, f"missing keys: {', '.join(missing)}"))
         return None
     name = row["name"]
+    pointer = f"{pointer} ({name})"  # a row's index alone sends a reader to count rows
+    _unknown(row, REQUIRED_TOOL_KEYS + OPTIONAL_TOOL_KEYS, rel, pointer, problems)
     if not TOOL_NAME.match(name):
         problems.append(Problem("ERROR", rel, pointer, f"tool name {name!r} is not snake_case"))
     if not IMPL_PATH.match(row["impl"]):
@@ -202,7 +235,7 @@ def _deref(prop: dict[str, Any] | None, root: dict[str, Any]) -> dict[str, Any] 
 def _load_endpoints(path: Path, spec_dir: Path, problems: list[Problem]) -> tuple[dict[str, Any], list[EndpointSpec]]:
     """spec/rest/endpoints.toml: schema files are named relative to spec/, or written inline."""
     rel = _rel(path, spec_dir)
-    data = _toml(path, problems)
+    data = _toml(path, problems, spec_dir) or {}
 
     def schema_of(row: dict[str, Any], file_key: str, inline_key: str) -> dict[str, Any] | None:
         if row.get(file_key):

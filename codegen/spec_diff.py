@@ -179,16 +179,19 @@ def _node(scope: str, subject: str, where: str, a: Any, b: Any, direction: str, 
 
 def _object(change, scope, subject, where, a, b, direction, depth) -> Iterator[Change]:
     pa, pb = a.get("properties") or {}, b.get("properties") or {}
+    closed_a, closed_b = a.get("additionalProperties") is False, b.get("additionalProperties") is False
+    # An output object closed on both sides admits exactly its properties: one more is a value an
+    # OLD client refuses, one fewer a value an OLD server still sends (an input is always closed).
+    closed = "closed_" if direction == "output" and closed_a and closed_b else ""
     for name in sorted(pb.keys() - pa.keys()):
-        yield change("property_added", name)
+        yield change(f"{closed}property_added", name)
     for name in sorted(pa.keys() - pb.keys()):
-        yield change("property_removed", name)
+        yield change(f"{closed}property_removed", name)
     ra, rb = set(a.get("required") or ()), set(b.get("required") or ())
     for name in sorted(rb - ra):
         yield change("required_added", name)
     for name in sorted(ra - rb):
         yield change("required_removed", name)
-    closed_a, closed_b = a.get("additionalProperties") is False, b.get("additionalProperties") is False
     if closed_a != closed_b:
         yield change("closed" if closed_b else "opened", "additionalProperties")
     for name in sorted(pa.keys() & pb.keys()):

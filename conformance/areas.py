@@ -23,6 +23,7 @@ AREAS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("cancellation", ("cancellation",), "see the case's reason"),
 )
 BUDGET = "time budget exhausted"
+STALE_CHECK = "a check written for another contract revision"  # CheckContext.fitted: the suite's side
 NOT_ADVERTISED = "not in the target's tools/list; --advertised-only judges only the tools it offers"
 UNOFFERED_AREA = "tools the target does not offer"            # declared by --advertised-only
 UNLISTED_AREA = "contract tools missing from the target's tools/list"  # and tools_list did not fail them
@@ -50,11 +51,12 @@ def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished], unli
     for tool, cases in sorted(tools.items()):
         ran = [r for r in cases if r.calls]
         if ran and not any(r.successes for r in cases) and not any(r.status in ("failed", "error") for r in cases):
+            codes = sorted({code for r in cases for code in r.error_codes})
             out.append((f"successful results of {tool}",
-                        "no call succeeded, so only error envelopes were judged: give the target data the "
-                        "calls can succeed on (the doc and help tools: a target started on `knowspec conform "
-                        "fixture --out DIR` and --pool-fixture DIR; the OKF tools: a --bundle-dir the target "
-                        "may read)"))
+                        f"no call succeeded (every answer was an error: {', '.join(codes) or 'none seen'}), so only "
+                        "error envelopes were judged: if the tool works, give the target data the calls can "
+                        "succeed on (the doc and help tools: a target started on `knowspec conform fixture --out "
+                        "DIR` and --pool-fixture DIR; the OKF tools: a --bundle-dir the target may read)"))
     reported = {r.tool for r in results if r.check_id == "tools_list" and r.status in ("failed", "error", "accepted")}
     unjudged = [name for name in unlisted if name not in reported]
     if unjudged and declared:
@@ -64,6 +66,11 @@ def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished], unli
         out.append((UNLISTED_AREA, f"{len(unjudged)} tool(s) not judged: {', '.join(unjudged)} (the check "
                                    "tools_list, which fails them, did not run; pass --advertised-only if the "
                                    "target implements a part of the contract)"))
+    stale = sorted({r.case_id for r in results if r.status == "skipped" and r.reason.startswith(STALE_CHECK)})
+    if stale:
+        out.append((f"{len(stale)} case(s) of {STALE_CHECK}",
+                    f"the suite's own calls do not fit the judged contract: {', '.join(stale[:8])}"
+                    f"{' …' if len(stale) > 8 else ''} (see each case's reason)"))
     cut = [r for r in results if r.status == "skipped" and r.reason.startswith(BUDGET)]
     if cut:
         out.append((f"{len(cut)} case(s) cut by the time budget", "raise --time-budget"))

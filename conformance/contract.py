@@ -132,6 +132,9 @@ def load_contract(path: str | Path | None = None) -> Contract:
     current folder) or, when ``None``, the packaged ``knowspec.generated/contract.json``."""
     contract = _load(path)
     number = contract.revision.get("contract-revision")
+    if number is not None and (type(number) is not int or number < 0):
+        raise ContractError(f"{contract.source}: contract-revision {number!r} is not a whole number "
+                            "(spec/REVISION.toml numbers the contract)")
     return contract if number is None else replace(contract, source=f"{contract.source} (contract revision {number})")
 
 

@@ -26,7 +26,7 @@ OBSERVERS: dict[str, tuple[str, ...]] = {
     "tool.added": ("tools_list",),
     "tool.ordering_changed": ("result_ordering",),
     "input.": ("tools_list", "input_valid_accepted", "input_invalid_rejected", "boundary_limits"),
-    "output.": ("tools_list", "output_schema"),
+    "output.": ("tools_list", "output_schema", "input_valid_accepted"),  # the last judges successes too
 }
 
 

@@ -43,6 +43,7 @@ class CheckFinished:
     successes: int = 0        # calls that got a successful (non-isError) result
     call_seconds: float = 0.0  # of ``duration``, time spent waiting for the target's answers
     fixture_seconds: float = 0.0  # of ``duration``, writing fixture bundles and generating the shared examples
+    error_codes: tuple[str, ...] = ()  # the codes of the tool's isError answers, sorted
 
     @property
     def case_id(self) -> str:

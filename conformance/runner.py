@@ -52,7 +52,8 @@ def plan(checks: list[CheckSpec], contract: Contract) -> list[tuple[CheckSpec, T
     cases: list[tuple[CheckSpec, ToolContract | None]] = []
     for spec in checks:
         if spec.scope == "server":
-            cases.append((spec, None))
+            if spec.planned is None or spec.planned(contract):
+                cases.append((spec, None))
         else:
             cases += [(spec, tool) for tool in contract.tools if spec.covers(tool)]
     return cases
@@ -76,7 +77,8 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
 
     def done(status: str, failure: Failure | None = None, reason: str = "") -> CheckFinished:
         return CheckFinished(spec.id, spec.rule, tool, status, time.monotonic() - start, ctx.calls, failure, reason,
-                             ctx.successes, ctx.call_seconds, ctx.fixture_seconds + ctx.bundles.seconds - written)
+                             ctx.successes, ctx.call_seconds, ctx.fixture_seconds + ctx.bundles.seconds - written,
+                             tuple(sorted(ctx.error_codes)))
 
     try:
         if ctx.contract.number < spec.since:
@@ -172,6 +174,13 @@ def run(config: RunConfig) -> Iterator[Event]:
         yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE, unreachable=str(exc))
         return
     cases = plan(checks, contract)
+    if not cases:  # a run that judged nothing must not pass
+        message = (f"the selection plans no case: {len(checks)} check(s) over {len(contract.tools)} contract tool(s) "
+                   "leave nothing to judge (a check is planned only for tools whose contract gives it something, "
+                   "e.g. boundary_limits needs [tool.limits]); widen --check, --tool or --family")
+        yield TargetUnreachable(message)
+        yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE, unreachable=message)
+        return
     phases["contract_and_plan"] = time.monotonic() - t0
     yield RunStarted(config.target, config.era, config.family, config.seed, contract.source, len(cases))
     own_dir = config.bundle_dir is None

@@ -21,6 +21,7 @@ from knowspec.impl.server.pipeline import resolve_handler
 @pytest.mark.parametrize("entry", TOOLS, ids=[e.name for e in TOOLS])
 def test_first_parameter_is_the_generated_input_model(entry):
     handler = resolve_handler(entry)
+    assert handler is not None
     hints = typing.get_type_hints(handler)
     first, second = list(inspect.signature(handler).parameters)
     assert hints[first] is entry.input_model

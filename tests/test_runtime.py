@@ -167,13 +167,15 @@ def test_a_handler_called_directly_caches_in_the_tests_runtime(runtime, tmp_path
     (tmp_path / "kb" / "a.md").write_text("---\nid: a\ntype: concept\ntitle: Alpha\n---\n# Alpha\n\nbody\n")
     entry = next(e for e in TOOLS if e.name == "search_concepts")
     args = entry.input_model.model_validate({"bundle_path": str(tmp_path / "kb"), "query": "alpha"})
-    first = resolve_handler(entry)(args, CallContext()).structured
+    handler = resolve_handler(entry)
+    assert handler is not None
+    first = handler(args, CallContext()).structured
     assert first["total"] == 1
     assert runtime.caches["okf.snapshots"].keys() == [str(tmp_path / "kb")]
     assert len(runtime.caches["okf.derived"]) == 1
     runtime.clear()
     assert runtime.used_bytes() == 0 and len(runtime.caches["okf.snapshots"]) == 0
-    assert resolve_handler(entry)(args, CallContext()).structured == first
+    assert handler(args, CallContext()).structured == first
 
 
 def test_a_value_that_grows_in_place_is_counted_when_resized():

@@ -17,7 +17,7 @@ import time
 from typing import Any
 
 from knowspec.conformance.checks.common import unsuccessful
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.checks.registry import CheckContext, check, holds_tools
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept
 from knowspec.conformance.target import CallOutcome, Connection, TargetError, connect
@@ -108,7 +108,7 @@ def _one_round(ctx: CheckContext, reader: Connection, path: str, date: str) -> i
     return len(reads)
 
 
-@check("no_mixed_reads_during_apply", RULE, scope="server", applies=_applies)
+@check("no_mixed_reads_during_apply", RULE, scope="server", applies=_applies, planned=holds_tools(*TOOLS))
 def no_mixed_reads_during_apply(ctx: CheckContext) -> None:
     """While a many-file apply publishes, another session's list_concepts answers all-old or all-new."""
     path = str(ctx.bundles.path_of(_bundle(), fresh=True))

@@ -19,7 +19,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowspec.conformance.checks.common import schema_errors
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.checks.registry import CheckContext, check, holds_tools
 from knowspec.conformance.failures import CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept
 from knowspec.conformance.target import CallOutcome, WireEvent
@@ -225,7 +225,7 @@ def _still_usable(ctx: CheckContext, tool: str, args: dict[str, Any], before: Ca
                           arguments=args, response={"before": before.summary(), "after": after.summary()})
 
 
-@check("cancellation", RULE, scope="server", applies=_applies)
+@check("cancellation", RULE, scope="server", applies=_applies, planned=holds_tools(SLOW_TOOL))
 def cancellation(ctx: CheckContext) -> None:
     """A cancelled or timed-out call gets no answer or operation_cancelled, and the session lives on."""
     tool = SLOW_TOOL

@@ -23,6 +23,7 @@ from knowspec.conformance.target import CallOutcome
 
 MAX_INPUT_DIAGNOSTICS = 8
 INPUT_ERROR_CODES = frozenset({"schema_validation", "resource_limit"})
+NOT_IMPLEMENTED = "not_implemented"  # spec/errors.toml: any tool of either family may answer it
 
 
 def schema_errors(schema: dict[str, Any], value: Any, limit: int = 3) -> list[str]:
@@ -47,6 +48,8 @@ def envelope_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
         return ["envelope does not match the error schema: " + "; ".join(problems)]
     tool = ctx.require_tool()
     code = env["code"]
+    if code == NOT_IMPLEMENTED:  # honest, and still not the contract: every listed tool is to work
+        return [f"{tool.name} answers {NOT_IMPLEMENTED}: the target lists the tool but does not implement it"]
     if tool.errors and code not in tool.errors:
         problems.append(f"error code {code!r} is not among the tool's contract errors {sorted(tool.errors)}")
     default = ctx.contract.retryable(code)

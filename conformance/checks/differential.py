@@ -28,7 +28,7 @@ def _limit_range(ctx: CheckContext) -> tuple[int, int]:
 
 def _call_on(ctx: CheckContext, bundle: Bundle, args: dict[str, Any], path: Any = None):
     path = path or ctx.bundles.path_of(bundle, fresh=True)
-    full = {"bundle_path": str(path), **args}
+    full = ctx.fitted(ctx.require_tool().name, {"bundle_path": str(path), **args})
     outcome = ctx.call(full)
     require_result(outcome)
     return full, outcome

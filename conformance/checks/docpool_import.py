@@ -19,7 +19,7 @@ from pathlib import Path
 from typing import Any
 
 from knowspec.conformance.checks.common import fail, require_result, schema_errors, unsuccessful
-from knowspec.conformance.checks.registry import CheckContext, check, skip
+from knowspec.conformance.checks.registry import CheckContext, check, holds_family, skip
 from knowspec.conformance.checks.rest import EXEC, LOGIN, post
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import Contract
@@ -290,7 +290,7 @@ def _attempted(ctx: CheckContext) -> str | None:
 def call(ctx: CheckContext, tool: str, args: dict[str, Any]) -> CallOutcome:
     if not ctx.is_advertised(tool):
         skip(f"{tool} is not advertised by the target")
-    outcome = ctx.call({**args, "database": _run(ctx).database}, name=tool)
+    outcome = ctx.call(ctx.fitted(tool, {**args, "database": _run(ctx).database}), name=tool)
     require_result(outcome)
     return outcome
 
@@ -321,7 +321,7 @@ def _short(value: Any) -> str:
 
 # ---- checks ------------------------------------------------------------------------------------
 
-@check("docpool_import", RULE_IMPORT, scope="server", applies=_attempted)
+@check("docpool_import", RULE_IMPORT, scope="server", applies=_attempted, planned=holds_family("docpool"))
 def docpool_import(ctx: CheckContext) -> None:
     """IMPORTDOC of each fixture collection answers 200 result true with the generated topic and chunk counts."""
     run = ctx.config.pool
@@ -348,7 +348,7 @@ def docpool_import(ctx: CheckContext) -> None:
             raise CheckFailed(f"IMPORTDOC success lacks {', '.join(missing)}", arguments=request, response=response)
 
 
-@check("docpool_import_answers", RULE_ANSWERS, scope="server", applies=_imported)
+@check("docpool_import_answers", RULE_ANSWERS, scope="server", applies=_imported, planned=holds_family("docpool"))
 def docpool_import_answers(ctx: CheckContext) -> None:
     """doc_* answers on the imported collections equal the answers computed from the generated rows."""
     run, principals = _run(ctx), mcp_principals(ctx)
@@ -474,7 +474,7 @@ def _check_stats(ctx: CheckContext, run: PoolRun, principals: frozenset[str] | N
         expect(not low, f"doc_stats: counts {low} are below the imported rows", outcome, want)
 
 
-@check("docpool_import_acl", RULE_ACL, scope="server", applies=_imported)
+@check("docpool_import_acl", RULE_ACL, scope="server", applies=_imported, planned=holds_family("docpool"))
 def docpool_import_acl(ctx: CheckContext) -> None:
     """Restricted topics: readable exactly by callers one of whose principals is in the topic's ACL."""
     run, principals = _run(ctx), mcp_principals(ctx)
@@ -545,7 +545,7 @@ def _refused(ctx: CheckContext, what: str, params: dict[str, Any]) -> None:
                           response={"status": status, "body": body})
 
 
-@check("docpool_import_refusals", RULE_REFUSALS, scope="server", applies=_imported_by_rest)
+@check("docpool_import_refusals", RULE_REFUSALS, scope="server", applies=_imported_by_rest, planned=holds_family("docpool"))
 def docpool_import_refusals(ctx: CheckContext) -> None:
     """Against the real pool: a missing param is 400; bad name, absent collection, missing file are 202 untouched."""
     run = _run(ctx)
@@ -567,7 +567,7 @@ def docpool_import_refusals(ctx: CheckContext) -> None:
            f"a refused IMPORTDOC changed {fx.open_id} (it must stay untouched)", outcome)
 
 
-@check("docpool_import_non_admin", RULE_NON_ADMIN, scope="server", applies=_imported_by_rest)
+@check("docpool_import_non_admin", RULE_NON_ADMIN, scope="server", applies=_imported_by_rest, planned=holds_family("docpool"))
 def docpool_import_non_admin(ctx: CheckContext) -> None:
     """A logged-in user without SYSADMIN is refused IMPORTDOC with a 401/403 envelope."""
     config, run = ctx.config, _run(ctx)

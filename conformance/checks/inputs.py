@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import re
 import unicodedata
 from typing import Any
 
@@ -32,7 +33,7 @@ def judge(ctx: CheckContext, args: dict[str, Any], outcome: CallOutcome) -> None
             code = (outcome.structured or {}).get("code")
             if code == "schema_validation" and not violates_recheck(ctx.require_tool().rechecks, args):
                 problems.append("schema-valid input was refused as schema_validation")
-            if code == "resource_limit" and ctx.require_tool().limits and _within_limits(ctx, args):
+            if code == "resource_limit" and ctx.require_tool().limits and _blames_a_limit(ctx, outcome):
                 problems.append("valid input within the advertised limits got resource_limit")
         else:
             problems = success_problems(ctx, outcome)
@@ -56,9 +57,18 @@ def judge(ctx: CheckContext, args: dict[str, Any], outcome: CallOutcome) -> None
         fail(f"error message echoes the bad input value {echoed!r}", outcome)
 
 
-def _within_limits(ctx: CheckContext, args: dict[str, Any]) -> bool:
-    """Only arguments that only touch numeric/length limits count (bundle caps may also fire)."""
-    return "bundle_path" not in ctx.require_tool().input_properties
+def _blames_a_limit(ctx: CheckContext, outcome: CallOutcome) -> bool:
+    """Whether a resource_limit answer to schema-valid arguments contradicts the advertised limits:
+    always for a tool without a bundle; for one with a bundle only when a diagnostic's field names
+    a limited argument (the bundle's own caps on files and bytes may answer any call)."""
+    tool = ctx.require_tool()
+    if "bundle_path" not in tool.input_properties:
+        return True
+    limited = set(tool.limits) - {"bundle_path"}
+    diagnostics = (outcome.structured or {}).get("diagnostics") or []
+    named = {part for d in diagnostics if isinstance(d, dict)
+             for part in re.split(r"[^A-Za-z0-9_]+", str(d.get("field", ""))) if part}
+    return bool(named & limited)
 
 
 def violates_recheck(rechecks: tuple[dict[str, str], ...], args: dict[str, Any]) -> bool:

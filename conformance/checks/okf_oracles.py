@@ -28,7 +28,7 @@ def for_tool(name: str) -> dict[str, Any]:
 
 
 def success(ctx: CheckContext, args: dict[str, Any], name: str | None = None) -> CallOutcome:
-    outcome = ctx.call(args, name=name)
+    outcome = ctx.call(ctx.fitted(name or ctx.require_tool().name, args), name=name)
     require_result(outcome)
     why = unsuccessful(outcome)
     if why:

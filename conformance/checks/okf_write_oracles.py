@@ -35,7 +35,7 @@ def for_tools(*names: str) -> dict[str, Any]:
 
 
 def _call(ctx: CheckContext, name: str, args: dict[str, Any]) -> CallOutcome:
-    outcome = ctx.call(args, name=name)
+    outcome = ctx.call(ctx.fitted(name, args), name=name)
     require_result(outcome)
     return outcome
 

@@ -51,7 +51,7 @@ def _call(ctx: CheckContext, tool: str, args: dict[str, Any], database: bool = T
     properties = (ctx.advertised.get(tool, {}).get("inputSchema") or {}).get("properties") or {}
     if database and "database" in properties:
         args = {**args, "database": run.database}
-    outcome = ctx.call(args, name=tool)
+    outcome = ctx.call(ctx.fitted(tool, args), name=tool)
     require_result(outcome)
     return outcome
 

@@ -17,15 +17,18 @@ from typing import Any, Callable
 from hypothesis import HealthCheck, Phase, given, seed, settings
 from hypothesis import strategies as st
 
+from knowspec.conformance.areas import STALE_CHECK
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import Contract, ToolContract
 from knowspec.conformance.failures import CaseAborted, CheckSkipped
 from knowspec.conformance.fixtures.model import Bundle
+from knowspec.conformance.generate import validator
 from knowspec.conformance.target import CallOutcome, Connection
 
 Applies = Callable[["CheckContext"], str | None]
 BUDGET_GRACE = 10.0   # seconds a case may go on calling past the run's time budget before it is cut
 Relevant = Callable[[ToolContract], bool]
+Planned = Callable[[Contract], bool]
 
 
 @dataclass(frozen=True)
@@ -38,6 +41,7 @@ class CheckSpec:
     doc: str = ""
     relevant: Relevant | None = None
     since: int = 0          # the first contract revision that states the check's rule
+    planned: Planned | None = None  # a server-scoped check: whether the judged contract holds what it calls
 
     def covers(self, tool: ToolContract | None) -> bool:
         """Whether the contract gives this check something to judge on ``tool`` (a plan question:
@@ -48,22 +52,35 @@ class CheckSpec:
 CHECKS: dict[str, CheckSpec] = {}
 
 
+def holds_family(family: str) -> Planned:
+    """``planned`` for a server-scoped check that calls tools of ``family``."""
+    return lambda contract: any(t.family == family for t in contract.tools)
+
+
+def holds_tools(*names: str) -> Planned:
+    """``planned`` for a server-scoped check that calls these tools."""
+    return lambda contract: set(names) <= {t.name for t in contract.tools}
+
+
 def tools_named(*names: str) -> Relevant:
     """``relevant`` for a check that judges only these tools (an oracle of one tool, or of a pair)."""
     return lambda tool: tool.name in names
 
 
 def check(id: str, rule: str, scope: str = "tool", applies: Applies | None = None,
-          relevant: Relevant | None = None, since: int = 0) -> Callable:
+          relevant: Relevant | None = None, since: int = 0, planned: Planned | None = None) -> Callable:
     """Register ``func`` under ``id``; ``applies(ctx)`` returns a skip reason or ``None`` (what the
     target or the run lacks); ``relevant(tool)`` says from the contract alone whether the check
-    has anything to judge on that tool (no: the pair is not planned at all); ``since`` is the
+    has anything to judge on that tool (no: the pair is not planned at all), and ``planned(contract)``
+    the same for a server-scoped check (a run narrowed by --family or --tool to tools it does not
+    call plans no such case, rather than skipping it as an unjudged area); ``since`` is the
     first contract revision stating the rule (an older contract, ``--contract git:REV``, skips it)."""
 
     def register(func: Callable[["CheckContext"], None]) -> Callable[["CheckContext"], None]:
         if id in CHECKS:
             raise ValueError(f"check id {id!r} registered twice")
-        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip(), relevant, since)
+        CHECKS[id] = CheckSpec(id, rule, scope, func, applies, (func.__doc__ or "").strip(), relevant, since,
+                               planned)
         return func
 
     return register
@@ -101,6 +118,7 @@ class CheckContext:
     deadline: float | None = None
     calls: int = 0
     successes: int = 0
+    error_codes: set[str] = field(default_factory=set)  # the judged tool's own isError answers
     call_seconds: float = 0.0     # waiting for the target (the rest of a case is the suite's own work)
     fixture_seconds: float = 0.0  # generating the run's shared valid examples (bundle writes: ``bundles.seconds``)
     notes: list[str] = field(default_factory=list)
@@ -127,9 +145,33 @@ class CheckContext:
             if outcome.transport_error is not None:
                 raise CaseAborted("failed", f"transport failure: {outcome.transport_error}", arguments=arguments,
                                   response=outcome.summary())
-            if outcome.is_result and not outcome.is_error and (self.tool is None or name == self.tool.name):
-                self.successes += 1
+            if outcome.is_result and (self.tool is None or name == self.tool.name):
+                if not outcome.is_error:
+                    self.successes += 1
+                else:
+                    code = outcome.structured.get("code") if isinstance(outcome.structured, dict) else None
+                    self.error_codes.add(code if isinstance(code, str) else "(no envelope)")
         return outcomes
+
+    def fitted(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
+        """``arguments`` of a call meant to be valid, held to the judged contract: a value above a
+        limit the tool's contract states comes down to that limit; arguments that still fail its
+        input schema (a field renamed, a value no longer allowed) show a check written for another
+        revision, so the case is skipped, saying so, and nothing is blamed on the target."""
+        try:
+            tool = self.contract.tool(name)
+        except KeyError:  # a run narrowed to other tools: nothing of this one to hold it to
+            return arguments
+        fitted = dict(arguments)
+        for key, bounds in tool.limits.items():
+            value, most = fitted.get(key), bounds.get("maximum")
+            if type(value) is int and isinstance(most, int) and value > most:
+                fitted[key] = most
+        problems = [e.message for e in validator(tool.input_schema).iter_errors(fitted)]
+        if problems:
+            raise CheckSkipped(f"{STALE_CHECK} ({self.contract.source}): its call to {name} fails the input "
+                               f"schema ({problems[0][:160]}); update the check for this revision")
+        return fitted
 
     def call_deadline(self) -> tuple[float, bool]:
         """A call's deadline: ``--call-timeout``, cut short where the run's time budget (plus

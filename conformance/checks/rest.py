@@ -8,7 +8,7 @@ import urllib.request
 from typing import Any
 
 from knowspec.conformance.checks.common import schema_errors
-from knowspec.conformance.checks.registry import CheckContext, check
+from knowspec.conformance.checks.registry import CheckContext, check, holds_family
 from knowspec.conformance.failures import CheckFailed
 
 RULE = "spec/docpool/contract.md §3 (IMPORTDOC: SYSADMIN; 400 missing params; 202 result false)"
@@ -51,7 +51,7 @@ def _expect_envelope(ctx: CheckContext, what: str, body: Any, status: int, statu
                           arguments=request, response={"status": status, "body": body})
 
 
-@check("rest_importdoc", RULE, scope="server", applies=_needs_rest)
+@check("rest_importdoc", RULE, scope="server", applies=_needs_rest, planned=holds_family("docpool"))
 def rest_importdoc(ctx: CheckContext) -> None:
     """Unauthenticated IMPORTDOC is refused; a missing param is 400; a bad collection is 202 result false."""
     base, timeout = ctx.config.rest_url or "", ctx.config.call_timeout

@@ -43,7 +43,7 @@ import anyio
 
 from knowspec.impl.rest.error_responses import envelope
 from knowspec.impl.server.json_answer import BATCH_REFUSED, is_mcp_path, send_json, send_jsonrpc_error
-from knowspec.impl.server.request_ids import JSONRPC_ID, id_key, replaying
+from knowspec.impl.server.request_ids import JSONRPC_ID, Unusable, id_key, replaying
 from knowspec.impl.server.session_quota import caller_key
 
 Scope = dict[str, Any]
@@ -152,7 +152,7 @@ async def read_body(receive: Receive, rule: BodyRule, grown: Callable[[int], Non
             return b"".join(chunks)
 
 
-def _tool_call(body: bytes) -> tuple[bool, str | None]:
+def _tool_call(body: bytes) -> tuple[bool, str | Unusable | None]:
     """Whether a (big) JSON-RPC body is one ``tools/call`` request, and its id as ``request_ids``
     keys it. Decoded whole: a key may stand anywhere in the object, and only bodies over the
     small cap pay for it (once: the id goes on in the scope)."""

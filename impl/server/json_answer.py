@@ -21,9 +21,11 @@ async def send_json(send: Callable[[dict[str, Any]], Awaitable[None]], status: i
 
 
 async def send_jsonrpc_error(send: Callable[[dict[str, Any]], Awaitable[None]], status: int, message: str,
-                             headers: Iterable[tuple[bytes, bytes]] = ()) -> None:
-    """An MCP request refused before the SDK saw it: HTTP ``status``, a JSON-RPC error without id."""
-    body = json.dumps({"jsonrpc": "2.0", "id": None, "error": {"code": INVALID_REQUEST, "message": message}},
+                             headers: Iterable[tuple[bytes, bytes]] = (), *, code: int = INVALID_REQUEST,
+                             request_id: str | int | None = None) -> None:
+    """An MCP request refused before the SDK saw it: HTTP ``status``, a JSON-RPC error (id null
+    unless the caller read one)."""
+    body = json.dumps({"jsonrpc": "2.0", "id": request_id, "error": {"code": code, "message": message}},
                       separators=(",", ":")).encode("utf-8")
     await send_json(send, status, body, headers)
 

@@ -41,10 +41,19 @@ Handler = Callable[[Any, CallContext], ToolOutput]
 Finished = TypeVar("Finished")
 
 
-def resolve_handler(entry: ToolEntry) -> Handler:
-    """The impl function a registry entry names; a name that does not resolve is a bug, so it raises."""
+def resolve_handler(entry: ToolEntry) -> Handler | None:
+    """The impl function a registry entry names, or None when its module or function is not
+    written yet (a revision may specify a tool first: it answers ``not_implemented``). Any other
+    failure to import, such as a library the module needs, is a bug or a missing extra: it raises."""
     module_name, _, attr = entry.impl.partition(":")
-    return getattr(importlib.import_module(module_name), attr)
+    try:
+        module = importlib.import_module(module_name)
+    except ModuleNotFoundError as exc:
+        missing = exc.name or ""
+        if missing and (module_name == missing or module_name.startswith(missing + ".")):
+            return None
+        raise
+    return getattr(module, attr, None)
 
 
 class LazyHandler:
@@ -56,17 +65,28 @@ class LazyHandler:
         self.entry = entry
         self.__name__ = entry.impl.partition(":")[2]
         self._handler: Handler | None = None
+        self._resolved = False
         self._lock = threading.Lock()
 
-    def resolved(self) -> Handler:
-        if self._handler is None:
+    def resolved(self) -> Handler | None:
+        if not self._resolved:
             with self._lock:  # two first calls import once (the import lock would serialise them anyway)
-                if self._handler is None:
+                if not self._resolved:
                     self._handler = resolve_handler(self.entry)
+                    self._resolved = True
         return self._handler
 
+    def is_written(self) -> bool:
+        """Whether the handler exists, without importing it when it has not been called yet."""
+        from knowspec.codegen.impl_presence import is_written
+
+        return self._handler is not None if self._resolved else is_written(self.entry.impl)
+
     def __call__(self, args: Any, ctx: CallContext) -> ToolOutput:
-        return self.resolved()(args, ctx)
+        handler = self.resolved()
+        if handler is None:
+            raise not_implemented(self.entry.name)
+        return handler(args, ctx)
 
 
 class AdmissionRefused(Exception):
@@ -160,7 +180,11 @@ class ToolRuntime:
                 handler.resolved()
 
     def implemented(self) -> dict[str, bool]:
-        return {name: self.handlers.get(name) is not None for name in self.order}
+        """Each tool's status: False for one with no handler, or whose ``impl`` is not written yet."""
+        def written(handler: Handler | None) -> bool:
+            return handler is not None and (not isinstance(handler, LazyHandler) or handler.is_written())
+
+        return {name: written(self.handlers.get(name)) for name in self.order}
 
     def tool_list(self) -> list[types.Tool]:
         return [

@@ -12,10 +12,14 @@ refused before the SDK) and never reaches it.
 The id is read from the body the body caps already hold (``body_limits``): a big body was parsed
 there, off the event loop, and its id is handed on in the scope (``JSONRPC_ID``); a small one is
 parsed here. Each server process keeps its own set, as it keeps its own sessions.
+
+A request whose id no request may have (``unusable_id``) is answered 400 with ``-32600`` here,
+with a session or without: the SDK would take it for a notification and answer nothing.
 """
 
 from __future__ import annotations
 
+import enum
 import json
 from typing import Any, Awaitable, Callable
 
@@ -33,10 +37,30 @@ JSONRPC_ID = "knowspec.jsonrpc_id"  # scope key: the body's request id as the SD
 PARSE_ON_LOOP_BYTES = 64 * 1024     # bigger bodies are parsed on a worker thread
 
 
-def request_id_of(body: bytes) -> str | None:
+class Unusable(enum.Enum):
+    """A request whose ``id`` JSON-RPC and MCP do not allow: null, a boolean, a fraction, an
+    object or an array. The SDK reads such a message as a notification and answers nothing, so
+    its client would wait for ever: it is answered ``-32600`` instead (stdio and HTTP alike)."""
+
+    ID = "unusable id"
+
+
+UNUSABLE_ID = Unusable.ID
+UNUSABLE_ID_MESSAGE = "Invalid Request: a request's id must be a string or an integer"
+
+
+def unusable_id(message: Any) -> bool:
+    """Whether ``message`` is a request (a method and an ``id`` key) whose id is not a string or an integer."""
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
+        return False
+    value = message["id"]
+    return isinstance(value, bool) or not isinstance(value, (int, str))
+
+
+def request_id_of(body: bytes) -> str | Unusable | None:
     """The request's ``id`` as the SDK keys its answer streams (``str(id)``: ``7`` and ``"7"``
-    share one), None for a body that is no single JSON-RPC request (a notification, a response,
-    a batch, not JSON)."""
+    share one), ``UNUSABLE_ID`` for a request with an id no request may have, None for a body
+    that is no single JSON-RPC request (a notification, a response, a batch, not JSON)."""
     try:
         message = json.loads(body)
     except (ValueError, RecursionError):
@@ -44,9 +68,11 @@ def request_id_of(body: bytes) -> str | None:
     return id_key(message)
 
 
-def id_key(message: Any) -> str | None:
+def id_key(message: Any) -> str | Unusable | None:
     """``request_id_of`` of a decoded message."""
-    if not isinstance(message, dict) or "method" not in message or message.get("id") is None:
+    if unusable_id(message):
+        return UNUSABLE_ID
+    if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return None
     return str(message["id"])
 
@@ -59,10 +85,10 @@ class OneRequestIdAtATime:
         self._in_flight: set[tuple[str, str]] = set()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
-        session = session_id_of(scope) if scope["type"] == "http" and scope.get("method") == "POST" else None
-        if session is None or scope.get("path") != self.path:
+        if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") != self.path:
             await self.app(scope, receive, send)
             return
+        session = session_id_of(scope)
         first = await receive()  # the whole body: the body caps replay it in one message
         if JSONRPC_ID in scope:
             request_id = scope[JSONRPC_ID]
@@ -70,7 +96,10 @@ class OneRequestIdAtATime:
             body = first.get("body", b"")
             request_id = (request_id_of(body) if len(body) <= PARSE_ON_LOOP_BYTES
                           else await anyio.to_thread.run_sync(request_id_of, body))
-        if request_id is None:
+        if request_id is UNUSABLE_ID:
+            await send_jsonrpc_error(send, 400, UNUSABLE_ID_MESSAGE)
+            return
+        if request_id is None or session is None:
             await self.app(scope, replaying(first, receive), send)
             return
         key = (session, request_id)

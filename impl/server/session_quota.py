@@ -5,7 +5,9 @@ A caller is the signed-in user the bearer gate named (``scope["user"]``), howeve
 they hold, or, anonymous, the client's address. A request that would open a session (a POST to
 ``/mcp`` without ``mcp-session-id``) beyond the caller's quota is answered 429 with a JSON-RPC
 error and opens nothing; one the SDK refuses (400, 406, ...) is answered without the session id
-the SDK put on it, since that session is gone. The session ids the SDK answers with are counted
+the SDK put on it, since that session is gone, and an ``initialize`` whose params the SDK would
+refuse is answered 400 here (the SDK answers it 200 and keeps a session no one can use). A
+request the SDK serves without a session (a later protocol version's) is not counted. The session ids the SDK answers with are counted
 for their caller while the SDK still holds them: a DELETE, its idle timeout or a crash ends them
 there, and here.
 Requests being answered count too, so parallel opening requests cannot overshoot the quota.
@@ -16,11 +18,21 @@ sessions.
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from typing import Any, Callable, Container
 
+import anyio
+import mcp.types as types
+import pydantic
+from mcp.server.streamable_http_manager import HANDSHAKE_PROTOCOL_VERSIONS
+
 from knowspec.impl.server.access import MCP_PATH
 from knowspec.impl.server.json_answer import SESSION_HEADER, send_jsonrpc_error, session_id_of
+from knowspec.impl.server.request_ids import PARSE_ON_LOOP_BYTES, replaying
+
+INVALID_PARAMS = types.INVALID_PARAMS
+VERSION_HEADER = b"mcp-protocol-version"
 
 
 def sdk_sessions(server: Any) -> Callable[[], Container[str]]:
@@ -46,11 +58,38 @@ def caller_key(scope: dict) -> str:
 
 
 def _opens_a_session(scope: dict) -> bool:
+    """A POST to ``/mcp`` without a session id, in the era of sessions: the SDK serves a request
+    whose ``MCP-Protocol-Version`` names a later version statelessly, opening nothing."""
     if scope.get("type") != "http" or scope.get("method") != "POST":
         return False
     if scope.get("path", "").rstrip("/") != MCP_PATH:
         return False
+    version = next((v.decode("latin-1") for k, v in scope.get("headers") or [] if k.lower() == VERSION_HEADER), None)
+    if version is not None and version not in HANDSHAKE_PROTOCOL_VERSIONS:
+        return False
     return session_id_of(scope) is None
+
+
+def initialize_refusal(body: bytes) -> tuple[str, Any] | None:
+    """``(why, id)`` for an ``initialize`` request whose params the SDK's own model refuses, else
+    None. The SDK answers such a request 200 with a JSON-RPC error and keeps the session it made
+    for it (an opening answer below 400 establishes one) until its idle timeout: a client retrying
+    a bad initialize filled its caller's quota with sessions nobody could use."""
+    try:
+        message = json.loads(body)
+    except (ValueError, RecursionError):
+        return None
+    if not isinstance(message, dict) or message.get("method") != "initialize":
+        return None
+    try:
+        types.InitializeRequestParams.model_validate(message.get("params"))
+    except pydantic.ValidationError as exc:
+        first = exc.errors()[0]
+        where = ".".join(str(p) for p in first.get("loc", ())) or "params"
+        request_id = message.get("id")
+        usable = isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
+        return f"Invalid params: initialize {where}: {first.get('msg', 'invalid')}", request_id if usable else None
+    return None
 
 
 class SessionQuota:
@@ -80,6 +119,14 @@ class SessionQuota:
         if self.open_sessions(key) >= self.per_caller:
             await _refuse(send, self.per_caller)
             return
+        first = await receive()  # the whole body: the body caps replay it in one message
+        body = first.get("body", b"")
+        refused = (initialize_refusal(body) if len(body) <= PARSE_ON_LOOP_BYTES
+                   else await anyio.to_thread.run_sync(initialize_refusal, body))
+        if refused is not None:
+            await send_jsonrpc_error(send, 400, refused[0], code=INVALID_PARAMS, request_id=refused[1])
+            return
+        receive = replaying(first, receive)
         self._opening[key] += 1
 
         async def noting_the_session(message: dict) -> None:

@@ -39,6 +39,7 @@ from mcp.shared.message import SessionMessage
 
 from knowspec.impl.server.json_answer import BATCH_REFUSED
 from knowspec.impl.server.parked_answers import ParkedAnswers, is_placeholder
+from knowspec.impl.server.request_ids import UNUSABLE_ID_MESSAGE, unusable_id
 
 log = logging.getLogger("knowspec.stdio")
 
@@ -102,6 +103,8 @@ def decode_line(line: bytes) -> types.JSONRPCMessage | bytes:
         outside_arguments = {**value, "params": {k: v for k, v in params.items() if k != "arguments"}}
     if _has_lone_surrogate(outside_arguments):
         return error_line(INVALID_REQUEST, "Invalid Request: invalid UTF-8", request_id)
+    if unusable_id(value):  # the SDK would take it for a notification: no answer, ever
+        return error_line(INVALID_REQUEST, UNUSABLE_ID_MESSAGE)
     try:
         return types.jsonrpc_message_adapter.validate_python(value, by_name=False)
     except Exception:

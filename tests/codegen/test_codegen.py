@@ -106,6 +106,11 @@ def _broken_copy(tmp_path, edit) -> Path:
         (lambda t: t.replace("echo_text.output.schema.json", "missing.json"), "schema file is missing"),
         (lambda t: t.replace('impl = "knowspec.impl.testing_echo:echo_text"', 'impl = "os:system"'), "is not knowspec.impl"),
         (lambda t: t.replace('wrap = "results"', 'wrap = "nope"'), "wrap property"),
+        (lambda t: t.replace("[tool.limits]", "[tool.limit]"), "tool/0 (echo_text): unknown key(s) limit"),
+        (lambda t: t.replace("order = 1", "order = 1\nencoder = 'go'"), "family: unknown key(s) encoder"),
+        (lambda t: t.replace("read_only = true", "readonly_hint = true\nread_only = true", 1), "unknown key(s) readonly_hint"),
+        (lambda t: t + "\n[extra]\nx = 1\n", "unknown key(s) extra"),
+        (lambda t: t.replace("order = 1", "order = = 1"), "echo/tools.toml: invalid TOML"),
     ],
 )
 def test_spec_problems_are_reported_with_their_place(tmp_path, edit, needle):
@@ -114,6 +119,34 @@ def test_spec_problems_are_reported_with_their_place(tmp_path, edit, needle):
         produce(spec)
     assert needle in str(info.value)
     assert "echo/tools.toml" in str(info.value) or "echo/schemas" in str(info.value)
+
+
+def test_a_toml_error_is_not_followed_by_problems_it_caused(tmp_path):
+    spec = _broken_copy(tmp_path, lambda t: t.replace("order = 1", "order = = 1"))
+    with pytest.raises(SpecProblems) as info:
+        produce(spec)
+    assert [p.message.split(":")[0] for p in info.value.problems] == ["invalid TOML"]
+
+
+@pytest.mark.parametrize("value", ['"one"', "0", "1.5", "true"])
+def test_a_contract_revision_that_is_not_a_whole_number_is_a_spec_problem(tmp_path, value):
+    spec = _broken_copy(tmp_path, lambda t: t)
+    (spec / "REVISION.toml").write_text(f"contract-revision = {value}\n")
+    with pytest.raises(SpecProblems, match="REVISION.toml#contract-revision: must be a whole number"):
+        produce(spec)
+
+
+def test_codegen_names_a_tool_whose_impl_is_not_written(tmp_path, capsys):
+    import argparse
+
+    from knowspec.codegen.cli import run
+
+    spec = _broken_copy(tmp_path, lambda t: t.replace("testing_echo:echo_text", "okf.tools.read:list_concepts")
+                        .replace("testing_echo:echo_list", "okf.tools.read:echo_later"))
+    assert run(argparse.Namespace(spec=spec, out=tmp_path / "out", check=False)) == 0
+    err = capsys.readouterr().err
+    assert "note: echo_list: knowspec.impl.okf.tools.read:echo_later is not written yet" in err
+    assert "echo_text" not in err
 
 
 def test_bundle_rejects_refs_it_cannot_inline(tmp_path):

@@ -58,6 +58,17 @@ def ep(**over):
     return view(endpoints={"GET /a": row})
 
 
+def open_output(name: str | None = None, value=None):
+    """A view whose default tool's output object is open, without ``name`` (or with ``value`` there)."""
+    t = tool()
+    t["success_schema"]["additionalProperties"] = True
+    if name is not None and value is None:
+        del t["success_schema"]["properties"][name]
+    elif name is not None:
+        t["success_schema"]["properties"][name] = value
+    return view([t])
+
+
 IN = "input_schema.properties"
 OUT = "success_schema.properties"
 CASES = {
@@ -89,8 +100,10 @@ CASES = {
     "input.prose_changed": (view(), edit(f"{IN}.q.description", "the words to find")),
     "output.required_removed": (view(), edit("success_schema.required", [])),
     "output.required_added": (view(), edit("success_schema.required", ["hits", "total"])),
-    "output.property_removed": (view(), edit(f"{OUT}.status", delete=True)),
-    "output.property_added": (view(), edit(f"{OUT}.score", {"type": "number"})),
+    "output.property_removed": (open_output(), open_output("status")),
+    "output.property_added": (open_output(), open_output("score", {"type": "number"})),
+    "output.closed_property_removed": (view(), edit(f"{OUT}.status", delete=True)),
+    "output.closed_property_added": (view(), edit(f"{OUT}.score", {"type": "number"})),
     "output.type_widened": (view(), edit(f"{OUT}.total.type", ["integer", "null"])),
     "output.type_narrowed": (edit(f"{OUT}.total.type", ["integer", "null"]), view()),
     "output.enum_widened": (view(), edit(f"{OUT}.status.enum", ["ok", "empty", "partial"])),

@@ -165,3 +165,17 @@ def test_a_check_whose_rule_a_revision_does_not_state_is_skipped_under_it(revisi
     assert result.status == status
     if status == "skipped":
         assert "first stated in contract revision 1" in result.reason
+
+
+@pytest.mark.parametrize("number", ["one", 1.5, -1, True])
+def test_a_contract_whose_revision_is_not_a_whole_number_is_refused_with_a_reason(tmp_path, number):
+    import json
+
+    from knowspec.conformance.contract import ContractError, load_contract
+
+    data = json.loads((Path(__file__).resolve().parents[2] / "generated" / "contract.json").read_text())
+    data.setdefault("revision", {})["contract-revision"] = number
+    path = tmp_path / "contract.json"
+    path.write_text(json.dumps(data))
+    with pytest.raises(ContractError, match="is not a whole number"):
+        load_contract(path)

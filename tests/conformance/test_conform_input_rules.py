@@ -70,3 +70,26 @@ def test_a_call_that_gave_nothing_to_judge_says_whether_it_failed_or_lacked_stru
     assert unsuccessful(refused) == "it failed (concept_not_found: no such concept)"
     assert unsuccessful(CallOutcome({}, texts=('{"concepts": []}',), raw={})) == NO_STRUCTURE
     assert unsuccessful(CallOutcome({}, structured={"concepts": []}, raw={})) is None
+
+
+def _limit_refusal(field: str) -> CallOutcome:
+    diagnostic = {"code": "invalid_input", "severity": "ERROR", "file": "", "field": field, "message": "reduce it",
+                  "spec_ref": "", "policy_failure": False}
+    return CallOutcome({}, is_error=True, raw={}, structured={
+        "code": "resource_limit", "message": "too much", "retryable": False, "diagnostics": [diagnostic]})
+
+
+@pytest.mark.parametrize(("field", "blamed"), [("limit", True), ("/limit", True), ("arguments.limit", True),
+                                               ("", False), ("bundle_path", False), ("files", False)])
+def test_a_bundle_tools_resource_limit_on_valid_input_fails_only_when_it_names_a_limited_argument(field, blamed):
+    """A narrowed limit had passed on every OKF tool: bundle caps may answer resource_limit, limits may not."""
+    from pathlib import Path
+
+    from knowspec.conformance.checks.inputs import _blames_a_limit
+    from knowspec.conformance.checks.registry import BundleStore, CheckContext
+    from knowspec.conformance.config import RunConfig
+
+    contract = load_contract()
+    ctx = CheckContext(None, contract, RunConfig(target="stdio:x"), {}, BundleStore(Path("/x")),
+                       contract.tool("search_sections"))
+    assert _blames_a_limit(ctx, _limit_refusal(field)) is blamed

@@ -127,11 +127,12 @@ def test_strict_fails_a_run_with_a_skipped_area(tmp_path):
 
     path = tmp_path / "contract.json"
     path.write_text(json.dumps(contract()), encoding="utf-8")
-    config = dict(target=toy_target("good"), contract_path=path, checks=("tools_list", "rest_importdoc"))
+    config = dict(target=toy_target("crashing_neighbors"), contract_path=path, checks=("tools_list", "output_schema"),
+                  tools=("get_neighbors",), max_examples=3)
     assert run_to_end(RunConfig(**config)).exit_code == EXIT_OK
     strict = run_to_end(RunConfig(**config, strict=True))
     assert strict.exit_code == EXIT_FAILURES
-    assert [a for a, _ in strict.skipped_areas] == ["REST IMPORTDOC"]
+    assert [a for a, _ in strict.skipped_areas] == ["successful results of get_neighbors"]
 
 
 def test_failure_evidence_is_capped_in_reports():
@@ -240,3 +241,92 @@ def test_a_run_without_tools_list_still_names_the_tools_the_target_lacks(toy_con
     assert declared.exit_code == EXIT_OK and [a for a, _ in declared.skipped_areas] == [UNOFFERED_AREA]
     listed = run_to_end(toy_config("missing_tool", checks=("tools_list",)))
     assert listed.exit_code == EXIT_FAILURES and listed.skipped_areas == ()  # failed there: reported once
+
+
+def test_a_tool_answering_not_implemented_fails_saying_so(toy_config):
+    """An honest stub had failed as "not among the tool's contract errors", wrongly worded."""
+    from knowspec.conformance.runner import EXIT_FAILURES, run_to_end
+
+    finished = run_to_end(toy_config("unwritten_neighbors", checks=("input_valid_accepted", "output_schema"),
+                                     tools=("get_neighbors",), max_examples=3))
+    assert finished.exit_code == EXIT_FAILURES
+    messages = [r.failure.message for r in finished.results if r.failure]
+    assert messages and all("get_neighbors answers not_implemented" in m for m in messages)
+
+
+def test_a_tool_that_never_succeeds_is_named_with_the_codes_it_answered(toy_config):
+    from knowspec.conformance.runner import run_to_end
+
+    finished = run_to_end(toy_config("crashing_neighbors", checks=("output_schema",), tools=("get_neighbors",),
+                                     max_examples=3))
+    why = dict(finished.skipped_areas)["successful results of get_neighbors"]
+    assert "every answer was an error: operation_rejected" in why
+
+
+def test_a_server_scoped_check_is_planned_only_when_the_contract_holds_what_it_calls():
+    everything = {spec.id for spec, tool in plan(list(CHECKS.values()), CONTRACT) if tool is None}
+    okf = {spec.id for spec, tool in plan(list(CHECKS.values()), CONTRACT.for_family("okf")) if tool is None}
+    one_tool = {spec.id for spec, tool in plan(list(CHECKS.values()), CONTRACT.only(("list_concepts",)))
+                if tool is None}
+    pool_checks = {"docpool_import", "docpool_import_answers", "docpool_import_acl", "docpool_import_refusals",
+                   "docpool_import_non_admin", "rest_importdoc"}
+    assert pool_checks | {"cancellation", "no_mixed_reads_during_apply"} <= everything
+    assert not pool_checks & okf and "cancellation" in okf
+    assert not (pool_checks | {"cancellation", "no_mixed_reads_during_apply"}) & one_tool
+
+
+def test_a_selection_that_plans_no_case_ends_the_run_with_exit_2(toy_config):
+    from knowspec.conformance.runner import EXIT_UNREACHABLE, run_to_end
+
+    finished = run_to_end(toy_config("good", checks=("differential_search",), tools=("get_neighbors",)))
+    assert finished.exit_code == EXIT_UNREACHABLE and "plans no case" in finished.unreachable
+
+
+def _revised(tool_name: str, edit) -> "object":
+    """The shipped contract with one tool's input schema and limits edited as a revision would."""
+    import copy
+    import dataclasses
+
+    tools = []
+    for tool in CONTRACT.tools:
+        if tool.name == tool_name:
+            schema, limits = copy.deepcopy(tool.input_schema), copy.deepcopy(tool.limits)
+            edit(schema, limits)
+            tool = dataclasses.replace(tool, input_schema=schema, limits=limits)
+        tools.append(tool)
+    return dataclasses.replace(CONTRACT, tools=tuple(tools))
+
+
+def _context(contract, tool_name: str):
+    from pathlib import Path
+
+    from knowspec.conformance.checks.registry import BundleStore, CheckContext
+    from knowspec.conformance.config import RunConfig
+
+    return CheckContext(None, contract, RunConfig(target="stdio:x"), {}, BundleStore(Path("/nonexistent")),
+                        contract.tool(tool_name))
+
+
+def test_a_checks_own_call_comes_down_to_a_revised_limit():
+    def tighten(schema, limits):
+        schema["properties"]["limit"]["maximum"] = limits["limit"]["maximum"] = 50
+
+    ctx = _context(_revised("search_sections", tighten), "search_sections")
+    assert ctx.fitted("search_sections", {"bundle_path": "/b", "query": "q", "limit": 100})["limit"] == 50
+    assert ctx.fitted("search_sections", {"bundle_path": "/b", "query": "q", "limit": 7})["limit"] == 7
+
+
+def test_a_checks_own_call_that_no_longer_fits_the_contract_skips_as_stale_not_failed():
+    from knowspec.conformance.areas import STALE_CHECK
+    from knowspec.conformance.failures import CheckSkipped
+
+    def rename(schema, limits):
+        schema["properties"]["text"] = schema["properties"].pop("query")
+        schema["required"] = ["text" if r == "query" else r for r in schema["required"]]
+
+    ctx = _context(_revised("search_sections", rename), "search_sections")
+    with pytest.raises(CheckSkipped) as info:
+        ctx.fitted("search_sections", {"bundle_path": "/b", "query": "q"})
+    assert info.value.reason.startswith(STALE_CHECK)
+    result = CheckFinished("oracle_search_sections", "r", "search_sections", "skipped", 0.0, reason=info.value.reason)
+    assert [area for area, _ in skipped_areas([result])] == [f"1 case(s) of {STALE_CHECK}"]

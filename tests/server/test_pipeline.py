@@ -240,3 +240,50 @@ def test_every_handler_gets_the_servers_runtime_on_its_context(mini_registry):
 
     call(mini_registry, {"echo_text": spy}, "echo_text", {"text": "x"}, process_runtime=mine)
     assert seen == [mine]
+
+
+def _unwritten(impl: str):
+    """list_concepts' registry entry pointed at an impl that does not exist."""
+    import dataclasses
+
+    from knowspec.generated.registry import TOOLS
+
+    return dataclasses.replace(next(e for e in TOOLS if e.name == "list_concepts"), impl=impl)
+
+
+@pytest.mark.parametrize("impl", ["knowspec.impl.okf.tools.read:count_concepts",
+                                  "knowspec.impl.okf.tools.counting:count_concepts"],
+                         ids=["function-missing", "module-missing"])
+def test_a_tool_whose_impl_is_not_written_answers_not_implemented(impl, tmp_path, caplog):
+    runtime = ToolRuntime(entries=(_unwritten(impl),))
+    assert runtime.implemented() == {"list_concepts": False}
+
+    async def go():
+        async with Client(build_server(runtime), mode="legacy") as client:
+            return await client.call_tool("list_concepts", {"bundle_path": str(tmp_path)})
+
+    result = anyio.run(go)
+    assert result.is_error and result.structured_content["code"] == "not_implemented"
+    assert "list_concepts" in result.structured_content["message"]
+    assert "Traceback" not in caplog.text and not [r for r in caplog.records if r.levelname == "ERROR"]
+    assert runtime.implemented() == {"list_concepts": False}  # after the call too
+
+
+def test_a_missing_library_inside_a_written_module_is_not_taken_for_an_unwritten_tool(tmp_path, monkeypatch):
+    from knowspec.impl.server.pipeline import resolve_handler
+
+    module = tmp_path / "ks_needs_a_library.py"
+    module.write_text("import ks_no_such_library\n\ndef handler(args, ctx):\n    return None\n")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    with pytest.raises(ModuleNotFoundError, match="ks_no_such_library"):
+        resolve_handler(_unwritten("ks_needs_a_library:handler"))
+
+
+def test_the_status_of_written_tools_is_read_without_importing_them():
+    import subprocess
+    import sys
+
+    code = ("import sys; from knowspec.impl.server.pipeline import ToolRuntime; s = ToolRuntime().implemented(); "
+            "print(all(s.values()), len(s), 'knowspec.impl.docpool.tools' in sys.modules)")
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
+    assert out == ["True", "25", "False"]

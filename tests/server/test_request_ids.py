@@ -59,3 +59,23 @@ def test_a_second_request_with_an_id_in_flight_is_refused_and_the_first_is_answe
         assert [r.status_code for r in first] == [200] and '"first"' in first[0].text
         again = _call(client, session, "d")  # the id is free once its request was answered
         assert again.status_code == 200 and '"first"' in again.text
+
+
+def test_a_request_with_an_id_no_request_may_have_is_refused_not_taken_for_a_notification(mini_registry, tmp_path):
+    """The SDK had answered 202 and run nothing: its client waited for an answer for ever."""
+    from knowspec.impl.server.request_ids import UNUSABLE_ID
+
+    for bad in (b"null", b"1.5", b"true", b"{}", b"[1]"):
+        assert request_id_of(b'{"jsonrpc":"2.0","id":%s,"method":"ping"}' % bad) is UNUSABLE_ID
+    runtime = ToolRuntime(Settings(appdir=tmp_path, allow_anonymous=True), entries=mini_registry.TOOLS,
+                          handlers={"echo_list": None, "echo_text": None})
+    app = build_app(runtime, host="testserver", dns_rebinding_protection=False)
+    with TestClient(app) as client:
+        sessionless = client.post("/mcp", headers=HEADERS, json={**INITIALIZE, "id": None})
+        init = client.post("/mcp", headers=HEADERS, json=INITIALIZE)
+        session = {**HEADERS, "Mcp-Session-Id": init.headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+        in_session = [_call(client, session, "a", request_id=bad) for bad in (None, 1.5, True, {})]
+    for answer in (sessionless, *in_session):
+        assert answer.status_code == 400
+        assert answer.json()["error"] == {"code": -32600, "message": "Invalid Request: a request's id must be a "
+                                                                     "string or an integer"}

@@ -32,6 +32,8 @@ def server(tmp_path_factory):
     auth.create_user(settings.catalog_path, "rita", "pw", [])
     auth.create_user(settings.catalog_path, "walt", "pw", [])
     auth.create_user(settings.catalog_path, "sam", "pw", [])
+    auth.create_user(settings.catalog_path, "bea", "pw", [])
+    auth.create_user(settings.catalog_path, "max", "pw", [])
     shutil.copytree(EXAMPLE_BUNDLE, base / "root" / "kb")
     port = free_port()
     with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"127.0.0.1:{port}",
@@ -174,3 +176,35 @@ def test_a_session_the_sdk_ended_no_longer_counts_and_other_requests_pass():
     assert anyio.run(_status, quota, _scope(headers=[(b"mcp-session-id", b"s0")])) == 200  # in a session
     del sdk.sessions["s0"]  # ended there (idle timeout, DELETE)
     assert anyio.run(_status, quota, _scope()) == 200
+
+
+def _raw_post(base: str, token: str, message: dict, headers: dict | None = None) -> tuple[int, dict, bytes]:
+    request = urllib.request.Request(base + "/mcp", data=json.dumps(message).encode(), method="POST", headers={
+        "Content-Type": "application/json", "Accept": "application/json, text/event-stream",
+        "Authorization": f"Bearer {token}", **(headers or {})})
+    try:
+        with urllib.request.urlopen(request, timeout=30) as response:
+            return response.status, {k.lower(): v for k, v in response.headers.items()}, response.read()
+    except urllib.error.HTTPError as exc:
+        return exc.code, {k.lower(): v for k, v in exc.headers.items()}, exc.read()
+
+
+def test_an_initialize_the_sdk_would_refuse_opens_no_session_and_fills_no_quota(server):
+    """The SDK answered it 200 with an error and kept the session: a client retrying it locked its user out."""
+    bea = login(server, "bea")
+    bad = {**INITIALIZE, "params": {**INITIALIZE["params"], "protocolVersion": 5}}
+    for _ in range(QUOTA + 2):
+        status, headers, body = _raw_post(server, bea, bad)
+        assert status == 400 and "mcp-session-id" not in headers
+        error = json.loads(body)
+        assert error["id"] == 1 and error["error"]["code"] == -32602
+        assert "protocolVersion" in error["error"]["message"]
+    assert _opened(server, bea)[0] == 200
+
+
+def test_a_request_served_without_a_session_is_not_held_to_the_session_quota(server):
+    max_ = login(server, "max")
+    assert [_opened(server, max_)[0] for _ in range(QUOTA)] == [200] * QUOTA
+    assert _opened(server, max_)[0] == 429
+    status, headers, body = _raw_post(server, max_, TOOLS_LIST, {"MCP-Protocol-Version": "2026-07-28"})
+    assert status != 429 and b"Too many open MCP sessions" not in body and "mcp-session-id" not in headers

@@ -69,6 +69,8 @@ def test_lone_surrogate_in_arguments_is_invalid_request_and_deep_arguments_are_r
     (b'\xff{"jsonrpc":"2.0"}', -32700),
     (b'[{"jsonrpc":"2.0","id":1,"method":"ping"}]', -32600),
     (b'{"jsonrpc":"2.0","id":7}', -32600),
+    *[(b'{"jsonrpc":"2.0","id":%s,"method":"ping"}' % bad, -32600)    # read by the SDK as notifications:
+      for bad in (b"null", b"1.5", b"2.0", b"1E2", b"true", b"{}", b"[1]")],  # they had no answer at all
 ])
 def test_lines_that_are_not_one_message_decode_to_a_json_rpc_error(line, code):
     answer = json.loads(decode_line(line))

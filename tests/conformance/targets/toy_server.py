@@ -331,6 +331,10 @@ async def call_tool(ctx, params):
     if VARIANT == "dies_on_call":   # every call takes the whole server down, with a last word
         print("toy-okf: out of patience, exiting", file=sys.stderr, flush=True)
         os._exit(3)
+    if VARIANT == "unwritten_neighbors" and params.name == "get_neighbors":  # honest about a missing tool
+        return envelope("not_implemented", "tool get_neighbors is specified but not implemented yet")
+    if VARIANT == "crashing_neighbors" and params.name == "get_neighbors":   # a crash on every call
+        return envelope("operation_rejected", "tool operation was rejected")
     try:
         validate(params.name, args)
         if VARIANT == "racy":
