@@ -25,7 +25,7 @@ from knowspec.impl.server import late_answers, released_messages
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
 from knowspec.impl.server.mcp_server import build_server
 from knowspec.impl.server.pipeline import ToolRuntime
-from knowspec.impl.server.request_ids import OneRequestIdAtATime
+from knowspec.impl.server.request_ids import IdsInFlight, OneRequestIdAtATime
 from knowspec.impl.server.session_quota import SessionQuota, caller_key, sdk_sessions
 from knowspec.impl.server.workers import RelayedClient, SessionRouter, Worker
 
@@ -76,8 +76,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     # a caller whose answers wait unread gets no more computed
     unsent = AnswerBytesPerCaller()
     calls = CallsPerCaller(settings.calls_per_caller, CallTurns(settings.concurrent_calls), unsent)
+    ids_in_flight = IdsInFlight()  # a call holds its request's id as long as the request that brought it
     server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
-                          answers=answers, admission=calls, admit_as=caller_key)
+                          answers=answers, admission=calls, admit_as=caller_key, ids_in_flight=ids_in_flight)
 
     async def health(request: Request) -> JSONResponse:
         return JSONResponse({"status": "ok", "tools": len(runtime.order),
@@ -105,7 +106,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     app.add_middleware(ParkedAnswerWriter, answers=answers, unsent=unsent)  # placeholders written as their parked answers
     # inside the gate (it names the caller), before a worker's tags are added to the SDK's ids
     app.add_middleware(SessionQuota, per_caller=settings.mcp_sessions_per_caller, live_sessions=sdk_sessions(server))
-    app.add_middleware(OneRequestIdAtATime)  # in the worker that owns the session (inside its router)
+    app.add_middleware(OneRequestIdAtATime, in_flight=ids_in_flight)  # in the worker that owns the session
     if worker is not None:  # another worker's session is relayed whole: its owner wrote its answers
         app.add_middleware(SessionRouter, tag=worker.tag, run_dir=worker.run_dir)
     # every body capped and timed before it is read, and all of them held at once within a budget

@@ -7,6 +7,7 @@ only tool-call failure answered as a JSON-RPC error (-32602).
 
 from __future__ import annotations
 
+import contextlib
 from functools import partial
 from typing import TYPE_CHECKING, Any, Callable, cast
 
@@ -16,6 +17,7 @@ from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
 from knowspec.impl.server.parked_answers import ParkedAnswers
+from knowspec.impl.server.request_ids import IdsInFlight
 from knowspec.impl.server.pipeline import Admission, AdmissionRefused, ToolRuntime
 
 BUSY = -32000  # JSON-RPC's range for server-defined errors: the caller has too much in flight
@@ -61,7 +63,8 @@ def server_identity(runtime: ToolRuntime) -> tuple[str, str]:
 
 
 def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAnswers | None = None,
-                 admission: Admission | None = None, admit_as: Callable[[dict], str] | None = None) -> Server:
+                 admission: Admission | None = None, admit_as: Callable[[dict], str] | None = None,
+                 ids_in_flight: IdsInFlight | None = None) -> Server:
     """``caller_for(ctx)`` gives the caller identity; by default every MCP caller is unrestricted.
 
     With ``answers``, a call's answer is encoded in its worker thread and parked there, and the
@@ -69,7 +72,8 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
     (``parked_answers.py``); over HTTP it is parked for the request that asked, and dropped if
     that request has ended. ``admission`` (HTTP: ``caller_load.py``) admits each call as
     ``admit_as(scope)`` of the request that asked: its place among its caller's calls in flight
-    and its turn at the handlers; a refusal is answered as JSON-RPC error ``BUSY``.
+    and its turn at the handlers; a refusal is answered as JSON-RPC error ``BUSY``. ``ids_in_flight``
+    (HTTP: ``request_ids.py``) holds each call's session and request id until the call returns.
     """
     tools = runtime.tool_list()
     listing = types.ListToolsResult(tools=tools)
@@ -85,12 +89,15 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
         admits, key = None, ""
         if admission is not None and admit_as is not None and scope is not None:  # HTTP
             admits, key = admission, admit_as(scope)
+        holding = (ids_in_flight.holding(scope, ctx.request_id) if ids_in_flight is not None and scope is not None
+                   else contextlib.nullcontext())
         try:
-            if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
-                return await runtime.call(params.name, params.arguments, caller, admission=admits, admit_as=key)
-            park = partial(answers.park, protocol_version=ctx.protocol_version, owner=scope)
-            return await runtime.call(params.name, params.arguments, caller, park, takes_json=True, admission=admits,
-                                      admit_as=key)
+            with holding:
+                if answers is None or ctx.request_id is None or not parks_answers_for(ctx.protocol_version):
+                    return await runtime.call(params.name, params.arguments, caller, admission=admits, admit_as=key)
+                park = partial(answers.park, protocol_version=ctx.protocol_version, owner=scope)
+                return await runtime.call(params.name, params.arguments, caller, park, takes_json=True,
+                                          admission=admits, admit_as=key)
         except AdmissionRefused as refused:
             raise MCPError(code=BUSY, message=str(refused)) from None
 

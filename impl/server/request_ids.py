@@ -19,9 +19,11 @@ with a session or without: the SDK would take it for a notification and answer n
 
 from __future__ import annotations
 
+import contextlib
 import enum
 import json
-from typing import Any, Awaitable, Callable
+from collections import Counter
+from typing import Any, Awaitable, Callable, Iterator
 
 import anyio
 
@@ -77,12 +79,47 @@ def id_key(message: Any) -> str | Unusable | None:
     return str(message["id"])
 
 
+class IdsInFlight:
+    """The ``(session, request id)`` pairs being answered. The HTTP request that brought one holds
+    it, and so does the tool call it started (``mcp_server``), which outlives its request when the
+    client hangs up: a request reusing the id then had the old call's answer routed to it by the
+    SDK, and both calls ran."""
+
+    def __init__(self) -> None:
+        self._held: Counter[tuple[str, str]] = Counter()
+
+    def __contains__(self, key: tuple[str, str]) -> bool:
+        return key in self._held
+
+    def hold(self, key: tuple[str, str]) -> None:
+        self._held[key] += 1
+
+    def release(self, key: tuple[str, str]) -> None:
+        self._held[key] -= 1
+        if self._held[key] <= 0:
+            del self._held[key]
+
+    @contextlib.contextmanager
+    def holding(self, scope: Scope, request_id: Any) -> Iterator[None]:
+        """Holds the id of the request in ``scope`` (a session's, with an id) while the block runs."""
+        session = session_id_of(scope)
+        if session is None or request_id is None:
+            yield
+            return
+        key = (session, str(request_id))
+        self.hold(key)
+        try:
+            yield
+        finally:
+            self.release(key)
+
+
 class OneRequestIdAtATime:
     """Refuses a POST to ``/mcp`` whose session already has a request with its id in flight."""
 
-    def __init__(self, app: ASGIApp, path: str = "/mcp") -> None:
+    def __init__(self, app: ASGIApp, path: str = "/mcp", in_flight: IdsInFlight | None = None) -> None:
         self.app, self.path = app, path
-        self._in_flight: set[tuple[str, str]] = set()
+        self._in_flight = in_flight if in_flight is not None else IdsInFlight()
 
     async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
         if scope["type"] != "http" or scope.get("method") != "POST" or scope.get("path") != self.path:
@@ -108,11 +145,11 @@ class OneRequestIdAtATime:
             await send_jsonrpc_error(send, 409, f"Invalid Request: request id {shown} is already in flight in "
                                                 "this session; use a new id for each request")
             return
-        self._in_flight.add(key)
+        self._in_flight.hold(key)
         try:
             await self.app(scope, replaying(first, receive), send)
         finally:
-            self._in_flight.discard(key)
+            self._in_flight.release(key)
 
 
 def replaying(first: Message, receive: Receive) -> Receive:

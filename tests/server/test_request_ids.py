@@ -79,3 +79,67 @@ def test_a_request_with_an_id_no_request_may_have_is_refused_not_taken_for_a_not
         assert answer.status_code == 400
         assert answer.json()["error"] == {"code": -32600, "message": "Invalid Request: a request's id must be a "
                                                                      "string or an integer"}
+
+
+def test_a_call_whose_client_hung_up_keeps_its_id_until_it_returns(mini_registry, tmp_path):
+    """A request reusing the id of a call still running had that call's answer routed to it (and both ran)."""
+    import http.client
+    import json
+    import socket
+    import time
+
+    import uvicorn
+
+    from serving import free_port
+
+    started, release, finished = threading.Event(), threading.Event(), threading.Event()
+
+    def slow(args, ctx):
+        started.set()
+        release.wait(30)
+        finished.set()
+        return ToolOutput({"results": []}, text="first")
+
+    runtime = ToolRuntime(Settings(appdir=tmp_path, allow_anonymous=True), entries=mini_registry.TOOLS,
+                          handlers={"echo_list": slow, "echo_text": None})
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(build_app(runtime, host="127.0.0.1"), host="127.0.0.1", port=port,
+                                           log_level="error"))
+    threading.Thread(target=server.run, daemon=True).start()
+    try:
+        while not server.started:
+            time.sleep(0.05)
+
+        def post(message: dict, headers: dict) -> tuple[int, dict, str]:
+            connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
+            connection.request("POST", "/mcp", json.dumps(message), {**headers, "Host": f"127.0.0.1:{port}"})
+            answer = connection.getresponse()
+            return answer.status, dict(answer.getheaders()), answer.read().decode()
+
+        status, headers, _ = post(INITIALIZE, HEADERS)
+        session = {**HEADERS, "Mcp-Session-Id": headers["mcp-session-id"], "MCP-Protocol-Version": "2025-06-18"}
+        post({"jsonrpc": "2.0", "method": "notifications/initialized"}, session)
+        call = {"jsonrpc": "2.0", "id": 777, "method": "tools/call",
+                "params": {"name": "echo_list", "arguments": {"text": "a"}}}
+        body = json.dumps(call).encode()
+        hung_up = socket.create_connection(("127.0.0.1", port))
+        head = "".join(f"{k}: {v}\r\n" for k, v in {**session, "Host": f"127.0.0.1:{port}",
+                                                     "Content-Length": len(body)}.items())
+        hung_up.sendall(f"POST /mcp HTTP/1.1\r\n{head}\r\n".encode() + body)
+        assert started.wait(30)
+        hung_up.close()
+        time.sleep(0.5)  # the server sees its client gone; the call runs on
+        assert not finished.is_set()
+        status, _, text = post(call, session)
+        assert status == 409 and "already in flight" in text
+        release.set()
+        assert finished.wait(30)
+        for _ in range(100):  # the id is free once the call has returned
+            status, _, text = post(call, session)
+            if status != 409:
+                break
+            time.sleep(0.05)
+        assert status == 200 and '"first"' in text
+    finally:
+        release.set()
+        server.should_exit = True
