@@ -309,13 +309,20 @@ async def _serving(read: Callable[[], Awaitable[bytes]], write: Callable[[list[b
     in_flight = _InFlight()
     to_server, read_stream = anyio.create_memory_object_stream[SessionMessage | Exception](0)
     write_stream, from_server = anyio.create_memory_object_stream[SessionMessage](0)
+    reading = anyio.CancelScope()
+    client_gone = False
 
     async def emit(data: bytes | list[bytes]) -> None:
+        nonlocal client_gone
         pieces = [data] if isinstance(data, bytes) else data
-        if not any(pieces):
+        if not any(pieces) or client_gone:
             return
         async with write_lock:
-            await write(pieces)
+            try:
+                await write(pieces)
+            except BrokenPipeError:  # the client closed its end of the answers: it has left, as at end of input
+                client_gone = True
+                reading.cancel()
 
     def encoded(message: types.JSONRPCMessage) -> bytes | list[bytes]:
         data = encode_message(message)
@@ -362,8 +369,6 @@ async def _serving(read: Callable[[], Awaitable[bytes]], write: Callable[[list[b
                     in_flight.discard(message.id)
 
     async with anyio.create_task_group() as tg:
-        reading = anyio.CancelScope()
-
         async def read_until_stopped() -> None:
             with reading:
                 await reader()

@@ -117,3 +117,30 @@ def test_the_answer_pipe_holds_a_big_answer_in_few_hand_overs(tmp_path):
     finally:
         server.stdin.close()
         server.wait(30)
+
+
+def test_a_client_that_closes_its_end_of_the_answers_ends_the_server_quietly(tmp_path):
+    """It had ended with exit 1 and "failed: ExceptionGroup": a client leaving is no failure."""
+    import subprocess
+    import sys
+
+    server = subprocess.Popen([sys.executable, "-m", "knowspec.impl.cli", "serve", "--stdio", "--appdir",
+                               str(tmp_path)], stdin=subprocess.PIPE, stdout=subprocess.PIPE, stderr=subprocess.PIPE)
+    initialize = {"jsonrpc": "2.0", "id": 1, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    server.stdin.write((json.dumps(initialize) + "\n").encode())
+    server.stdin.flush()
+    assert json.loads(server.stdout.readline())["id"] == 1
+    server.stdout.close()
+    try:
+        for request_id in range(2, 40):
+            server.stdin.write((json.dumps({"jsonrpc": "2.0", "id": request_id, "method": "tools/list"}) + "\n")
+                               .encode())
+            server.stdin.flush()
+            time.sleep(0.05)
+        server.stdin.close()
+    except BrokenPipeError:
+        pass  # the server has stopped reading: what it should do
+    assert server.wait(30) == 0
+    err = server.stderr.read().decode()
+    assert "failed" not in err and "Traceback" not in err
