@@ -44,6 +44,28 @@ def serving(argv: list[str], port: int, *, timeout: float = 30.0) -> Iterator[st
             proc.wait(10)
 
 
+@contextmanager
+def serving_app(app, *, timeout: float = 30.0) -> Iterator[int]:
+    """An ASGI ``app`` served by uvicorn in a thread of this process, on a free port (yielded)."""
+    import threading
+    import time
+
+    import uvicorn
+
+    port = free_port()
+    server = uvicorn.Server(uvicorn.Config(app, host="127.0.0.1", port=port, log_level="error"))
+    threading.Thread(target=server.run, daemon=True).start()
+    deadline = time.monotonic() + timeout
+    while not server.started:
+        if time.monotonic() > deadline:
+            raise RuntimeError("the app did not start")
+        time.sleep(0.05)
+    try:
+        yield port
+    finally:
+        server.should_exit = True
+
+
 def stdio_tool_answers(argv: list[str], calls: list[dict], *, list_tools: bool = False) -> list[dict]:
     """The JSON-RPC answers of ``calls`` (tools/call params) from a server started as ``argv``,
     spoken to in raw stdio lines: no client library is loaded in the server's process, so what it

@@ -19,6 +19,7 @@ from knowspec.impl.rest.sessions import SessionStore
 from knowspec.impl.server.body_limits import BodyLimitMiddleware
 from knowspec.impl.server.call_turns import CallTurns
 from knowspec.impl.server.caller_load import AnswerBytesPerCaller, CallsPerCaller, RequestsPerCaller
+from knowspec.impl.server.event_replay import NoEventReplay
 from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
 from knowspec.impl.server import late_answers, released_messages
@@ -103,6 +104,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     for exc_class, handler in EXCEPTION_HANDLERS.items():
         app.add_exception_handler(exc_class, handler)
     app.add_middleware(late_answers.OneAnswer)  # innermost: the SDK's second answer to one request goes nowhere
+    app.add_middleware(NoEventReplay)  # nothing is stored to replay: a resuming GET gets a fresh stream
     app.add_middleware(ParkedAnswerWriter, answers=answers, unsent=unsent)  # placeholders written as their parked answers
     # inside the gate (it names the caller), before a worker's tags are added to the SDK's ids
     app.add_middleware(SessionQuota, per_caller=settings.mcp_sessions_per_caller, live_sessions=sdk_sessions(server))

@@ -88,9 +88,7 @@ def test_a_call_whose_client_hung_up_keeps_its_id_until_it_returns(mini_registry
     import socket
     import time
 
-    import uvicorn
-
-    from serving import free_port
+    from serving import serving_app
 
     started, release, finished = threading.Event(), threading.Event(), threading.Event()
 
@@ -102,14 +100,7 @@ def test_a_call_whose_client_hung_up_keeps_its_id_until_it_returns(mini_registry
 
     runtime = ToolRuntime(Settings(appdir=tmp_path, allow_anonymous=True), entries=mini_registry.TOOLS,
                           handlers={"echo_list": slow, "echo_text": None})
-    port = free_port()
-    server = uvicorn.Server(uvicorn.Config(build_app(runtime, host="127.0.0.1"), host="127.0.0.1", port=port,
-                                           log_level="error"))
-    threading.Thread(target=server.run, daemon=True).start()
-    try:
-        while not server.started:
-            time.sleep(0.05)
-
+    with serving_app(build_app(runtime, host="127.0.0.1")) as port:
         def post(message: dict, headers: dict) -> tuple[int, dict, str]:
             connection = http.client.HTTPConnection("127.0.0.1", port, timeout=30)
             connection.request("POST", "/mcp", json.dumps(message), {**headers, "Host": f"127.0.0.1:{port}"})
@@ -140,6 +131,3 @@ def test_a_call_whose_client_hung_up_keeps_its_id_until_it_returns(mini_registry
                 break
             time.sleep(0.05)
         assert status == 200 and '"first"' in text
-    finally:
-        release.set()
-        server.should_exit = True
