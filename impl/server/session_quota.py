@@ -5,7 +5,7 @@ A caller is the signed-in user the bearer gate named (``scope["user"]``), howeve
 they hold, or, anonymous, the client's address. A request that would open a session (a POST to
 ``/mcp`` without ``mcp-session-id``) beyond the caller's quota is answered 429 with a JSON-RPC
 error and opens nothing; one the SDK refuses (400, 406, ...) is answered without the session id
-the SDK put on it, since that session is gone, and an ``initialize`` whose params the SDK would
+the SDK put on it, since that session is gone (so is a GET, DELETE, OPTIONS or HEAD without one), and an ``initialize`` whose params the SDK would
 refuse is answered 400 here (the SDK answers it 200 and keeps a session no one can use). A
 request the SDK serves without a session (a later protocol version's) is not counted. The session ids the SDK answers with are counted
 for their caller while the SDK still holds them: a DELETE, its idle timeout or a crash ends them
@@ -28,7 +28,7 @@ import pydantic
 from mcp.server.streamable_http_manager import HANDSHAKE_PROTOCOL_VERSIONS
 
 from knowspec.impl.server.access import MCP_PATH
-from knowspec.impl.server.json_answer import SESSION_HEADER, send_jsonrpc_error, session_id_of
+from knowspec.impl.server.json_answer import SESSION_HEADER, is_mcp_path, send_jsonrpc_error, session_id_of
 from knowspec.impl.server.request_ids import PARSE_ON_LOOP_BYTES, replaying
 
 INVALID_PARAMS = types.INVALID_PARAMS
@@ -113,7 +113,8 @@ class SessionQuota:
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         if not _opens_a_session(scope):
-            await self.app(scope, receive, send)
+            names_none = scope.get("type") == "http" and is_mcp_path(scope) and session_id_of(scope) is None
+            await self.app(scope, receive, _naming_no_dropped_session(send) if names_none else send)
             return
         key = caller_key(scope)
         if self.open_sessions(key) >= self.per_caller:
@@ -130,22 +131,31 @@ class SessionQuota:
         self._opening[key] += 1
 
         async def noting_the_session(message: dict) -> None:
-            if message["type"] == "http.response.start":
-                headers = message.get("headers") or []
-                if message.get("status", 500) < 400:
-                    for name, value in headers:
-                        if name.lower() == SESSION_HEADER:
-                            self._opened[key].add(value.decode("latin-1"))
-                else:  # the SDK names a session it has already dropped (404 when used): name none
-                    message = {**message, "headers": [(n, v) for n, v in headers if n.lower() != SESSION_HEADER]}
+            if message["type"] == "http.response.start" and message.get("status", 500) < 400:
+                for name, value in message.get("headers") or []:
+                    if name.lower() == SESSION_HEADER:
+                        self._opened[key].add(value.decode("latin-1"))
             await send(message)
 
         try:
-            await self.app(scope, receive, noting_the_session)
+            await self.app(scope, receive, _naming_no_dropped_session(noting_the_session))
         finally:
             self._opening[key] -= 1
             if not self._opening[key]:
                 del self._opening[key]
+
+
+def _naming_no_dropped_session(send: Callable) -> Callable:
+    """``send`` that leaves out the session id of a refusal: the SDK makes a session for any
+    request without one (a GET, a DELETE, an OPTIONS too) and drops it when its answer is 400 or
+    more, yet names it (404 when used)."""
+    async def sending(message: dict) -> None:
+        if message["type"] == "http.response.start" and message.get("status", 500) >= 400:
+            headers = message.get("headers") or []
+            message = {**message, "headers": [(n, v) for n, v in headers if n.lower() != SESSION_HEADER]}
+        await send(message)
+
+    return sending
 
 
 async def _refuse(send: Callable, per_caller: int) -> None:

@@ -111,6 +111,16 @@ def test_a_request_the_sdk_refuses_names_no_session(server, accept, message, sta
     assert refused.value.headers.get("mcp-session-id") is None  # the SDK dropped the one it made
 
 
+@pytest.mark.parametrize("method", ["GET", "DELETE", "OPTIONS", "HEAD"])
+def test_a_request_of_another_method_without_a_session_names_none(server, method):
+    request = urllib.request.Request(server + "/mcp", method=method, headers={
+        "Accept": "application/json, text/event-stream", "Authorization": f"Bearer {login(server, 'sam')}"})
+    with pytest.raises(urllib.error.HTTPError) as refused:
+        urllib.request.urlopen(request, timeout=30)
+    assert refused.value.code >= 400
+    assert refused.value.headers.get("mcp-session-id") is None
+
+
 # --- the middleware alone ------------------------------------------------------------------------
 
 class StandInSdk:
