@@ -55,6 +55,17 @@ def refusal(host: str | None, origin: str | None) -> tuple[int, str] | None:
     return None
 
 
+def _lower_case_names(scope: dict[str, Any]) -> dict[str, Any]:
+    """``scope`` with its (accepted, loopback) Host and Origin in lower case: names are case-blind
+    here, but the SDK's own check of ``/mcp`` is not (``Host: LOCALHOST:8765``, which ``curl
+    http://LOCALHOST:8765/mcp`` sends, passed this check and got the SDK's 421)."""
+    headers = scope.get("headers") or []
+    if all(name.lower() not in (b"host", b"origin") or value == value.lower() for name, value in headers):
+        return scope
+    lowered = [(name, value.lower() if name.lower() in (b"host", b"origin") else value) for name, value in headers]
+    return {**scope, "headers": lowered}
+
+
 class HostCheckMiddleware:
     def __init__(self, app: ASGIApp, security: TransportSecuritySettings):
         self.app = app
@@ -67,7 +78,7 @@ class HostCheckMiddleware:
         headers = {key.lower(): value.decode("latin-1") for key, value in scope.get("headers") or []}
         refused = refusal(headers.get(b"host"), headers.get(b"origin"))
         if refused is None:
-            await self.app(scope, receive, send)
+            await self.app(_lower_case_names(scope), receive, send)
             return
         status, message = refused
         if is_mcp_path(scope):

@@ -76,3 +76,25 @@ def test_a_disguised_host_or_origin_is_refused(port, headers, status):
                                                ("0.0.0.0", False), ("192.0.2.7", False)])
 def test_the_check_is_on_for_loopback_binds_only(host, enabled):
     assert loopback_security(host).enable_dns_rebinding_protection is enabled
+
+
+@pytest.mark.parametrize(("host", "origin"), [("LOCALHOST", None), ("LocalHost", "HTTP://LOCALHOST"),
+                                              ("127.0.0.1", "Http://Localhost")])
+def test_a_loopback_name_in_other_letter_case_reaches_mcp(mini_registry, tmp_path, host, origin):
+    """Our check is case-blind, the SDK's of /mcp was not: curl http://LOCALHOST:PORT/mcp got its 421."""
+    from knowspec.impl.config import Settings
+    from knowspec.impl.server.http_app import build_app
+    from knowspec.impl.server.pipeline import ToolRuntime
+    from serving import serving_app
+
+    runtime = ToolRuntime(Settings(appdir=tmp_path, allow_anonymous=True), entries=mini_registry.TOOLS,
+                          handlers={"echo_list": None, "echo_text": None})
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    with serving_app(build_app(runtime, host="127.0.0.1")) as served:
+        headers = {"Host": f"{host}:{served}", "Accept": "application/json, text/event-stream",
+                   "Content-Type": "application/json", **({"Origin": f"{origin}:{served}"} if origin else {})}
+        conn = http.client.HTTPConnection("127.0.0.1", served, timeout=30)
+        conn.request("POST", "/mcp", body=json.dumps(initialize), headers=headers)
+        answer = conn.getresponse()
+        assert answer.status == 200 and answer.getheader("mcp-session-id"), answer.read()[:200]
