@@ -79,6 +79,8 @@ def build_server(runtime: ToolRuntime, caller_for: Any = None, answers: ParkedAn
     listing = types.ListToolsResult(tools=tools)
 
     async def list_tools(ctx: ServerRequestContext, params: Any) -> types.ListToolsResult:
+        if getattr(params, "cursor", None) is not None:  # none is ever issued: every tool is on one page
+            raise MCPError(code=types.INVALID_PARAMS, message="Invalid params: unknown cursor (tools/list has one page)")
         return listing
 
     async def call_tool(ctx: ServerRequestContext, params: types.CallToolRequestParams) -> types.CallToolResult:

@@ -287,3 +287,19 @@ def test_the_status_of_written_tools_is_read_without_importing_them():
             "print(all(s.values()), len(s), 'knowspec.impl.docpool.tools' in sys.modules)")
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True).stdout.split()
     assert out == ["True", "25", "False"]
+
+
+def test_a_tools_list_cursor_is_refused_as_none_is_ever_issued(mini_registry):
+    """A garbage cursor had the whole list back (MCP pagination: an invalid cursor is -32602)."""
+    runtime = ToolRuntime(entries=mini_registry.TOOLS, handlers=HANDLERS)
+
+    async def go():
+        async with Client(build_server(runtime), mode="legacy") as client:
+            listed = await client.list_tools()
+            with pytest.raises(MCPError) as refused:
+                await client.list_tools(cursor="garbage", cache_mode="refresh")
+            return listed, refused.value
+
+    listed, refused = anyio.run(go)
+    assert len(listed.tools) == len(mini_registry.TOOLS) and listed.next_cursor is None
+    assert refused.error.code == -32602 and "cursor" in refused.error.message
