@@ -97,9 +97,16 @@ def source_refusal(source: Path, collection: str, shown: str | None = None) -> s
             if computed is not None:  # a view by another name: its values are made as they are read
                 return (f"source is not a document pool: {name} has {computed} as a generated column, "
                         "the pool schema needs stored values")
+            virtual = _virtual_table(con)
+            if virtual is not None:  # e.g. FTS5 with external content over a view: the same
+                return (f"source is not a document pool: {name} has {virtual} as a virtual table, "
+                        "the pool schema needs stored values")
+            repeated = _repeated_id(con)
+            if repeated is not None:  # the recipe's joins would multiply rows (N topics x N chunks)
+                return f"source is not a document pool: {name} repeats ids in {repeated}, the pool schema's key"
             oversized = _oversized_text(con, collection)
             if oversized is not None:
-                return f"source holds {oversized} over {MAX_TEXT_CHARS // (1 << 20)} MiB in collection {collection}"
+                return f"source holds {oversized} in collection {collection}"
             found = con.execute(
                 'select count(*) from "doc$collection" where id = ?', [collection]
             ).fetchone()[0]
@@ -123,20 +130,70 @@ def _computed_column(con: sqlite3.Connection) -> str | None:
     return None
 
 
-MAX_TEXT_CHARS = 16 << 20  # a topic body or chunk text (characters, so at least this many bytes)
+# The tables the import recipe (spec/docpool/sql/doc_import.sql) reads from a source.
+RECIPE_TABLES = ("doc$collection", "doc$topic", "doc$chunk", "doc$link", "doc$acl", "doc$topic_vec", "doc$chunk_vec",
+                 "doc$entity", "doc$entity_rel", "doc$alias", "doc$entity_kind", "doc$meta")
+MAX_TEXT_BYTES = 16 << 20  # a topic body or a chunk text
+MAX_NOTE_BYTES = 1 << 20   # a description, an entity's attributes, a recipe value
+MAX_NAME_BYTES = 64 << 10  # any other text: titles, headings, keys, names
+# (what, table, the collection's rows of it, {column: bytes}): bytes of the value as stored, as a
+# blob, since SQLite's length() of a text stops at its first NUL (a 40 MiB body after a NUL passed).
+_OF_TOPICS = 'x join "doc$topic" t on t.id = x.topic_id where t.collection = :c'
+TEXT_CAPS = (
+    ("a collection's row", '"doc$collection" x where x.id = :c',
+     {c: MAX_NAME_BYTES for c in ("id", "title", "kind", "erisim", "generated", "help_url_v3")}),
+    ("a topic", '"doc$topic" x where x.collection = :c',
+     {**{c: MAX_NAME_BYTES for c in ("slug", "title", "breadcrumb", "category", "source_uri", "mime", "mtime")},
+      "description": MAX_NOTE_BYTES, "body_md": MAX_TEXT_BYTES}),
+    ("a chunk", '"doc$chunk" ' + _OF_TOPICS, {"title": MAX_NAME_BYTES, "heading": MAX_NAME_BYTES,
+                                              "body": MAX_TEXT_BYTES}),
+    ("a link", '"doc$link" ' + _OF_TOPICS, {c: MAX_NAME_BYTES for c in ("kind", "key", "source")}),
+    ("an ACL entry", '"doc$acl" ' + _OF_TOPICS, {"principal": MAX_NAME_BYTES}),
+    ("an entity", '"doc$entity" x where x.collection = :c',
+     {"kind": MAX_NAME_BYTES, "key": MAX_NAME_BYTES, "title": MAX_NAME_BYTES, "attrs": MAX_NOTE_BYTES}),
+    ("an entity relation", '"doc$entity_rel" x where x.collection = :c',
+     {c: MAX_NAME_BYTES for c in ("from_kind", "from_key", "rel", "to_kind", "to_key")}),
+    ("an alias", '"doc$alias" x where x.collection = :c', {c: MAX_NAME_BYTES for c in ("kind", "alias", "key")}),
+    ("an entity kind", '"doc$entity_kind" x where x.collection = :c',
+     {c: MAX_NAME_BYTES for c in ("kind", "title", "key_rule", "url_template")}),
+    ("a recipe row", "\"doc$meta\" x where x.collection in ('', :c)", {"name": MAX_NAME_BYTES, "value": MAX_NOTE_BYTES}),
+)
+
+
+def _virtual_table(con: sqlite3.Connection) -> str | None:
+    """The first table the recipe reads that is a virtual table, or None: an FTS5 table with
+    external content over a view of ``printf('%.*c', 5000000, 'T')`` titles wrote 80 MB from a
+    151 KB source."""
+    kinds = {name.lower(): sql or "" for name, sql in con.execute("select name, sql from sqlite_master where type = 'table'")}
+    return next((t for t in RECIPE_TABLES if kinds.get(t, "").lstrip().upper().startswith("CREATE VIRTUAL")), None)
+
+
+def _repeated_id(con: sqlite3.Connection) -> str | None:
+    """``doc$topic.id`` or ``doc$chunk.id`` when a source repeats one, else None: 500 topics with
+    id 1 and 500 chunks of topic 1 (a 622 KB source without the schema's keys) wrote 250,000 chunks."""
+    for table in ("doc$topic", "doc$chunk"):
+        if con.execute(f'select 1 from "{table}" group by id having count(*) > 1 limit 1').fetchone() is not None:
+            return f"{table}.id"
+    return None
 
 
 def _oversized_text(con: sqlite3.Connection, collection: str) -> str | None:
-    """``a topic body`` / ``a chunk text`` when the collection holds one longer than
-    ``MAX_TEXT_CHARS``, else None: doc_get read a 200 MB body whole before its answer was
-    refused, about a gigabyte of server memory per call."""
-    checks = (("a topic body", 'select 1 from "doc$topic" where collection = ? and length(body_md) > ? limit 1'),
-              ("a chunk text", 'select 1 from "doc$chunk" ch join "doc$topic" t on t.id = ch.topic_id '
-                               "where t.collection = ? and length(ch.body) > ? limit 1"))
-    for what, sql in checks:
-        if con.execute(sql, (collection, MAX_TEXT_CHARS)).fetchone() is not None:
-            return what
+    """What of the collection holds a text past its cap (``TEXT_CAPS``), named with the cap, else
+    None: doc_get read a 200 MB body whole before its answer was refused, about a gigabyte of
+    server memory per call, and 30 MiB titles made each search hit 90 MB."""
+    for what, rows, caps in TEXT_CAPS:
+        over = " or ".join(f'length(cast(x."{column}" as blob)) > {cap}' for column, cap in caps.items())
+        if con.execute(f"select 1 from {rows} and ({over}) limit 1", {"c": collection}).fetchone() is None:
+            continue
+        for column, cap in caps.items():
+            if con.execute(f'select 1 from {rows} and length(cast(x."{column}" as blob)) > {cap} limit 1',
+                           {"c": collection}).fetchone() is not None:
+                return f"{what} whose {column} is over {_size(cap)}"
     return None
+
+
+def _size(n: int) -> str:
+    return f"{n >> 20} MiB" if n >= 1 << 20 else f"{n >> 10} KiB" if n >= 1 << 10 else f"{n} bytes"
 
 
 def resolve_target(settings, database: str) -> catalog.PoolLocation:

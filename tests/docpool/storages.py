@@ -261,6 +261,39 @@ def check_import_reports_like_the_recipe(storage, open_pool, dsn, versions, refe
                                                                              "chunk": second.chunks}
 
 
+def check_another_models_vectors_are_refused(storage, open_pool, dsn, versions, folder: Path) -> None:
+    """A collection whose vectors have another dimension is refused as the recipe refuses it, the
+    pool untouched: PostgreSQL and Firebird had imported it, and vector search of every collection
+    failed until it was imported again."""
+    import shutil
+
+    v1, v2 = versions
+    storage.import_collection(dsn, v1, GENERATED_COLLECTION)
+    reference = folder / "ref.db"
+    recipe.import_collection(reference, v1, GENERATED_COLLECTION)
+    other = folder / "other-dim.db"
+    shutil.copy(v2, other)
+    with closing(sqlite3.connect(other)) as con:
+        con.execute("pragma foreign_keys = off")
+        for table in ('"doc$collection" set id', '"doc$topic" set collection'):
+            con.execute(f"update {table} = 'other'")
+        con.execute('update "doc$meta" set collection = \'other\' where collection <> \'\'')
+        for table in ("doc$topic_vec", "doc$chunk_vec"):
+            con.execute(f'update "{table}" set vec = substr(vec, 1, 32)')  # 8 dimensions
+        con.execute("delete from \"doc$meta\" where collection = '' and name in ('vec_model', 'vec_dim')")
+        con.commit()
+    with open_pool(dsn) as pool:
+        before, stamp = observe(pool), pool.change_stamp()
+    with pytest.raises(recipe.ImportRefused) as want:
+        recipe.import_collection(reference, other, "other")
+    with pytest.raises(recipe.ImportRefused) as got:
+        storage.import_collection(dsn, other, "other")
+    assert str(got.value) == str(want.value) and "dimension" in str(got.value)
+    with open_pool(dsn) as pool:
+        assert observe(pool) == before
+        assert pool.change_stamp() == stamp
+
+
 def check_refusals_match_the_recipe(storage, dsn, source: Path, collection: str, reference: Path) -> None:
     """A refused IMPORTDOC says exactly what the SQLite recipe says."""
     with pytest.raises(recipe.ImportRefused) as want:

@@ -94,7 +94,9 @@ def test_a_generated_column_in_a_pool_table_is_refused(settings, tmp_path, kind)
 def test_a_text_over_the_limit_is_refused_and_one_at_it_imported(settings, tmp_path, monkeypatch, where):
     from knowspec.impl.docpool import importdoc
 
-    monkeypatch.setattr(importdoc, "MAX_TEXT_CHARS", 100)
+    monkeypatch.setattr(importdoc, "TEXT_CAPS", tuple(
+        (what, rows, {c: (100 if c in ("body_md", "body") else cap) for c, cap in caps.items()})
+        for what, rows, caps in importdoc.TEXT_CAPS))
     for size, imported in ((100, True), (101, False)):
         source = make_pool(settings.import_path / f"big{size}.db", "manuals", [("s", "T", "b" * size)],
                            chunks_per_topic=1)
@@ -107,8 +109,54 @@ def test_a_text_over_the_limit_is_refused_and_one_at_it_imported(settings, tmp_p
         outcome = confined(settings, f"big{size}.db")
         assert outcome["result"] is imported, outcome
         if not imported:
-            what = "a topic body" if where == "topic" else "a chunk text"
-            assert outcome["message"] == f"source holds {what} over 0 MiB in collection manuals"
+            what = "a topic whose body_md" if where == "topic" else "a chunk whose body"
+            assert outcome["message"] == f"source holds {what} is over 100 bytes in collection manuals"
+
+
+def _refused_untouched(settings, tmp_path, name: str) -> str:
+    target = tmp_path / "sales.db"
+    before = file_digest(target) if target.exists() else None
+    outcome = confined(settings, name)
+    assert outcome["result"] is False
+    assert (file_digest(target) if target.exists() else None) == before
+    return outcome["message"]
+
+
+@pytest.mark.parametrize(("column", "size", "shown"), [("body_md", (16 << 20) + 1, "body_md is over 16 MiB"),
+                                                       ("title", (64 << 10) + 1, "title is over 64 KiB"),
+                                                       ("description", (1 << 20) + 1, "description is over 1 MiB")])
+def test_a_text_after_a_nul_is_measured_in_bytes(settings, tmp_path, column, size, shown):
+    """SQLite's length() of a text stops at its first NUL: a 40 MiB body after one imported."""
+    source = make_pool(settings.import_path / f"nul-{column}.db", "manuals", topics_of(1))
+    with sqlite3.connect(source) as con:
+        con.execute(f'update "doc$topic" set {column} = ?', ["\x00" + "x" * (size - 1)])
+    assert _refused_untouched(settings, tmp_path, f"nul-{column}.db") == \
+        f"source holds a topic whose {shown} in collection manuals"
+
+
+def test_a_recipe_table_that_is_virtual_is_refused(settings, tmp_path):
+    """FTS5 with external content over a view made 80 MB of titles from a 151 KB source."""
+    source = make_pool(settings.import_path / "vtab.db", "manuals", topics_of(1))
+    with sqlite3.connect(source) as con:
+        con.execute('alter table "doc$topic" rename to "plain_topic"')
+        con.execute('create view "made" as select id, collection, slug, printf(\'%.*c\', 5000, \'T\') as title, '
+                    "breadcrumb, category, description, source_uri, mime, mtime, body_md from plain_topic")
+        con.execute('create virtual table "doc$topic" using fts5(id, collection, slug, title, breadcrumb, category, '
+                    "description, source_uri, mime, mtime, body_md, content='made')")
+    assert _refused_untouched(settings, tmp_path, "vtab.db").endswith(
+        "has doc$topic as a virtual table, the pool schema needs stored values")
+
+
+def test_a_source_repeating_topic_ids_is_refused(settings, tmp_path):
+    """500 topics with id 1 and 500 chunks of topic 1 (622 KB) had written 250,000 chunks."""
+    source = make_pool(settings.import_path / "amp.db", "manuals", topics_of(1))
+    with sqlite3.connect(source) as con:
+        con.execute('create table t2 as select * from "doc$topic"')
+        con.execute('drop table "doc$topic"')
+        con.execute('create table "doc$topic" as select * from t2')  # no key
+        con.execute('insert into "doc$topic" select id, collection, slug || \'-2\', title, breadcrumb, category, '
+                    "description, source_uri, mime, mtime, body_md from t2")
+    assert _refused_untouched(settings, tmp_path, "amp.db").endswith("repeats ids in doc$topic.id, the pool schema's key")
 
 
 def test_a_source_without_its_chunk_table_is_not_a_pool(settings):
@@ -123,7 +171,7 @@ def test_a_source_without_its_chunk_table_is_not_a_pool(settings):
 def test_a_corrupt_source_is_a_storage_error_retryable_as_errors_toml_says(settings):
     source = make_pool(settings.import_path / "broken.db", "manuals", topics_of(2))
     with sqlite3.connect(source) as con:
-        con.execute('drop table "doc$link"')
+        con.execute('drop table "doc$chunk_vec"')
     with pytest.raises(ToolError) as err:
         confined(settings, "broken.db")
     assert err.value.code == "storage_error"

@@ -13,6 +13,7 @@ from knowspec.impl.docpool.storage import postgres
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.fold import fold
 from storages import (
+    check_another_models_vectors_are_refused,
     check_concurrent_readers_see_old_or_new,
     check_import_reports_like_the_recipe,
     check_refusals_match_the_recipe,
@@ -159,3 +160,7 @@ def test_an_import_drops_the_tsvector_an_older_pool_carried(dsn, versions):
     with psycopg.connect(dsn) as con:
         assert con.execute(stale).fetchone()[0] == 0
         assert con.execute("select to_regclass('\"ivd$docs\".\"doc$chunk_fts\"')").fetchone()[0] is None
+
+
+def test_a_collection_of_another_models_vectors_is_refused_and_the_pool_untouched(tmp_path, dsn, versions):
+    check_another_models_vectors_are_refused(postgres, _open, dsn, versions, tmp_path)

@@ -38,7 +38,7 @@ from urllib.parse import unquote, urlsplit
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
-from knowspec.impl.docpool.recipe import ImportResult
+from knowspec.impl.docpool.recipe import ImportRefused, ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage import firebird_messages as messages
 from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
@@ -661,6 +661,21 @@ def reindex(dsn: str) -> None:
         con.close()
 
 
+def _general_meta(cur) -> dict[str, str]:
+    cur.execute('select name, "value" from doc$meta where collection = \'\'')
+    return {name: _value(value) for name, value in cur.fetchall()}
+
+
+def _one_vector(cur) -> bytes | None:
+    """A vector of the pool's (other) collections, or None."""
+    cur.execute("select first 1 vec from doc$chunk_vec")
+    found = cur.fetchone()
+    if found is None:
+        cur.execute("select first 1 vec from doc$topic_vec")
+        found = cur.fetchone()
+    return None if found is None else bytes(_value(found[0]))
+
+
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
     """IMPORTDOC into the Firebird pool at ``dsn``: replace ``collection`` with the source's rows
     in one transaction (``recipe.import_collection``'s refusals and result)."""
@@ -673,7 +688,9 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
         cur = con.cursor()
         try:
             cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
+            recipe_before = _general_meta(cur)  # the delete takes the general recipe too
             _delete_collection(cur, collection)
+            _source.refuse_another_model(src, source, recipe_before, _one_vector(cur))
             cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
                         "values (?, ?, ?, ?, ?, ?)", list(src.collection))
             rows = _source.target_rows(src, next_topic_id=_next_id(cur, "doc$topic"),
@@ -683,6 +700,9 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
                 _insert(cur, name, sql, getattr(rows, name))
             persist_index(cur, rows)
             con.commit()
+        except ImportRefused:
+            con.rollback()
+            raise
         except Exception as exc:
             con.rollback()
             raise ImportFailed(str(exc) or type(exc).__name__) from exc

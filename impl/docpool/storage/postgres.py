@@ -32,7 +32,7 @@ from typing import Any, Iterator, Sequence
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
-from knowspec.impl.docpool.recipe import ImportResult
+from knowspec.impl.docpool.recipe import ImportRefused, ImportResult
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
@@ -301,12 +301,25 @@ def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
             copy.write_row(row)
 
 
-def _replace_collection(cur, src: _source.CollectionRows, collection: str) -> _source.TargetRows:
+def _general_meta(cur) -> dict[str, str]:
+    return dict(cur.execute("select name, value from doc$meta where collection = ''").fetchall())
+
+
+def _one_vector(cur) -> bytes | None:
+    """A vector of the pool's (other) collections, or None."""
+    found = cur.execute("select vec from doc$chunk_vec union all select vec from doc$topic_vec limit 1").fetchone()
+    return None if found is None else bytes(found[0])
+
+
+def _replace_collection(cur, src: _source.CollectionRows, collection: str,
+                        source: Path | str) -> _source.TargetRows:
     """Inside the import's transaction: bump the stamp (serialising imports), delete the
     collection, insert the source's rows with fresh ids."""
     cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+    recipe_before = _general_meta(cur)  # the deletes take the general recipe too
     for sql in DELETES:
         cur.execute(sql, {"c": collection})
+    _source.refuse_another_model(src, source, recipe_before, _one_vector(cur))
     cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
                 "values (%s, %s, %s, %s, %s, %s)", list(src.collection))
     nxt = [cur.execute(f"select coalesce(max(id), 0) + 1 from {t}").fetchone()[0]
@@ -375,8 +388,10 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
         with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
             ensure_schema(con)
             with con.transaction():
-                rows = _replace_collection(con.cursor(), src, collection)
+                rows = _replace_collection(con.cursor(), src, collection, source)
             _settle(con)
+    except ImportRefused:
+        raise  # rolled back: nothing changed
     except Exception as exc:  # connection, psycopg and injected failures alike: rolled back
         raise ImportFailed(str(exc) or type(exc).__name__) from exc
     return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))
