@@ -215,7 +215,7 @@ def check_reader_keeps_its_snapshot(storage, open_pool, dsn, versions) -> None:
     assert after != before
 
 
-def check_concurrent_readers_see_old_or_new(storage, open_pool, dsn, versions) -> None:
+def check_concurrent_readers_see_old_or_new(storage, open_pool, dsn, versions, rounds: int = 2) -> None:
     v1, v2 = versions
     storage.import_collection(dsn, v1, GENERATED_COLLECTION)
     with open_pool(dsn) as pool:
@@ -236,7 +236,7 @@ def check_concurrent_readers_see_old_or_new(storage, open_pool, dsn, versions) -
     reader = threading.Thread(target=read)
     reader.start()
     try:
-        for source in (v1, v2, v1, v2):
+        for source in (v1, v2) * rounds:
             storage.import_collection(dsn, source, GENERATED_COLLECTION)
     finally:
         stop.set()

@@ -72,11 +72,21 @@ def test_a_replaced_file_gets_a_new_connection_and_its_new_content(readers, pool
 def test_a_connection_left_in_a_transaction_is_closed_not_reused(readers, pool_file):
     pool = readers.open(pool_file, "pool")
     con = pool._con
-    con.execute("begin")
     con.execute('select count(*) from "doc$topic"').fetchone()
-    pool.close()
+    pool._release(con)  # handed back with the pool's read transaction still open
     again = readers.open(pool_file, "pool")
     assert again._con is not con
+    again.close()
+
+
+def test_a_closed_pool_hands_its_connection_back_outside_its_read_transaction(readers, pool_file):
+    pool = readers.open(pool_file, "pool")
+    con = pool._con
+    assert con.in_transaction  # one snapshot for the call
+    pool.close()
+    assert not con.in_transaction
+    again = readers.open(pool_file, "pool")
+    assert again._con is con
     again.close()
 
 

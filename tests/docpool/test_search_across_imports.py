@@ -161,7 +161,10 @@ def test_a_server_reading_the_stamp_keeps_sqlites_locks_against_an_import_in_ano
                   "import_collection(Path(sys.argv[1]), Path(sys.argv[2]), 'vault')")
         subprocess.run([sys.executable, "-c", script, str(env.pool), str(env.sources["b"])], check=True, timeout=120)
         assert Path(str(env.pool) + "-wal").exists()  # the reader's lock kept it: the importer could not fold it away
-        after = {r[1]: int(r[0]) for r in reader._rows('select id, slug from "doc$topic"')}
+        assert {r[1]: int(r[0]) for r in reader._rows('select id, slug from "doc$topic"')} == before  # its snapshot
+        reader._con.execute("rollback")  # the connection's next call (an idle reader reused) ...
+        reader._con.execute("begin")
+        after = {r[1]: int(r[0]) for r in reader._rows('select id, slug from "doc$topic"')}  # ... sees the import
         assert after == {"secret-alpha": before["open-note"], "open-note": before["secret-alpha"]}
     finally:
         reader.close()

@@ -573,7 +573,8 @@ def sqlite_revision(con: sqlite3.Connection) -> str:
     for row in con.execute(f'select id, block from "{FTS_TABLE}_data" where id in (1, 10) order by id'):
         h.update(b"%d:" % row[0] + bytes(row[1] or b""))
     for table in ("doc$chunk", "doc$topic"):
-        h.update(repr(con.execute(f'select count(*), min(id), max(id), total(id) from "{table}"').fetchone()).encode())
+        counts = con.execute(f'select count(*), min(id), max(id), total(id) from "{table}"').fetchone()
+        h.update(repr(tuple(counts)).encode())  # a tuple whatever the connection's row factory
     return h.hexdigest()
 
 
@@ -595,19 +596,25 @@ def sqlite_persisted(path: Path | str, *, lazy: bool = False) -> FtsArrays | Non
     con = sqlite3.connect(Path(path).absolute().as_uri() + "?mode=ro", uri=True)
     try:
         con.execute("begin")  # the revision and the parts from one snapshot
-        try:
-            first = con.execute(f'select revision, data from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
-        except sqlite3.OperationalError:  # a pool made before snapshots were persisted
-            return None
-        revision = sqlite_revision(con)
-        if first is not None and first[0].split("/", 1)[0] == revision:  # this content's, with its write's tag
-            revision = first[0]
-        index = persisted(lambda: first, lambda wanted: con.execute(
-            f'select part, revision, data from "{SNAPSHOT_TABLE}" where part in ({", ".join("?" * len(wanted))})',
-            wanted), revision, ("sqlite",), lazy=lazy)
-        return None if index is None else index.arrays
+        return persisted_in(con, lazy=lazy)
     finally:
         con.close()
+
+
+def persisted_in(con: sqlite3.Connection, *, lazy: bool = False) -> FtsArrays | None:
+    """``sqlite_persisted`` as ``con``'s transaction sees the pool (a request's own: its rows,
+    its change stamp and its arrays then come from one snapshot)."""
+    try:
+        first = con.execute(f'select revision, data from "{SNAPSHOT_TABLE}" where part = 0').fetchone()
+    except sqlite3.OperationalError:  # a pool made before snapshots were persisted
+        return None
+    revision = sqlite_revision(con)
+    if first is not None and first[0].split("/", 1)[0] == revision:  # this content's, with its write's tag
+        revision = first[0]
+    index = persisted(lambda: first, lambda wanted: con.execute(
+        f'select part, revision, data from "{SNAPSHOT_TABLE}" where part in ({", ".join("?" * len(wanted))})',
+        wanted), revision, ("sqlite",), lazy=lazy)
+    return None if index is None else index.arrays
 
 
 # -- the per-process cache -----------------------------------------------------------------------
@@ -627,20 +634,23 @@ class FtsArraysCache:
         self._runtime = runtime or process.current()
         self._entries = self._runtime.cache("docpool.fts_arrays", max_entries=MAX_CACHED_POOLS, sizeof=_entry_bytes)
 
-    def get(self, path: Path | str, stamp: tuple, mode: str | None = None) -> FtsArrays | None:
-        """The arrays for ``stamp`` if ready (``sync``: build them now); ``None`` = use FTS5."""
+    def get(self, path: Path | str, stamp: tuple, mode: str | None = None,
+            load: Callable[[], FtsArrays | None] | None = None) -> FtsArrays | None:
+        """The arrays for ``stamp`` if ready (``sync``: build them now); ``None`` = use FTS5.
+        ``load``: the persisted arrays as the asking request's snapshot has them (the one its
+        ``stamp`` was read in), rather than as a new connection finds the file."""
         mode = mode or self._runtime.settings.fts_arrays
         if mode == "off":
             return None
         key = str(Path(path).absolute())
-        entry = self._entries.get(key, stamp, lambda: self._start(stamp, key))
+        entry = self._entries.get(key, stamp, lambda: self._start(stamp, key, load))
         if mode == "sync" and entry.done is not None:
             entry.done.wait()
         return entry.arrays
 
-    def _start(self, stamp: tuple, key: str) -> _Entry:
-        try:
-            arrays = sqlite_persisted(key, lazy=True)  # made at import: its head is cheap to load, so loaded here
+    def _start(self, stamp: tuple, key: str, load: Callable[[], FtsArrays | None] | None = None) -> _Entry:
+        try:  # made at import: its head is cheap to load, so loaded here
+            arrays = load() if load is not None else sqlite_persisted(key, lazy=True)
         except (sqlite3.Error, ValueError, OSError):
             arrays = None
         if arrays is not None:

@@ -15,7 +15,7 @@ from importlib import resources
 from pathlib import Path
 from typing import Any, Callable, Iterator, Sequence
 
-from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, fts_arrays_cache
+from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, fts_arrays_cache, persisted_in
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.rules.fold import fold
 
@@ -90,6 +90,11 @@ class SqlitePool(SqlPool):
         if found < 3:
             self._con.close()
             raise NotAPool(f"{self.location} has no doc$ tables")
+        # One read transaction for the pool's life (a call): its change stamp, rows and full-text
+        # arrays from one snapshot. Statement by statement, a search while an import committed
+        # had ranked one import's index with the other's titles and snippets.
+        if not self._con.in_transaction:
+            self._con.execute("begin")
 
     # -- lifetime ------------------------------------------------------------------------
     def close(self) -> None:
@@ -98,6 +103,12 @@ class SqlitePool(SqlPool):
         if self._closed:
             return
         self._closed = True
+        try:
+            if self._con.in_transaction:
+                self._con.execute("rollback")  # a reader's: nothing written, the snapshot let go
+        except sqlite3.Error:
+            self._con.close()
+            return
         if self._release is not None:
             self._release(self._con)
         else:
@@ -133,7 +144,8 @@ class SqlitePool(SqlPool):
     def fulltext_index(self, stamp: tuple) -> FtsIndex:
         """The pool's FTS5 index read into arrays (``fulltext.reader``), once per change stamp;
         a search waits for them when they are still being read (FTS5 never ranks here)."""
-        arrays = fts_arrays_cache().get(self.path, stamp, mode="sync")
+        arrays = fts_arrays_cache().get(self.path, stamp, mode="sync",
+                                        load=lambda: persisted_in(self._con, lazy=True))
         if arrays is None:
             raise sqlite3.DatabaseError("the full-text index could not be read")  # no path in messages
         return FtsIndex(stamp, arrays).with_reader(self._snapshot_parts)  # persisted postings: read when sliced
