@@ -10,6 +10,7 @@ from hypothesis import HealthCheck, given, settings, strategies as st
 
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.storage import postgres
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.fold import fold
 from storages import (
@@ -164,3 +165,47 @@ def test_an_import_drops_the_tsvector_an_older_pool_carried(dsn, versions):
 
 def test_a_collection_of_another_models_vectors_is_refused_and_the_pool_untouched(tmp_path, dsn, versions):
     check_another_models_vectors_are_refused(postgres, _open, dsn, versions, tmp_path)
+
+
+def test_imports_started_together_all_succeed(tmp_path, dsn, versions):
+    """Three at once had failed 8 times in 15 with "tuple concurrently updated" (doc$fold replaced twice)."""
+    import shutil
+    import sqlite3
+    import threading
+
+    sources = []
+    for k in range(3):
+        source = tmp_path / f"c{k}.db"
+        shutil.copy(versions[k % 2], source)
+        with sqlite3.connect(source) as con:
+            con.execute("pragma foreign_keys = off")
+            con.execute(f"update \"doc$collection\" set id = 'c{k}'")
+            con.execute(f"update \"doc$topic\" set collection = 'c{k}'")
+        sources.append((source, f"c{k}"))
+    failures: list[Exception] = []
+
+    def run(source, collection):
+        try:
+            postgres.import_collection(dsn, source, collection)
+        except Exception as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=pair) for pair in sources]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    with _open(dsn) as pool:
+        assert set(pool.collection_counts(UNRESTRICTED)) == {"c0", "c1", "c2"}
+
+
+def test_a_failed_first_import_leaves_the_database_without_a_schema(dsn, versions, monkeypatch):
+    def failing(cur, name, sql, rows):
+        raise RuntimeError("injected failure")
+
+    monkeypatch.setattr(postgres, "_insert", failing)
+    with pytest.raises(postgres.ImportFailed):
+        postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
+    with psycopg.connect(dsn) as con:
+        assert con.execute("select count(*) from pg_namespace where nspname = 'ivd$docs'").fetchone()[0] == 0

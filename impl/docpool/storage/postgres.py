@@ -235,9 +235,15 @@ def open_pool(location: PoolLocation) -> PostgresPool:
 
 # -- import -----------------------------------------------------------------------------------
 
+SCHEMA_LOCK = 0x6b73_646f_6373  # pg_advisory_xact_lock key: one schema step at a time per database
+
+
 def ensure_schema(con) -> None:
-    """Create ``ivd$docs``, ``doc$fold`` and the tables if needed (one transaction)."""
+    """Create ``ivd$docs``, ``doc$fold`` and the tables if needed (one transaction, or a part of
+    the caller's). One at a time: two imports replacing ``doc$fold`` at once had failed with
+    "tuple concurrently updated"."""
     with con.transaction():
+        con.execute("select pg_advisory_xact_lock(%s)", [SCHEMA_LOCK])
         con.execute(f'create schema if not exists "{SCHEMA}"')
         con.execute(f'set local search_path to "{SCHEMA}", public')
         con.execute(fold_function_sql())
@@ -386,8 +392,8 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
     src = _source.read_collection(source, collection)  # refusals before the target is touched
     try:
         with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
-            ensure_schema(con)
-            with con.transaction():
+            with con.transaction():  # the schema step too: a failed import leaves no trace
+                ensure_schema(con)
                 rows = _replace_collection(con.cursor(), src, collection, source)
             _settle(con)
     except ImportRefused:
