@@ -31,6 +31,7 @@ from typing import Any, Iterable
 import yaml
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
+from knowspec.impl.errors import ToolError
 from knowspec.impl.docpool.storage.sqlite import open_for_write
 from knowspec.impl.progress import PhaseProgress, Report
 from knowspec.impl.rules.fold import fold
@@ -66,13 +67,25 @@ class Chunk:
     body: str
 
 
+def load_yaml(text: str) -> Any:
+    """``yaml.safe_load`` of a source's YAML without anchors and aliases, which none needs: an
+    alias bomb (each level naming the one below nine times) in a frontmatter or ``pool.yaml``
+    grew a build past 8 GB of memory."""
+    for event in yaml.parse(text, Loader=yaml.SafeLoader):
+        if isinstance(event, yaml.AliasEvent):
+            raise yaml.YAMLError("aliases (*name) are not allowed here")
+    return yaml.safe_load(text)
+
+
 def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
-    """(frontmatter mapping, body) of a Markdown file; ``{}`` when there is none."""
+    """(frontmatter mapping, body) of a Markdown file; ``{}`` when there is none (a byte order
+    mark before it is no reason to miss it)."""
+    text = text.removeprefix("\ufeff")
     m = _FRONTMATTER.match(text)
     if not m:
         return {}, text
     try:
-        data = yaml.safe_load(m.group(1)) or {}
+        data = load_yaml(m.group(1)) or {}
     except yaml.YAMLError:
         data = {}
     return (data if isinstance(data, dict) else {}), text[m.end():]
@@ -129,6 +142,16 @@ def _mtime(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _principals(acl: Any, where: str) -> list[str]:
+    """A topic's ``acl`` as principal names; anything but names refuses the build (an entry such
+    as ``{x: 1}`` had become the principal "{'x': 1}", a restriction no one could read)."""
+    entries = acl if isinstance(acl, list) else [acl]
+    wrong = [entry for entry in entries if not isinstance(entry, str) or not entry.strip()]
+    if wrong:
+        raise ToolError("invalid_request", f"{where}: acl entries must be user or role names, found {wrong[0]!r}")
+    return list(entries)
+
+
 def read_help_topic(path: Path, root: Path, collection: str) -> TopicSource:
     """A help topic from a Markdown file with frontmatter."""
     front, body = split_frontmatter(path.read_text("utf-8"))
@@ -141,7 +164,7 @@ def read_help_topic(path: Path, root: Path, collection: str) -> TopicSource:
         description=str(front.get("description") or ""),
         source_uri=str(front.get("source_uri") or path.relative_to(root).as_posix()),
         mtime=str(front["mtime"]) if front.get("mtime") else _mtime(path),
-        links=_links_from(front), acl=[str(a) for a in (acl if isinstance(acl, list) else [acl])])
+        links=_links_from(front), acl=_principals(acl, path.relative_to(root).as_posix()))
 
 
 def read_okf_concept(path: Path, root: Path, collection: str) -> tuple[TopicSource, dict[str, Any]]:
@@ -171,12 +194,23 @@ def _load_pool_yaml(root: Path) -> dict[str, Any]:
     path = root / "pool.yaml"
     if not path.is_file():
         return {}
-    data = yaml.safe_load(path.read_text("utf-8")) or {}
+    try:
+        data = load_yaml(path.read_text("utf-8")) or {}
+    except yaml.YAMLError as exc:
+        raise ToolError("invalid_request", f"pool.yaml is not usable YAML: {str(exc).splitlines()[0]}") from None
     return data if isinstance(data, dict) else {}
 
 
+def markdown_files(folder: Path, root: Path) -> list[Path]:
+    """The ``*.md`` files under ``folder`` a build reads: regular files whose real path lies
+    inside ``root`` (a FIFO named ``x.md`` had hung the build; a link to ``/etc/passwd``, been a topic)."""
+    real_root = root.resolve()
+    return sorted(p for p in folder.rglob("*.md")
+                  if p.is_file() and p.resolve().is_relative_to(real_root))
+
+
 def _help_sources(root: Path, collection: str) -> Iterable[Path]:
-    return sorted(p for p in root.rglob("*.md") if p.name.lower() not in {"readme.md"})
+    return [p for p in markdown_files(root, root) if p.name.lower() not in {"readme.md"}]
 
 
 class _Writer:
@@ -280,7 +314,7 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
             w.entity_kind(str(k.get("collection") or collection), k)
         for e in config.get("entities") or []:
             w.entity(str(e.get("collection") or collection), e)
-        files = sorted((root / "concepts").rglob("*.md")) if okf else list(_help_sources(root, collection))
+        files = markdown_files(root / "concepts", root) if okf else list(_help_sources(root, collection))
         if okf:
             w.entity_kind(collection, {"kind": "concept", "title": "Concept", "key_rule": "OKF concept path"})
             w.entity_kind(collection, {"kind": "tag", "title": "Tag", "key_rule": "OKF tag"})
@@ -396,7 +430,6 @@ def unenforced_acls(pool: Path) -> dict[str, int]:
 def _run_build(ns: argparse.Namespace) -> int:
     from knowspec.impl.cli_args import UsageError
     from knowspec.impl.config import Settings
-    from knowspec.impl.errors import ToolError
 
     settings = Settings()
     if getattr(ns, "appdir", None):
@@ -405,7 +438,11 @@ def _run_build(ns: argparse.Namespace) -> int:
     if out.is_dir():
         raise UsageError(f"is a folder, expected a file name: {ns.out}")
     model = settings.model_dir if ns.model is DEFAULT_PACK else ns.model
-    refusal = help_pool_marker_refusal(out, ns.collection, ns.erisim, ns.source)
+    try:
+        refusal = help_pool_marker_refusal(out, ns.collection, ns.erisim, ns.source)
+    except ToolError as exc:  # pool.yaml unreadable
+        print(f"pool build failed: {exc.message}", file=sys.stderr)
+        return 1
     if refusal:
         print(f"pool build: {refusal}", file=sys.stderr)
         return 2

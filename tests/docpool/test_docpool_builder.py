@@ -137,3 +137,54 @@ def test_a_heading_line_of_many_blanks_is_read_at_once():
     with within(5):
         chunks = chunk_sections("T", "# a" + " " * 200_000 + "b\nbody")
     assert chunks[0].heading.startswith("a") and chunks[0].heading.endswith("b")
+
+
+ALIAS_BOMB = "a: &a [x, x, x, x, x, x, x, x, x]\nb: &b [*a, *a, *a, *a, *a, *a, *a, *a, *a]\nc: [*b, *b, *b]\n"
+
+
+def _build_cli(source: Path, out: Path) -> int:
+    import argparse
+
+    parser = argparse.ArgumentParser()
+    add_pool_build_parser(parser.add_subparsers())
+    ns = parser.parse_args(["build", str(source), str(out), "--collection", "ornek"])
+    return ns.func(ns)
+
+
+def test_yaml_aliases_are_refused_in_frontmatter_and_in_pool_yaml(tmp_path, capsys):
+    """An alias bomb had grown a build past 8 GB of memory."""
+    assert split_frontmatter(f"---\ntitle: T\n{ALIAS_BOMB}---\nbody\n") == ({}, "body\n")
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.md").write_text("---\nslug: a\n---\n# A\n\ntext\n")
+    (tmp_path / "src" / "pool.yaml").write_text(ALIAS_BOMB)
+    assert _build_cli(tmp_path / "src", tmp_path / "p.db") == 1
+    assert "pool.yaml is not usable YAML: aliases (*name) are not allowed here" in capsys.readouterr().err
+
+
+def test_a_build_reads_regular_files_inside_its_folder_only(tmp_path):
+    import os
+
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "a.md").write_text("---\nslug: a\n---\n# A\n\ninside\n")
+    (tmp_path / "secret.md").write_text("---\nslug: secret\n---\n# Secret\n\noutside\n")
+    (src / "link.md").symlink_to(tmp_path / "secret.md")   # a link out of the folder: left out
+    (src / "sub").mkdir()
+    (src / "sub" / "b.md").write_text("# B\n\nalso inside\n")
+    (src / "inner.md").symlink_to(src / "sub" / "b.md")    # a link inside it: read
+    os.mkfifo(src / "pipe.md")                             # had hung the build for ever
+    counts = build_pool(src, tmp_path / "p.db", "ornek")
+    assert counts["topic"] == 3
+    with sqlite3.connect(tmp_path / "p.db") as con:
+        assert sorted(r[0] for r in con.execute('select slug from "doc$topic"')) == ["a", "inner", "sub/b"]
+
+
+def test_frontmatter_after_a_byte_order_mark_is_read():
+    assert split_frontmatter("\ufeff---\nslug: s\n---\nbody\n") == ({"slug": "s"}, "body\n")
+
+
+def test_acl_entries_that_are_not_names_refuse_the_build(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "a.md").write_text("---\nslug: a\nacl: [{x: 1}, muhasebe]\n---\n# A\n\ntext\n")
+    assert _build_cli(tmp_path / "src", tmp_path / "p.db") == 1
+    assert "a.md: acl entries must be user or role names, found {'x': 1}" in capsys.readouterr().err
