@@ -126,6 +126,8 @@ def _envelope_problems(ctx: CheckContext, tool: str, outcome: CallOutcome) -> li
     errors = ctx.contract.tool(tool).errors
     if errors and CANCELLED not in errors:
         problems.append(f"{CANCELLED} is not among {tool}'s contract errors")
+    if ctx.contract.retryable(CANCELLED) and env.get("retryable") is False:  # spec/errors.toml: retryable
+        problems.append(f"{CANCELLED} must be retryable")
     return problems
 
 

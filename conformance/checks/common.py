@@ -57,7 +57,22 @@ def envelope_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
         problems.append(f"{code} must not be retryable")
     if not outcome.texts:
         problems.append("isError result has no text content")
+    elif tool.family == "okf" and list(outcome.texts) != [env["message"]] and not _rejection_report(tool.name, env,
+                                                                                                  outcome.texts):
+        problems.append("an OKF error's content must be one text item equal to its message (read.md §4.1)")
     return problems
+
+
+def _rejection_report(tool: str, env: dict[str, Any], texts: tuple[str, ...]) -> bool:
+    """write.md §1.4: write_concept's validation rejection has for text the compact JSON
+    ``{"status":"rejected","path":...,"diagnostics":[...]}``, not the message."""
+    if tool != "write_concept" or env.get("code") != "operation_rejected" or len(texts) != 1:
+        return False
+    try:
+        report = json.loads(texts[0])
+    except ValueError:
+        return False
+    return isinstance(report, dict) and report.get("status") == "rejected"
 
 
 def success_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:

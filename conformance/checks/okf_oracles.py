@@ -27,6 +27,11 @@ def for_tool(name: str) -> dict[str, Any]:
     return {"applies": advertised_only, "relevant": tools_named(name)}
 
 
+def _whole(value: Any) -> bool:
+    """A JSON Schema integer: 5 or 5.0 (the contract fixes number spelling in the text alone)."""
+    return (isinstance(value, int) and not isinstance(value, bool)) or (isinstance(value, float) and value.is_integer())
+
+
 def success(ctx: CheckContext, args: dict[str, Any], name: str | None = None) -> CallOutcome:
     outcome = ctx.call(ctx.fitted(name or ctx.require_tool().name, args), name=name)
     require_result(outcome)
@@ -185,9 +190,9 @@ def _check_sections(ctx: CheckContext, bundle: Bundle, query: str, limit: int) -
     total = out.get("total")
     if not found <= may:
         problems.append(f"hits {sorted(found - may)} do not hold every query word")
-    if isinstance(total, int) and total <= limit and not must <= found:
+    if _whole(total) and total <= limit and not must <= found:
         problems.append(f"concepts {sorted(must - found)} hold every word in a section but are missing")
-    if not isinstance(total, int) or total < len(hits) or out.get("truncated") != (total > len(hits)) \
+    if not _whole(total) or total < len(hits) or out.get("truncated") != (total > len(hits)) \
             or len(hits) > limit or (total > len(hits) and len(hits) < limit):
         problems.append(f"total {total} / truncated {out.get('truncated')} / {len(hits)} hits / limit {limit}")
     if problems:

@@ -13,7 +13,7 @@ from typing import Any
 
 from knowspec.conformance.checks.common import advertised_only, fail, require_result
 from knowspec.conformance.checks.docpool_import import (
-    PoolRun, entity_view, linked, mcp_principals, success_data, topic_view,
+    PoolRun, entity_differences, entity_view, linked, mcp_principals, success_data, topic_view,
 )
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.oracles import pools as oracle
@@ -287,6 +287,11 @@ def oracle_doc_get(ctx: CheckContext) -> None:
         _expect(ok, f"doc_get {topic.slug}: related are at most 10 visible topics sharing a form_class / islem_kodu, "
                     "confidence descending, then collection, slug", outcome,
                 sorted(conf, key=lambda k: (-conf[k], k))[:10])
+    if fx.topics:  # a slug no topic has: not_found, whoever asks (invalid_request had passed)
+        absent = {"collection": fx.topics[0].collection, "slug": f"{fx.topics[0].slug}-zz-absent"}
+        outcome = _call(ctx, "doc_get", absent)
+        _expect(outcome.is_error and (outcome.structured or {}).get("code") == "not_found",
+                f"doc_get of a slug no topic has ({absent['slug']}) must be not_found", outcome)
 
 
 @check("oracle_doc_entity", f"{SEED}#doc_entity (relations, aliases, topics the caller sees = len(doc_links))",
@@ -298,7 +303,7 @@ def oracle_doc_entity(ctx: CheckContext) -> None:
     for e in fx.entities:
         outcome, got = _answer(ctx, "doc_entity", {"kind": e.kind, "key": e.key.swapcase()})
         want = entity_view(fx, e, principals)
-        diff = {k: got.get(k) for k in want if got.get(k) != want[k]}
+        diff = entity_differences(want, got)
         _expect(not diff, f"doc_entity {e.kind} {e.key}: {sorted(diff)} differ", outcome, {k: want[k] for k in diff})
         if ctx.is_advertised("doc_links"):
             links, rows = _answer(ctx, "doc_links", {"kind": e.kind, "key": e.key})

@@ -86,8 +86,17 @@ def _over_stdio(ctx: CheckContext, lines: list[tuple[str, bytes, Any]]) -> None:
             else:
                 raise CheckFailed(f"{label}: the session stopped answering (no reply to a ping after it)",
                                   arguments=line[:300].decode("utf-8", "replace"))
-            replies = [r for r in replies if r.get("id") != "after"]
+            replies = [r for r in replies if r.get("id") != "after" and _is_response(r)]
             _judge(label, line, expected_id, replies)
+
+
+def _is_response(message: Any) -> bool:
+    """An answer to a request (a result or an error), or a line that is no message at all. A
+    server may send notifications (a log line) and requests of its own (a ping) at any time:
+    they answer nothing."""
+    if not isinstance(message, dict) or "unparseable" in message:
+        return True
+    return ("result" in message or "error" in message) and "method" not in message
 
 
 def _over_http(ctx: CheckContext, lines: list[tuple[str, bytes, Any]]) -> None:
@@ -101,7 +110,7 @@ def _over_http(ctx: CheckContext, lines: list[tuple[str, bytes, Any]]) -> None:
                               arguments=line[:300].decode("utf-8", "replace"))
         if label == "batch array" and len(replies) == 1 and "batch" in replies[0]:
             replies = replies[0]["batch"] if len(replies[0]["batch"]) == 1 else replies
-        _judge(f"{label} (HTTP {status})", line, expected_id, replies)
+        _judge(f"{label} (HTTP {status})", line, expected_id, [r for r in replies if _is_response(r)])
 
 
 @check("every_line_answered", RULE, scope="server", applies=_applies, since=1)

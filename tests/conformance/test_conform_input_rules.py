@@ -93,3 +93,42 @@ def test_a_bundle_tools_resource_limit_on_valid_input_fails_only_when_it_names_a
     ctx = CheckContext(None, contract, RunConfig(target="stdio:x"), {}, BundleStore(Path("/x")),
                        contract.tool("search_sections"))
     assert _blames_a_limit(ctx, _limit_refusal(field)) is blamed
+
+
+def test_lists_the_contract_leaves_unordered_are_compared_as_multisets():
+    """doc_entity's relations_in has no order in the contract: a server listing it otherwise had failed."""
+    from knowspec.conformance.checks.docpool_import import entity_differences
+
+    a, b = {"rel": "opens", "kind": "form", "key": "A"}, {"rel": "part_of", "kind": "module", "key": "B"}
+    assert entity_differences({"relations_in": [a, b]}, {"relations_in": [b, a]}) == {}
+    assert entity_differences({"relations": [a, b]}, {"relations": [b, a]}) == {"relations": [b, a]}  # ordered
+    assert entity_differences({"relations_in": [a, b]}, {"relations_in": [a]}) == {"relations_in": [a]}
+
+
+def test_notifications_and_server_requests_answer_no_request_line():
+    """A server logging, or pinging its client, had been counted as answering a line twice."""
+    from knowspec.conformance.checks.protocol_lines import _is_response
+
+    assert not _is_response({"jsonrpc": "2.0", "method": "notifications/message", "params": {"level": "info"}})
+    assert not _is_response({"jsonrpc": "2.0", "id": "s1", "method": "ping"})
+    assert _is_response({"jsonrpc": "2.0", "id": 7, "result": {}})
+    assert _is_response({"jsonrpc": "2.0", "id": None, "error": {"code": -32700, "message": "Parse error"}})
+    assert _is_response({"unparseable": "garbage"})  # still judged: it is no answer
+
+
+@pytest.mark.parametrize(("value", "whole"), [(5, True), (5.0, True), (5.5, False), (True, False), ("5", False)])
+def test_an_integer_may_be_written_as_a_whole_float(value, whole):
+    from knowspec.conformance.checks.okf_oracles import _whole
+
+    assert _whole(value) is whole
+
+
+def test_an_okf_error_text_is_its_message_except_write_concepts_rejection_report():
+    from knowspec.conformance.checks.common import _rejection_report
+
+    env = {"code": "operation_rejected", "message": "tool operation was rejected"}
+    report = '{"status":"rejected","path":"a.md","diagnostics":[]}'
+    assert _rejection_report("write_concept", env, (report,))
+    assert not _rejection_report("apply_concept_patch", env, (report,))
+    assert not _rejection_report("write_concept", {**env, "code": "invalid_request"}, (report,))
+    assert not _rejection_report("write_concept", env, ("error: tool operation was rejected",))

@@ -330,3 +330,12 @@ def test_a_checks_own_call_that_no_longer_fits_the_contract_skips_as_stale_not_f
     assert info.value.reason.startswith(STALE_CHECK)
     result = CheckFinished("oracle_search_sections", "r", "search_sections", "skipped", 0.0, reason=info.value.reason)
     assert [area for area, _ in skipped_areas([result])] == [f"1 case(s) of {STALE_CHECK}"]
+
+
+def test_an_okf_error_whose_text_is_not_its_message_fails(toy_config):
+    from knowspec.conformance.runner import EXIT_FAILURES, run_to_end
+
+    finished = run_to_end(toy_config("error_text_prefixed", checks=("input_invalid_rejected",),
+                                     tools=("search_concepts",), max_examples=3))
+    assert finished.exit_code == EXIT_FAILURES
+    assert "content must be one text item equal to its message" in finished.results[0].failure.message

@@ -41,6 +41,8 @@ def envelope(code, message, diagnostics=()):
            "diagnostics": list(diagnostics)}
     if VARIANT == "bad_envelope":
         del env["diagnostics"]
+    if VARIANT == "error_text_prefixed":  # the text is no longer the message
+        message = "error: " + message
     return types.CallToolResult(content=[types.TextContent(type="text", text=message)],
                                 structured_content=env, is_error=True)
 
