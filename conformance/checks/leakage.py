@@ -79,3 +79,36 @@ def no_path_leakage(ctx: CheckContext) -> None:
             fail("the response contains the absolute bundle dir path", outcome)
 
     ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 3))
+
+
+def _pool_folders(ctx: CheckContext) -> list[str]:
+    """The local folders of the run's document pools: the fixture the target was started on
+    (``--pool-fixture``), or where the suite wrote the pool it imported (a target on this machine)."""
+    folders = [folder for folder in (ctx.config.pool_fixture, ctx.config.pool_dir) if folder is not None]
+    return sorted({str(Path(f)) for f in folders} | {str(Path(f).resolve()) for f in folders}, key=len, reverse=True)
+
+
+def _pool_folders_known(ctx: CheckContext) -> str | None:
+    why = advertised_only(ctx)
+    if why:
+        return why
+    return None if _pool_folders(ctx) else "no local pool folder in this run (--pool-fixture DIR names one)"
+
+
+@check("no_pool_path_leakage", RULE, applies=_pool_folders_known,
+       relevant=lambda t: t.family == "docpool" and "bundle_path" not in t.input_properties)
+def no_pool_path_leakage(ctx: CheckContext) -> None:
+    """Answers of the doc and help tools, valid or not, never contain the pool files' folder."""
+    secrets = _pool_folders(ctx)
+
+    def test(args: dict[str, Any]) -> None:
+        outcome = ctx.call(args)
+        if leaked(outcome, secrets):
+            fail("the response contains the absolute path of the pool's folder", outcome)
+
+    tool = ctx.require_tool()
+    for probe in ({"database": "zz-no-such-database"}, {"collection": "zz-no-such-collection"},
+                  {"slug": "zz/../../no-such-topic"}):
+        args = {**base_arguments(tool, {}), **{k: v for k, v in probe.items() if k in tool.input_properties}}
+        test(args)
+    ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 3))

@@ -132,3 +132,37 @@ def test_an_okf_error_text_is_its_message_except_write_concepts_rejection_report
     assert not _rejection_report("apply_concept_patch", env, (report,))
     assert not _rejection_report("write_concept", {**env, "code": "invalid_request"}, (report,))
     assert not _rejection_report("write_concept", env, ("error: tool operation was rejected",))
+
+
+class _LeakingConnection:
+    """Answers every call with an error naming ``folder``, as a careless storage message would."""
+
+    def __init__(self, folder: str) -> None:
+        self.folder = folder
+
+    def call(self, name, arguments, timeout):
+        env = {"code": "pool_unavailable", "message": f"cannot open {self.folder}/docs.db", "retryable": False,
+               "diagnostics": []}
+        return CallOutcome(arguments, is_error=True, structured=env, texts=(env["message"],), raw={})
+
+
+def _pool_context(folder, connection):
+    from pathlib import Path
+
+    from knowspec.conformance.checks.registry import BundleStore, CheckContext
+    from knowspec.conformance.config import RunConfig
+
+    contract = load_contract()
+    config = RunConfig(target="stdio:x", pool_fixture=folder, max_examples=3)
+    advertised = {t.name: {"name": t.name} for t in contract.tools}
+    return CheckContext(connection, contract, config, advertised, BundleStore(Path("/x")), contract.tool("doc_get"))
+
+
+def test_the_pool_folder_in_a_doc_tools_answer_is_a_leak(tmp_path):
+    """Only the bundle folder had been looked for: a docs.db path in every doc_* error passed."""
+    from knowspec.conformance.checks.leakage import no_pool_path_leakage
+    from knowspec.conformance.failures import CheckFailed
+
+    with pytest.raises(CheckFailed, match="absolute path of the pool's folder"):
+        no_pool_path_leakage(_pool_context(tmp_path, _LeakingConnection(str(tmp_path))))
+    no_pool_path_leakage(_pool_context(tmp_path, _LeakingConnection("/somewhere/else")))  # not this run's folder
