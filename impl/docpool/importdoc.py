@@ -101,12 +101,12 @@ def source_refusal(source: Path, collection: str, shown: str | None = None) -> s
             if virtual is not None:  # e.g. FTS5 with external content over a view: the same
                 return (f"source is not a document pool: {name} has {virtual} as a virtual table, "
                         "the pool schema needs stored values")
-            repeated = _repeated_id(con)
+            repeated = _repeated_key(con, collection)
             if repeated is not None:  # the recipe's joins would multiply rows (N topics x N chunks)
-                return f"source is not a document pool: {name} repeats ids in {repeated}, the pool schema's key"
-            oversized = _oversized_text(con, collection)
-            if oversized is not None:
-                return f"source holds {oversized} in collection {collection}"
+                return f"source is not a document pool: {name} repeats {repeated}, a key of the pool schema"
+            wrong = _oversized_text(con, collection) or _not_a_number(con, collection)
+            if wrong is not None:
+                return f"source holds {wrong} in collection {collection}"
             found = con.execute(
                 'select count(*) from "doc$collection" where id = ?', [collection]
             ).fetchone()[0]
@@ -168,26 +168,50 @@ def _virtual_table(con: sqlite3.Connection) -> str | None:
     return next((t for t in RECIPE_TABLES if kinds.get(t, "").lstrip().upper().startswith("CREATE VIRTUAL")), None)
 
 
-def _repeated_id(con: sqlite3.Connection) -> str | None:
-    """``doc$topic.id`` or ``doc$chunk.id`` when a source repeats one, else None: 500 topics with
-    id 1 and 500 chunks of topic 1 (a 622 KB source without the schema's keys) wrote 250,000 chunks."""
-    for table in ("doc$topic", "doc$chunk"):
-        if con.execute(f'select 1 from "{table}" group by id having count(*) > 1 limit 1').fetchone() is not None:
-            return f"{table}.id"
-    return None
+# (the key, a query finding one repeated): the pool schema's keys the recipe relies on.
+SOURCE_KEYS = (
+    ("doc$topic.id", 'select 1 from "doc$topic" group by id having count(*) > 1 limit 1'),
+    ("doc$chunk.id", 'select 1 from "doc$chunk" group by id having count(*) > 1 limit 1'),
+    ("a slug in doc$topic", 'select 1 from "doc$topic" where collection = :c group by slug having count(*) > 1 limit 1'),
+    ("a topic's chunk ord in doc$chunk", 'select 1 from "doc$chunk" x join "doc$topic" t on t.id = x.topic_id '
+                                         "where t.collection = :c group by x.topic_id, x.ord having count(*) > 1 limit 1"),
+)
+
+
+def _repeated_key(con: sqlite3.Connection, collection: str) -> str | None:
+    """The first key of the pool schema a source repeats, else None: 500 topics with id 1 and 500
+    chunks of topic 1 (a 622 KB source without the schema's keys) wrote 250,000 chunks, and
+    Firebird, whose tables lack the other two keys, took two topics of one slug (one never read)."""
+    return next((key for key, sql in SOURCE_KEYS if con.execute(sql, {"c": collection}).fetchone() is not None), None)
+
+
+def _not_a_number(con: sqlite3.Connection, collection: str) -> str | None:
+    """A link or alias whose confidence is no finite number (``'high'`` broke every search of a
+    SQLite pool; ``1e999``, every doc_get), else None."""
+    checks = (("a link", '"doc$link" ' + _OF_TOPICS), ("an alias", '"doc$alias" x where x.collection = :c'))
+    wrong = "typeof(x.confidence) not in ('integer', 'real') or abs(x.confidence) > 1.7976931348623157e308"
+    return next((f"{what} whose confidence is not a finite number" for what, rows in checks
+                 if con.execute(f"select 1 from {rows} and ({wrong}) limit 1", {"c": collection}).fetchone()), None)
 
 
 def _oversized_text(con: sqlite3.Connection, collection: str) -> str | None:
     """What of the collection holds a text past its cap (``TEXT_CAPS``), named with the cap, else
     None: doc_get read a 200 MB body whole before its answer was refused, about a gigabyte of
     server memory per call, and 30 MiB titles made each search hit 90 MB."""
+    def not_text(column: str) -> str:  # a BLOB or a number where text belongs: SQLite keeps any type
+        return f"typeof(x.\"{column}\") not in ('text', 'null')"
+
+    def over(column: str, cap: int) -> str:
+        return f'length(cast(x."{column}" as blob)) > {cap}'
+
     for what, rows, caps in TEXT_CAPS:
-        over = " or ".join(f'length(cast(x."{column}" as blob)) > {cap}' for column, cap in caps.items())
-        if con.execute(f"select 1 from {rows} and ({over}) limit 1", {"c": collection}).fetchone() is None:
+        either = " or ".join(f"{not_text(c)} or {over(c, cap)}" for c, cap in caps.items())
+        if con.execute(f"select 1 from {rows} and ({either}) limit 1", {"c": collection}).fetchone() is None:
             continue
         for column, cap in caps.items():
-            if con.execute(f'select 1 from {rows} and length(cast(x."{column}" as blob)) > {cap} limit 1',
-                           {"c": collection}).fetchone() is not None:
+            if con.execute(f"select 1 from {rows} and {not_text(column)} limit 1", {"c": collection}).fetchone():
+                return f"{what} whose {column} is not text"
+            if con.execute(f"select 1 from {rows} and {over(column, cap)} limit 1", {"c": collection}).fetchone():
                 return f"{what} whose {column} is over {_size(cap)}"
     return None
 
@@ -229,6 +253,8 @@ def import_collection(settings, database: str, collection: str, source_path: str
     require_params({"database": database, "collection": collection, "path": source_path})
     if not recipe.COLLECTION_NAME.fullmatch(collection):
         return refused(f"invalid collection name {collection!r}: must match ^[a-z0-9][a-z0-9-]*$")
+    if collection == pools.HELP_COLLECTION:  # doc_search would list its hits as the help pool's
+        return refused(f"collection {collection} is the help pool's name; give the documents another")
     if confine:
         source = confined_source(settings.import_path, source_path)
         if source is None:

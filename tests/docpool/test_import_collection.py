@@ -121,20 +121,17 @@ def test_unregistered_database_is_the_catalog_error(settings, tmp_path):
     assert (err.value.code, err.value.message) == ("pool_unavailable", "database is not registered")
 
 
-def _source_with_duplicate_slug(path):
-    """A source whose second topic repeats a slug: the target's unique key fails halfway."""
+def _source_with_a_repeated_acl_entry(path):
+    """A source whose ACL repeats an entry: the target's key fails halfway, after the topics and
+    chunks are in (a repeated slug is refused before the import now)."""
     make_pool(path, "manuals", topics_of(3))
     con = sqlite3.connect(path)
     con.executescript(
         """
-        create table t2 as select * from "doc$topic";
-        drop table "doc$topic";
-        create table "doc$topic" as select * from t2;
-        drop table t2;
-        insert into "doc$topic"(id, collection, slug, title, breadcrumb, category, description,
-            source_uri, mime, mtime, body_md)
-        select 999, collection, slug, title, breadcrumb, category, description, source_uri,
-            mime, mtime, body_md from "doc$topic" where slug = 'topic-1';
+        drop table "doc$acl";
+        create table "doc$acl" (topic_id integer, principal text);
+        insert into "doc$acl" select id, 'muhasebe' from "doc$topic" where slug = 'topic-1';
+        insert into "doc$acl" select id, 'muhasebe' from "doc$topic" where slug = 'topic-1';
         """
     )
     con.close()
@@ -145,7 +142,7 @@ def test_failure_halfway_rolls_back_everything(settings, tmp_path):
     target = _seeded_target(settings, tmp_path)
     before = sqlite3.connect(target).execute(
         'select slug, title from "doc$topic" order by slug').fetchall()
-    source = _source_with_duplicate_slug(tmp_path / "broken.db")
+    source = _source_with_a_repeated_acl_entry(tmp_path / "broken.db")
     with pytest.raises(ToolError) as err:
         import_collection(settings, "sales", "manuals", str(source))
     assert err.value.code == "storage_error"

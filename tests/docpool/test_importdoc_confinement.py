@@ -113,10 +113,10 @@ def test_a_text_over_the_limit_is_refused_and_one_at_it_imported(settings, tmp_p
             assert outcome["message"] == f"source holds {what} is over 100 bytes in collection manuals"
 
 
-def _refused_untouched(settings, tmp_path, name: str) -> str:
+def _refused_untouched(settings, tmp_path, name: str, collection: str = "manuals") -> str:
     target = tmp_path / "sales.db"
     before = file_digest(target) if target.exists() else None
-    outcome = confined(settings, name)
+    outcome = confined(settings, name, collection)
     assert outcome["result"] is False
     assert (file_digest(target) if target.exists() else None) == before
     return outcome["message"]
@@ -156,7 +156,33 @@ def test_a_source_repeating_topic_ids_is_refused(settings, tmp_path):
         con.execute('create table "doc$topic" as select * from t2')  # no key
         con.execute('insert into "doc$topic" select id, collection, slug || \'-2\', title, breadcrumb, category, '
                     "description, source_uri, mime, mtime, body_md from t2")
-    assert _refused_untouched(settings, tmp_path, "amp.db").endswith("repeats ids in doc$topic.id, the pool schema's key")
+    assert _refused_untouched(settings, tmp_path, "amp.db").endswith("repeats doc$topic.id, a key of the pool schema")
+
+
+@pytest.mark.parametrize(("edit", "said"), [
+    ('create table t2 as select * from "doc$topic"; drop table "doc$topic"; create table "doc$topic" as select * '
+     'from t2; insert into "doc$topic" select id + 100, collection, slug, title, breadcrumb, category, description, '
+     'source_uri, mime, mtime, body_md from t2', "repeats a slug in doc$topic, a key of the pool schema"),
+    ('update "doc$topic" set title = cast(title as blob)', "holds a topic whose title is not text"),
+    ('update "doc$chunk" set heading = x\'41\'', "holds a chunk whose heading is not text"),
+    ("insert into \"doc$link\"(topic_id, kind, key, confidence, source) select id, 'form_class', 'k', 'high', '' "
+     'from "doc$topic" limit 1', "holds a link whose confidence is not a finite number"),
+    ("insert into \"doc$link\"(topic_id, kind, key, confidence, source) select id, 'form_class', 'k', 1e999, '' "
+     'from "doc$topic" limit 1', "holds a link whose confidence is not a finite number"),
+])
+def test_a_source_whose_values_break_the_pool_schema_is_refused(settings, tmp_path, edit, said):
+    """SQLite keeps any value in any column: such rows had broken every later read of the pool."""
+    source = make_pool(settings.import_path / "odd.db", "manuals", topics_of(2))
+    with sqlite3.connect(source) as con:
+        con.executescript(edit)
+    assert said in _refused_untouched(settings, tmp_path, "odd.db")
+
+
+def test_the_help_pools_collection_name_is_refused(settings, tmp_path):
+    """Its hits had come back labelled as the help pool's, its doc_get read the help topic."""
+    make_pool(settings.import_path / "help-named.db", "netsim-help", topics_of(1))
+    assert _refused_untouched(settings, tmp_path, "help-named.db", "netsim-help").startswith(
+        "collection netsim-help is the help")
 
 
 def test_a_source_without_its_chunk_table_is_not_a_pool(settings):
