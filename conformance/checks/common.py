@@ -64,15 +64,17 @@ def envelope_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
 
 
 def _rejection_report(tool: str, env: dict[str, Any], texts: tuple[str, ...]) -> bool:
-    """write.md §1.4: write_concept's validation rejection has for text the compact JSON
-    ``{"status":"rejected","path":...,"diagnostics":[...]}``, not the message."""
-    if tool != "write_concept" or env.get("code") != "operation_rejected" or len(texts) != 1:
+    """The two OKF errors whose text is a report, not the message: write_concept's validation
+    rejection (write.md §1.4, ``{"status":"rejected",...}``) and a bundle that does not parse
+    (read.md §4.3, ``{"status":"error","diagnostics":[...]}``), both ``operation_rejected``."""
+    if env.get("code") != "operation_rejected" or len(texts) != 1:
         return False
     try:
         report = json.loads(texts[0])
     except ValueError:
         return False
-    return isinstance(report, dict) and report.get("status") == "rejected"
+    status = report.get("status") if isinstance(report, dict) else None
+    return status == "error" or (status == "rejected" and tool == "write_concept")
 
 
 def success_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:

@@ -59,15 +59,16 @@ def judge(ctx: CheckContext, args: dict[str, Any], outcome: CallOutcome) -> None
 
 def _blames_a_limit(ctx: CheckContext, outcome: CallOutcome) -> bool:
     """Whether a resource_limit answer to schema-valid arguments contradicts the advertised limits:
-    always for a tool without a bundle; for one with a bundle only when a diagnostic's field names
-    a limited argument (the bundle's own caps on files and bytes may answer any call)."""
+    always for a tool without a bundle; for one with a bundle only when an ``invalid_input``
+    diagnostic names a limited argument (the bundle's own caps on files and bytes, and a search's
+    term or section bounds with their ``recovery_step``, may answer any call)."""
     tool = ctx.require_tool()
     if "bundle_path" not in tool.input_properties:
         return True
     limited = set(tool.limits) - {"bundle_path"}
     diagnostics = (outcome.structured or {}).get("diagnostics") or []
-    named = {part for d in diagnostics if isinstance(d, dict)
-             for part in re.split(r"[^A-Za-z0-9_]+", str(d.get("field", ""))) if part}
+    named = {part for d in diagnostics if isinstance(d, dict) and d.get("code") == "invalid_input"  # not a
+             for part in re.split(r"[^A-Za-z0-9_]+", str(d.get("field", ""))) if part}   # recovery_step (§4.2)
     return bool(named & limited)
 
 

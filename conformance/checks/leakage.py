@@ -84,8 +84,11 @@ def no_path_leakage(ctx: CheckContext) -> None:
 def _pool_folders(ctx: CheckContext) -> list[str]:
     """The local folders of the run's document pools: the fixture the target was started on
     (``--pool-fixture``), or where the suite wrote the pool it imported (a target on this machine)."""
-    folders = [folder for folder in (ctx.config.pool_fixture, ctx.config.pool_dir) if folder is not None]
-    return sorted({str(Path(f)) for f in folders} | {str(Path(f).resolve()) for f in folders}, key=len, reverse=True)
+    folders = [Path(folder) for folder in (ctx.config.pool_fixture, ctx.config.pool_dir) if folder is not None]
+    named = {str(f.absolute()) for f in folders} | {str(f.resolve()) for f in folders}
+    # as absolute paths only ("pool" or "." as typed would be found in correct answers), and
+    # long enough to be told from other words
+    return sorted((f for f in named if len(f) > 4), key=len, reverse=True)
 
 
 def _pool_folders_known(ctx: CheckContext) -> str | None:

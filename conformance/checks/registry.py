@@ -154,24 +154,20 @@ class CheckContext:
         return outcomes
 
     def fitted(self, name: str, arguments: dict[str, Any]) -> dict[str, Any]:
-        """``arguments`` of a call meant to be valid, held to the judged contract: a value above a
-        limit the tool's contract states comes down to that limit; arguments that still fail its
-        input schema (a field renamed, a value no longer allowed) show a check written for another
-        revision, so the case is skipped, saying so, and nothing is blamed on the target."""
+        """``arguments`` of a call meant to be valid, when they fit the judged contract. Ones that
+        do not (a field renamed, a value past a revised limit: the expectations built on them no
+        longer hold either) show a check written for another revision, so the case is skipped,
+        saying so, and nothing is blamed on the target."""
         try:
             tool = self.contract.tool(name)
         except KeyError:  # a run narrowed to other tools: nothing of this one to hold it to
             return arguments
-        fitted = dict(arguments)
-        for key, bounds in tool.limits.items():
-            value, most = fitted.get(key), bounds.get("maximum")
-            if type(value) is int and isinstance(most, int) and value > most:
-                fitted[key] = most
-        problems = [e.message for e in validator(tool.input_schema).iter_errors(fitted)]
+        problems = [f"/{'/'.join(map(str, e.absolute_path))}: {e.message}"
+                    for e in validator(tool.input_schema).iter_errors(arguments)]
         if problems:
             raise CheckSkipped(f"{STALE_CHECK} ({self.contract.source}): its call to {name} fails the input "
                                f"schema ({problems[0][:160]}); update the check for this revision")
-        return fitted
+        return arguments
 
     def call_deadline(self) -> tuple[float, bool]:
         """A call's deadline: ``--call-timeout``, cut short where the run's time budget (plus

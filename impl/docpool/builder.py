@@ -67,13 +67,17 @@ class Chunk:
     body: str
 
 
+class YamlAlias(yaml.YAMLError):
+    """A source's YAML names an alias (``*name``): a build refuses it, naming the file."""
+
+
 def load_yaml(text: str) -> Any:
-    """``yaml.safe_load`` of a source's YAML without anchors and aliases, which none needs: an
-    alias bomb (each level naming the one below nine times) in a frontmatter or ``pool.yaml``
-    grew a build past 8 GB of memory."""
+    """``yaml.safe_load`` of a source's YAML without aliases, which none needs: an alias bomb
+    (each level naming the one below nine times) in a frontmatter or ``pool.yaml`` grew a build
+    past 8 GB of memory."""
     for event in yaml.parse(text, Loader=yaml.SafeLoader):
         if isinstance(event, yaml.AliasEvent):
-            raise yaml.YAMLError("aliases (*name) are not allowed here")
+            raise YamlAlias("aliases (*name) are not allowed here")
     return yaml.safe_load(text)
 
 
@@ -86,6 +90,8 @@ def split_frontmatter(text: str) -> tuple[dict[str, Any], str]:
         return {}, text
     try:
         data = load_yaml(m.group(1)) or {}
+    except YamlAlias:
+        raise  # not dropped as unreadable: the frontmatter may hold the topic's collection and ACL
     except yaml.YAMLError:
         data = {}
     return (data if isinstance(data, dict) else {}), text[m.end():]
@@ -142,19 +148,26 @@ def _mtime(path: Path) -> str:
     return datetime.fromtimestamp(path.stat().st_mtime, timezone.utc).strftime("%Y-%m-%dT%H:%M:%SZ")
 
 
+def _frontmatter_of(path: Path, root: Path) -> tuple[dict[str, Any], str]:
+    try:
+        return split_frontmatter(path.read_text("utf-8"))
+    except YamlAlias as exc:
+        raise ToolError("invalid_request", f"{path.relative_to(root).as_posix()}: frontmatter: {exc}") from None
+
+
 def _principals(acl: Any, where: str) -> list[str]:
     """A topic's ``acl`` as principal names; anything but names refuses the build (an entry such
     as ``{x: 1}`` had become the principal "{'x': 1}", a restriction no one could read)."""
     entries = acl if isinstance(acl, list) else [acl]
-    wrong = [entry for entry in entries if not isinstance(entry, str) or not entry.strip()]
+    wrong = [e for e in entries if isinstance(e, bool) or not isinstance(e, (str, int)) or not str(e).strip()]
     if wrong:
         raise ToolError("invalid_request", f"{where}: acl entries must be user or role names, found {wrong[0]!r}")
-    return list(entries)
+    return [str(entry) for entry in entries]  # a number is a name too (acl: [1001])
 
 
 def read_help_topic(path: Path, root: Path, collection: str) -> TopicSource:
     """A help topic from a Markdown file with frontmatter."""
-    front, body = split_frontmatter(path.read_text("utf-8"))
+    front, body = _frontmatter_of(path, root)
     slug = str(front.get("slug") or path.relative_to(root).with_suffix("").as_posix())
     acl = front.get("acl") or []
     return TopicSource(
@@ -169,7 +182,7 @@ def read_help_topic(path: Path, root: Path, collection: str) -> TopicSource:
 
 def read_okf_concept(path: Path, root: Path, collection: str) -> tuple[TopicSource, dict[str, Any]]:
     """A topic from an OKF concept file, and its concept entity (with aliases)."""
-    front, body = split_frontmatter(path.read_text("utf-8"))
+    front, body = _frontmatter_of(path, root)
     slug = path.relative_to(root / "concepts").with_suffix("").as_posix()
     title = str(front.get("title") or slug)
     tags = [str(t) for t in front.get("tags") or [] if t]

@@ -40,8 +40,9 @@ PARSE_ON_LOOP_BYTES = 64 * 1024     # bigger bodies are parsed on a worker threa
 
 
 class Unusable(enum.Enum):
-    """A request whose ``id`` JSON-RPC and MCP do not allow: null, a boolean, a fraction, an
-    object or an array. The SDK reads such a message as a notification and answers nothing, so
+    """A request whose ``id`` is not a string or an integer: null, a boolean (which MCP forbid),
+    an object, an array, or a number written with a fraction or an exponent (the SDK keys ids as
+    strings and integers). The SDK reads such a message as a notification and answers nothing, so
     its client would wait for ever: it is answered ``-32600`` instead (stdio and HTTP alike)."""
 
     ID = "unusable id"

@@ -4,13 +4,14 @@ sessions (10,000 a process) and lock everyone else out of ``/mcp`` (its 503) unt
 A caller is the signed-in user the bearer gate named (``scope["user"]``), however many tokens
 they hold, or, anonymous, the client's address. A request that would open a session (a POST to
 ``/mcp`` without ``mcp-session-id``) beyond the caller's quota is answered 429 with a JSON-RPC
-error and opens nothing; one the SDK refuses (400, 406, ...) is answered without the session id
-the SDK put on it, since that session is gone (so is a GET, DELETE, OPTIONS or HEAD without one), and an ``initialize`` whose params the SDK would
-refuse is answered 400 here (the SDK answers it 200 and keeps a session no one can use). A
-request the SDK serves without a session (a later protocol version's) is not counted. The session ids the SDK answers with are counted
-for their caller while the SDK still holds them: a DELETE, its idle timeout or a crash ends them
-there, and here.
-Requests being answered count too, so parallel opening requests cannot overshoot the quota.
+error and opens nothing. One the SDK refuses (400, 406, ...) is answered without the session id
+the SDK put on it, since that session is gone (so is a GET, DELETE, OPTIONS or HEAD without
+one), and an ``initialize`` whose params the SDK would refuse is answered 400 here (the SDK
+answers it 200 and keeps a session no one can use). A request the SDK serves without a session
+(a later protocol version's) is not counted. The session ids the SDK answers with are counted for
+their caller while the SDK still holds them: a DELETE, its idle timeout or a crash ends them
+there, and here. Requests being answered count too, from before their body is read, so parallel
+opening requests cannot overshoot the quota.
 
 Each server process (each worker of ``--workers N``) keeps its own count, as it keeps its own
 sessions.
@@ -29,7 +30,7 @@ from mcp.server.streamable_http_manager import HANDSHAKE_PROTOCOL_VERSIONS
 
 from knowspec.impl.server.access import MCP_PATH
 from knowspec.impl.server.json_answer import SESSION_HEADER, is_mcp_path, send_jsonrpc_error, session_id_of
-from knowspec.impl.server.request_ids import PARSE_ON_LOOP_BYTES, replaying
+from knowspec.impl.server.request_ids import JSONRPC_ID, PARSE_ON_LOOP_BYTES, replaying
 
 INVALID_PARAMS = types.INVALID_PARAMS
 VERSION_HEADER = b"mcp-protocol-version"
@@ -82,7 +83,7 @@ def initialize_refusal(body: bytes) -> tuple[str, Any] | None:
     if not isinstance(message, dict) or message.get("method") != "initialize":
         return None
     try:
-        types.InitializeRequestParams.model_validate(message.get("params"))
+        types.InitializeRequestParams.model_validate(message.get("params") or {}, by_name=False)  # as the SDK does
     except pydantic.ValidationError as exc:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "params"
@@ -120,15 +121,7 @@ class SessionQuota:
         if self.open_sessions(key) >= self.per_caller:
             await _refuse(send, self.per_caller)
             return
-        first = await receive()  # the whole body: the body caps replay it in one message
-        body = first.get("body", b"")
-        refused = (initialize_refusal(body) if len(body) <= PARSE_ON_LOOP_BYTES
-                   else await anyio.to_thread.run_sync(initialize_refusal, body))
-        if refused is not None:
-            await send_jsonrpc_error(send, 400, refused[0], code=INVALID_PARAMS, request_id=refused[1])
-            return
-        receive = replaying(first, receive)
-        self._opening[key] += 1
+        self._opening[key] += 1  # counted before any await: parallel openers cannot all pass the check
 
         async def noting_the_session(message: dict) -> None:
             if message["type"] == "http.response.start" and message.get("status", 500) < 400:
@@ -138,7 +131,16 @@ class SessionQuota:
             await send(message)
 
         try:
-            await self.app(scope, receive, _naming_no_dropped_session(noting_the_session))
+            first = await receive()  # the whole body: the body caps replay it in one message
+            body = first.get("body", b"")
+            refused = None
+            if JSONRPC_ID not in scope:  # else the body caps decoded it: a tools/call, no initialize
+                refused = (initialize_refusal(body) if len(body) <= PARSE_ON_LOOP_BYTES
+                           else await anyio.to_thread.run_sync(initialize_refusal, body))
+            if refused is not None:
+                await send_jsonrpc_error(send, 400, refused[0], code=INVALID_PARAMS, request_id=refused[1])
+                return
+            await self.app(scope, replaying(first, receive), _naming_no_dropped_session(noting_the_session))
         finally:
             self._opening[key] -= 1
             if not self._opening[key]:

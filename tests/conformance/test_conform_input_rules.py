@@ -79,6 +79,22 @@ def _limit_refusal(field: str) -> CallOutcome:
         "code": "resource_limit", "message": "too much", "retryable": False, "diagnostics": [diagnostic]})
 
 
+def test_a_recovery_step_naming_the_query_is_no_blame():
+    """read.md §4.2: too many query terms answer resource_limit with a recovery_step on query."""
+    from pathlib import Path
+
+    from knowspec.conformance.checks.inputs import _blames_a_limit
+    from knowspec.conformance.checks.registry import BundleStore, CheckContext
+    from knowspec.conformance.config import RunConfig
+
+    contract = load_contract()
+    ctx = CheckContext(None, contract, RunConfig(target="stdio:x"), {}, BundleStore(Path("/x")),
+                       contract.tool("search_sections"))
+    outcome = _limit_refusal("query")
+    outcome.structured["diagnostics"][0]["code"] = "recovery_step"
+    assert _blames_a_limit(ctx, outcome) is False
+
+
 @pytest.mark.parametrize(("field", "blamed"), [("limit", True), ("/limit", True), ("arguments.limit", True),
                                                ("", False), ("bundle_path", False), ("files", False)])
 def test_a_bundle_tools_resource_limit_on_valid_input_fails_only_when_it_names_a_limited_argument(field, blamed):
@@ -132,6 +148,8 @@ def test_an_okf_error_text_is_its_message_except_write_concepts_rejection_report
     assert not _rejection_report("apply_concept_patch", env, (report,))
     assert not _rejection_report("write_concept", {**env, "code": "invalid_request"}, (report,))
     assert not _rejection_report("write_concept", env, ("error: tool operation was rejected",))
+    parse_error = '{"status":"error","diagnostics":[]}'  # read.md §4.3: a bundle that does not parse
+    assert _rejection_report("search_concepts", env, (parse_error,))
 
 
 class _LeakingConnection:
@@ -166,3 +184,14 @@ def test_the_pool_folder_in_a_doc_tools_answer_is_a_leak(tmp_path):
     with pytest.raises(CheckFailed, match="absolute path of the pool's folder"):
         no_pool_path_leakage(_pool_context(tmp_path, _LeakingConnection(str(tmp_path))))
     no_pool_path_leakage(_pool_context(tmp_path, _LeakingConnection("/somewhere/else")))  # not this run's folder
+
+
+@pytest.mark.parametrize("typed", [".", "pool"])
+def test_a_pool_folder_named_relatively_is_looked_for_as_its_absolute_path(tmp_path, monkeypatch, typed):
+    """"pool" or "." as typed had been secrets found in every correct answer."""
+    from knowspec.conformance.checks.leakage import _pool_folders
+
+    monkeypatch.chdir(tmp_path)
+    (tmp_path / "pool").mkdir()
+    folders = _pool_folders(_pool_context(typed, _LeakingConnection("")))
+    assert folders and all(f.startswith("/") and f.endswith(typed.strip(".") or tmp_path.name) for f in folders)

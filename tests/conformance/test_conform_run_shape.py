@@ -38,7 +38,7 @@ def _everything_present(tool):
     from knowspec.conformance.config import RunConfig
 
     pool = PoolRun("fixture", "started on the fixture", fixture=object(), database="conform", help=object())
-    config = RunConfig(target="stdio:x", pool=pool)
+    config = RunConfig(target="stdio:x", pool=pool, pool_fixture=Path("/srv/conform-pool"))
     advertised = {t.name: {"name": t.name} for t in CONTRACT.tools}
     return CheckContext(None, CONTRACT, config, advertised, BundleStore(Path("/nonexistent")), tool)
 
@@ -307,13 +307,18 @@ def _context(contract, tool_name: str):
                         contract.tool(tool_name))
 
 
-def test_a_checks_own_call_comes_down_to_a_revised_limit():
+def test_a_checks_own_call_past_a_revised_limit_skips_as_stale():
+    from knowspec.conformance.areas import STALE_CHECK
+    from knowspec.conformance.failures import CheckSkipped
+
     def tighten(schema, limits):
         schema["properties"]["limit"]["maximum"] = limits["limit"]["maximum"] = 50
 
     ctx = _context(_revised("search_sections", tighten), "search_sections")
-    assert ctx.fitted("search_sections", {"bundle_path": "/b", "query": "q", "limit": 100})["limit"] == 50
     assert ctx.fitted("search_sections", {"bundle_path": "/b", "query": "q", "limit": 7})["limit"] == 7
+    with pytest.raises(CheckSkipped) as info:
+        ctx.fitted("search_sections", {"bundle_path": "/b", "query": "q", "limit": 100})
+    assert info.value.reason.startswith(STALE_CHECK) and "limit" in info.value.reason
 
 
 def test_a_checks_own_call_that_no_longer_fits_the_contract_skips_as_stale_not_failed():

@@ -153,7 +153,10 @@ def _build_cli(source: Path, out: Path) -> int:
 
 def test_yaml_aliases_are_refused_in_frontmatter_and_in_pool_yaml(tmp_path, capsys):
     """An alias bomb had grown a build past 8 GB of memory."""
-    assert split_frontmatter(f"---\ntitle: T\n{ALIAS_BOMB}---\nbody\n") == ({}, "body\n")
+    (tmp_path / "one").mkdir()  # an alias in a topic stops the build naming it (its ACL was dropped with it)
+    (tmp_path / "one" / "t.md").write_text(f"---\nslug: t\nacl: &r [muhasebe]\nroles: *r\n{ALIAS_BOMB}---\nbody\n")
+    assert _build_cli(tmp_path / "one", tmp_path / "one.db") == 1
+    assert "t.md: frontmatter: aliases (*name) are not allowed here" in capsys.readouterr().err
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "a.md").write_text("---\nslug: a\n---\n# A\n\ntext\n")
     (tmp_path / "src" / "pool.yaml").write_text(ALIAS_BOMB)
@@ -181,6 +184,12 @@ def test_a_build_reads_regular_files_inside_its_folder_only(tmp_path):
 
 def test_frontmatter_after_a_byte_order_mark_is_read():
     assert split_frontmatter("\ufeff---\nslug: s\n---\nbody\n") == ({"slug": "s"}, "body\n")
+
+
+def test_a_number_in_an_acl_is_a_name():
+    from knowspec.impl.docpool.builder import _principals
+
+    assert _principals([1001, "muhasebe"], "t.md") == ["1001", "muhasebe"]
 
 
 def test_acl_entries_that_are_not_names_refuse_the_build(tmp_path, capsys):

@@ -24,10 +24,18 @@ def test_readers_see_the_old_collection_or_the_new_never_a_mix(tmp_path, version
     check_concurrent_readers_see_old_or_new(SQLITE, SqlitePool, tmp_path / "pool.db", versions, rounds=6)
 
 
-def test_a_pool_lets_its_snapshot_go_when_closed(tmp_path, versions):
+def test_a_pool_holds_its_snapshot_until_closed(tmp_path, versions):
+    import sqlite3
+
     path = tmp_path / "pool.db"
     recipe.import_collection(path, versions[0], "uretilen")
     pool = SqlitePool(path)
-    assert pool._con.in_transaction
-    pool.close()
-    recipe.import_collection(path, versions[1], "uretilen")  # nothing pinned: the writer checkpoints
+    pool.change_stamp()  # the first read takes the snapshot
+    recipe.import_collection(path, versions[1], "uretilen")
+    writer = sqlite3.connect(path)
+    try:
+        assert writer.execute("pragma wal_checkpoint(TRUNCATE)").fetchone()[0] == 1  # busy: the reader's snapshot
+        pool.close()
+        assert writer.execute("pragma wal_checkpoint(TRUNCATE)").fetchone()[0] == 0  # let go
+    finally:
+        writer.close()

@@ -143,20 +143,26 @@ def _scope(client: str = "10.0.0.1", headers=()) -> dict:
     return {"type": "http", "method": "POST", "path": "/mcp", "headers": list(headers), "client": (client, 5000)}
 
 
-async def _status(app, scope) -> int:
+async def _status(app, scope, body: bytes = b"") -> int:
     sent: list[dict] = []
 
     async def send(message):
         sent.append(message)
 
     async def receive():
-        return {"type": "http.request", "body": b"", "more_body": False}
+        return {"type": "http.request", "body": body, "more_body": False}
 
     await app(scope, receive, send)
     return sent[0]["status"]
 
 
-def test_parallel_opening_requests_cannot_overshoot_the_quota():
+# an initialize padded past the size parsed on the event loop: its check awaits a worker thread
+BIG_INITIALIZE = json.dumps({**INITIALIZE, "params": {**INITIALIZE["params"], "capabilities": {
+    "experimental": {"pad": {"x": "x" * 70_000}}}}}).encode()
+
+
+@pytest.mark.parametrize("body", [b"", BIG_INITIALIZE], ids=["empty", "70-kb-initialize"])
+def test_parallel_opening_requests_cannot_overshoot_the_quota(body):
     sdk = StandInSdk()
     quota = SessionQuota(sdk, per_caller=2, live_sessions=lambda: sdk.sessions)
 
@@ -165,7 +171,7 @@ def test_parallel_opening_requests_cannot_overshoot_the_quota():
         statuses: list[int] = []
 
         async def one() -> None:
-            statuses.append(await _status(quota, _scope()))
+            statuses.append(await _status(quota, _scope(), body))
 
         async with anyio.create_task_group() as tg:
             for _ in range(5):
@@ -209,6 +215,11 @@ def test_an_initialize_the_sdk_would_refuse_opens_no_session_and_fills_no_quota(
         error = json.loads(body)
         assert error["id"] == 1 and error["error"]["code"] == -32602
         assert "protocolVersion" in error["error"]["message"]
+    # snake_case names: our check had read them, the SDK reads the wire names only
+    snake = {**INITIALIZE, "params": {"protocol_version": "2025-06-18", "capabilities": {},
+                                      "client_info": {"name": "t", "version": "0"}}}
+    status, headers, _ = _raw_post(server, bea, snake)
+    assert status == 400 and "mcp-session-id" not in headers
     assert _opened(server, bea)[0] == 200
 
 
