@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 from pathlib import Path
-from typing import Any
+from typing import Any, Callable
 
 from knowspec.conformance.checks.common import advertised_only, fail, valid_calls
 from knowspec.conformance.checks.registry import CheckContext, check
@@ -53,32 +53,34 @@ def error_probes(root: Path, ctx: CheckContext) -> list[str]:
             str(root / "symlinked"), str(broken_path), str(root / "no such" / "deep" / "dir")]
 
 
+def _saying_none_of(ctx: CheckContext, secrets: list[str], failure: str) -> Callable[[dict[str, Any]], None]:
+    """A call of the judged tool whose answer, valid or not, must not contain any of ``secrets``."""
+    def call(args: dict[str, Any]) -> None:
+        outcome = ctx.call(args)
+        if leaked(outcome, secrets):
+            fail(failure, outcome)
+
+    return call
+
+
+def _and_generated_calls(ctx: CheckContext, call: Callable[[dict[str, Any]], None]) -> None:
+    ctx.run_property(valid_calls(ctx), call, max_examples=max(1, ctx.config.max_examples // 3))
+
+
 @check("no_path_leakage", RULE, applies=advertised_only, relevant=lambda t: "bundle_path" in t.input_properties)
 def no_path_leakage(ctx: CheckContext) -> None:
     """Error messages and results never contain the absolute bundle dir path."""
     tool = ctx.require_tool()
     root = ctx.bundles.root
-    secrets = sorted({str(root), str(root.resolve())}, key=len, reverse=True)
+    call = _saying_none_of(ctx, sorted({str(root), str(root.resolve())}, key=len, reverse=True),
+                           "the response contains the absolute bundle dir path")
     base = {k: v for k, v in ctx.fill().items() if k in tool.input_properties}
     base = {**base_arguments(tool, base), **base}
     for path in error_probes(root, ctx):
-        args = {**base, "bundle_path": path}
-        outcome = ctx.call(args)
-        secret = leaked(outcome, secrets)
-        if secret:
-            fail("the response contains the absolute bundle dir path", outcome)
+        call({**base, "bundle_path": path})
     if "concept_id" in tool.input_properties:
-        args = {**base, "concept_id": "no/such/concept"}
-        outcome = ctx.call(args)
-        if leaked(outcome, secrets):
-            fail("the response contains the absolute bundle dir path", outcome)
-
-    def test(args: dict[str, Any]) -> None:
-        outcome = ctx.call(args)
-        if leaked(outcome, secrets):
-            fail("the response contains the absolute bundle dir path", outcome)
-
-    ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 3))
+        call({**base, "concept_id": "no/such/concept"})
+    _and_generated_calls(ctx, call)
 
 
 def _pool_folders(ctx: CheckContext) -> list[str]:
@@ -102,16 +104,9 @@ def _pool_folders_known(ctx: CheckContext) -> str | None:
        relevant=lambda t: t.family == "docpool" and "bundle_path" not in t.input_properties)
 def no_pool_path_leakage(ctx: CheckContext) -> None:
     """Answers of the doc and help tools, valid or not, never contain the pool files' folder."""
-    secrets = _pool_folders(ctx)
-
-    def test(args: dict[str, Any]) -> None:
-        outcome = ctx.call(args)
-        if leaked(outcome, secrets):
-            fail("the response contains the absolute path of the pool's folder", outcome)
-
+    call = _saying_none_of(ctx, _pool_folders(ctx), "the response contains the absolute path of the pool's folder")
     tool = ctx.require_tool()
     for probe in ({"database": "zz-no-such-database"}, {"collection": "zz-no-such-collection"},
                   {"slug": "zz/../../no-such-topic"}):
-        args = {**base_arguments(tool, {}), **{k: v for k, v in probe.items() if k in tool.input_properties}}
-        test(args)
-    ctx.run_property(valid_calls(ctx), test, max_examples=max(1, ctx.config.max_examples // 3))
+        call({**base_arguments(tool, {}), **{k: v for k, v in probe.items() if k in tool.input_properties}})
+    _and_generated_calls(ctx, call)

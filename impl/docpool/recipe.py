@@ -17,7 +17,7 @@ from typing import Callable
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
 from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
-from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, read_identity
+from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, identity_of
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
 
@@ -54,7 +54,12 @@ def _vector_identity(con: sqlite3.Connection, schema: str, where: str, params: l
     if sample is None:
         return None
     meta = dict(con.execute(f'select name, value from {schema}."doc$meta" where collection = \'\'').fetchall())
-    return read_identity(meta) or PoolModelIdentity(None, len(bytes(sample[0])) // 4)
+    return identity_of(meta, sample[0])
+
+
+def model_mismatch(source: Path | str, conflict: str) -> str:
+    """The refusal of a source whose vectors cannot join the pool's (every storage says it so)."""
+    return f"embedding model does not match the pool ({source}): {conflict}"
 
 
 def vector_model_conflict(con: sqlite3.Connection, collection: str) -> str | None:
@@ -92,7 +97,7 @@ def refusal(target: Path | str, source: Path | str, collection: str) -> str | No
             except sqlite3.DatabaseError:
                 conflict = None  # a target without the pool schema yet: nothing to conflict with
             if conflict:
-                return f"embedding model does not match the pool ({source}): {conflict}"
+                return model_mismatch(source, conflict)
         return None
     finally:
         con.close()

@@ -36,6 +36,7 @@ Send = Callable[[Message], Awaitable[None]]
 ASGIApp = Callable[[Scope, Receive, Send], Awaitable[None]]
 
 JSONRPC_ID = "knowspec.jsonrpc_id"  # scope key: the body's request id as the SDK keys it (None: none)
+JSONRPC_MESSAGE = "knowspec.jsonrpc_message"  # scope key: an initialize as decoded here (None: another body)
 PARSE_ON_LOOP_BYTES = 64 * 1024     # bigger bodies are parsed on a worker thread
 
 
@@ -52,23 +53,31 @@ UNUSABLE_ID = Unusable.ID
 UNUSABLE_ID_MESSAGE = "Invalid Request: a request's id must be a string or an integer"
 
 
+def is_request_id(value: Any) -> bool:
+    """A string or an integer (not a boolean): the ids the SDK keys requests by."""
+    return isinstance(value, (int, str)) and not isinstance(value, bool)
+
+
 def unusable_id(message: Any) -> bool:
     """Whether ``message`` is a request (a method and an ``id`` key) whose id is not a string or an integer."""
     if not isinstance(message, dict) or "method" not in message or "id" not in message:
         return False
-    value = message["id"]
-    return isinstance(value, bool) or not isinstance(value, (int, str))
+    return not is_request_id(message["id"])
+
+
+def decoded(body: bytes) -> Any:
+    """The body as JSON, or None when it is none."""
+    try:
+        return json.loads(body)
+    except (ValueError, RecursionError):
+        return None
 
 
 def request_id_of(body: bytes) -> str | Unusable | None:
     """The request's ``id`` as the SDK keys its answer streams (``str(id)``: ``7`` and ``"7"``
     share one), ``UNUSABLE_ID`` for a request with an id no request may have, None for a body
     that is no single JSON-RPC request (a notification, a response, a batch, not JSON)."""
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
-    return id_key(message)
+    return id_key(decoded(body))
 
 
 def id_key(message: Any) -> str | Unusable | None:
@@ -132,8 +141,11 @@ class OneRequestIdAtATime:
             request_id = scope[JSONRPC_ID]
         else:
             body = first.get("body", b"")
-            request_id = (request_id_of(body) if len(body) <= PARSE_ON_LOOP_BYTES
-                          else await anyio.to_thread.run_sync(request_id_of, body))
+            message = decoded(body) if len(body) <= PARSE_ON_LOOP_BYTES else await anyio.to_thread.run_sync(decoded, body)
+            # the session quota reads an initialize from it (anything else is not kept for the request's life)
+            scope[JSONRPC_MESSAGE] = message if isinstance(message, dict) and message.get("method") == "initialize" \
+                else None
+            request_id = id_key(message)
         if request_id is UNUSABLE_ID:
             await send_jsonrpc_error(send, 400, UNUSABLE_ID_MESSAGE)
             return

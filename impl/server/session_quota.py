@@ -19,7 +19,6 @@ sessions.
 
 from __future__ import annotations
 
-import json
 from collections import defaultdict
 from typing import Any, Callable, Container
 
@@ -30,7 +29,8 @@ from mcp.server.streamable_http_manager import HANDSHAKE_PROTOCOL_VERSIONS
 
 from knowspec.impl.server.access import MCP_PATH
 from knowspec.impl.server.json_answer import SESSION_HEADER, is_mcp_path, send_jsonrpc_error, session_id_of
-from knowspec.impl.server.request_ids import JSONRPC_ID, PARSE_ON_LOOP_BYTES, replaying
+from knowspec.impl.server.request_ids import (JSONRPC_ID, JSONRPC_MESSAGE, PARSE_ON_LOOP_BYTES, decoded,
+                                               is_request_id, replaying)
 
 INVALID_PARAMS = types.INVALID_PARAMS
 VERSION_HEADER = b"mcp-protocol-version"
@@ -71,15 +71,11 @@ def _opens_a_session(scope: dict) -> bool:
     return session_id_of(scope) is None
 
 
-def initialize_refusal(body: bytes) -> tuple[str, Any] | None:
-    """``(why, id)`` for an ``initialize`` request whose params the SDK's own model refuses, else
-    None. The SDK answers such a request 200 with a JSON-RPC error and keeps the session it made
-    for it (an opening answer below 400 establishes one) until its idle timeout: a client retrying
-    a bad initialize filled its caller's quota with sessions nobody could use."""
-    try:
-        message = json.loads(body)
-    except (ValueError, RecursionError):
-        return None
+def initialize_refusal(message: Any) -> tuple[str, Any] | None:
+    """``(why, id)`` for a decoded ``initialize`` request whose params the SDK's own model refuses,
+    else None. The SDK answers such a request 200 with a JSON-RPC error and keeps the session it
+    made for it (an opening answer below 400 establishes one) until its idle timeout: a client
+    retrying a bad initialize filled its caller's quota with sessions nobody could use."""
     if not isinstance(message, dict) or message.get("method") != "initialize":
         return None
     try:
@@ -88,8 +84,8 @@ def initialize_refusal(body: bytes) -> tuple[str, Any] | None:
         first = exc.errors()[0]
         where = ".".join(str(p) for p in first.get("loc", ())) or "params"
         request_id = message.get("id")
-        usable = isinstance(request_id, (int, str)) and not isinstance(request_id, bool)
-        return f"Invalid params: initialize {where}: {first.get('msg', 'invalid')}", request_id if usable else None
+        return (f"Invalid params: initialize {where}: {first.get('msg', 'invalid')}",
+                request_id if is_request_id(request_id) else None)
     return None
 
 
@@ -132,11 +128,9 @@ class SessionQuota:
 
         try:
             first = await receive()  # the whole body: the body caps replay it in one message
-            body = first.get("body", b"")
             refused = None
             if JSONRPC_ID not in scope:  # else the body caps decoded it: a tools/call, no initialize
-                refused = (initialize_refusal(body) if len(body) <= PARSE_ON_LOOP_BYTES
-                           else await anyio.to_thread.run_sync(initialize_refusal, body))
+                refused = initialize_refusal(await _message_of(scope, first.get("body", b"")))
             if refused is not None:
                 await send_jsonrpc_error(send, 400, refused[0], code=INVALID_PARAMS, request_id=refused[1])
                 return
@@ -145,6 +139,14 @@ class SessionQuota:
             self._opening[key] -= 1
             if not self._opening[key]:
                 del self._opening[key]
+
+
+async def _message_of(scope: dict, body: bytes) -> Any:
+    """The body as ``OneRequestIdAtATime`` kept it (in the server: an initialize, or None for any
+    other), else decoded here."""
+    if JSONRPC_MESSAGE in scope:
+        return scope[JSONRPC_MESSAGE]
+    return decoded(body) if len(body) <= PARSE_ON_LOOP_BYTES else await anyio.to_thread.run_sync(decoded, body)
 
 
 def _naming_no_dropped_session(send: Callable) -> Callable:

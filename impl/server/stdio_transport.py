@@ -39,7 +39,7 @@ from mcp.shared.message import SessionMessage
 
 from knowspec.impl.server.json_answer import BATCH_REFUSED
 from knowspec.impl.server.parked_answers import ParkedAnswers, is_placeholder
-from knowspec.impl.server.request_ids import UNUSABLE_ID_MESSAGE, unusable_id
+from knowspec.impl.server.request_ids import UNUSABLE_ID_MESSAGE, is_request_id, unusable_id
 
 log = logging.getLogger("knowspec.stdio")
 
@@ -75,11 +75,7 @@ def _has_lone_surrogate(value: Any, depth: int = 0) -> bool:
 
 
 def _usable_id(value: Any) -> Any:
-    if isinstance(value, bool):
-        return None
-    if isinstance(value, int) or (isinstance(value, str) and not _has_lone_surrogate(value)):
-        return value
-    return None
+    return value if is_request_id(value) and not _has_lone_surrogate(value) else None
 
 
 def decode_line(line: bytes) -> types.JSONRPCMessage | bytes:

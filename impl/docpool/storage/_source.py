@@ -19,8 +19,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable
 
 from knowspec.impl.docpool.fulltext.reader import FtsIndex
-from knowspec.impl.docpool.recipe import COLLECTION_NAME, ImportRefused
-from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, read_identity
+from knowspec.impl.docpool.recipe import COLLECTION_NAME, ImportRefused, model_mismatch
+from knowspec.impl.docpool.vectors.pool_embed import identity_conflict, identity_of
 from knowspec.impl.rules.fold import ascii_lower, fold
 
 class ImportFailed(RuntimeError):
@@ -55,16 +55,6 @@ class CollectionRows:
     meta: list[tuple]         # (collection, name, value) for '' and the collection
 
 
-def incoming_identity(src: CollectionRows) -> PoolModelIdentity | None:
-    """The model identity of the source collection's vectors (``recipe._vector_identity``'s rule:
-    the general recipe's, else the dimension of a vector), or None without vectors."""
-    sample = next((vec for _, vec in (*src.chunk_vecs, *src.topic_vecs)), None)
-    if sample is None:
-        return None
-    return read_identity({name: value for where, name, value in src.meta if where == ""}) or \
-        PoolModelIdentity(None, len(bytes(sample)) // 4)
-
-
 def refuse_another_model(src: CollectionRows, source: Path | str, staying_meta: dict[str, str],
                          staying_sample: bytes | None) -> None:
     """``ImportRefused`` (raised inside the import's transaction, which rolls back) when the
@@ -72,11 +62,11 @@ def refuse_another_model(src: CollectionRows, source: Path | str, staying_meta: 
     of their vectors, None without; ``staying_meta``: the target's general recipe). SQLite
     refuses the same before its transaction (``recipe.refusal``): a collection of 8-dimension
     vectors imported into PostgreSQL or Firebird had broken vector search of every collection."""
-    staying = None if staying_sample is None else (
-        read_identity(staying_meta) or PoolModelIdentity(None, len(bytes(staying_sample)) // 4))
-    conflict = identity_conflict(staying, incoming_identity(src))
+    incoming = identity_of({name: value for where, name, value in src.meta if where == ""},
+                           next((vec for _, vec in (*src.chunk_vecs, *src.topic_vecs)), None))
+    conflict = identity_conflict(identity_of(staying_meta, staying_sample), incoming)
     if conflict:
-        raise ImportRefused(f"embedding model does not match the pool ({source}): {conflict}")
+        raise ImportRefused(model_mismatch(source, conflict))
 
 
 def check_request(source: Path | str, collection: str) -> Path:

@@ -57,6 +57,14 @@ def read_identity(meta_rows: dict[str, str]) -> PoolModelIdentity | None:
     return PoolModelIdentity(meta_rows.get(META_MODEL) or None, int(dim))
 
 
+def identity_of(meta_rows: dict[str, str], sample: bytes | None) -> PoolModelIdentity | None:
+    """The identity of vectors of which ``sample`` is one (None: there are none): the one their
+    general recipe records, else their dimension alone."""
+    if sample is None:
+        return None
+    return read_identity(meta_rows) or PoolModelIdentity(None, len(bytes(sample)) // 4)
+
+
 def identity_conflict(old: PoolModelIdentity | None, new: PoolModelIdentity | None) -> str | None:
     """Why vectors of ``new`` cannot share a pool with vectors of ``old``; ``None`` if they can."""
     if old is None or new is None:
