@@ -20,21 +20,26 @@ from __future__ import annotations
 import argparse
 import contextlib
 import json
+import os
 import re
 import sqlite3
 import sys
 from dataclasses import dataclass, field
 from datetime import datetime, timezone
 from pathlib import Path
-from typing import Any, Iterable
+from typing import TYPE_CHECKING, Any, Iterable
 
 import yaml
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
+from knowspec.impl.docpool.importdoc import MAX_TEXT_BYTES, stored_value_fault
 from knowspec.impl.errors import ToolError
-from knowspec.impl.docpool.storage.sqlite import open_for_write
+from knowspec.impl.docpool.storage.sqlite import open_for_write, remove_pool_file, staging_path
 from knowspec.impl.progress import PhaseProgress, Report
 from knowspec.impl.rules.fold import fold
+
+if TYPE_CHECKING:
+    from knowspec.impl.docpool.vectors.embedder import Embedder
 
 
 _FRONTMATTER = re.compile(r"\A---[ \t]*\r?\n(.*?)\r?\n---[ \t]*(?:\r?\n|\Z)", re.S)
@@ -149,10 +154,23 @@ def _mtime(path: Path) -> str:
 
 
 def _frontmatter_of(path: Path, root: Path) -> tuple[dict[str, Any], str]:
+    where = path.relative_to(root).as_posix()
+    if path.stat().st_size > MAX_TEXT_BYTES:  # read whole, then refused by IMPORTDOC anyway
+        raise ToolError("invalid_request", f"{where}: over {MAX_TEXT_BYTES >> 20} MiB, a topic's cap")
     try:
-        return split_frontmatter(path.read_text("utf-8"))
+        return split_frontmatter(_utf8_text(path, where))
     except YamlAlias as exc:
-        raise ToolError("invalid_request", f"{path.relative_to(root).as_posix()}: frontmatter: {exc}") from None
+        raise ToolError("invalid_request", f"{where}: frontmatter: {exc}") from None
+
+
+def _utf8_text(path: Path, where: str) -> str:
+    """The file's text, or a refusal naming the file and the first byte that is not UTF-8."""
+    data = path.read_bytes()
+    try:
+        return data.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        raise ToolError("invalid_request",
+                        f"{where}: not UTF-8 text (byte {data[exc.start]:#04x} at offset {exc.start})") from None
 
 
 def _principals(acl: Any, where: str) -> list[str]:
@@ -208,7 +226,7 @@ def _load_pool_yaml(root: Path) -> dict[str, Any]:
     if not path.is_file():
         return {}
     try:
-        data = load_yaml(path.read_text("utf-8")) or {}
+        data = load_yaml(_utf8_text(path, "pool.yaml")) or {}
     except yaml.YAMLError as exc:
         raise ToolError("invalid_request", f"pool.yaml is not usable YAML: {str(exc).splitlines()[0]}") from None
     return data if isinstance(data, dict) else {}
@@ -305,8 +323,22 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
         from knowspec.impl.docpool.vectors.embedder import load_embedder
 
         embedder = load_embedder(model_dir)
-    for suffix in ("", "-wal", "-shm"):
+    # Written whole beside ``out`` and renamed over it: a build that fails (a refused file, a
+    # full disk) leaves the pool that was there, and a server reading it sees old or new.
+    staging = staging_path(out, "building")
+    try:
+        counts = _write_pool(root, staging, collection, title, erisim, progress, embedder)
+        os.replace(staging, out)
+    finally:
+        remove_pool_file(staging)
+    for suffix in ("-wal", "-shm"):  # an older file's, which the new one (no WAL) must not meet
         Path(str(out) + suffix).unlink(missing_ok=True)
+    return counts
+
+
+def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str,
+                progress: Report | None, embedder: Embedder | None) -> dict[str, int]:
+    """``build_pool``'s rows, written into the new file ``out``."""
     config = _load_pool_yaml(root)
     okf = (root / "concepts").is_dir()
     con = open_for_write(out)
@@ -362,6 +394,10 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
             embed_pool(con, embedder, passage_prefix=recipe.get("vec_passage_prefix"),
                        query_prefix=recipe.get("vec_query_prefix"),
                        progress=lambda done, total: report("vectors", done, total))
+        for (cid,) in con.execute('select id from "doc$collection" order by id').fetchall():
+            fault = stored_value_fault(con, cid)
+            if fault is not None:  # what IMPORTDOC would refuse, and the served pool choke on
+                raise ToolError("invalid_request", f"the pool would hold {fault} in collection {cid}")
         report("full-text arrays", 0, 1)
         sqlite_persist(con)  # the served help pool loads them at its first search
         report("full-text arrays", 1, 1)

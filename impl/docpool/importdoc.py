@@ -104,7 +104,7 @@ def source_refusal(source: Path, collection: str, shown: str | None = None) -> s
             repeated = _repeated_key(con, collection)
             if repeated is not None:  # the recipe's joins would multiply rows (N topics x N chunks)
                 return f"source is not a document pool: {name} repeats {repeated}, a key of the pool schema"
-            wrong = _oversized_text(con, collection) or _not_a_number(con, collection)
+            wrong = stored_value_fault(con, collection)
             if wrong is not None:
                 return f"source holds {wrong} in collection {collection}"
             found = con.execute(
@@ -185,6 +185,13 @@ def _repeated_key(con: sqlite3.Connection, collection: str) -> str | None:
     return next((key for key, sql in SOURCE_KEYS if con.execute(sql, {"c": collection}).fetchone() is not None), None)
 
 
+def stored_value_fault(con: sqlite3.Connection, collection: str) -> str | None:
+    """What of ``collection`` (in the pool ``con`` reads) a pool must not hold, else None: a
+    text past its cap or not UTF-8, a value of the wrong type, a confidence that is no number.
+    IMPORTDOC refuses such a source and ``pool build`` such a pool."""
+    return _oversized_text(con, collection) or _not_utf8(con, collection) or _not_a_number(con, collection)
+
+
 def _not_a_number(con: sqlite3.Connection, collection: str) -> str | None:
     """A link or alias whose confidence is no finite number (``'high'`` broke every search of a
     SQLite pool; ``1e999``, every doc_get), else None."""
@@ -198,21 +205,49 @@ def _oversized_text(con: sqlite3.Connection, collection: str) -> str | None:
     """What of the collection holds a text past its cap (``TEXT_CAPS``), named with the cap, else
     None: doc_get read a 200 MB body whole before its answer was refused, about a gigabyte of
     server memory per call, and 30 MiB titles made each search hit 90 MB."""
-    def not_text(column: str) -> str:  # a BLOB or a number where text belongs: SQLite keeps any type
-        return f"typeof(x.\"{column}\") not in ('text', 'null')"
+    def faults(column: str, cap: int) -> list[tuple[str, str]]:
+        return [(f"typeof(x.\"{column}\") not in ('text', 'null')", f"{column} is not text"),  # SQLite keeps any type
+                (f'length(cast(x."{column}" as blob)) > {cap}', f"{column} is over {_size(cap)}")]
+    return _first_text_fault(con, collection, faults)
 
-    def over(column: str, cap: int) -> str:
-        return f'length(cast(x."{column}" as blob)) > {cap}'
 
+def _is_utf8(value: bytes | None) -> bool:
+    if value is None:
+        return True
+    try:
+        value.decode("utf-8")
+    except UnicodeDecodeError:
+        return False
+    return True
+
+
+def _not_utf8(con: sqlite3.Connection, collection: str) -> str | None:
+    """What of the collection holds a text that is not UTF-8, else None: SQLite keeps any bytes
+    as text; a SQLite import then failed with a storage error naming no row, and a pool that took
+    one from another writer failed every read of it."""
+    con.create_function("knowspec_is_utf8", 1, _is_utf8, deterministic=True)
+
+    def faults(column: str, cap: int) -> list[tuple[str, str]]:
+        quoted = f'x."{column}"'
+        return [(f"(typeof({quoted}) = 'text' and not knowspec_is_utf8(cast({quoted} as blob)))",
+                 f"{column} is not UTF-8 text")]
+    return _first_text_fault(con, collection, faults)
+
+
+def _first_text_fault(con: sqlite3.Connection, collection: str,
+                      faults: Callable[[str, int], list[tuple[str, str]]]) -> str | None:
+    """``"<row> whose <fault>"`` for the first text column of ``TEXT_CAPS`` with a fault, else None.
+
+    ``faults(column, cap)`` gives (SQL condition on ``x``, how it is said) pairs; one query a
+    table tells whether any row has any, so a clean source costs a scan a table."""
     for what, rows, caps in TEXT_CAPS:
-        either = " or ".join(f"{not_text(c)} or {over(c, cap)}" for c, cap in caps.items())
+        checks = [fault for column, cap in caps.items() for fault in faults(column, cap)]
+        either = " or ".join(condition for condition, _ in checks)
         if con.execute(f"select 1 from {rows} and ({either}) limit 1", {"c": collection}).fetchone() is None:
             continue
-        for column, cap in caps.items():
-            if con.execute(f"select 1 from {rows} and {not_text(column)} limit 1", {"c": collection}).fetchone():
-                return f"{what} whose {column} is not text"
-            if con.execute(f"select 1 from {rows} and {over(column, cap)} limit 1", {"c": collection}).fetchone():
-                return f"{what} whose {column} is over {_size(cap)}"
+        for condition, said in checks:
+            if con.execute(f"select 1 from {rows} and {condition} limit 1", {"c": collection}).fetchone():
+                return f"{what} whose {said}"
     return None
 
 

@@ -8,6 +8,7 @@ dimension) than the vectors of the target's other collections is refused before 
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections import Counter
@@ -16,7 +17,7 @@ from pathlib import Path
 from typing import Callable
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
-from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
+from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write, remove_pool_file, staging_path
 from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, identity_of
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -142,7 +143,37 @@ def import_collection(target: Path | str, source: Path | str, collection: str, *
     why = refusal(target, source, collection)
     if why:
         raise ImportRefused(why)
-    source = Path(source)
+    target = Path(target)
+    if target.exists():
+        return _import_into(target, Path(source), collection, progress)
+    return _import_into_new_pool(target, Path(source), collection, progress)
+
+
+def _import_into_new_pool(target: Path, source: Path, collection: str,
+                          progress: Callable[[str, int, int], None] | None) -> ImportResult:
+    """A first import builds its pool beside ``target`` and links it there once committed: a
+    failed one leaves no empty pool behind (the server would list no collections instead of
+    saying the pool is not imported), and a pool another import created meanwhile is joined,
+    never replaced."""
+    staging = staging_path(target, "importing")
+    try:
+        done = _import_into(staging, source, collection, progress)
+        try:
+            os.link(staging, target)
+        except FileExistsError:
+            return import_collection(target, source, collection, progress=progress)
+        except OSError:  # a file system without hard links: the rename is atomic but not exclusive
+            if target.exists():
+                return import_collection(target, source, collection, progress=progress)
+            os.replace(staging, target)
+        return done
+    finally:
+        remove_pool_file(staging)
+
+
+def _import_into(target: Path, source: Path, collection: str,
+                 progress: Callable[[str, int, int], None] | None) -> ImportResult:
+    """Run the recipe against ``target`` (its schema ensured) in one transaction."""
     statements = recipe_statements()
     totals = Counter(step_phase(sql) for sql in statements)
     done: Counter[str] = Counter()

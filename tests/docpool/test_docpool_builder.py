@@ -164,6 +164,49 @@ def test_yaml_aliases_are_refused_in_frontmatter_and_in_pool_yaml(tmp_path, caps
     assert "pool.yaml is not usable YAML: aliases (*name) are not allowed here" in capsys.readouterr().err
 
 
+def test_a_failed_build_leaves_the_pool_that_was_there(tmp_path, capsys):
+    """The build had removed the old pool first: a refused file left an empty one in its place."""
+    out = tmp_path / "help.db"
+    build_pool(SAMPLE, out, "netsim-help")
+    before = out.read_bytes()
+    (tmp_path / "bad").mkdir()
+    (tmp_path / "bad" / "t.md").write_text("---\nslug: t\nacl: &r [muhasebe]\nroles: *r\n---\nbody\n")
+    assert _build_cli(tmp_path / "bad", out) == 1
+    assert out.read_bytes() == before
+    assert sorted(p.name for p in tmp_path.iterdir()) == ["bad", "help.db"]  # no staging file left
+    (tmp_path / "bad" / "t.md").write_text("---\nslug: t\n---\nbody\n")
+    assert _build_cli(tmp_path / "bad", out) == 0  # and a good build replaces it
+    with sqlite3.connect(out) as con:
+        assert con.execute('select id from "doc$collection"').fetchall() == [("ornek",)]
+
+
+def test_a_file_that_is_not_utf8_refuses_the_build_naming_it(tmp_path, capsys):
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "t.md").write_bytes(b"---\nslug: t\n---\nbody \xff here\n")
+    assert _build_cli(tmp_path / "src", tmp_path / "p.db") == 1
+    assert "t.md: not UTF-8 text (byte 0xff at offset 21)" in capsys.readouterr().err
+    (tmp_path / "src" / "t.md").write_text("---\nslug: t\n---\nbody\n")
+    (tmp_path / "src" / "pool.yaml").write_bytes(b"meta:\n  x: \xc3\n")
+    assert _build_cli(tmp_path / "src", tmp_path / "p.db") == 1
+    assert "pool.yaml: not UTF-8 text (byte 0xc3 at offset 11)" in capsys.readouterr().err
+    assert not (tmp_path / "p.db").exists()
+
+
+def test_a_build_keeps_the_caps_importdoc_holds_a_pool_to(tmp_path, capsys, monkeypatch):
+    """A pool IMPORTDOC would refuse (and whose served reads would cost what its caps prevent)."""
+    from knowspec.impl.docpool import builder
+
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "t.md").write_text("---\nslug: t\ntitle: " + "T" * ((64 << 10) + 1) + "\n---\nbody\n")
+    assert _build_cli(tmp_path / "src", tmp_path / "p.db") == 1
+    assert "the pool would hold a topic whose title is over 64 KiB in collection ornek" in capsys.readouterr().err
+    (tmp_path / "src" / "t.md").write_text("---\nslug: t\n---\n" + "b" * (1 << 20) + "\n")
+    monkeypatch.setattr(builder, "MAX_TEXT_BYTES", 1 << 20)  # the file is read only when under the cap
+    assert _build_cli(tmp_path / "src", tmp_path / "p.db") == 1
+    assert "t.md: over 1 MiB, a topic's cap" in capsys.readouterr().err
+    assert not (tmp_path / "p.db").exists()
+
+
 def test_a_build_reads_regular_files_inside_its_folder_only(tmp_path):
     import os
 

@@ -153,6 +153,41 @@ def test_failure_halfway_rolls_back_everything(settings, tmp_path):
                  "invoic*") == 3 * 2
 
 
+def test_a_failed_first_import_leaves_no_pool_file(settings, tmp_path):
+    """A pool file with the schema and no collection would answer an empty list where the server
+    should say the pool is not imported."""
+    (tmp_path / "sources").mkdir()
+    source = _source_with_a_repeated_acl_entry(tmp_path / "sources" / "broken.db")
+    before = sorted(p.name for p in tmp_path.iterdir())
+    with pytest.raises(ToolError) as err:
+        import_collection(settings, "sales", "manuals", str(source))
+    assert err.value.code == "storage_error"
+    assert sorted(p.name for p in tmp_path.iterdir()) == before  # no pool, no staging file
+    assert import_collection(settings, "sales", "manuals",
+                             str(make_pool(tmp_path / "good.db", "manuals", topics_of(2))))["topics"] == 2
+
+
+def test_a_first_import_joins_a_pool_another_import_created_meanwhile(settings, target, tmp_path, monkeypatch):
+    from knowspec.impl.docpool import recipe
+
+    other = make_pool(tmp_path / "faq.db", "faq", topics_of(2, "q"))
+    real_link = recipe.os.link
+
+    def link_after_another_import(staging, path):
+        monkeypatch.setattr(recipe.os, "link", real_link)
+        recipe.import_collection(path, other, "faq")  # the other import wins the race
+        real_link(staging, path)
+
+    monkeypatch.setattr(recipe.os, "link", link_after_another_import)
+    outcome = import_collection(settings, "sales", "manuals",
+                                str(make_pool(tmp_path / "src.db", "manuals", topics_of(3))))
+    assert outcome["topics"] == 3
+    rows = sqlite3.connect(target).execute(
+        'select collection, count(*) from "doc$topic" group by collection order by 1').fetchall()
+    assert rows == [("faq", 2), ("manuals", 3)]
+    assert not [p.name for p in tmp_path.iterdir() if p.name.endswith(".importing")]
+
+
 def test_reader_sees_wholly_old_or_wholly_new_data(settings, tmp_path):
     target = _seeded_target(settings, tmp_path)  # 3 topics, 6 chunks
     new_source = make_pool(tmp_path / "new.db", "manuals", topics_of(40, "fresh"),

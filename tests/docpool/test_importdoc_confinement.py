@@ -165,6 +165,11 @@ def test_a_source_repeating_topic_ids_is_refused(settings, tmp_path):
      'source_uri, mime, mtime, body_md from t2', "repeats a slug in doc$topic, a key of the pool schema"),
     ('update "doc$topic" set title = cast(title as blob)', "holds a topic whose title is not text"),
     ('update "doc$chunk" set heading = x\'41\'', "holds a chunk whose heading is not text"),
+    ("update \"doc$topic\" set title = cast(x'54ff' as text)", "holds a topic whose title is not UTF-8 text"),
+    ("update \"doc$topic\" set description = cast(x'eda080' as text)",  # a UTF-16 surrogate
+     "holds a topic whose description is not UTF-8 text"),
+    ("update \"doc$chunk\" set body = cast(x'696e766f69636573ff' as text)", "holds a chunk whose body is not UTF-8 text"),
+    ("update \"doc$link\" set key = cast(x'4bc3' as text)", "holds a link whose key is not UTF-8 text"),
     ("insert into \"doc$link\"(topic_id, kind, key, confidence, source) select id, 'form_class', 'k', 'high', '' "
      'from "doc$topic" limit 1', "holds a link whose confidence is not a finite number"),
     ("insert into \"doc$link\"(topic_id, kind, key, confidence, source) select id, 'form_class', 'k', 1e999, '' "
@@ -176,6 +181,11 @@ def test_a_source_whose_values_break_the_pool_schema_is_refused(settings, tmp_pa
     with sqlite3.connect(source) as con:
         con.executescript(edit)
     assert said in _refused_untouched(settings, tmp_path, "odd.db")
+
+
+def test_texts_in_any_script_are_imported(settings, tmp_path):
+    make_pool(settings.import_path / "scripts.db", "manuals", [("s", "Straße — 日本語 😀", "ğüşiöç body")])
+    assert confined(settings, "scripts.db")["result"] is True
 
 
 def test_the_help_pools_collection_name_is_refused(settings, tmp_path):
