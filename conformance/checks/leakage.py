@@ -1,4 +1,5 @@
-"""No absolute path of the bundle dir in anything a server says, on errors or on success."""
+"""No absolute path of the bundle dir in anything a server says, on errors or on success, and no
+local path at all in an OKF error's messages (read.md §4.4 redacts them)."""
 
 from __future__ import annotations
 
@@ -10,6 +11,7 @@ from knowspec.conformance.checks.common import advertised_only, fail, valid_call
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.fixtures.model import Bundle, Concept
 from knowspec.conformance.generate import base_arguments
+from knowspec.conformance.oracles.message_paths import path_in_message
 from knowspec.conformance.target import CallOutcome
 
 RULE = "spec/okf/contract/read.md §4.4 (redaction: no local path in messages; file fields relative)"
@@ -53,12 +55,27 @@ def error_probes(root: Path, ctx: CheckContext) -> list[str]:
             str(root / "symlinked"), str(broken_path), str(root / "no such" / "deep" / "dir")]
 
 
-def _saying_none_of(ctx: CheckContext, secrets: list[str], failure: str) -> Callable[[dict[str, Any]], None]:
-    """A call of the judged tool whose answer, valid or not, must not contain any of ``secrets``."""
+def unredacted_path(outcome: CallOutcome) -> str | None:
+    """A local path left in an error envelope's message or its diagnostics' messages, or None."""
+    env = outcome.structured if outcome.is_error and isinstance(outcome.structured, dict) else {}
+    diagnostics = env.get("diagnostics") if isinstance(env.get("diagnostics"), list) else []
+    messages = [env.get("message"), *(d.get("message") for d in diagnostics if isinstance(d, dict))]
+    return next((found for text in messages if isinstance(text, str) for found in [path_in_message(text)] if found),
+                None)
+
+
+def _saying_none_of(ctx: CheckContext, secrets: list[str], failure: str, *,
+                    redacted: bool = False) -> Callable[[dict[str, Any]], None]:
+    """A call of the judged tool whose answer, valid or not, must not contain any of ``secrets``;
+    with ``redacted``, whose error messages hold no local path at all (another folder of the
+    server's, a path the caller gave)."""
     def call(args: dict[str, Any]) -> None:
         outcome = ctx.call(args)
         if leaked(outcome, secrets):
             fail(failure, outcome)
+        found = unredacted_path(outcome) if redacted else None
+        if found:
+            fail(f"an error message holds the local path {found[:80]!r}; read.md §4.4 redacts it", outcome)
 
     return call
 
@@ -69,11 +86,12 @@ def _and_generated_calls(ctx: CheckContext, call: Callable[[dict[str, Any]], Non
 
 @check("no_path_leakage", RULE, applies=advertised_only, relevant=lambda t: "bundle_path" in t.input_properties)
 def no_path_leakage(ctx: CheckContext) -> None:
-    """Error messages and results never contain the absolute bundle dir path."""
+    """Error messages and results never contain the absolute bundle dir path, and an OKF
+    tool's error messages no local path."""
     tool = ctx.require_tool()
     root = ctx.bundles.root
     call = _saying_none_of(ctx, sorted({str(root), str(root.resolve())}, key=len, reverse=True),
-                           "the response contains the absolute bundle dir path")
+                           "the response contains the absolute bundle dir path", redacted=tool.family == "okf")
     base = {k: v for k, v in ctx.fill().items() if k in tool.input_properties}
     base = {**base_arguments(tool, base), **base}
     for path in error_probes(root, ctx):

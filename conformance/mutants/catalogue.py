@@ -242,6 +242,12 @@ def _leak(env: dict, request: dict) -> bool:
     return False
 
 
+def _leak_server_state(env: dict, request: dict) -> bool:
+    """Another folder of the server's (not the bundle the caller named) in the message."""
+    env["message"] = f"{env.get('message', '')} (server state /var/lib/okf-server/catalog.db)"
+    return True
+
+
 def _drop_diagnostics(env: dict, request: dict) -> bool:
     env.pop("diagnostics", None)
     return True
@@ -267,6 +273,8 @@ mutant("limit_error_as_schema_validation", "limit keywords give resource_limit",
 mutant("schema_error_as_invalid_request", "schema failures give schema_validation",
        ("input_invalid_rejected",))(edit_error(_recode("schema_validation", "invalid_request")))
 mutant("leak_bundle_path", "no absolute path in error messages", ("no_path_leakage",))(edit_error(_leak))
+mutant("leak_server_path", "no local path in error messages (read.md §4.4)", ("no_path_leakage",))(
+    edit_error(_leak_server_state))
 mutant("envelope_without_diagnostics", "the envelope always carries diagnostics", ("output_schema",))(
     edit_error(_drop_diagnostics))
 mutant("errors_retryable", "only cancellation is retryable", ("output_schema", "input_invalid_rejected"))(
