@@ -21,13 +21,14 @@ def test_top_level_commands():
 @pytest.mark.parametrize(("group", "expected"), [
     ("pool", {"build", "import", "reindex", "register", "alter", "databases"}),
     ("model", {"build", "check"}),
-    ("user", {"add", "grant", "list"}),
+    ("user", {"add", "grant", "revoke", "passwd", "remove", "list"}),
 ])
 def test_grouped_commands(group, expected):
     assert set(subcommands(subcommands(build_parser())[group])) == expected
 
 
-@pytest.mark.parametrize("command", [("user", "add"), ("user", "grant"), ("user", "list"),
+@pytest.mark.parametrize("command", [("user", "add"), ("user", "grant"), ("user", "list"), ("user", "revoke"),
+                                     ("user", "passwd"), ("user", "remove"),
                                      ("pool", "register"), ("pool", "alter"), ("pool", "databases")])
 def test_catalog_commands_offer_only_the_state_options_they_read(command):
     import argparse

@@ -78,6 +78,7 @@ ROWS: dict[str, Row] = {
     '$K pool alter "ALTER DATABASE shop SET DOCUMENTS INTERNAL"': Row("run", "pools", expect='"documents": "INTERNAL"'),
     "$K pool import --database shop --collection docs pool.db": Row("run", "pools", expect="imported docs: 16 topics"),
     "$K user add admin --password-stdin --role SYSADMIN": Row("run", "pools", expect="SYSADMIN", stdin=PASSWORD + "\n"),
+    "$K user list": Row("run", "pools", expect="admin\tSYSADMIN"),
     "$K serve --http 127.0.0.1:8765 --database shop": Row("http", "pools"),
     # README: conformance suite (against the server of the pools block)
     '$K conform --target stdio:"$K serve --stdio" --family all --seed 1 --junit reports/c.xml --json reports/c.json '

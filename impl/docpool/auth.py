@@ -15,6 +15,7 @@ import hmac
 import secrets
 import sys
 from dataclasses import dataclass
+from typing import Callable
 
 from knowspec.impl.docpool.catalog_store import CatalogRows, CatalogTarget, CatalogUnavailable, open_catalog
 from knowspec.impl.rules.fold import ascii_lower
@@ -120,8 +121,37 @@ def grant_role(catalog: CatalogTarget, user: str, role: str) -> None:
 
 
 def revoke_role(catalog: CatalogTarget, user: str, role: str) -> None:
+    """Take ``role`` from ``user``; the user's live sessions lose it at their next use (each use
+    reads the roles afresh, ``rest.sessions``)."""
     with open_catalog(catalog).transaction(atomic=True) as rows:
         rows.remove_user_role(user, role)
+
+
+def _stored_name(rows: CatalogRows, user: str) -> str:
+    row = rows.user(user)
+    if row is None:
+        raise AuthError(f"no such user {user!r}")
+    return row[0]
+
+
+def remove_user(catalog: CatalogTarget, name: str) -> None:
+    """Remove a user, its grants and every session it holds, in one transaction: a token it had
+    is refused from its next use on, by every server sharing the catalog."""
+    with open_catalog(catalog).transaction(atomic=True) as rows:
+        stored = _stored_name(rows, name)
+        rows.remove_sessions_of(stored)
+        rows.remove_user(stored)
+
+
+def set_password(catalog: CatalogTarget, name: str, password: str) -> None:
+    """Give a user a new password and end its sessions (one taken with the old is ended too)."""
+    if not password:
+        raise AuthError("password must not be empty")
+    salt, digest, params = _new_hash(password)
+    with open_catalog(catalog).transaction(atomic=True) as rows:
+        stored = _stored_name(rows, name)
+        rows.set_password(stored, salt, digest, params)
+        rows.remove_sessions_of(stored)
 
 
 def _user(rows: CatalogRows, name: str) -> User | None:
@@ -164,7 +194,8 @@ def authenticate(catalog: CatalogTarget, name: str, password: str) -> User | Non
 
 
 def add_user_parser(subparsers: argparse._SubParsersAction) -> None:
-    """Mount ``add``, ``grant`` and ``list`` under the lead's ``user`` command."""
+    """Mount ``add``, ``grant``, ``revoke``, ``passwd``, ``remove`` and ``list`` under the lead's
+    ``user`` command."""
     from knowspec.impl.cli import add_settings_options
 
     add = subparsers.add_parser("add", help="create a user (password read from stdin)")
@@ -184,6 +215,24 @@ def add_user_parser(subparsers: argparse._SubParsersAction) -> None:
     grant.add_argument("role")
     add_settings_options(grant, catalog_only=True)
     grant.set_defaults(func=_cmd_grant)
+
+    revoke = subparsers.add_parser("revoke", help="take a role from a user (its sessions lose it at once)")
+    revoke.add_argument("name")
+    revoke.add_argument("role")
+    add_settings_options(revoke, catalog_only=True)
+    revoke.set_defaults(func=_cmd_revoke)
+
+    passwd = subparsers.add_parser("passwd", help="set a user's password (read from stdin); ends its sessions")
+    passwd.add_argument("name")
+    passwd.add_argument("--password-stdin", action="store_true", required=True,
+                        help="read the new password from the first line of standard input")
+    add_settings_options(passwd, catalog_only=True)
+    passwd.set_defaults(func=_cmd_passwd)
+
+    remove = subparsers.add_parser("remove", help="remove a user, its roles and its sessions")
+    remove.add_argument("name")
+    add_settings_options(remove, catalog_only=True)
+    remove.set_defaults(func=_cmd_remove)
 
     lst = subparsers.add_parser("list", help="list users and their roles")
     add_settings_options(lst, catalog_only=True)
@@ -214,6 +263,37 @@ def _cmd_grant(args: argparse.Namespace) -> int:
         print(f"error: {exc}", file=sys.stderr)
         return 1
     print(f"granted {args.role} to {args.name}")
+    return 0
+
+
+def _cmd_revoke(args: argparse.Namespace) -> int:
+    def revoke() -> str:
+        catalog = _catalog(args)
+        if get_user(catalog, args.name) is None:
+            raise AuthError(f"no such user {args.name!r}")
+        revoke_role(catalog, args.name, args.role)
+        return f"revoked {args.role} from {args.name}"
+    return _report(revoke)
+
+
+def _cmd_passwd(args: argparse.Namespace) -> int:
+    password = sys.stdin.readline().rstrip("\r\n")
+    return _report(lambda: set_password(_catalog(args), args.name, password)
+                   or f"password of {args.name} set; its sessions ended")
+
+
+def _cmd_remove(args: argparse.Namespace) -> int:
+    return _report(lambda: remove_user(_catalog(args), args.name) or f"user {args.name} removed; its sessions ended")
+
+
+def _report(action: Callable[[], str]) -> int:
+    """Run a user command: its line on stdout (exit 0), or its error on stderr (exit 1)."""
+    try:
+        said = action()
+    except (AuthError, CatalogUnavailable) as exc:
+        print(f"error: {exc}", file=sys.stderr)
+        return 1
+    print(said)
     return 0
 
 

@@ -159,6 +159,14 @@ class PostgresRows:
         self._run('delete from "auth$user_role" where user_key = %s and role_key = %s',
                   (ascii_lower(user), ascii_lower(role)))
 
+    def set_password(self, user: str, salt: bytes, digest: bytes, params: str) -> None:
+        self._run('update "auth$user" set salt = %s, hash = %s, params = %s where name_key = %s',
+                  (salt, digest, params, ascii_lower(user)))
+
+    def remove_user(self, user: str) -> None:
+        self._run('delete from "auth$user_role" where user_key = %s', (ascii_lower(user),))
+        self._run('delete from "auth$user" where name_key = %s', (ascii_lower(user),))
+
     # auth$session
     def add_session(self, key: str, user: str, roles: str, database: str | None,
                     expires_at: float, now: float) -> None:
@@ -174,6 +182,9 @@ class PostgresRows:
 
     def remove_session(self, key: str) -> bool:
         return self._run('delete from "auth$session" where token_hash = %s', (key,)) > 0
+
+    def remove_sessions_of(self, user: str) -> None:
+        self._run('delete from "auth$session" where user_name = %s', (user,))
 
     def remove_session_if_ended(self, key: str, now: float, idle_seconds: float | None) -> bool:
         ended, params = ended_condition(now, idle_seconds, "%s")

@@ -56,7 +56,7 @@ create table if not exists "auth$user_role" (
 create table if not exists "auth$session" (
     token_hash text primary key,      -- sha256 of the bearer token; the token itself is never stored
     user_name  text not null,
-    roles      text not null,         -- JSON list: the roles held at login
+    roles      text not null,         -- JSON list: the roles held at login (each use reads them afresh)
     database   text,
     expires_at real not null,         -- the absolute end
     last_used  real not null          -- the idle end is last_used + the idle life
@@ -166,6 +166,14 @@ class SqliteRows:
     def remove_user_role(self, user: str, role: str) -> None:
         self.con.execute('delete from "auth$user_role" where user_name = ? and role_name = ?', (user, role))
 
+    def set_password(self, user: str, salt: bytes, digest: bytes, params: str) -> None:
+        self.con.execute('update "auth$user" set salt = ?, hash = ?, params = ? where name = ?',
+                         (salt, digest, params, user))
+
+    def remove_user(self, user: str) -> None:
+        self.con.execute('delete from "auth$user_role" where user_name = ?', (user,))
+        self.con.execute('delete from "auth$user" where name = ?', (user,))
+
     # auth$session
     def add_session(self, key: str, user: str, roles: str, database: str | None,
                     expires_at: float, now: float) -> None:
@@ -181,6 +189,9 @@ class SqliteRows:
 
     def remove_session(self, key: str) -> bool:
         return self.con.execute('delete from "auth$session" where token_hash = ?', (key,)).rowcount > 0
+
+    def remove_sessions_of(self, user: str) -> None:
+        self.con.execute('delete from "auth$session" where user_name = ?', (user,))
 
     def remove_session_if_ended(self, key: str, now: float, idle_seconds: float | None) -> bool:
         ended, params = ended_condition(now, idle_seconds, "?")

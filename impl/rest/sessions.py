@@ -3,7 +3,8 @@
 Sessions are rows of the catalog database (``auth$session``), not process memory, so every
 server process that shares the catalog (the workers of ``serve --workers N``, or several servers)
 honours a login made on any of them, and a logout anywhere ends it everywhere. Only a hash of
-the token is stored. A session ends on whichever comes first: ``settings.session_ttl_seconds``
+the token is stored. A session's roles are read from the catalog at each use, not kept from the
+login: a role revoked, or a user removed (``user remove`` ends its sessions), counts at once. A session ends on whichever comes first: ``settings.session_ttl_seconds``
 after login (the absolute life: use never extends it, so a stolen token has a bounded life) or
 ``settings.session_idle_seconds`` after its last recorded use (a forgotten session does not
 linger). A use is recorded at most once per ``touch_seconds`` (at most one write a second per
@@ -118,8 +119,8 @@ class SessionStore:
                 return None
             if now - last_used >= self.touch_seconds:
                 rows.touch_session(key, now)
-        return Session(token=token, user=user, roles=tuple(json.loads(roles)), database=database,
-                       expires_at=expires_at)
+            held = tuple(rows.roles_of(user))  # as granted now: a revoked role is gone at once
+        return Session(token=token, user=user, roles=held, database=database, expires_at=expires_at)
 
     def close(self, token: str) -> bool:
         with self._store().transaction() as rows:

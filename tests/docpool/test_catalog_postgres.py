@@ -70,6 +70,8 @@ COMMANDS = st.lists(st.one_of(
     st.tuples(st.just("create"), NAMES, st.lists(ROLES, max_size=2)),
     st.tuples(st.just("grant"), NAMES, ROLES),
     st.tuples(st.just("revoke"), NAMES, ROLES),
+    st.tuples(st.just("remove"), NAMES, st.none()),
+    st.tuples(st.just("passwd"), NAMES, st.sampled_from(["pw", "new"])),
     st.tuples(st.just("register"), DBS, st.sampled_from(["SQLITE", "postgresql", "ORACLE"])),
     st.tuples(st.just("alter"), DBS, st.sampled_from(["INTERNAL", "OFF", "DATABASE hr", "DATABASE nope"])),
     st.tuples(st.just("login"), NAMES, st.sampled_from(["pw", "bad"])),
@@ -85,6 +87,10 @@ def _apply(target, command) -> object:
             return auth.grant_role(target, a, b)
         if kind == "revoke":
             return auth.revoke_role(target, a, b)
+        if kind == "remove":
+            return auth.remove_user(target, a)
+        if kind == "passwd":
+            return auth.set_password(target, a, b)
         if kind == "register":
             return catalog.register_database(target, a, b, f"{a}.db")
         if kind == "alter":
@@ -274,6 +280,7 @@ def test_sessions_in_a_postgresql_catalog_expire_for_every_store(url):
     clock = Clock()
     first = SessionStore(3600, clock=clock, idle_seconds=600, catalog=url)
     second = SessionStore(3600, clock=clock, idle_seconds=600, catalog=url)
+    auth.create_user(url, "ali", "pw", ["Finance"])
     session = first.open("ali", ("Finance",), "sales")
     assert second.get(session.token).roles == ("Finance",)
     clock.now += 599
@@ -377,7 +384,9 @@ def test_an_alter_database_or_a_revoked_role_on_one_server_is_seen_by_the_other(
     response = b.post("/AdminREST/EXECCOMMAND", headers=admin,
                       json={"command": "SQL", "params": {"sql": "ALTER DATABASE sales SET DOCUMENTS INTERNAL"}})
     assert response.status_code == 403 and response.json()["code"] == "forbidden"
-    assert a.post("/ClientREST/DocStats", headers=admin, json={}).status_code == 401  # the session ended too
+    assert a.post("/ClientREST/DocStats", headers=admin, json={}).status_code == 404  # signed in still (pool off)
+    auth.remove_user(url, "ADMIN")  # on one server: the session ends on every one
+    assert a.post("/ClientREST/DocStats", headers=admin, json={}).status_code == 401
     assert catalog.get_database(url, "sales").documents == "OFF"
 
 

@@ -76,6 +76,35 @@ def test_cli_user_add_reads_password_from_stdin(tmp_path, monkeypatch, capsys):
     assert "admin\tSYSADMIN" in capsys.readouterr().out
 
 
+def test_cli_revokes_sets_passwords_and_removes_users(tmp_path, monkeypatch, capsys):
+    from knowspec.impl.cli import main
+
+    catalog = tmp_path / "catalog.db"
+    auth.create_user(catalog, "fatma", "old", ["Finance", "WRITER"])
+    assert main(["user", "revoke", "FATMA", "writer", "--appdir", str(tmp_path)]) == 0
+    assert auth.get_user(catalog, "fatma").roles == ("Finance",)
+    monkeypatch.setattr("sys.stdin", io.StringIO("new pw\n"))
+    assert main(["user", "passwd", "fatma", "--password-stdin", "--appdir", str(tmp_path)]) == 0
+    assert auth.authenticate(catalog, "fatma", "old") is None
+    assert auth.authenticate(catalog, "fatma", "new pw") is not None
+    assert main(["user", "remove", "Fatma", "--appdir", str(tmp_path)]) == 0
+    assert auth.list_users(catalog) == []
+    capsys.readouterr()
+    for argv in (["user", "remove", "fatma"], ["user", "revoke", "fatma", "Finance"]):
+        assert main([*argv, "--appdir", str(tmp_path)]) == 1
+        assert "no such user 'fatma'" in capsys.readouterr().err
+    monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
+    auth.create_user(catalog, "ali", "pw")
+    assert main(["user", "passwd", "ali", "--password-stdin", "--appdir", str(tmp_path)]) == 1
+    assert "password must not be empty" in capsys.readouterr().err
+
+
+def test_a_removed_user_can_be_created_again_without_its_old_grants(catalog):
+    auth.create_user(catalog, "ali", "pw", ["SYSADMIN"])
+    auth.remove_user(catalog, "ali")
+    assert auth.create_user(catalog, "ali", "pw2").roles == ()
+
+
 @pytest.mark.parametrize("look_alike", ["sysadmın", "ſysadmin", "SYSADMİN", "wrıter", "ſYSADMIN"])
 def test_a_role_that_only_looks_like_a_write_role_grants_nothing(catalog, look_alike):
     """Role names compare ASCII case-insensitively: Unicode case mappings (dotless ı, long ſ,

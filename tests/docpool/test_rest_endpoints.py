@@ -51,7 +51,8 @@ def clock():
 
 @pytest.fixture()
 def client(settings, clock):
-    return TestClient(rest_app(settings, SessionStore(settings.session_ttl_seconds, clock=clock)))
+    return TestClient(rest_app(settings, SessionStore(settings.session_ttl_seconds, clock=clock,
+                                                       catalog=settings.catalog)))
 
 
 def login(client, user, password, database="sales"):
@@ -268,6 +269,27 @@ def test_restricted_topic_answers_not_found_without_the_principal(client, restri
     body = {"collection": "manuals", "slug": "topic-1"}
     assert client.post("/ClientREST/DocGet", headers=finance, json=body).status_code == 200
     assert_envelope(client.post("/ClientREST/DocGet", headers=other, json=body), 404, "not_found")
+
+
+def test_a_revoked_role_stops_reading_its_topics_with_the_same_token(client, settings, restricted_pool):
+    """A session had kept the roles of its login until it ended (12 hours by default)."""
+    finance = login(client, "fatma", READER_PW)
+    body = {"collection": "manuals", "slug": "topic-1"}
+    assert client.post("/ClientREST/DocGet", headers=finance, json=body).status_code == 200
+    auth.revoke_role(settings.catalog, "fatma", "finance")
+    assert_envelope(client.post("/ClientREST/DocGet", headers=finance, json=body), 404, "not_found")
+    auth.grant_role(settings.catalog, "fatma", "Finance")
+    assert client.post("/ClientREST/DocGet", headers=finance, json=body).status_code == 200
+
+
+@pytest.mark.parametrize("end", [lambda catalog: auth.set_password(catalog, "fatma", "another password"),
+                                 lambda catalog: auth.remove_user(catalog, "FATMA")], ids=["passwd", "remove"])
+def test_removing_a_user_or_setting_its_password_ends_its_sessions(client, settings, end):
+    headers, others = login(client, "fatma", READER_PW), login(client, "ali", READER_PW)
+    assert client.post("/ClientREST/DocStats", headers=headers, json={}).status_code != 401
+    end(settings.catalog)
+    assert_envelope(client.post("/ClientREST/DocStats", headers=headers, json={}), 401, "unauthenticated")
+    assert client.post("/ClientREST/DocStats", headers=others, json={}).status_code != 401
 
 
 def test_doc_tools_read_the_session_database_not_the_body(client, restricted_pool):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 from hypothesis import given, strategies as st
 
+from knowspec.impl.docpool import auth
 from knowspec.impl.rest.sessions import SessionStore
 from fake_clock import Clock
 
@@ -11,7 +12,7 @@ from fake_clock import Clock
 def test_session_is_valid_until_its_ttl_then_gone():
     clock = Clock(1000.0)
     store = SessionStore(60, clock=clock)
-    session = store.open("ayse", ("editors",), "sales")
+    session = store.open("ayse", (), "sales")
     clock.now += 59.9
     assert store.get(session.token) == session
     clock.now += 0.1
@@ -91,6 +92,7 @@ def test_a_session_opened_by_one_store_is_live_in_another_on_the_same_catalog(tm
     clock = Clock(1000.0)
     first = SessionStore(3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
     second = SessionStore(3600, clock=clock, idle_seconds=600, catalog=tmp_path / "catalog.db")
+    auth.create_user(tmp_path / "catalog.db", "ayse", "pw", ["editors", "SYSADMIN"])
     session = first.open("ayse", ("editors", "SYSADMIN"), "sales")
     assert second.get(session.token) == session
     assert second.get(session.token).caller() == session.caller()
