@@ -2,8 +2,9 @@
 
 Each check writes its own bundles (``fixtures/model.py``) and compares the target's answers with
 ``oracles/okf_reads.py``: list_concepts cards and staleness at the day and instant boundaries,
-read_concept raw text and parts, search_sections order/terms/hashes/coverage, get_semantic_graph
-nodes and relations, validate_bundle counts against its diagnostics and a known error.
+read_concept raw text and parts, search_sections hits (``oracles/okf_sections.py``: sections, BM25,
+snippets) and fingerprints, get_semantic_graph nodes and relations, validate_bundle counts against its
+diagnostics and a known error.
 """
 
 from __future__ import annotations
@@ -16,6 +17,7 @@ from knowspec.conformance.checks.registry import CheckContext, check, tools_name
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Source
 from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, sources_bundle, wide_bundle
 from knowspec.conformance.oracles import okf_reads as oracle
+from knowspec.conformance.oracles import okf_sections as sections
 from knowspec.conformance.target import CallOutcome
 
 READ = "spec/okf/contract/read.md"
@@ -154,17 +156,89 @@ def sections_bundle() -> Bundle:
     ))
 
 
+def section_rules_bundle() -> Bundle:
+    """The section and ranking rules one at a time: a preamble before the first heading, ATX levels
+    1-3 (one with closing #s), a Setext heading over a fenced `# not a heading`, a heading at the
+    body start, a whitespace-only preamble (dropped), a term in a title and in a heading, a first
+    match past 80 runes of non-ASCII text in a section over 512 runes, ß against SS, a CRLF body,
+    empty ATX headings (no section) and a two-line Setext heading (its lines' text joined), a
+    frontmatter of ten lines, and a log and an asset that count in the fingerprint only."""
+    retry = Concept(
+        "retry", title="Retry guide", description="How retries wait", tags=("ops", "net"),
+        sources=(Source("https://example.com/retry", id="rfc", title="Retry RFC"),),
+        text="Preamble before any heading mentions jitter once.\n\n# Retry policy\n\nDeadline permits jitter.\n\n"
+             "## Backoff ##\n\nBackoff adds jitter between attempts, and more jitter.\n\n### Limits\n\n"
+             "Three attempts at most.\n\nSetext heading\n==============\n\nCalm text under a setext heading.\n\n"
+             "```text\n# not a heading jitter\n```\n\nTail after the fence.")
+    return Bundle("section-rules", (
+        retry,
+        Concept("jitter-notes", title="Jitter notes",
+                text="# Overview\n\nPlain words only.\n\n## Jitter\n\nJitter spreads load."),
+        Concept("blank-start", title="Blank start", text="   \n\n# Only heading\n\nText with jitter and deadline."),
+        Concept("far", title="Far match", text="Ünïcödé " * 15 + "Straße jitter " + "tail " * 120),
+        Concept("plain", title="Plain", text="Deadline only, no other words."),
+        Concept("crlf", title="Windows", text="# Windows\r\nCRLF line with jitter\r\n\r\n## Second\r\nmore jitter"),
+        Concept("odd-headings", title="Odd headings",
+                text="Intro jitter\n\n#\n\nafter an empty heading\n\n## ##\n\nmore jitter\n\n"
+                     "Line one\nline two jitter\n===\n\nunder a two-line heading"),
+    ), extra_files={"log.md": "# Log\n\njitter jitter\n", "assets/jitter.txt": "jitter & <b>\n"})
+
+
+SCORE_TOLERANCE = 1e-9   # relative: another implementation may round the last bits differently
+MAX_LISTED = 4           # hit problems listed in one failure, one a line
+
+
+def _section_problems(hits: list, expected: list[dict], limit: int) -> list[str]:
+    """Hits against the oracle's first ``limit`` sections (ties already cut by concept ID and
+    line_start): the same sections, each with the heading, line_end, snippet and score (within
+    ``SCORE_TOLERANCE``) the bundle's bytes give."""
+    matching = {(e["concept_id"], e["line_start"]) for e in expected}
+    want = {(e["concept_id"], e["line_start"]): e for e in expected[:limit]}
+    got = {(h.get("concept_id"), h.get("line_start")): h for h in hits if isinstance(h, dict)}
+    problems = [f"{cid} L{start}: " + (f"matches, but is not among the first {limit} by score, concept_id, line_start"
+                                       if (cid, start) in matching else "no section holding every term starts there")
+                for cid, start in got if (cid, start) not in want]
+    for key, w in want.items():
+        h = got.get(key)
+        if h is None:
+            problems.append(f"{key[0]} L{key[1]}-{w['line_end']} ({w['heading']!r}) is missing")
+            continue
+        where = f"{key[0]} L{key[1]}"
+        for field in ("heading", "line_end", "snippet"):
+            if h.get(field) != w[field]:
+                problems.append(f"{where}: {field} {_short(h.get(field))} != {_short(w[field])}")
+        score = h.get("score")
+        if not isinstance(score, (int, float)) or isinstance(score, bool) \
+                or abs(score - w["score"]) > SCORE_TOLERANCE * abs(w["score"]):
+            problems.append(f"{where}: score {score} != BM25 {w['score']:.12g} (relative tolerance {SCORE_TOLERANCE})")
+    return problems
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return text if len(text) <= 60 else text[:59] + "…"
+
+
+def _listed(problems: list[str]) -> str:
+    more = [f"… and {len(problems) - MAX_LISTED} more"] if len(problems) > MAX_LISTED else []
+    shown = problems[:MAX_LISTED] + more
+    return "".join("\n  " + p for p in shown)
+
+
 def _check_sections(ctx: CheckContext, bundle: Bundle, query: str, limit: int) -> None:
     path = ctx.bundles.path_of(bundle)
     outcome = success(ctx, {"bundle_path": str(path), "query": query, "limit": limit})
     out = outcome.structured
     hits = out.get("hits") or []
     terms = oracle.section_terms(query)
+    expected = oracle.expected_section_hits(bundle, query)
     problems = []
     if out.get("query") != query:
         problems.append("query echo differs")
     if out.get("terms") != terms:
         problems.append(f"terms {out.get('terms')} != {terms}")
+    if out.get("snapshot_revision") != sections.snapshot_revision(sections.captured_files(path)):
+        problems.append("snapshot_revision is not the SHA-256 of the [{path,size,sha256}] records of every file")
     keys = [oracle.sections_order_key(h) for h in hits]
     if keys != sorted(keys):
         problems.append("hits are not ordered by score descending, then concept_id, then line_start")
@@ -184,30 +258,32 @@ def _check_sections(ctx: CheckContext, bundle: Bundle, query: str, limit: int) -
             problems.append(f"{concept.id}: lines {start}-{end} outside the file")
         if hit.get("path") != concept.path:
             problems.append(f"{concept.id}: path {hit.get('path')!r}")
-    found = {h.get("concept_id") for h in hits}
-    must = oracle.concepts_with_words(bundle, terms, "body")
-    may = oracle.concepts_with_words(bundle, terms, "anywhere")
     total = out.get("total")
-    if not found <= may:
-        problems.append(f"hits {sorted(found - may)} do not hold every query word")
-    if _whole(total) and total <= limit and not must <= found:
-        problems.append(f"concepts {sorted(must - found)} hold every word in a section but are missing")
+    if total != len(expected):
+        problems.append(f"total {total} != {len(expected)} sections holding every term")
     if not _whole(total) or total < len(hits) or out.get("truncated") != (total > len(hits)) \
             or len(hits) > limit or (total > len(hits) and len(hits) < limit):
         problems.append(f"total {total} / truncated {out.get('truncated')} / {len(hits)} hits / limit {limit}")
-    if problems:
-        fail(f"search_sections {query!r}: " + "; ".join(problems), outcome)
+    hit_problems = _section_problems(hits, expected, limit)
+    if problems or hit_problems:
+        fail(f"search_sections {query!r} (limit {limit}):" + (" " + "; ".join(problems) if problems else "")
+             + _listed(hit_problems), outcome)
 
 
-@check("oracle_search_sections", "spec/okf/tools.toml#search_sections (order, terms, matched_terms, hashes)",
-       **for_tool("search_sections"))
+@check("oracle_search_sections", f"{READ}#3.7 (sections, lines, headings, BM25 scores, snippets, order, terms, "
+       "hashes, snapshot_revision)", **for_tool("search_sections"))
 def oracle_search_sections(ctx: CheckContext) -> None:
-    """Sections holding every word, score descending then ID then line; hashes are the files'."""
-    bundle = sections_bundle()
-    for query, limit in (("needle", 20), ("needle", 2), ("thread needle", 20), ("NEEDLE Thread needle", 1),
-                         ("absent", 5)):
-        _check_sections(ctx, bundle, query, limit)
-    _check_sections(ctx, wide_bundle(30, "wide30"), "needle hay", 100)
+    """Each hit is a section the suite cut from the files it wrote, with that section's lines,
+    heading, snippet and BM25 score; order, totals and both fingerprints as the contract says."""
+    for bundle, queries in (
+        (sections_bundle(), (("needle", 20), ("needle", 2), ("thread needle", 20), ("NEEDLE Thread needle", 1),
+                             ("absent", 5))),
+        (section_rules_bundle(), (("jitter", 20), ("jitter", 3), ("STRASSE", 5), ("jitter deadline", 20),
+                                  ("heading", 20), ("deadline", 20), ("oneline", 5))),
+        (wide_bundle(30, "wide30"), (("needle hay", 100),)),
+    ):
+        for query, limit in queries:
+            _check_sections(ctx, bundle, query, limit)
 
 
 # ---- get_semantic_graph -----------------------------------------------------------------------

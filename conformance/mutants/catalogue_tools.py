@@ -155,6 +155,31 @@ add("search_sections_truncated_flip", SECT, "truncated = total > len(hits)",
     lambda out: set_field("truncated", lambda t: not t)(out), O_SECT + ("truncation",), "limits")
 
 
+def scaled(factor: float) -> Callable[[Any], Any]:
+    return lambda v: v * factor if isinstance(v, (int, float)) and not isinstance(v, bool) else v
+
+
+def first_rune_dropped(text: Any) -> Any:
+    return text[1:] if isinstance(text, str) else text
+
+
+def other_hex_digest(value: Any) -> Any:
+    return hashlib.sha256(f"other {value}".encode()).hexdigest() if isinstance(value, str) else value
+
+
+# The section data itself: each edit keeps the answer schema-valid, sorted and inside the file.
+add("search_sections_heading_blanked", SECT, "heading is the section's heading text",
+    items_edit("hits", set_field("heading", lambda h: "")), O_SECT, "results")
+add("search_sections_line_end_plus_one", SECT, "line_end is the section's last line (before the next heading)",
+    items_edit("hits", set_field("line_end", plus(1))), O_SECT, "results")
+add("search_sections_scores_scaled", SECT, "score is the section's BM25 score",
+    items_edit("hits", set_field("score", scaled(1.1)), first_only=False), O_SECT, "results")
+add("search_sections_snippet_shifted", SECT, "snippet starts 80 runes before the first term token",
+    items_edit("hits", set_field("snippet", first_rune_dropped)), O_SECT, "results")
+add("search_sections_revision_other", SECT, "snapshot_revision is the SHA-256 of every file's record",
+    set_field("snapshot_revision", other_hex_digest), O_SECT, "results")
+
+
 def _drop_node(pred: Callable[[dict], bool]) -> Edit:
     def edit(out: dict) -> bool:
         nodes = out.get("@graph") or []

@@ -1,7 +1,8 @@
 """The OKF read tools restated over the fixture model: cards, staleness, raw text, sections, graph.
 
 Rules from spec/okf/contract/read.md (cards, staleness at the day and instant boundaries, raw text,
-search_sections ordering and hashes, the v0.2 projection) and the tool table's ordering fields.
+search_sections hits over the model's files via ``okf_sections``, the v0.2 projection) and the tool
+table's ordering fields.
 Pure functions of a :class:`Bundle` and the call's arguments; the checks compare them with answers.
 """
 
@@ -12,6 +13,7 @@ import re
 from datetime import date, datetime, timedelta, timezone
 
 from knowspec.conformance.fixtures.model import Bundle, Concept, render_body, render_document, render_frontmatter
+from knowspec.conformance.oracles import okf_sections as sections
 
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
 
@@ -98,12 +100,8 @@ def instant_boundaries(stale_after: str) -> list[tuple[str, bool]]:
 # ---- search_sections --------------------------------------------------------------------------
 
 def section_terms(query: str) -> list[str]:
-    """Distinct lower-cased words of the query, in order of first occurrence."""
-    out: list[str] = []
-    for word in re.findall(r"[^\W_]+", query.casefold()):
-        if word not in out:
-            out.append(word)
-    return out
+    """Distinct normalised words of the query, in order of first occurrence."""
+    return sections.query_terms(query)
 
 
 def sections_order_key(hit: dict) -> tuple:
@@ -111,15 +109,15 @@ def sections_order_key(hit: dict) -> tuple:
     return (-float(hit.get("score") or 0), str(hit.get("concept_id", "")).encode(), hit.get("line_start") or 0)
 
 
-def concepts_with_words(bundle: Bundle, words: list[str], where: str = "anywhere") -> set[str]:
-    """Concepts whose body (``where='body'``) or whole file holds every word (case-folded)."""
-    out = set()
-    for c in bundle.concepts:
-        text = render_body(c) if where == "body" else render_document(c)
-        found = set(re.findall(r"[^\W_]+", text.casefold()))
-        if all(w in found for w in words):
-            out.add(c.id)
-    return out
+def expected_section_hits(bundle: Bundle, query: str) -> list[dict]:
+    """Every matching section of the bundle's concepts in contract order (all of them: the caller
+    cuts at limit). The extra files of a sections fixture are indexes, logs or assets, never
+    concepts, so the model's concepts are the whole corpus (less any named index.md or log.md)."""
+    assert not any(name.endswith(".md") and name.rsplit("/", 1)[-1] not in sections.NOT_CONCEPTS
+                   for name in bundle.extra_files), "a sections fixture's extra files hold no concept"
+    corpus = sections.index_sections([(c.id, c.path, c.title, file_bytes(c)) for c in bundle.concepts
+                                      if c.path.rsplit("/", 1)[-1] not in sections.NOT_CONCEPTS])
+    return sections.expected_hits(corpus, section_terms(query))
 
 
 # ---- get_semantic_graph ------------------------------------------------------------------------

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import shutil
 import sys
 from pathlib import Path
 
@@ -66,7 +67,22 @@ SAMPLES += [(_call("doc_search", {"query": "q", "mode": "vector"}), _ok({"result
                                                "body": "x\ny", "projection": {"stale_after": "2025-01-01"}}))]
 
 
-SAMPLED_TOOLS = {"search_concepts", "get_neighbors", "doc_search", "help_search", "doc_links", "read_concept"}
+
+def _section_hit(cid: str, heading: str, lines: tuple[int, int], score: float) -> dict:
+    return {"concept_id": cid, "path": f"{cid}.md", "heading": heading,
+            "locator": f"{cid}.md#L{lines[0]}-L{lines[1]}", "line_start": lines[0], "line_end": lines[1],
+            "content_sha256": "1" * 64, "snippet": f"# {heading}\nDeadline permits jitter.", "score": score,
+            "matched_terms": ["jitter", "deadline"]}
+
+
+SAMPLES += [(_call("search_sections", {**ARGS, "query": "jitter deadline", "limit": 2}),
+             _ok({"query": "jitter deadline", "terms": ["jitter", "deadline"], "snapshot_revision": "2" * 64,
+                  "total": 3, "truncated": True, "hits": [_section_hit("a", "Retry", (4, 5), 1.5),
+                                                          _section_hit("b", "Backoff", (7, 9), 0.5)]}))]
+
+
+SAMPLED_TOOLS = {"search_concepts", "get_neighbors", "doc_search", "help_search", "doc_links", "read_concept",
+                 "search_sections"}
 
 
 @pytest.mark.parametrize("name", sorted(n for n, m in MUTANTS.items() if set(m.tools) & SAMPLED_TOOLS))
@@ -101,6 +117,26 @@ def test_mutants_are_killed_through_the_proxy(mutants, checks, toy_contract):
     results = list(kill_rate(base, [sys.executable, str(TARGETS / "toy_server.py")], mutants))
     assert results[0].name == "identity" and results[0].killed_by == ()
     assert {r.name: r.killed for r in results[1:]} == dict.fromkeys(mutants, True)
+
+
+KNOWSPEC = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
+SECTION_DATA_MUTANTS = ["search_sections_heading_blanked", "search_sections_line_end_plus_one",
+                        "search_sections_scores_scaled", "search_sections_snippet_shifted",
+                        "search_sections_revision_other"]
+
+
+@pytest.mark.slow
+def test_section_data_mutants_are_killed_by_the_sections_oracle_while_the_real_server_passes():
+    """Sorted, schema-valid answers with a wrong heading, line_end, score, snippet or fingerprint
+    pass every rule but the data; oracle_search_sections compares the data with the bundle's."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    base = RunConfig(target="", family="okf", tools=("search_sections",), checks=("oracle_search_sections",),
+                     max_examples=2)
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], SECTION_DATA_MUTANTS))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == dict.fromkeys(
+        SECTION_DATA_MUTANTS, ("oracle_search_sections[search_sections]",))
 
 
 def test_the_catalogue_covers_every_contract_tool_with_120_mutants():
