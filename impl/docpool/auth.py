@@ -278,12 +278,18 @@ def _cmd_revoke(args: argparse.Namespace) -> int:
 
 def _cmd_passwd(args: argparse.Namespace) -> int:
     password = sys.stdin.readline().rstrip("\r\n")
-    return _report(lambda: set_password(_catalog(args), args.name, password)
-                   or f"password of {args.name} set; its sessions ended")
+
+    def passwd() -> str:
+        set_password(_catalog(args), args.name, password)
+        return f"password of {args.name} set; its sessions ended"
+    return _report(passwd)
 
 
 def _cmd_remove(args: argparse.Namespace) -> int:
-    return _report(lambda: remove_user(_catalog(args), args.name) or f"user {args.name} removed; its sessions ended")
+    def remove() -> str:
+        remove_user(_catalog(args), args.name)
+        return f"user {args.name} removed; its sessions ended"
+    return _report(remove)
 
 
 def _report(action: Callable[[], str]) -> int:
