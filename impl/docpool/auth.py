@@ -247,23 +247,18 @@ def _catalog(args: argparse.Namespace) -> CatalogTarget:
 
 def _cmd_add(args: argparse.Namespace) -> int:
     password = sys.stdin.readline().rstrip("\r\n")
-    try:
+
+    def add() -> str:
         user = create_user(_catalog(args), args.name, password, args.role)
-    except (AuthError, CatalogUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"user {user.name} created with roles: {', '.join(user.roles) or '(none)'}")
-    return 0
+        return f"user {user.name} created with roles: {', '.join(user.roles) or '(none)'}"
+    return _report(add)
 
 
 def _cmd_grant(args: argparse.Namespace) -> int:
-    try:
+    def grant() -> str:
         grant_role(_catalog(args), args.name, args.role)
-    except (AuthError, CatalogUnavailable) as exc:
-        print(f"error: {exc}", file=sys.stderr)
-        return 1
-    print(f"granted {args.role} to {args.name}")
-    return 0
+        return f"granted {args.role} to {args.name}"
+    return _report(grant)
 
 
 def _cmd_revoke(args: argparse.Namespace) -> int:
