@@ -34,6 +34,7 @@ POOL_COMMANDS = (
     ("knowspec.impl.docpool.builder", "add_pool_build_parser"),
     ("knowspec.impl.docpool.importdoc", "add_pool_import_parser"),
     ("knowspec.impl.docpool.importdoc", "add_pool_reindex_parser"),
+    ("knowspec.impl.docpool.importdoc", "add_pool_remove_parser"),
     ("knowspec.impl.docpool.catalog_cli", "add_db_parser"),
 )
 OTHER_GROUPS = (

@@ -19,7 +19,7 @@ def test_top_level_commands():
 
 
 @pytest.mark.parametrize(("group", "expected"), [
-    ("pool", {"build", "import", "reindex", "register", "alter", "databases"}),
+    ("pool", {"build", "import", "reindex", "remove", "register", "alter", "databases"}),
     ("model", {"build", "check"}),
     ("user", {"add", "grant", "revoke", "passwd", "remove", "list"}),
 ])

@@ -267,14 +267,7 @@ def importer_for(location: catalog.PoolLocation, progress: Report | None = None
     if location.storage == "SQLITE":
         return lambda source, collection: recipe.import_collection(location.dsn, source, collection,
                                                                    progress=progress)
-    module_name = pools.STORAGE_OPENERS.get(location.storage, "")
-    try:
-        module_import = importlib.import_module(module_name).import_collection
-    except (ImportError, AttributeError, ValueError):
-        raise ToolError(
-            "not_implemented",
-            f"IMPORTDOC into {location.storage} storage is not available in this server",
-        ) from None
+    module_import = _storage_command(location, "import_collection", "IMPORTDOC into")
     return lambda source, collection: module_import(location.dsn, source, collection)
 
 
@@ -380,6 +373,68 @@ def _cmd_import(args: argparse.Namespace) -> int:
     return 0
 
 
+# --- CLI: `knowspec pool remove --database DB --collection C` -------------------------------
+
+def remove(settings, database: str, collection: str) -> tuple[catalog.PoolLocation, recipe.RemovedCollection]:
+    """Remove ``collection`` from ``database``'s pool in one transaction (``ImportRefused`` when
+    the pool does not hold it; nothing changes then)."""
+    location = resolve_target(settings, database)
+    if location.storage == "SQLITE":
+        if not Path(location.dsn).is_file():  # never create a pool here
+            raise recipe.absent_collection(collection)
+        return location, recipe.remove_collection(location.dsn, collection)
+    return location, _storage_command(location, "remove_collection", "removing a collection from")(location.dsn, collection)
+
+
+def _storage_command(location: catalog.PoolLocation, name: str, what: str) -> Callable[..., Any]:
+    """The storage module's ``name`` for a pool that is not SQLite, or ``not_implemented``."""
+    module_name = pools.STORAGE_OPENERS.get(location.storage, "")
+    try:
+        return getattr(importlib.import_module(module_name), name)
+    except (ImportError, AttributeError, ValueError):
+        raise ToolError("not_implemented", f"{what} {location.storage} storage is not available in this server") from None
+
+
+def add_pool_remove_parser(subparsers: argparse._SubParsersAction) -> argparse.ArgumentParser:
+    """Mount ``remove`` under the lead's ``pool`` command; ``--database`` names the pool."""
+    from knowspec.impl.cli import add_settings_options
+    from knowspec.impl.cli_args import collection_name
+
+    cmd = subparsers.add_parser("remove", help="remove one collection from a database's document pool")
+    cmd.add_argument("--collection", required=True, type=collection_name, help="the collection to remove")
+    add_settings_options(cmd)
+    _require_database(cmd, "registered database whose document pool loses the collection")
+    cmd.set_defaults(func=_cmd_remove)
+    return cmd
+
+
+def _cmd_remove(args: argparse.Namespace) -> int:
+    from knowspec.impl.cli import settings_from
+
+    def run() -> str:
+        location, done = remove(settings_from(args), args.database, args.collection)
+        return f"removed {done.collection} from {location.docs_database}: {done.topics} topics, {done.chunks} chunks"
+    return _pool_command("remove", run)
+
+
+def _pool_command(name: str, run: Callable[[], str]) -> int:
+    """Run a ``pool`` command: its line on stdout (exit 0); a refusal (2) or an error (1) on
+    stderr, nothing changed either way (its transaction rolled back)."""
+    try:
+        said = run()
+    except recipe.ImportRefused as exc:
+        print(f"pool {name}: nothing changed: {exc}", file=sys.stderr)
+        return 2
+    except ToolError as exc:
+        print(f"pool {name} failed: {exc.code}: {exc.message}", file=sys.stderr)
+        return 1
+    except Exception as exc:  # the storage's error
+        print(f"pool {name} failed, nothing changed: {exc}", file=sys.stderr)
+        return 1
+    print(said, file=sys.stdout)
+    return 0
+
+
 # --- CLI: `knowspec pool reindex --database DB` ---------------------------------------------
 
 def reindex(settings, database: str) -> catalog.PoolLocation:
@@ -391,13 +446,7 @@ def reindex(settings, database: str) -> catalog.PoolLocation:
             raise ToolError("pool_unavailable", f"document pool not imported ({location.docs_database})")
         recipe.reindex(location.dsn)
         return location
-    module_name = pools.STORAGE_OPENERS.get(location.storage, "")
-    try:
-        run = importlib.import_module(module_name).reindex
-    except (ImportError, AttributeError, ValueError):
-        raise ToolError("not_implemented",
-                        f"reindexing {location.storage} storage is not available in this server") from None
-    run(location.dsn)
+    _storage_command(location, "reindex", "reindexing")(location.dsn)
     return location
 
 
@@ -418,16 +467,8 @@ def _cmd_reindex(args: argparse.Namespace) -> int:
 
     from knowspec.impl.cli import settings_from
 
-    settings = settings_from(args)
-    start = time.perf_counter()
-    try:
-        location = reindex(settings, args.database)
-    except ToolError as exc:
-        print(f"pool reindex failed: {exc.code}: {exc.message}", file=sys.stderr)
-        return 1
-    except Exception as exc:  # the storage's error: its transaction rolled back, nothing changed
-        print(f"pool reindex failed, nothing changed: {exc}", file=sys.stderr)
-        return 1
-    print(f"reindexed {location.docs_database} ({location.storage.lower()}) in "
-          f"{time.perf_counter() - start:.1f} s", file=sys.stdout)
-    return 0
+    def run() -> str:
+        start = time.perf_counter()
+        location = reindex(settings_from(args), args.database)
+        return f"reindexed {location.docs_database} ({location.storage.lower()}) in {time.perf_counter() - start:.1f} s"
+    return _pool_command("reindex", run)

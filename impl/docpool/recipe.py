@@ -35,6 +35,27 @@ class ImportResult:
     source: str
 
 
+@dataclass(frozen=True)
+class RemovedCollection:
+    collection: str
+    topics: int
+    chunks: int
+
+
+def removal_counts_sql(param: str, table: Callable[[str], str] = lambda name: name) -> str:
+    """One select of a collection's topics, chunks and collection rows (0 or 1), in a storage's
+    spelling: ``param`` its placeholder, ``table`` how it names a table."""
+    topic, chunk, coll = table("doc$topic"), table("doc$chunk"), table("doc$collection")
+    return (f"select (select count(*) from {topic} where collection = {param}), "
+            f"(select count(*) from {chunk} ch join {topic} t on t.id = ch.topic_id where t.collection = {param}), "
+            f"(select count(*) from {coll} where id = {param})")
+
+
+def absent_collection(collection: str) -> ImportRefused:
+    """The refusal of a removal whose collection the pool does not hold (every storage)."""
+    return ImportRefused(f"collection {collection} is not in the pool")
+
+
 def recipe_statements() -> list[str]:
     """The recipe's statements, in order (comments removed)."""
     parts = []
@@ -102,6 +123,15 @@ def refusal(target: Path | str, source: Path | str, collection: str) -> str | No
         return None
     finally:
         con.close()
+
+
+def removal_statements() -> list[str]:
+    """A collection's removal: the recipe's deletes of its rows but the general recipe's (the
+    other collections read those), then the recipe's full-text rebuild."""
+    kept = [sql for sql in recipe_statements()
+            if step_phase(sql) == "removing the old collection" and '"doc$meta"' not in sql]
+    rebuild = [sql for sql in recipe_statements() if step_phase(sql) == "rebuilding full-text index"]
+    return [*kept, 'delete from "doc$meta" where collection = :collection', *rebuild]
 
 
 def step_phase(sql: str) -> str:
@@ -208,4 +238,27 @@ def _import_into(target: Path, source: Path, collection: str,
             con.execute("detach database src")
         except sqlite3.Error:
             pass
+        con.close()
+
+
+def remove_collection(target: Path | str, collection: str) -> RemovedCollection:
+    """Remove ``collection`` from the SQLite pool ``target`` in one transaction, its full-text
+    index rebuilt and persisted; ``ImportRefused`` when the pool does not hold it."""
+    con = open_for_write(target)
+    try:
+        con.execute("begin immediate")
+        try:
+            topics, chunks, found = con.execute(removal_counts_sql(":c", lambda name: f'"{name}"'),
+                                                {"c": collection}).fetchone()
+            if not found:
+                raise absent_collection(collection)
+            for sql in removal_statements():
+                con.execute(sql, {"collection": collection})
+            persist_fulltext(con)
+            con.execute("commit")
+        except BaseException:
+            con.execute("rollback")
+            raise
+        return RemovedCollection(collection, topics, chunks)
+    finally:
         con.close()

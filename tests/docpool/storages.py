@@ -261,6 +261,46 @@ def check_import_reports_like_the_recipe(storage, open_pool, dsn, versions, refe
                                                                              "chunk": second.chunks}
 
 
+def renamed_collection(source: Path, copy: Path, collection: str) -> Path:
+    """A copy of the pool ``source`` whose collection is called ``collection``."""
+    import shutil
+
+    shutil.copy(source, copy)
+    with closing(sqlite3.connect(copy)) as con:
+        con.execute("pragma foreign_keys = off")
+        for table in ('"doc$collection" set id', '"doc$topic" set collection', '"doc$entity" set collection',
+                      '"doc$entity_kind" set collection', '"doc$entity_rel" set collection', '"doc$alias" set collection'):
+            con.execute(f"update {table} = ?", [collection])
+        con.execute('update "doc$meta" set collection = ? where collection <> \'\'', [collection])
+        con.commit()
+    return copy
+
+
+def check_removal_like_the_recipe(storage, open_pool, dsn, versions, folder: Path) -> None:
+    """Removing one of two collections leaves the pool a reader sees as the SQLite recipe's (the
+    other collection's rows, search and vectors, the general recipe kept), and a collection the
+    pool does not hold is refused with the pool untouched."""
+    v1, v2 = versions
+    other = renamed_collection(v2, folder / "other.db", "other")
+    reference = folder / "ref.db"
+    for target, importer in ((reference, recipe.import_collection), (dsn, storage.import_collection)):
+        importer(target, v1, GENERATED_COLLECTION)
+        importer(target, other, "other")
+    want = recipe.remove_collection(reference, GENERATED_COLLECTION)
+    assert storage.remove_collection(dsn, GENERATED_COLLECTION) == want and want.topics > 0
+    from knowspec.impl.docpool.storage.sqlite import SqlitePool
+
+    with open_pool(dsn) as pool, SqlitePool(reference) as ref:
+        seen, stamp, meta = observe(pool), pool.change_stamp(), pool.meta()
+        assert observe(ref) == seen and seen[0]["topic"] > 0
+        assert [c.id for c in ref.collections(UNRESTRICTED)] == ["other"]
+        assert meta == ref.meta() and meta[""]["search_bm25_weights"] and GENERATED_COLLECTION not in meta
+    with pytest.raises(recipe.ImportRefused, match="collection nowhere is not in the pool"):
+        storage.remove_collection(dsn, "nowhere")
+    with open_pool(dsn) as pool:
+        assert pool.change_stamp() == stamp and observe(pool) == seen
+
+
 def check_another_models_vectors_are_refused(storage, open_pool, dsn, versions, folder: Path) -> None:
     """A collection whose vectors have another dimension is refused as the recipe refuses it, the
     pool untouched: PostgreSQL and Firebird had imported it, and vector search of every collection

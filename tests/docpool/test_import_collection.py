@@ -309,3 +309,40 @@ def test_other_storage_failure_is_storage_error(settings, tmp_path, fake_storage
     with pytest.raises(ToolError) as err:
         import_collection(settings, "ext", "manuals", str(source))
     assert err.value.code == "storage_error" and "connection reset" in err.value.message
+
+
+# -- knowspec pool remove -------------------------------------------------------------------------
+
+def _remove_cli(tmp_path, collection):
+    from knowspec.impl.cli import main
+
+    return main(["pool", "remove", "--appdir", str(tmp_path), "--database", "sales", "--collection", collection])
+
+
+def test_pool_remove_takes_one_collection_and_its_index_entries(settings, target, tmp_path, capsys):
+    import_collection(settings, "sales", "manuals", str(make_pool(tmp_path / "a.db", "manuals", topics_of(3))))
+    import_collection(settings, "sales", "faq", str(make_pool(tmp_path / "b.db", "faq", topics_of(2, "q"))))
+    assert _remove_cli(tmp_path, "manuals") == 0
+    assert "removed manuals from sales: 3 topics, 6 chunks" in capsys.readouterr().out
+    rows = sqlite3.connect(target).execute('select collection, count(*) from "doc$topic" group by 1').fetchall()
+    assert rows == [("faq", 2)]
+    assert count(target, 'select count(*) from "doc$chunk_fts" where "doc$chunk_fts" match ?', "invoic*") == 4
+    assert count(target, "select count(*) from \"doc$meta\" where collection = ''") > 0  # the general recipe stays
+    from knowspec.impl.docpool.fulltext.reader import sqlite_persisted
+    from knowspec.impl.docpool.search import fts_ranked
+    from knowspec.impl.docpool.storage.base import UNRESTRICTED
+    from knowspec.impl.docpool.storage.sqlite import SqlitePool
+
+    assert sqlite_persisted(target) is not None
+    with SqlitePool(target) as pool:  # the persisted arrays a fresh process loads hold faq's alone
+        assert {h.collection for h in fts_ranked(pool, "invoices", UNRESTRICTED, limit=50)} == {"faq"}
+
+
+def test_pool_remove_of_a_collection_the_pool_lacks_changes_nothing(settings, target, tmp_path, capsys):
+    assert _remove_cli(tmp_path, "manuals") == 2  # no pool yet: none is made
+    assert not target.exists()
+    _seeded_target(settings, tmp_path)
+    before = file_digest(target)
+    assert _remove_cli(tmp_path, "faq") == 2
+    assert "pool remove: nothing changed: collection faq is not in the pool" in capsys.readouterr().err
+    assert file_digest(target) == before

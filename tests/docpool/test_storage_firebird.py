@@ -9,6 +9,7 @@ from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.storage import firebird
 from knowspec.impl.errors import ToolError
 from storages import (
+    check_removal_like_the_recipe,
     check_another_models_vectors_are_refused,
     check_concurrent_readers_see_old_or_new,
     check_import_reports_like_the_recipe,
@@ -170,3 +171,7 @@ def test_reindex_refreshes_the_statistics_of_a_pool_imported_without_them(dsn, v
 
 def test_a_collection_of_another_models_vectors_is_refused_and_the_pool_untouched(tmp_path, dsn, versions):
     check_another_models_vectors_are_refused(firebird, _open, dsn, versions, tmp_path)
+
+
+def test_removing_a_collection_leaves_the_pool_the_sqlite_recipe_leaves(tmp_path, dsn, versions):
+    check_removal_like_the_recipe(firebird, _open, dsn, versions, tmp_path)

@@ -14,6 +14,7 @@ from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.fold import fold
 from storages import (
+    check_removal_like_the_recipe,
     check_another_models_vectors_are_refused,
     check_concurrent_readers_see_old_or_new,
     check_import_reports_like_the_recipe,
@@ -209,3 +210,7 @@ def test_a_failed_first_import_leaves_the_database_without_a_schema(dsn, version
         postgres.import_collection(dsn, versions[0], GENERATED_COLLECTION)
     with psycopg.connect(dsn) as con:
         assert con.execute("select count(*) from pg_namespace where nspname = 'ivd$docs'").fetchone()[0] == 0
+
+
+def test_removing_a_collection_leaves_the_pool_the_sqlite_recipe_leaves(tmp_path, dsn, versions):
+    check_removal_like_the_recipe(postgres, _open, dsn, versions, tmp_path)

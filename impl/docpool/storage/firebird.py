@@ -38,7 +38,8 @@ from urllib.parse import unquote, urlsplit
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
-from knowspec.impl.docpool.recipe import ImportRefused, ImportResult
+from knowspec.impl.docpool.recipe import (ImportRefused, ImportResult, RemovedCollection, absent_collection,
+                                          removal_counts_sql)
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage import firebird_messages as messages
 from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
@@ -428,7 +429,9 @@ def _next_id(cur, table: str) -> int:
     return int(cur.fetchone()[0])
 
 
-def _delete_collection(cur, collection: str) -> None:
+def _delete_collection(cur, collection: str, *, general_recipe_too: bool = True) -> None:
+    """The collection's rows, and with ``general_recipe_too`` (an import, which brings its own)
+    the general recipe's."""
     topics = "select id from doc$topic where collection = ?"
     for sql in (f"delete from doc$acl where topic_id in ({topics})",
                 f"delete from doc$link where topic_id in ({topics})",
@@ -442,7 +445,8 @@ def _delete_collection(cur, collection: str) -> None:
                 "delete from doc$entity_kind where collection = ?",
                 "delete from doc$collection where id = ?"):
         cur.execute(sql, [collection])
-    cur.execute("delete from doc$meta where collection in ('', ?)", [collection])
+    cur.execute("delete from doc$meta where collection in ('', ?)" if general_recipe_too else
+                "delete from doc$meta where collection = ?", [collection])
 
 
 INSERTS = (
@@ -648,14 +652,9 @@ def reindex(dsn: str) -> None:
     imported before imports persisted it gets a first search that loads instead of builds."""
     con = ensure_pool(dsn)
     try:
-        cur = con.cursor()
-        try:
+        with _one_transaction(con) as cur:
             cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
             persist_index(cur)
-            con.commit()
-        except Exception as exc:
-            con.rollback()
-            raise ImportFailed(str(exc) or type(exc).__name__) from exc
         _settle(con)
     finally:
         con.close()
@@ -685,8 +684,7 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
     except Exception as exc:  # cannot attach or create the database
         raise ImportFailed(str(exc) or type(exc).__name__) from exc
     try:
-        cur = con.cursor()
-        try:
+        with _one_transaction(con) as cur:
             cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
             recipe_before = _general_meta(cur)  # the delete takes the general recipe too
             _delete_collection(cur, collection)
@@ -699,14 +697,48 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
             for name, sql in INSERTS:
                 _insert(cur, name, sql, getattr(rows, name))
             persist_index(cur, rows)
-            con.commit()
-        except ImportRefused:
-            con.rollback()
-            raise
-        except Exception as exc:
-            con.rollback()
-            raise ImportFailed(str(exc) or type(exc).__name__) from exc
         _settle(con)
         return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))
+    finally:
+        con.close()
+
+
+@contextlib.contextmanager
+def _one_transaction(con) -> Iterator[Any]:
+    """A cursor whose work commits when the block ends and rolls back on any error: a refusal
+    passes through as it is, any other error becomes ``ImportFailed`` (nothing changed)."""
+    cur = con.cursor()
+    try:
+        yield cur
+        con.commit()
+    except ImportRefused:
+        con.rollback()
+        raise
+    except Exception as exc:
+        con.rollback()
+        raise ImportFailed(str(exc) or type(exc).__name__) from exc
+
+
+def remove_collection(dsn: str, collection: str) -> RemovedCollection:
+    """Remove ``collection`` from the Firebird pool at ``dsn`` in one transaction that moves the
+    stamp like an import (every process reloads), the index persisted without it; the general
+    recipe stays (the other collections read it)."""
+    try:
+        con = connect(dsn)  # never made here: a removal from no pool is refused
+    except Exception as exc:
+        raise ImportFailed(str(exc) or type(exc).__name__) from exc
+    try:
+        with _one_transaction(con) as cur:
+            if not _has_schema(cur):
+                raise absent_collection(collection)
+            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+            cur.execute(removal_counts_sql("?") + " from rdb$database", [collection] * 3)
+            topics, chunks, found = cur.fetchone()
+            if not found:
+                raise absent_collection(collection)
+            _delete_collection(cur, collection, general_recipe_too=False)
+            persist_index(cur)
+        _settle(con)
+        return RemovedCollection(collection, int(topics), int(chunks))
     finally:
         con.close()

@@ -32,7 +32,8 @@ from typing import Any, Iterator, Sequence
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
-from knowspec.impl.docpool.recipe import ImportRefused, ImportResult
+from knowspec.impl.docpool.recipe import (ImportRefused, ImportResult, RemovedCollection, absent_collection,
+                                          removal_counts_sql)
 from knowspec.impl.docpool.storage import _source
 from knowspec.impl.docpool.storage._sqlpool import SqlPool
 from knowspec.impl.docpool.fulltext.reader import SNAPSHOT_TABLE, FtsIndex, dump, parts
@@ -296,6 +297,8 @@ DELETES = (
     "delete from doc$meta where collection in ('', %(c)s)",
     "delete from doc$collection where id = %(c)s",
 )
+# A removal keeps the general recipe (collection ''): the other collections read it.
+REMOVAL_DELETES = (*(sql for sql in DELETES if "doc$meta" not in sql), "delete from doc$meta where collection = %(c)s")
 
 
 def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
@@ -401,3 +404,26 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
     except Exception as exc:  # connection, psycopg and injected failures alike: rolled back
         raise ImportFailed(str(exc) or type(exc).__name__) from exc
     return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))
+
+
+def remove_collection(dsn: str, collection: str) -> RemovedCollection:
+    """Remove ``collection`` from the PostgreSQL pool at ``dsn`` in one transaction that moves the
+    counter like an import (every process reloads), the index persisted without it."""
+    try:
+        with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
+            with con.transaction():
+                ensure_schema(con)
+                cur = con.cursor()
+                cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+                topics, chunks, found = cur.execute(removal_counts_sql("%(c)s"), {"c": collection}).fetchone()
+                if not found:
+                    raise absent_collection(collection)
+                for sql in REMOVAL_DELETES:
+                    cur.execute(sql, {"c": collection})
+                _persist_index(cur)
+            _settle(con)
+    except ImportRefused:
+        raise  # rolled back: nothing changed
+    except Exception as exc:
+        raise ImportFailed(str(exc) or type(exc).__name__) from exc
+    return RemovedCollection(collection, int(topics), int(chunks))
