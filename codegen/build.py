@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import hashlib
 from pathlib import Path
 
 from knowspec.codegen.load import load_spec
@@ -10,20 +9,13 @@ from knowspec.codegen.model import Problem, SpecModel
 from knowspec.codegen.openapi import openapi_document, rest_endpoint_table
 from knowspec.codegen.pydantic_models import find_class_module, generate_models
 from knowspec.codegen.render import contract_document, dump_json, render_templates, schema_files
+from knowspec.codegen.sources import source_digests
 
 
 class SpecProblems(Exception):
     def __init__(self, problems: list[Problem]):
         super().__init__("\n".join(str(p) for p in problems))
         self.problems = problems
-
-
-def source_digests(spec_dir: Path) -> list[tuple[str, str]]:
-    """Every spec file with its sha256, so each generated file names what it came from."""
-    out = []
-    for path in sorted(p for p in spec_dir.rglob("*") if p.is_file() and p.suffix in {".json", ".toml", ".sql"}):
-        out.append((path.relative_to(spec_dir).as_posix(), hashlib.sha256(path.read_bytes()).hexdigest()))
-    return out
 
 
 def produce(spec_dir: Path) -> dict[str, str]:

@@ -180,6 +180,30 @@ def _state_notes(settings: Settings) -> list[str]:
     return notes
 
 
+def stale_generated_note(root: Path | None = None) -> str | None:
+    """In a source checkout, a line when spec/ changed since generated/ was made: the server
+    serves the generated contract, so an edited tools.toml or schema is not served until
+    ``knowspec codegen`` runs. An installed package has no spec/ of its own to drift from."""
+    import json
+
+    from knowspec.codegen.cli import REPO, is_checkout
+    from knowspec.codegen.sources import changed_sources
+
+    root = REPO if root is None else root
+    if not is_checkout(root):
+        return None
+    try:
+        recorded = json.loads((root / "generated" / "contract.json").read_text(encoding="utf-8"))["sources"]
+    except (OSError, ValueError, KeyError, TypeError):
+        return "knowspec serve: generated/contract.json is missing or unreadable: run `knowspec codegen`"
+    changed = changed_sources(root / "spec", recorded)
+    if not changed:
+        return None
+    more = f" and {len(changed) - 1} more" if len(changed) > 1 else ""
+    return (f"knowspec serve: spec/ changed since generated/ was made (spec/{changed[0]}{more}): this server "
+            "serves the contract generated before; run `knowspec codegen`")
+
+
 def _import_folder(settings: Settings) -> None:
     """The folder IMPORTDOC reads its sources from (REST), made when missing: an operator's
     first IMPORTDOC had found nothing to read in a folder nobody had made."""
@@ -195,8 +219,9 @@ def _serve(args: argparse.Namespace) -> int:
 
     def notes() -> None:  # once the server can start: a refusal stays one line
         settings = settings_from(args)
-        for note in _state_notes(settings):
-            print(note, file=sys.stderr)
+        for note in [*_state_notes(settings), stale_generated_note()]:
+            if note:
+                print(note, file=sys.stderr)
         if args.http:
             _import_folder(settings)
 
