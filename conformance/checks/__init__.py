@@ -8,6 +8,7 @@ from knowspec.conformance.checks import cancellation  # noqa: F401,I001
 from knowspec.conformance.checks import protocol_lines, validation_blocking  # noqa: F401,I001
 from knowspec.conformance.checks import apply_isolation  # noqa: F401,I001
 from knowspec.conformance.checks import okf_oracles  # noqa: F401,I001
+from knowspec.conformance.checks import okf_cards  # noqa: F401,I001
 from knowspec.conformance.checks import okf_write_oracles  # noqa: F401,I001
 from knowspec.conformance.checks import pool_oracles  # noqa: F401,I001
 

@@ -2,9 +2,10 @@
 
 Each check writes its own bundles (``fixtures/model.py``) and compares the target's answers with
 ``oracles/okf_reads.py``: list_concepts cards and staleness at the day and instant boundaries,
-read_concept raw text and parts, search_sections hits (``oracles/okf_sections.py``: sections, BM25,
-snippets) and fingerprints, get_semantic_graph nodes and relations, validate_bundle counts against its
-diagnostics and a known error.
+read_concept raw text and parts and its whole projection (``oracles/okf_cards.py``), search_sections
+hits (``oracles/okf_sections.py``: sections, BM25, snippets) and fingerprints, get_semantic_graph
+nodes and relations, validate_bundle counts against its diagnostics and a known error. The cards of
+search_concepts and get_neighbors are judged in ``okf_cards.py``.
 """
 
 from __future__ import annotations
@@ -15,7 +16,8 @@ from typing import Any
 from knowspec.conformance.checks.common import advertised_only, fail, require_result, said, unsuccessful
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Source
-from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, sources_bundle, wide_bundle
+from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, cards_bundle, sources_bundle, wide_bundle
+from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
 from knowspec.conformance.target import CallOutcome
@@ -108,27 +110,36 @@ def oracle_list_concepts(ctx: CheckContext) -> None:
 
 # ---- read_concept -----------------------------------------------------------------------------
 
-@check("oracle_read_concept", f"{READ} (read_concept: raw text, frontmatter bytes, body; §3.2 unknown ID)",
-       **for_tool("read_concept"))
+@check("oracle_read_concept", f"{READ}#3.2 (raw text, frontmatter bytes, body, every projection field the "
+       "frontmatter fixes, legacy_fallback; unknown ID)", **for_tool("read_concept"))
 def oracle_read_concept(ctx: CheckContext) -> None:
     """read_concept returns the file's own frontmatter and body (less exactly one trailing
-    newline), its text is the whole file, and an ID the bundle lacks is concept_not_found."""
-    for bundle in (dated_bundle(), sources_bundle(), cafe_bundle()):
+    newline), its text is the whole file, the projection is the frontmatter's typed view
+    (``oracles/okf_cards.py``), and an ID the bundle lacks is concept_not_found."""
+    for bundle, profile in ((dated_bundle(), None), (sources_bundle(), None), (cafe_bundle(), None),
+                            (cards_bundle(), None), (instant_bundle(), INSTANT)):
         path = str(ctx.bundles.path_of(bundle))
         _check_unknown_id(ctx, bundle, path)
         for concept in bundle.concepts:
-            outcome = success(ctx, {"bundle_path": path, "concept_id": concept.id})
-            got, want = outcome.structured, oracle.expected_read(concept)
-            problems = [k for k in ("id", "path", "frontmatter_yaml", "body") if got.get(k) != want[k]]
-            projection = got.get("projection") or {}
-            if concept.title and projection.get("title") != concept.title:
-                problems.append("projection.title")
-            if projection.get("stale_after") != oracle.valid_stale_after(concept.stale_after):
-                problems.append("projection.stale_after")
-            if outcome.texts and outcome.texts[0] != want["raw"]:
-                problems.append("text (the file's raw text)")
-            if problems:
-                fail(f"read_concept {concept.id!r}: {problems} differ from the written file", outcome)
+            _check_read(ctx, concept, {"bundle_path": path, "concept_id": concept.id}
+                        | ({"temporal_profile": profile} if profile else {}))
+
+
+def _check_read(ctx: CheckContext, concept: Concept, args: dict[str, Any]) -> None:
+    outcome = success(ctx, args)
+    got, want = outcome.structured, oracle.expected_read(concept)
+    problems = [k for k in ("id", "path", "frontmatter_yaml", "body") if got.get(k) != want[k]]
+    if outcome.texts and outcome.texts[0] != want["raw"]:
+        problems.append("text (the file's raw text)")
+    projection = cards.expected_projection(concept, args.get("temporal_profile", "date-3fcbb9f"))
+    problems += [f"projection.{field} {_short(value)} != {_short(expected)}"
+                 for field, (value, expected) in cards.field_differences(got.get("projection"), projection).items()]
+    if got.get("legacy_fallback") != cards.LEGACY_FALLBACK:
+        problems.append(f"legacy_fallback {got.get('legacy_fallback')} != {cards.LEGACY_FALLBACK} (no timestamp, "
+                        "no # Citations)")
+    if problems:
+        fail(f"read_concept {concept.id!r} ({args.get('temporal_profile', 'date-3fcbb9f')}) differs from the "
+             f"written file:" + _listed(problems), outcome)
 
 
 def _check_unknown_id(ctx: CheckContext, bundle: Bundle, path: str) -> None:

@@ -133,6 +133,98 @@ add("read_concept_projection_stale_after_null", READ, "projection.stale_after is
     nested("projection", set_field("stale_after", lambda v: None)), O_READ, "temporal")
 
 
+# ---- concept cards and the read_concept projection ---------------------------------------------
+# Each edit keeps the answer schema-valid and the hits and edges as they were: only the data a card
+# or the projection states about its concept changes, which only the card oracles compare.
+SEARCH, NEIGH = "search_concepts", "get_neighbors"
+O_SEARCH_CARDS, O_NEIGH_CARDS = ("oracle_search_cards",), ("oracle_neighbor_cards",)
+
+
+def hit_cards(each: Callable[[dict], bool]) -> Edit:
+    """Apply ``each`` to the search hits' cards until one changes."""
+    return items_edit("hits", lambda hit: isinstance(hit.get("concept"), dict) and each(hit["concept"]))
+
+
+def edge_cards(end: str, each: Callable[[dict], bool]) -> Edit:
+    """Apply ``each`` to the ``end`` ("source" or "target") card of the edges until one changes."""
+    return items_edit("edges", lambda edge: isinstance(edge.get(end), dict) and each(edge[end]))
+
+
+def reordered(items: Any) -> Any:
+    """A list of two or more distinct items, reversed (a list reading the same both ways is kept)."""
+    return items[::-1] if isinstance(items, list) and items[::-1] != items else items
+
+
+def last_dropped(items: Any) -> Any:
+    return items[:-1] if isinstance(items, list) and items else items
+
+
+def edited_text(text: Any) -> Any:
+    return text + " (edited)" if isinstance(text, str) and text else text
+
+
+def _trust_raised(card: dict) -> bool:
+    if card.get("trust") in ("unverified", "machine-confirmed"):
+        card["trust"] = "human-reviewed"
+        return True
+    return False
+
+
+def _source_card_is_target_card(edge: dict) -> bool:
+    source, target = edge.get("source"), edge.get("target")
+    if isinstance(source, dict) and isinstance(target, dict) and source.get("id") != target.get("id"):
+        edge["source"] = copy.deepcopy(target)
+        edge["source"]["id"] = source.get("id")     # the id stays: the rest is another concept's card
+        return True
+    return False
+
+
+def _projection_title_of_previous_read(request: dict, response: dict, state: dict) -> dict:
+    """Answers each read with the title the previous read's projection had (another concept's)."""
+    out = success(response)
+    if tool_of(request) != READ or out is None or not isinstance(out.get("projection"), dict):
+        return response
+    previous, state["title"] = state.get("title", out["projection"].get("title")), out["projection"].get("title")
+    if previous == out["projection"].get("title"):
+        return response
+    new = copy.deepcopy(out)
+    new["projection"]["title"] = previous
+    return set_structured(response, new)
+
+
+_projection_title_of_previous_read.tools = (READ,)  # type: ignore[attr-defined]
+
+add("search_card_title_edited", SEARCH, "a hit's card title is its concept's frontmatter title",
+    hit_cards(set_field("title", edited_text)), O_SEARCH_CARDS, "results")
+add("search_card_tags_reversed", SEARCH, "a hit's card tags are the valid tags in frontmatter order",
+    hit_cards(set_field("tags", reordered)), O_SEARCH_CARDS, "results")
+add("search_card_stale_flipped", SEARCH, "a hit's card stale compares the call's as_of with stale_after",
+    hit_cards(_stale_flip), O_SEARCH_CARDS, "temporal")
+add("search_card_trust_raised", SEARCH, "a hit's card trust comes from the valid verified events",
+    hit_cards(_trust_raised), O_SEARCH_CARDS, "results")
+add("neighbors_focus_card_stale_after_nulled", NEIGH, "the focus card's stale_after is the valid raw value",
+    nested("concept", set_field("stale_after", lambda v: None)), O_NEIGH_CARDS, "temporal")
+add("neighbors_target_card_tags_dropped", NEIGH, "an edge's target card lists its concept's tags",
+    edge_cards("target", set_field("tags", lambda t: [] if t else t)), O_NEIGH_CARDS, "results")
+add("neighbors_source_card_of_other_concept", NEIGH, "an edge's source card is the card of its source concept",
+    items_edit("edges", _source_card_is_target_card), O_NEIGH_CARDS, "results")
+add("read_concept_projection_tag_dropped", READ, "projection.tags are every valid tag",
+    nested("projection", set_field("tags", last_dropped)), O_READ, "results")
+add("read_concept_projection_tags_reversed", READ, "projection.tags keep the frontmatter order",
+    nested("projection", set_field("tags", reordered)), O_READ, "results")
+add("read_concept_projection_trust_raised", READ, "projection.trust comes from the valid verified events",
+    nested("projection", _trust_raised), O_READ, "results")
+add("read_concept_projection_source_author_blanked", READ, "projection.sources carry each source's author",
+    nested("projection", items_edit("sources", set_field("author", lambda a: ""))), O_READ, "results")
+add("read_concept_projection_generated_at_nulled", READ, "projection.generated.at is the valid generated.at",
+    nested("projection", nested("generated", set_field("at", lambda a: None))), O_READ, "results")
+add("read_concept_projection_attribution_reference_dropped", READ,
+    "projection.attributions list every footnote reference of their label",
+    nested("projection", items_edit("attributions", set_field("references", last_dropped))), O_READ, "results")
+mutant("read_concept_projection_title_of_previous_read", "the projection is the read concept's, not another's",
+       O_READ, kind="results")(_projection_title_of_previous_read)
+
+
 def _reverse_if_scores_differ(out: dict) -> bool:
     hits = out.get("hits") or []
     if len({h.get("score") for h in hits}) > 1:

@@ -81,6 +81,32 @@ SAMPLES += [(_call("search_sections", {**ARGS, "query": "jitter deadline", "limi
                                                           _section_hit("b", "Backoff", (7, 9), 0.5)]}))]
 
 
+def _full_card(cid: str, tags: list[str], trust: str = "unverified", stale: bool | None = None) -> dict:
+    return {"id": cid, "path": f"{cid}.md", "type": "Note", "title": cid.upper(), "description": "", "tags": tags,
+            "status": "stable", "trust": trust, "stale": stale, "stale_after": "2025-03-01" if stale is not None else None,
+            "status_state": {"present": False, "valid": True, "raw": None, "effective": "stable"}}
+
+
+_SOURCE = {"id": "rfc", "resource": "https://example.com/rfc", "title": "RFC", "author": "IETF", "usage_count": "3",
+           "last_modified": None, "usage_window": None}
+SAMPLES += [
+    (_call("search_concepts", {**ARGS, "as_of": "2025-03-01"}),
+     _ok({"query": "q", "as_of": "2025-03-01", "total": 1, "truncated": False,
+          "hits": [{"concept": _full_card("a", ["ops", "net"], stale=True), "match": "id"}]})),
+    (_call("get_neighbors", {**ARGS, "concept_id": "a"}),
+     _ok({"concept": _full_card("a", [], stale=False), "direction": "both", "kinds": ["navigation"], "total": 1,
+          "truncated": False, "sources": [], "edges": [{"kind": "navigation", "from": "a", "to": "b",
+                                                         "relation_type": None, "source": _full_card("a", []),
+                                                         "target": _full_card("b", ["net"])}]})),
+    (_call("read_concept", {**ARGS, "concept_id": "a"}), _ok({"id": "a", "path": "a.md", "projection": {
+        "title": "A", "tags": ["ops", "net"], "trust": "unverified", "sources": [_SOURCE],
+        "generated": {"by": "writer/1.0", "at": "2025-01-02T03:04:05Z"},
+        "attributions": [{"id": "rfc", "normalized_id": "rfc", "sources": [_SOURCE],
+                          "references": [{"id": "rfc", "raw": "[^rfc]"}], "definitions": []}]}})),
+    (_call("read_concept", {**ARGS, "concept_id": "b"}), _ok({"id": "b", "path": "b.md", "projection": {"title": "B"}})),
+]
+
+
 SAMPLED_TOOLS = {"search_concepts", "get_neighbors", "doc_search", "help_search", "doc_links", "read_concept",
                  "search_sections"}
 
@@ -137,6 +163,38 @@ def test_section_data_mutants_are_killed_by_the_sections_oracle_while_the_real_s
     assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
     assert {r.name: r.killed_by for r in results[1:]} == dict.fromkeys(
         SECTION_DATA_MUTANTS, ("oracle_search_sections[search_sections]",))
+
+
+CARD_DATA_MUTANTS = {
+    "oracle_search_cards[search_concepts]": ["search_card_title_edited", "search_card_tags_reversed",
+                                             "search_card_stale_flipped", "search_card_trust_raised"],
+    "oracle_neighbor_cards[get_neighbors]": ["neighbors_focus_card_stale_after_nulled",
+                                             "neighbors_target_card_tags_dropped",
+                                             "neighbors_source_card_of_other_concept"],
+    "oracle_read_concept[read_concept]": ["read_concept_projection_tag_dropped",
+                                          "read_concept_projection_tags_reversed",
+                                          "read_concept_projection_trust_raised",
+                                          "read_concept_projection_source_author_blanked",
+                                          "read_concept_projection_generated_at_nulled",
+                                          "read_concept_projection_attribution_reference_dropped",
+                                          "read_concept_projection_title_of_previous_read"],
+}
+
+
+@pytest.mark.slow
+def test_card_and_projection_mutants_are_killed_by_their_card_oracle_while_the_real_server_passes():
+    """Schema-valid answers whose hits and edges are right but whose cards or projection say
+    something else about the concept (a title, tags, trust, stale, another concept's card) pass
+    every rule but the data; the card oracles compare the data with the frontmatter written."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    base = RunConfig(target="", family="okf", tools=("search_concepts", "get_neighbors", "read_concept"),
+                     checks=("oracle_search_cards", "oracle_neighbor_cards", "oracle_read_concept"), max_examples=2)
+    names = [name for group in CARD_DATA_MUTANTS.values() for name in group]
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], names))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == {
+        name: (case,) for case, group in CARD_DATA_MUTANTS.items() for name in group}
 
 
 def test_the_catalogue_covers_every_contract_tool_with_120_mutants():

@@ -200,3 +200,135 @@ def test_the_section_rules_fixture_holds_each_trap():
     assert [h["heading"] for h in okf_reads.expected_section_hits(bundle, "oneline")] == ["Line oneline two jitter"]
     best = okf_reads.expected_section_hits(bundle, "jitter")[0]
     assert (best["concept_id"], best["heading"]) == ("jitter-notes", "Jitter")   # heading x3 and title x2
+
+
+# ---- concept cards and the read_concept projection (oracles/okf_cards.py) ---------------------------
+
+def test_a_card_writes_blank_text_fields_as_empty_and_a_projection_as_null():
+    from knowspec.conformance.oracles import okf_cards
+
+    concept = Concept("n", title=" ", tags=("ops", "ops"))
+    card, projection = okf_cards.concept_card(concept), okf_cards.expected_projection(concept)
+    assert (card["title"], card["description"], card["tags"]) == ("", "", ["ops", "ops"])
+    assert (projection["title"], projection["description"], projection["resource"]) == (None, None, None)
+
+
+def test_a_card_is_stale_only_with_as_of_and_a_stale_after_valid_for_the_profile():
+    from knowspec.conformance.oracles import okf_cards
+
+    dated, odd = Concept("d", stale_after="2025-03-01"), Concept("o", stale_after="soon")
+    assert [okf_cards.concept_card(dated, a)["stale"] for a in (None, "2025-02-28", "2025-03-01")] == [None, False, True]
+    assert okf_cards.concept_card(odd, "2025-03-01")["stale"] is None      # not list_concepts' false
+    instant = okf_cards.concept_card(dated, "2025-03-01T00:00:00Z", "instant-0b87c52")
+    assert (instant["stale"], instant["stale_after"]) == (None, None)     # a date is no instant
+
+
+def test_status_is_stable_when_absent_and_null_with_its_raw_text_when_blank():
+    from knowspec.conformance.oracles import okf_cards
+
+    assert okf_cards.status_fields(Concept("a")) == (
+        "stable", {"present": False, "valid": True, "raw": None, "effective": "stable"})
+    assert okf_cards.status_fields(Concept("a", status="draft"))[1] == {
+        "present": True, "valid": True, "raw": "draft", "effective": "draft"}
+    assert okf_cards.status_fields(Concept("a", status="  ")) == (
+        None, {"present": True, "valid": False, "raw": "  ", "effective": None})
+
+
+def test_trust_counts_only_events_with_a_valid_actor_and_an_rfc3339_instant():
+    from knowspec.conformance.fixtures.model import Event
+    from knowspec.conformance.oracles import okf_cards
+
+    at = "2025-01-01T00:00:00Z"
+    trust = [okf_cards.trust(Concept("a", verified=events)) for events in (
+        (), (Event("team:x", at),), (Event("bot/2", at),), (Event("bot/2", at), Event("human:ana", at)),
+        (Event("human:ana", "2025-01-01"),), (Event("human:", at), Event("a/b/c", at)))]
+    assert trust == ["unverified", "unverified", "machine-confirmed", "human-reviewed", "unverified", "unverified"]
+
+
+def test_projection_lists_events_with_any_actor_and_keeps_the_valid_half_of_generated():
+    from knowspec.conformance.fixtures.model import Event
+    from knowspec.conformance.oracles import okf_cards
+
+    concept = Concept("a", generated=Event("team:x", "2025-01-01T00:00:00Z"),
+                      verified=(Event("team:x", "2025-01-01T00:00:00Z"), Event("bot/2", "nope")))
+    projection = okf_cards.expected_projection(concept)
+    assert projection["verified"] == [{"by": "team:x", "at": "2025-01-01T00:00:00Z"}]
+    assert projection["generated"] == {"by": None, "at": "2025-01-01T00:00:00Z"}
+    assert okf_cards.generated(Event("a/1", "2025-13-01T00:00:00Z")) == {"by": "a/1", "at": None}
+    assert okf_cards.generated(Event("", "nope")) is None
+
+
+def test_footnote_labels_fold_and_collapse_ascii_space_only():
+    from knowspec.conformance.oracles import okf_cards
+
+    assert [okf_cards.normalised_label(x) for x in ("Spec", "GA4  Schema", " ga4\tschema ", "Straße", "ẞ", "ﬃ")] \
+        == ["spec", "ga4 schema", "ga4 schema", "strasse", "ss", "ffi"]
+    assert okf_cards.normalised_label("a\u00a0b") == "a\u00a0b"     # a non-ASCII space is kept
+
+
+def test_attributions_join_every_spelling_of_a_label_and_name_it_by_the_smallest():
+    from knowspec.conformance.fixtures.model import Source
+    from knowspec.conformance.oracles import okf_cards
+
+    concept = Concept("a", text="Claim.[^RFC] More.[^zz]\n\n[^rfc]: The RFC",
+                      sources=(Source("https://x/1", id="rfc"), Source("https://x/2"), Source("https://x/3", id="Rfc")))
+    rfc, zz = okf_cards.attributions(concept)
+    assert (rfc["id"], rfc["normalized_id"]) == ("RFC", "rfc")
+    assert [s["resource"] for s in rfc["sources"]] == ["https://x/1", "https://x/3"]
+    assert rfc["references"] == [{"id": "RFC", "raw": "[^RFC]"}]
+    assert rfc["definitions"] == [{"id": "rfc", "text": "The RFC", "raw": "[^rfc]:"}]
+    assert (zz["id"], zz["sources"], zz["definitions"]) == ("zz", [], [])
+
+
+def test_sources_and_events_compare_as_multisets_but_tags_in_order():
+    from knowspec.conformance.oracles import okf_cards
+
+    want = {"tags": ["a", "b"], "sources": [{"id": "1"}, {"id": "2"}], "verified": [{"by": "x"}, {"by": "y"}]}
+    assert okf_cards.field_differences({**want, "sources": want["sources"][::-1],
+                                        "verified": want["verified"][::-1]}, want) == {}
+    assert set(okf_cards.field_differences({**want, "tags": ["b", "a"]}, want)) == {"tags"}
+    assert set(okf_cards.field_differences({"tags": ["a", "b"]}, want)) == {"sources", "verified"}
+
+
+def test_items_compared_as_a_multiset_may_spell_their_keys_in_any_order():
+    from knowspec.conformance.oracles import okf_cards
+
+    want = {"sources": [{"id": "b", "resource": "y"}, {"id": "a", "resource": "z"}]}
+    got = {"sources": [{"resource": "y", "id": "b"}, {"resource": "z", "id": "a"}]}   # by id, by resource: 2 orders
+    assert okf_cards.field_differences(got, want) == {}
+    assert okf_cards.field_differences({"sources": [{"resource": "y", "id": "a"}]}, want) != {}
+
+
+def test_a_relation_ref_names_the_concept_before_its_first_unescaped_hash():
+    from knowspec.conformance.checks.okf_cards import concept_part, edge_ends
+
+    assert [concept_part(r) for r in ("a#part", "hash\\#name", "hash\\#name#s1", "a#b\\#c")] \
+        == ["a", "hash#name", "hash#name", "a"]
+    assert edge_ends({"kind": "navigation", "from": "hash#name", "to": "b"}) == ("hash#name", "b")
+    assert edge_ends({"kind": "relation", "from": "hash\\#name", "to": "b#part"}) == ("hash#name", "b")
+
+
+def test_the_new_frontmatter_keys_come_last_so_older_fixtures_keep_their_bytes():
+    from knowspec.conformance.fixtures.model import Event, render_frontmatter
+
+    plain = render_frontmatter(Concept("a", title="A", stale_after="2025-01-01"))
+    richer = render_frontmatter(Concept("a", title="A", stale_after="2025-01-01", status="draft",
+                                        generated=Event("w/1", "2025-01-01T00:00:00Z")))
+    assert richer.startswith(plain + "\n") and richer.endswith('at: "2025-01-01T00:00:00Z"')
+
+
+def test_the_cards_fixture_holds_each_trap():
+    """Pinned so that an edit of the fixture cannot quietly lose a rule the card checks rely on."""
+    from knowspec.conformance.fixtures.strategies import cards_bundle
+    from knowspec.conformance.oracles import okf_cards
+
+    bundle = cards_bundle()
+    retry, backoff, team = (okf_cards.expected_projection(bundle.concept(c)) for c in ("ops/retry", "ops/backoff",
+                                                                                         "notes/team"))
+    assert (retry["trust"], backoff["trust"], team["trust"]) == ("human-reviewed", "machine-confirmed", "unverified")
+    assert (retry["status"], backoff["status"], team["status"]) == ("draft", None, "deprecated")
+    assert retry["tags"] == ["ops", "net", "ops"] and len(retry["sources"]) == 3 and len(retry["verified"]) == 2
+    assert [(a["id"], len(a["sources"]), len(a["references"]), len(a["definitions"])) for a in retry["attributions"]] \
+        == [("RFC", 2, 1, 1)]
+    assert backoff["generated"] == {"by": None, "at": "2025-01-01T00:00:00Z"} and team["verified"] and not team["title"]
+    assert (team["stale_after"], backoff["stale_after"]) == (None, "2025-02-28")

@@ -1,0 +1,211 @@
+"""A concept's card and its read_concept projection, restated from the frontmatter the suite wrote.
+
+read.md §2 fixes the per-card fields (status, status_state, trust, stale_after, stale), §3.5 and
+§3.6 the card of search_concepts and get_neighbors (``""`` for an absent or invalid type, title or
+description, ``[]`` for no tags), §3.2 the projection (``null`` instead of ``""``), §1.4 trust
+from the valid ``verified`` events, §1.8 and gaps.md §5 the attributions. Pure functions of a
+:class:`Concept`; the footnote scan covers what the fixtures write (paragraph lines, no code, no
+lists, no continuation lines), which :func:`footnotes` asserts.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from datetime import datetime
+from typing import Any
+
+from knowspec.conformance.fixtures.model import Concept, Event, Source, render_body
+from knowspec.conformance.oracles.okf_reads import stale_value, valid_stale_after
+
+DEFAULT_PROFILE = "date-3fcbb9f"
+TRUST_TIERS = ("unverified", "machine-confirmed", "human-reviewed")
+_RFC3339 = re.compile(r"^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d+)?(Z|[+-]\d{2}:\d{2})$")
+_REFERENCE = re.compile(r"(?<![\\!])\[\^([^\]\r\n]+)\](?!\[)")
+_DEFINITION = re.compile(r"^ {0,3}\[\^([^\]\r\n]+)\]:[ \t]*(.*)$")
+
+
+def typed_string(value: str | None) -> str | None:
+    """A typed string read (read.md §1.3): valid only when not blank."""
+    return value if value is not None and value.strip() else None
+
+
+# ---- status, trust, staleness (read.md §2 per-card fields, §1.4, §1.9) ------------------------
+
+def status_fields(concept: Concept) -> tuple[str | None, dict[str, Any]]:
+    """``status`` and ``status_state``: absent is stable; a blank string is malformed, raw kept."""
+    if concept.status is None:
+        return "stable", {"present": False, "valid": True, "raw": None, "effective": "stable"}
+    value = typed_string(concept.status)
+    return value, {"present": True, "valid": value is not None, "raw": concept.status, "effective": value}
+
+
+def rfc3339(text: str) -> bool:
+    """Go ``time.RFC3339`` as the fixtures exercise it: upper-case T, an offset, a real instant."""
+    if not _RFC3339.fullmatch(text):
+        return False
+    try:
+        datetime.fromisoformat(text.replace("Z", "+00:00"))
+    except ValueError:
+        return False
+    return True
+
+
+def valid_actor(actor: str) -> bool:
+    """read.md §1.9: ``human:<x>``, ``process:<x>`` or ``<producer>/<version>``, trimmed, no control."""
+    if not actor or actor != actor.strip() or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in actor):
+        return False
+    for prefix in ("human:", "process:"):
+        if actor.startswith(prefix):
+            return bool(actor[len(prefix):].strip())
+    parts = actor.split("/")
+    return len(parts) == 2 and all(p.strip() for p in parts)
+
+
+def trust(concept: Concept) -> str:
+    """None of the events valid: unverified; any valid ``human:`` event: human-reviewed."""
+    valid = [e for e in concept.verified if valid_actor(e.by) and rfc3339(e.at)]
+    if not valid:
+        return "unverified"
+    return "human-reviewed" if any(e.by.startswith("human:") for e in valid) else "machine-confirmed"
+
+
+def concept_card(concept: Concept, as_of: str | None = None, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
+    """The card of search_concepts hits and get_neighbors' focus and edge ends (read.md §3.5, §3.6).
+
+    Every key is required by ``ConceptCard``; stale is a boolean only with ``as_of`` and a
+    stale_after valid for the profile (not list_concepts' date-profile ``false``)."""
+    status, state = status_fields(concept)
+    return {"id": concept.id, "path": concept.path, "type": typed_string(concept.type) or "",
+            "title": typed_string(concept.title) or "", "description": typed_string(concept.description) or "",
+            "tags": valid_tags(concept), "status": status, "trust": trust(concept),
+            "stale": stale_value(concept.stale_after, as_of, profile, tool="search_concepts"),
+            "stale_after": valid_stale_after(concept.stale_after, profile), "status_state": state}
+
+
+def valid_tags(concept: Concept) -> list[str]:
+    """The valid items of the ``tags`` sequence, in its order, repeats kept (the fixtures write no
+    blank tag, whose validity the contract leaves to the typed-string rule)."""
+    return [t for t in concept.tags if typed_string(t) is not None]
+
+
+# ---- the read_concept projection (read.md §3.2) -----------------------------------------------
+
+def valid_source(source: Source) -> bool:
+    """read.md §1.4: a non-blank resource and every written optional field valid."""
+    written = [v for v in (source.id, source.title, source.author) if v]
+    return bool(source.resource.strip()) and all(v.strip() for v in written) \
+        and (source.usage_count is None or source.usage_count >= 0)
+
+
+def source_projection(source: Source) -> dict[str, Any]:
+    """``SourceProjection``: absent text fields ``""``, usage_count a decimal string."""
+    return {"id": source.id, "resource": source.resource, "title": source.title, "author": source.author,
+            "usage_count": None if source.usage_count is None else str(source.usage_count),
+            "last_modified": None, "usage_window": None}
+
+
+def normalised_label(label: str) -> str:
+    """gaps.md §5.2: full case folding, ASCII space/TAB/LF/CR runs collapsed and trimmed."""
+    return " ".join(part for part in re.split(r"[ \t\n\r]+", label.casefold()) if part)
+
+
+def footnotes(body: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
+    """References ``{id, raw}`` and definitions ``{id, text, raw}`` of a fixture body, in order."""
+    assert "`" not in body and not re.search(r"^(    |\t|>|[-*+] )", body, re.M), \
+        "the footnote scan covers paragraph lines only"
+    references, definitions = [], []
+    for line in body.split("\n"):
+        definition = _DEFINITION.match(line)
+        if definition:
+            label, text = definition.group(1), definition.group(2)
+            definitions.append({"id": label, "text": text, "raw": line[:definition.start(2)].strip()})
+            continue
+        references += [{"id": m.group(1), "raw": m.group(0)} for m in _REFERENCE.finditer(line)]
+    return references, definitions
+
+
+def _utf8(text: str) -> bytes:
+    return text.encode("utf-8")
+
+
+def attributions(concept: Concept) -> list[dict[str, Any]]:
+    """read.md §1.8: one entry per normalised label seen as a valid source's id, a reference or a
+    definition, by normalised label; ``id`` the smallest raw spelling (byte order)."""
+    references, definitions = footnotes(render_body(concept))
+    sources = [s for s in concept.sources if valid_source(s)]
+    spellings: list[str] = [s.id for s in sources if s.id] + [r["id"] for r in references] \
+        + [d["id"] for d in definitions]
+    out = []
+    for label in sorted({normalised_label(s) for s in spellings} - {""}, key=_utf8):
+        out.append({
+            "id": sorted((s for s in spellings if normalised_label(s) == label), key=_utf8)[0],
+            "normalized_id": label,
+            "sources": [source_projection(s) for s in sources if s.id and normalised_label(s.id) == label],
+            "references": [r for r in references if normalised_label(r["id"]) == label],
+            "definitions": [d for d in definitions if normalised_label(d["id"]) == label],
+        })
+    return out
+
+
+def generated(event: Event | None) -> dict[str, str | None] | None:
+    """An object when ``by`` is a valid actor or ``at`` is RFC 3339; the invalid half is null."""
+    if event is None:
+        return None
+    by, at = (event.by if valid_actor(event.by) else None), (event.at if rfc3339(event.at) else None)
+    return None if by is None and at is None else {"by": by, "at": at}
+
+
+def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
+    """Every projection field for a fixture concept: no usage window, no last_modified, no
+    computation contract, no legacy timestamp or ``# Citations`` (the fixtures write none)."""
+    assert concept.type != "Attested Computation" and "# Citations" not in render_body(concept)
+    status, state = status_fields(concept)
+    return {
+        "type": typed_string(concept.type), "title": typed_string(concept.title),
+        "description": typed_string(concept.description), "resource": typed_string(concept.resource),
+        "tags": valid_tags(concept),
+        "sources": [source_projection(s) for s in concept.sources if valid_source(s)],
+        "attributions": attributions(concept),
+        "usage_window": None,
+        "generated": generated(concept.generated),
+        # the projection lists events with a non-empty actor, valid or not; trust counts valid ones
+        "verified": [{"by": e.by, "at": e.at} for e in concept.verified if e.by and rfc3339(e.at)],
+        "trust": trust(concept), "status": status, "status_state": state,
+        "stale_after": valid_stale_after(concept.stale_after, profile),
+        "computation": None,
+    }
+
+
+LEGACY_FALLBACK = {"generated_from_timestamp": False, "sources_from_citations": False}
+
+
+# ---- comparison -------------------------------------------------------------------------------
+
+# Arrays whose order the contract leaves open: it keeps the valid sources and events but names no
+# order for them (tools.toml orders only projection.attributions), so they compare as multisets.
+UNORDERED = frozenset({"sources", "verified", "attributions[].sources", "attributions[].references",
+                       "attributions[].definitions"})
+
+
+def _as_multiset(items: list) -> list:
+    """The items in one canonical order; a key order of their own (free in JSON) never counts."""
+    return sorted(items, key=lambda item: json.dumps(item, sort_keys=True, default=repr))
+
+
+def _comparable(field: str, value: Any) -> Any:
+    if field in UNORDERED and isinstance(value, list):
+        return _as_multiset(value)
+    if field == "attributions" and isinstance(value, list):
+        return [{k: _comparable(f"attributions[].{k}", v) for k, v in item.items()} if isinstance(item, dict)
+                else item for item in value]
+    return value
+
+
+def field_differences(got: Any, want: dict[str, Any]) -> dict[str, tuple[Any, Any]]:
+    """``{field: (got, want)}`` for each contract field that differs. Key order and extra keys are
+    not judged here (the output schema closes the objects; JSON key order is free)."""
+    if not isinstance(got, dict):
+        return {"(whole object)": (got, want)}
+    return {k: (got.get(k, "<missing>"), w) for k, w in want.items()
+            if _comparable(k, got.get(k, "<missing>")) != _comparable(k, w)}
