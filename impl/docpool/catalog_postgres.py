@@ -37,6 +37,8 @@ from knowspec.impl.docpool.catalog_store import (
 from knowspec.impl.extras import require
 from knowspec.impl.rules.fold import ascii_lower
 
+ASCII_UPPER = "ABCDEFGHIJKLMNOPQRSTUVWXYZ"
+
 SCHEMA = "knowspec$catalog"
 CONNECT_TIMEOUT = 10.0  # seconds a transaction waits for a connection
 MAX_CONNECTIONS = 4
@@ -174,8 +176,12 @@ class PostgresRows:
                   "values (%s, %s, %s, %s, %s, %s)", (key, user, roles, database, expires_at, now))
 
     def session(self, key: str) -> SessionRow | None:
-        return first(self._all('select user_name, roles, database, expires_at, last_used from "auth$session" '
-                               "where token_hash = %s", (key,)))
+        # the user's key is its name lower-cased in ASCII only (``ascii_lower``), as translate() does
+        return first(self._all(
+            "select s.user_name, coalesce((select json_agg(r.role_name order by r.role_key collate \"C\")::text "
+            'from "auth$user_role" r where r.user_key = translate(s.user_name, %s, %s)), \'[]\'), '
+            's.database, s.expires_at, s.last_used from "auth$session" s where s.token_hash = %s',
+            (ASCII_UPPER, ASCII_UPPER.lower(), key)))
 
     def touch_session(self, key: str, now: float) -> None:
         self._run('update "auth$session" set last_used = greatest(last_used, %s) where token_hash = %s', (now, key))

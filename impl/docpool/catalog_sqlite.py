@@ -181,8 +181,10 @@ class SqliteRows:
                          "values (?, ?, ?, ?, ?, ?)", (key, user, roles, database, expires_at, now))
 
     def session(self, key: str) -> SessionRow | None:
-        return first(self._all('select user_name, roles, database, expires_at, last_used from "auth$session" '
-                               "where token_hash = ?", (key,)))
+        return first(self._all(
+            'select s.user_name, (select json_group_array(role_name) from (select role_name from "auth$user_role" '
+            "where user_name = s.user_name order by role_name)), s.database, s.expires_at, s.last_used "
+            'from "auth$session" s where s.token_hash = ?', (key,)))
 
     def touch_session(self, key: str, now: float) -> None:
         self.con.execute('update "auth$session" set last_used = max(last_used, ?) where token_hash = ?', (now, key))

@@ -28,7 +28,7 @@ CatalogTarget = Path | str   # a SQLite file, or a postgresql:// URL
 
 DatabaseRow = tuple[str, str, str, str, "str | None"]        # name, storage, dsn, documents, documents_db
 UserRow = tuple[str, bytes, bytes, str]                      # name, salt, hash, params
-SessionRow = tuple[str, str, "str | None", float, float]     # user, roles (JSON), database, expires_at, last_used
+SessionRow = tuple[str, str, "str | None", float, float]     # user, its roles now (JSON), database, expires_at, last_used
 LoginCounterRow = tuple[int, float]                          # attempts, last_attempt
 
 
@@ -58,7 +58,8 @@ class CatalogRows(Protocol):
     # auth$session
     def add_session(self, key: str, user: str, roles: str, database: str | None,
                     expires_at: float, now: float) -> None: ...
-    def session(self, key: str) -> SessionRow | None: ...
+    def session(self, key: str) -> SessionRow | None:
+        """The session's row with its user's roles as granted now (not as at login), in one read."""
     def touch_session(self, key: str, now: float) -> None: ...
     def remove_session(self, key: str) -> bool: ...
     def remove_sessions_of(self, user: str) -> None:

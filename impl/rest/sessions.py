@@ -119,8 +119,9 @@ class SessionStore:
                 return None
             if now - last_used >= self.touch_seconds:
                 rows.touch_session(key, now)
-            held = tuple(rows.roles_of(user))  # as granted now: a revoked role is gone at once
-        return Session(token=token, user=user, roles=held, database=database, expires_at=expires_at)
+        # the roles as granted now (the store reads them with the row): a revoked role is gone at once
+        return Session(token=token, user=user, roles=tuple(json.loads(roles)), database=database,
+                       expires_at=expires_at)
 
     def close(self, token: str) -> bool:
         with self._store().transaction() as rows:

@@ -214,6 +214,20 @@ def _session_row(target, key):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_session_holds_its_users_roles_as_granted_now(kind, url, tmp_path):
+    """Read with the session's row, in the order the user's roles are listed, on both stores:
+    a revoked role had stayed with a session for its whole life."""
+    target = url if kind == "postgresql" else tmp_path / "catalog.db"
+    user = auth.create_user(target, "İlker", "pw", ["Finance", "WRITER", "İK"])
+    store = SessionStore(3600, catalog=target)
+    session = store.open(user.name, user.roles, None)
+    assert store.get(session.token).roles == user.roles
+    auth.revoke_role(target, "İLKER", "finance")  # the name and role as typed: ASCII case aside
+    auth.grant_role(target, "İlker", "Audit")
+    assert store.get(session.token).roles == auth.get_user(target, "İlker").roles == ("Audit", "WRITER", "İK")
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_concurrent_uses_keep_the_latest_one(kind, url, tmp_path):
     target = url if kind == "postgresql" else tmp_path / "catalog.db"
     session = SessionStore(3600, idle_seconds=600, catalog=target).open("ali", (), None)
