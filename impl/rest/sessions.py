@@ -4,8 +4,9 @@ Sessions are rows of the catalog database (``auth$session``), not process memory
 server process that shares the catalog (the workers of ``serve --workers N``, or several servers)
 honours a login made on any of them, and a logout anywhere ends it everywhere. Only a hash of
 the token is stored. A session's roles are read from the catalog at each use, not kept from the
-login: a role revoked, or a user removed (``user remove`` ends its sessions), counts at once. A session ends on whichever comes first: ``settings.session_ttl_seconds``
-after login (the absolute life: use never extends it, so a stolen token has a bounded life) or
+login: a role revoked, or a user removed (``user remove`` ends its sessions), counts at once. A
+session ends on whichever comes first: ``settings.session_ttl_seconds`` after login (the
+absolute life: use never extends it, so a stolen token has a bounded life) or
 ``settings.session_idle_seconds`` after its last recorded use (a forgotten session does not
 linger). A use is recorded at most once per ``touch_seconds`` (at most one write a second per
 busy session), so a session may end up to that much early, never late. The clock is injectable
