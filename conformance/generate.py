@@ -10,6 +10,7 @@ mode is a hint and the validator is the judge.
 from __future__ import annotations
 
 import json
+import re
 from dataclasses import dataclass
 from functools import lru_cache
 from typing import Any, Iterator
@@ -185,6 +186,61 @@ def base_arguments(tool: ToolContract, fill: dict[str, Any]) -> dict[str, Any]:
     return args
 
 
+def boundary_base(tool: ToolContract, fill: dict[str, Any], bounded: str) -> dict[str, Any]:
+    """:func:`base_arguments` plus the properties one ``anyOf`` alternative requires (the one naming
+    ``bounded``, else the first), so that a case of doc_get's ``collection`` is judged on its own
+    bound, not refused for a missing ``slug``."""
+    args = base_arguments(tool, fill)
+    alternatives = [a.get("required", []) for a in tool.input_schema.get("anyOf", []) if isinstance(a, dict)]
+    if alternatives:
+        for name in next((a for a in alternatives if bounded in a), alternatives[0]):
+            if name not in args:
+                prop = resolved(tool.input_schema, tool.input_properties.get(name, {}))
+                args[name] = fill.get(name, _simple_value(prop))
+    return args
+
+
+def resolved(document: dict[str, Any], prop: dict[str, Any]) -> dict[str, Any]:
+    """``prop`` with its local ``$ref`` (``#/$defs/X``, as codegen inlines the shared definitions of
+    spec/docpool/schemas/docpool.schema.json) merged in, the property's own keywords winning; a
+    ``$ref`` outside the document is left as it is (the suite never fetches schemas)."""
+    ref = prop.get("$ref")
+    if not isinstance(ref, str) or not ref.startswith("#/"):
+        return prop
+    target: Any = document
+    for part in ref[2:].split("/"):
+        part = part.replace("~1", "/").replace("~0", "~")
+        if not isinstance(target, dict) or part not in target:
+            return prop
+        target = target[part]
+    if not isinstance(target, dict):
+        return prop
+    own = {k: v for k, v in prop.items() if k != "$ref"}
+    return {**resolved(document, target), **own}
+
+
+BOUNDED_KEYWORDS = ("minimum", "maximum", "maxLength", "maxItems", "pattern")
+
+
+def input_limits(tool: ToolContract) -> dict[str, dict[str, Any]]:
+    """Every top-level input property's bounds, from the schema itself (``$ref``s followed) and the
+    contract's ``limits``: the latter lists only what tools.toml restates, so a ``Slug``'s maxLength
+    reached through ``$ref`` (or an inline ``maxLength`` left out of ``[tool.limits]``) had no case."""
+    out: dict[str, dict[str, Any]] = {}
+    for name, prop in tool.input_properties.items():
+        if not isinstance(prop, dict):
+            continue
+        schema = resolved(tool.input_schema, prop)
+        found = {k: schema[k] for k in BOUNDED_KEYWORDS if k in schema}
+        found.update({k: v for k, v in tool.limits.get(name, {}).items() if k in BOUNDED_KEYWORDS})
+        if found:
+            out[name] = found
+    for name, limit in tool.limits.items():
+        if name not in out and any(k in limit for k in BOUNDED_KEYWORDS):
+            out[name] = {k: v for k, v in limit.items() if k in BOUNDED_KEYWORDS}
+    return out
+
+
 def _simple_value(prop: dict[str, Any]) -> Any:
     if "default" in prop:
         return prop["default"]
@@ -206,12 +262,13 @@ def _simple_value(prop: dict[str, Any]) -> Any:
 
 
 def boundary_cases(tool: ToolContract, fill: dict[str, Any]) -> list[BoundaryCase]:
-    """0, 1, max and max+1 for numeric limits; lengths at and over maxLength; items at and over maxItems."""
-    base = base_arguments(tool, fill)
+    """0, 1, max and max+1 for numeric limits; lengths at and over maxLength; items at and over maxItems;
+    a value breaking a pattern (at a length the schema allows)."""
     cases = []
     props = tool.input_properties
-    for name, limit in sorted(tool.limits.items()):
-        prop = props.get(name, {})
+    for name, limit in sorted(input_limits(tool).items()):
+        base = boundary_base(tool, fill, name)
+        prop = resolved(tool.input_schema, props.get(name, {}))
         if "maximum" in limit or "minimum" in limit:
             lo, hi = limit.get("minimum"), limit.get("maximum")
             values = {0, 1}
@@ -226,12 +283,33 @@ def boundary_cases(tool: ToolContract, fill: dict[str, Any]) -> list[BoundaryCas
             for size in (n, n + 1):
                 value = _string_of(prop, size, fill.get(name))
                 cases.append(BoundaryCase(f"len({name})={size}", {**base, name: value}))
+        if "pattern" in limit:
+            broken = _pattern_breaker(prop)
+            if broken is not None:
+                cases.append(BoundaryCase(f"{name}!~pattern", {**base, name: broken}))
         if "maxItems" in limit:
             n = limit["maxItems"]
             item = _simple_value(prop.get("items", {}))
             for size in (n, n + 1):
                 cases.append(BoundaryCase(f"len({name})={size}", {**base, name: [item] * size}))
     return cases
+
+
+def _pattern_breaker(prop: dict[str, Any]) -> str | None:
+    """A string of an allowed length that fails the property's ``pattern`` (none when every candidate matches)."""
+    pattern = prop.get("pattern")
+    if not isinstance(pattern, str):
+        return None
+    size = max(prop.get("minLength", 1), 1)
+    try:
+        compiled = re.compile(pattern)
+    except re.error:
+        return None
+    for stem in ("-", "N", " ", "_", "ü", "x"):
+        value = (stem + "n" * size)[:size] if size > 1 else stem
+        if compiled.search(value) is None and len(value) <= prop.get("maxLength", size):
+            return value
+    return None
 
 
 def _string_of(prop: dict[str, Any], size: int, like: Any = None) -> str:

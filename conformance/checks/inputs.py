@@ -15,7 +15,7 @@ from knowspec.conformance.checks.common import (
 )
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.contract import ToolContract
-from knowspec.conformance.generate import acceptable_error_codes, arguments, boundary_cases
+from knowspec.conformance.generate import acceptable_error_codes, arguments, boundary_cases, input_limits
 from knowspec.conformance.target import CallOutcome
 
 RULE_VALID = "spec/okf/contract/read.md §3.0 (valid input: success or a listed contract error)"
@@ -147,9 +147,9 @@ def pointed_at(tool: ToolContract, real_path: str, args: dict[str, Any]) -> dict
     return args
 
 
-@check("boundary_limits", RULE_BOUNDARY, applies=advertised_only, relevant=lambda t: bool(t.limits))
+@check("boundary_limits", RULE_BOUNDARY, applies=advertised_only, relevant=lambda t: bool(input_limits(t)))
 def boundary_limits(ctx: CheckContext) -> None:
-    """Explicit edge cases from the contract's limits behave exactly as the schema classifies them."""
+    """Explicit edge cases from every input bound (``$ref``s followed) behave exactly as the schema classifies them."""
     for case in boundary_cases(ctx.require_tool(), ctx.fill()):
         judge(ctx, case.arguments, ctx.call(case.arguments))
 

@@ -611,3 +611,4 @@ def _drop_after_cancel(message: dict, pending: dict, state: dict) -> tuple[list[
 
 # the per-tool catalogue for the other tools registers itself here (imported last: it uses the helpers above)
 from knowspec.conformance.mutants import catalogue_tools  # noqa: E402,F401
+from knowspec.conformance.mutants import catalogue_defaults  # noqa: E402,F401

@@ -55,8 +55,10 @@ def test_an_oracle_is_planned_only_on_the_tools_it_judges():
     assert {t for c, t in planned if c == "oracle_concept_patch"} == {"preview_concept_patch",
                                                                        "apply_concept_patch"}
     assert {t for c, t in planned if c == "oracle_doc_get"} == {"doc_get"}
+    assert {t for c, t in planned if c == "oracle_pool_defaults"} == {"doc_search", "help_search", "doc_entities"}
     oracle_cases = [(c, t) for c, t in planned if c.startswith("oracle_")]
-    assert len(oracle_cases) == len({c for c, _ in oracle_cases}) + 3   # three oracles judge a tool pair
+    # three oracles judge a tool pair, and oracle_pool_defaults the three tools with a default
+    assert len(oracle_cases) == len({c for c, _ in oracle_cases}) + 3 + 2
 
 
 def test_every_tool_with_a_declared_sort_order_is_ordering_checked():

@@ -102,10 +102,13 @@ def check_root(path):
     if os.path.normpath(path) != path:
         bad("bundle_path must be clean")
     p = Path(path)
-    for part in [p, *p.parents]:
-        if part.is_symlink():
-            bad("bundle_path must not contain a symlink")
-    if not p.is_dir():
+    try:
+        for part in [p, *p.parents]:
+            if part.is_symlink():
+                bad("bundle_path must not contain a symlink")
+        if not p.is_dir():
+            bad("bundle_path must be a directory")
+    except OSError:  # a name too long for the file system (the 4096-character boundary case)
         bad("bundle_path must be a directory")
     return p
 
