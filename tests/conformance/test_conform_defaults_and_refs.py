@@ -36,7 +36,7 @@ def test_the_contract_limits_leave_out_bounds_the_schema_reaches_through_ref():
 
 
 def test_a_local_ref_is_resolved_and_the_property_own_keywords_win():
-    doc = {"$defs": {"Slug": {"type": "string", "maxLength": 512, "description": "shared"}}}
+    doc = {"$defs": {"Slug": {"type": "string", "maxLength": 512, "description": "a topic slug"}}}
     assert resolved(doc, {"$ref": "#/$defs/Slug", "description": "own"}) == {
         "type": "string", "maxLength": 512, "description": "own"}
     assert resolved(doc, {"$ref": "other.json#/$defs/Slug"}) == {"$ref": "other.json#/$defs/Slug"}
