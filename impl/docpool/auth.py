@@ -14,7 +14,7 @@ import hashlib
 import hmac
 import secrets
 import sys
-from dataclasses import dataclass
+from dataclasses import dataclass, field, replace
 from typing import Callable
 
 from knowspec.impl.docpool.catalog_store import CatalogRows, CatalogTarget, CatalogUnavailable, open_catalog
@@ -56,6 +56,9 @@ class AuthError(ValueError):
 class User:
     name: str
     roles: tuple[str, ...]
+    # the stored password hash a login checked (``authenticate`` only): a session is opened only
+    # while it is still the user's, so a password changed or a user removed mid-login opens none
+    credential: bytes = field(default=b"", compare=False, repr=False)
 
     @property
     def is_sysadmin(self) -> bool:
@@ -100,6 +103,7 @@ def create_user(
     with open_catalog(catalog).transaction(atomic=True) as rows:
         if not rows.add_user(name, salt, digest, params):
             raise AuthError(f"user {name!r} already exists")
+        rows.remove_sessions_of(name)  # none of a removed namesake's may become this user's
         for role in roles:
             _grant(rows, name, role)
     return get_user(catalog, name)  # type: ignore[return-value]
@@ -120,11 +124,11 @@ def grant_role(catalog: CatalogTarget, user: str, role: str) -> None:
         _grant(rows, user, role)
 
 
-def revoke_role(catalog: CatalogTarget, user: str, role: str) -> None:
+def revoke_role(catalog: CatalogTarget, user: str, role: str) -> bool:
     """Take ``role`` from ``user``; the user's live sessions lose it at their next use (each use
-    reads the roles afresh, ``rest.sessions``)."""
+    reads the roles afresh, ``rest.sessions``). Whether the user held it."""
     with open_catalog(catalog).transaction(atomic=True) as rows:
-        rows.remove_user_role(user, role)
+        return rows.remove_user_role(user, role)
 
 
 def _stored_name(rows: CatalogRows, user: str) -> str:
@@ -139,8 +143,8 @@ def remove_user(catalog: CatalogTarget, name: str) -> None:
     is refused from its next use on, by every server sharing the catalog."""
     with open_catalog(catalog).transaction(atomic=True) as rows:
         stored = _stored_name(rows, name)
+        rows.remove_user(stored)  # first: a login's session insert holds the user's row until it commits
         rows.remove_sessions_of(stored)
-        rows.remove_user(stored)
 
 
 def set_password(catalog: CatalogTarget, name: str, password: str) -> None:
@@ -187,7 +191,8 @@ def authenticate(catalog: CatalogTarget, name: str, password: str) -> User | Non
     stored_name, salt, digest, params = row
     if not hmac.compare_digest(hash_password(password, salt, params), digest):
         return None
-    return get_user(catalog, stored_name)
+    user = get_user(catalog, stored_name)
+    return None if user is None else replace(user, credential=digest)
 
 
 # --- CLI: `knowspec user add NAME --password-stdin --role SYSADMIN` ---------------------------
@@ -266,7 +271,8 @@ def _cmd_revoke(args: argparse.Namespace) -> int:
         catalog = _catalog(args)
         if get_user(catalog, args.name) is None:
             raise AuthError(f"no such user {args.name!r}")
-        revoke_role(catalog, args.name, args.role)
+        if not revoke_role(catalog, args.name, args.role):  # a misspelt SYSADMIN must not read as done
+            raise AuthError(f"user {args.name!r} does not hold the role {args.role!r}")
         return f"revoked {args.role} from {args.name}"
     return _report(revoke)
 

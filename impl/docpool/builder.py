@@ -328,12 +328,31 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
     staging = staging_path(out, "building")
     try:
         counts = _write_pool(root, staging, collection, title, erisim, progress, embedder)
+        _empty_old_wal(out)
         os.replace(staging, out)
     finally:
         remove_pool_file(staging)
     for suffix in ("-wal", "-shm"):  # an older file's, which the new one (no WAL) must not meet
         Path(str(out) + suffix).unlink(missing_ok=True)
     return counts
+
+
+def _empty_old_wal(out: Path) -> None:
+    """Fold the old pool's WAL into it and empty it before the new file takes its name: SQLite
+    applies a non-empty ``-wal`` it finds beside a database whatever that database is, so a reader
+    opening the new pool before the old WAL is gone would read the old pool's pages on top of it.
+    A WAL that cannot be emptied (a reader or writer inside it now) refuses the build."""
+    wal = out.with_name(out.name + "-wal")
+    if not wal.is_file() or wal.stat().st_size == 0:
+        return
+    con = sqlite3.connect(out.absolute().as_uri(), uri=True, timeout=5)
+    try:
+        busy = con.execute("pragma wal_checkpoint(truncate)").fetchone()[0]
+    finally:
+        con.close()
+    if busy or (wal.is_file() and wal.stat().st_size):
+        raise ToolError("invalid_request", f"{out.name} is being read or written in WAL mode (a server, an import): "
+                        "stop it or build to another file")
 
 
 def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str,
@@ -385,6 +404,10 @@ def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str,
         for n, (tid, topic_title, body_md) in enumerate(rows, 1):
             w.chunks(tid, topic_title, body_md)
             report("chunking", n, topic_count)
+        for (cid,) in con.execute('select id from "doc$collection" order by id').fetchall():
+            fault = stored_value_fault(con, cid)
+            if fault is not None:  # what IMPORTDOC would refuse, and the served pool choke on (before any vector is computed)
+                raise ToolError("invalid_request", f"the pool would hold {fault} in collection {cid}")
         if embedder is not None:
             from knowspec.impl.docpool.vectors.pool_embed import embed_pool
 
@@ -394,10 +417,6 @@ def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str,
             embed_pool(con, embedder, passage_prefix=recipe.get("vec_passage_prefix"),
                        query_prefix=recipe.get("vec_query_prefix"),
                        progress=lambda done, total: report("vectors", done, total))
-        for (cid,) in con.execute('select id from "doc$collection" order by id').fetchall():
-            fault = stored_value_fault(con, cid)
-            if fault is not None:  # what IMPORTDOC would refuse, and the served pool choke on
-                raise ToolError("invalid_request", f"the pool would hold {fault} in collection {cid}")
         report("full-text arrays", 0, 1)
         sqlite_persist(con)  # the served help pool loads them at its first search
         report("full-text arrays", 1, 1)

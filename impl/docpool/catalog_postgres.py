@@ -157,9 +157,9 @@ class PostgresRows:
         self._run('insert into "auth$user_role"(user_key, role_key, role_name) values (%s, %s, %s) '
                   "on conflict do nothing", (ascii_lower(user), ascii_lower(role), role))
 
-    def remove_user_role(self, user: str, role: str) -> None:
-        self._run('delete from "auth$user_role" where user_key = %s and role_key = %s',
-                  (ascii_lower(user), ascii_lower(role)))
+    def remove_user_role(self, user: str, role: str) -> bool:
+        return self._run('delete from "auth$user_role" where user_key = %s and role_key = %s',
+                         (ascii_lower(user), ascii_lower(role))) > 0
 
     def set_password(self, user: str, salt: bytes, digest: bytes, params: str) -> None:
         self._run('update "auth$user" set salt = %s, hash = %s, params = %s where name_key = %s',
@@ -171,9 +171,16 @@ class PostgresRows:
 
     # auth$session
     def add_session(self, key: str, user: str, roles: str, database: str | None,
-                    expires_at: float, now: float) -> None:
-        self._run('insert into "auth$session"(token_hash, user_name, roles, database, expires_at, last_used) '
-                  "values (%s, %s, %s, %s, %s, %s)", (key, user, roles, database, expires_at, now))
+                    expires_at: float, now: float, credential: bytes | None = None) -> bool:
+        if credential is None:
+            self._run('insert into "auth$session"(token_hash, user_name, roles, database, expires_at, last_used) '
+                      "values (%s, %s, %s, %s, %s, %s)", (key, user, roles, database, expires_at, now))
+            return True
+        # FOR SHARE: a removal or a new password waits for this login's commit, then ends its session
+        return self._run(
+            'insert into "auth$session"(token_hash, user_name, roles, database, expires_at, last_used) '
+            'select %s, %s, %s, %s, %s, %s from "auth$user" where name_key = %s and hash = %s for share',
+            (key, user, roles, database, expires_at, now, ascii_lower(user), credential)) > 0
 
     def session(self, key: str) -> SessionRow | None:
         # the user's key is its name lower-cased in ASCII only (``ascii_lower``), as translate() does
@@ -190,7 +197,8 @@ class PostgresRows:
         return self._run('delete from "auth$session" where token_hash = %s', (key,)) > 0
 
     def remove_sessions_of(self, user: str) -> None:
-        self._run('delete from "auth$session" where user_name = %s', (user,))
+        self._run('delete from "auth$session" where translate(user_name, %s, %s) = %s',
+                  (ASCII_UPPER, ASCII_UPPER.lower(), ascii_lower(user)))
 
     def remove_session_if_ended(self, key: str, now: float, idle_seconds: float | None) -> bool:
         ended, params = ended_condition(now, idle_seconds, "%s")

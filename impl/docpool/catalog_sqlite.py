@@ -163,8 +163,9 @@ class SqliteRows:
     def add_user_role(self, user: str, role: str) -> None:
         self.con.execute('insert or ignore into "auth$user_role"(user_name, role_name) values (?, ?)', (user, role))
 
-    def remove_user_role(self, user: str, role: str) -> None:
-        self.con.execute('delete from "auth$user_role" where user_name = ? and role_name = ?', (user, role))
+    def remove_user_role(self, user: str, role: str) -> bool:
+        return self.con.execute('delete from "auth$user_role" where user_name = ? and role_name = ?',
+                                (user, role)).rowcount > 0
 
     def set_password(self, user: str, salt: bytes, digest: bytes, params: str) -> None:
         self.con.execute('update "auth$user" set salt = ?, hash = ?, params = ? where name = ?',
@@ -176,9 +177,15 @@ class SqliteRows:
 
     # auth$session
     def add_session(self, key: str, user: str, roles: str, database: str | None,
-                    expires_at: float, now: float) -> None:
-        self.con.execute('insert into "auth$session"(token_hash, user_name, roles, database, expires_at, last_used) '
-                         "values (?, ?, ?, ?, ?, ?)", (key, user, roles, database, expires_at, now))
+                    expires_at: float, now: float, credential: bytes | None = None) -> bool:
+        if credential is None:
+            self.con.execute('insert into "auth$session"(token_hash, user_name, roles, database, expires_at, '
+                             "last_used) values (?, ?, ?, ?, ?, ?)", (key, user, roles, database, expires_at, now))
+            return True
+        return self.con.execute(
+            'insert into "auth$session"(token_hash, user_name, roles, database, expires_at, last_used) '
+            'select ?, ?, ?, ?, ?, ? from "auth$user" where name = ? and hash = ?',
+            (key, user, roles, database, expires_at, now, user, credential)).rowcount > 0
 
     def session(self, key: str) -> SessionRow | None:
         return first(self._all(
@@ -193,7 +200,7 @@ class SqliteRows:
         return self.con.execute('delete from "auth$session" where token_hash = ?', (key,)).rowcount > 0
 
     def remove_sessions_of(self, user: str) -> None:
-        self.con.execute('delete from "auth$session" where user_name = ?', (user,))
+        self.con.execute('delete from "auth$session" where user_name = ? collate nocase', (user,))
 
     def remove_session_if_ended(self, key: str, now: float, idle_seconds: float | None) -> bool:
         ended, params = ended_condition(now, idle_seconds, "?")

@@ -380,7 +380,7 @@ def remove(settings, database: str, collection: str) -> tuple[catalog.PoolLocati
     the pool does not hold it; nothing changes then)."""
     location = resolve_target(settings, database)
     if location.storage == "SQLITE":
-        if not Path(location.dsn).is_file():  # never create a pool here
+        if not recipe.holds_pool_schema(location.dsn):  # never make a pool (or a WAL file) here
             raise recipe.absent_collection(collection)
         return location, recipe.remove_collection(location.dsn, collection)
     return location, _storage_command(location, "remove_collection", "removing a collection from")(location.dsn, collection)

@@ -12,6 +12,7 @@ import os
 import re
 import sqlite3
 from collections import Counter
+from contextlib import closing
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Callable
@@ -188,6 +189,8 @@ def _import_into_new_pool(target: Path, source: Path, collection: str,
     staging = staging_path(target, "importing")
     try:
         done = _import_into(staging, source, collection, progress)
+        for suffix in ("-wal", "-shm"):  # a deleted pool's, which SQLite would apply to this one
+            target.with_name(target.name + suffix).unlink(missing_ok=True)
         try:
             os.link(staging, target)
         except FileExistsError:
@@ -239,6 +242,19 @@ def _import_into(target: Path, source: Path, collection: str,
         except sqlite3.Error:
             pass
         con.close()
+
+
+def holds_pool_schema(target: Path | str) -> bool:
+    """Whether ``target`` is a SQLite file with the pool's tables, looked at read-only."""
+    target = Path(target)
+    if not target.is_file():
+        return False
+    try:
+        with closing(sqlite3.connect(target.absolute().as_uri() + "?mode=ro", uri=True)) as con:
+            return con.execute("select count(*) from sqlite_master where type = 'table' "
+                               "and name = 'doc$collection'").fetchone()[0] > 0
+    except sqlite3.DatabaseError:
+        return False
 
 
 def remove_collection(target: Path | str, collection: str) -> RemovedCollection:

@@ -63,7 +63,9 @@ async def login(request: Request, settings, sessions: SessionStore, schema: dict
     database = body.get("database") or settings.default_database
     if database is not None:
         await run_in_threadpool(catalog_bridge.require_registered, settings, database)
-    session = await run_in_threadpool(sessions.open, user.name, user.roles, database)
+    session = await run_in_threadpool(sessions.open, user.name, user.roles, database, user.credential)
+    if session is None:  # the password was changed, or the user removed, while this login checked it
+        raise ToolError("unauthenticated", "invalid user or password")
     return JSONResponse(
         {
             "token": session.token,

@@ -89,7 +89,10 @@ class SessionStore:
         assert self._catalog is not None
         return open_catalog(self._catalog)
 
-    def open(self, user: str, roles: tuple[str, ...], database: str | None) -> Session:
+    def open(self, user: str, roles: tuple[str, ...], database: str | None,
+             credential: bytes | None = None) -> Session | None:
+        """A new session; with ``credential`` (the password hash a login checked) only while the
+        user still exists with it, else ``None`` (changed or removed since the check)."""
         now = self._clock()
         session = Session(
             token=secrets.token_urlsafe(32),
@@ -100,9 +103,9 @@ class SessionStore:
         )
         with self._store().transaction() as rows:
             rows.remove_ended_sessions(now, self.idle_seconds)
-            rows.add_session(_token_hash(session.token), user, json.dumps(list(roles)), database,
-                             session.expires_at, now)
-        return session
+            added = rows.add_session(_token_hash(session.token), user, json.dumps(list(roles)), database,
+                                     session.expires_at, now, credential)
+        return session if added else None
 
     def get(self, token: str | None) -> Session | None:
         """The live session for ``token`` (its use counted); an expired one is removed: ``None``."""

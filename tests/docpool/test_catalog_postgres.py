@@ -228,6 +228,35 @@ def test_a_session_holds_its_users_roles_as_granted_now(kind, url, tmp_path):
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+@pytest.mark.parametrize("meanwhile", ["passwd", "remove"])
+def test_a_login_checked_before_a_new_password_or_a_removal_opens_no_session(kind, url, tmp_path, meanwhile):
+    """The password is checked, then the session opened: a `user passwd` or `user remove` that
+    commits between the two had left a session taken with the old password, or of no user."""
+    target = url if kind == "postgresql" else tmp_path / "catalog.db"
+    auth.create_user(target, "carol", "old pw", ["Finance"])
+    checked = auth.authenticate(target, "CAROL", "old pw")
+    assert checked is not None and checked.credential
+    if meanwhile == "passwd":
+        auth.set_password(target, "carol", "new pw")
+    else:
+        auth.remove_user(target, "carol")
+    store = SessionStore(3600, catalog=target)
+    assert store.open(checked.name, checked.roles, None, checked.credential) is None
+    fresh = auth.authenticate(target, "carol", "new pw") if meanwhile == "passwd" else None
+    if fresh is not None:
+        assert store.open(fresh.name, fresh.roles, None, fresh.credential) is not None
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_new_user_never_inherits_a_removed_namesakes_session(kind, url, tmp_path):
+    target = url if kind == "postgresql" else tmp_path / "catalog.db"
+    store = SessionStore(3600, catalog=target)
+    left = store.open("carol", (), None)  # a row no removal ended (an older release's)
+    auth.create_user(target, "CAROL", "pw", ["SYSADMIN"])
+    assert store.get(left.token) is None
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_concurrent_uses_keep_the_latest_one(kind, url, tmp_path):
     target = url if kind == "postgresql" else tmp_path / "catalog.db"
     session = SessionStore(3600, idle_seconds=600, catalog=target).open("ali", (), None)

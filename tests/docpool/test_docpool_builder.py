@@ -180,6 +180,29 @@ def test_a_failed_build_leaves_the_pool_that_was_there(tmp_path, capsys):
         assert con.execute('select id from "doc$collection"').fetchall() == [("ornek",)]
 
 
+def test_a_build_over_a_pool_in_wal_mode_folds_its_wal_first_or_refuses_while_it_is_read(tmp_path, capsys):
+    """SQLite applies a non-empty -wal it finds beside a database whatever that database is: a
+    reader opening the new pool before the old WAL was gone read the old pool's pages on it."""
+    out = tmp_path / "help.db"
+    build_pool(SAMPLE, out, "netsim-help")
+    writer = sqlite3.connect(out)
+    writer.execute("pragma journal_mode = wal")
+    writer.execute('update "doc$topic" set title = \'OLD-WAL\'')
+    writer.commit()
+    reader = sqlite3.connect(out)
+    reader.execute("begin")
+    reader.execute('select count(*) from "doc$topic"').fetchone()  # a read inside the WAL now
+    (tmp_path / "src").mkdir()
+    (tmp_path / "src" / "t.md").write_text("---\nslug: t\ntitle: New\n---\nbody\n")
+    assert _build_cli(tmp_path / "src", out) == 1
+    assert "help.db is being read or written in WAL mode" in capsys.readouterr().err
+    reader.close()
+    assert _build_cli(tmp_path / "src", out) == 0  # the writer's connection is idle: its WAL is folded
+    writer.close()
+    with sqlite3.connect(out) as con:
+        assert con.execute('select title from "doc$topic"').fetchall() == [("New",)]
+
+
 def test_a_file_that_is_not_utf8_refuses_the_build_naming_it(tmp_path, capsys):
     (tmp_path / "src").mkdir()
     (tmp_path / "src" / "t.md").write_bytes(b"---\nslug: t\n---\nbody \xff here\n")

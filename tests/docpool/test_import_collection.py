@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import sqlite3
 import threading
+from pathlib import Path
 
 import pytest
 
@@ -346,3 +347,16 @@ def test_pool_remove_of_a_collection_the_pool_lacks_changes_nothing(settings, ta
     assert _remove_cli(tmp_path, "faq") == 2
     assert "pool remove: nothing changed: collection faq is not in the pool" in capsys.readouterr().err
     assert file_digest(target) == before
+
+
+def test_pool_remove_never_writes_into_a_file_that_is_not_a_pool(settings, tmp_path):
+    other = tmp_path / "other.db"
+    with sqlite3.connect(other) as con:
+        con.execute("create table t(x)")
+    catalog.register_database(settings.catalog_path, "other", "SQLITE", str(other))
+    catalog.execute_alter(settings.catalog_path, "ALTER DATABASE other SET DOCUMENTS INTERNAL")
+    before = file_digest(other)
+    from knowspec.impl.cli import main
+
+    assert main(["pool", "remove", "--appdir", str(tmp_path), "--database", "other", "--collection", "docs"]) == 2
+    assert file_digest(other) == before and not Path(str(other) + "-wal").exists()

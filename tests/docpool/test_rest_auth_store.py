@@ -93,6 +93,9 @@ def test_cli_revokes_sets_passwords_and_removes_users(tmp_path, monkeypatch, cap
     for argv in (["user", "remove", "fatma"], ["user", "revoke", "fatma", "Finance"]):
         assert main([*argv, "--appdir", str(tmp_path)]) == 1
         assert "no such user 'fatma'" in capsys.readouterr().err
+    auth.create_user(catalog, "dave", "pw", ["SYSADMIN"])
+    assert main(["user", "revoke", "dave", "SYSADMN", "--appdir", str(tmp_path)]) == 1  # a typo is not a revoke
+    assert "user 'dave' does not hold the role 'SYSADMN'" in capsys.readouterr().err
     monkeypatch.setattr("sys.stdin", io.StringIO("\n"))
     auth.create_user(catalog, "ali", "pw")
     assert main(["user", "passwd", "ali", "--password-stdin", "--appdir", str(tmp_path)]) == 1
