@@ -7,7 +7,7 @@ checks judge what each returned card says about its concept, field by field, aga
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Callable
 
 from knowspec.conformance.checks.common import fail
 from knowspec.conformance.checks.okf_oracles import INSTANT, READ, dated_bundle, for_tool, instant_bundle, success
@@ -74,11 +74,16 @@ def _check_search_cards(ctx: CheckContext, bundle: Bundle, args: dict[str, Any],
        "status_state, trust, stale_after, stale under the call's as_of)", **for_tool("search_concepts"))
 def oracle_search_cards(ctx: CheckContext) -> None:
     """Every search hit carries its concept's card as the frontmatter gives it."""
+    _on_every_case(ctx, _check_search_cards)
+
+
+def _on_every_case(ctx: CheckContext, judge: Callable[[CheckContext, Bundle, dict[str, Any], str], None]) -> None:
+    """``judge`` on the temporal fixtures at each ``as_of``, then on generated bundles."""
     for bundle, args in temporal_cases():
-        _check_search_cards(ctx, bundle, args, str(ctx.bundles.path_of(bundle)))
+        judge(ctx, bundle, args, str(ctx.bundles.path_of(bundle)))
 
     def test(bundle: Bundle) -> None:
-        _check_search_cards(ctx, bundle, {"as_of": "2001-06-15"}, str(ctx.bundles.path_of(bundle, fresh=True)))
+        judge(ctx, bundle, {"as_of": "2001-06-15"}, str(ctx.bundles.path_of(bundle, fresh=True)))
 
     ctx.run_property(bundles(max_concepts=4), test, max_examples=max(2, ctx.config.max_examples // 3))
 
@@ -127,10 +132,4 @@ def _check_neighbor_cards(ctx: CheckContext, bundle: Bundle, args: dict[str, Any
        "a relation ref, under the call's as_of)", **for_tool("get_neighbors"))
 def oracle_neighbor_cards(ctx: CheckContext) -> None:
     """The selected concept's card and each edge end's card are their concepts' cards."""
-    for bundle, args in temporal_cases():
-        _check_neighbor_cards(ctx, bundle, args, str(ctx.bundles.path_of(bundle)))
-
-    def test(bundle: Bundle) -> None:
-        _check_neighbor_cards(ctx, bundle, {"as_of": "2001-06-15"}, str(ctx.bundles.path_of(bundle, fresh=True)))
-
-    ctx.run_property(bundles(max_concepts=4), test, max_examples=max(2, ctx.config.max_examples // 3))
+    _on_every_case(ctx, _check_neighbor_cards)

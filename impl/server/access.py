@@ -18,7 +18,6 @@ from __future__ import annotations
 
 import argparse
 import copy
-import dataclasses
 import json
 import posixpath
 from pathlib import Path
@@ -66,33 +65,29 @@ def okf_refusal(entry: Any, bundle_path: Any, caller: Caller, roots: tuple[Path,
     return None
 
 
-RolesOf = Callable[[str], "tuple[str, ...] | None"]
 
 
-def guarded_runtime(runtime: Any, roots: tuple[Path, ...], roles_of: RolesOf | None = None) -> Any:
+def guarded_runtime(runtime: Any, roots: tuple[Path, ...]) -> Any:
     """A copy of ``runtime`` whose OKF handlers check the caller first.
 
     The check runs where a handler runs: after schema validation (bad input still answers
     ``schema_validation`` / ``resource_limit`` as the contract says) and before any file is
-    touched. ``roles_of(user)`` reads a user's roles afresh for every write (``None``: the user
-    is gone), so a revoked WRITER stops writing at once, not when the session ends. The
-    original runtime (stdio, REST) is left as it is.
+    touched. The caller's roles are the user's as granted now (the session store reads them with
+    the session at every request), so a revoked WRITER stops writing at once, not when the session
+    ends. The original runtime (stdio, REST) is left as it is.
     """
     guarded = copy.copy(runtime)
     guarded.handlers = {
-        name: (_guard(runtime.entries[name], handler, roots, roles_of)
+        name: (_guard(runtime.entries[name], handler, roots)
                if handler is not None and runtime.entries[name].family == "okf" else handler)
         for name, handler in runtime.handlers.items()
     }
     return guarded
 
 
-def _guard(entry: Any, handler: Callable, roots: tuple[Path, ...], roles_of: RolesOf | None) -> Callable:
+def _guard(entry: Any, handler: Callable, roots: tuple[Path, ...]) -> Callable:
     def checked(args: Any, ctx: Any) -> Any:
-        caller = ctx.caller
-        if roles_of is not None and not entry.read_only and not caller.unrestricted and caller.user:
-            caller = dataclasses.replace(caller, roles=roles_of(caller.user) or ())
-        refusal = okf_refusal(entry, getattr(args, "bundle_path", None), caller, roots)
+        refusal = okf_refusal(entry, getattr(args, "bundle_path", None), ctx.caller, roots)
         if refusal is not None:
             raise refusal
         return handler(args, ctx)

@@ -12,7 +12,6 @@ import mcp.types as types
 from mcp.shared.exceptions import MCPError
 
 from knowspec.impl.context import Caller
-from knowspec.impl.docpool import auth
 from knowspec.impl.rest.error_responses import EXCEPTION_HANDLERS
 from knowspec.impl.rest.routes import rest_routes
 from knowspec.impl.rest.sessions import SessionStore
@@ -67,10 +66,6 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         # A request with a token the gate let in always carries its session; refuse, never downgrade.
         raise MCPError(code=types.INVALID_REQUEST, message=f"the session has ended: {LOGIN_HINT}")
 
-    def roles_of(user: str) -> tuple[str, ...] | None:
-        found = auth.get_user(settings.catalog, user)
-        return None if found is None else found.roles
-
     # tool answers are encoded off the event loop (parked_answers.py)
     answers = ParkedAnswers(ascii_for_http, written=runtime.heap.after_answer)
     # no caller takes every worker thread; calls take turns at the handlers, callers in rotation;
@@ -78,7 +73,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     unsent = AnswerBytesPerCaller()
     calls = CallsPerCaller(settings.calls_per_caller, CallTurns(settings.concurrent_calls), unsent)
     ids_in_flight = IdsInFlight()  # a call holds its request's id as long as the request that brought it
-    server = build_server(guarded_runtime(runtime, settings.bundle_roots, roles_of), caller_for=caller_for,
+    server = build_server(guarded_runtime(runtime, settings.bundle_roots), caller_for=caller_for,
                           answers=answers, admission=calls, admit_as=caller_key, ids_in_flight=ids_in_flight)
 
     async def health(request: Request) -> JSONResponse:
