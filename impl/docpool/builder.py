@@ -34,7 +34,8 @@ import yaml
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
 from knowspec.impl.docpool.importdoc import MAX_TEXT_BYTES, stored_value_fault
 from knowspec.impl.errors import ToolError
-from knowspec.impl.docpool.storage.sqlite import open_for_write, remove_pool_file, staging_path
+from knowspec.impl.docpool.storage.sqlite import open_for_write
+from knowspec.impl.docpool.storage.staging import keep_access_of, staged
 from knowspec.impl.progress import PhaseProgress, Report
 from knowspec.impl.rules.fold import fold
 
@@ -325,13 +326,11 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
         embedder = load_embedder(model_dir)
     # Written whole beside ``out`` and renamed over it: a build that fails (a refused file, a
     # full disk) leaves the pool that was there, and a server reading it sees old or new.
-    staging = staging_path(out, "building")
-    try:
+    with staged(out, "building") as staging:
         counts = _write_pool(root, staging, collection, title, erisim, progress, embedder)
         _empty_old_wal(out)
+        keep_access_of(out, staging)
         os.replace(staging, out)
-    finally:
-        remove_pool_file(staging)
     for suffix in ("-wal", "-shm"):  # an older file's, which the new one (no WAL) must not meet
         Path(str(out) + suffix).unlink(missing_ok=True)
     return counts

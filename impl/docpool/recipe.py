@@ -18,7 +18,8 @@ from pathlib import Path
 from typing import Callable
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
-from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write, remove_pool_file, staging_path
+from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
+from knowspec.impl.docpool.storage.staging import staged
 from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, identity_of
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -186,22 +187,21 @@ def _import_into_new_pool(target: Path, source: Path, collection: str,
     failed one leaves no empty pool behind (the server would list no collections instead of
     saying the pool is not imported), and a pool another import created meanwhile is joined,
     never replaced."""
-    staging = staging_path(target, "importing")
-    try:
+    with staged(target, "importing") as staging:
         done = _import_into(staging, source, collection, progress)
         for suffix in ("-wal", "-shm"):  # a deleted pool's, which SQLite would apply to this one
             target.with_name(target.name + suffix).unlink(missing_ok=True)
         try:
             os.link(staging, target)
         except FileExistsError:
-            return import_collection(target, source, collection, progress=progress)
+            pass
         except OSError:  # a file system without hard links: the rename is atomic but not exclusive
-            if target.exists():
-                return import_collection(target, source, collection, progress=progress)
-            os.replace(staging, target)
-        return done
-    finally:
-        remove_pool_file(staging)
+            if not target.exists():
+                os.replace(staging, target)
+                return done
+        else:
+            return done
+    return import_collection(target, source, collection, progress=progress)
 
 
 def _import_into(target: Path, source: Path, collection: str,

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import re
 import sqlite3
+import stat
 from pathlib import Path
 
 import pytest
@@ -178,6 +179,15 @@ def test_a_failed_build_leaves_the_pool_that_was_there(tmp_path, capsys):
     assert _build_cli(tmp_path / "bad", out) == 0  # and a good build replaces it
     with sqlite3.connect(out) as con:
         assert con.execute('select id from "doc$collection"').fetchall() == [("ornek",)]
+
+
+def test_a_rebuilt_pool_keeps_the_old_files_permission_bits(tmp_path):
+    """The server's group reads a pool of mode 0640; a rebuild had given it the umask's 0644."""
+    out = tmp_path / "help.db"
+    build_pool(SAMPLE, out, "netsim-help")
+    out.chmod(0o640)
+    build_pool(SAMPLE, out, "netsim-help")
+    assert stat.S_IMODE(out.stat().st_mode) == 0o640
 
 
 def test_a_build_over_a_pool_in_wal_mode_folds_its_wal_first_or_refuses_while_it_is_read(tmp_path, capsys):

@@ -10,7 +10,6 @@ recipes can fold text the same way as queries.
 from __future__ import annotations
 
 import os
-import secrets
 import sqlite3
 from importlib import resources
 from pathlib import Path
@@ -61,21 +60,6 @@ def open_for_write(path: Path | str) -> sqlite3.Connection:
     con.execute("pragma foreign_keys = off")
     con.executescript(schema_sql())
     return con
-
-
-POOL_SIDECARS = ("-wal", "-shm", "-journal")
-
-
-def staging_path(path: Path, purpose: str) -> Path:
-    """A fresh name beside ``path`` for a pool written whole before it takes ``path``'s place
-    (same folder, so the rename or link is atomic)."""
-    return path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.{purpose}")
-
-
-def remove_pool_file(path: Path) -> None:
-    """Remove a pool file and its journal files, if any."""
-    for leftover in (path, *(path.with_name(path.name + suffix) for suffix in POOL_SIDECARS)):
-        leftover.unlink(missing_ok=True)
 
 
 class SqlitePool(SqlPool):

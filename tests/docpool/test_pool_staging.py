@@ -1,0 +1,110 @@
+"""Pool files written beside their place (impl/docpool/storage/staging.py): what a dead writer
+left is removed by the next writer of the same pool, a running writer's never."""
+
+from __future__ import annotations
+
+import os
+import signal
+import sqlite3
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+from knowspec.impl.docpool.recipe import import_collection
+from knowspec.impl.docpool.storage.staging import GRACE_SECONDS, staged, sweep_dead_staging
+
+from test_import_pools import make_pool, topics_of
+
+DEAD_WRITER = """
+import sqlite3, sys, time
+from pathlib import Path
+from knowspec.impl.docpool.storage.staging import staged
+with staged(Path(sys.argv[1]), "importing") as staging:
+    con = sqlite3.connect(staging)
+    con.execute("pragma journal_mode = wal")
+    con.execute("create table t(x)")
+    con.execute("insert into t values (1)")
+    print(staging.name, flush=True)
+    time.sleep(60)
+"""
+
+
+def _backdate(path: Path, seconds: float = GRACE_SECONDS + 1) -> None:
+    old = time.time() - seconds
+    os.utime(path, (old, old))
+
+
+def _stagings(folder: Path) -> list[str]:
+    return sorted(p.name for p in folder.iterdir() if p.name.startswith("."))
+
+
+def _killed_writer(target: Path) -> str:
+    """A writer that dies by SIGKILL inside ``staged``: its staging file, WAL and lock stay."""
+    proc = subprocess.Popen([sys.executable, "-c", DEAD_WRITER, str(target)], stdout=subprocess.PIPE, text=True)
+    name = proc.stdout.readline().strip()
+    proc.send_signal(signal.SIGKILL)
+    proc.wait()
+    proc.stdout.close()
+    return name
+
+
+def test_a_killed_first_import_leaves_nothing_once_the_next_import_runs(tmp_path):
+    target = tmp_path / "sales.db"
+    name = _killed_writer(target)
+    assert {name, name + ".lock", name + "-wal"} <= set(_stagings(tmp_path))
+    _backdate(tmp_path / (name + ".lock"))
+    import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(2)), "manuals")
+    assert _stagings(tmp_path) == []
+    with sqlite3.connect(target) as con:
+        assert con.execute('select count(*) from "doc$topic"').fetchone()[0] == 2
+
+
+def test_a_running_writers_staging_is_kept_however_old(tmp_path):
+    target = tmp_path / "sales.db"
+    with staged(target, "building") as staging:
+        sqlite3.connect(staging).close()
+        staging.touch()
+        _backdate(staging.with_name(staging.name + ".lock"))
+        assert sweep_dead_staging(target) == []
+        assert staging.exists()
+    assert _stagings(tmp_path) == []
+
+
+def test_a_free_lock_younger_than_the_grace_is_not_taken_for_a_dead_writers(tmp_path):
+    """A writer creates its lock file an instant before it locks it."""
+    target = tmp_path / "sales.db"
+    name = _killed_writer(target)
+    assert sweep_dead_staging(target) == []
+    assert name in _stagings(tmp_path)
+    assert sweep_dead_staging(target, grace=0) == [name]
+    assert _stagings(tmp_path) == []
+
+
+def test_a_dead_writers_second_name_of_the_pool_goes_and_the_pool_stays(tmp_path):
+    """Killed after linking its pool into place, before removing its own name."""
+    target = make_pool(tmp_path / "sales.db", "manuals", topics_of(3))
+    second = tmp_path / ".sales.db.4242-0a1b2c3d.importing"
+    os.link(target, second)
+    (tmp_path / (second.name + ".lock")).touch()
+    assert sweep_dead_staging(target, grace=0) == [second.name]
+    assert _stagings(tmp_path) == []
+    with sqlite3.connect(target) as con:
+        assert con.execute('select count(*) from "doc$topic"').fetchone()[0] == 3
+
+
+def test_a_lock_whose_file_is_gone_and_a_file_without_a_lock_are_swept(tmp_path):
+    target = tmp_path / "sales.db"
+    (tmp_path / ".sales.db.17-00000000.importing.lock").touch()
+    (tmp_path / ".sales.db.18-11111111.building").touch()
+    assert sweep_dead_staging(target, grace=0) == [".sales.db.17-00000000.importing", ".sales.db.18-11111111.building"]
+    assert _stagings(tmp_path) == []
+
+
+def test_only_this_pools_staging_names_are_touched(tmp_path):
+    kept = [".other.db.17-00000000.importing", ".sales.db.17-0000000.importing", ".sales.db.x-00000000.importing",
+            ".sales.db.bak", ".sales.db.17-00000000.importing.old"]
+    for name in kept:
+        (tmp_path / name).touch()
+    assert sweep_dead_staging(tmp_path / "sales.db", grace=0) == []
+    assert _stagings(tmp_path) == sorted(kept)
