@@ -37,6 +37,8 @@ client_mutant("doc_search_default_mode_hybrid", "doc_search without mode is fts"
     default_replaced("doc_search", "mode", "hybrid"))
 client_mutant("help_search_default_limit_5", "help_search without limit returns at most 10", D)(
     default_replaced("help_search", "limit", 5))
+client_mutant("doc_entities_default_limit_ignored", "doc_entities without limit returns at most 20", D)(
+    default_replaced("doc_entities", "limit", 200))
 client_mutant("doc_entities_default_limit_5", "doc_entities without limit returns at most 20", D)(
     default_replaced("doc_entities", "limit", 5))
 

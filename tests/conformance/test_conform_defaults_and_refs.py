@@ -70,13 +70,15 @@ def test_the_defaults_the_contract_fixes_are_read_from_the_schemas():
 
 
 @pytest.mark.parametrize("seed", [0, 1, 5, 42])
-def test_search_probes_match_more_topics_than_the_default_limit(seed):
+def test_default_limit_probes_match_more_rows_than_the_default_limit(seed):
     """Otherwise a server returning every match would answer as one applying the default."""
     docs, helps = generate(seed, "fixture"), help_fixture(seed)
-    probes = [p for name in ("doc_search", "help_search") for p in default_probes(CONTRACT.tool(name), docs, helps)]
+    probes = [p for name in ("doc_search", "help_search", "doc_entities")
+              for p in default_probes(CONTRACT.tool(name), docs, helps)]
     assert {(p.tool, p.argument) for p in probes} == {("doc_search", "limit"), ("doc_search", "mode"),
-                                                      ("help_search", "limit")}
-    assert all(p.discriminates and p.expected_count == 10 for p in probes)
+                                                      ("help_search", "limit"), ("doc_entities", "limit")}
+    assert all(p.discriminates for p in probes)
+    assert {p.tool: p.expected_count for p in probes} == {"doc_search": 10, "help_search": 10, "doc_entities": 20}
 
 
 def test_a_probe_isolates_one_default_and_names_the_others_in_both_calls():
@@ -92,6 +94,7 @@ DEFAULT_MUTANTS = {"doc_search_default_limit_ignored": "oracle_pool_defaults[doc
                    "doc_search_default_mode_hybrid": "oracle_pool_defaults[doc_search]",
                    "help_search_default_limit_5": "oracle_pool_defaults[help_search]",
                    "doc_entities_default_limit_5": "oracle_pool_defaults[doc_entities]",
+                   "doc_entities_default_limit_ignored": "oracle_pool_defaults[doc_entities]",
                    "doc_get_long_slug_looked_up": "boundary_limits[doc_get]",
                    "help_get_topic_long_form_class_looked_up": "boundary_limits[help_get_topic]"}
 
