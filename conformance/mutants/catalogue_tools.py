@@ -501,6 +501,53 @@ add("doc_search_method_vector", "doc_search", "an fts hit says method fts",
     ("docpool_import_answers", "result_ordering"), "vector")
 
 
+def _fts_rows(out: dict) -> list[dict]:
+    return [r for r in out.get("results") or [] if isinstance(r, dict) and r.get("method") == "fts"]
+
+
+def _fts_scores_rounded(out: dict) -> bool:
+    """A server scoring with another formula of the same order: two decimals of bm25."""
+    rows = _fts_rows(out)
+    for r in rows:
+        if isinstance(r.get("score"), float):
+            r["score"] = round(r["score"], 2)
+    return any(isinstance(r.get("score"), float) for r in rows)
+
+
+def _fts_snippet_unmarked(out: dict) -> bool:
+    changed = False
+    for r in _fts_rows(out):
+        text = r.get("snippet")
+        if isinstance(text, str) and ("[" in text or "]" in text):
+            r["snippet"] = text.replace("[", "").replace("]", "")
+            changed = True
+    return changed
+
+
+def _fts_ties_by_slug_descending(out: dict) -> bool:
+    """Equal scores ordered by slug descending (each run of ties reversed): still sorted by score."""
+    rows = out.get("results") or []
+    if not _fts_rows(out):
+        return False
+    runs: list[list[dict]] = []
+    for r in rows:
+        if runs and r.get("score") == runs[-1][0].get("score"):
+            runs[-1].append(r)
+        else:
+            runs.append([r])
+    reordered = [r for run in runs for r in reversed(run)]
+    out["results"] = reordered
+    return reordered != rows
+
+
+add("doc_search_fts_score_rounded", "doc_search", "fts scores are FTS5's bm25 with the pool's weights",
+    _fts_scores_rounded, ("oracle_fts_ranking",), "results")
+add("doc_search_fts_snippet_unmarked", "doc_search", "fts snippets are FTS5's snippet() with [ ] marks",
+    _fts_snippet_unmarked, ("oracle_fts_ranking",), "results")
+add("doc_search_fts_ties_by_slug_descending", "doc_search", "equal fts scores by collection then slug",
+    _fts_ties_by_slug_descending, ("oracle_fts_ranking",), "ordering")
+
+
 def _vector_ascending(out: dict) -> bool:
     rows = out.get("results") or []
     if len(rows) > 1 and {r.get("method") for r in rows} & {"vector", "hybrid"} and len({r.get("score") for r in rows}) > 1:

@@ -58,10 +58,12 @@ _RESULTS = [{"collection": "c", "slug": "a", "title": "A", "breadcrumb": "X > A"
             {"collection": "c", "slug": "b", "title": "B", "breadcrumb": "X > B", "score": -1.0, "confidence": 0.5,
              "method": "fts", "links": [], "form_class": None}]
 _VECTOR = [dict(r, method="vector", score=s) for r, s in zip(_RESULTS, (0.9, 0.8))]
+_TIED_FTS = [dict(r, score=-1.25, snippet=f"…the [{r['slug']}] word…") for r in _RESULTS]
 NOT_FOUND = json.loads(json.dumps(ERROR).replace("resource_limit", "concept_not_found"))
 SAMPLES += [(_call(tool, {"query": "q", "kind": "k", "key": "x"}), _ok({"results": _RESULTS}))
             for tool in ("doc_search", "help_search", "doc_links")]
 SAMPLES += [(_call("doc_search", {"query": "q", "mode": "vector"}), _ok({"results": _VECTOR})),
+            (_call("doc_search", {"query": "q"}), _ok({"results": _TIED_FTS})),
             (_call("read_concept", ARGS), NOT_FOUND), (_call("get_neighbors", ARGS), NOT_FOUND),
             (_call("read_concept", ARGS), _ok({"id": "a", "path": "a.md", "frontmatter_yaml": "type: Note\ntitle: A\n",
                                                "body": "x\ny", "projection": {"stale_after": "2025-01-01"}}))]

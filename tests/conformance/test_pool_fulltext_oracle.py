@@ -1,0 +1,85 @@
+"""oracle_fts_ranking: doc_search full text compared with FTS5 on the suite's own pool."""
+
+from __future__ import annotations
+
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.fixtures.pools import write_fixture
+from knowspec.conformance.mutants.killrate import kill_rate
+from knowspec.conformance.oracles.pool_fulltext import common_words, expected_fts, query_words, topic_key, weights_of
+from knowspec.conformance.pool_fixture import generate
+
+KNOWSPEC = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
+
+
+def test_query_words_follow_the_contracts_rules():
+    assert query_words("Şube  a FİŞİ-kasa", None) == ["sube", "fisi", "kasa"]
+    assert query_words("ve kasa", "ve, ile") == ["kasa"]
+    assert query_words("ve ile", "ve ile") == ["ve", "ile"]  # all stopwords: the originals stay
+    assert len(query_words(" ".join(f"w{i}" for i in range(20)), None)) == 12
+
+
+def test_weights_fall_back_to_the_contracts_default():
+    assert weights_of("2, 1") == (2.0, 1.0)
+    assert weights_of("x") == weights_of(None) == weights_of("nan") == (10.0, 5.0, 1.0)
+
+
+@pytest.fixture(scope="module")
+def pool(tmp_path_factory):
+    return write_fixture(tmp_path_factory.mktemp("pool") / "pool", seed=3)
+
+
+def test_the_reference_ranks_the_best_chunk_per_topic_by_score_then_collection_and_slug(pool):
+    fx = pool.docs
+    word = common_words(fx, None)[0]
+    everyone = {topic_key(t) for t in fx.topics}
+    hits = expected_fts(pool.directory / "docs.db", fx, word, everyone, 50)
+    assert len(hits) >= 5 and len({(h.collection, h.slug) for h in hits}) == len(hits)
+    assert [(h.score, h.collection, h.slug) for h in hits] == sorted((h.score, h.collection, h.slug) for h in hits)
+    assert all(h.score < 0 and "[" in h.snippet for h in hits)  # FTS5's bm25 is negative; the word is marked
+
+
+def test_the_reference_keeps_only_visible_topics_and_falls_back_to_any_word(pool):
+    fx = pool.docs
+    first, second = fx.topics_in(fx.open_id)[:2]
+    db = pool.directory / "docs.db"
+    both = f"{first.word} {second.word}"  # no topic holds both: AND finds nothing, OR finds two
+    assert {h.slug for h in expected_fts(db, fx, both, {topic_key(t) for t in fx.topics}, 10)} == {first.slug,
+                                                                                                   second.slug}
+    assert [h.slug for h in expected_fts(db, fx, both, {topic_key(first)}, 10)] == [first.slug]
+
+
+def test_common_words_are_frequent_and_skip_stopwords():
+    fx = generate(0, "fixture")
+    top = common_words(fx, None)
+    assert common_words(fx, top[0])[0] != top[0]
+
+
+FTS_MUTANTS = ["doc_search_fts_score_rounded", "doc_search_fts_snippet_unmarked",
+               "doc_search_fts_ties_by_slug_descending"]
+
+
+@pytest.mark.slow
+def test_fts_data_mutants_are_killed_while_the_real_server_passes(tmp_path):
+    """Answers sorted by their own scores, with the right topics, but another score, snippet or
+    tie order pass every other doc_search rule; FTS5 on the suite's pool tells them apart."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    fixture = write_fixture(tmp_path / "pool", seed=0)
+    app = tmp_path / "app"
+    for command in (["pool", "register", fixture.database, "--storage", "SQLITE", "--dsn",
+                     str(fixture.directory / "docs.db")],
+                    ["pool", "alter", f"ALTER DATABASE {fixture.database} SET DOCUMENTS INTERNAL"]):
+        subprocess.run([KNOWSPEC, *command, "--appdir", str(app)], check=True, capture_output=True)
+    server = [KNOWSPEC, "serve", "--stdio", "--appdir", str(app), "--database", fixture.database]
+    base = RunConfig(target="", family="docpool", tools=("doc_search",), checks=("oracle_fts_ranking",),
+                     pool_fixture=fixture.directory, max_examples=2)
+    results = list(kill_rate(base, server, FTS_MUTANTS))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == dict.fromkeys(FTS_MUTANTS, ("oracle_fts_ranking[doc_search]",))
