@@ -27,9 +27,13 @@ def _same_statistics(run: PoolRun) -> str | None:
     """Why the target's bm25 statistics may differ from the suite's copy, or ``None``."""
     if run.source is None or not run.source.is_file():
         return "the suite's copy of the pool is gone"
-    if run.mode == "imported" and ((run.before or {}).get("counts") or {}).get("chunk") != 0:
-        return ("the target's pool held other chunks before the import: its bm25 statistics (row count, mean "
-                "length) are not the fixture's alone")
+    fx = run.fixture
+    assert fx is not None
+    held = (run.before or {}).get("collections") or {}
+    others = sorted(set(held) - {fx.open_id, fx.restricted_id}) if isinstance(held, dict) else []
+    if run.mode == "imported" and others:
+        return (f"the target's pool holds other collections ({', '.join(others[:3])}): its bm25 statistics (row "
+                "count, mean length) count their chunks too; serve the suite's pool alone (--pool-fixture)")
     return fts5_available()
 
 

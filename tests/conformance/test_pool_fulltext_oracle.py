@@ -83,3 +83,15 @@ def test_fts_data_mutants_are_killed_while_the_real_server_passes(tmp_path):
     results = list(kill_rate(base, server, FTS_MUTANTS))
     assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
     assert {r.name: r.killed_by for r in results[1:]} == dict.fromkeys(FTS_MUTANTS, ("oracle_fts_ranking[doc_search]",))
+
+
+def test_an_import_into_a_pool_holding_other_collections_is_not_compared(pool):
+    """Their chunks count in bm25's statistics, which the suite's copy lacks."""
+    from knowspec.conformance.checks.docpool_import import PoolRun
+    from knowspec.conformance.checks.pool_fulltext import _same_statistics
+
+    fx, source = pool.docs, pool.directory / "docs.db"
+    alone = PoolRun("imported", "", fx, "db", source, before={"collections": {fx.open_id: {}}})
+    shared = PoolRun("imported", "", fx, "db", source, before={"collections": {"demo": {}, fx.open_id: {}}})
+    assert _same_statistics(alone) is None and _same_statistics(PoolRun("imported", "", fx, "db", source)) is None
+    assert "other collections (demo)" in (_same_statistics(shared) or "")
