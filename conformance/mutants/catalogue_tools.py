@@ -502,7 +502,8 @@ add("doc_search_method_vector", "doc_search", "an fts hit says method fts",
 
 
 def _fts_rows(out: dict) -> list[dict]:
-    return [r for r in out.get("results") or [] if isinstance(r, dict) and r.get("method") == "fts"]
+    """Full-text rows: doc_search's of method fts, every help_search row (it has no method)."""
+    return [r for r in out.get("results") or [] if isinstance(r, dict) and r.get("method", "fts") == "fts"]
 
 
 def _fts_scores_rounded(out: dict) -> bool:
@@ -546,6 +547,10 @@ add("doc_search_fts_snippet_unmarked", "doc_search", "fts snippets are FTS5's sn
     _fts_snippet_unmarked, ("oracle_fts_ranking",), "results")
 add("doc_search_fts_ties_by_slug_descending", "doc_search", "equal fts scores by collection then slug",
     _fts_ties_by_slug_descending, ("oracle_fts_ranking",), "ordering")
+add("help_search_score_rounded", "help_search", "scores are FTS5's bm25 with the help pool's weights",
+    _fts_scores_rounded, ("oracle_help_fts_ranking",), "results")
+add("help_search_snippet_unmarked", "help_search", "snippets are FTS5's snippet() with [ ] marks",
+    _fts_snippet_unmarked, ("oracle_help_fts_ranking",), "results")
 
 
 def _vector_ascending(out: dict) -> bool:

@@ -64,6 +64,8 @@ SAMPLES += [(_call(tool, {"query": "q", "kind": "k", "key": "x"}), _ok({"results
             for tool in ("doc_search", "help_search", "doc_links")]
 SAMPLES += [(_call("doc_search", {"query": "q", "mode": "vector"}), _ok({"results": _VECTOR})),
             (_call("doc_search", {"query": "q"}), _ok({"results": _TIED_FTS})),
+            (_call("help_search", {"query": "q"}), _ok({"results": [{k: v for k, v in r.items() if k != "method"}
+                                                                    for r in _TIED_FTS]})),
             (_call("read_concept", ARGS), NOT_FOUND), (_call("get_neighbors", ARGS), NOT_FOUND),
             (_call("read_concept", ARGS), _ok({"id": "a", "path": "a.md", "frontmatter_yaml": "type: Note\ntitle: A\n",
                                                "body": "x\ny", "projection": {"stale_after": "2025-01-01"}}))]

@@ -61,8 +61,11 @@ def test_common_words_are_frequent_and_skip_stopwords():
     assert common_words(fx, top[0])[0] != top[0]
 
 
-FTS_MUTANTS = ["doc_search_fts_score_rounded", "doc_search_fts_snippet_unmarked",
-               "doc_search_fts_ties_by_slug_descending"]
+FTS_MUTANTS = {"doc_search_fts_score_rounded": "oracle_fts_ranking[doc_search]",
+               "doc_search_fts_snippet_unmarked": "oracle_fts_ranking[doc_search]",
+               "doc_search_fts_ties_by_slug_descending": "oracle_fts_ranking[doc_search]",
+               "help_search_score_rounded": "oracle_help_fts_ranking[help_search]",
+               "help_search_snippet_unmarked": "oracle_help_fts_ranking[help_search]"}
 
 
 @pytest.mark.slow
@@ -77,21 +80,22 @@ def test_fts_data_mutants_are_killed_while_the_real_server_passes(tmp_path):
                      str(fixture.directory / "docs.db")],
                     ["pool", "alter", f"ALTER DATABASE {fixture.database} SET DOCUMENTS INTERNAL"]):
         subprocess.run([KNOWSPEC, *command, "--appdir", str(app)], check=True, capture_output=True)
-    server = [KNOWSPEC, "serve", "--stdio", "--appdir", str(app), "--database", fixture.database]
-    base = RunConfig(target="", family="docpool", tools=("doc_search",), checks=("oracle_fts_ranking",),
-                     pool_fixture=fixture.directory, max_examples=2)
-    results = list(kill_rate(base, server, FTS_MUTANTS))
+    server = [KNOWSPEC, "serve", "--stdio", "--appdir", str(app), "--help-db", str(fixture.directory / "help.db"),
+              "--database", fixture.database]
+    base = RunConfig(target="", family="docpool", tools=("doc_search", "help_search"),
+                     checks=("oracle_fts_ranking", "oracle_help_fts_ranking"), pool_fixture=fixture.directory,
+                     max_examples=2)
+    results = list(kill_rate(base, server, list(FTS_MUTANTS)))
     assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == dict.fromkeys(FTS_MUTANTS, ("oracle_fts_ranking[doc_search]",))
+    assert {r.name: r.killed_by for r in results[1:]} == {name: (case,) for name, case in FTS_MUTANTS.items()}
 
 
-def test_an_import_into_a_pool_holding_other_collections_is_not_compared(pool):
-    """Their chunks count in bm25's statistics, which the suite's copy lacks."""
+def test_only_the_suites_pool_files_as_served_are_compared(pool):
+    """An import may land in PostgreSQL (the seed scores it with ts_rank_cd) or beside other
+    collections, whose chunks count in bm25's statistics."""
     from knowspec.conformance.checks.docpool_import import PoolRun
     from knowspec.conformance.checks.pool_fulltext import _same_statistics
 
     fx, source = pool.docs, pool.directory / "docs.db"
-    alone = PoolRun("imported", "", fx, "db", source, before={"collections": {fx.open_id: {}}})
-    shared = PoolRun("imported", "", fx, "db", source, before={"collections": {"demo": {}, fx.open_id: {}}})
-    assert _same_statistics(alone) is None and _same_statistics(PoolRun("imported", "", fx, "db", source)) is None
-    assert "other collections (demo)" in (_same_statistics(shared) or "")
+    assert _same_statistics(PoolRun("fixture", "", fx, "db", source)) is None
+    assert "--pool-fixture" in (_same_statistics(PoolRun("imported", "", fx, "db", source)) or "")
