@@ -8,7 +8,6 @@ dimension) than the vectors of the target's other collections is refused before 
 
 from __future__ import annotations
 
-import os
 import re
 import sqlite3
 from collections import Counter
@@ -19,7 +18,7 @@ from typing import Callable
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
 from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
-from knowspec.impl.docpool.storage.staging import staged
+from knowspec.impl.docpool.storage.staging import link_into_place, staged
 from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, identity_of
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -191,15 +190,7 @@ def _import_into_new_pool(target: Path, source: Path, collection: str,
         done = _import_into(staging, source, collection, progress)
         for suffix in ("-wal", "-shm"):  # a deleted pool's, which SQLite would apply to this one
             target.with_name(target.name + suffix).unlink(missing_ok=True)
-        try:
-            os.link(staging, target)
-        except FileExistsError:
-            pass
-        except OSError:  # a file system without hard links: the rename is atomic but not exclusive
-            if not target.exists():
-                os.replace(staging, target)
-                return done
-        else:
+        if link_into_place(staging, target):
             return done
     return import_collection(target, source, collection, progress=progress)
 

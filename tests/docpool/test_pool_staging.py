@@ -108,3 +108,44 @@ def test_only_this_pools_staging_names_are_touched(tmp_path):
         (tmp_path / name).touch()
     assert sweep_dead_staging(tmp_path / "sales.db", grace=0) == []
     assert _stagings(tmp_path) == sorted(kept)
+
+
+def test_without_hard_links_a_first_import_waits_for_another_placing_its_pool_and_joins_it(tmp_path, monkeypatch):
+    """The rename that replaces a hard link is not exclusive: two first imports checking that no
+    pool exists, then renaming, had left only the second's pool (the first's collection lost)."""
+    import fcntl
+    import threading
+
+    from knowspec.impl.docpool.storage import staging as staging_module
+
+    def no_hard_links(src, dst):
+        raise PermissionError(1, "Operation not permitted")
+
+    monkeypatch.setattr(staging_module.os, "link", no_hard_links)
+    target = tmp_path / "sales.db"
+    placing = os.open(tmp_path / ".sales.db.placing.lock", os.O_WRONLY | os.O_CREAT)
+    fcntl.flock(placing, fcntl.LOCK_EX)  # another first import is placing its pool
+    done: list = []
+    importer = threading.Thread(target=lambda: done.append(
+        import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(3)), "manuals")))
+    importer.start()
+    importer.join(0.5)
+    assert importer.is_alive() and not target.exists()
+    make_pool(target, "faq", topics_of(2, "q"))  # the other import's pool takes the name
+    os.close(placing)
+    importer.join(10)
+    with sqlite3.connect(target) as con:
+        assert con.execute('select collection, count(*) from "doc$topic" group by 1 order by 1').fetchall() == [
+            ("faq", 2), ("manuals", 3)]
+    assert done and done[0].topics == 3
+
+
+def test_without_hard_links_a_first_import_renames_its_pool_into_place(tmp_path, monkeypatch):
+    from knowspec.impl.docpool.storage import staging as staging_module
+
+    monkeypatch.setattr(staging_module.os, "link", lambda src, dst: (_ for _ in ()).throw(PermissionError(1, "no")))
+    target = tmp_path / "sales.db"
+    import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(2)), "manuals")
+    with sqlite3.connect(target) as con:
+        assert con.execute('select count(*) from "doc$topic"').fetchone()[0] == 2
+    assert _stagings(tmp_path) == [".sales.db.placing.lock"]

@@ -53,6 +53,31 @@ def staged(path: Path, purpose: str) -> Iterator[Path]:
         os.close(fd)
 
 
+def link_into_place(staging: Path, target: Path) -> bool:
+    """Give the committed pool ``staging`` the name ``target`` unless a pool has it already
+    (``False``: the caller joins that one). A hard link is atomic and exclusive; on a file system
+    without hard links the check and the rename run under a lock file beside ``target`` that every
+    first import of it takes, so two of them never both rename (the second's would replace the
+    first's pool, collection and all)."""
+    try:
+        os.link(staging, target)
+        return True
+    except FileExistsError:
+        return False
+    except OSError:
+        pass
+    fd = os.open(target.with_name(f".{target.name}.placing{LOCK_SUFFIX}"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC,
+                 0o600)
+    try:
+        fcntl.flock(fd, fcntl.LOCK_EX)
+        if target.exists():
+            return False
+        os.replace(staging, target)
+        return True
+    finally:
+        os.close(fd)
+
+
 def keep_access_of(old: Path, new: Path) -> None:
     """Give ``new`` the permission bits and, where this user may set it, the group of ``old``
     (if there is one) before it takes ``old``'s place: a rebuilt pool opened by the server's
