@@ -76,7 +76,7 @@ def run(args: argparse.Namespace) -> int:
 
 def _note_unwritten_tools(spec_dir: Path) -> None:
     """Say which specified tools have no handler yet: the server answers them with not_implemented."""
-    from knowspec.codegen.impl_presence import is_written
+    from knowspec.impl.handler_presence import is_written
     from knowspec.codegen.load import load_spec
 
     for family in load_spec(spec_dir).families:

@@ -78,7 +78,7 @@ class LazyHandler:
 
     def is_written(self) -> bool:
         """Whether the handler exists, without importing it when it has not been called yet."""
-        from knowspec.codegen.impl_presence import is_written
+        from knowspec.impl.handler_presence import is_written
 
         return self._handler is not None if self._resolved else is_written(self.entry.impl)
 
