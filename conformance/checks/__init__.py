@@ -13,5 +13,6 @@ from knowspec.conformance.checks import okf_write_oracles  # noqa: F401,I001
 from knowspec.conformance.checks import pool_oracles  # noqa: F401,I001
 from knowspec.conformance.checks import pool_defaults  # noqa: F401,I001
 from knowspec.conformance.checks import pool_fulltext  # noqa: F401,I001
+from knowspec.conformance.checks import pool_hybrid  # noqa: F401,I001
 
 __all__ = ["CHECKS", "CheckContext", "CheckSpec", "check", "skip"]

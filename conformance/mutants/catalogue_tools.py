@@ -553,6 +553,36 @@ add("help_search_snippet_unmarked", "help_search", "snippets are FTS5's snippet(
     _fts_snippet_unmarked, ("oracle_help_fts_ranking",), "results")
 
 
+def _fused_rows(out: dict) -> list[dict]:
+    return [r for r in out.get("results") or [] if isinstance(r, dict) and r.get("method") == "fts+vector"]
+
+
+def _fused_scores_scaled(out: dict) -> bool:
+    """A fusion with other weights or k keeps its order but not its sums."""
+    rows = _fused_rows(out)
+    for r in rows:
+        r["score"] = r["score"] * 1.25 if isinstance(r.get("score"), float) else r.get("score")
+    return bool(rows)
+
+
+def _fused_top_two_swapped(out: dict) -> bool:
+    """The first two fused topics trade places, each keeping its place's score: still sorted."""
+    rows = _fused_rows(out)
+    if len(rows) < 2 or rows[0].get("score") == rows[1].get("score"):
+        return False
+    first, second = rows[0], rows[1]
+    for k in set(first) | set(second):
+        if k != "score":
+            first[k], second[k] = second.get(k), first.get(k)
+    return True
+
+
+add("doc_search_hybrid_scores_scaled", "doc_search", "a hybrid score is the RRF sum (k 60, x1.0 / x1.5)",
+    _fused_scores_scaled, ("oracle_hybrid_fusion",), "vector")
+add("doc_search_hybrid_top_two_swapped", "doc_search", "hybrid ranks by the fused sum of both lists",
+    _fused_top_two_swapped, ("oracle_hybrid_fusion",), "vector")
+
+
 def _vector_ascending(out: dict) -> bool:
     rows = out.get("results") or []
     if len(rows) > 1 and {r.get("method") for r in rows} & {"vector", "hybrid"} and len({r.get("score") for r in rows}) > 1:

@@ -59,11 +59,13 @@ _RESULTS = [{"collection": "c", "slug": "a", "title": "A", "breadcrumb": "X > A"
              "method": "fts", "links": [], "form_class": None}]
 _VECTOR = [dict(r, method="vector", score=s) for r, s in zip(_RESULTS, (0.9, 0.8))]
 _TIED_FTS = [dict(r, score=-1.25, snippet=f"…the [{r['slug']}] word…") for r in _RESULTS]
+_FUSED = [dict(r, method="fts+vector", score=s) for r, s in zip(_RESULTS, (0.041, 0.032))]
 NOT_FOUND = json.loads(json.dumps(ERROR).replace("resource_limit", "concept_not_found"))
 SAMPLES += [(_call(tool, {"query": "q", "kind": "k", "key": "x"}), _ok({"results": _RESULTS}))
             for tool in ("doc_search", "help_search", "doc_links")]
 SAMPLES += [(_call("doc_search", {"query": "q", "mode": "vector"}), _ok({"results": _VECTOR})),
             (_call("doc_search", {"query": "q"}), _ok({"results": _TIED_FTS})),
+            (_call("doc_search", {"query": "q", "mode": "hybrid"}), _ok({"results": _FUSED})),
             (_call("help_search", {"query": "q"}), _ok({"results": [{k: v for k, v in r.items() if k != "method"}
                                                                     for r in _TIED_FTS]})),
             (_call("read_concept", ARGS), NOT_FOUND), (_call("get_neighbors", ARGS), NOT_FOUND),

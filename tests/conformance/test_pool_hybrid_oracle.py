@@ -1,0 +1,88 @@
+"""oracle_hybrid_fusion: doc_search hybrid against the fusion of the target's own fts and vector lists."""
+
+from __future__ import annotations
+
+import importlib.util
+import shutil
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+
+from knowspec.conformance.checks.pool_hybrid import differences
+from knowspec.conformance.config import RunConfig
+from knowspec.conformance.fixtures.pools import write_fixture
+from knowspec.conformance.mutants.killrate import kill_rate
+from knowspec.conformance.oracles.pool_hybrid import expected_hybrid
+
+KNOWSPEC = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
+
+
+def _hit(slug: str, score: float, snippet: str = "s", method: str = "fts") -> dict:
+    return {"collection": "c", "slug": slug, "score": score, "snippet": snippet, "method": method}
+
+
+def test_fusion_sums_weighted_reciprocal_ranks_of_both_top_20s():
+    fts = [_hit("a", -3.0), _hit("b", -2.0)]
+    vector = [_hit("b", 0.9, "vb", "vector"), _hit("c", 0.8, "vc", "vector")]
+    fused = expected_hybrid(fts, vector, 10)
+    assert [f.key[1] for f in fused] == ["b", "c", "a"]  # 1/62 + 1.5/61, then 1.5/62, then 1/61
+    assert fused[0].score == pytest.approx(1 / 62 + 1.5 / 61) and fused[2].score == pytest.approx(1 / 61)
+    assert fused[0].methods == {"fts+vector"} and fused[1].methods == {"fts+vector", "vector"}
+    assert fused[0].snippets == {"s", "vb"}
+
+
+def test_only_the_top_20_of_each_list_take_part():
+    fts = [_hit(f"f{i:02d}", -float(30 - i)) for i in range(25)]
+    assert [f.key[1] for f in expected_hybrid(fts, [], 50)] == [f"f{i:02d}" for i in range(20)]
+    fused = expected_hybrid(fts, [_hit("v", 0.5, method="vector")], 50)
+    assert len(fused) == 21 and "f24" not in {f.key[1] for f in fused}
+
+
+def test_full_text_finding_nothing_answers_the_vector_list_as_deep_as_the_limit():
+    vector = [_hit(f"v{i:02d}", 1 - i / 100, method="vector") for i in range(30)]
+    fused = expected_hybrid([], vector, 25)
+    assert [f.key[1] for f in fused] == [f"v{i:02d}" for i in range(25)]
+    assert fused[3].score == vector[3]["score"] and fused[3].methods == {"vector"}
+
+
+def test_equal_scores_may_come_in_any_order_and_the_cut_may_take_any_of_them():
+    fused = expected_hybrid([], [_hit("a", 0.9), _hit("b", 0.5), _hit("c", 0.5), _hit("d", 0.1)], 10)
+    got = [dict(_hit("a", 0.9), method="vector"), dict(_hit("c", 0.5), method="vector")]
+    assert differences(got, fused, 2) == []
+    assert differences([got[1], got[0]], fused, 2) != []  # a different score's place is judged
+    assert differences([*got, dict(_hit("c", 0.5), method="vector")], fused, 3) != []  # a topic twice
+
+
+HYBRID_MUTANTS = ["doc_search_hybrid_scores_scaled", "doc_search_hybrid_top_two_swapped"]
+
+
+def _add_vectors(directory: Path) -> None:
+    spec = importlib.util.spec_from_file_location("mutant_host", Path(__file__).parent / "mutant_host.py")
+    assert spec is not None and spec.loader is not None
+    host = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(host)
+    host.add_vectors(directory)
+
+
+@pytest.mark.slow
+def test_hybrid_mutants_are_killed_while_the_real_server_passes(tmp_path):
+    """Sorted, schema-valid hybrid answers whose sums or topics are not the fusion of the two lists."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    fixture = write_fixture(tmp_path / "pool", seed=0)
+    _add_vectors(fixture.directory)
+    app = tmp_path / "app"
+    for command in (["pool", "register", fixture.database, "--storage", "SQLITE", "--dsn",
+                     str(fixture.directory / "docs.db")],
+                    ["pool", "alter", f"ALTER DATABASE {fixture.database} SET DOCUMENTS INTERNAL"]):
+        subprocess.run([KNOWSPEC, *command, "--appdir", str(app)], check=True, capture_output=True)
+    server = [KNOWSPEC, "serve", "--stdio", "--appdir", str(app), "--help-db", str(fixture.directory / "help.db"),
+              "--database", fixture.database]
+    base = RunConfig(target="", family="docpool", tools=("doc_search",), checks=("oracle_hybrid_fusion",),
+                     pool_fixture=fixture.directory, max_examples=2)
+    results = list(kill_rate(base, server, HYBRID_MUTANTS))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == dict.fromkeys(HYBRID_MUTANTS,
+                                                                      ("oracle_hybrid_fusion[doc_search]",))
