@@ -20,6 +20,7 @@ from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, cards
 from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
+from knowspec.conformance.oracles.go_encoding import go_marshal
 from knowspec.conformance.target import CallOutcome
 
 READ = "spec/okf/contract/read.md"
@@ -80,13 +81,30 @@ def _compare_cards(ctx: CheckContext, bundle: Bundle, args: dict[str, Any], prof
         if diff:
             fail(f"list_concepts card {expected['id']!r} (as_of {args.get('as_of')}, {profile}): {diff} "
                  f"!= {({k: expected[k] for k in diff})}", outcome)
-    if outcome.texts and ctx.require_tool().text_fallback == "custom":
-        try:
-            text = json.loads(outcome.texts[0])
-        except ValueError:
-            text = None
-        if text != oracle.legacy_summary(bundle):
-            fail("list_concepts text is not the legacy summary of the same cards in the same order", outcome)
+    if ctx.require_tool().text_fallback == "custom":
+        problem = custom_text_problem(ctx, outcome, oracle.legacy_summary(bundle))
+        if problem:
+            fail(f"list_concepts text is not the legacy summary of the same cards in the same order ({problem})",
+                 outcome)
+
+
+def custom_text_problem(ctx: CheckContext, outcome: CallOutcome, expected: Any) -> str | None:
+    """Why the one text item is not ``expected`` as the family's encoder writes it (``go``: the
+    bytes of Go's json.Marshal, keys in the given order; any other: the same JSON value), or None."""
+    if len(outcome.texts) != 1:
+        return f"{len(outcome.texts)} text items, expected one"
+    text = outcome.texts[0]
+    if ctx.require_tool().text_encoder == "go":
+        want = go_marshal(expected)
+        if text == want:
+            return None
+        at = next((i for i, (a, b) in enumerate(zip(text, want)) if a != b), min(len(text), len(want)))
+        return f"first difference at character {at}: {text[at:at + 24]!r}, expected {want[at:at + 24]!r}"
+    try:
+        same = json.loads(text) == expected
+    except ValueError:
+        same = False
+    return None if same else "a different JSON value"
 
 
 @check("oracle_list_concepts", f"{READ}#2 (cards sorted by ID bytes; stale at the inclusive day/instant boundary)",
@@ -400,5 +418,8 @@ def oracle_validate_bundle(ctx: CheckContext) -> None:
         files = len(bundle.concepts) + len(bundle.extra_files) + 1
         if out.get("scanned_files") != files:
             problems.append(f"scanned_files {out.get('scanned_files')} != {files} files written")
+        text_problem = custom_text_problem(ctx, outcome, oracle.legacy_report(out))
+        if text_problem:
+            problems.append(f"text is not the legacy report of the same diagnostics ({text_problem})")
         if problems:
             fail("validate_bundle: " + "; ".join(problems), outcome)

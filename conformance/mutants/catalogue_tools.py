@@ -8,6 +8,7 @@ have to notice. Registered into ``catalogue.MUTANTS`` with the tool as the only 
 from __future__ import annotations
 
 import copy
+import json
 import hashlib
 from typing import Any, Callable
 
@@ -680,3 +681,51 @@ add("doc_stats_collection_topics_plus_one", "doc_stats", "collection topics coun
     each_collection("topics", 1), DST, "acl")
 add("doc_stats_link_count_minus_one", "doc_stats", "counts.link counts the caller's topics' links",
     counts("link", -1), DST, "results")
+
+
+# ---- custom text fallbacks (OKF): the text only, the structured content kept ---------------------
+
+def text_edit(tool: str, edit: Callable[[str], str | None]) -> Callable[[dict, dict, dict], dict]:
+    """A mutation of one tool's successful text content (``edit`` returns None to leave it)."""
+    def mutate(request: dict, response: dict, state: dict) -> dict:
+        if tool_of(request) != tool or success(response) is None:
+            return response
+        out = copy.deepcopy(response)
+        for item in out["result"].get("content", []):
+            if item.get("type") == "text" and isinstance(item.get("text"), str):
+                new = edit(item["text"])
+                if new is not None:
+                    item["text"] = new
+        return out
+
+    mutate.tools = (tool,)  # type: ignore[attr-defined]
+    return mutate
+
+
+def _reordered_summary(text: str) -> str | None:
+    """The legacy summary with title before type: the same JSON value, other bytes."""
+    try:
+        value = json.loads(text)
+        rows = [{"id": c["id"], "title": c["title"], "type": c["type"], "path": c["path"]} for c in value["concepts"]]
+    except (ValueError, KeyError, TypeError):
+        return None
+    return json.dumps({"concepts": rows}, ensure_ascii=False, separators=(",", ":")) if rows else None
+
+
+def _report_with_codes(text: str) -> str | None:
+    try:
+        value = json.loads(text)
+        for d in value["diagnostics"]:
+            d["code"] = "x"
+    except (ValueError, KeyError, TypeError):
+        return None
+    return json.dumps(value, ensure_ascii=False, separators=(",", ":")) if value["diagnostics"] else None
+
+
+TEXT = ("oracle_list_concepts",)
+mutant("list_concepts_text_keys_reordered", "the legacy summary's keys are id, type, title, path (Go's bytes)", TEXT,
+       kind="text")(text_edit("list_concepts", _reordered_summary))
+mutant("validate_bundle_text_with_codes", "the legacy report has no code", ("oracle_validate_bundle",),
+       kind="text")(text_edit("validate_bundle", _report_with_codes))
+mutant("temporal_preview_text_json", "preview_temporal_upgrade's text is empty", ("oracle_temporal_upgrade",),
+       kind="text")(text_edit("preview_temporal_upgrade", lambda text: "{}" if text == "" else None))

@@ -74,6 +74,22 @@ def legacy_summary(bundle: Bundle) -> dict:
                          for c in sorted(bundle.concepts, key=lambda c: c.id.encode())]}
 
 
+def legacy_report(structured: dict) -> dict:
+    """validate_bundle's custom text, from its structured answer: the legacy report, keys in
+    upstream's order, each diagnostic as severity, file (left out when empty) and message."""
+    conformance, guidance = structured.get("conformance") or {}, structured.get("guidance") or {}
+    diagnostics = []
+    for d in structured.get("diagnostics") or []:
+        item = {"severity": d.get("severity")}
+        if d.get("file"):
+            item["file"] = d["file"]
+        item["message"] = d.get("message")
+        diagnostics.append(item)
+    return {"scanned_files": structured.get("scanned_files"), "conformant": conformance.get("conformant"),
+            "errors": conformance.get("errors"), "warnings": guidance.get("warnings"), "info": guidance.get("info"),
+            "diagnostics": diagnostics}
+
+
 def expected_read(concept: Concept) -> dict:
     """read_concept: the raw text is the file; the body and frontmatter are its parts."""
     return {"id": concept.id, "path": concept.path, "frontmatter_yaml": render_frontmatter(concept) + "\n",

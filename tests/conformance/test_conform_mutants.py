@@ -203,6 +203,27 @@ def test_card_and_projection_mutants_are_killed_by_their_card_oracle_while_the_r
         name: (case,) for case, group in CARD_DATA_MUTANTS.items() for name in group}
 
 
+TEXT_MUTANTS = {"list_concepts_text_keys_reordered": ("oracle_list_concepts[list_concepts]",),
+                "validate_bundle_text_with_codes": ("oracle_validate_bundle[validate_bundle]",),
+                "temporal_preview_text_json": ("oracle_temporal_upgrade[apply_temporal_upgrade]",  # one case per tool
+                                               "oracle_temporal_upgrade[preview_temporal_upgrade]")}
+
+
+@pytest.mark.slow
+def test_custom_text_mutants_are_killed_while_the_real_server_passes():
+    """Texts that hold the same JSON value in other bytes, a field upstream leaves out, or JSON
+    where upstream writes nothing: structured content right, only the text differs."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    base = RunConfig(target="", family="okf", tools=("list_concepts", "validate_bundle", "preview_temporal_upgrade",
+                                                     "apply_temporal_upgrade"),
+                     checks=("oracle_list_concepts", "oracle_validate_bundle", "oracle_temporal_upgrade"),
+                     max_examples=2)
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(TEXT_MUTANTS)))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == TEXT_MUTANTS
+
+
 def test_the_catalogue_covers_every_contract_tool_with_120_mutants():
     from knowspec.conformance.contract import load_contract
     from knowspec.conformance.mutants.killrate import HOST_MUTANTS, tools_of
