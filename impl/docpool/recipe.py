@@ -18,7 +18,7 @@ from typing import Callable
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
 from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
-from knowspec.impl.docpool.storage.staging import link_into_place, staged
+from knowspec.impl.docpool.storage.staging import link_into_place, staged, sweep_dead_staging
 from knowspec.impl.docpool.vectors.pool_embed import PoolModelIdentity, identity_conflict, identity_of
 
 COLLECTION_NAME = re.compile(r"^[a-z0-9][a-z0-9-]*$")
@@ -175,6 +175,9 @@ def import_collection(target: Path | str, source: Path | str, collection: str, *
     if why:
         raise ImportRefused(why)
     target = Path(target)
+    if target.is_symlink() and not target.exists():
+        raise ImportRefused(f"the pool file {target.name} is a symbolic link to nothing")
+    sweep_dead_staging(target)
     if target.exists():
         return _import_into(target, Path(source), collection, progress)
     return _import_into_new_pool(target, Path(source), collection, progress)
@@ -188,11 +191,9 @@ def _import_into_new_pool(target: Path, source: Path, collection: str,
     never replaced."""
     with staged(target, "importing") as staging:
         done = _import_into(staging, source, collection, progress)
-        for suffix in ("-wal", "-shm"):  # a deleted pool's, which SQLite would apply to this one
-            target.with_name(target.name + suffix).unlink(missing_ok=True)
         if link_into_place(staging, target):
             return done
-    return import_collection(target, source, collection, progress=progress)
+    return _import_into(target, source, collection, progress)  # another import's pool took the name
 
 
 def _import_into(target: Path, source: Path, collection: str,
@@ -251,6 +252,7 @@ def holds_pool_schema(target: Path | str) -> bool:
 def remove_collection(target: Path | str, collection: str) -> RemovedCollection:
     """Remove ``collection`` from the SQLite pool ``target`` in one transaction, its full-text
     index rebuilt and persisted; ``ImportRefused`` when the pool does not hold it."""
+    sweep_dead_staging(Path(target))
     con = open_for_write(target)
     try:
         con.execute("begin immediate")

@@ -170,17 +170,16 @@ def test_a_failed_first_import_leaves_no_pool_file(settings, tmp_path):
 
 def test_a_first_import_joins_a_pool_another_import_created_meanwhile(settings, target, tmp_path, monkeypatch):
     from knowspec.impl.docpool import recipe
-    from knowspec.impl.docpool.storage import staging as staging_module
 
     other = make_pool(tmp_path / "faq.db", "faq", topics_of(2, "q"))
-    real_link = staging_module.os.link
+    real_place = recipe.link_into_place
 
-    def link_after_another_import(staging, path):
-        monkeypatch.setattr(staging_module.os, "link", real_link)
+    def placed_after_another_import(staging, path):
+        monkeypatch.setattr(recipe, "link_into_place", real_place)
         recipe.import_collection(path, other, "faq")  # the other import wins the race
-        real_link(staging, path)
+        return real_place(staging, path)
 
-    monkeypatch.setattr(staging_module.os, "link", link_after_another_import)
+    monkeypatch.setattr(recipe, "link_into_place", placed_after_another_import)
     outcome = import_collection(settings, "sales", "manuals",
                                 str(make_pool(tmp_path / "src.db", "manuals", topics_of(3))))
     assert outcome["topics"] == 3

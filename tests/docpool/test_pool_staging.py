@@ -11,6 +11,8 @@ import sys
 import time
 from pathlib import Path
 
+import pytest
+
 from knowspec.impl.docpool.recipe import import_collection
 from knowspec.impl.docpool.storage.staging import GRACE_SECONDS, staged, sweep_dead_staging
 
@@ -148,4 +150,52 @@ def test_without_hard_links_a_first_import_renames_its_pool_into_place(tmp_path,
     import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(2)), "manuals")
     with sqlite3.connect(target) as con:
         assert con.execute('select count(*) from "doc$topic"').fetchone()[0] == 2
-    assert _stagings(tmp_path) == [".sales.db.placing.lock"]
+    assert _stagings(tmp_path) == []  # the placing lock goes with its holder
+
+
+def test_a_first_import_losing_the_race_leaves_the_winners_journal_alone(tmp_path, monkeypatch):
+    """It had removed the -wal and -shm beside the name before placing its pool: a transaction
+    the winner's pool held only in its WAL was gone for every reader."""
+    from knowspec.impl.docpool import recipe
+
+    target = tmp_path / "sales.db"
+    real_place = recipe.link_into_place
+    writer: list[sqlite3.Connection] = []
+
+    def placed_after_another_import_wrote(staging, path):
+        monkeypatch.setattr(recipe, "link_into_place", real_place)
+        import_collection(path, make_pool(tmp_path / "faq.db", "faq", topics_of(2, "q")), "faq")
+        con = sqlite3.connect(path, isolation_level=None)
+        con.execute("pragma journal_mode = wal")
+        con.execute("pragma wal_autocheckpoint = 0")
+        con.execute('update "doc$topic" set title = \'in the WAL only\' where collection = \'faq\'')
+        writer.append(con)  # open, so its WAL is not folded in
+        return real_place(staging, path)
+
+    monkeypatch.setattr(recipe, "link_into_place", placed_after_another_import_wrote)
+    import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(3)), "manuals")
+    with sqlite3.connect(target) as con:
+        assert con.execute('select count(*) from "doc$topic" where title = \'in the WAL only\'').fetchone()[0] == 2
+        assert con.execute('select count(*) from "doc$topic" where collection = \'manuals\'').fetchone()[0] == 3
+    writer[0].close()
+
+
+def test_an_import_into_an_existing_pool_sweeps_a_dead_writers_files(tmp_path):
+    """A killed first import retried at once (its lock too young to judge) left its pool-sized
+    file for good: only first imports and builds swept."""
+    target = make_pool(tmp_path / "sales.db", "faq", topics_of(2, "q"))
+    name = _killed_writer(target)
+    _backdate(tmp_path / (name + ".lock"))
+    import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(2)), "manuals")
+    assert _stagings(tmp_path) == []
+
+
+def test_a_pool_path_that_is_a_link_to_nothing_is_refused(tmp_path):
+    """Each pass had found no pool there, imported it whole beside it, failed to link and
+    joined, until the recursion limit (490 full imports)."""
+    from knowspec.impl.docpool.recipe import ImportRefused
+
+    target = tmp_path / "sales.db"
+    target.symlink_to(tmp_path / "gone" / "pool.db")
+    with pytest.raises(ImportRefused, match="sales.db is a symbolic link to nothing"):
+        import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(2)), "manuals")

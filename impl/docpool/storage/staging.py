@@ -4,8 +4,8 @@ A first IMPORTDOC and ``pool build`` write their pool under a fresh name beside 
 (``.help.db.<pid>-<token>.importing``) and link or rename it in once committed. A writer killed
 mid-way, or after linking but before removing its name, leaves that file (as big as the pool)
 and its journals. Each writer therefore holds an exclusive ``flock`` on a lock file named after
-its staging file for as long as it runs; the next writer into the same folder removes every
-staging file of that pool whose lock nobody holds. The lock is a file of its own, not the pool:
+its staging file for as long as it runs; the next import, removal or build of that pool removes
+every staging file of it whose lock nobody holds. The lock is a file of its own, not the pool:
 SQLite takes POSIX locks on the pool, and NFS emulates ``flock`` with them.
 """
 
@@ -43,39 +43,73 @@ def staged(path: Path, purpose: str) -> Iterator[Path]:
     sweep_dead_staging(path)
     staging = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.{purpose}")
     lock = _lock_of(staging)
-    fd = os.open(lock, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
+    fd = os.open(lock, os.O_RDWR | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600)
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # a fresh name: nobody else can hold it
-        yield staging
+        try:
+            yield staging
+        finally:
+            remove_pool_file(staging)
+            lock.unlink(missing_ok=True)
     finally:
-        remove_pool_file(staging)
-        lock.unlink(missing_ok=True)
         os.close(fd)
 
 
 def link_into_place(staging: Path, target: Path) -> bool:
-    """Give the committed pool ``staging`` the name ``target`` unless a pool has it already
-    (``False``: the caller joins that one). A hard link is atomic and exclusive; on a file system
-    without hard links the check and the rename run under a lock file beside ``target`` that every
-    first import of it takes, so two of them never both rename (the second's would replace the
-    first's pool, collection and all)."""
-    try:
-        os.link(staging, target)
-        return True
-    except FileExistsError:
-        return False
-    except OSError:
-        pass
-    fd = os.open(target.with_name(f".{target.name}.placing{LOCK_SUFFIX}"), os.O_WRONLY | os.O_CREAT | os.O_CLOEXEC,
-                 0o600)
-    try:
-        fcntl.flock(fd, fcntl.LOCK_EX)
-        if target.exists():
+    """Give the committed pool ``staging`` the name ``target`` unless something has it already
+    (``False``: the caller joins that pool). Every first import places its pool under one lock
+    file beside ``target``: the journals a deleted pool left are removed only while no pool has
+    the name (a losing import had removed the winner's live WAL, committed transactions and
+    all), and without hard links the check and the rename are one step (a second rename would
+    replace the first import's pool)."""
+    with _placing_lock(target):
+        if os.path.lexists(target):
             return False
-        os.replace(staging, target)
+        for suffix in ("-wal", "-shm"):  # a deleted pool's, which SQLite would apply to this one
+            target.with_name(target.name + suffix).unlink(missing_ok=True)
+        try:
+            os.link(staging, target)
+        except FileExistsError:
+            return False
+        except OSError:  # no hard links on this file system: the rename, exclusive under the lock
+            os.replace(staging, target)
         return True
-    finally:
+
+
+@contextmanager
+def _placing_lock(target: Path) -> Iterator[None]:
+    """An exclusive lock on ``.<pool>.placing.lock``, removed when released. A waiter that wakes
+    on a file already unlinked (its holder removed it) opens the name again."""
+    lock = target.with_name(f".{target.name}.placing{LOCK_SUFFIX}")
+    while True:
+        fd = _open_lock(lock)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            named = os.stat(lock)
+            held = os.fstat(fd)
+        except FileNotFoundError:
+            os.close(fd)
+            continue
+        except BaseException:
+            os.close(fd)
+            raise
+        if (named.st_dev, named.st_ino) == (held.st_dev, held.st_ino):
+            break
         os.close(fd)
+    try:
+        yield
+    finally:
+        lock.unlink(missing_ok=True)
+        os.close(fd)
+
+
+def _open_lock(path: Path) -> int:
+    """A lock file opened for writing (NFS locks only those), created with the umask's mode so
+    another user's import can lock it too; read-only where only that is allowed."""
+    try:
+        return os.open(path, os.O_RDWR | os.O_CREAT | os.O_CLOEXEC, 0o666)
+    except PermissionError:
+        return os.open(path, os.O_RDONLY | os.O_CLOEXEC)
 
 
 def keep_access_of(old: Path, new: Path) -> None:
@@ -121,17 +155,17 @@ def _writer_is_gone(staging: Path, grace: float) -> bool:
     call holds the lock (no writer can take a name it did not create)."""
     lock = _lock_of(staging)
     try:
-        fd = os.open(lock, os.O_RDONLY | os.O_CLOEXEC)
+        fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)  # NFS locks only files open for writing
     except FileNotFoundError:
         return _older_than(staging, grace) and _removed(staging, None)
-    except OSError:
+    except OSError:  # another user's writer: not ours to judge
         return False
     try:
         if not _older_than(lock, grace):
             return False
         try:
             fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
-        except OSError:  # held: the writer runs
+        except OSError:  # held (the writer runs), or the lock cannot be told: either way left
             return False
         return _removed(staging, lock)
     finally:
