@@ -27,7 +27,8 @@ _BACKSLASH_PATH = re.compile(_BOUNDARY + r"\\\\")
 _DRIVE_PATH = re.compile(r"(?:^|[^A-Za-z0-9])[A-Za-z]:[\\/]")
 # A file: URI scheme (file:///x, file:x), not the word "file:" in prose ("target file: a.md").
 _FILE_SCHEME = re.compile(r"(?:^|[^A-Za-z0-9+.-])file:(?=[^\s])", re.I)
-_DOTDOT = re.compile(r"(?:^|[/\\])\.\.(?:[/\\]|$)")
+# A ``..`` segment where a path may start (the contract's boundary) or inside one.
+_DOTDOT = re.compile(r"(?:^|[/\\\s\"'`()\[\]{}<>=:,;|])\.\.(?:[/\\]|$)")
 # Where a path starts inside one word: the contract's boundary, then /, \\, a drive, file:, ~/ or ../
 _PATH_START = re.compile(
     r"(?:(?<=^)|(?<=[" + re.escape(_BOUNDARY_CHARS) + r"]))(?:/(?!$)|\\\\|~[/\\]|\.\.[/\\]|\.\.$)"
