@@ -48,7 +48,7 @@ async def exec_command(
 ) -> JSONResponse:
     session = await require_session(request, sessions, sysadmin=True)
     await run_in_threadpool(_still_sysadmin, settings, sessions, session)
-    body = parse_json_body(await request.body(), request.headers.get("content-type"))
+    body = await run_in_threadpool(parse_json_body, await request.body(), request.headers.get("content-type"))
     # The seed's own rule first: a missing IMPORTDOC parameter answers 400 by name.
     if isinstance(body, dict) and body.get("command") == "IMPORTDOC":
         importdoc.require_params(body.get("params"))

@@ -47,7 +47,7 @@ def client_address(request: Request) -> str:
 
 
 async def login(request: Request, settings, sessions: SessionStore, schema: dict) -> JSONResponse:
-    body = parse_json_body(await request.body(), request.headers.get("content-type"))
+    body = await run_in_threadpool(parse_json_body, await request.body(), request.headers.get("content-type"))
     validate_body(schema, body)
     address = client_address(request)
     wait = await run_in_threadpool(sessions.logins.admit, body["user"], address)

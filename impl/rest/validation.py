@@ -13,7 +13,8 @@ from functools import lru_cache
 from typing import Any
 
 from knowspec.impl.errors import ToolError
-from knowspec.impl.server.arguments import REST_WORDING, walk_arguments
+from knowspec.impl.server.arguments import MAX_VALUES, REST_WORDING, walk_arguments
+from knowspec.impl.server.json_size import surely_more_values_than
 from knowspec.impl.server.validation import SchemaCheck, input_error
 
 
@@ -27,11 +28,13 @@ def is_json_media_type(content_type: str | None) -> bool:
 
 def parse_json_body(raw: bytes, content_type: str | None = None) -> Any:
     """An empty body is ``{}``; anything else must be JSON (415 for another media type, 400
-    for malformed JSON)."""
+    for malformed JSON). Decoding holds the GIL: call it off the event loop."""
     if not raw.strip():
         return {}
     if not is_json_media_type(content_type):
         raise ToolError("unsupported_media_type", "request body must be application/json")
+    if surely_more_values_than(raw, MAX_VALUES):  # refused before decoding it costs memory and time
+        raise ToolError("resource_limit", REST_WORDING.limit)
     try:
         body = json.loads(raw)
     except (ValueError, UnicodeDecodeError) as exc:

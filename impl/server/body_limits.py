@@ -22,6 +22,9 @@ This ASGI middleware reads each body itself, counting as the chunks arrive:
   server on where the request ends (RFC 9112 §6.1);
 - an ``/mcp`` body that is not one JSON object (a batch array, a scalar) is refused with a
   JSON-RPC error of its own (-32600), not the SDK's validation text;
+- a big ``/mcp`` body that surely holds more JSON values than the raw-argument walk lets through
+  (``json_size``) is refused with 413 before it is decoded: decoding 66 MiB of empty lists had
+  taken ~2 GB and held the GIL for seconds, for a call the walk refused anyway;
 - otherwise the app receives the body it would have read, then the live ``receive`` (so client
   disconnects still reach it).
 
@@ -42,7 +45,9 @@ from typing import Any, Awaitable, Callable
 import anyio
 
 from knowspec.impl.rest.error_responses import envelope
+from knowspec.impl.server.arguments import MAX_VALUES
 from knowspec.impl.server.json_answer import BATCH_REFUSED, is_mcp_path, send_json, send_jsonrpc_error
+from knowspec.impl.server.json_size import surely_more_values_than
 from knowspec.impl.server.request_ids import JSONRPC_ID, Unusable, id_key, replaying
 from knowspec.impl.server.session_quota import caller_key
 
@@ -249,6 +254,10 @@ class BodyLimitMiddleware:
         if body is None:
             return  # the client left; there is no one to answer
         if is_mcp_path(scope) and len(body) > MCP_MAX_OTHER_BODY_BYTES:
+            if await anyio.to_thread.run_sync(surely_more_values_than, body, MAX_VALUES):
+                await _refuse(scope, send, _Refused(413, f"request body holds more than {MAX_VALUES:,} JSON values, "
+                                                         "more than any tool call may"))
+                return
             is_call, request_id = await anyio.to_thread.run_sync(_tool_call, body)  # not on the event loop
             if not is_call:
                 await _refuse(scope, send, _Refused(413, f"request body exceeds the size limit of a message "

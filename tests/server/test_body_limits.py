@@ -135,9 +135,8 @@ INITIALIZE_PARAMS = {"protocolVersion": "2025-06-18", "capabilities": {}, "clien
     _json_rpc("initialize", INITIALIZE_PARAMS, method_last=True),  # the method after the big params
     _json_rpc("tools/list", {"cursor": BIG}),
     json.dumps([json.loads(_json_rpc("tools/call", {"name": "x", "arguments": {"q": BIG}}))]).encode(),  # a batch
-    b"[" * (MCP_MAX_OTHER_BODY_BYTES + 1),  # nested past what json decodes
     b"\xff" * (MCP_MAX_OTHER_BODY_BYTES + 1),  # not UTF-8
-], ids=["initialize", "initialize-method-last", "tools-list", "batch", "deep", "not-utf8"])
+], ids=["initialize", "initialize-method-last", "tools-list", "batch", "not-utf8"])
 def test_an_mcp_message_other_than_a_tool_call_is_refused_over_one_mib(body):
     status, answer, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
     assert status == 413 and bodies == []
@@ -147,6 +146,31 @@ def test_an_mcp_message_other_than_a_tool_call_is_refused_over_one_mib(body):
 
 def test_a_tool_call_over_one_mib_reaches_the_app_whole():
     body = _json_rpc("tools/call", {"name": "search_concepts", "arguments": {"query": BIG}}, method_last=True)
+    status, _, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
+    assert status == 200 and bodies == [body]
+
+
+@pytest.mark.parametrize("body", [
+    _json_rpc("tools/call", {"name": "list_concepts", "arguments": {"a": [[]] * 400_000}}),
+    b"[" * (MCP_MAX_OTHER_BODY_BYTES + 1),  # nested past what json decodes, too
+], ids=["empty-lists", "deep"])
+def test_a_body_holding_more_values_than_any_call_may_is_refused_before_it_is_decoded(monkeypatch, body):
+    """66 MiB of empty lists decoded into ~2 GB and held the GIL for seconds, for a call the
+    raw-argument walk refused anyway (more than 100,000 values)."""
+    from knowspec.impl.server import body_limits
+
+    decoded = []
+    monkeypatch.setattr(body_limits, "_tool_call", lambda body: decoded.append(body) or (True, None))
+    assert len(body) > MCP_MAX_OTHER_BODY_BYTES
+    status, answer, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
+    assert status == 413 and bodies == [] and decoded == []
+    assert answer["error"]["code"] == -32600 and "more than 100,000 JSON values" in answer["error"]["message"]
+
+
+def test_a_tool_call_whose_big_text_is_full_of_brackets_and_commas_reaches_the_app():
+    """Only what stands outside strings counts: a concept's text holds commas by the million."""
+    text = "[a], {b}, \"c\", " * 200_000
+    body = _json_rpc("tools/call", {"name": "write_concept", "arguments": {"content": text}}, method_last=True)
     status, _, _, bodies = _drive("/mcp", [body], [(b"content-length", str(len(body)).encode())])
     assert status == 200 and bodies == [body]
 
@@ -220,3 +244,27 @@ def test_real_server_does_not_redirect_a_trailing_slash_to_the_host_it_was_told(
     answer = _raw(http_base, b"POST /ClientREST/DocSearch/ HTTP/1.1\r\nHost: 127.0.0.1\r\n"
                              b"Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}")
     assert answer.startswith(b"HTTP/1.1 404") and b"location:" not in answer.lower()
+
+
+def test_real_server_refuses_a_login_of_half_a_million_values(http_base):
+    """Logins are anonymous: a body of empty lists under the 1 MiB cap was decoded on the event
+    loop, and four such callers slowed every other request to ~0.4 s."""
+    conn = http.client.HTTPConnection("127.0.0.1", http_base, timeout=30)
+    body = b"[" + b"[]," * 340_000 + b"[]]"
+    conn.request("POST", "/ClientREST/Login", body=body, headers={"Content-Type": "application/json"})
+    response = conn.getresponse()
+    answer = json.loads(response.read())
+    Draft202012Validator(error_schema()).validate(answer)
+    assert (response.status, answer["code"]) == (400, "resource_limit")  # as the argument walk answers it
+    assert answer["message"] == "request body exceeds the resource limits"
+
+
+def test_a_rest_body_of_too_many_values_is_refused_before_json_decodes_it(monkeypatch):
+    from knowspec.impl.errors import ToolError
+    from knowspec.impl.rest import validation
+
+    decoded = []
+    monkeypatch.setattr(validation, "json", type("Json", (), {"loads": staticmethod(decoded.append)}))
+    with pytest.raises(ToolError) as refused:
+        validation.parse_json_body(b"[" + b"[]," * 340_000 + b"[]]", "application/json")
+    assert refused.value.code == "resource_limit" and decoded == []
