@@ -27,7 +27,7 @@
 #   docpool/schemas/help_stats.output.schema.json 4e7747fc49dfb03c551bd2218aadff7ed6147862a660401f1273164516f6fd8c
 #   docpool/sql/doc_import.sql b627b7f5701744caf8425cad2a3000642e9999ea7323a2a7b52385e7dbb91fd2
 #   docpool/sql/sqlite_schema.sql 85aadea1eb2493eeb4d198109b379f722d6f42d082b9e1838295fd510a3e0044
-#   docpool/tools.toml fad9bb9e113162f52d5fa89f33cd2601abbddb3977f277c630ac9286caa4c261
+#   docpool/tools.toml 6a9c230faf0fe547f58eefcbb9c0657036d4e16f0306a29b906f9fda2c78ec62
 #   errors.toml ce2c0ecb3eb3010c622e23d0767b79f6dae55854921453ffbcb962ee2a654b9a
 #   okf/schemas/apply_concept_patch.input.schema.json 33eda238756e9ad0028098caa5f5ba73f935f049e0d5a3205254a18b37323d44
 #   okf/schemas/apply_concept_patch.output.schema.json c20efc949773b0068f25f4747df316311bdfbc19326f3095489f058a05f18e68
@@ -388,7 +388,7 @@ TOOLS: tuple[ToolEntry, ...] = (
         name='doc_get',
         family='docpool',
         title='Read a document topic',
-        description='Read one topic: by slug (collection optional; "netsim-help" reads the help pool), or by an entity kind + key, which returns the most reliable topic linked to that entity (old names resolve). Returns the Markdown body, its entity links and at most 10 related topics linked to the same form_class (UI form) or islem_kodu (transaction code). A topic the caller may not see is not found.',
+        description='Read one topic: by slug (collection optional; "netsim-help" reads the help pool), or by an entity kind + key, which returns the most reliable topic linked to that entity (in the collection, when one is given; old names resolve). Returns the Markdown body, its entity links and at most 10 related topics linked to the same form_class (UI form) or islem_kodu (transaction code). A topic the caller may not see is not found.',
         impl='knowspec.impl.docpool.tools:doc_get',
         read_only=True,
         idempotent=True,

@@ -103,7 +103,7 @@ def doc_get(args: DocGetInput, ctx: CallContext) -> ToolOutput:
             missing = slug
         else:
             assert kind and key  # the schema's anyOf: slug, or kind and key
-            topic = topics.topic_for_entity(pool, kind, key, access)
+            topic = topics.topic_for_entity(pool, kind, key, access, collection)
             missing = f"{kind} {key}"
         if topic is None:
             raise topics.topic_not_found(missing)

@@ -21,10 +21,15 @@ def topic_not_found(what: str) -> ToolError:
     return ToolError("not_found", f"topic not found ({what})")
 
 
-def topic_for_entity(pool: PoolStorage, kind: str, key: str, access: Access) -> TopicRecord | None:
-    """The most reliable allowed topic linked to (kind, key); an old name is resolved first."""
+def topic_for_entity(pool: PoolStorage, kind: str, key: str, access: Access,
+                     collection: str | None = None) -> TopicRecord | None:
+    """The most reliable allowed topic linked to (kind, key), in ``collection`` when given (a
+    doc_get naming one had answered with another collection's topic); an old name is resolved first."""
     r = resolve(pool, kind, key)
-    linked = pool.linked_topics(kind, r.key, access, limit=1)
+    if collection is None:
+        linked = pool.linked_topics(kind, r.key, access, limit=1)
+    else:
+        linked = [t for t in pool.linked_topics(kind, r.key, access) if t.collection == collection][:1]
     if not linked:
         return None
     return pool.topics_by_id([linked[0].topic_id], access).get(linked[0].topic_id)

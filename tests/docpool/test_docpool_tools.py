@@ -107,6 +107,14 @@ def test_doc_get_by_entity_returns_the_most_reliable_topic(ctx):
     assert topic["slug"] == "satis-faturasi"
 
 
+def test_doc_get_by_entity_in_a_collection_looks_only_there(ctx):
+    """A named collection had been ignored: its entity's best topic came from another one."""
+    assert call("doc_get", ctx, kind="form_class", key="TfrmFatura", collection=RESTRICTED)["slug"] == "satis-faturasi"
+    with pytest.raises(ToolError) as err:
+        call("doc_get", ctx, kind="form_class", key="TfrmFatura", collection=PUBLIC)
+    assert err.value.code == "not_found"
+
+
 def test_doc_get_by_old_name_resolves(ctx):
     assert call("doc_get", ctx, kind="form_class", key="TfrmSatisFaturasi")["slug"] == "satis-faturasi"
 
