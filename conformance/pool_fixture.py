@@ -253,8 +253,8 @@ SENTENCES = (
     "Zoë's café till closes the cash desk automatically at midnight.",
     "Ölçü birimi ve fiyat listesi ürün kartından okunur.",
 )
-SECTIONS_TR = ("Genel bakış", "Alanlar", "Sık sorulan sorular")
-SECTIONS_EN = ("Overview", "Fields", "Troubleshooting")
+SECTIONS_TR = ("Genel bakış", "Alanlar", "Sık sorulan sorular", "İlgili ekranlar")
+SECTIONS_EN = ("Overview", "Fields", "Troubleshooting", "Related screens")
 SYLLABLES = ("ka", "lı", "şe", "mü", "gö", "çi", "ru", "dı", "ne", "bo", "ğa", "sü", "tı", "fe", "zö", "ya",
              "ıp", "üç", "vo", "ji", "ho", "pe", "ür", "şa")
 FORM_WORDS = ("Fatura", "Irsaliye", "Siparis", "Stokkarti", "Cek", "Kasa", "Banka", "Musteri")
@@ -339,6 +339,8 @@ def _topic(rng: random.Random, cid: str, index: int, word: str, entities: list[E
         if i == home:
             body += f" Anahtar: {word}." if turkish else f" Keyword: {word}."
         chunks.append(Chunk(i, f"{title} > {sections[i]}", body))
+    if rng.random() < 0.3:  # a heading with no text under it: its snippet comes from another column
+        chunks.append(Chunk(n_chunks, f"{title} > {sections[n_chunks]}", ""))
     linked = rng.sample(entities, rng.randint(1, 3))
     links = tuple(Link(e.kind, e.key, rng.choice(CONFIDENCES), rng.choice(SOURCES)) for e in linked)
     mtime = None if rng.random() < 0.2 else f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T09:30:00Z"
@@ -363,7 +365,8 @@ def generate(seed: int, token: str, general_meta: dict[str, str] | None = None) 
     generated = f"2025-{rng.randint(1, 12):02d}-{rng.randint(1, 28):02d}T12:00:00Z"
     collections = (
         Collection(open_id, "Uygunluk belgeleri (açık)", "docs", HERKES, generated, str(rng.randint(2, 9)),
-                   (("search_stopwords", "ve, ile, için, the, and"), ("conform_seed", str(seed)))),
+                   (("search_stopwords", "ve, ile, için, the, and"), ("search_bm25_weights", "3, 7, 1"),
+                    ("chunk_fts_snippet_column", "heading"), ("conform_seed", str(seed)))),
         Collection(restricted_id, "Uygunluk belgeleri (kısıtlı)", "docs", "kisitli", generated, None,
                    (("conform_seed", str(seed)),)),
     )

@@ -46,7 +46,10 @@ def probes(run: PoolRun, visible: list[Any]) -> list[tuple[dict[str, Any], str |
         out += [({"query": common[0], "limit": 50}, None),
                 ({"query": common[0], "limit": 7, "collection": fx.open_id}, fx.open_id),
                 ({"query": " ".join(common[:2]), "limit": 20}, None),
-                ({"query": f"{common[-1]} {unique[0] if unique else ''}".strip(), "limit": 10}, None)]
+                ({"query": f"{common[-1]} {unique[0] if unique else ''}".strip(), "limit": 10}, None),
+                # a stopword of the general recipe and of the open collection's own: dropped by both
+                ({"query": f"ve {common[1 % len(common)]}", "limit": 20}, None),
+                ({"query": f"ve {common[1 % len(common)]}", "limit": 20, "collection": fx.open_id}, fx.open_id)]
     return out
 
 
@@ -101,7 +104,8 @@ def oracle_help_fts_ranking(ctx: CheckContext) -> None:
         skip(why)
     everyone = {topic_key(t) for t in hx.topics}
     common = common_words(hx, recipe(db, None).get("search_stopwords"))
-    queries = [(" ".join(t.word for t in hx.topics[:4]), 3), *((word, 50) for word in common[:2])]
+    queries = [(" ".join(t.word for t in hx.topics[:4]), 3), *((word, 50) for word in common[:2]),
+               (f"ve {common[0]}" if common else "ve", 20)]
     for query, limit in queries:
         outcome, got = _answer(ctx, "help_search", {"query": query, "limit": limit})
         want = expected_fts(db, hx, query, everyone, limit)

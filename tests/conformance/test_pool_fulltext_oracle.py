@@ -99,3 +99,27 @@ def test_only_the_suites_pool_files_as_served_are_compared(pool):
     fx, source = pool.docs, pool.directory / "docs.db"
     assert _same_statistics(PoolRun("fixture", "", fx, "db", source)) is None
     assert "--pool-fixture" in (_same_statistics(PoolRun("imported", "", fx, "db", source)) or "")
+
+
+@pytest.mark.parametrize("ignored", ["search_bm25_weights", "chunk_fts_snippet_column", "search_stopwords"])
+@pytest.mark.parametrize("seed", [0, 1, 2])
+def test_a_server_ignoring_a_recipe_row_answers_some_probe_otherwise(tmp_path, monkeypatch, seed, ignored):
+    """The served pools carry a recipe that is not the contract's default (the general one and the
+    open collection's own), so built-in weights, a fixed snippet column or no stopwords show."""
+    from knowspec.conformance.checks import pool_fulltext as check
+    from knowspec.conformance.checks.docpool_import import PoolRun
+    from knowspec.conformance.oracles import pool_fulltext as oracle
+
+    written = write_fixture(tmp_path / "pool", seed=seed)
+    fx, db = written.docs, written.directory / "docs.db"
+    run = PoolRun("fixture", "", fx, written.database, db)
+    everyone = {topic_key(t) for t in fx.topics}
+    cases = check.probes(run, list(fx.topics))
+
+    def answers() -> list:
+        return [expected_fts(db, fx, args["query"], everyone, args["limit"], coll) for args, coll in cases]
+
+    served = answers()
+    real_recipe = oracle.recipe
+    monkeypatch.setattr(oracle, "recipe", lambda *a: {k: v for k, v in real_recipe(*a).items() if k != ignored})
+    assert answers() != served
