@@ -185,11 +185,12 @@ def import_collection(target: Path | str, source: Path | str, collection: str, *
 
 def _import_into_new_pool(target: Path, source: Path, collection: str,
                           progress: Callable[[str, int, int], None] | None) -> ImportResult:
-    """A first import builds its pool beside ``target`` and links it there once committed: a
+    """A first import builds its pool beside ``target`` (readable by its owner alone, as the
+    catalog: the pool's topics may be restricted) and links it there once committed: a
     failed one leaves no empty pool behind (the server would list no collections instead of
     saying the pool is not imported), and a pool another import created meanwhile is joined,
     never replaced."""
-    with staged(target, "importing") as staging:
+    with staged(target, "importing", owner_only=True) as staging:  # its topics may be restricted
         done = _import_into(staging, source, collection, progress)
         if link_into_place(staging, target):
             return done

@@ -199,3 +199,16 @@ def test_a_pool_path_that_is_a_link_to_nothing_is_refused(tmp_path):
     target.symlink_to(tmp_path / "gone" / "pool.db")
     with pytest.raises(ImportRefused, match="sales.db is a symbolic link to nothing"):
         import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(2)), "manuals")
+
+
+def test_a_pool_a_first_import_makes_is_readable_by_its_owner_alone(tmp_path):
+    """Its topics may be restricted by ACLs; the file had taken the umask's 0644, so any local
+    user could read what the server withholds."""
+    import stat as stat_module
+
+    target = tmp_path / "sales.db"
+    import_collection(target, make_pool(tmp_path / "src.db", "manuals", topics_of(2)), "manuals")
+    assert stat_module.S_IMODE(target.stat().st_mode) == 0o600
+    target.chmod(0o640)  # the operator's choice for a pool that exists stays
+    import_collection(target, make_pool(tmp_path / "faq.db", "faq", topics_of(2, "q")), "faq")
+    assert stat_module.S_IMODE(target.stat().st_mode) == 0o640

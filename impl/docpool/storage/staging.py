@@ -35,11 +35,13 @@ def remove_pool_file(path: Path) -> None:
 
 
 @contextmanager
-def staged(path: Path, purpose: str) -> Iterator[Path]:
+def staged(path: Path, purpose: str, *, owner_only: bool = False) -> Iterator[Path]:
     """A fresh name beside ``path`` (same folder, so the rename or link is atomic) for a pool
     written whole, locked as this writer's until the block ends, then removed with its journals
     (a name already linked to ``path`` leaves ``path`` whole). Dead writers' staging files of
-    the same pool are removed first (:func:`sweep_dead_staging`)."""
+    the same pool are removed first (:func:`sweep_dead_staging`). ``owner_only``: the file is
+    made empty with mode 0600 before SQLite opens it (which takes an empty file for a new
+    database, and gives its journals the database's mode)."""
     sweep_dead_staging(path)
     staging = path.with_name(f".{path.name}.{os.getpid()}-{secrets.token_hex(4)}.{purpose}")
     lock = _lock_of(staging)
@@ -47,6 +49,8 @@ def staged(path: Path, purpose: str) -> Iterator[Path]:
     try:
         fcntl.flock(fd, fcntl.LOCK_EX)  # a fresh name: nobody else can hold it
         try:
+            if owner_only:
+                os.close(os.open(staging, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_CLOEXEC, 0o600))
             yield staging
         finally:
             remove_pool_file(staging)
