@@ -3,7 +3,7 @@
 Planned on doc_search with the suite's pool; skipped when the target answers vector search with
 ``embedding_unavailable`` (no model pack) or the pool holds no vectors. Each probe asks the same
 query three times (fts limit 20, vector, hybrid) and compares hybrid with
-``oracles/pool_hybrid.py``: topics and their order (equal scores in any order), fused scores,
+``oracles/pool_hybrid.py``: topics and their order (equal scores by collection, then slug), fused scores,
 the vector fallback when full text finds nothing, and method and snippet within what the contract
 allows.
 """
@@ -18,11 +18,10 @@ from knowspec.conformance.checks.pool_oracles import _answer, _call, _pool, for_
 from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.oracles import pools as oracle
 from knowspec.conformance.oracles.pool_fulltext import common_words, recipe
-from knowspec.conformance.oracles.pool_hybrid import DEPTH, FusedHit, expected_hybrid, key_of, tie_groups
+from knowspec.conformance.oracles.pool_hybrid import DEPTH, FusedHit, expected_hybrid, key_of
 from knowspec.conformance.checks.docpool_import import mcp_principals
 
 SCORE_TOLERANCE = 1e-9
-WHOLE = 10**6     # every fused hit, before the call's limit
 NO_TEXT_MATCH = "zqxjvw"  # folds to itself and is no fixture word: full text finds nothing
 
 
@@ -32,32 +31,22 @@ def _vector_or_skip(ctx: CheckContext, query: str) -> None:
         skip(f"the target has no embedding model ({said(outcome)}): hybrid needs its vector half")
 
 
-def differences(got: list[Any], fused: list[FusedHit], limit: int) -> list[str]:
-    """What differs between ``got`` and the first ``limit`` of the whole fusion ``fused``; a run of
-    equal scores may come in any order, and the last run the limit cuts by any of its members."""
+def differences(got: list[Any], want: list[FusedHit]) -> list[str]:
+    """What differs between ``got`` and the fusion ``want`` (already cut at the call's limit):
+    the topics in order, then each one's score, method and snippet."""
     rows = [h for h in got if isinstance(h, dict)]
-    want = min(limit, len(fused))
-    if len(rows) != len(got) or len(rows) != want:
-        return [f"{len(got)} hits, the fusion gives {want}"]
-    out, at = [], 0
-    for group in tie_groups(fused, SCORE_TOLERANCE):
-        if at >= want:
-            break
-        part = rows[at: min(at + len(group), want)]
-        keys = {w.key for w in group}
-        if not ({key_of(h) for h in part} <= keys and len({key_of(h) for h in part}) == len(part)):
-            return [f"hits {at + 1}-{at + len(part)}: {[key_of(h) for h in part]}, the fusion ranks "
-                    f"{[w.key for w in group]} there (scores {[round(w.score, 6) for w in group]})"]
-        at += len(part)
-        by_key = {w.key: w for w in group}
-        for hit in part:
-            w, score = by_key[key_of(hit)], hit.get("score")
-            if not isinstance(score, (int, float)) or not math.isclose(score, w.score, rel_tol=SCORE_TOLERANCE):
-                out.append(f"{w.key}: score {score!r}, the fused sum {w.score!r}")
-            if hit.get("method") not in w.methods:
-                out.append(f"{w.key}: method {hit.get('method')!r}, expected one of {sorted(w.methods)}")
-            if hit.get("snippet") not in w.snippets:
-                out.append(f"{w.key}: snippet {hit.get('snippet')!r} is neither list's")
+    if len(rows) != len(got) or [key_of(h) for h in rows] != [w.key for w in want]:
+        return [f"topics in order {[key_of(h) for h in rows][:12]}, the fusion ranks {[w.key for w in want][:12]} "
+                f"(scores {[round(w.score, 6) for w in want[:12]]}; equal scores by collection, then slug)"]
+    out = []
+    for hit, w in zip(rows, want):
+        score = hit.get("score")
+        if not isinstance(score, (int, float)) or not math.isclose(score, w.score, rel_tol=SCORE_TOLERANCE):
+            out.append(f"{w.key}: score {score!r}, the fused sum {w.score!r}")
+        if hit.get("method") not in w.methods:
+            out.append(f"{w.key}: method {hit.get('method')!r}, expected one of {sorted(w.methods)}")
+        if hit.get("snippet") not in w.snippets:
+            out.append(f"{w.key}: snippet {hit.get('snippet')!r} is neither list's")
     return out
 
 
@@ -80,7 +69,7 @@ def oracle_hybrid_fusion(ctx: CheckContext) -> None:
         _, fts = _answer(ctx, "doc_search", {"query": query, "mode": "fts", "limit": DEPTH})
         _, vector = _answer(ctx, "doc_search", {"query": query, "mode": "vector", "limit": max(DEPTH, limit)})
         outcome, hybrid = _answer(ctx, "doc_search", {"query": query, "mode": "hybrid", "limit": limit})
-        found = differences(hybrid if isinstance(hybrid, list) else [], expected_hybrid(fts, vector, WHOLE), limit)
+        found = differences(hybrid if isinstance(hybrid, list) else [], expected_hybrid(fts, vector, limit))
         if found:
             fail(f"doc_search {query!r} hybrid limit {limit} (full text {len(fts)} hits, vector {len(vector)}): "
                  + "; ".join(found[:4]), outcome)

@@ -4,9 +4,12 @@ Reciprocal rank fusion, k = 60, of the full-text top 20 (weight 1.0) and the vec
 (weight 1.5), 1-based ranks, ``score`` the fused sum, best first; when full text finds nothing,
 the vector ranking alone (its cosines), as deep as the call's limit. The lists are the target's
 own fts and vector answers to the same query, so no model is needed here: what is judged is the
-fusion, which the contract fixes whatever the embedding. Not judged, because the contract leaves
-them open: the order of equal fused scores, which list's snippet a hit shows (either), and
-whether a fused hit's ``method`` is ``fts+vector`` for every hit or names the lists it came from.
+fusion, which the contract fixes whatever the embedding, and its order: score descending, equal
+scores by collection, then slug (tools.toml ``ordering``; sums equal within ``TIE_TOLERANCE``
+are equal: two sums of the same terms may differ in the last bit, while distinct sums of the
+rule differ by far more). Not judged, because the contract leaves them open: which list's
+snippet a hit shows (either), and whether a fused hit's ``method`` is ``fts+vector`` for every
+hit or names the lists it came from.
 """
 
 from __future__ import annotations
@@ -15,6 +18,7 @@ from dataclasses import dataclass
 from typing import Any
 
 RRF_K = 60
+TIE_TOLERANCE = 1e-9  # relative
 DEPTH = 20
 FTS_WEIGHT, VECTOR_WEIGHT = 1.0, 1.5
 
@@ -48,13 +52,18 @@ def expected_hybrid(fts: list[dict[str, Any]], vector: list[dict[str, Any]], lim
         for rank, hit in enumerate(hits, start=1):
             scores[key_of(hit)] = scores.get(key_of(hit), 0.0) + weight / (RRF_K + rank)
             lists.setdefault(key_of(hit), set()).add(name)
-    order = sorted(scores, key=lambda k: -scores[k])
-    return [FusedHit(k, scores[k], frozenset({"fts+vector", "+".join(sorted(lists[k]))}), frozenset(snippets[k]))
-            for k in order[:limit]]
+    fused = [FusedHit(k, scores[k], frozenset({"fts+vector", "+".join(sorted(lists[k]))}), frozenset(snippets[k]))
+             for k in sorted(scores, key=lambda k: -scores[k])]
+    ordered = [hit for group in tie_groups(fused) for hit in sorted(group, key=lambda h: _order_key(h.key))]
+    return ordered[:limit]
 
 
-def tie_groups(hits: list[FusedHit], rel_tol: float) -> list[list[FusedHit]]:
-    """Runs of hits whose scores are equal within ``rel_tol``: their order is not judged."""
+def _order_key(key: Key) -> tuple[str, str]:
+    return str(key[0]), str(key[1])
+
+
+def tie_groups(hits: list[FusedHit], rel_tol: float = TIE_TOLERANCE) -> list[list[FusedHit]]:
+    """Runs of hits (best first) whose scores are equal within ``rel_tol``."""
     groups: list[list[FusedHit]] = []
     for hit in hits:
         if groups and abs(hit.score - groups[-1][0].score) <= rel_tol * max(abs(hit.score), 1e-300):

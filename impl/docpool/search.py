@@ -305,7 +305,7 @@ def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -
         """The chunks of the full-text hits the fusion answers with: only their snippets are cut."""
         if not fts_hits:
             return set()
-        kept = {f.key for f in _fused([h.topic_id for h in fts_hits], vector_ranked(HYBRID_TOP), limit, HYBRID_TOP)}
+        kept = {f.key for f in _fused(fts_hits, vector_ranked(HYBRID_TOP), limit, HYBRID_TOP)}
         return {h.chunk_id for h in fts_hits if h.topic_id in kept}
 
     fts = fts_ranked(reads.pool, query, reads.access, limit=HYBRID_TOP, collection=reads.collection,
@@ -316,18 +316,21 @@ def _hybrid_ranked(ctx: CallContext, reads: PoolReads, query: str, limit: int) -
     return fuse(fts, vector_ranked(depth), limit, depth)
 
 
-def _fused(fts_topic_ids: list[int], vec: list[RankedTopic], limit: int, depth: int) -> list[Any]:
-    """``rules.rrf.hybrid_rank`` of the full-text topic ids and the vector list."""
+def _fused(fts: list[Any], vec: list[RankedTopic], limit: int, depth: int) -> list[Any]:
+    """``rules.rrf.hybrid_rank`` of the full-text hits and the vector list (each with
+    ``topic_id``, ``collection``, ``slug``); equal sums by collection, then slug."""
     from knowspec.impl.rules.rrf import hybrid_rank
 
-    return hybrid_rank(fts_topic_ids, [(r.topic_id, r.score) for r in vec], limit, depth=depth)
+    names = {h.topic_id: (h.collection, h.slug) for h in [*vec, *fts]}
+    return hybrid_rank([h.topic_id for h in fts], [(r.topic_id, r.score) for r in vec], limit, depth=depth,
+                       tie_key=names.__getitem__)
 
 
 def fuse(fts: list[RankedTopic], vec: list[RankedTopic], limit: int, depth: int = HYBRID_TOP) -> list[RankedTopic]:
     """Hybrid: weighted reciprocal rank fusion (``rules.rrf``); vector alone when full text is empty."""
     by_id = {r.topic_id: r for r in vec}
     by_id.update({r.topic_id: r for r in fts})  # the full-text snippet wins
-    fused = _fused([r.topic_id for r in fts], vec, limit, depth)
+    fused = _fused(fts, vec, limit, depth)
     return [RankedTopic(f.key, by_id[f.key].collection, by_id[f.key].slug, by_id[f.key].title,
                         by_id[f.key].breadcrumb, by_id[f.key].snippet, f.score, f.method) for f in fused]
 

@@ -5,9 +5,9 @@ Seed rule (doc_search ``hybrid``): fuse the full-text top 20 (weight 1.0) and th
 1-based ranks; when full text finds nothing, the vector ranking is used alone (its scores stay
 cosines). ``method`` is ``fts+vector`` for a fused list and ``vector`` for the fallback.
 
-Ties in the fused score are broken by the best (smallest) rank the key reached in any list,
-then by first appearance (full-text list first, then vector list), so the order never depends
-on hashing or on comparing keys.
+Equal fused scores are ordered by the caller's ``tie_key`` (doc_search: collection, then slug,
+as the contract orders equal scores), then by the best (smallest) rank the key reached in any
+list and first appearance (full-text list first), so the order never depends on hashing.
 
 Note on the weights: with k = 60 an FTS-only rank-1 hit scores 1/61 ~ 0.0164 while a
 vector-only hit at rank 20 scores 1.5/80 ~ 0.0188, so every vector-only hit in the vector
@@ -17,7 +17,7 @@ top 20 outranks every FTS-only hit. That is what the seed specifies.
 from __future__ import annotations
 
 from dataclasses import dataclass
-from typing import Generic, Hashable, Sequence, TypeVar
+from typing import Any, Callable, Generic, Hashable, Sequence, TypeVar
 
 RRF_K = 60
 HYBRID_DEPTH = 20
@@ -65,6 +65,7 @@ def hybrid_rank(
     k: int = RRF_K,
     fts_weight: float = FTS_WEIGHT,
     vector_weight: float = VECTOR_WEIGHT,
+    tie_key: Callable[[K], Any] | None = None,
 ) -> list[FusedHit[K]]:
     """Fuse full-text keys (best first) with ``(key, cosine)`` vector hits (best first).
 
@@ -90,7 +91,10 @@ def hybrid_rank(
     def best_rank(key) -> float:
         return min(fts_ranks.get(key, inf), vector_ranks.get(key, inf))
 
-    order = sorted(scores, key=lambda key: (-scores[key], best_rank(key), appearance[key]))
+    def tie(key) -> Any:
+        return tie_key(key) if tie_key is not None else ()
+
+    order = sorted(scores, key=lambda key: (-scores[key], tie(key), best_rank(key), appearance[key]))
     return [
         FusedHit(key, scores[key], "fts+vector", fts_ranks.get(key), vector_ranks.get(key))
         for key in order[:limit]

@@ -91,6 +91,16 @@ def test_pool_fixture_written_and_loaded_gives_the_same_facts(tmp_path):
         assert con.execute('select count(*) from "doc$topic"').fetchone()[0] == len(written.help.topics)
 
 
+def test_a_fixture_written_by_another_suite_version_is_refused(tmp_path):
+    """Its facts are regenerated from the seed: another version's files would be judged wrong."""
+    write_fixture(tmp_path, seed=3)
+    manifest = tmp_path / "fixture.json"
+    old = {k: v for k, v in json.loads(manifest.read_text()).items() if k != "format"}
+    manifest.write_text(json.dumps(old))
+    with pytest.raises(ValueError, match="another version of the suite"):
+        load_fixture(tmp_path)
+
+
 def test_restricted_counts_depend_on_the_caller():
     fx = generate(1, "abcd")
     everyone, anonymous = pools.pool_counts(fx, None), pools.pool_counts(fx, frozenset({"*"}))

@@ -47,12 +47,29 @@ def test_full_text_finding_nothing_answers_the_vector_list_as_deep_as_the_limit(
     assert fused[3].score == vector[3]["score"] and fused[3].methods == {"vector"}
 
 
-def test_equal_scores_may_come_in_any_order_and_the_cut_may_take_any_of_them():
-    fused = expected_hybrid([], [_hit("a", 0.9), _hit("b", 0.5), _hit("c", 0.5), _hit("d", 0.1)], 10)
-    got = [dict(_hit("a", 0.9), method="vector"), dict(_hit("c", 0.5), method="vector")]
-    assert differences(got, fused, 2) == []
-    assert differences([got[1], got[0]], fused, 2) != []  # a different score's place is judged
-    assert differences([*got, dict(_hit("c", 0.5), method="vector")], fused, 3) != []  # a topic twice
+def _ranked_at(slug: str, rank: int, length: int, method: str) -> list[dict]:
+    """A list of ``length`` filler hits with ``slug`` at 1-based ``rank``."""
+    hits = [_hit(f"{method}{i:02d}", -float(length - i), method=method) for i in range(length)]
+    hits[rank - 1] = _hit(slug, hits[rank - 1]["score"], method=method)
+    return hits
+
+
+def test_equal_fused_sums_come_by_collection_then_slug():
+    """fts 10 + vector 10 and fts 17 + vector 6 both sum to 1/28: the contract orders equal
+    scores by collection, then slug, whatever rank brought them."""
+    fts = _ranked_at("zeta", 10, 17, "fts")
+    fts[16] = _hit("alpha", fts[16]["score"])
+    vector = _ranked_at("alpha", 6, 10, "vector")
+    vector[9] = _hit("zeta", vector[9]["score"], method="vector")
+    fused = expected_hybrid(fts, vector, 40)
+    tied = [f.key[1] for f in fused if abs(f.score - 1 / 28) < 1e-12]
+    assert tied == ["alpha", "zeta"]
+    got = [dict(_hit(f.key[1], f.score, next(iter(f.snippets))), method="fts+vector") for f in fused]
+    assert differences(got, fused) == []
+    swapped = [*got]
+    i, j = [k for k, h in enumerate(got) if h["slug"] in ("alpha", "zeta")]
+    swapped[i], swapped[j] = got[j], got[i]
+    assert differences(swapped, fused) != []
 
 
 HYBRID_MUTANTS = ["doc_search_hybrid_scores_scaled", "doc_search_hybrid_top_two_swapped"]

@@ -61,6 +61,12 @@ def test_equal_scores_break_by_best_rank_then_appearance():
     assert [h.key for h in tie] == ["p", "q"]
 
 
+def test_equal_scores_follow_the_callers_tie_key_first():
+    """doc_search orders equal scores by collection, then slug (the contract), not by rank."""
+    tie = hybrid_rank(["p"], [("q", 0.0)], 10, vector_weight=1.0, tie_key={"p": ("c", "z"), "q": ("c", "a")}.get)
+    assert tie[0].score == tie[1].score and [h.key for h in tie] == ["q", "p"]
+
+
 def test_duplicate_keys_count_once_at_their_best_rank():
     assert rrf_scores([(["a", "a", "b"], 1.0)], k=60) == {"a": 1 / 61, "b": 1 / 63}
 

@@ -103,8 +103,12 @@ def _placing_lock(target: Path) -> Iterator[None]:
     try:
         yield
     finally:
-        lock.unlink(missing_ok=True)
-        os.close(fd)
+        try:
+            lock.unlink(missing_ok=True)
+        except OSError:  # another user's lock file in a sticky folder: it stays, and is released
+            pass
+        finally:
+            os.close(fd)
 
 
 def _open_lock(path: Path) -> int:
