@@ -48,6 +48,8 @@ ALLOWED = {
     "impl/docpool/vectors/int8_scan.py:_kernel": "the int8 matmul kernel, compiled once: a constant of the "
                                                  "process, not data",
     "impl/docpool/vectors/int8_scan.py:_kernel_lock": "guards the one kernel compile",
+    "impl/handler_presence.py:is_written": "whether a handler of the installed package is written: the package "
+                                           "does not change under a running server; one entry per tool",
     "impl/rules/fold.py:_TABLE": PURE_MEMO,
     "impl/rules/fold.py:fold_char": PURE_MEMO,
     "impl/rules/fts5_tokenizer.py:_LOCK": "guards the character-class tables below",
