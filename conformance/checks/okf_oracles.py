@@ -18,6 +18,7 @@ from knowspec.conformance.checks.registry import CheckContext, check, tools_name
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Source
 from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, cards_bundle, sources_bundle, wide_bundle
 from knowspec.conformance.oracles import okf_cards as cards
+from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
 from knowspec.conformance.oracles.go_encoding import go_marshal
@@ -374,8 +375,14 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         refs = {r for r in refs if r[1] in bundle.ids}  # unresolved references may be listed as such
         if refs != want_refs:
             problems.append(f"references {sorted(refs)} != resolved links {sorted(want_refs)}")
+        if ctx.require_tool().text_fallback == "custom":
+            if len(outcome.texts) != 1:
+                problems.append(f"{len(outcome.texts)} text items, expected the legacy JSON-LD")
+            else:
+                problems += [f"text (legacy JSON-LD): {p}" for p in
+                             legacy_graph.legacy_problems(outcome.texts[0], bundle, ctx.require_tool().text_encoder)]
         if problems:
-            fail("get_semantic_graph: " + "; ".join(problems), outcome)
+            fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
 
 
 # ---- validate_bundle --------------------------------------------------------------------------

@@ -729,3 +729,45 @@ mutant("validate_bundle_text_with_codes", "the legacy report has no code", ("ora
        kind="text")(text_edit("validate_bundle", _report_with_codes))
 mutant("temporal_preview_text_json", "preview_temporal_upgrade's text is empty", ("oracle_temporal_upgrade",),
        kind="text")(text_edit("preview_temporal_upgrade", lambda text: "{}" if text == "" else None))
+
+
+def _legacy_edit(change: Callable[[dict], bool], compact: bool = False) -> Callable[[str], str | None]:
+    def edit(text: str) -> str | None:
+        try:
+            doc = json.loads(text)
+        except ValueError:
+            return None
+        if not isinstance(doc, dict) or not change(doc):
+            return None
+        return json.dumps(doc, ensure_ascii=False, separators=(",", ":")) if compact else \
+            json.dumps(doc, ensure_ascii=False, indent=2) + "\n"
+
+    return edit
+
+
+def _concept_nodes(doc: dict) -> list[dict]:
+    return [n for n in doc.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == "okf:Concept"]
+
+
+def _last_concept_dropped(doc: dict) -> bool:
+    nodes = _concept_nodes(doc)
+    if nodes:
+        doc["@graph"].remove(nodes[-1])
+    return bool(nodes)
+
+
+def _node_keys_reversed(doc: dict) -> bool:
+    for node in _concept_nodes(doc):
+        items = list(node.items())[::-1]
+        node.clear()
+        node.update(items)
+    return bool(_concept_nodes(doc))
+
+
+LEGACY = ("oracle_semantic_graph",)
+mutant("graph_text_compact", "the legacy JSON-LD is 2-space indented", LEGACY, kind="text")(
+    text_edit("get_semantic_graph", _legacy_edit(lambda doc: True, compact=True)))
+mutant("graph_text_keys_reversed", "the legacy JSON-LD's keys are sorted byte-wise", LEGACY, kind="text")(
+    text_edit("get_semantic_graph", _legacy_edit(_node_keys_reversed)))
+mutant("graph_text_concept_dropped", "the legacy JSON-LD has a node per concept", LEGACY, kind="text")(
+    text_edit("get_semantic_graph", _legacy_edit(_last_concept_dropped)))

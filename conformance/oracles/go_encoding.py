@@ -56,3 +56,19 @@ def _positional(shortest: str) -> str:
     digits = digits.ljust(point, "0")
     integer, fraction = digits[:point].lstrip("0") or "0", digits[point:].rstrip("0")
     return sign + integer + ("." + fraction if fraction else "")
+
+
+def go_marshal_indent(value: Any, level: int = 0) -> str:
+    """``json.MarshalIndent(value, "", "  ")`` of a decoded JSON value (keys in their given order):
+    one item or member a line, ``": "`` after a key, ``[]`` and ``{}`` when empty."""
+    pad, inner = "  " * level, "  " * (level + 1)
+    if isinstance(value, list):
+        if not value:
+            return "[]"
+        return "[\n" + ",\n".join(inner + go_marshal_indent(v, level + 1) for v in value) + "\n" + pad + "]"
+    if isinstance(value, dict):
+        if not value:
+            return "{}"
+        return ("{\n" + ",\n".join(inner + _go_string(k) + ": " + go_marshal_indent(v, level + 1)
+                                   for k, v in value.items()) + "\n" + pad + "}")
+    return go_marshal(value)

@@ -206,7 +206,10 @@ def test_card_and_projection_mutants_are_killed_by_their_card_oracle_while_the_r
 TEXT_MUTANTS = {"list_concepts_text_keys_reordered": ("oracle_list_concepts[list_concepts]",),
                 "validate_bundle_text_with_codes": ("oracle_validate_bundle[validate_bundle]",),
                 "temporal_preview_text_json": ("oracle_temporal_upgrade[apply_temporal_upgrade]",  # one case per tool
-                                               "oracle_temporal_upgrade[preview_temporal_upgrade]")}
+                                               "oracle_temporal_upgrade[preview_temporal_upgrade]"),
+                "graph_text_compact": ("oracle_semantic_graph[get_semantic_graph]",),
+                "graph_text_keys_reversed": ("oracle_semantic_graph[get_semantic_graph]",),
+                "graph_text_concept_dropped": ("oracle_semantic_graph[get_semantic_graph]",)}
 
 
 @pytest.mark.slow
@@ -216,8 +219,9 @@ def test_custom_text_mutants_are_killed_while_the_real_server_passes():
     if not Path(KNOWSPEC).exists():
         pytest.skip("knowspec console script not installed")
     base = RunConfig(target="", family="okf", tools=("list_concepts", "validate_bundle", "preview_temporal_upgrade",
-                                                     "apply_temporal_upgrade"),
-                     checks=("oracle_list_concepts", "oracle_validate_bundle", "oracle_temporal_upgrade"),
+                                                     "apply_temporal_upgrade", "get_semantic_graph"),
+                     checks=("oracle_list_concepts", "oracle_validate_bundle", "oracle_temporal_upgrade",
+                             "oracle_semantic_graph"),
                      max_examples=2)
     results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(TEXT_MUTANTS)))
     assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable

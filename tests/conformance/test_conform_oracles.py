@@ -97,3 +97,28 @@ def test_truncation_oracle_flags_each_broken_invariant():
     assert truncation_violations("search_concepts", {"hits": [1], "total": 5, "truncated": False}, {"limit": 1}, 20)
     assert not truncation_violations("search_concepts", {"hits": [1], "total": 5, "truncated": True},
                                      {"limit": 1}, 20)
+
+
+def test_go_indented_json_puts_one_item_a_line_and_keeps_empty_containers_short():
+    from knowspec.conformance.oracles.go_encoding import go_marshal_indent
+
+    assert go_marshal_indent({"a": [1, {}], "b": [], "c": "<&>"}) == (
+        '{\n  "a": [\n    1,\n    {}\n  ],\n  "b": [],\n  "c": "\\u003c\\u0026\\u003e"\n}')
+
+
+def test_the_legacy_graph_of_a_fixture_is_judged_on_order_keys_and_references():
+    from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation
+    from knowspec.conformance.oracles.go_encoding import go_marshal_indent
+    from knowspec.conformance.oracles.okf_legacy_graph import base_context, legacy_problems
+
+    bundle = Bundle("g", (Concept("b", title="B", links=(Link("a"),), relations=(Relation("uses", "a"),)),
+                          Concept("a", title="A")))
+    context = {**base_context(), "uses": {"@id": "okf:uses", "@type": "@id"}}
+    doc = {"@context": dict(sorted(context.items())), "@graph": [
+        {"@id": "bundle:a", "@type": "okf:Concept", "title": "A", "type": "Note"},
+        {"@id": "bundle:b", "@type": "okf:Concept",
+         "references": [{"@type": "okf:Reference", "target": "bundle:a", "exists": True}],
+         "title": "B", "type": "Note", "uses": [{"@id": "bundle:a", "exists": True}]}]}
+    assert legacy_problems(go_marshal_indent(doc) + "\n", bundle, "go") == []
+    doc["@graph"].reverse()
+    assert any("file path order" in p for p in legacy_problems(go_marshal_indent(doc) + "\n", bundle, "go"))
