@@ -26,6 +26,14 @@ INPUT_ERROR_CODES = frozenset({"schema_validation", "resource_limit"})
 NOT_IMPLEMENTED = "not_implemented"  # spec/errors.toml: any tool of either family may answer it
 
 
+SCORE_TOLERANCE = 1e-9  # relative: another implementation may round the last bits of a score differently
+
+
+def score_differs(got: Any, want: float) -> bool:
+    """Whether ``got`` is not a number within ``SCORE_TOLERANCE`` (relative) of ``want``."""
+    return not isinstance(got, (int, float)) or isinstance(got, bool) or abs(got - want) > SCORE_TOLERANCE * abs(want)
+
+
 def schema_errors(schema: dict[str, Any], value: Any, limit: int = 3) -> list[str]:
     errors = sorted(validator(schema).iter_errors(value), key=lambda e: list(e.absolute_path))
     return [f"/{'/'.join(map(str, e.absolute_path))}: {e.message[:160]}" for e in errors[:limit]]

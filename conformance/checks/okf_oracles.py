@@ -13,7 +13,9 @@ from __future__ import annotations
 import json
 from typing import Any
 
-from knowspec.conformance.checks.common import advertised_only, fail, require_result, said, unsuccessful
+from knowspec.conformance.checks.common import (
+    SCORE_TOLERANCE, advertised_only, fail, require_result, said, score_differs, unsuccessful,
+)
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Source
 from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, cards_bundle, sources_bundle, wide_bundle
@@ -21,7 +23,7 @@ from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
-from knowspec.conformance.oracles.go_encoding import go_marshal
+from knowspec.conformance.oracles.go_encoding import go_text_problem
 from knowspec.conformance.target import CallOutcome
 
 READ = "spec/okf/contract/read.md"
@@ -96,11 +98,7 @@ def custom_text_problem(ctx: CheckContext, outcome: CallOutcome, expected: Any) 
         return f"{len(outcome.texts)} text items, expected one"
     text = outcome.texts[0]
     if ctx.require_tool().text_encoder == "go":
-        want = go_marshal(expected)
-        if text == want:
-            return None
-        at = next((i for i, (a, b) in enumerate(zip(text, want)) if a != b), min(len(text), len(want)))
-        return f"first difference at character {at}: {text[at:at + 24]!r}, expected {want[at:at + 24]!r}"
+        return go_text_problem(text, expected)
     try:
         same = json.loads(text) == expected
     except ValueError:
@@ -214,7 +212,6 @@ def section_rules_bundle() -> Bundle:
     ), extra_files={"log.md": "# Log\n\njitter jitter\n", "assets/jitter.txt": "jitter & <b>\n"})
 
 
-SCORE_TOLERANCE = 1e-9   # relative: another implementation may round the last bits differently
 MAX_LISTED = 4           # hit problems listed in one failure, one a line
 
 
@@ -238,8 +235,7 @@ def _section_problems(hits: list, expected: list[dict], limit: int) -> list[str]
             if h.get(field) != w[field]:
                 problems.append(f"{where}: {field} {_short(h.get(field))} != {_short(w[field])}")
         score = h.get("score")
-        if not isinstance(score, (int, float)) or isinstance(score, bool) \
-                or abs(score - w["score"]) > SCORE_TOLERANCE * abs(w["score"]):
+        if score_differs(score, w["score"]):
             problems.append(f"{where}: score {score} != BM25 {w['score']:.12g} (relative tolerance {SCORE_TOLERANCE})")
     return problems
 

@@ -12,7 +12,7 @@ from knowspec.conformance.checks.common import (
     success_problems, valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
-from knowspec.conformance.oracles.go_encoding import go_marshal
+from knowspec.conformance.oracles.go_encoding import go_text_problem
 from knowspec.conformance.oracles.plain_encoding import plain_problem
 from knowspec.conformance.oracles.contract_ordering import rules as contract_rules
 from knowspec.conformance.oracles.contract_ordering import violations as contract_violations
@@ -89,16 +89,8 @@ def text_fallback(ctx: CheckContext) -> None:
     _over_successes(ctx, judge)
 
 
-def _go_problem(raw: str, value: Any) -> str | None:
-    go = go_marshal(value)
-    if raw == go:
-        return None
-    at = next((i for i, (a, b) in enumerate(zip(raw, go)) if a != b), min(len(raw), len(go)))
-    return f"first difference at character {at}: {raw[at:at + 12]!r}, Go writes {go[at:at + 12]!r}"
-
-
 TEXT_ENCODERS: dict[str, Callable[[str, Any], str | None]] = {
-    "go": _go_problem,
+    "go": go_text_problem,
     "plain": lambda raw, value: plain_problem(raw),
 }
 

@@ -8,10 +8,9 @@ spec/docpool/contract.md §6 names) on the suite's copy of the pool for the same
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from knowspec.conformance.checks.common import fail
+from knowspec.conformance.checks.common import fail, score_differs
 from knowspec.conformance.checks.docpool_import import PoolRun, mcp_principals
 from knowspec.conformance.checks.pool_oracles import _answer, _pool, for_tool
 from knowspec.conformance.checks.registry import CheckContext, check, skip
@@ -20,10 +19,9 @@ from knowspec.conformance.oracles.pool_fulltext import (
     ExpectedHit, common_words, expected_fts, fts5_available, recipe, topic_key,
 )
 
-SCORE_TOLERANCE = 1e-9  # relative: FTS5 and a restatement of it both compute in double precision
 
 
-def _same_statistics(run: PoolRun) -> str | None:
+def _not_comparable(run: PoolRun) -> str | None:
     """Why the target's answers need not be FTS5's on the suite's copy, or ``None``."""
     if run.mode != "fixture":
         # An import may land in a PostgreSQL pool (the seed scores those with ts_rank_cd) or in a
@@ -62,7 +60,7 @@ def differences(got: list[Any], want: list[ExpectedHit]) -> list[str]:
     out = []
     for hit, w in zip(got, want):
         score = hit.get("score")
-        if not isinstance(score, (int, float)) or not math.isclose(score, w.score, rel_tol=SCORE_TOLERANCE):
+        if score_differs(score, w.score):
             out.append(f"{w.collection}/{w.slug}: score {score!r}, FTS5 bm25 {w.score!r}")
         if hit.get("snippet") != w.snippet:
             out.append(f"{w.collection}/{w.slug}: snippet {hit.get('snippet')!r}, FTS5 snippet() {w.snippet!r}")
@@ -74,7 +72,7 @@ def differences(got: list[Any], want: list[ExpectedHit]) -> list[str]:
 def oracle_fts_ranking(ctx: CheckContext) -> None:
     """Each probe's hits are FTS5's on the suite's copy of the pool: same topics, order, scores, snippets."""
     run = _pool(ctx)
-    why = _same_statistics(run)
+    why = _not_comparable(run)
     if why:
         skip(why)
     fx, principals = run.fixture, mcp_principals(ctx)

@@ -10,10 +10,9 @@ allows.
 
 from __future__ import annotations
 
-import math
 from typing import Any
 
-from knowspec.conformance.checks.common import fail, said
+from knowspec.conformance.checks.common import fail, said, score_differs
 from knowspec.conformance.checks.pool_oracles import _answer, _call, _pool, for_tool
 from knowspec.conformance.checks.registry import CheckContext, check, skip
 from knowspec.conformance.oracles import pools as oracle
@@ -21,7 +20,6 @@ from knowspec.conformance.oracles.pool_fulltext import common_words, recipe
 from knowspec.conformance.oracles.pool_hybrid import DEPTH, FusedHit, expected_hybrid, key_of
 from knowspec.conformance.checks.docpool_import import mcp_principals
 
-SCORE_TOLERANCE = 1e-9
 NO_TEXT_MATCH = "zqxjvw"  # folds to itself and is no fixture word: full text finds nothing
 
 
@@ -41,7 +39,7 @@ def differences(got: list[Any], want: list[FusedHit]) -> list[str]:
     out = []
     for hit, w in zip(rows, want):
         score = hit.get("score")
-        if not isinstance(score, (int, float)) or not math.isclose(score, w.score, rel_tol=SCORE_TOLERANCE):
+        if score_differs(score, w.score):
             out.append(f"{w.key}: score {score!r}, the fused sum {w.score!r}")
         if hit.get("method") not in w.methods:
             out.append(f"{w.key}: method {hit.get('method')!r}, expected one of {sorted(w.methods)}")

@@ -30,6 +30,15 @@ def go_marshal(value: Any) -> str:
     raise TypeError(f"not a JSON value: {type(value).__name__}")
 
 
+def go_text_problem(raw: str, value: Any) -> str | None:
+    """Where ``raw`` first differs from Go's ``json.Marshal`` of ``value``, or None when it is that."""
+    go = go_marshal(value)
+    if raw == go:
+        return None
+    at = next((i for i, (a, b) in enumerate(zip(raw, go)) if a != b), min(len(raw), len(go)))
+    return f"first difference at character {at}: {raw[at:at + 12]!r}, Go writes {go[at:at + 12]!r}"
+
+
 def _go_string(text: str) -> str:
     quoted = json.dumps(text, ensure_ascii=False)
     return "".join(_GO_ESCAPED.get(ch, ch) for ch in quoted)

@@ -177,8 +177,8 @@ def import_collection(target: Path | str, source: Path | str, collection: str, *
     target = Path(target)
     if target.is_symlink() and not target.exists():
         raise ImportRefused(f"the pool file {target.name} is a symbolic link to nothing")
-    sweep_dead_staging(target)
     if target.exists():
+        sweep_dead_staging(target)  # a first import's ``staged`` sweeps itself
         return _import_into(target, Path(source), collection, progress)
     return _import_into_new_pool(target, Path(source), collection, progress)
 

@@ -91,9 +91,7 @@ def hybrid_rank(
     def best_rank(key) -> float:
         return min(fts_ranks.get(key, inf), vector_ranks.get(key, inf))
 
-    def tie(key) -> Any:
-        return tie_key(key) if tie_key is not None else ()
-
+    tie = tie_key or (lambda key: ())
     order = sorted(scores, key=lambda key: (-scores[key], tie(key), best_rank(key), appearance[key]))
     return [
         FusedHit(key, scores[key], "fts+vector", fts_ranks.get(key), vector_ranks.get(key))

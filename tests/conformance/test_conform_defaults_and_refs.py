@@ -2,22 +2,18 @@
 
 from __future__ import annotations
 
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import load_contract
-from knowspec.conformance.fixtures.pools import help_fixture, write_fixture
+from knowspec.conformance.fixtures.pools import help_fixture
 from knowspec.conformance.generate import acceptable_error_codes, boundary_cases, input_limits, resolved
 from knowspec.conformance.mutants.killrate import kill_rate
 from knowspec.conformance.oracles.pool_defaults import default_probes, input_defaults
 from knowspec.conformance.pool_fixture import generate
+from pool_target import served_fixture
 
-KNOWSPEC = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
 CONTRACT = load_contract()
 
 
@@ -103,15 +99,7 @@ DEFAULT_MUTANTS = {"doc_search_default_limit_ignored": "oracle_pool_defaults[doc
 def test_default_and_ref_limit_mutants_are_killed_while_the_real_server_passes(tmp_path):
     """A server whose default is another value, or that looks up a slug past Slug's maxLength,
     answers schema-valid results; only the defaults check and the $ref-resolving bounds see it."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    pool = write_fixture(tmp_path / "pool", seed=0)
-    app = tmp_path / "app"
-    for command in (["pool", "register", pool.database, "--storage", "SQLITE", "--dsn", str(pool.directory / "docs.db")],
-                    ["pool", "alter", f"ALTER DATABASE {pool.database} SET DOCUMENTS INTERNAL"]):
-        subprocess.run([KNOWSPEC, *command, "--appdir", str(app)], check=True, capture_output=True)
-    server = [KNOWSPEC, "serve", "--stdio", "--appdir", str(app), "--help-db", str(pool.directory / "help.db"),
-              "--database", pool.database]
+    pool, server = served_fixture(tmp_path)
     base = RunConfig(target="", family="docpool", tools=("doc_search", "help_search", "doc_entities", "doc_get",
                                                         "help_get_topic"),
                      checks=("oracle_pool_defaults", "boundary_limits"), pool_fixture=pool.directory, max_examples=2)

@@ -2,21 +2,14 @@
 
 from __future__ import annotations
 
-import importlib.util
-import shutil
-import subprocess
-import sys
-from pathlib import Path
 
 import pytest
 
 from knowspec.conformance.checks.pool_hybrid import differences
 from knowspec.conformance.config import RunConfig
-from knowspec.conformance.fixtures.pools import write_fixture
 from knowspec.conformance.mutants.killrate import kill_rate
 from knowspec.conformance.oracles.pool_hybrid import expected_hybrid
-
-KNOWSPEC = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
+from pool_target import served_fixture
 
 
 def _hit(slug: str, score: float, snippet: str = "s", method: str = "fts") -> dict:
@@ -75,28 +68,10 @@ def test_equal_fused_sums_come_by_collection_then_slug():
 HYBRID_MUTANTS = ["doc_search_hybrid_scores_scaled", "doc_search_hybrid_top_two_swapped"]
 
 
-def _add_vectors(directory: Path) -> None:
-    spec = importlib.util.spec_from_file_location("mutant_host", Path(__file__).parent / "mutant_host.py")
-    assert spec is not None and spec.loader is not None
-    host = importlib.util.module_from_spec(spec)
-    spec.loader.exec_module(host)
-    host.add_vectors(directory)
-
-
 @pytest.mark.slow
 def test_hybrid_mutants_are_killed_while_the_real_server_passes(tmp_path):
     """Sorted, schema-valid hybrid answers whose sums or topics are not the fusion of the two lists."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    fixture = write_fixture(tmp_path / "pool", seed=0)
-    _add_vectors(fixture.directory)
-    app = tmp_path / "app"
-    for command in (["pool", "register", fixture.database, "--storage", "SQLITE", "--dsn",
-                     str(fixture.directory / "docs.db")],
-                    ["pool", "alter", f"ALTER DATABASE {fixture.database} SET DOCUMENTS INTERNAL"]):
-        subprocess.run([KNOWSPEC, *command, "--appdir", str(app)], check=True, capture_output=True)
-    server = [KNOWSPEC, "serve", "--stdio", "--appdir", str(app), "--help-db", str(fixture.directory / "help.db"),
-              "--database", fixture.database]
+    fixture, server = served_fixture(tmp_path, vectors=True)
     base = RunConfig(target="", family="docpool", tools=("doc_search",), checks=("oracle_hybrid_fusion",),
                      pool_fixture=fixture.directory, max_examples=2)
     results = list(kill_rate(base, server, HYBRID_MUTANTS))

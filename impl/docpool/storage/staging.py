@@ -149,7 +149,7 @@ def sweep_dead_staging(path: Path, *, grace: float = GRACE_SECONDS) -> list[str]
         return removed
     stems = {name[: -len(LOCK_SUFFIX)] if name.endswith(LOCK_SUFFIX) else name for name in names}
     for stem in sorted(stems):  # a lock alone: its writer died between removing the file and it
-        if pattern.fullmatch(stem) and _writer_is_gone(path.with_name(stem), grace):
+        if pattern.fullmatch(stem) and _removed_if_writer_gone(path.with_name(stem), grace):
             removed.append(stem)
     return removed
 
@@ -158,9 +158,9 @@ def _lock_of(staging: Path) -> Path:
     return staging.with_name(staging.name + LOCK_SUFFIX)
 
 
-def _writer_is_gone(staging: Path, grace: float) -> bool:
-    """Whether ``staging``'s writer is gone; if so its files and lock are removed while this
-    call holds the lock (no writer can take a name it did not create)."""
+def _removed_if_writer_gone(staging: Path, grace: float) -> bool:
+    """Remove ``staging``'s files and lock if its writer is gone (while this call holds the lock:
+    no writer can take a name it did not create); whether it did."""
     lock = _lock_of(staging)
     try:
         fd = os.open(lock, os.O_RDWR | os.O_CLOEXEC)  # NFS locks only files open for writing
