@@ -47,6 +47,11 @@ def _env_count(name: str, default: int) -> int:
         return default
 
 
+def _env_on(name: str) -> bool:
+    """A switch that is on unless set to ``0``, ``off`` or ``false``."""
+    return os.environ.get(name, "1").strip() not in ("0", "off", "false")
+
+
 @dataclass(frozen=True)
 class RuntimeSettings:
     """The ``KNOWSPEC_*`` process settings, read once when the runtime is made.
@@ -71,6 +76,8 @@ class RuntimeSettings:
     - ``vector_index`` / ``vector_candidates``: ``exact`` (the default) or ``approximate`` (the
       ``ann`` extra's graph, ``docpool/vectors/approximate.py``) and how many candidate rows it
       re-scores exactly (``knowspec serve --vector-index approximate --vector-candidates N``).
+    - ``huge_pages``: ``KNOWSPEC_HUGE_PAGES`` (default on; ``0`` leaves the ONNX Runtime
+      sessions' memory on the pages it got, ``docpool/vectors/huge_pages.py``).
     """
 
     fts_arrays: str = "background"
@@ -84,6 +91,7 @@ class RuntimeSettings:
     max_bundle_bytes: int | None = None
     vector_index: str = "exact"
     vector_candidates: int = 500
+    huge_pages: bool = True
 
     @classmethod
     def from_environment(cls) -> RuntimeSettings:
@@ -94,8 +102,9 @@ class RuntimeSettings:
             query_vectors=_env_count("KNOWSPEC_QUERY_VECTORS", DEFAULT_QUERY_VECTORS),
             cache_budget_bytes=_env_int("KNOWSPEC_CACHE_BYTES", DEFAULT_BUDGET_BYTES) or DEFAULT_BUDGET_BYTES,
             raise_unexpected=bool(os.environ.get("KNOWSPEC_RAISE_UNEXPECTED")),
-            gc_pause=os.environ.get("KNOWSPEC_GC_PAUSE", "1").strip() not in ("0", "off", "false"),
+            gc_pause=_env_on("KNOWSPEC_GC_PAUSE"),
             search_bodies="memory" if os.environ.get("KNOWSPEC_SEARCH_BODIES", "").strip() == "memory" else "disk",
+            huge_pages=_env_on("KNOWSPEC_HUGE_PAGES"),
         )
 
 

@@ -3,6 +3,7 @@ refusal, pooling and the per-process session cache."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import shutil
@@ -224,3 +225,24 @@ def test_the_session_runs_layer_norms_unfused(hf_pack, tmp_path):
     shipped = optimized_graph_ops("shipped.onnx")  # the embedder's default
     assert "SkipLayerNormalization" not in shipped
     assert "LayerNormalization" in shipped
+
+
+def test_the_packs_session_is_made_inside_the_huge_page_collapse(hf_pack, monkeypatch):
+    out, _, _ = hf_pack
+    events: list[str] = []
+    make_session = emb.pack_session
+
+    @contextlib.contextmanager
+    def recording():
+        events.append("enter")
+        yield
+        events.append("exit")
+
+    def session(*args, **kwargs):
+        events.append("session")
+        return make_session(*args, **kwargs)
+
+    monkeypatch.setattr(emb, "on_huge_pages", recording)
+    monkeypatch.setattr(emb, "pack_session", session)
+    emb.open_pack(out, 1)
+    assert events == ["enter", "session", "exit"]

@@ -27,6 +27,7 @@ from knowspec.impl import runtime as process
 from knowspec.impl.errors import ToolError, diagnostic
 from knowspec.impl.extras import missing_extra_message
 from knowspec.impl.docpool.vectors.compact_unigram import load_tokenizer
+from knowspec.impl.docpool.vectors.huge_pages import on_huge_pages
 from knowspec.impl.docpool.vectors.parallelism import query_threads
 from knowspec.impl.docpool.vectors.pooling import encode_batch, mean_pool_l2
 from knowspec.impl.docpool.vectors.word_codes import WORD_CODES_FILE, WORD_CODES_INPUT, WordCodes
@@ -193,7 +194,8 @@ def open_pack(model_dir: Path, threads: int, *, unfused: tuple[str, ...] = UNFUS
         raise runtime_not_found(missing_extra_message(exc) or str(exc)) from None
 
     try:
-        session = pack_session(ort, model_path, threads, unfused=unfused)
+        with on_huge_pages():
+            session = pack_session(ort, model_path, threads, unfused=unfused)
         tokenizer = load_tokenizer(tok_path)
     except Exception as exc:
         raise model_not_found(model_dir, f"model pack in {model_dir} is unreadable: {exc}") from None

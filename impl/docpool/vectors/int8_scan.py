@@ -4,7 +4,8 @@ A float32 scan of a 100k x 384 chunk matrix reads 150 MB per query and is bound 
 bandwidth. The int8 copy is a quarter of the bytes, and it is handed to ONNX Runtime once, as
 the constant weight of a one-node ``MatMulInteger`` model: the session packs it for its integer
 kernels when it is made, so a query's two passes are one run over the packed codes (a weight fed
-as an input is packed again on every run, which cost more than the float32 scan it replaced).
+as an input is packed again on every run, which cost more than the float32 scan it replaced). The
+packed codes are then moved onto huge pages (``huge_pages``): one TLB entry per 2 MiB they read.
 Each row then gets an interval that surely holds its float32 score; every row whose interval
 reaches the k-th best lower end is scored exactly in float32 (about 500 of 100k for e5 vectors
 and k = 80), and the top k is taken from those. A row left out has an upper end below k lower
@@ -44,6 +45,8 @@ from dataclasses import dataclass, field
 from typing import Callable
 
 import numpy as np
+
+from knowspec.impl.docpool.vectors.huge_pages import on_huge_pages
 
 ROW_LEVELS = 127        # row codes in [-127, 127] (int8)
 QUERY_LEVELS = 63       # query codes in [-63, 63], fed shifted by QUERY_SHIFT as uint8 in [1, 127]
@@ -422,7 +425,8 @@ def _load_kernel() -> Kernel | None:
     options.add_session_config_entry("session.intra_op.allow_spinning", "0")
 
     def kernel(codes_t: np.ndarray) -> Scan:
-        session = scan_session(ort, codes_t, options)
+        with on_huge_pages():
+            session = scan_session(ort, codes_t, options)
 
         def scan(shifted: np.ndarray) -> np.ndarray:
             return session.run(None, {"q": shifted})[0]
