@@ -57,6 +57,20 @@ def test_every_span_is_whole_huge_pages_inside_its_mapping(starts):
         assert any(start <= low and low + length <= end for start, end in mappings)
 
 
+def test_a_c_library_without_madvise_collapses_nothing_and_the_block_still_runs(monkeypatch):
+    monkeypatch.setattr(huge_pages, "host_allows", lambda: True)
+
+    def no_library(*args, **kwargs):
+        raise OSError("no C library here")
+
+    monkeypatch.setattr(huge_pages.ctypes, "CDLL", no_library)
+    ran = []
+    with process.activated(process.Runtime(process.RuntimeSettings(huge_pages=True))):
+        with huge_pages.on_huge_pages():
+            ran.append(bytearray(4 * HUGE_PAGE))
+    assert ran and huge_pages._collapse([(0, HUGE_PAGE)]) == 0
+
+
 def _thp_mode() -> str:
     try:
         text = huge_pages.THP_MODE.read_text()

@@ -79,8 +79,12 @@ def _read_mappings() -> Mappings | None:
 
 
 def _collapse(spans: list[tuple[int, int]]) -> int:
-    """Bytes the kernel collapsed; a span it refuses is left as it is."""
-    madvise = ctypes.CDLL(None, use_errno=True).madvise
+    """Bytes the kernel collapsed; a span it refuses is left as it is, and a C library without
+    ``madvise`` collapses nothing (never a reason for a session not to load)."""
+    try:
+        madvise = ctypes.CDLL(None, use_errno=True).madvise
+    except (OSError, AttributeError):
+        return 0
     madvise.argtypes = (ctypes.c_void_p, ctypes.c_size_t, ctypes.c_int)
     return sum(length for start, length in spans if madvise(start, length, MADV_COLLAPSE) == 0)
 
