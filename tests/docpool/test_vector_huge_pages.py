@@ -9,8 +9,10 @@ from __future__ import annotations
 
 import ctypes
 import mmap
+import os
+import subprocess
+import sys
 
-import numpy as np
 import pytest
 from hypothesis import given
 from hypothesis import strategies as st
@@ -98,29 +100,40 @@ def _kernel_collapses_on_request() -> bool:
         libc.munmap(address, size)
 
 
+PACKED_CODES_HUGE_KIB = """
+import sys
+import numpy as np
+from knowspec.impl.server.native_memory import limit_arenas
+from knowspec.impl.docpool.vectors import huge_pages, int8_scan
+
+limit_arenas()  # malloc as `knowspec serve` sets it, before any thread
+codes_bytes = int(sys.argv[1])
+codes = np.random.default_rng(7).integers(-127, 128, size=(384, codes_bytes // 384), dtype=np.int8)
+before = set(huge_pages.anonymous_mappings(huge_pages.MAPPINGS.read_text()))
+scan = int8_scan.int8_kernel()(codes)
+del codes  # numpy's own (already huge) array goes; the session keeps its packed copy
+new = {start for start, end in huge_pages.anonymous_mappings(huge_pages.MAPPINGS.read_text()).items()
+       if start not in before and end - start >= codes_bytes}
+huge, inside = 0, False
+for line in open("/proc/self/smaps"):
+    fields = line.split()
+    if fields and "-" in fields[0] and ":" not in fields[0]:
+        inside = int(fields[0].split("-")[0], 16) in new
+    elif inside and fields[0] == "AnonHugePages:":
+        huge += int(fields[1])
+assert scan(np.full((2, 384), int8_scan.QUERY_SHIFT, dtype=np.uint8)).shape == (2, codes_bytes // 384)
+print(huge)
+"""
+
+
 def _packed_codes_huge_kib(on: bool, codes_bytes: int) -> int:
-    """Huge pages (KiB) in the mapping of a freshly packed scan session sized like its codes."""
-    settings = process.RuntimeSettings(huge_pages=on)
-    with process.activated(process.Runtime(settings)):
-        kernel = int8_scan.int8_kernel()
-        assert kernel is not None
-        codes = np.random.default_rng(7).integers(-127, 128, size=(384, codes_bytes // 384), dtype=np.int8)
-        before = set(anonymous_mappings(huge_pages.MAPPINGS.read_text()))
-        scan = kernel(codes)
-        del codes  # numpy's own (already huge) array goes; the session keeps its packed copy
-        new = {start: end for start, end in anonymous_mappings(huge_pages.MAPPINGS.read_text()).items()
-               if start not in before and end - start >= codes_bytes}
-        huge = 0
-        with open("/proc/self/smaps") as smaps:
-            inside = False
-            for line in smaps:
-                fields = line.split()
-                if fields and "-" in fields[0] and ":" not in fields[0]:
-                    inside = int(fields[0].split("-")[0], 16) in new
-                elif inside and fields[0] == "AnonHugePages:":
-                    huge += int(fields[1])
-        assert scan(np.full((2, 384), int8_scan.QUERY_SHIFT, dtype=np.uint8)).shape == (2, codes_bytes // 384)
-        return huge
+    """Huge pages (KiB) in the new mappings, as big as the codes, of a scan session packed in a
+    fresh process whose malloc is set as the server's."""
+    env = {**os.environ, "KNOWSPEC_HUGE_PAGES": "1" if on else "0"}
+    done = subprocess.run([sys.executable, "-c", PACKED_CODES_HUGE_KIB, str(codes_bytes)], env=env,
+                          capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    return int(done.stdout.split()[-1])
 
 
 @pytest.mark.skipif(int8_scan.int8_kernel() is None, reason="no onnxruntime int8 kernel")

@@ -3,14 +3,16 @@
 A vector call reads the query model's weights (its session allocates ~50 MiB), then the packed
 codes of the int8 chunk sketch (~37 MiB per 100k chunks). On 4 KiB pages each pass also takes a
 TLB miss per page, and when the two passes evict each other from the cache the page walks go to
-memory too.
-numpy asks for huge pages for its big arrays; ONNX Runtime's allocator does not (glibc would
-only with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` set before the process starts). So the
-private anonymous mappings that a session's creation made or grew are collapsed into huge pages
-once, right after (``MADV_COLLAPSE``, Linux 6.1+; it changes the page size, not the contents,
-and leaves no lasting flag on the mapping). Through the server, alternated with one without it
-(``knowspec bench docpool-vector-ab``), the vector p50 was 1.3-1.8 ms lower in blocks of ten calls
-and 0.8 ms call by call, as much as the glibc setting gives (benchmarks/README.md, "Session 47").
+memory too. numpy asks for huge pages for its big arrays; ONNX Runtime's allocator does not
+(glibc would only with ``GLIBC_TUNABLES=glibc.malloc.hugetlb=1`` set before the process starts).
+So the private anonymous mappings that a session's creation made or grew are collapsed into huge
+pages once, right after (``MADV_COLLAPSE``, Linux 6.1+; it changes the page size, not the
+contents, and leaves no lasting flag on the mapping). In the server, whose malloc gives every
+block of 4 MiB or more a mapping of its own (``server/native_memory.py``), the packed codes always
+land in a new mapping; smaller buffers cut from heap space freed earlier keep the pages they had.
+Through the server, alternated with one without it (``knowspec bench docpool-vector-ab``), the
+vector p50 was 1.3-1.8 ms lower in blocks of ten calls and 0.8 ms call by call, as much as the
+glibc setting gives (benchmarks/README.md, "Session 47").
 
 Nothing happens off Linux, when the host's transparent huge pages are ``never``, where the kernel
 refuses (older kernels, ``prctl(PR_SET_THP_DISABLE)``), or with ``KNOWSPEC_HUGE_PAGES=0``.
