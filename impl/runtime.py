@@ -49,7 +49,7 @@ def _env_count(name: str, default: int) -> int:
 
 def _env_on(name: str) -> bool:
     """A switch that is on unless set to ``0``, ``off`` or ``false``."""
-    return os.environ.get(name, "1").strip() not in ("0", "off", "false")
+    return os.environ.get(name, "1").strip().lower() not in ("0", "off", "false")
 
 
 @dataclass(frozen=True)
@@ -76,8 +76,8 @@ class RuntimeSettings:
     - ``vector_index`` / ``vector_candidates``: ``exact`` (the default) or ``approximate`` (the
       ``ann`` extra's graph, ``docpool/vectors/approximate.py``) and how many candidate rows it
       re-scores exactly (``knowspec serve --vector-index approximate --vector-candidates N``).
-    - ``huge_pages``: ``KNOWSPEC_HUGE_PAGES`` (default on; ``0`` leaves the ONNX Runtime
-      sessions' memory on the pages it got, ``docpool/vectors/huge_pages.py``).
+    - ``huge_pages``: ``KNOWSPEC_HUGE_PAGES`` (default on; ``0`` leaves what the ONNX Runtime
+      sessions map on the pages it got, ``docpool/vectors/huge_pages.py``).
     """
 
     fts_arrays: str = "background"

@@ -5,7 +5,7 @@ bandwidth. The int8 copy is a quarter of the bytes, and it is handed to ONNX Run
 the constant weight of a one-node ``MatMulInteger`` model: the session packs it for its integer
 kernels when it is made, so a query's two passes are one run over the packed codes (a weight fed
 as an input is packed again on every run, which cost more than the float32 scan it replaced). The
-packed codes are then moved onto huge pages (``huge_pages``): one TLB entry per 2 MiB they read.
+packed codes are then moved onto huge pages (``huge_pages``): a TLB entry per 2 MiB they read.
 Each row then gets an interval that surely holds its float32 score; every row whose interval
 reaches the k-th best lower end is scored exactly in float32 (about 500 of 100k for e5 vectors
 and k = 80), and the top k is taken from those. A row left out has an upper end below k lower
