@@ -7,8 +7,8 @@ pages for its big arrays; ONNX Runtime's allocator does not. So the address rang
 session's creation newly mapped are collapsed into huge pages once, right after
 (``MADV_COLLAPSE``, Linux 6.1+: the page size changes, the contents do not). Only huge pages
 whose every base page is already resident are collapsed, so the process's resident size does not
-grow; memory the session cut from space mapped earlier keeps its pages. Figures: benchmarks/README.md,
-"Session 47".
+grow; memory the session cut from space mapped earlier keeps its pages. Figures:
+benchmarks/README.md, "Session 47".
 
 Best effort: nothing happens off Linux, when the host's transparent huge pages are ``never``,
 where the kernel refuses (older kernels, ``prctl(PR_SET_THP_DISABLE)``), or with
