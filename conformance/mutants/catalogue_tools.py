@@ -310,6 +310,24 @@ add("graph_duplicate_node", GRAPH, "@graph deduplicated by @id", _duplicate_firs
 add("graph_drops_references", GRAPH, "resolved links are references", _drop_references, O_GRAPH, "results")
 
 
+def _drop_broken_references(out: dict) -> bool:
+    """Only the references to concepts in the graph: broken targets left out."""
+    nodes = [n for n in out.get("@graph") or [] if isinstance(n, dict)]
+    concepts = {n.get("@id") for n in nodes if n.get("@type") == "proj:Concept"}
+    for n in nodes:
+        refs = n.get("references")
+        refs = refs if isinstance(refs, list) else [refs] if refs else []
+        kept = [r for r in refs if not (isinstance(r, dict) and r.get("@id") not in concepts)]
+        if len(kept) < len(refs):
+            n["references"] = kept
+            return True
+    return False
+
+
+add("graph_drops_broken_references", GRAPH, "broken link targets are references too", _drop_broken_references,
+    O_GRAPH, "results")
+
+
 def _hide_errors(out: dict) -> bool:
     diags = out.get("diagnostics") or []
     errors = [d for d in diags if d.get("severity") == "ERROR"]
@@ -764,7 +782,55 @@ def _node_keys_reversed(doc: dict) -> bool:
     return bool(_concept_nodes(doc))
 
 
+def _references(doc: dict) -> list[list]:
+    return [n["references"] for n in _concept_nodes(doc) if isinstance(n.get("references"), list)]
+
+
+def _broken_references_dropped(doc: dict) -> bool:
+    for refs in _references(doc):
+        kept = [r for r in refs if not (isinstance(r, dict) and r.get("exists") is False)]
+        if len(kept) < len(refs):
+            refs[:] = kept
+            return True
+    return False
+
+
+def _repeated_references_collapsed(doc: dict) -> bool:
+    for refs in _references(doc):
+        kept = [r for i, r in enumerate(refs) if r not in refs[:i]]
+        if len(kept) < len(refs):
+            refs[:] = kept
+            return True
+    return False
+
+
+def _subresources_dropped(doc: dict) -> bool:
+    graph = doc.get("@graph") or []
+    kept = [n for n in graph if not (isinstance(n, dict) and n.get("@type") == "okf:SubResource")]
+    doc["@graph"] = kept
+    return len(kept) < len(graph)
+
+
+def _undeclared_fragment_exists(doc: dict) -> bool:
+    """A relation to a fragment its concept does not declare, said to exist."""
+    for node in doc.get("@graph") or []:
+        for value in node.values() if isinstance(node, dict) else ():
+            for item in value if isinstance(value, list) else ():
+                if isinstance(item, dict) and "#" in str(item.get("@id")) and item.get("exists") is False:
+                    item["exists"] = True
+                    return True
+    return False
+
+
 LEGACY = ("oracle_semantic_graph",)
+mutant("graph_text_broken_references_dropped", "the legacy references keep broken targets (exists false)", LEGACY,
+       kind="text")(text_edit("get_semantic_graph", _legacy_edit(_broken_references_dropped)))
+mutant("graph_text_repeated_references_collapsed", "the legacy references keep a link's every occurrence", LEGACY,
+       kind="text")(text_edit("get_semantic_graph", _legacy_edit(_repeated_references_collapsed)))
+mutant("graph_text_subresources_dropped", "a subresource holding relations is an okf:SubResource node", LEGACY,
+       kind="text")(text_edit("get_semantic_graph", _legacy_edit(_subresources_dropped)))
+mutant("graph_text_undeclared_fragment_exists", "a relation to an undeclared fragment does not exist", LEGACY,
+       kind="text")(text_edit("get_semantic_graph", _legacy_edit(_undeclared_fragment_exists)))
 mutant("graph_text_compact", "the legacy JSON-LD is 2-space indented", LEGACY, kind="text")(
     text_edit("get_semantic_graph", _legacy_edit(lambda doc: True, compact=True)))
 mutant("graph_text_keys_reversed", "the legacy JSON-LD's keys are sorted byte-wise", LEGACY, kind="text")(

@@ -33,10 +33,7 @@ def all_edges(bundle: Bundle) -> list[Edge]:
             if link.is_edge(ids):
                 edges.append(Edge("navigation", c.id, link.target, None, c.id, link.target))
         for rel in c.relations:
-            target = bundle.concept(rel.target) if rel.target in ids else None
-            if target is None:
-                continue
-            if rel.fragment and target.fragments.count(rel.fragment) != 1:
+            if not bundle.relation_resolves(rel):
                 continue
             edges.append(Edge("relation", escape_ref(c.id), relation_ref(rel), rel.rel_type, c.id, rel.target))
     return edges

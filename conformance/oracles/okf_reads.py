@@ -145,5 +145,5 @@ def graph_relations(bundle: Bundle) -> set[tuple[str, str, str]]:
 
 
 def graph_references(bundle: Bundle) -> set[tuple[str, str]]:
-    """(source, target) of every resolved navigation link."""
-    return {(c.id, link.target) for c in bundle.concepts for link in c.links if link.is_edge(bundle.ids)}
+    """(source, target) of every link that resolves to a concept ID, broken targets included."""
+    return {(c.id, link.target) for c in bundle.concepts for link in c.links if link.resolves()}

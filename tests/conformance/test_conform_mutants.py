@@ -209,7 +209,11 @@ TEXT_MUTANTS = {"list_concepts_text_keys_reordered": ("oracle_list_concepts[list
                                                "oracle_temporal_upgrade[preview_temporal_upgrade]"),
                 "graph_text_compact": ("oracle_semantic_graph[get_semantic_graph]",),
                 "graph_text_keys_reversed": ("oracle_semantic_graph[get_semantic_graph]",),
-                "graph_text_concept_dropped": ("oracle_semantic_graph[get_semantic_graph]",)}
+                "graph_text_concept_dropped": ("oracle_semantic_graph[get_semantic_graph]",),
+                "graph_text_broken_references_dropped": ("oracle_semantic_graph[get_semantic_graph]",),
+                "graph_text_repeated_references_collapsed": ("oracle_semantic_graph[get_semantic_graph]",),
+                "graph_text_subresources_dropped": ("oracle_semantic_graph[get_semantic_graph]",),
+                "graph_text_undeclared_fragment_exists": ("oracle_semantic_graph[get_semantic_graph]",)}
 
 
 @pytest.mark.slow
@@ -226,6 +230,23 @@ def test_custom_text_mutants_are_killed_while_the_real_server_passes():
     results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(TEXT_MUTANTS)))
     assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
     assert {r.name: r.killed_by for r in results[1:]} == TEXT_MUTANTS
+
+
+GRAPH_REFERENCE_MUTANTS = {"graph_drops_references": ("oracle_semantic_graph[get_semantic_graph]",),
+                           "graph_drops_broken_references": ("oracle_semantic_graph[get_semantic_graph]",)}
+
+
+@pytest.mark.slow
+def test_graph_reference_mutants_are_killed_by_the_graph_oracle_while_the_real_server_passes():
+    """A v0.2 graph that lists only the links to existing concepts passes every rule but the
+    contract's: a broken link's target is a reference too."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    base = RunConfig(target="", family="okf", tools=("get_semantic_graph",), checks=("oracle_semantic_graph",),
+                     max_examples=2)
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(GRAPH_REFERENCE_MUTANTS)))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == GRAPH_REFERENCE_MUTANTS
 
 
 def test_the_catalogue_covers_every_contract_tool_with_120_mutants():

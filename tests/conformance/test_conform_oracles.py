@@ -122,3 +122,40 @@ def test_the_legacy_graph_of_a_fixture_is_judged_on_order_keys_and_references():
     assert legacy_problems(go_marshal_indent(doc) + "\n", bundle, "go") == []
     doc["@graph"].reverse()
     assert any("file path order" in p for p in legacy_problems(go_marshal_indent(doc) + "\n", bundle, "go"))
+
+
+def test_the_legacy_graph_keeps_broken_and_repeated_references_and_follows_a_concept_with_its_subresources():
+    from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section
+    from knowspec.conformance.oracles.go_encoding import go_marshal_indent
+    from knowspec.conformance.oracles.okf_legacy_graph import PART_OF, base_context, legacy_problems
+
+    bundle = Bundle("g", (
+        Concept("a", title="A", links=(Link("b"), Link("b"), Link("gone", "broken"), Link("b", "external")),
+                sections=(Section("s", (Relation("uses", "b", "x"),)),)),
+        Concept("b", title="B", fragments=("x",))))
+    context = {**base_context(), "uses": {"@id": "okf:uses", "@type": "@id"}, "is_part_of": PART_OF}
+    ref = {"@type": "okf:Reference", "target": "bundle:b", "exists": True}
+    doc = {"@context": dict(sorted(context.items())), "@graph": [
+        {"@id": "bundle:a", "@type": "okf:Concept", "references": [
+            ref, ref, {"@type": "okf:Reference", "target": "bundle:gone", "exists": False}], "title": "A", "type": "Note"},
+        {"@id": "bundle:a#s", "@type": "okf:SubResource", "is_part_of": {"@id": "bundle:a"},
+         "uses": [{"@id": "bundle:b#x", "exists": True}]},
+        {"@id": "bundle:b", "@type": "okf:Concept", "title": "B", "type": "Note"}]}
+
+    def problems() -> list[str]:
+        return legacy_problems(go_marshal_indent(doc) + "\n", bundle, "go")
+
+    assert problems() == []
+    doc["@graph"][1]["uses"][0]["exists"] = False
+    assert any("uses" in p for p in problems())
+    doc["@graph"][1]["uses"][0]["exists"] = True
+    refs = doc["@graph"][0]["references"]
+    for wrong in (refs[:1] + refs[2:], refs[:2]):  # a repeat collapsed; the broken target left out
+        doc["@graph"][0]["references"] = wrong
+        assert any("references" in p for p in problems())
+    doc["@graph"][0]["references"] = refs
+    part = doc["@graph"].pop(1)
+    assert any("subresources" in p for p in problems())
+    doc["@graph"].insert(1, part)
+    del doc["@context"]["is_part_of"]
+    assert any("is_part_of" in p for p in problems())
