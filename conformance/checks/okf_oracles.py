@@ -18,7 +18,8 @@ from knowspec.conformance.checks.common import (
 )
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section, Source
-from knowspec.conformance.fixtures.strategies import bundles, cafe_bundle, cards_bundle, sources_bundle, wide_bundle
+from knowspec.conformance.fixtures.strategies import (bundles, cafe_bundle, cards_bundle, sources_bundle,
+                                                     stamped_bundle, wide_bundle)
 from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
@@ -75,7 +76,8 @@ def _compare_cards(ctx: CheckContext, bundle: Bundle, args: dict[str, Any], prof
     path = str(ctx.bundles.path_of(bundle, fresh=fresh))
     outcome = success(ctx, {"bundle_path": path, **args})
     got = outcome.structured.get("concepts")
-    want = oracle.expected_cards(bundle, args.get("as_of"), profile)
+    want = [card | cards.list_card_fields(bundle.concept(card["id"]))
+            for card in oracle.expected_cards(bundle, args.get("as_of"), profile)]
     if not isinstance(got, list) or len(got) != len(want):
         fail(f"list_concepts returned {len(got) if isinstance(got, list) else got} cards for "
              f"{len(want)} concepts", outcome)
@@ -85,7 +87,8 @@ def _compare_cards(ctx: CheckContext, bundle: Bundle, args: dict[str, Any], prof
             fail(f"list_concepts card {expected['id']!r} (as_of {args.get('as_of')}, {profile}): {diff} "
                  f"!= {({k: expected[k] for k in diff})}", outcome)
     if ctx.require_tool().text_fallback == "custom":
-        problem = custom_text_problem(ctx, outcome, oracle.legacy_summary(bundle))
+        problems = [custom_text_problem(ctx, outcome, summary) for summary in oracle.legacy_summaries(bundle)]
+        problem = None if None in problems else problems[0]
         if problem:
             fail(f"list_concepts text is not the legacy summary of the same cards in the same order ({problem})",
                  outcome)
@@ -116,7 +119,7 @@ def oracle_list_concepts(ctx: CheckContext) -> None:
         _compare_cards(ctx, dated, {"as_of": as_of}, "date-3fcbb9f")
     for as_of, _ in oracle.instant_boundaries("2025-01-10T12:00:00+02:00"):
         _compare_cards(ctx, instant_bundle(), {"as_of": as_of, "temporal_profile": INSTANT}, INSTANT)
-    for bundle in (cafe_bundle(), sources_bundle(), wide_bundle(30, "wide30")):
+    for bundle in (cafe_bundle(), sources_bundle(), wide_bundle(30, "wide30"), cards_bundle(), stamped_bundle()):
         _compare_cards(ctx, bundle, {}, "date-3fcbb9f")
 
     def test(bundle: Bundle) -> None:
@@ -134,7 +137,7 @@ def oracle_read_concept(ctx: CheckContext) -> None:
     newline), its text is the whole file, the projection is the frontmatter's typed view
     (``oracles/okf_cards.py``), and an ID the bundle lacks is concept_not_found."""
     for bundle, profile in ((dated_bundle(), None), (sources_bundle(), None), (cafe_bundle(), None),
-                            (cards_bundle(), None), (instant_bundle(), INSTANT)):
+                            (cards_bundle(), None), (stamped_bundle(), None), (instant_bundle(), INSTANT)):
         path = str(ctx.bundles.path_of(bundle))
         _check_unknown_id(ctx, bundle, path)
         for concept in bundle.concepts:
@@ -151,9 +154,9 @@ def _check_read(ctx: CheckContext, concept: Concept, args: dict[str, Any]) -> No
     projection = cards.expected_projection(concept, args.get("temporal_profile", "date-3fcbb9f"))
     problems += [f"projection.{field} {_short(value)} != {_short(expected)}"
                  for field, (value, expected) in cards.field_differences(got.get("projection"), projection).items()]
-    if got.get("legacy_fallback") != cards.LEGACY_FALLBACK:
-        problems.append(f"legacy_fallback {got.get('legacy_fallback')} != {cards.LEGACY_FALLBACK} (no timestamp, "
-                        "no # Citations)")
+    if got.get("legacy_fallback") != cards.legacy_fallback(concept):
+        problems.append(f"legacy_fallback {got.get('legacy_fallback')} != {cards.legacy_fallback(concept)} (the "
+                        "timestamp fallback only without a generated key; no # Citations)")
     if problems:
         fail(f"read_concept {concept.id!r} ({args.get('temporal_profile', 'date-3fcbb9f')}) differs from the "
              f"written file:" + _listed(problems), outcome)
@@ -325,7 +328,8 @@ def graph_bundle() -> Bundle:
 
 def links_bundle() -> Bundle:
     """Every link form, repeated and self links, broken ones (``index`` is never a concept);
-    relations to fragments declared once or not at all; subresources with relations of their own."""
+    relations to fragments declared once or not at all; subresources with relations of their own;
+    a legacy ``timestamp``."""
     return Bundle("graph-links", (
         Concept("l1", title="Links", links=(
             Link("l2"), Link("l2"), Link("l1"), Link("l2", "fragment"), Link("l3", "query"), Link("gone", "broken"),
@@ -336,7 +340,7 @@ def links_bundle() -> Bundle:
         Concept("l2", title="Sections", sections=(
             Section("s1", (Relation("uses", "l1"), Relation("cites", "l3", "part"))),
             Section("s2", (Relation("uses", "gone"),)))),
-        Concept("l3", title="Part", fragments=("part",)),
+        Concept("l3", title="Part", fragments=("part",), timestamp="2025-01-02T03:04:05Z"),
     ))
 
 
@@ -402,6 +406,16 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
                              legacy_graph.legacy_problems(outcome.texts[0], bundle, ctx.require_tool().text_encoder)]
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
+    if ctx.require_tool().text_fallback == "custom":
+        def test(bundle: Bundle) -> None:
+            outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))})
+            texts = outcome.texts
+            problems = (legacy_graph.legacy_problems(texts[0], bundle, ctx.require_tool().text_encoder)
+                        if len(texts) == 1 else [f"{len(texts)} text items, expected the legacy JSON-LD"])
+            if problems:
+                fail("get_semantic_graph text (legacy JSON-LD): " + "; ".join(problems[:6]), outcome)
+
+        ctx.run_property(bundles(), test, max_examples=max(2, ctx.config.max_examples // 3))
 
 
 # ---- validate_bundle --------------------------------------------------------------------------

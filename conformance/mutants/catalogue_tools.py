@@ -122,6 +122,10 @@ add("list_concepts_source_count_plus_one", LIST, "source_count counts the valid 
     items_edit("concepts", set_field("source_count", plus(1))), O_LIST, "results")
 add("list_concepts_title_is_id", LIST, "the card title is the frontmatter title",
     items_edit("concepts", lambda c: set_field("title", lambda t: c.get("id") if t else t)(c)), O_LIST, "results")
+add("list_concepts_generated_at_nulled", LIST, "generated_at is generated.at, else the legacy timestamp",
+    items_edit("concepts", set_field("generated_at", lambda at: None)), O_LIST, "results")
+add("list_concepts_timestamp_fallback_unflagged", LIST, "legacy_derived.generated flags the timestamp fallback",
+    items_edit("concepts", nested("legacy_derived", set_field("generated", lambda on: False))), O_LIST, "results")
 
 add("read_concept_drops_last_body_line", READ, "body is the file's Markdown body",
     lambda out: set_field("body", last_line_dropped)(out), O_READ, "results")
@@ -203,6 +207,8 @@ add("search_card_stale_flipped", SEARCH, "a hit's card stale compares the call's
     hit_cards(_stale_flip), O_SEARCH_CARDS, "temporal")
 add("search_card_trust_raised", SEARCH, "a hit's card trust comes from the valid verified events",
     hit_cards(_trust_raised), O_SEARCH_CARDS, "results")
+add("list_concepts_trust_raised", LIST, "a card's trust comes from the valid verified events",
+    items_edit("concepts", _trust_raised), O_LIST, "results")
 add("neighbors_focus_card_stale_after_nulled", NEIGH, "the focus card's stale_after is the valid raw value",
     nested("concept", set_field("stale_after", lambda v: None)), O_NEIGH_CARDS, "temporal")
 add("neighbors_target_card_tags_dropped", NEIGH, "an edge's target card lists its concept's tags",
@@ -217,6 +223,8 @@ add("read_concept_projection_trust_raised", READ, "projection.trust comes from t
     nested("projection", _trust_raised), O_READ, "results")
 add("read_concept_projection_source_author_blanked", READ, "projection.sources carry each source's author",
     nested("projection", items_edit("sources", set_field("author", lambda a: ""))), O_READ, "results")
+add("read_concept_timestamp_fallback_unflagged", READ, "legacy_fallback flags the timestamp fallback",
+    nested("legacy_fallback", set_field("generated_from_timestamp", lambda on: False)), O_READ, "results")
 add("read_concept_projection_generated_at_nulled", READ, "projection.generated.at is the valid generated.at",
     nested("projection", nested("generated", set_field("at", lambda a: None))), O_READ, "results")
 add("read_concept_projection_attribution_reference_dropped", READ,
@@ -822,7 +830,16 @@ def _undeclared_fragment_exists(doc: dict) -> bool:
     return False
 
 
+def _timestamp_dropped(doc: dict) -> bool:
+    nodes = [n for n in _concept_nodes(doc) if "timestamp" in n]
+    for node in nodes:
+        del node["timestamp"]
+    return bool(nodes)
+
+
 LEGACY = ("oracle_semantic_graph",)
+mutant("graph_text_timestamp_dropped", "a legacy node carries the frontmatter's timestamp", LEGACY, kind="text")(
+    text_edit("get_semantic_graph", _legacy_edit(_timestamp_dropped)))
 mutant("graph_text_broken_references_dropped", "the legacy references keep broken targets (exists false)", LEGACY,
        kind="text")(text_edit("get_semantic_graph", _legacy_edit(_broken_references_dropped)))
 mutant("graph_text_repeated_references_collapsed", "the legacy references keep a link's every occurrence", LEGACY,

@@ -158,7 +158,8 @@ def generated(event: Event | None) -> dict[str, str | None] | None:
 
 def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
     """Every projection field for a fixture concept: no usage window, no last_modified, no
-    computation contract, no legacy timestamp or ``# Citations`` (the fixtures write none)."""
+    computation contract, no ``# Citations`` (the fixtures write none); ``generated`` comes from
+    the ``generated`` key alone, a legacy ``timestamp`` never fills it."""
     assert concept.type != "Attested Computation" and "# Citations" not in render_body(concept)
     status, state = status_fields(concept)
     return {
@@ -177,7 +178,36 @@ def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dic
     }
 
 
-LEGACY_FALLBACK = {"generated_from_timestamp": False, "sources_from_citations": False}
+def timestamp_fallback(concept: Concept) -> bool:
+    """read.md §1.8: the legacy ``timestamp`` stands in for ``generated`` only when that key is
+    absent; its validity does not count."""
+    return concept.generated is None and bool(concept.timestamp)
+
+
+def legacy_fallback(concept: Concept) -> dict[str, bool]:
+    """read_concept's ``legacy_fallback`` (the fixtures write no ``# Citations``)."""
+    return {"generated_from_timestamp": timestamp_fallback(concept), "sources_from_citations": False}
+
+
+def generated_at(concept: Concept) -> str | None:
+    """A list card's effective content-change time: ``generated.at`` when ``generated`` is
+    present (any shape), else the legacy ``timestamp``; null unless RFC 3339."""
+    at = concept.generated.at if concept.generated is not None else concept.timestamp
+    return at if at and rfc3339(at) else None
+
+
+NO_COMPUTATION = {"present": False, "runtime": None, "executor": None, "attester": None}
+
+
+def list_card_fields(concept: Concept) -> dict[str, Any]:
+    """The list_concepts card fields beyond ``okf_reads.expected_cards`` (read.md §3.1): type and
+    title ``""`` when invalid, status, trust, generated_at, the legacy flags, and no computation
+    contract (the fixtures write none)."""
+    assert concept.type != "Attested Computation" and "# Citations" not in render_body(concept)
+    status, state = status_fields(concept)
+    return {"type": typed_string(concept.type) or "", "title": typed_string(concept.title) or "", "status": status, "status_state": state, "trust": trust(concept), "generated_at": generated_at(concept),
+            "computation": NO_COMPUTATION,
+            "legacy_derived": {"generated": timestamp_fallback(concept), "citations": False}}
 
 
 # ---- comparison -------------------------------------------------------------------------------

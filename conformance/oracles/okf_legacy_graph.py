@@ -8,9 +8,9 @@ nodes (``bundle:<escaped id>#<fragment>``, ``is_part_of`` its concept) in first-
 plain frontmatter values; ``references``: one ``{"@type": "okf:Reference", "target", "exists"}``
 per link that resolves to a concept ID, in source order, repeats and broken targets kept; one
 property per relation type holding ``{"@id": "bundle:<ref>", "exists"}``; every object's keys
-sorted byte-wise but a reference's; pretty-printed with 2-space indentation. Not judged: the
-timestamp key and ``okf:_relations`` (the fixtures write neither; a valid relation type never
-collides with a reserved key).
+sorted byte-wise but a reference's; pretty-printed with 2-space indentation. Not judged:
+``okf:_relations`` (a valid relation type never collides with a reserved key) and a timestamp
+written as a YAML timestamp rather than a string (the fixtures quote theirs).
 """
 
 from __future__ import annotations
@@ -124,7 +124,7 @@ def _node_problems(node: dict, concept: Concept, bundle: Bundle) -> list[str]:
     out = []
     if node.get("@type") != "okf:Concept":
         out.append(f"{where}: @type {node.get('@type')!r}, expected okf:Concept")
-    for key in ("type", "title", "description", "resource"):
+    for key in ("type", "title", "description", "resource", "timestamp"):
         want = getattr(concept, key) or None
         if node.get(key) != want:
             out.append(f"{where}: {key} {node.get(key)!r}, the frontmatter's {want!r}")

@@ -68,10 +68,19 @@ def expected_cards(bundle: Bundle, as_of: str | None = None, profile: str = "dat
     return cards
 
 
-def legacy_summary(bundle: Bundle) -> dict:
-    """list_concepts' custom text: the legacy {"concepts": [{id, type, title, path}]} in card order."""
-    return {"concepts": [{"id": c.id, "type": c.type, "title": c.title, "path": c.path}
-                         for c in sorted(bundle.concepts, key=lambda c: c.id.encode())]}
+def legacy_summaries(bundle: Bundle) -> list[dict]:
+    """list_concepts' custom text: the legacy {"concepts": [{id, type, title, path}]} in card order,
+    with the cards' values (a blank type or title ``""``) or the raw frontmatter strings: the
+    contract names the keys, not which of the two a blank one takes (equal when none is blank)."""
+    ordered = sorted(bundle.concepts, key=lambda c: c.id.encode())
+
+    def summary(typed: bool) -> dict:
+        shown = (lambda v: v if v.strip() else "") if typed else (lambda v: v)
+        return {"concepts": [{"id": c.id, "type": shown(c.type), "title": shown(c.title), "path": c.path}
+                             for c in ordered]}
+
+    both = [summary(True), summary(False)]
+    return both[:1] if both[0] == both[1] else both
 
 
 def legacy_report(structured: dict) -> dict:

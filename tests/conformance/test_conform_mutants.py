@@ -210,6 +210,7 @@ TEXT_MUTANTS = {"list_concepts_text_keys_reordered": ("oracle_list_concepts[list
                 "graph_text_compact": ("oracle_semantic_graph[get_semantic_graph]",),
                 "graph_text_keys_reversed": ("oracle_semantic_graph[get_semantic_graph]",),
                 "graph_text_concept_dropped": ("oracle_semantic_graph[get_semantic_graph]",),
+                "graph_text_timestamp_dropped": ("oracle_semantic_graph[get_semantic_graph]",),
                 "graph_text_broken_references_dropped": ("oracle_semantic_graph[get_semantic_graph]",),
                 "graph_text_repeated_references_collapsed": ("oracle_semantic_graph[get_semantic_graph]",),
                 "graph_text_subresources_dropped": ("oracle_semantic_graph[get_semantic_graph]",),
@@ -230,6 +231,25 @@ def test_custom_text_mutants_are_killed_while_the_real_server_passes():
     results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(TEXT_MUTANTS)))
     assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
     assert {r.name: r.killed_by for r in results[1:]} == TEXT_MUTANTS
+
+
+LEGACY_TIMESTAMP_MUTANTS = {"list_concepts_trust_raised": ("oracle_list_concepts[list_concepts]",),
+                            "list_concepts_generated_at_nulled": ("oracle_list_concepts[list_concepts]",),
+                            "list_concepts_timestamp_fallback_unflagged": ("oracle_list_concepts[list_concepts]",),
+                            "read_concept_timestamp_fallback_unflagged": ("oracle_read_concept[read_concept]",)}
+
+
+@pytest.mark.slow
+def test_list_card_and_legacy_timestamp_mutants_are_killed_while_the_real_server_passes():
+    """list_concepts cards whose trust, generated_at or legacy flag say something else, and a
+    read_concept that hides the timestamp fallback, pass every rule but the data."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    base = RunConfig(target="", family="okf", tools=("list_concepts", "read_concept"),
+                     checks=("oracle_list_concepts", "oracle_read_concept"), max_examples=2)
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(LEGACY_TIMESTAMP_MUTANTS)))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == LEGACY_TIMESTAMP_MUTANTS
 
 
 GRAPH_REFERENCE_MUTANTS = {"graph_drops_references": ("oracle_semantic_graph[get_semantic_graph]",),

@@ -124,7 +124,7 @@ def test_the_legacy_graph_of_a_fixture_is_judged_on_order_keys_and_references():
     assert any("file path order" in p for p in legacy_problems(go_marshal_indent(doc) + "\n", bundle, "go"))
 
 
-def test_the_legacy_graph_keeps_broken_and_repeated_references_and_follows_a_concept_with_its_subresources():
+def test_the_legacy_graph_keeps_broken_and_repeated_references_a_timestamp_and_each_concepts_subresources():
     from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section
     from knowspec.conformance.oracles.go_encoding import go_marshal_indent
     from knowspec.conformance.oracles.okf_legacy_graph import PART_OF, base_context, legacy_problems
@@ -132,7 +132,7 @@ def test_the_legacy_graph_keeps_broken_and_repeated_references_and_follows_a_con
     bundle = Bundle("g", (
         Concept("a", title="A", links=(Link("b"), Link("b"), Link("gone", "broken"), Link("b", "external")),
                 sections=(Section("s", (Relation("uses", "b", "x"),)),)),
-        Concept("b", title="B", fragments=("x",))))
+        Concept("b", title="B", fragments=("x",), timestamp="2025-01-02T03:04:05Z")))
     context = {**base_context(), "uses": {"@id": "okf:uses", "@type": "@id"}, "is_part_of": PART_OF}
     ref = {"@type": "okf:Reference", "target": "bundle:b", "exists": True}
     doc = {"@context": dict(sorted(context.items())), "@graph": [
@@ -140,7 +140,8 @@ def test_the_legacy_graph_keeps_broken_and_repeated_references_and_follows_a_con
             ref, ref, {"@type": "okf:Reference", "target": "bundle:gone", "exists": False}], "title": "A", "type": "Note"},
         {"@id": "bundle:a#s", "@type": "okf:SubResource", "is_part_of": {"@id": "bundle:a"},
          "uses": [{"@id": "bundle:b#x", "exists": True}]},
-        {"@id": "bundle:b", "@type": "okf:Concept", "title": "B", "type": "Note"}]}
+        {"@id": "bundle:b", "@type": "okf:Concept", "timestamp": "2025-01-02T03:04:05Z", "title": "B",
+         "type": "Note"}]}
 
     def problems() -> list[str]:
         return legacy_problems(go_marshal_indent(doc) + "\n", bundle, "go")
@@ -157,5 +158,23 @@ def test_the_legacy_graph_keeps_broken_and_repeated_references_and_follows_a_con
     part = doc["@graph"].pop(1)
     assert any("subresources" in p for p in problems())
     doc["@graph"].insert(1, part)
+    del doc["@graph"][2]["timestamp"]
+    assert any("timestamp" in p for p in problems())
+    doc["@graph"][2]["timestamp"] = "2025-01-02T03:04:05Z"
     del doc["@context"]["is_part_of"]
     assert any("is_part_of" in p for p in problems())
+
+
+def test_a_list_card_takes_generated_at_from_generated_when_present_and_else_from_a_valid_timestamp():
+    from knowspec.conformance.fixtures.strategies import stamped_bundle
+    from knowspec.conformance.oracles.okf_cards import legacy_fallback, list_card_fields
+
+    bundle = stamped_bundle()
+    fields = {c.id: list_card_fields(c) for c in bundle.concepts}
+    assert {cid: f["generated_at"] for cid, f in fields.items()} == {
+        "stamp/only": "2024-05-06T07:08:09Z", "stamp/both": "2025-01-02T03:04:05Z",
+        "stamp/bad-at": None, "stamp/not-a-time": None}
+    assert {cid: f["legacy_derived"]["generated"] for cid, f in fields.items()} == {
+        "stamp/only": True, "stamp/both": False, "stamp/bad-at": False, "stamp/not-a-time": True}
+    assert legacy_fallback(bundle.concept("stamp/not-a-time"))["generated_from_timestamp"] is True
+    assert legacy_fallback(bundle.concept("stamp/both"))["generated_from_timestamp"] is False
