@@ -76,7 +76,7 @@ def _compare_cards(ctx: CheckContext, bundle: Bundle, args: dict[str, Any], prof
     path = str(ctx.bundles.path_of(bundle, fresh=fresh))
     outcome = success(ctx, {"bundle_path": path, **args})
     got = outcome.structured.get("concepts")
-    want = [card | cards.list_card_fields(bundle.concept(card["id"]))
+    want = [cards.expected_list_card(card, bundle.concept(card["id"]))
             for card in oracle.expected_cards(bundle, args.get("as_of"), profile)]
     if not isinstance(got, list) or len(got) != len(want):
         fail(f"list_concepts returned {len(got) if isinstance(got, list) else got} cards for "

@@ -126,6 +126,11 @@ add("list_concepts_generated_at_nulled", LIST, "generated_at is generated.at, el
     items_edit("concepts", set_field("generated_at", lambda at: None)), O_LIST, "results")
 add("list_concepts_timestamp_fallback_unflagged", LIST, "legacy_derived.generated flags the timestamp fallback",
     items_edit("concepts", nested("legacy_derived", set_field("generated", lambda on: False))), O_LIST, "results")
+add("list_concepts_citations_unflagged", LIST, "legacy_derived.citations flags the # Citations fallback",
+    items_edit("concepts", nested("legacy_derived", set_field("citations", lambda on: False))), O_LIST, "results")
+add("list_concepts_citations_always_flagged", LIST, "the # Citations fallback needs the section and no sources key",
+    items_edit("concepts", nested("legacy_derived", set_field("citations", lambda on: True)), first_only=False),
+    O_LIST, "results")
 
 add("read_concept_drops_last_body_line", READ, "body is the file's Markdown body",
     lambda out: set_field("body", last_line_dropped)(out), O_READ, "results")
@@ -225,6 +230,8 @@ add("read_concept_projection_source_author_blanked", READ, "projection.sources c
     nested("projection", items_edit("sources", set_field("author", lambda a: ""))), O_READ, "results")
 add("read_concept_timestamp_fallback_unflagged", READ, "legacy_fallback flags the timestamp fallback",
     nested("legacy_fallback", set_field("generated_from_timestamp", lambda on: False)), O_READ, "results")
+add("read_concept_citations_fallback_unflagged", READ, "legacy_fallback flags the # Citations fallback",
+    nested("legacy_fallback", set_field("sources_from_citations", lambda on: False)), O_READ, "results")
 add("read_concept_projection_generated_at_nulled", READ, "projection.generated.at is the valid generated.at",
     nested("projection", nested("generated", set_field("at", lambda a: None))), O_READ, "results")
 add("read_concept_projection_attribution_reference_dropped", READ,

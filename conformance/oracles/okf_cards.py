@@ -158,11 +158,13 @@ def generated(event: Event | None) -> dict[str, str | None] | None:
 
 def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
     """Every projection field for a fixture concept: no usage window, no last_modified, no
-    computation contract, no ``# Citations`` (the fixtures write none); ``generated`` comes from
-    the ``generated`` key alone, a legacy ``timestamp`` never fills it."""
-    assert concept.type != "Attested Computation" and "# Citations" not in render_body(concept)
+    computation contract (the fixtures write none); ``generated`` comes from the ``generated``
+    key alone, a legacy ``timestamp`` never fills it. With the citations fallback active,
+    ``sources`` is not judged: the contract projects the entries in the graph and says nothing
+    of read_concept."""
+    assert concept.type != "Attested Computation"
     status, state = status_fields(concept)
-    return {
+    want = {
         "type": typed_string(concept.type), "title": typed_string(concept.title),
         "description": typed_string(concept.description), "resource": typed_string(concept.resource),
         "tags": valid_tags(concept),
@@ -176,6 +178,9 @@ def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dic
         "stale_after": valid_stale_after(concept.stale_after, profile),
         "computation": None,
     }
+    if citations_fallback(concept):
+        del want["sources"]
+    return want
 
 
 def timestamp_fallback(concept: Concept) -> bool:
@@ -184,9 +189,16 @@ def timestamp_fallback(concept: Concept) -> bool:
     return concept.generated is None and bool(concept.timestamp)
 
 
+def citations_fallback(concept: Concept) -> bool:
+    """read.md §1.8: a ``# Citations`` section with numbered entries stands in for ``sources``
+    only when that key is absent (the fixtures write it only when there are sources)."""
+    return not concept.sources and bool(concept.citations)
+
+
 def legacy_fallback(concept: Concept) -> dict[str, bool]:
-    """read_concept's ``legacy_fallback`` (the fixtures write no ``# Citations``)."""
-    return {"generated_from_timestamp": timestamp_fallback(concept), "sources_from_citations": False}
+    """read_concept's ``legacy_fallback``."""
+    return {"generated_from_timestamp": timestamp_fallback(concept),
+            "sources_from_citations": citations_fallback(concept)}
 
 
 def generated_at(concept: Concept) -> str | None:
@@ -199,15 +211,20 @@ def generated_at(concept: Concept) -> str | None:
 NO_COMPUTATION = {"present": False, "runtime": None, "executor": None, "attester": None}
 
 
-def list_card_fields(concept: Concept) -> dict[str, Any]:
-    """The list_concepts card fields beyond ``okf_reads.expected_cards`` (read.md §3.1): type and
-    title ``""`` when invalid, status, trust, generated_at, the legacy flags, and no computation
-    contract (the fixtures write none)."""
-    assert concept.type != "Attested Computation" and "# Citations" not in render_body(concept)
+def expected_list_card(card: dict[str, Any], concept: Concept) -> dict[str, Any]:
+    """``card`` (``okf_reads.expected_cards``) with the other list_concepts fields (read.md §3.1):
+    type and title ``""`` when invalid, status, trust, generated_at, the legacy flags, and no
+    computation contract (the fixtures write none). With the citations fallback active the
+    source_count is not judged: the contract does not say whether citation entries count."""
+    assert concept.type != "Attested Computation"
     status, state = status_fields(concept)
-    return {"type": typed_string(concept.type) or "", "title": typed_string(concept.title) or "", "status": status, "status_state": state, "trust": trust(concept), "generated_at": generated_at(concept),
-            "computation": NO_COMPUTATION,
-            "legacy_derived": {"generated": timestamp_fallback(concept), "citations": False}}
+    out = card | {"type": typed_string(concept.type) or "", "title": typed_string(concept.title) or "",
+                  "status": status, "status_state": state, "trust": trust(concept),
+                  "generated_at": generated_at(concept), "computation": NO_COMPUTATION,
+                  "legacy_derived": {"generated": timestamp_fallback(concept), "citations": citations_fallback(concept)}}
+    if citations_fallback(concept):
+        del out["source_count"]
+    return out
 
 
 # ---- comparison -------------------------------------------------------------------------------

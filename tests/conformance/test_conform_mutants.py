@@ -109,7 +109,9 @@ SAMPLES += [
         "generated": {"by": "writer/1.0", "at": "2025-01-02T03:04:05Z"},
         "attributions": [{"id": "rfc", "normalized_id": "rfc", "sources": [_SOURCE],
                           "references": [{"id": "rfc", "raw": "[^rfc]"}], "definitions": []}]}})),
-    (_call("read_concept", {**ARGS, "concept_id": "b"}), _ok({"id": "b", "path": "b.md", "projection": {"title": "B"}})),
+    (_call("read_concept", {**ARGS, "concept_id": "b"}), _ok({"id": "b", "path": "b.md", "projection": {"title": "B"},
+                                                             "legacy_fallback": {"generated_from_timestamp": True,
+                                                                                 "sources_from_citations": True}})),
 ]
 
 
@@ -236,13 +238,16 @@ def test_custom_text_mutants_are_killed_while_the_real_server_passes():
 LEGACY_TIMESTAMP_MUTANTS = {"list_concepts_trust_raised": ("oracle_list_concepts[list_concepts]",),
                             "list_concepts_generated_at_nulled": ("oracle_list_concepts[list_concepts]",),
                             "list_concepts_timestamp_fallback_unflagged": ("oracle_list_concepts[list_concepts]",),
-                            "read_concept_timestamp_fallback_unflagged": ("oracle_read_concept[read_concept]",)}
+                            "list_concepts_citations_unflagged": ("oracle_list_concepts[list_concepts]",),
+                            "list_concepts_citations_always_flagged": ("oracle_list_concepts[list_concepts]",),
+                            "read_concept_timestamp_fallback_unflagged": ("oracle_read_concept[read_concept]",),
+                            "read_concept_citations_fallback_unflagged": ("oracle_read_concept[read_concept]",)}
 
 
 @pytest.mark.slow
 def test_list_card_and_legacy_timestamp_mutants_are_killed_while_the_real_server_passes():
-    """list_concepts cards whose trust, generated_at or legacy flag say something else, and a
-    read_concept that hides the timestamp fallback, pass every rule but the data."""
+    """list_concepts cards whose trust, generated_at or legacy flags say something else, and a
+    read_concept that hides a v0.1 fallback, pass every rule but the data."""
     if not Path(KNOWSPEC).exists():
         pytest.skip("knowspec console script not installed")
     base = RunConfig(target="", family="okf", tools=("list_concepts", "read_concept"),

@@ -167,10 +167,10 @@ def test_the_legacy_graph_keeps_broken_and_repeated_references_a_timestamp_and_e
 
 def test_a_list_card_takes_generated_at_from_generated_when_present_and_else_from_a_valid_timestamp():
     from knowspec.conformance.fixtures.strategies import stamped_bundle
-    from knowspec.conformance.oracles.okf_cards import legacy_fallback, list_card_fields
+    from knowspec.conformance.oracles.okf_cards import expected_list_card, legacy_fallback
 
     bundle = stamped_bundle()
-    fields = {c.id: list_card_fields(c) for c in bundle.concepts}
+    fields = {c.id: expected_list_card({}, c) for c in bundle.concepts if c.id.startswith("stamp/")}
     assert {cid: f["generated_at"] for cid, f in fields.items()} == {
         "stamp/only": "2024-05-06T07:08:09Z", "stamp/both": "2025-01-02T03:04:05Z",
         "stamp/bad-at": None, "stamp/not-a-time": None}
@@ -178,3 +178,16 @@ def test_a_list_card_takes_generated_at_from_generated_when_present_and_else_fro
         "stamp/only": True, "stamp/both": False, "stamp/bad-at": False, "stamp/not-a-time": True}
     assert legacy_fallback(bundle.concept("stamp/not-a-time"))["generated_from_timestamp"] is True
     assert legacy_fallback(bundle.concept("stamp/both"))["generated_from_timestamp"] is False
+
+
+def test_the_citations_fallback_is_active_only_without_a_sources_key_and_only_with_a_section():
+    from knowspec.conformance.fixtures.strategies import stamped_bundle
+    from knowspec.conformance.oracles.okf_cards import expected_list_card, expected_projection, legacy_fallback
+
+    bundle = stamped_bundle()
+    flags = {c.id: legacy_fallback(c)["sources_from_citations"] for c in bundle.concepts if c.id.startswith("cite/")}
+    assert flags == {"cite/active": True, "cite/with-sources": False, "cite/prose-only": False}
+    active = bundle.concept("cite/active")
+    assert "source_count" not in expected_list_card({"source_count": 0}, active)
+    assert "sources" not in expected_projection(active)
+    assert "sources" in expected_projection(bundle.concept("cite/with-sources"))
