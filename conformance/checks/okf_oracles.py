@@ -155,8 +155,8 @@ def _check_read(ctx: CheckContext, concept: Concept, args: dict[str, Any]) -> No
     problems += [f"projection.{field} {_short(value)} != {_short(expected)}"
                  for field, (value, expected) in cards.field_differences(got.get("projection"), projection).items()]
     if got.get("legacy_fallback") != cards.legacy_fallback(concept):
-        problems.append(f"legacy_fallback {got.get('legacy_fallback')} != {cards.legacy_fallback(concept)} (the "
-                        "timestamp fallback only without a generated key; no # Citations)")
+        problems.append(f"legacy_fallback {got.get('legacy_fallback')} != {cards.legacy_fallback(concept)} (a v0.1 "
+                        "fallback only without the key it stands in for: generated, sources)")
     if problems:
         fail(f"read_concept {concept.id!r} ({args.get('temporal_profile', 'date-3fcbb9f')}) differs from the "
              f"written file:" + _listed(problems), outcome)
