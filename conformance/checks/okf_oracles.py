@@ -12,6 +12,7 @@ from __future__ import annotations
 
 import json
 from typing import Any
+from urllib.parse import unquote
 
 from knowspec.conformance.checks.common import (
     SCORE_TOLERANCE, advertised_only, fail, require_result, said, score_differs, unsuccessful,
@@ -363,7 +364,7 @@ def _plain(concept_id: str) -> bool:
        **for_tool("get_semantic_graph"))
 def oracle_semantic_graph(ctx: CheckContext) -> None:
     """The graph holds a node per concept, each resolved relation and link once, sorted by @id."""
-    for bundle in (graph_bundle(), dated_bundle(), links_bundle()):
+    for bundle in (graph_bundle(), dated_bundle(), links_bundle(), cards_bundle()):
         path = str(ctx.bundles.path_of(bundle))
         outcome = success(ctx, {"bundle_path": path})
         nodes = outcome.structured.get("@graph") or []
@@ -376,10 +377,12 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         safe = {c.id for c in bundle.concepts if _plain(c.id)}
         if not safe <= set(concepts):
             problems.append(f"concept nodes missing: {sorted(safe - set(concepts))}")
-        for cid in safe & set(concepts):
-            title = bundle.concept(cid).title
-            if title and concepts[cid].get("title") != title:
-                problems.append(f"{cid}: title {concepts[cid].get('title')!r} != {title!r}")
+        by_concept = {unquote(_local(n.get("@id", ""))): n for n in nodes
+                      if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
+        for concept in bundle.concepts:
+            if concept.id in by_concept:
+                problems += [f"{concept.id}: {key} {got!r} != {want!r}" for key, (got, want)
+                             in cards.graph_concept_differences(by_concept[concept.id], concept).items()]
         rels = set()
         for n in nodes:
             if isinstance(n, dict) and "relationType" in n and n.get("targetExists", {}).get("@value", True) is not False:
@@ -406,16 +409,23 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
                              legacy_graph.legacy_problems(outcome.texts[0], bundle, ctx.require_tool().text_encoder)]
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
-    if ctx.require_tool().text_fallback == "custom":
-        def test(bundle: Bundle) -> None:
-            outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))})
+    def test(bundle: Bundle) -> None:
+        outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))})
+        nodes = {unquote(_local(n.get("@id", ""))): n for n in outcome.structured.get("@graph") or []
+                 if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
+        problems = [f"{c.id}: {key} {got!r} != {want!r}" for c in bundle.concepts if c.id in nodes
+                    for key, (got, want) in cards.graph_concept_differences(nodes[c.id], c).items()]
+        if not {c.id for c in bundle.concepts} <= set(nodes):
+            problems.append(f"concept nodes missing: {sorted({c.id for c in bundle.concepts} - set(nodes))}")
+        if ctx.require_tool().text_fallback == "custom":
             texts = outcome.texts
-            problems = (legacy_graph.legacy_problems(texts[0], bundle, ctx.require_tool().text_encoder)
-                        if len(texts) == 1 else [f"{len(texts)} text items, expected the legacy JSON-LD"])
-            if problems:
-                fail("get_semantic_graph text (legacy JSON-LD): " + "; ".join(problems[:6]), outcome)
+            problems += [f"text (legacy JSON-LD): {p}" for p in
+                         (legacy_graph.legacy_problems(texts[0], bundle, ctx.require_tool().text_encoder)
+                          if len(texts) == 1 else [f"{len(texts)} text items, expected the legacy JSON-LD"])]
+        if problems:
+            fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
 
-        ctx.run_property(bundles(), test, max_examples=max(2, ctx.config.max_examples // 3))
+    ctx.run_property(bundles(), test, max_examples=max(2, ctx.config.max_examples // 3))
 
 
 # ---- validate_bundle --------------------------------------------------------------------------

@@ -343,6 +343,33 @@ add("graph_drops_broken_references", GRAPH, "broken link targets are references 
     O_GRAPH, "results")
 
 
+def _graph_concepts(edit: Callable[[dict], bool]) -> Edit:
+    """Apply ``edit`` to the @graph's proj:Concept nodes until one changes."""
+    def each(out: dict) -> bool:
+        return any(edit(n) for n in out.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == "proj:Concept")
+
+    return each
+
+
+def _unresolved_as_stable(node: dict) -> bool:
+    if node.get("effectiveStatus") == "unresolved":
+        node["effectiveStatus"] = "stable"
+        return True
+    return False
+
+
+def _tags_dropped(node: dict) -> bool:
+    return node.pop("tag", None) is not None
+
+
+add("graph_concept_trust_raised", GRAPH, "a concept node's trustTier comes from the valid verified events",
+    _graph_concepts(lambda n: set_field("trustTier", lambda t: "human-reviewed")(n)), O_GRAPH, "results")
+add("graph_concept_unresolved_status_stable", GRAPH, "a malformed status is effectiveStatus unresolved",
+    _graph_concepts(_unresolved_as_stable), O_GRAPH, "results")
+add("graph_concept_tags_dropped", GRAPH, "a concept node lists its valid tags", _graph_concepts(_tags_dropped),
+    O_GRAPH, "results")
+
+
 def _hide_errors(out: dict) -> bool:
     diags = out.get("diagnostics") or []
     errors = [d for d in diags if d.get("severity") == "ERROR"]

@@ -1,9 +1,11 @@
-"""A concept's card and its read_concept projection, restated from the frontmatter the suite wrote.
+"""A concept's card, its read_concept projection and its v0.2 graph node, restated from the
+frontmatter the suite wrote.
 
 read.md §2 fixes the per-card fields (status, status_state, trust, stale_after, stale), §3.5 and
 §3.6 the card of search_concepts and get_neighbors (``""`` for an absent or invalid type, title or
 description, ``[]`` for no tags), §3.2 the projection (``null`` instead of ``""``), §1.4 trust
-from the valid ``verified`` events, §1.8 and gaps.md §5 the attributions. Pure functions of a
+from the valid ``verified`` events, §1.8 and gaps.md §5 the attributions, §1.11 the graph's
+``proj:Concept`` node. Pure functions of a
 :class:`Concept`; the footnote scan covers what the fixtures write (paragraph lines, no code, no
 lists, no continuation lines), which :func:`footnotes` asserts.
 """
@@ -224,6 +226,44 @@ def expected_list_card(card: dict[str, Any], concept: Concept) -> dict[str, Any]
                   "legacy_derived": {"generated": timestamp_fallback(concept), "citations": citations_fallback(concept)}}
     if citations_fallback(concept):
         del out["source_count"]
+    return out
+
+
+# ---- the v0.2 graph's Concept node (read.md §1.11) ------------------------------------------------
+
+def expected_graph_concept(concept: Concept) -> dict[str, Any]:
+    """The scalar predicates of the concept's ``proj:Concept`` node under the date profile, as
+    the node writes them (a predicate with no value is left out); ``tag`` as the set of valid
+    tags. Resource predicates and references are judged elsewhere or not at all."""
+    status, _ = status_fields(concept)
+    node: dict[str, Any] = {
+        "conceptType": typed_string(concept.type), "title": typed_string(concept.title),
+        "description": typed_string(concept.description), "trustTier": trust(concept),
+        "effectiveStatus": status if status is not None else "unresolved",
+        "declaredStatus": concept.status or None,
+    }
+    stale_after = valid_stale_after(concept.stale_after)
+    if stale_after is not None:
+        node["staleAfter"] = {"@value": stale_after, "@type": "xsd:date"}
+    node = {k: v for k, v in node.items() if v is not None}
+    node["tag"] = set(valid_tags(concept))
+    return node
+
+
+def graph_concept_differences(node: dict[str, Any], concept: Concept) -> dict[str, tuple[Any, Any]]:
+    """``{predicate: (got, want)}`` where ``node`` differs from :func:`expected_graph_concept`: a
+    single value is a scalar, several an array, none no key at all."""
+    want = expected_graph_concept(concept)
+    out: dict[str, tuple[Any, Any]] = {}
+    for key in ("conceptType", "title", "description", "trustTier", "effectiveStatus", "declaredStatus",
+                "staleAfter"):
+        if node.get(key, "<missing>") != want.get(key, "<missing>"):
+            out[key] = (node.get(key, "<missing>"), want.get(key, "<missing>"))
+    got, tags = node.get("tag", "<missing>"), want["tag"]
+    values = [] if got == "<missing>" else got if isinstance(got, list) else [got]
+    shape = (got == "<missing>") if not tags else (not isinstance(got, list)) if len(tags) == 1 else True
+    if set(values) != tags or not shape:
+        out["tag"] = (got, sorted(tags))
     return out
 
 

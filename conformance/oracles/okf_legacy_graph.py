@@ -8,7 +8,8 @@ nodes (``bundle:<escaped id>#<fragment>``, ``is_part_of`` its concept) in first-
 plain frontmatter values; ``references``: one ``{"@type": "okf:Reference", "target", "exists"}``
 per link that resolves to a concept ID, in source order, repeats and broken targets kept; one
 property per relation type holding ``{"@id": "bundle:<ref>", "exists"}``; every object's keys
-sorted byte-wise but a reference's; pretty-printed with 2-space indentation. Not judged:
+sorted byte-wise but a reference's; pretty-printed with 2-space indentation. A blank plain value
+may be written or left out. Not judged:
 ``okf:_relations`` (a valid relation type never collides with a reserved key) and a timestamp
 written as a YAML timestamp rather than a string (the fixtures quote theirs).
 """
@@ -126,7 +127,8 @@ def _node_problems(node: dict, concept: Concept, bundle: Bundle) -> list[str]:
         out.append(f"{where}: @type {node.get('@type')!r}, expected okf:Concept")
     for key in ("type", "title", "description", "resource", "timestamp"):
         want = getattr(concept, key) or None
-        if node.get(key) != want:
+        blank = want is not None and not want.strip()  # written as is or left out: the contract says "plain values"
+        if node.get(key) != want and not (blank and key not in node):
             out.append(f"{where}: {key} {node.get(key)!r}, the frontmatter's {want!r}")
     if node.get("tags") != (list(concept.tags) or None):
         out.append(f"{where}: tags {node.get('tags')!r}, the frontmatter's {list(concept.tags)!r}")

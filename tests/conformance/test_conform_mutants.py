@@ -257,21 +257,22 @@ def test_list_card_and_legacy_timestamp_mutants_are_killed_while_the_real_server
     assert {r.name: r.killed_by for r in results[1:]} == LEGACY_TIMESTAMP_MUTANTS
 
 
-GRAPH_REFERENCE_MUTANTS = {"graph_drops_references": ("oracle_semantic_graph[get_semantic_graph]",),
-                           "graph_drops_broken_references": ("oracle_semantic_graph[get_semantic_graph]",)}
+GRAPH_DATA_MUTANTS = {name: ("oracle_semantic_graph[get_semantic_graph]",) for name in (
+    "graph_drops_references", "graph_drops_broken_references", "graph_concept_trust_raised",
+    "graph_concept_unresolved_status_stable", "graph_concept_tags_dropped")}
 
 
 @pytest.mark.slow
-def test_graph_reference_mutants_are_killed_by_the_graph_oracle_while_the_real_server_passes():
-    """A v0.2 graph that lists only the links to existing concepts passes every rule but the
-    contract's: a broken link's target is a reference too."""
+def test_graph_data_mutants_are_killed_by_the_graph_oracle_while_the_real_server_passes():
+    """A v0.2 graph that lists only the links to existing concepts, or whose concept nodes say
+    another trust, status or tags, passes every rule but the contract's data."""
     if not Path(KNOWSPEC).exists():
         pytest.skip("knowspec console script not installed")
     base = RunConfig(target="", family="okf", tools=("get_semantic_graph",), checks=("oracle_semantic_graph",),
                      max_examples=2)
-    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(GRAPH_REFERENCE_MUTANTS)))
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(GRAPH_DATA_MUTANTS)))
     assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == GRAPH_REFERENCE_MUTANTS
+    assert {r.name: r.killed_by for r in results[1:]} == GRAPH_DATA_MUTANTS
 
 
 def test_the_catalogue_covers_every_contract_tool_with_120_mutants():

@@ -191,3 +191,20 @@ def test_the_citations_fallback_is_active_only_without_a_sources_key_and_only_wi
     assert "source_count" not in expected_list_card({"source_count": 0}, active)
     assert "sources" not in expected_projection(active)
     assert "sources" in expected_projection(bundle.concept("cite/with-sources"))
+
+
+def test_a_graph_concept_node_is_judged_on_its_scalars_and_its_tag_set_with_one_value_a_scalar():
+    from knowspec.conformance.fixtures.model import Concept, Event
+    from knowspec.conformance.oracles.okf_cards import graph_concept_differences
+
+    concept = Concept("c", type="Guide", title=" ", status="  ", tags=("ops",), stale_after="2025-02-28",
+                      verified=(Event("bot/2", "2025-01-05T00:00:00Z"),))
+    node = {"@id": "local:bundle:c", "@type": "proj:Concept", "conceptType": "Guide", "declaredStatus": "  ",
+            "effectiveStatus": "unresolved", "staleAfter": {"@value": "2025-02-28", "@type": "xsd:date"},
+            "tag": "ops", "trustTier": "machine-confirmed"}
+    assert graph_concept_differences(node, concept) == {}
+    assert set(graph_concept_differences({**node, "tag": ["ops"]}, concept)) == {"tag"}
+    assert set(graph_concept_differences({**node, "title": " "}, concept)) == {"title"}
+    assert set(graph_concept_differences({**node, "effectiveStatus": "stable"}, concept)) == {"effectiveStatus"}
+    assert set(graph_concept_differences({k: v for k, v in node.items() if k != "staleAfter"}, concept)) == {
+        "staleAfter"}
