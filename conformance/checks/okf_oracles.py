@@ -360,6 +360,27 @@ def _plain(concept_id: str) -> bool:
     return concept_id.isascii() and concept_id.isalnum()
 
 
+def _concept_nodes(nodes: list) -> dict[str, dict]:
+    """The graph's ``proj:Concept`` nodes by concept ID (the IRI's local part, percent-decoded)."""
+    return {unquote(_local(n.get("@id", ""))): n for n in nodes
+            if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
+
+
+def _concept_node_problems(bundle: Bundle, concepts: dict[str, dict]) -> list[str]:
+    return [f"{c.id}: {key} {got!r} != {want!r}" for c in bundle.concepts if c.id in concepts
+            for key, (got, want) in cards.graph_concept_differences(concepts[c.id], c).items()]
+
+
+def _legacy_text_problems(ctx: CheckContext, outcome: CallOutcome, bundle: Bundle) -> list[str]:
+    """What breaks the legacy JSON-LD text, for a family whose text fallback is custom."""
+    if ctx.require_tool().text_fallback != "custom":
+        return []
+    if len(outcome.texts) != 1:
+        return [f"{len(outcome.texts)} text items, expected the legacy JSON-LD"]
+    return [f"text (legacy JSON-LD): {p}" for p in
+            legacy_graph.legacy_problems(outcome.texts[0], bundle, ctx.require_tool().text_encoder)]
+
+
 @check("oracle_semantic_graph", f"{READ} (v0.2 projection: a node per concept, every relation, @graph by @id)",
        **for_tool("get_semantic_graph"))
 def oracle_semantic_graph(ctx: CheckContext) -> None:
@@ -372,17 +393,11 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         problems = []
         if ids != sorted(ids) or len(set(ids)) != len(ids):
             problems.append("@graph is not sorted by @id and deduplicated")
-        concepts = {_local(n.get("@id", "")): n for n in nodes
-                    if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
+        concepts = _concept_nodes(nodes)
         safe = {c.id for c in bundle.concepts if _plain(c.id)}
         if not safe <= set(concepts):
             problems.append(f"concept nodes missing: {sorted(safe - set(concepts))}")
-        by_concept = {unquote(_local(n.get("@id", ""))): n for n in nodes
-                      if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
-        for concept in bundle.concepts:
-            if concept.id in by_concept:
-                problems += [f"{concept.id}: {key} {got!r} != {want!r}" for key, (got, want)
-                             in cards.graph_concept_differences(by_concept[concept.id], concept).items()]
+        problems += _concept_node_problems(bundle, concepts)
         rels = set()
         for n in nodes:
             if isinstance(n, dict) and "relationType" in n and n.get("targetExists", {}).get("@value", True) is not False:
@@ -401,27 +416,17 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         if refs != want_refs:
             problems.append(f"references {sorted(refs)} != the targets of resolved links, broken ones "
                             f"included, {sorted(want_refs)}")
-        if ctx.require_tool().text_fallback == "custom":
-            if len(outcome.texts) != 1:
-                problems.append(f"{len(outcome.texts)} text items, expected the legacy JSON-LD")
-            else:
-                problems += [f"text (legacy JSON-LD): {p}" for p in
-                             legacy_graph.legacy_problems(outcome.texts[0], bundle, ctx.require_tool().text_encoder)]
+        problems += _legacy_text_problems(ctx, outcome, bundle)
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
+
     def test(bundle: Bundle) -> None:
         outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))})
-        nodes = {unquote(_local(n.get("@id", ""))): n for n in outcome.structured.get("@graph") or []
-                 if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
-        problems = [f"{c.id}: {key} {got!r} != {want!r}" for c in bundle.concepts if c.id in nodes
-                    for key, (got, want) in cards.graph_concept_differences(nodes[c.id], c).items()]
-        if not {c.id for c in bundle.concepts} <= set(nodes):
-            problems.append(f"concept nodes missing: {sorted({c.id for c in bundle.concepts} - set(nodes))}")
-        if ctx.require_tool().text_fallback == "custom":
-            texts = outcome.texts
-            problems += [f"text (legacy JSON-LD): {p}" for p in
-                         (legacy_graph.legacy_problems(texts[0], bundle, ctx.require_tool().text_encoder)
-                          if len(texts) == 1 else [f"{len(texts)} text items, expected the legacy JSON-LD"])]
+        concepts = _concept_nodes(outcome.structured.get("@graph") or [])
+        problems = _concept_node_problems(bundle, concepts)
+        if not bundle.ids <= set(concepts):
+            problems.append(f"concept nodes missing: {sorted(bundle.ids - set(concepts))}")
+        problems += _legacy_text_problems(ctx, outcome, bundle)
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
 

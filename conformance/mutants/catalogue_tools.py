@@ -363,7 +363,7 @@ def _tags_dropped(node: dict) -> bool:
 
 
 add("graph_concept_trust_raised", GRAPH, "a concept node's trustTier comes from the valid verified events",
-    _graph_concepts(lambda n: set_field("trustTier", lambda t: "human-reviewed")(n)), O_GRAPH, "results")
+    _graph_concepts(set_field("trustTier", lambda t: "human-reviewed")), O_GRAPH, "results")
 add("graph_concept_unresolved_status_stable", GRAPH, "a malformed status is effectiveStatus unresolved",
     _graph_concepts(_unresolved_as_stable), O_GRAPH, "results")
 add("graph_concept_tags_dropped", GRAPH, "a concept node lists its valid tags", _graph_concepts(_tags_dropped),

@@ -231,6 +231,10 @@ def expected_list_card(card: dict[str, Any], concept: Concept) -> dict[str, Any]
 
 # ---- the v0.2 graph's Concept node (read.md §1.11) ------------------------------------------------
 
+GRAPH_CONCEPT_SCALARS = ("conceptType", "title", "description", "trustTier", "effectiveStatus", "declaredStatus",
+                         "staleAfter")
+
+
 def expected_graph_concept(concept: Concept) -> dict[str, Any]:
     """The scalar predicates of the concept's ``proj:Concept`` node under the date profile, as
     the node writes them (a predicate with no value is left out); ``tag`` as the set of valid
@@ -255,8 +259,7 @@ def graph_concept_differences(node: dict[str, Any], concept: Concept) -> dict[st
     single value is a scalar, several an array, none no key at all."""
     want = expected_graph_concept(concept)
     out: dict[str, tuple[Any, Any]] = {}
-    for key in ("conceptType", "title", "description", "trustTier", "effectiveStatus", "declaredStatus",
-                "staleAfter"):
+    for key in GRAPH_CONCEPT_SCALARS:
         if node.get(key, "<missing>") != want.get(key, "<missing>"):
             out[key] = (node.get(key, "<missing>"), want.get(key, "<missing>"))
     got, tags = node.get("tag", "<missing>"), want["tag"]
