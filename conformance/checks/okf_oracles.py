@@ -12,7 +12,6 @@ from __future__ import annotations
 
 import json
 from typing import Any
-from urllib.parse import unquote
 
 from knowspec.conformance.checks.common import (
     SCORE_TOLERANCE, advertised_only, fail, require_result, said, score_differs, unsuccessful,
@@ -26,6 +25,7 @@ from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
 from knowspec.conformance.oracles.go_encoding import go_text_problem
+from knowspec.conformance.oracles.okf_graph_provenance import concept_id_of, iri_of, provenance_problems
 from knowspec.conformance.target import CallOutcome
 
 READ = "spec/okf/contract/read.md"
@@ -345,16 +345,6 @@ def links_bundle() -> Bundle:
     ))
 
 
-def _iri(node: Any) -> str:
-    if isinstance(node, dict):
-        return str(node.get("@id", ""))
-    return str(node or "")
-
-
-def _local(iri: str) -> str:
-    return iri[len("local:bundle:"):] if iri.startswith("local:bundle:") else iri
-
-
 def _plain(concept_id: str) -> bool:
     """An ID whose IRI is the same with or without percent-encoding (ASCII letters and digits)."""
     return concept_id.isascii() and concept_id.isalnum()
@@ -362,7 +352,7 @@ def _plain(concept_id: str) -> bool:
 
 def _concept_nodes(nodes: list) -> dict[str, dict]:
     """The graph's ``proj:Concept`` nodes by concept ID (the IRI's local part, percent-decoded)."""
-    return {unquote(_local(n.get("@id", ""))): n for n in nodes
+    return {concept_id_of(n.get("@id", "")): n for n in nodes
             if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
 
 
@@ -381,11 +371,12 @@ def _legacy_text_problems(ctx: CheckContext, outcome: CallOutcome, bundle: Bundl
             legacy_graph.legacy_problems(outcome.texts[0], bundle, ctx.require_tool().text_encoder)]
 
 
-@check("oracle_semantic_graph", f"{READ} (v0.2 projection: a node per concept, every relation, @graph by @id)",
-       **for_tool("get_semantic_graph"))
+@check("oracle_semantic_graph", f"{READ} (v0.2 projection: a node per concept, every relation, its provenance "
+       "nodes, @graph by @id)", **for_tool("get_semantic_graph"))
 def oracle_semantic_graph(ctx: CheckContext) -> None:
-    """The graph holds a node per concept, each resolved relation and link once, sorted by @id."""
-    for bundle in (graph_bundle(), dated_bundle(), links_bundle(), cards_bundle()):
+    """The graph holds a node per concept with its provenance nodes, each resolved relation and
+    link once, sorted by @id."""
+    for bundle in (graph_bundle(), dated_bundle(), links_bundle(), cards_bundle(), stamped_bundle()):
         path = str(ctx.bundles.path_of(bundle))
         outcome = success(ctx, {"bundle_path": path})
         nodes = outcome.structured.get("@graph") or []
@@ -401,8 +392,8 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         rels = set()
         for n in nodes:
             if isinstance(n, dict) and "relationType" in n and n.get("targetExists", {}).get("@value", True) is not False:
-                rels.add((_local(_iri(n.get("relationSource"))), n.get("relationType"),
-                          _local(_iri(n.get("relationTarget")))))
+                rels.add((concept_id_of(iri_of(n.get("relationSource"))), n.get("relationType"),
+                          concept_id_of(iri_of(n.get("relationTarget")))))
         want = {r for r in oracle.graph_relations(bundle) if r[0] in safe and r[2] in safe}
         if rels & want != want:
             problems.append(f"relations missing: {sorted(want - rels)}")
@@ -410,20 +401,22 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         for cid, node in concepts.items():
             value = node.get("references")
             for item in value if isinstance(value, list) else [value] if value else []:
-                refs.add((cid, _local(_iri(item))))
+                refs.add((cid, concept_id_of(iri_of(item))))
         want_refs = {r for r in oracle.graph_references(bundle) if r[0] in safe and _plain(r[1])}
         refs = {r for r in refs if _plain(r[1])}
         if refs != want_refs:
             problems.append(f"references {sorted(refs)} != the targets of resolved links, broken ones "
                             f"included, {sorted(want_refs)}")
+        problems += provenance_problems(nodes, bundle)
         problems += _legacy_text_problems(ctx, outcome, bundle)
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
 
     def test(bundle: Bundle) -> None:
         outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))})
-        concepts = _concept_nodes(outcome.structured.get("@graph") or [])
-        problems = _concept_node_problems(bundle, concepts)
+        nodes = outcome.structured.get("@graph") or []
+        concepts = _concept_nodes(nodes)
+        problems = _concept_node_problems(bundle, concepts) + provenance_problems(nodes, bundle)
         if not bundle.ids <= set(concepts):
             problems.append(f"concept nodes missing: {sorted(bundle.ids - set(concepts))}")
         problems += _legacy_text_problems(ctx, outcome, bundle)

@@ -370,6 +370,56 @@ add("graph_concept_tags_dropped", GRAPH, "a concept node lists its valid tags", 
     O_GRAPH, "results")
 
 
+def _graph_nodes(cls: str, edit: Callable[[dict], bool]) -> Edit:
+    """Apply ``edit`` to the @graph's nodes of type ``proj:<cls>`` until one changes."""
+    def each(out: dict) -> bool:
+        return any(edit(n) for n in out.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == f"proj:{cls}")
+
+    return each
+
+
+def _unflag_legacy(node: dict) -> bool:
+    """A v0.1 fallback's node written as a native one: no legacyFallback, no citation number."""
+    if "legacyFallback" not in node:
+        return False
+    del node["legacyFallback"]
+    node.pop("legacyCitationNumber", None)
+    return True
+
+
+def _verifications_reordered(out: dict) -> bool:
+    """Two events of one concept trade places: the same nodes, the ordinals no longer by (at, by)."""
+    nodes = [n for n in out.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == "proj:Verification"]
+    for a, b in zip(nodes, nodes[1:]):
+        if a.get("verificationOf") == b.get("verificationOf") and (a.get("at"), a.get("actor")) != (b.get("at"), b.get("actor")):
+            for key in ("actor", "at"):
+                a[key], b[key] = b.get(key), a.get(key)
+            return True
+    return False
+
+
+def _plain_integer(value: Any) -> Any:
+    return int(value["@value"]) if isinstance(value, dict) and "@value" in value else value
+
+
+add("graph_generation_dropped", GRAPH, "a valid generated event is a Generation node",
+    _drop_node(lambda n: n.get("@type") == "proj:Generation"), O_GRAPH, "results")
+add("graph_generation_fallback_unflagged", GRAPH, "a Generation from the legacy timestamp has legacyFallback true",
+    _graph_nodes("Generation", _unflag_legacy), O_GRAPH, "results")
+add("graph_verification_dropped", GRAPH, "every valid verified event is a Verification node",
+    _drop_node(lambda n: n.get("@type") == "proj:Verification"), O_GRAPH, "results")
+add("graph_verifications_reordered", GRAPH, "Verification ordinals follow (at, by)", _verifications_reordered,
+    O_GRAPH, "ordering")
+add("graph_source_dropped", GRAPH, "every valid source is a ProvenanceSource node",
+    _drop_node(lambda n: n.get("@type") == "proj:ProvenanceSource"), O_GRAPH, "results")
+add("graph_citation_source_unflagged", GRAPH, "a # Citations entry's source has legacyFallback and its number",
+    _graph_nodes("ProvenanceSource", _unflag_legacy), O_GRAPH, "results")
+add("graph_source_usage_count_plain", GRAPH, "usageCount is an xsd:integer literal",
+    _graph_nodes("ProvenanceSource", set_field("usageCount", _plain_integer)), O_GRAPH, "results")
+add("graph_attribution_unresolved", GRAPH, "a label a valid source's id carries is resolved",
+    _graph_nodes("ClaimAttribution", set_field("resolved", lambda v: {**v, "@value": False})), O_GRAPH, "results")
+
+
 def _hide_errors(out: dict) -> bool:
     diags = out.get("diagnostics") or []
     errors = [d for d in diags if d.get("severity") == "ERROR"]
