@@ -368,6 +368,8 @@ add("graph_concept_unresolved_status_stable", GRAPH, "a malformed status is effe
     _graph_concepts(_unresolved_as_stable), O_GRAPH, "results")
 add("graph_concept_tags_dropped", GRAPH, "a concept node lists its valid tags", _graph_concepts(_tags_dropped),
     O_GRAPH, "results")
+add("graph_concept_resource_relative", GRAPH, "a concept's URL resource is of kind url",
+    _graph_concepts(set_field("resourceKind", lambda k: "relative")), O_GRAPH, "results")
 
 
 def _graph_nodes(cls: str, edit: Callable[[dict], bool]) -> Edit:

@@ -231,18 +231,27 @@ def expected_list_card(card: dict[str, Any], concept: Concept) -> dict[str, Any]
 
 # ---- the v0.2 graph's Concept node (read.md §1.11) ------------------------------------------------
 
-GRAPH_CONCEPT_SCALARS = ("conceptType", "title", "description", "trustTier", "effectiveStatus", "declaredStatus",
-                         "staleAfter")
+GRAPH_CONCEPT_SCALARS = ("conceptType", "title", "description", "resource", "trustTier", "effectiveStatus",
+                         "declaredStatus", "staleAfter")
+RESOURCE_KINDS = ("url", "bundle-relative", "relative", "scope", "ambiguous")
+
+
+def url_resource(resource: str) -> bool:
+    """An http(s) URL: its ``resourceKind`` is ``url`` and it never becomes an asset node."""
+    return re.match(r"^https?://", resource, re.I) is not None
 
 
 def expected_graph_concept(concept: Concept) -> dict[str, Any]:
     """The scalar predicates of the concept's ``proj:Concept`` node under the date profile, as
     the node writes them (a predicate with no value is left out); ``tag`` as the set of valid
-    tags. Resource predicates and references are judged elsewhere or not at all."""
+    tags. The resource as written; its kind is ``url`` for an http(s) URL, which never becomes an
+    asset node (no ``resourceNode``); another resource's kind is only held to the contract's values
+    (the fixtures write URLs only). References are judged elsewhere."""
     status, _ = status_fields(concept)
     node: dict[str, Any] = {
         "conceptType": typed_string(concept.type), "title": typed_string(concept.title),
-        "description": typed_string(concept.description), "trustTier": trust(concept),
+        "description": typed_string(concept.description), "resource": typed_string(concept.resource),
+        "trustTier": trust(concept),
         "effectiveStatus": status if status is not None else "unresolved",
         "declaredStatus": concept.status or None,
     }
@@ -262,6 +271,13 @@ def graph_concept_differences(node: dict[str, Any], concept: Concept) -> dict[st
     for key in GRAPH_CONCEPT_SCALARS:
         if node.get(key, "<missing>") != want.get(key, "<missing>"):
             out[key] = (node.get(key, "<missing>"), want.get(key, "<missing>"))
+    resource, kind = want.get("resource"), node.get("resourceKind", "<missing>")
+    if resource is not None and url_resource(resource) and (kind != "url" or "resourceNode" in node):
+        out["resourceKind"] = ((kind, node.get("resourceNode", "<missing>")), ("url", "<missing>"))
+    elif resource is not None and kind not in RESOURCE_KINDS:
+        out["resourceKind"] = (kind, RESOURCE_KINDS)
+    elif resource is None and kind != "<missing>":
+        out["resourceKind"] = (kind, "<missing>")
     got, tags = node.get("tag", "<missing>"), want["tag"]
     values = [] if got == "<missing>" else got if isinstance(got, list) else [got]
     shape = (got == "<missing>") if not tags else (not isinstance(got, list)) if len(tags) == 1 else True

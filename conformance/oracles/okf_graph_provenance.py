@@ -23,7 +23,8 @@ from urllib.parse import unquote
 
 from knowspec.conformance.fixtures.model import Bundle, Concept, Event, render_body
 from knowspec.conformance.oracles.okf_cards import (
-    attributions, citations_fallback, normalised_label, rfc3339, timestamp_fallback, valid_actor, valid_source,
+    RESOURCE_KINDS, attributions, citations_fallback, normalised_label, rfc3339, timestamp_fallback, url_resource,
+    valid_actor, valid_source,
 )
 
 CONCEPT_IRI = "local:bundle:"
@@ -31,7 +32,6 @@ SYNTHETIC_IRI = "urn:skosovsky:okf:graph:v0.2:"
 OWNER = {"proj:Generation": "generationOf", "proj:Verification": "verificationOf",
          "proj:ProvenanceSource": "sourceOf", "proj:ClaimAttribution": "attributionOf"}
 _ORDINAL = re.compile(r"(legacy-)?\d{6}")
-_URL = re.compile(r"^https?://", re.I)
 ABSENT = "<absent>"
 
 
@@ -200,9 +200,9 @@ def source_problems(concept: Concept, nodes: list[dict]) -> list[str]:
                         f"{sorted(map(str, want - got))} expected")
     for node in nodes:
         kind, resource = node.get("resourceKind", ABSENT), str(node.get("resource", ""))
-        if _URL.match(resource) and kind != "url":
-            problems.append(f"{where}: resourceKind {kind!r} for the URL {resource!r}")
-        elif kind not in ("url", "bundle-relative", "relative", "scope", "ambiguous"):
+        if url_resource(resource) and (kind != "url" or "resourceNode" in node):
+            problems.append(f"{where}: resourceKind {kind!r} or a resourceNode for the URL {resource!r}")
+        elif kind not in RESOURCE_KINDS:
             problems.append(f"{where}: resourceKind {kind!r} outside the contract's values")
     return problems
 

@@ -208,3 +208,19 @@ def test_a_graph_concept_node_is_judged_on_its_scalars_and_its_tag_set_with_one_
     assert set(graph_concept_differences({**node, "effectiveStatus": "stable"}, concept)) == {"effectiveStatus"}
     assert set(graph_concept_differences({k: v for k, v in node.items() if k != "staleAfter"}, concept)) == {
         "staleAfter"}
+
+
+def test_a_graph_concept_nodes_url_resource_is_kept_as_written_of_kind_url_and_never_an_asset():
+    from knowspec.conformance.fixtures.model import Concept
+    from knowspec.conformance.oracles.okf_cards import graph_concept_differences
+
+    concept = Concept("c", resource="https://example.com/retry")
+    node = {"@id": "local:bundle:c", "@type": "proj:Concept", "conceptType": "Note", "effectiveStatus": "stable",
+            "trustTier": "unverified", "resource": "https://example.com/retry", "resourceKind": "url"}
+    assert graph_concept_differences(node, concept) == {}
+    assert set(graph_concept_differences({**node, "resourceKind": "relative"}, concept)) == {"resourceKind"}
+    assert set(graph_concept_differences({**node, "resourceNode": {"@id": "urn:x"}}, concept)) == {"resourceKind"}
+    assert set(graph_concept_differences({k: v for k, v in node.items() if k != "resource"}, concept)) == {"resource"}
+    bare = {k: v for k, v in node.items() if k not in ("resource", "resourceKind")}
+    assert graph_concept_differences(bare, Concept("c")) == {}
+    assert set(graph_concept_differences({**bare, "resourceKind": "url"}, Concept("c"))) == {"resourceKind"}
