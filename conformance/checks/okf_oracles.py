@@ -25,7 +25,7 @@ from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
 from knowspec.conformance.oracles.go_encoding import go_text_problem
-from knowspec.conformance.oracles.okf_graph_provenance import concept_id_of, iri_of, provenance_problems
+from knowspec.conformance.oracles.okf_graph_children import child_problems, concept_id_of, iri_of
 from knowspec.conformance.target import CallOutcome
 
 READ = "spec/okf/contract/read.md"
@@ -389,14 +389,6 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         if not safe <= set(concepts):
             problems.append(f"concept nodes missing: {sorted(safe - set(concepts))}")
         problems += _concept_node_problems(bundle, concepts)
-        rels = set()
-        for n in nodes:
-            if isinstance(n, dict) and "relationType" in n and n.get("targetExists", {}).get("@value", True) is not False:
-                rels.add((concept_id_of(iri_of(n.get("relationSource"))), n.get("relationType"),
-                          concept_id_of(iri_of(n.get("relationTarget")))))
-        want = {r for r in oracle.graph_relations(bundle) if r[0] in safe and r[2] in safe}
-        if rels & want != want:
-            problems.append(f"relations missing: {sorted(want - rels)}")
         refs = set()
         for cid, node in concepts.items():
             value = node.get("references")
@@ -407,7 +399,7 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         if refs != want_refs:
             problems.append(f"references {sorted(refs)} != the targets of resolved links, broken ones "
                             f"included, {sorted(want_refs)}")
-        problems += provenance_problems(nodes, bundle)
+        problems += child_problems(nodes, bundle)
         problems += _legacy_text_problems(ctx, outcome, bundle)
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
@@ -416,7 +408,7 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))})
         nodes = outcome.structured.get("@graph") or []
         concepts = _concept_nodes(nodes)
-        problems = _concept_node_problems(bundle, concepts) + provenance_problems(nodes, bundle)
+        problems = _concept_node_problems(bundle, concepts) + child_problems(nodes, bundle)
         if not bundle.ids <= set(concepts):
             problems.append(f"concept nodes missing: {sorted(bundle.ids - set(concepts))}")
         problems += _legacy_text_problems(ctx, outcome, bundle)

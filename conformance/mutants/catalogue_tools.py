@@ -404,6 +404,32 @@ def _plain_integer(value: Any) -> Any:
     return int(value["@value"]) if isinstance(value, dict) and "@value" in value else value
 
 
+def _broken_relation(node: dict) -> bool:
+    return node.get("@type") == "proj:ToolkitExtensionRelation" and node.get("targetExists", {}).get("@value") is False
+
+
+def _broken_relation_resolved(node: dict) -> bool:
+    if not _broken_relation(node):
+        return False
+    node["targetExists"] = {"@value": True, "@type": "xsd:boolean"}
+    return True
+
+
+def _source_fragment_dropped(node: dict) -> bool:
+    """A subresource's relation credited to its concept."""
+    source = node.get("relationSource")
+    if isinstance(source, dict) and "#" in str(source.get("@id", "")):
+        node["relationSource"] = {"@id": source["@id"].split("#")[0]}
+        return True
+    return False
+
+
+add("graph_broken_relation_dropped", GRAPH, "a relation that does not resolve is a node too (targetExists false)",
+    _drop_node(_broken_relation), O_GRAPH, "results")
+add("graph_broken_relation_exists", GRAPH, "targetExists is false when the target or its fragment is missing",
+    _graph_nodes("ToolkitExtensionRelation", _broken_relation_resolved), O_GRAPH, "results")
+add("graph_subresource_relation_from_concept", GRAPH, "a subresource's relation has the subresource as its source",
+    _graph_nodes("ToolkitExtensionRelation", _source_fragment_dropped), O_GRAPH, "results")
 add("graph_generation_dropped", GRAPH, "a valid generated event is a Generation node",
     _drop_node(lambda n: n.get("@type") == "proj:Generation"), O_GRAPH, "results")
 add("graph_generation_fallback_unflagged", GRAPH, "a Generation from the legacy timestamp has legacyFallback true",

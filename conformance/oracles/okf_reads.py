@@ -147,12 +147,6 @@ def expected_section_hits(bundle: Bundle, query: str) -> list[dict]:
 
 # ---- get_semantic_graph ------------------------------------------------------------------------
 
-def graph_relations(bundle: Bundle) -> set[tuple[str, str, str]]:
-    """(source id, relation type, target id) of every relation without a fragment to an existing concept."""
-    return {(c.id, r.rel_type, r.target) for c in bundle.concepts for r in c.relations
-            if r.target in bundle.ids and not r.fragment}
-
-
 def graph_references(bundle: Bundle) -> set[tuple[str, str]]:
     """(source, target) of every link that resolves to a concept ID, broken targets included."""
     return {(c.id, link.target) for c in bundle.concepts for link in c.links if link.resolves()}

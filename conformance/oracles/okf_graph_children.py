@@ -1,7 +1,10 @@
-"""The v0.2 graph's provenance nodes, restated from the frontmatter the suite wrote.
+"""The v0.2 graph's child nodes of a concept (its provenance and its typed relations), restated
+from the frontmatter the suite wrote.
 
-read.md §1.11 closes the classes ``Generation``, ``Verification``, ``ProvenanceSource`` and
-``ClaimAttribution``; §1.3 fixes the synthetic IRIs of a concept's children
+read.md §1.11 closes the classes ``Generation``, ``Verification``, ``ProvenanceSource``,
+``ClaimAttribution`` and ``ToolkitExtensionRelation``; §1.7 makes every syntactically valid
+relation a node, resolved or not (``targetExists``), its source the subresource that holds it;
+§1.3 fixes the synthetic IRIs of a concept's children
 (``urn:skosovsky:okf:graph:v0.2:<kind>:<b64(concept ID)>:<b64(ordinal)>``, a six-digit ordinal,
 ``legacy-`` before it for a ``# Citations`` entry); §1.4, §1.8 and §1.9 say which events and
 sources are valid, and when the v0.1 fallbacks stand in. Where the contract is silent the rules
@@ -43,6 +46,13 @@ def iri_of(value: Any) -> str:
 def concept_id_of(iri: str) -> str:
     """A concept IRI's concept ID: the local part, percent-decoded (no one encoding required)."""
     return unquote(iri[len(CONCEPT_IRI):]) if iri.startswith(CONCEPT_IRI) else iri
+
+
+def concept_ref_of(iri: str) -> tuple[str, str]:
+    """``(concept ID, fragment)`` of a concept IRI with an optional ``#fragment``: a ``#`` of the
+    ID itself is percent-encoded (§1.3), so the first raw one starts the fragment."""
+    base, _, fragment = iri.partition("#")
+    return concept_id_of(base), fragment
 
 
 def _b64(part: str) -> str | None:
@@ -245,6 +255,47 @@ def attribution_problems(concept: Concept, nodes: list[dict], source_nodes: list
     problems += [f"{where}: a node for {label!r}, which no source, reference or definition names"
                  for label in got if label not in known]
     return problems
+
+
+# ---- ToolkitExtensionRelation (read.md §1.7) ----------------------------------------------------
+
+def expected_relations(bundle: Bundle) -> Counter:
+    """``(source, type, target, exists)`` of every relation the fixtures write (all syntactically
+    valid), a source or target as ``(concept ID, fragment)``: a subresource's relations have it as
+    their source."""
+    out: Counter = Counter()
+    for concept in bundle.concepts:
+        held = [("", r) for r in concept.relations] + [(s.id, r) for s in concept.sections for r in s.relations]
+        for fragment, rel in held:
+            out[((concept.id, fragment), rel.rel_type, (rel.target, rel.fragment), bundle.relation_resolves(rel))] += 1
+    return out
+
+
+def relation_problems(nodes: list, bundle: Bundle) -> list[str]:
+    """The relation nodes are the written relations, each once, ``targetExists`` telling which
+    resolve; each has a namespace and a per-concept child IRI of its source's concept."""
+    got: Counter = Counter()
+    problems = []
+    for node in nodes:
+        if not (isinstance(node, dict) and node.get("@type") == "proj:ToolkitExtensionRelation"):
+            continue
+        source = concept_ref_of(iri_of(node.get("relationSource")))
+        exists = _literal(node.get("targetExists", ABSENT), "xsd:boolean")
+        got[(source, node.get("relationType"), concept_ref_of(iri_of(node.get("relationTarget"))), exists)] += 1
+        if not isinstance(node.get("extensionNamespace"), str) or not node["extensionNamespace"]:
+            problems.append(f"relation of {source[0]!r}: extensionNamespace {node.get('extensionNamespace', ABSENT)!r}")
+        if child_ordinal(iri_of(node), source[0]) is None:
+            problems.append(f"relation of {source[0]!r}: @id {iri_of(node)!r} is not a child IRI of its concept")
+    want = expected_relations(bundle)
+    if got != want:
+        problems.append(f"relations (source, type, target, exists) {sorted(map(str, (got - want).elements()))} "
+                        f"written, {sorted(map(str, (want - got).elements()))} expected")
+    return problems
+
+
+def child_problems(nodes: list, bundle: Bundle) -> list[str]:
+    """Every problem of a v0.2 ``@graph``'s concept children against the bundle it projects."""
+    return provenance_problems(nodes, bundle) + relation_problems(nodes, bundle)
 
 
 def provenance_problems(nodes: list, bundle: Bundle) -> list[str]:

@@ -1,13 +1,13 @@
 """The v0.2 graph's provenance nodes are judged on what the contract fixes, and left free where it
-is silent (conformance/oracles/okf_graph_provenance.py)."""
+is silent (conformance/oracles/okf_graph_children.py)."""
 
 from __future__ import annotations
 
 import base64
 
-from knowspec.conformance.fixtures.model import Bundle, Concept, Event, Source
-from knowspec.conformance.oracles.okf_graph_provenance import (
-    attribution_problems, child_ordinal, generation_problems, provenance_problems, source_problems,
+from knowspec.conformance.fixtures.model import Bundle, Concept, Event, Relation, Section, Source
+from knowspec.conformance.oracles.okf_graph_children import (
+    attribution_problems, child_ordinal, generation_problems, provenance_problems, relation_problems, source_problems,
     verification_problems,
 )
 
@@ -139,3 +139,30 @@ def test_a_provenance_node_of_no_concept_of_the_bundle_is_a_problem():
     bundle = Bundle("b", (Concept("c"),))
     assert provenance_problems([generation("ghost", at=at("2025-01-01T00:00:00Z"))], bundle) == [
         "proj:Generation node of 'ghost', which is no concept of the bundle"]
+
+
+def relation(n: int, source: str, rel_type: str, target: str, exists: bool) -> dict:
+    return {"@id": f"urn:skosovsky:okf:graph:v0.2:relation:{b64(source.split('#')[0])}:{b64(f'{n:06d}')}",
+            "@type": "proj:ToolkitExtensionRelation", "extensionNamespace": "ns", "relationType": rel_type,
+            "relationSource": {"@id": f"local:bundle:{source}"}, "relationTarget": {"@id": f"local:bundle:{target}"},
+            "targetExists": flag(exists)}
+
+
+def test_every_relation_is_a_node_resolved_or_not_and_a_subresources_relation_starts_at_it():
+    bundle = Bundle("b", (
+        Concept("a", relations=(Relation("uses", "b", "part"), Relation("uses", "b", "nope"), Relation("cites", "gone"))),
+        Concept("b", fragments=("part",), sections=(Section("s1", (Relation("uses", "a"),)),)),
+    ))
+    nodes = [relation(0, "a", "uses", "b#part", True), relation(1, "a", "uses", "b#nope", False),
+             relation(2, "a", "cites", "gone", False), relation(0, "b#s1", "uses", "a", True)]
+    assert relation_problems(nodes, bundle) == []
+    assert relation_problems(nodes[:2] + nodes[3:], bundle)
+    assert relation_problems(nodes[:1] + [relation(1, "a", "uses", "b#nope", True)] + nodes[2:], bundle)
+    assert relation_problems(nodes[:3] + [relation(0, "b", "uses", "a", True)], bundle)
+
+
+def test_an_ids_own_hash_is_percent_encoded_so_only_a_raw_one_starts_the_fragment():
+    bundle = Bundle("b", (Concept("hash#name", relations=(Relation("uses", "hash#name", "part"),)),))
+    node = relation(0, "hash%23name", "uses", "hash%23name#part", False)
+    node["@id"] = f"urn:skosovsky:okf:graph:v0.2:relation:{b64('hash#name')}:{b64('000000')}"
+    assert relation_problems([node], bundle) == []
