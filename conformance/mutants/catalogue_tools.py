@@ -343,12 +343,16 @@ add("graph_drops_broken_references", GRAPH, "broken link targets are references 
     O_GRAPH, "results")
 
 
-def _graph_concepts(edit: Callable[[dict], bool]) -> Edit:
-    """Apply ``edit`` to the @graph's proj:Concept nodes until one changes."""
+def _graph_nodes(cls: str, edit: Callable[[dict], bool]) -> Edit:
+    """Apply ``edit`` to the @graph's nodes of type ``proj:<cls>`` until one changes."""
     def each(out: dict) -> bool:
-        return any(edit(n) for n in out.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == "proj:Concept")
+        return any(edit(n) for n in out.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == f"proj:{cls}")
 
     return each
+
+
+def _graph_concepts(edit: Callable[[dict], bool]) -> Edit:
+    return _graph_nodes("Concept", edit)
 
 
 def _unresolved_as_stable(node: dict) -> bool:
@@ -372,14 +376,6 @@ add("graph_concept_resource_relative", GRAPH, "a concept's URL resource is of ki
     _graph_concepts(set_field("resourceKind", lambda k: "relative")), O_GRAPH, "results")
 
 
-def _graph_nodes(cls: str, edit: Callable[[dict], bool]) -> Edit:
-    """Apply ``edit`` to the @graph's nodes of type ``proj:<cls>`` until one changes."""
-    def each(out: dict) -> bool:
-        return any(edit(n) for n in out.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == f"proj:{cls}")
-
-    return each
-
-
 def _unflag_legacy(node: dict) -> bool:
     """A v0.1 fallback's node written as a native one: no legacyFallback, no citation number."""
     if "legacyFallback" not in node:
@@ -393,7 +389,8 @@ def _verifications_reordered(out: dict) -> bool:
     """Two events of one concept trade places: the same nodes, the ordinals no longer by (at, by)."""
     nodes = [n for n in out.get("@graph") or [] if isinstance(n, dict) and n.get("@type") == "proj:Verification"]
     for a, b in zip(nodes, nodes[1:]):
-        if a.get("verificationOf") == b.get("verificationOf") and (a.get("at"), a.get("actor")) != (b.get("at"), b.get("actor")):
+        same_concept = a.get("verificationOf") == b.get("verificationOf")
+        if same_concept and (a.get("at"), a.get("actor")) != (b.get("at"), b.get("actor")):
             for key in ("actor", "at"):
                 a[key], b[key] = b.get(key), a.get(key)
             return True

@@ -9,8 +9,8 @@ relation a node, resolved or not (``targetExists``), its source the subresource 
 ``legacy-`` before it for a ``# Citations`` entry); §1.4, §1.8 and §1.9 say which events and
 sources are valid, and when the v0.1 fallbacks stand in. Where the contract is silent the rules
 below accept every reading: the kind names, a source's ordinal, an attribution's IRI, a Generation
-node when neither half of ``generated`` is valid, Verification nodes for a non-empty but invalid
-actor, a ClaimAttribution for a label only a source names, and ``legacyFallback: false`` written
+node when neither half of ``generated`` is valid, a non-empty but invalid actor on a Generation or
+as a Verification node, a ClaimAttribution for a label only a source names, and ``legacyFallback: false`` written
 or left out. Every function is pure: nodes in, problems (short sentences) out.
 """
 
@@ -141,7 +141,9 @@ def generation_problems(concept: Concept, nodes: list[dict]) -> list[str]:
     if not nodes:
         return [f"{where}: missing"] if by is not None or rfc3339(at) else []
     node, problems = nodes[0], _ordinal_problems(concept, nodes, "Generation")
-    if node.get("actor", None) != by:
+    # an invalid but non-empty actor may be written or left out (the contract says only "actor")
+    actors = {by} if by is not None or event is None or not event.by else {None, event.by}
+    if node.get("actor") not in actors:
         problems.append(f"{where}: actor {node.get('actor', ABSENT)!r}, expected {by if by else ABSENT!r}")
     got_at = _date_time(node, "at")
     if got_at != instant(at):

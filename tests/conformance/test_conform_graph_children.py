@@ -50,11 +50,16 @@ def test_a_child_iri_is_the_prefix_any_kind_the_concepts_id_and_a_six_digit_ordi
     assert "=" in padded and child_ordinal(f"urn:skosovsky:okf:graph:v0.2:g:{padded}:{b64('000000')}", "c") is None
 
 
-def test_a_generated_event_gives_its_valid_halves_and_an_invalid_actor_none():
+def test_a_generated_event_gives_its_valid_halves_and_an_invalid_actor_as_written_or_none():
     concept = Concept("c", generated=Event("team:x", "2025-01-02T03:04:05Z"))
     assert generation_problems(concept, [generation(at=at("2025-01-02T03:04:05Z"))]) == []
     assert generation_problems(concept, [generation(at=at("2025-01-02T05:04:05+02:00"))]) == []
-    assert generation_problems(concept, [generation(actor="team:x", at=at("2025-01-02T03:04:05Z"))])
+    assert generation_problems(concept, [generation(actor="team:x", at=at("2025-01-02T03:04:05Z"))]) == []
+    assert generation_problems(concept, [generation(actor="team:y", at=at("2025-01-02T03:04:05Z"))])
+    blank = Concept("c", generated=Event(" ", "2025-01-02T03:04:05Z"))
+    assert generation_problems(blank, [generation(actor=" ", at=at("2025-01-02T03:04:05Z"))]) == []
+    assert generation_problems(Concept("c", generated=Event("", "2025-01-02T03:04:05Z")),
+                               [generation(actor="", at=at("2025-01-02T03:04:05Z"))])
     assert generation_problems(concept, []) == ["c: Generation: missing"]
 
 
