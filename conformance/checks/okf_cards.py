@@ -10,31 +10,15 @@ from __future__ import annotations
 from typing import Any, Callable
 
 from knowspec.conformance.checks.common import fail
-from knowspec.conformance.checks.okf_oracles import INSTANT, READ, dated_bundle, for_tool, instant_bundle, success
+from knowspec.conformance.checks.okf_oracles import READ, for_tool, success, temporal_cases
 from knowspec.conformance.checks.registry import CheckContext, check
 from knowspec.conformance.fixtures.model import Bundle
-from knowspec.conformance.fixtures.strategies import (
-    bundles, cafe_bundle, cards_bundle, neighbors_bundle, sources_bundle,
-)
+from knowspec.conformance.fixtures.strategies import bundles
 from knowspec.conformance.oracles import okf_cards as cards
-from knowspec.conformance.oracles.okf_reads import day_boundaries, instant_boundaries
 from knowspec.conformance.target import CallOutcome
 
 DATE = "date-3fcbb9f"
 MAX_LISTED = 4   # card problems listed in one failure, one a line
-
-
-def temporal_cases() -> list[tuple[Bundle, dict[str, Any]]]:
-    """Bundles with the temporal arguments each is called with: no as_of (stale null), the day
-    before, of and after a date stale_after, and the instant boundary under the instant profile."""
-    out: list[tuple[Bundle, dict[str, Any]]] = []
-    for bundle, boundary in ((cards_bundle(), "2025-03-01"), (dated_bundle(), "2025-03-01")):
-        out.append((bundle, {}))
-        out += [(bundle, {"as_of": as_of}) for as_of, _ in day_boundaries(boundary)]
-    out += [(instant_bundle(), {"as_of": as_of, "temporal_profile": INSTANT})
-            for as_of, _ in instant_boundaries("2025-01-10T12:00:00+02:00")]
-    out += [(bundle, {}) for bundle in (cafe_bundle(), sources_bundle(), neighbors_bundle())]
-    return out
 
 
 def card_problems(where: str, got: Any, concept_id: str, bundle: Bundle, args: dict[str, Any]) -> list[str]:

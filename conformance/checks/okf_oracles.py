@@ -18,8 +18,8 @@ from knowspec.conformance.checks.common import (
 )
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section, Source
-from knowspec.conformance.fixtures.strategies import (bundles, cafe_bundle, cards_bundle, sources_bundle,
-                                                     stamped_bundle, wide_bundle)
+from knowspec.conformance.fixtures.strategies import (bundles, cafe_bundle, cards_bundle, neighbors_bundle,
+                                                     sources_bundle, stamped_bundle, wide_bundle)
 from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
@@ -68,6 +68,19 @@ def instant_bundle() -> Bundle:
         Concept("i", title="Instant", stale_after="2025-01-10T12:00:00+02:00"),
         Concept("d", title="Date only", stale_after="2025-01-10"),
     ))
+
+
+def temporal_cases() -> list[tuple[Bundle, dict[str, Any]]]:
+    """Bundles with the temporal arguments each is called with: no as_of (stale null), the day
+    before, of and after a date stale_after, and the instant boundary under the instant profile."""
+    out: list[tuple[Bundle, dict[str, Any]]] = []
+    for bundle, boundary in ((cards_bundle(), "2025-03-01"), (dated_bundle(), "2025-03-01")):
+        out.append((bundle, {}))
+        out += [(bundle, {"as_of": as_of}) for as_of, _ in oracle.day_boundaries(boundary)]
+    out += [(instant_bundle(), {"as_of": as_of, "temporal_profile": INSTANT})
+            for as_of, _ in oracle.instant_boundaries("2025-01-10T12:00:00+02:00")]
+    out += [(bundle, {}) for bundle in (cafe_bundle(), sources_bundle(), neighbors_bundle())]
+    return out
 
 
 # ---- list_concepts ----------------------------------------------------------------------------
@@ -356,9 +369,23 @@ def _concept_nodes(nodes: list) -> dict[str, dict]:
             if isinstance(n, dict) and n.get("@type") == "proj:Concept"}
 
 
-def _concept_node_problems(bundle: Bundle, concepts: dict[str, dict]) -> list[str]:
+def _concept_node_problems(bundle: Bundle, concepts: dict[str, dict], args: dict[str, Any] | None = None) -> list[str]:
+    """What the concept nodes say wrongly, under the call's temporal profile and as_of."""
+    profile, as_of = (args or {}).get("temporal_profile", cards.DEFAULT_PROFILE), (args or {}).get("as_of")
     return [f"{c.id}: {key} {got!r} != {want!r}" for c in bundle.concepts if c.id in concepts
-            for key, (got, want) in cards.graph_concept_differences(concepts[c.id], c).items()]
+            for key, (got, want) in cards.graph_concept_differences(concepts[c.id], c, profile, as_of).items()]
+
+
+GRAPH_PROFILES = {cards.DEFAULT_PROFILE: "skosovsky/okf-v0.2", INSTANT: "skosovsky/okf-v0.2-instant"}
+
+
+def _temporal_graph_problems(nodes: list, bundle: Bundle, args: dict[str, Any]) -> list[str]:
+    """The projection's profile and each concept node's staleAfter, stalenessAsOf and stale."""
+    profile = GRAPH_PROFILES[args.get("temporal_profile", cards.DEFAULT_PROFILE)]
+    projection = [n for n in nodes if isinstance(n, dict) and n.get("@type") == "proj:Projection"]
+    problems = [] if [n.get("profile") for n in projection] == [profile] else [
+        f"Projection profile {[n.get('profile') for n in projection]} != [{profile!r}]"]
+    return problems + _concept_node_problems(bundle, _concept_nodes(nodes), args)
 
 
 def _legacy_text_problems(ctx: CheckContext, outcome: CallOutcome, bundle: Bundle) -> list[str]:
@@ -371,8 +398,8 @@ def _legacy_text_problems(ctx: CheckContext, outcome: CallOutcome, bundle: Bundl
             legacy_graph.legacy_problems(outcome.texts[0], bundle, ctx.require_tool().text_encoder)]
 
 
-@check("oracle_semantic_graph", f"{READ} (v0.2 projection: a node per concept, every relation, its provenance "
-       "nodes, @graph by @id)", **for_tool("get_semantic_graph"))
+@check("oracle_semantic_graph", f"{READ} (v0.2 projection: a node per concept, its staleness as of a date or an "
+       "instant, every relation, its provenance nodes, @graph by @id)", **for_tool("get_semantic_graph"))
 def oracle_semantic_graph(ctx: CheckContext) -> None:
     """The graph holds a node per concept with its provenance nodes, each resolved relation and
     link once, sorted by @id."""
@@ -403,6 +430,11 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         problems += _legacy_text_problems(ctx, outcome, bundle)
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
+    for bundle, args in temporal_cases():
+        outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle)), **args})
+        problems = _temporal_graph_problems(outcome.structured.get("@graph") or [], bundle, args)
+        if problems:
+            fail(f"get_semantic_graph {args}: " + "; ".join(problems[:6]), outcome)
 
     def test(bundle: Bundle) -> None:
         outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=True))})

@@ -372,6 +372,20 @@ add("graph_concept_unresolved_status_stable", GRAPH, "a malformed status is effe
     _graph_concepts(_unresolved_as_stable), O_GRAPH, "results")
 add("graph_concept_tags_dropped", GRAPH, "a concept node lists its valid tags", _graph_concepts(_tags_dropped),
     O_GRAPH, "results")
+def _stale_flipped(node: dict) -> bool:
+    stale = node.get("stale")
+    if not isinstance(stale, dict) or not isinstance(stale.get("@value"), bool):
+        return False
+    node["stale"] = {**stale, "@value": not stale["@value"]}
+    return True
+
+
+add("graph_concept_stale_flipped", GRAPH, "stale is whether as_of reached staleAfter (inclusive)",
+    _graph_concepts(_stale_flipped), O_GRAPH, "results")
+add("graph_concept_staleness_as_of_dropped", GRAPH, "stalenessAsOf is the as_of, with a valid staleAfter",
+    _graph_concepts(lambda n: n.pop("stalenessAsOf", None) is not None), O_GRAPH, "results")
+add("graph_instant_profile_named_as_date", GRAPH, "the instant profile's projection is skosovsky/okf-v0.2-instant",
+    _graph_nodes("Projection", set_field("profile", lambda p: str(p).replace("-instant", ""))), O_GRAPH, "results")
 add("graph_concept_resource_relative", GRAPH, "a concept's URL resource is of kind url",
     _graph_concepts(set_field("resourceKind", lambda k: "relative")), O_GRAPH, "results")
 

@@ -232,7 +232,7 @@ def expected_list_card(card: dict[str, Any], concept: Concept) -> dict[str, Any]
 # ---- the v0.2 graph's Concept node (read.md §1.11) ------------------------------------------------
 
 GRAPH_CONCEPT_SCALARS = ("conceptType", "title", "description", "resource", "trustTier", "effectiveStatus",
-                         "declaredStatus", "staleAfter")
+                         "declaredStatus", "staleAfter", "stalenessAsOf", "stale")
 RESOURCE_KINDS = ("url", "bundle-relative", "relative", "scope", "ambiguous")
 
 
@@ -241,12 +241,14 @@ def url_resource(resource: str) -> bool:
     return re.match(r"^https?://", resource, re.I) is not None
 
 
-def expected_graph_concept(concept: Concept) -> dict[str, Any]:
-    """The scalar predicates of the concept's ``proj:Concept`` node under the date profile, as
-    the node writes them (a predicate with no value is left out); ``tag`` as the set of valid
-    tags. The resource as written; its kind is ``url`` for an http(s) URL, which never becomes an
-    asset node (no ``resourceNode``); another resource's kind is only held to the contract's values
-    (the fixtures write URLs only). References are judged elsewhere."""
+def expected_graph_concept(concept: Concept, profile: str = DEFAULT_PROFILE, as_of: str | None = None) -> dict[str, Any]:
+    """The scalar predicates of the concept's ``proj:Concept`` node, as the node writes them (a
+    predicate with no value is left out); ``tag`` as the set of valid tags. The resource as
+    written; its kind is ``url`` for an http(s) URL, which never becomes an asset node (no
+    ``resourceNode``); another resource's kind is only held to the contract's values (the fixtures
+    write URLs only). ``staleAfter`` when valid for the profile (``xsd:date``, or ``xsd:dateTime``
+    in the instant profile), and with an ``as_of`` also ``stalenessAsOf`` and ``stale``.
+    References are judged elsewhere."""
     status, _ = status_fields(concept)
     node: dict[str, Any] = {
         "conceptType": typed_string(concept.type), "title": typed_string(concept.title),
@@ -255,21 +257,38 @@ def expected_graph_concept(concept: Concept) -> dict[str, Any]:
         "effectiveStatus": status if status is not None else "unresolved",
         "declaredStatus": concept.status or None,
     }
-    stale_after = valid_stale_after(concept.stale_after)
+    stale_after = valid_stale_after(concept.stale_after, profile)
+    literal = "xsd:date" if profile == DEFAULT_PROFILE else "xsd:dateTime"
     if stale_after is not None:
-        node["staleAfter"] = {"@value": stale_after, "@type": "xsd:date"}
+        node["staleAfter"] = {"@value": stale_after, "@type": literal}
+        if as_of is not None:
+            node["stalenessAsOf"] = {"@value": as_of, "@type": literal}
+            node["stale"] = {"@value": stale_value(stale_after, as_of, profile, tool="search_concepts"),
+                             "@type": "xsd:boolean"}
     node = {k: v for k, v in node.items() if v is not None}
     node["tag"] = set(valid_tags(concept))
     return node
 
 
-def graph_concept_differences(node: dict[str, Any], concept: Concept) -> dict[str, tuple[Any, Any]]:
+def same_literal(got: Any, want: Any) -> bool:
+    """Equal values; an ``xsd:dateTime`` literal equals another of the same instant (the contract
+    does not say whether an offset is kept as written)."""
+    if isinstance(want, dict) and want.get("@type") == "xsd:dateTime" and isinstance(got, dict) \
+            and got.get("@type") == "xsd:dateTime" and set(got) == {"@value", "@type"}:
+        mine, theirs = (datetime.fromisoformat(str(v["@value"]).replace("Z", "+00:00"))
+                        if rfc3339(str(v["@value"])) else v["@value"] for v in (got, want))
+        return mine == theirs
+    return bool(got == want)
+
+
+def graph_concept_differences(node: dict[str, Any], concept: Concept, profile: str = DEFAULT_PROFILE,
+                              as_of: str | None = None) -> dict[str, tuple[Any, Any]]:
     """``{predicate: (got, want)}`` where ``node`` differs from :func:`expected_graph_concept`: a
     single value is a scalar, several an array, none no key at all."""
-    want = expected_graph_concept(concept)
+    want = expected_graph_concept(concept, profile, as_of)
     out: dict[str, tuple[Any, Any]] = {}
     for key in GRAPH_CONCEPT_SCALARS:
-        if node.get(key, "<missing>") != want.get(key, "<missing>"):
+        if not same_literal(node.get(key, "<missing>"), want.get(key, "<missing>")):
             out[key] = (node.get(key, "<missing>"), want.get(key, "<missing>"))
     resource, kind = want.get("resource"), node.get("resourceKind", "<missing>")
     if resource is not None and url_resource(resource) and (kind != "url" or "resourceNode" in node):

@@ -260,6 +260,7 @@ def test_list_card_and_legacy_timestamp_mutants_are_killed_while_the_real_server
 GRAPH_DATA_MUTANTS = {name: ("oracle_semantic_graph[get_semantic_graph]",) for name in (
     "graph_drops_references", "graph_drops_broken_references", "graph_concept_trust_raised",
     "graph_concept_unresolved_status_stable", "graph_concept_tags_dropped", "graph_concept_resource_relative",
+    "graph_concept_stale_flipped", "graph_concept_staleness_as_of_dropped", "graph_instant_profile_named_as_date",
     "graph_broken_relation_dropped", "graph_broken_relation_exists", "graph_subresource_relation_from_concept",
     "graph_generation_dropped",
     "graph_generation_fallback_unflagged", "graph_verification_dropped", "graph_verifications_reordered",
@@ -270,7 +271,8 @@ GRAPH_DATA_MUTANTS = {name: ("oracle_semantic_graph[get_semantic_graph]",) for n
 @pytest.mark.slow
 def test_graph_data_mutants_are_killed_by_the_graph_oracle_while_the_real_server_passes():
     """A v0.2 graph that lists only the links to existing concepts, whose concept nodes say
-    another trust, status, tags or resource kind, whose relation nodes leave out or resolve a
+    another trust, status, tags, resource kind or staleness (or an instant projection is named as a
+    date one), whose relation nodes leave out or resolve a
     broken relation or lose a subresource source, or whose provenance nodes (Generation, Verification,
     ProvenanceSource, ClaimAttribution) lose, reorder or retype what the frontmatter says, passes
     every rule but the contract's data."""

@@ -224,3 +224,26 @@ def test_a_graph_concept_nodes_url_resource_is_kept_as_written_of_kind_url_and_n
     bare = {k: v for k, v in node.items() if k not in ("resource", "resourceKind")}
     assert graph_concept_differences(bare, Concept("c")) == {}
     assert set(graph_concept_differences({**bare, "resourceKind": "url"}, Concept("c"))) == {"resourceKind"}
+
+
+def test_a_graph_concept_node_says_its_staleness_only_with_an_as_of_and_a_staleafter_valid_for_the_profile():
+    from knowspec.conformance.fixtures.model import Concept
+    from knowspec.conformance.oracles.okf_cards import graph_concept_differences
+
+    base = {"@id": "local:bundle:c", "@type": "proj:Concept", "conceptType": "Note", "effectiveStatus": "stable",
+            "trustTier": "unverified"}
+    dated = Concept("c", stale_after="2025-03-01")
+    node = {**base, "staleAfter": {"@value": "2025-03-01", "@type": "xsd:date"},
+            "stalenessAsOf": {"@value": "2025-03-01", "@type": "xsd:date"}, "stale": {"@value": True, "@type": "xsd:boolean"}}
+    assert graph_concept_differences(node, dated, as_of="2025-03-01") == {}
+    assert set(graph_concept_differences(node, dated, as_of="2025-02-28")) == {"stalenessAsOf", "stale"}
+    assert set(graph_concept_differences(node, dated)) == {"stalenessAsOf", "stale"}
+    assert graph_concept_differences(base, Concept("c", stale_after="not-a-date"), as_of="2025-03-01") == {}
+    instant = Concept("c", stale_after="2025-01-10T12:00:00+02:00")
+    written = {**base, "staleAfter": {"@value": "2025-01-10T10:00:00Z", "@type": "xsd:dateTime"},
+               "stalenessAsOf": {"@value": "2025-01-10T09:59:59Z", "@type": "xsd:dateTime"},
+               "stale": {"@value": False, "@type": "xsd:boolean"}}
+    assert graph_concept_differences(written, instant, "instant-0b87c52", "2025-01-10T09:59:59Z") == {}
+    assert set(graph_concept_differences(written, instant, "instant-0b87c52", "2025-01-10T10:00:00Z")) == {
+        "stalenessAsOf", "stale"}
+    assert set(graph_concept_differences(written, instant)) == {"staleAfter", "stalenessAsOf", "stale"}
