@@ -19,7 +19,7 @@ from knowspec.conformance.checks.common import (
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section, Source
 from knowspec.conformance.fixtures.strategies import (bundles, cafe_bundle, cards_bundle, neighbors_bundle,
-                                                     sources_bundle, stamped_bundle, wide_bundle)
+                                                     sources_bundle, stamped_bundle, wide_bundle, windows_bundle)
 from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
@@ -133,8 +133,10 @@ def oracle_list_concepts(ctx: CheckContext) -> None:
         _compare_cards(ctx, dated, {"as_of": as_of}, "date-3fcbb9f")
     for as_of, _ in oracle.instant_boundaries("2025-01-10T12:00:00+02:00"):
         _compare_cards(ctx, instant_bundle(), {"as_of": as_of, "temporal_profile": INSTANT}, INSTANT)
-    for bundle in (cafe_bundle(), sources_bundle(), wide_bundle(30, "wide30"), cards_bundle(), stamped_bundle()):
+    for bundle in (cafe_bundle(), sources_bundle(), wide_bundle(30, "wide30"), cards_bundle(), stamped_bundle(),
+                   windows_bundle()):
         _compare_cards(ctx, bundle, {}, "date-3fcbb9f")
+    _compare_cards(ctx, windows_bundle(), {"temporal_profile": INSTANT}, INSTANT)
 
     def test(bundle: Bundle) -> None:
         _compare_cards(ctx, bundle, {"as_of": "2001-06-15"}, "date-3fcbb9f", fresh=True)
@@ -151,7 +153,8 @@ def oracle_read_concept(ctx: CheckContext) -> None:
     newline), its text is the whole file, the projection is the frontmatter's typed view
     (``oracles/okf_cards.py``), and an ID the bundle lacks is concept_not_found."""
     for bundle, profile in ((dated_bundle(), None), (sources_bundle(), None), (cafe_bundle(), None),
-                            (cards_bundle(), None), (stamped_bundle(), None), (instant_bundle(), INSTANT)):
+                            (cards_bundle(), None), (stamped_bundle(), None), (instant_bundle(), INSTANT),
+                            (windows_bundle(), None), (windows_bundle(), INSTANT)):
         path = str(ctx.bundles.path_of(bundle))
         _check_unknown_id(ctx, bundle, path)
         for concept in bundle.concepts:
@@ -165,9 +168,11 @@ def _check_read(ctx: CheckContext, concept: Concept, args: dict[str, Any]) -> No
     problems = [k for k in ("id", "path", "frontmatter_yaml", "body") if got.get(k) != want[k]]
     if outcome.texts and outcome.texts[0] != want["raw"]:
         problems.append("text (the file's raw text)")
-    projection = cards.expected_projection(concept, args.get("temporal_profile", "date-3fcbb9f"))
+    projection = cards.expected_projection(concept, args.get("temporal_profile", cards.DEFAULT_PROFILE))
+    profile = args.get("temporal_profile", cards.DEFAULT_PROFILE)
+    written = cards.inherited_windows_cleared(got.get("projection"), concept, profile)
     problems += [f"projection.{field} {_short(value)} != {_short(expected)}"
-                 for field, (value, expected) in cards.field_differences(got.get("projection"), projection).items()]
+                 for field, (value, expected) in cards.field_differences(written, projection).items()]
     if got.get("legacy_fallback") != cards.legacy_fallback(concept):
         problems.append(f"legacy_fallback {got.get('legacy_fallback')} != {cards.legacy_fallback(concept)} (a v0.1 "
                         "fallback only without the key it stands in for: generated, sources)")
@@ -380,12 +385,13 @@ GRAPH_PROFILES = {cards.DEFAULT_PROFILE: "skosovsky/okf-v0.2", INSTANT: "skosovs
 
 
 def _temporal_graph_problems(nodes: list, bundle: Bundle, args: dict[str, Any]) -> list[str]:
-    """The projection's profile and each concept node's staleAfter, stalenessAsOf and stale."""
-    profile = GRAPH_PROFILES[args.get("temporal_profile", cards.DEFAULT_PROFILE)]
-    projection = [n for n in nodes if isinstance(n, dict) and n.get("@type") == "proj:Projection"]
-    problems = [] if [n.get("profile") for n in projection] == [profile] else [
-        f"Projection profile {[n.get('profile') for n in projection]} != [{profile!r}]"]
-    return problems + _concept_node_problems(bundle, _concept_nodes(nodes), args)
+    """The projection's profile, each concept node's staleAfter, stalenessAsOf and stale, and the
+    children (sources valid for the profile, their dates and windows)."""
+    profile = args.get("temporal_profile", cards.DEFAULT_PROFILE)
+    projection = [n.get("profile") for n in nodes if isinstance(n, dict) and n.get("@type") == "proj:Projection"]
+    problems = [] if projection == [GRAPH_PROFILES[profile]] else [
+        f"Projection profile {projection} != [{GRAPH_PROFILES[profile]!r}]"]
+    return problems + _concept_node_problems(bundle, _concept_nodes(nodes), args) + child_problems(nodes, bundle, profile)
 
 
 def _legacy_text_problems(ctx: CheckContext, outcome: CallOutcome, bundle: Bundle) -> list[str]:
@@ -430,7 +436,8 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
         problems += _legacy_text_problems(ctx, outcome, bundle)
         if problems:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
-    for bundle, args in temporal_cases():
+    windows = [(windows_bundle(), {}), (windows_bundle(), {"temporal_profile": INSTANT})]
+    for bundle, args in temporal_cases() + windows:
         outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle)), **args})
         problems = _temporal_graph_problems(outcome.structured.get("@graph") or [], bundle, args)
         if problems:

@@ -234,6 +234,10 @@ add("read_concept_citations_fallback_unflagged", READ, "legacy_fallback flags th
     nested("legacy_fallback", set_field("sources_from_citations", lambda on: False)), O_READ, "results")
 add("read_concept_projection_generated_at_nulled", READ, "projection.generated.at is the valid generated.at",
     nested("projection", nested("generated", set_field("at", lambda a: None))), O_READ, "results")
+add("read_concept_projection_source_window_dropped", READ, "projection.sources carry each source's own usage_window",
+    nested("projection", items_edit("sources", set_field("usage_window", lambda w: None))), O_READ, "results")
+add("read_concept_projection_shared_window_dropped", READ, "projection.usage_window is the valid shared window",
+    nested("projection", set_field("usage_window", lambda w: None)), O_READ, "results")
 add("read_concept_projection_attribution_reference_dropped", READ,
     "projection.attributions list every footnote reference of their label",
     nested("projection", items_edit("attributions", set_field("references", last_dropped))), O_READ, "results")
@@ -415,6 +419,10 @@ def _plain_integer(value: Any) -> Any:
     return int(value["@value"]) if isinstance(value, dict) and "@value" in value else value
 
 
+def _plain_value(value: Any) -> Any:
+    return value["@value"] if isinstance(value, dict) and "@value" in value else value
+
+
 def _broken_relation(node: dict) -> bool:
     return node.get("@type") == "proj:ToolkitExtensionRelation" and node.get("targetExists", {}).get("@value") is False
 
@@ -455,6 +463,11 @@ add("graph_citation_source_unflagged", GRAPH, "a # Citations entry's source has 
     _graph_nodes("ProvenanceSource", _unflag_legacy), O_GRAPH, "results")
 add("graph_source_usage_count_plain", GRAPH, "usageCount is an xsd:integer literal",
     _graph_nodes("ProvenanceSource", set_field("usageCount", _plain_integer)), O_GRAPH, "results")
+add("graph_source_window_override_dropped", GRAPH, "a source's own usage window is flagged as its override",
+    _graph_nodes("ProvenanceSource", lambda n: n.pop("sourceUsageWindowOverride", None) is not None), O_GRAPH,
+    "results")
+add("graph_source_last_modified_plain", GRAPH, "lastModified is an xsd:date (or xsd:dateTime) literal",
+    _graph_nodes("ProvenanceSource", set_field("lastModified", _plain_value)), O_GRAPH, "results")
 add("graph_attribution_unresolved", GRAPH, "a label a valid source's id carries is resolved",
     _graph_nodes("ClaimAttribution", set_field("resolved", lambda v: {**v, "@value": False})), O_GRAPH, "results")
 

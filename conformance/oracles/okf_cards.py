@@ -17,8 +17,8 @@ import re
 from datetime import datetime
 from typing import Any
 
-from knowspec.conformance.fixtures.model import Concept, Event, Source, render_body
-from knowspec.conformance.oracles.okf_reads import stale_value, valid_stale_after
+from knowspec.conformance.fixtures.model import Concept, Event, Source, Window, render_body
+from knowspec.conformance.oracles.okf_reads import stale_value, valid_source, valid_temporal, valid_window
 
 DEFAULT_PROFILE = "date-3fcbb9f"
 TRUST_TIERS = ("unverified", "machine-confirmed", "human-reviewed")
@@ -82,7 +82,7 @@ def concept_card(concept: Concept, as_of: str | None = None, profile: str = DEFA
             "title": typed_string(concept.title) or "", "description": typed_string(concept.description) or "",
             "tags": valid_tags(concept), "status": status, "trust": trust(concept),
             "stale": stale_value(concept.stale_after, as_of, profile, tool="search_concepts"),
-            "stale_after": valid_stale_after(concept.stale_after, profile), "status_state": state}
+            "stale_after": valid_temporal(concept.stale_after, profile), "status_state": state}
 
 
 def valid_tags(concept: Concept) -> list[str]:
@@ -93,18 +93,33 @@ def valid_tags(concept: Concept) -> list[str]:
 
 # ---- the read_concept projection (read.md §3.2) -----------------------------------------------
 
-def valid_source(source: Source) -> bool:
-    """read.md §1.4: a non-blank resource and every written optional field valid."""
-    written = [v for v in (source.id, source.title, source.author) if v]
-    return bool(source.resource.strip()) and all(v.strip() for v in written) \
-        and (source.usage_count is None or source.usage_count >= 0)
+def window_value(window: Window | None) -> dict[str, str] | None:
+    return None if window is None else {"from": window[0], "to": window[1]}
+
+
+def shared_window(concept: Concept, profile: str = DEFAULT_PROFILE) -> dict[str, str] | None:
+    """``projection.usage_window``: the concept's shared window, only when valid for the profile."""
+    return window_value(concept.usage_window) if valid_window(concept.usage_window, profile) else None
 
 
 def source_projection(source: Source) -> dict[str, Any]:
-    """``SourceProjection``: absent text fields ``""``, usage_count a decimal string."""
+    """``SourceProjection`` of a valid source: absent text fields ``""``, usage_count a decimal
+    string, its own last_modified and usage_window as written (null when absent)."""
     return {"id": source.id, "resource": source.resource, "title": source.title, "author": source.author,
             "usage_count": None if source.usage_count is None else str(source.usage_count),
-            "last_modified": None, "usage_window": None}
+            "last_modified": source.last_modified or None, "usage_window": window_value(source.usage_window)}
+
+
+def inherited_windows_cleared(projection: Any, concept: Concept, profile: str = DEFAULT_PROFILE) -> Any:
+    """``projection`` with a source's usage_window equal to the shared one read as null: the
+    contract does not say whether a source without a window of its own shows the one it inherits
+    (the fixtures give no source a window equal to the shared one)."""
+    shared = shared_window(concept, profile)
+    if shared is None or not isinstance(projection, dict) or not isinstance(projection.get("sources"), list):
+        return projection
+    sources = [{**s, "usage_window": None} if isinstance(s, dict) and s.get("usage_window") == shared else s
+               for s in projection["sources"]]
+    return {**projection, "sources": sources}
 
 
 def normalised_label(label: str) -> str:
@@ -131,11 +146,11 @@ def _utf8(text: str) -> bytes:
     return text.encode("utf-8")
 
 
-def attributions(concept: Concept) -> list[dict[str, Any]]:
+def attributions(concept: Concept, profile: str = DEFAULT_PROFILE) -> list[dict[str, Any]]:
     """read.md §1.8: one entry per normalised label seen as a valid source's id, a reference or a
     definition, by normalised label; ``id`` the smallest raw spelling (byte order)."""
     references, definitions = footnotes(render_body(concept))
-    sources = [s for s in concept.sources if valid_source(s)]
+    sources = [s for s in concept.sources if valid_source(s, profile)]
     spellings: list[str] = [s.id for s in sources if s.id] + [r["id"] for r in references] \
         + [d["id"] for d in definitions]
     out = []
@@ -159,25 +174,25 @@ def generated(event: Event | None) -> dict[str, str | None] | None:
 
 
 def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
-    """Every projection field for a fixture concept: no usage window, no last_modified, no
-    computation contract (the fixtures write none); ``generated`` comes from the ``generated``
-    key alone, a legacy ``timestamp`` never fills it. With the citations fallback active,
-    ``sources`` is not judged: the contract projects the entries in the graph and says nothing
-    of read_concept."""
+    """Every projection field for a fixture concept under ``profile``: the sources valid for it,
+    the shared usage window when valid, no computation contract (the fixtures write none);
+    ``generated`` comes from the ``generated`` key alone, a legacy ``timestamp`` never fills it.
+    With the citations fallback active, ``sources`` is not judged: the contract projects the
+    entries in the graph and says nothing of read_concept."""
     assert concept.type != "Attested Computation"
     status, state = status_fields(concept)
     want = {
         "type": typed_string(concept.type), "title": typed_string(concept.title),
         "description": typed_string(concept.description), "resource": typed_string(concept.resource),
         "tags": valid_tags(concept),
-        "sources": [source_projection(s) for s in concept.sources if valid_source(s)],
-        "attributions": attributions(concept),
-        "usage_window": None,
+        "sources": [source_projection(s) for s in concept.sources if valid_source(s, profile)],
+        "attributions": attributions(concept, profile),
+        "usage_window": shared_window(concept, profile),
         "generated": generated(concept.generated),
         # the projection lists events with a non-empty actor, valid or not; trust counts valid ones
         "verified": [{"by": e.by, "at": e.at} for e in concept.verified if e.by and rfc3339(e.at)],
         "trust": trust(concept), "status": status, "status_state": state,
-        "stale_after": valid_stale_after(concept.stale_after, profile),
+        "stale_after": valid_temporal(concept.stale_after, profile),
         "computation": None,
     }
     if citations_fallback(concept):
@@ -257,7 +272,7 @@ def expected_graph_concept(concept: Concept, profile: str = DEFAULT_PROFILE, as_
         "effectiveStatus": status if status is not None else "unresolved",
         "declaredStatus": concept.status or None,
     }
-    stale_after = valid_stale_after(concept.stale_after, profile)
+    stale_after = valid_temporal(concept.stale_after, profile)
     literal = "xsd:date" if profile == DEFAULT_PROFILE else "xsd:dateTime"
     if stale_after is not None:
         node["staleAfter"] = {"@value": stale_after, "@type": literal}

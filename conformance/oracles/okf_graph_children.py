@@ -18,6 +18,7 @@ from __future__ import annotations
 
 import base64
 import binascii
+import json
 import re
 from collections import Counter
 from datetime import datetime
@@ -26,9 +27,10 @@ from urllib.parse import unquote
 
 from knowspec.conformance.fixtures.model import Bundle, Concept, Event, render_body
 from knowspec.conformance.oracles.okf_cards import (
-    RESOURCE_KINDS, attributions, citations_fallback, normalised_label, rfc3339, timestamp_fallback, url_resource,
-    valid_actor, valid_source,
+    DEFAULT_PROFILE, RESOURCE_KINDS, attributions, citations_fallback, normalised_label, rfc3339, shared_window,
+    timestamp_fallback, url_resource, valid_actor,
 )
+from knowspec.conformance.oracles.okf_reads import valid_source
 
 CONCEPT_IRI = "local:bundle:"
 SYNTHETIC_IRI = "urn:skosovsky:okf:graph:v0.2:"
@@ -84,8 +86,13 @@ def _literal(value: Any, xsd: str) -> Any:
     if value is ABSENT:
         return ABSENT
     if isinstance(value, dict) and set(value) == {"@value", "@type"} and value["@type"] == xsd:
-        return value["@value"]
-    return ("not an " + xsd + " literal", value)
+        return _frozen(value["@value"])
+    return ("not an " + xsd + " literal", _frozen(value))
+
+
+def _frozen(value: Any) -> Any:
+    """``value`` as something a Counter can hold (a JSON array or object as its text)."""
+    return json.dumps(value, sort_keys=True) if isinstance(value, (dict, list)) else value
 
 
 def _date_time(node: dict, key: str) -> datetime | str | None:
@@ -161,7 +168,7 @@ def verification_problems(concept: Concept, nodes: list[dict]) -> list[str]:
     where = f"{concept.id}: Verification"
     valid = Counter((e.by, instant(e.at)) for e in concept.verified if valid_actor(e.by) and rfc3339(e.at))
     allowed = Counter((e.by, instant(e.at)) for e in concept.verified if e.by and rfc3339(e.at))
-    got = Counter((n.get("actor"), _date_time(n, "at")) for n in nodes)
+    got = Counter((_frozen(n.get("actor")), _date_time(n, "at")) for n in nodes)
     problems = _ordinal_problems(concept, nodes, "Verification")
     if got - allowed or valid - got:
         problems.append(f"{where}: (actor, at) {sorted(map(str, got.elements()))} != the valid events "
@@ -183,29 +190,62 @@ def _instant_order_is_text_order(concept: Concept) -> bool:
 
 # ---- ProvenanceSource (read.md §1.4 sources, §1.8 legacy citations) ----------------------------
 
-SOURCE_FIELDS = ("sourceID", "resource", "title", "author", "usageCount", "legacyFallback", "legacyCitationNumber")
+SOURCE_FIELDS = ("sourceID", "resource", "title", "author", "usageCount", "legacyFallback", "legacyCitationNumber",
+                 "lastModified", "usageFrom", "usageTo", "sourceUsageWindowOverride")
+NO_WINDOW = (ABSENT, ABSENT, ABSENT)
 
 
-def _source_row(node: dict) -> tuple:
-    row = tuple(node.get(k, ABSENT) for k in SOURCE_FIELDS[:4])
+def _temporal(value: Any, profile: str) -> Any:
+    """A profile-dependent literal as something comparable: the date's text, or the instant (an
+    offset need not be kept as written); ABSENT stays ABSENT, anything else shows as itself."""
+    if profile == DEFAULT_PROFILE:
+        return _literal(value, "xsd:date")
+    text = _literal(value, "xsd:dateTime")
+    if text is ABSENT or not isinstance(text, str):
+        return text
+    return instant(text) or text
+
+
+def _source_row(node: dict, profile: str, inherited: tuple) -> tuple:
+    """A node as :data:`SOURCE_FIELDS`; the concept's shared window written as the source's own
+    (override false) reads as no window: the contract does not say whether it is written."""
+    row = tuple(_frozen(node.get(k, ABSENT)) for k in SOURCE_FIELDS[:4])
+    window = (_temporal(node.get("usageFrom", ABSENT), profile), _temporal(node.get("usageTo", ABSENT), profile),
+              _literal(node.get("sourceUsageWindowOverride", ABSENT), "xsd:boolean"))
     return row + (_literal(node.get("usageCount", ABSENT), "xsd:integer"), _fallback_flag(node),
-                  _literal(node.get("legacyCitationNumber", ABSENT), "xsd:integer"))
+                  _literal(node.get("legacyCitationNumber", ABSENT), "xsd:integer"),
+                  _temporal(node.get("lastModified", ABSENT), profile)) + (NO_WINDOW if window == inherited else window)
 
 
-def expected_source_rows(concept: Concept) -> list[tuple]:
+def _typed(value: str, profile: str) -> Any:
+    return _temporal({"@value": value, "@type": "xsd:date" if profile == DEFAULT_PROFILE else "xsd:dateTime"}, profile)
+
+
+def _inherited(concept: Concept, profile: str) -> tuple:
+    shared = shared_window(concept, profile)
+    return NO_WINDOW if shared is None else (_typed(shared["from"], profile), _typed(shared["to"], profile), False)
+
+
+def expected_source_rows(concept: Concept, profile: str = DEFAULT_PROFILE) -> list[tuple]:
     """Each projected source as :data:`SOURCE_FIELDS` (``ABSENT`` where a predicate has no value):
-    the valid ``sources`` entries, or with the citations fallback active each numbered entry."""
+    the sources valid for the profile, with their own window as an override, or with the citations
+    fallback active each numbered entry."""
     if citations_fallback(concept):
-        return [(ABSENT, url, title or ABSENT, ABSENT, ABSENT, True, str(n))
+        return [(ABSENT, url, title or ABSENT, ABSENT, ABSENT, True, str(n), ABSENT) + NO_WINDOW
                 for n, (title, url) in enumerate(concept.citations, 1)]
     return [(s.id or ABSENT, s.resource, s.title or ABSENT, s.author or ABSENT,
-             ABSENT if s.usage_count is None else str(s.usage_count), False, ABSENT)
-            for s in concept.sources if valid_source(s)]
+             ABSENT if s.usage_count is None else str(s.usage_count), False, ABSENT,
+             _typed(s.last_modified, profile) if s.last_modified else ABSENT)
+            + (NO_WINDOW if s.usage_window is None else
+               (_typed(s.usage_window[0], profile), _typed(s.usage_window[1], profile), True))
+            for s in concept.sources if valid_source(s, profile)]
 
 
-def source_problems(concept: Concept, nodes: list[dict]) -> list[str]:
+def source_problems(concept: Concept, nodes: list[dict], profile: str = DEFAULT_PROFILE) -> list[str]:
     where = f"{concept.id}: ProvenanceSource"
-    got, want = Counter(map(_source_row, nodes)), Counter(expected_source_rows(concept))
+    inherited = _inherited(concept, profile)
+    got = Counter(_source_row(n, profile, inherited) for n in nodes)
+    want = Counter(expected_source_rows(concept, profile))
     problems = _ordinal_problems(concept, nodes, "ProvenanceSource")
     if got != want:
         problems.append(f"{where}: {SOURCE_FIELDS} {sorted(map(str, got - want))} written, "
@@ -221,7 +261,8 @@ def source_problems(concept: Concept, nodes: list[dict]) -> list[str]:
 
 # ---- ClaimAttribution (read.md §1.8, many-to-many by normalised label) -------------------------
 
-def attribution_problems(concept: Concept, nodes: list[dict], source_nodes: list[dict]) -> list[str]:
+def attribution_problems(concept: Concept, nodes: list[dict], source_nodes: list[dict],
+                         profile: str = DEFAULT_PROFILE) -> list[str]:
     """A node per normalised label that a footnote reference or definition uses, with their
     counts, ``resolved`` when a valid source's id has that label, and those sources' nodes."""
     where = f"{concept.id}: ClaimAttribution"
@@ -229,12 +270,12 @@ def attribution_problems(concept: Concept, nodes: list[dict], source_nodes: list
     for node in source_nodes:
         if isinstance(node.get("sourceID"), str):
             sources_by_label.setdefault(normalised_label(node["sourceID"]), set()).add(iri_of(node))
-    got = {n.get("sourceID"): n for n in nodes}
+    got = {_frozen(n.get("sourceID")): n for n in nodes}
     problems = [f"{where}: two nodes for the label {label!r}" for label, count in
-                Counter(n.get("sourceID") for n in nodes).items() if count > 1]
-    entries = attributions(concept) if "[^" in render_body(concept) else [
+                Counter(_frozen(n.get("sourceID")) for n in nodes).items() if count > 1]
+    entries = attributions(concept, profile) if "[^" in render_body(concept) else [
         {"normalized_id": normalised_label(s.id), "references": [], "definitions": []}
-        for s in concept.sources if valid_source(s) and s.id]
+        for s in concept.sources if valid_source(s, profile) and s.id]
     for entry in entries:
         label, node = entry["normalized_id"], got.get(entry["normalized_id"])
         if not entry["references"] and not entry["definitions"]:
@@ -283,7 +324,7 @@ def relation_problems(nodes: list, bundle: Bundle) -> list[str]:
             continue
         source = concept_ref_of(iri_of(node.get("relationSource")))
         exists = _literal(node.get("targetExists", ABSENT), "xsd:boolean")
-        got[(source, node.get("relationType"), concept_ref_of(iri_of(node.get("relationTarget"))), exists)] += 1
+        got[(source, _frozen(node.get("relationType")), concept_ref_of(iri_of(node.get("relationTarget"))), exists)] += 1
         if not isinstance(node.get("extensionNamespace"), str) or not node["extensionNamespace"]:
             problems.append(f"relation of {source[0]!r}: extensionNamespace {node.get('extensionNamespace', ABSENT)!r}")
         if child_ordinal(iri_of(node), source[0]) is None:
@@ -295,13 +336,13 @@ def relation_problems(nodes: list, bundle: Bundle) -> list[str]:
     return problems
 
 
-def child_problems(nodes: list, bundle: Bundle) -> list[str]:
+def child_problems(nodes: list, bundle: Bundle, profile: str = DEFAULT_PROFILE) -> list[str]:
     """Every problem of a v0.2 ``@graph``'s concept children against the bundle it projects."""
-    return provenance_problems(nodes, bundle) + relation_problems(nodes, bundle)
+    return provenance_problems(nodes, bundle, profile) + relation_problems(nodes, bundle)
 
 
-def provenance_problems(nodes: list, bundle: Bundle) -> list[str]:
-    """Every provenance problem of a v0.2 ``@graph`` against the bundle it projects."""
+def provenance_problems(nodes: list, bundle: Bundle, profile: str = DEFAULT_PROFILE) -> list[str]:
+    """Every provenance problem of a v0.2 ``@graph`` (of ``profile``) against the bundle it projects."""
     owned = owned_nodes(nodes)
     problems = [f"{cls} node of {owner!r}, which is no concept of the bundle"
                 for cls, by_owner in owned.items() for owner in by_owner if owner not in bundle.ids]
@@ -309,6 +350,7 @@ def provenance_problems(nodes: list, bundle: Bundle) -> list[str]:
         mine = {cls: by_owner.get(concept.id, []) for cls, by_owner in owned.items()}
         problems += generation_problems(concept, mine["proj:Generation"])
         problems += verification_problems(concept, mine["proj:Verification"])
-        problems += source_problems(concept, mine["proj:ProvenanceSource"])
-        problems += attribution_problems(concept, mine["proj:ClaimAttribution"], mine["proj:ProvenanceSource"])
+        problems += source_problems(concept, mine["proj:ProvenanceSource"], profile)
+        problems += attribution_problems(concept, mine["proj:ClaimAttribution"], mine["proj:ProvenanceSource"],
+                                         profile)
     return problems

@@ -12,7 +12,9 @@ import hashlib
 import re
 from datetime import date, datetime, timedelta, timezone
 
-from knowspec.conformance.fixtures.model import Bundle, Concept, render_body, render_document, render_frontmatter
+from knowspec.conformance.fixtures.model import (
+    Bundle, Concept, Source, Window, render_body, render_document, render_frontmatter,
+)
 from knowspec.conformance.oracles import okf_sections as sections
 
 DATE = re.compile(r"^\d{4}-\d{2}-\d{2}$")
@@ -51,10 +53,32 @@ def stale_value(stale_after: str, as_of: str | None, profile: str = "date-3fcbb9
     return at >= limit
 
 
-def valid_stale_after(stale_after: str, profile: str = "date-3fcbb9f") -> str | None:
+def valid_temporal(value: str, profile: str = "date-3fcbb9f") -> str | None:
+    """A profile-dependent value (stale_after, a source's last_modified, a window's end) when valid
+    for the profile (read.md §2: a date, or an offset date-time; never converted), else None."""
     if profile == "date-3fcbb9f":
-        return stale_after if DATE.fullmatch(stale_after or "") else None
-    return stale_after if _instant(stale_after or "") is not None else None
+        return value if DATE.fullmatch(value or "") else None
+    return value if _instant(value or "") is not None else None
+
+
+def valid_window(window: Window | None, profile: str = "date-3fcbb9f") -> bool:
+    """read.md §1.4: both ends valid for the profile and ``from`` not after ``to`` (equal allowed)."""
+    if window is None or any(valid_temporal(end, profile) is None for end in window):
+        return False
+    if profile == "date-3fcbb9f":
+        return date.fromisoformat(window[0]) <= date.fromisoformat(window[1])
+    start, end = _instant(window[0]), _instant(window[1])
+    return start is not None and end is not None and start <= end
+
+
+def valid_source(source: Source, profile: str = "date-3fcbb9f") -> bool:
+    """read.md §1.4: a non-blank resource and every written optional field valid, the temporal
+    ones for the profile."""
+    written = [v for v in (source.id, source.title, source.author) if v]
+    return bool(source.resource.strip()) and all(v.strip() for v in written) \
+        and (source.usage_count is None or source.usage_count >= 0) \
+        and (not source.last_modified or valid_temporal(source.last_modified, profile) is not None) \
+        and (source.usage_window is None or valid_window(source.usage_window, profile))
 
 
 def expected_cards(bundle: Bundle, as_of: str | None = None, profile: str = "date-3fcbb9f") -> list[dict]:
@@ -62,9 +86,9 @@ def expected_cards(bundle: Bundle, as_of: str | None = None, profile: str = "dat
     cards = []
     for c in sorted(bundle.concepts, key=lambda c: c.id.encode()):
         cards.append({"id": c.id, "type": c.type, "title": c.title, "path": c.path,
-                      "stale_after": valid_stale_after(c.stale_after, profile),
+                      "stale_after": valid_temporal(c.stale_after, profile),
                       "stale": stale_value(c.stale_after, as_of, profile),
-                      "source_count": sum(1 for s in c.sources if s.resource.strip())})
+                      "source_count": sum(1 for s in c.sources if valid_source(s, profile))})
     return cards
 
 

@@ -171,3 +171,31 @@ def test_an_ids_own_hash_is_percent_encoded_so_only_a_raw_one_starts_the_fragmen
     node = relation(0, "hash%23name", "uses", "hash%23name#part", False)
     node["@id"] = f"urn:skosovsky:okf:graph:v0.2:relation:{b64('hash#name')}:{b64('000000')}"
     assert relation_problems([node], bundle) == []
+
+
+def test_a_sources_own_window_is_an_override_and_the_shared_one_may_be_written_as_inherited_or_not():
+    concept = Concept("c", usage_window=("2025-01-01", "2025-12-31"), sources=(
+        Source("https://example.com/a", last_modified="2025-02-03"),
+        Source("https://example.com/b", usage_window=("2025-03-01", "2025-03-31"))))
+    date = {"@type": "xsd:date"}
+    own = source("000001", resource="https://example.com/b", resourceKind="url", usageFrom={**date, "@value": "2025-03-01"},
+                 usageTo={**date, "@value": "2025-03-31"}, sourceUsageWindowOverride=flag(True))
+    plain = source("000000", resource="https://example.com/a", resourceKind="url",
+                   lastModified={**date, "@value": "2025-02-03"})
+    inherits = {**plain, "usageFrom": {**date, "@value": "2025-01-01"}, "usageTo": {**date, "@value": "2025-12-31"},
+                "sourceUsageWindowOverride": flag(False)}
+    assert source_problems(concept, [plain, own]) == []
+    assert source_problems(concept, [inherits, own]) == []
+    assert source_problems(concept, [plain, {k: v for k, v in own.items() if k != "sourceUsageWindowOverride"}])
+    assert source_problems(concept, [{**inherits, "sourceUsageWindowOverride": flag(True)}, own])
+    assert source_problems(concept, [{**plain, "lastModified": "2025-02-03"}, own])
+    assert source_problems(concept, [plain, own], "instant-0b87c52")  # date-only values are malformed there
+
+
+def test_a_json_object_where_a_value_belongs_is_a_problem_never_a_crash():
+    concept = Concept("c", sources=(Source("https://example.com/a"),), verified=(Event("human:a", "2025-01-01T00:00:00Z"),))
+    odd = {"not": "a value"}
+    assert source_problems(concept, [source("000000", resource=odd, resourceKind="url", usageCount=odd)])
+    assert verification_problems(concept, [verification(0, "human:a", "2025-01-01T00:00:00Z") | {"actor": odd}])
+    bundle = Bundle("b", (Concept("c", relations=(Relation("uses", "c"),)),))
+    assert relation_problems([relation(0, "c", "uses", "c", True) | {"relationType": odd}], bundle)

@@ -184,6 +184,8 @@ CARD_DATA_MUTANTS = {
                                           "read_concept_projection_trust_raised",
                                           "read_concept_projection_source_author_blanked",
                                           "read_concept_projection_generated_at_nulled",
+                                          "read_concept_projection_source_window_dropped",
+                                          "read_concept_projection_shared_window_dropped",
                                           "read_concept_projection_attribution_reference_dropped",
                                           "read_concept_projection_title_of_previous_read"],
 }
@@ -265,7 +267,7 @@ GRAPH_DATA_MUTANTS = {name: ("oracle_semantic_graph[get_semantic_graph]",) for n
     "graph_generation_dropped",
     "graph_generation_fallback_unflagged", "graph_verification_dropped", "graph_verifications_reordered",
     "graph_source_dropped", "graph_citation_source_unflagged", "graph_source_usage_count_plain",
-    "graph_attribution_unresolved")}
+    "graph_attribution_unresolved", "graph_source_window_override_dropped", "graph_source_last_modified_plain")}
 
 
 @pytest.mark.slow

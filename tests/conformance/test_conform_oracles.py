@@ -247,3 +247,31 @@ def test_a_graph_concept_node_says_its_staleness_only_with_an_as_of_and_a_stalea
     assert set(graph_concept_differences(written, instant, "instant-0b87c52", "2025-01-10T10:00:00Z")) == {
         "stalenessAsOf", "stale"}
     assert set(graph_concept_differences(written, instant)) == {"staleAfter", "stalenessAsOf", "stale"}
+
+
+def test_a_window_is_valid_with_both_ends_valid_for_the_profile_and_from_not_after_to():
+    from knowspec.conformance.oracles.okf_reads import valid_window
+
+    assert valid_window(("2025-01-01", "2025-01-01")) and not valid_window(("2025-02-01", "2025-01-01"))
+    assert not valid_window(("2025-01-01", "2025-01-02"), "instant-0b87c52")
+    assert not valid_window(("2025-01-01T00:00:00Z", "2025-01-02T00:00:00Z"))
+    assert valid_window(("2025-03-01T00:00:00Z", "2025-03-01T01:00:00+01:00"), "instant-0b87c52")
+    assert not valid_window(("2025-03-01T00:00:01Z", "2025-03-01T01:00:00+01:00"), "instant-0b87c52")
+
+
+def test_a_sources_dates_decide_its_validity_per_profile_and_the_projection_shows_its_own_window():
+    from knowspec.conformance.fixtures.model import Concept, Source
+    from knowspec.conformance.oracles.okf_cards import expected_projection, inherited_windows_cleared
+
+    concept = Concept("c", usage_window=("2025-01-01", "2025-12-31"), sources=(
+        Source("https://example.com/a", last_modified="2025-02-03"),
+        Source("https://example.com/b", last_modified="2025-02-03T04:05:06Z"),
+        Source("https://example.com/c", usage_window=("2025-03-01", "2025-03-31"))))
+    dated = expected_projection(concept)
+    assert [(s["resource"][-1], s["last_modified"], s["usage_window"]) for s in dated["sources"]] == [
+        ("a", "2025-02-03", None), ("c", None, {"from": "2025-03-01", "to": "2025-03-31"})]
+    assert dated["usage_window"] == {"from": "2025-01-01", "to": "2025-12-31"}
+    instant = expected_projection(concept, "instant-0b87c52")
+    assert [s["resource"][-1] for s in instant["sources"]] == ["b"] and instant["usage_window"] is None
+    inherited = {**dated, "sources": [{**dated["sources"][0], "usage_window": dated["usage_window"]}]}
+    assert inherited_windows_cleared(inherited, concept)["sources"][0]["usage_window"] is None
