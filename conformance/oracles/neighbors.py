@@ -5,6 +5,7 @@ from __future__ import annotations
 from dataclasses import dataclass
 
 from knowspec.conformance.fixtures.model import Bundle, escape_ref, relation_ref
+from knowspec.conformance.oracles.okf_reads import valid_source
 
 KIND_ORDER = {"navigation": 0, "relation": 1}
 ALL_KINDS = ("navigation", "relation", "source")
@@ -61,6 +62,6 @@ def expected_neighbors(bundle: Bundle, concept_id: str, direction: str = "both",
     sources: tuple[tuple[str, str, str], ...] = ()
     if "source" in kinds and direction in ("out", "both"):
         concept = bundle.concept(concept_id)
-        sources = tuple(sorted(((s.id, s.resource, s.title) for s in concept.sources if s.resource.strip()),
+        sources = tuple(sorted(((s.id, s.resource, s.title) for s in concept.sources if valid_source(s)),
                                key=lambda s: tuple(x.encode() for x in s)))
     return ExpectedNeighbors(tuple(selected[:limit]), len(selected), sources)
