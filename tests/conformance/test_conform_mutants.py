@@ -105,7 +105,9 @@ SAMPLES += [
                                                          "relation_type": None, "source": _full_card("a", []),
                                                          "target": _full_card("b", ["net"])}]})),
     (_call("read_concept", {**ARGS, "concept_id": "a"}), _ok({"id": "a", "path": "a.md", "projection": {
-        "title": "A", "tags": ["ops", "net"], "trust": "unverified", "sources": [_SOURCE],
+        "title": "A", "tags": ["ops", "net"], "trust": "unverified",
+        "sources": [_SOURCE, {**_SOURCE, "id": "", "usage_window": {"from": "2025-03-01", "to": "2025-03-31"}}],
+        "usage_window": {"from": "2025-01-01", "to": "2025-12-31"},
         "generated": {"by": "writer/1.0", "at": "2025-01-02T03:04:05Z"},
         "attributions": [{"id": "rfc", "normalized_id": "rfc", "sources": [_SOURCE],
                           "references": [{"id": "rfc", "raw": "[^rfc]"}], "definitions": []}]}})),
