@@ -199,3 +199,4 @@ def test_a_json_object_where_a_value_belongs_is_a_problem_never_a_crash():
     assert verification_problems(concept, [verification(0, "human:a", "2025-01-01T00:00:00Z") | {"actor": odd}])
     bundle = Bundle("b", (Concept("c", relations=(Relation("uses", "c"),)),))
     assert relation_problems([relation(0, "c", "uses", "c", True) | {"relationType": odd}], bundle)
+
