@@ -24,6 +24,7 @@ from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
+from knowspec.conformance.oracles import okf_strict as strict
 from knowspec.conformance.oracles.go_encoding import go_text_problem
 from knowspec.conformance.oracles.okf_graph_children import child_problems, concept_id_of, iri_of
 from knowspec.conformance.target import CallOutcome
@@ -468,10 +469,11 @@ def broken_bundle() -> Bundle:
                   extra_files={"plain.md": "no frontmatter here\n", "bad.md": "---\ntype: [\n---\nbody\n"})
 
 
-@check("oracle_validate_bundle", "spec/okf/tools.toml#validate_bundle (counts = diagnostics; ERROR → not conformant)",
-       **for_tool("validate_bundle"))
+@check("oracle_validate_bundle", "spec/okf/tools.toml#validate_bundle (counts = diagnostics; ERROR → not conformant; "
+       f"strict temporal findings, {READ} §2)", **for_tool("validate_bundle"))
 def oracle_validate_bundle(ctx: CheckContext) -> None:
-    """Counts equal the diagnostics by severity; broken files are ERRORs naming the file; order holds."""
+    """Counts equal the diagnostics by severity; broken files are ERRORs naming the file; order
+    holds; strict mode reports each malformed date and window and each reached boundary."""
     for bundle, must_fail in ((broken_bundle(), ("plain.md", "bad.md")), (dated_bundle(), ()), (graph_bundle(), ())):
         path = str(ctx.bundles.path_of(bundle))
         outcome = success(ctx, {"bundle_path": path})
@@ -502,3 +504,19 @@ def oracle_validate_bundle(ctx: CheckContext) -> None:
             problems.append(f"text is not the legacy report of the same diagnostics ({text_problem})")
         if problems:
             fail("validate_bundle: " + "; ".join(problems), outcome)
+    for bundle, args in _strict_cases():
+        outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle)), "strict": True, **args})
+        problems = strict.strict_problems(outcome.structured.get("diagnostics") or [], bundle,
+                                          args.get("temporal_profile", cards.DEFAULT_PROFILE), args.get("as_of"))
+        if problems:
+            fail(f"validate_bundle strict {args}: " + _listed(problems), outcome)
+
+
+def _strict_cases() -> list[tuple[Bundle, dict[str, Any]]]:
+    """Strict runs: malformed dates and windows under both profiles, stale as of the days around a
+    date boundary and around an instant."""
+    out: list[tuple[Bundle, dict[str, Any]]] = [(windows_bundle(), {}), (windows_bundle(), {"temporal_profile": INSTANT})]
+    out += [(dated_bundle(), {"as_of": as_of}) for as_of, _ in oracle.day_boundaries("2025-03-01")]
+    out += [(instant_bundle(), {"as_of": as_of, "temporal_profile": INSTANT})
+            for as_of, _ in oracle.instant_boundaries("2025-01-10T12:00:00+02:00")]
+    return out

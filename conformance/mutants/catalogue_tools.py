@@ -493,6 +493,28 @@ add("validate_diagnostics_reversed", VALID, "diagnostics by severity, file, code
 add("validate_scanned_files_minus_one", VALID, "scanned_files counts the files", set_field("scanned_files", plus(-1)),
     O_VALID, "results")
 
+
+def _drop_diagnostics(code: str) -> Edit:
+    """Every finding with ``code`` left out, the counts kept consistent."""
+    def edit(out: dict) -> bool:
+        diags = out.get("diagnostics") or []
+        kept = [d for d in diags if d.get("code") != code]
+        if len(kept) == len(diags):
+            return False
+        out["diagnostics"] = kept
+        guidance = out.get("guidance")
+        if isinstance(guidance, dict) and isinstance(guidance.get("warnings"), int):
+            guidance["warnings"] = sum(1 for d in kept if d.get("severity") == "WARN")
+        return True
+
+    return edit
+
+
+add("validate_strict_window_order_dropped", VALID, "strict mode warns usage_window_order for a reversed window",
+    _drop_diagnostics("usage_window_order"), O_VALID, "results")
+add("validate_strict_stale_dropped", VALID, "strict mode with as_of warns stale at a reached boundary",
+    _drop_diagnostics("stale"), O_VALID, "results")
+
 # ---- OKF write tools --------------------------------------------------------------------------
 W = ("oracle_write_concept",)
 P = ("oracle_concept_patch",)

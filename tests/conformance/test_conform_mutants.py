@@ -289,6 +289,23 @@ def test_graph_data_mutants_are_killed_by_the_graph_oracle_while_the_real_server
     assert {r.name: r.killed_by for r in results[1:]} == GRAPH_DATA_MUTANTS
 
 
+STRICT_MUTANTS = {name: ("oracle_validate_bundle[validate_bundle]",) for name in (
+    "validate_strict_window_order_dropped", "validate_strict_stale_dropped")}
+
+
+@pytest.mark.slow
+def test_strict_finding_mutants_are_killed_by_the_validate_oracle_while_the_real_server_passes():
+    """A strict report that leaves out a reversed window or a reached boundary (its counts kept
+    consistent) passes every rule but the temporal findings the contract names."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    base = RunConfig(target="", family="okf", tools=("validate_bundle",), checks=("oracle_validate_bundle",),
+                     max_examples=2)
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(STRICT_MUTANTS)))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    assert {r.name: r.killed_by for r in results[1:]} == STRICT_MUTANTS
+
+
 def test_the_catalogue_covers_every_contract_tool_with_120_mutants():
     from knowspec.conformance.contract import load_contract
     from knowspec.conformance.mutants.killrate import HOST_MUTANTS, tools_of

@@ -275,3 +275,30 @@ def test_a_sources_dates_decide_its_validity_per_profile_and_the_projection_show
     assert [s["resource"][-1] for s in instant["sources"]] == ["b"] and instant["usage_window"] is None
     inherited = {**dated, "sources": [{**dated["sources"][0], "usage_window": dated["usage_window"]}]}
     assert inherited_windows_cleared(inherited, concept)["sources"][0]["usage_window"] is None
+
+
+def test_strict_findings_name_each_malformed_date_and_window_and_each_reached_boundary():
+    from knowspec.conformance.fixtures.model import Bundle, Concept, Source
+    from knowspec.conformance.oracles.okf_strict import strict_problems
+
+    bundle = Bundle("s", (
+        Concept("a", stale_after="2025-03-01", usage_window=("2025-05-01", "2025-04-01"),
+                sources=(Source("https://example.com/x", last_modified="2025-01-01T00:00:00Z",
+                                usage_window=("2025-01-01", "2025-01-02T00:00:00Z")),)),
+        Concept("b", stale_after="2025-03-02"),
+    ))
+
+    def warn(file: str, code: str, spec_ref: str = "okf-v0.2#5.1") -> dict:
+        return {"severity": "WARN", "file": file, "code": code, "spec_ref": spec_ref}
+
+    report = [warn("a.md", "usage_window_order"), warn("a.md", "source_field_invalid"),
+              warn("a.md", "stale", "okf-v0.2#5.5")]
+    assert strict_problems(report, bundle, "date-3fcbb9f", "2025-03-01") == []
+    assert strict_problems(report[:2], bundle, "date-3fcbb9f", "2025-03-01") == ["a.md: no WARN stale"]
+    assert strict_problems(report[1:], bundle, "date-3fcbb9f", "2025-03-01") == ["a.md: no WARN usage_window_order"]
+    assert strict_problems(report + [warn("b.md", "stale", "okf-v0.2#5.5")], bundle, "date-3fcbb9f", "2025-03-01") \
+        == ["b.md: stale without such a fault"]
+    assert strict_problems([{**report[0], "severity": "INFO"}] + report[1:], bundle, "date-3fcbb9f", "2025-03-01")
+    # under the instant profile every date is malformed and nothing is stale
+    instant = [warn("a.md", "stale_after_invalid"), warn("a.md", "usage_window_invalid"), warn("b.md", "stale_after_invalid")]
+    assert strict_problems(instant, bundle, "instant-0b87c52", None) == []
