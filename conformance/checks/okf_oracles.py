@@ -169,8 +169,8 @@ def _check_read(ctx: CheckContext, concept: Concept, args: dict[str, Any]) -> No
     problems = [k for k in ("id", "path", "frontmatter_yaml", "body") if got.get(k) != want[k]]
     if outcome.texts and outcome.texts[0] != want["raw"]:
         problems.append("text (the file's raw text)")
-    projection = cards.expected_projection(concept, args.get("temporal_profile", cards.DEFAULT_PROFILE))
     profile = args.get("temporal_profile", cards.DEFAULT_PROFILE)
+    projection = cards.expected_projection(concept, profile)
     written = cards.inherited_windows_cleared(got.get("projection"), concept, profile)
     problems += [f"projection.{field} {_short(value)} != {_short(expected)}"
                  for field, (value, expected) in cards.field_differences(written, projection).items()]
