@@ -415,12 +415,14 @@ def _verifications_reordered(out: dict) -> bool:
     return False
 
 
-def _plain_integer(value: Any) -> Any:
-    return int(value["@value"]) if isinstance(value, dict) and "@value" in value else value
-
-
 def _plain_value(value: Any) -> Any:
+    """A typed literal written as its bare ``@value``."""
     return value["@value"] if isinstance(value, dict) and "@value" in value else value
+
+
+def _plain_integer(value: Any) -> Any:
+    plain = _plain_value(value)
+    return int(plain) if plain is not value else value
 
 
 def _broken_relation(node: dict) -> bool:

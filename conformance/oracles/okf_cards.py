@@ -53,6 +53,11 @@ def rfc3339(text: str) -> bool:
     return True
 
 
+def instant(text: str) -> datetime | None:
+    """An RFC 3339 value as its instant (equal in any offset), else None."""
+    return datetime.fromisoformat(text.replace("Z", "+00:00")) if rfc3339(text) else None
+
+
 def valid_actor(actor: str) -> bool:
     """read.md §1.9: ``human:<x>``, ``process:<x>`` or ``<producer>/<version>``, trimmed, no control."""
     if not actor or actor != actor.strip() or any(ord(ch) < 0x20 or ord(ch) == 0x7F for ch in actor):
@@ -290,8 +295,7 @@ def same_literal(got: Any, want: Any) -> bool:
     does not say whether an offset is kept as written)."""
     if isinstance(want, dict) and want.get("@type") == "xsd:dateTime" and isinstance(got, dict) \
             and got.get("@type") == "xsd:dateTime" and set(got) == {"@value", "@type"}:
-        mine, theirs = (datetime.fromisoformat(str(v["@value"]).replace("Z", "+00:00"))
-                        if rfc3339(str(v["@value"])) else v["@value"] for v in (got, want))
+        mine, theirs = (instant(str(v["@value"])) or v["@value"] for v in (got, want))
         return mine == theirs
     return bool(got == want)
 

@@ -27,8 +27,8 @@ from urllib.parse import unquote
 
 from knowspec.conformance.fixtures.model import Bundle, Concept, Event, render_body
 from knowspec.conformance.oracles.okf_cards import (
-    DEFAULT_PROFILE, RESOURCE_KINDS, attributions, citations_fallback, normalised_label, rfc3339, shared_window,
-    timestamp_fallback, url_resource, valid_actor,
+    DEFAULT_PROFILE, RESOURCE_KINDS, attributions, citations_fallback, instant, normalised_label, rfc3339,
+    shared_window, timestamp_fallback, url_resource, valid_actor,
 )
 from knowspec.conformance.oracles.okf_reads import valid_source
 
@@ -74,10 +74,6 @@ def child_ordinal(iri: str, concept_id: str) -> str | None:
         return None
     ordinal = _b64(parts[2])
     return ordinal if ordinal is not None and _ORDINAL.fullmatch(ordinal) else None
-
-
-def instant(text: str) -> datetime | None:
-    return datetime.fromisoformat(text.replace("Z", "+00:00")) if rfc3339(text) else None
 
 
 def _literal(value: Any, xsd: str) -> Any:
@@ -195,15 +191,17 @@ SOURCE_FIELDS = ("sourceID", "resource", "title", "author", "usageCount", "legac
 NO_WINDOW = (ABSENT, ABSENT, ABSENT)
 
 
+def _comparable_time(text: str, profile: str) -> Any:
+    """A profile-dependent value as compared: a date's text, or an instant (an offset need not be
+    kept as written)."""
+    return text if profile == DEFAULT_PROFILE else instant(text) or text
+
+
 def _temporal(value: Any, profile: str) -> Any:
-    """A profile-dependent literal as something comparable: the date's text, or the instant (an
-    offset need not be kept as written); ABSENT stays ABSENT, anything else shows as itself."""
-    if profile == DEFAULT_PROFILE:
-        return _literal(value, "xsd:date")
-    text = _literal(value, "xsd:dateTime")
-    if text is ABSENT or not isinstance(text, str):
-        return text
-    return instant(text) or text
+    """A profile-dependent literal (``xsd:date``, or ``xsd:dateTime`` in the instant profile) as
+    compared; ABSENT stays ABSENT, anything else shows as itself."""
+    text = _literal(value, "xsd:date" if profile == DEFAULT_PROFILE else "xsd:dateTime")
+    return _comparable_time(text, profile) if isinstance(text, str) and text is not ABSENT else text
 
 
 def _source_row(node: dict, profile: str, inherited: tuple) -> tuple:
@@ -217,13 +215,9 @@ def _source_row(node: dict, profile: str, inherited: tuple) -> tuple:
                   _temporal(node.get("lastModified", ABSENT), profile)) + (NO_WINDOW if window == inherited else window)
 
 
-def _typed(value: str, profile: str) -> Any:
-    return _temporal({"@value": value, "@type": "xsd:date" if profile == DEFAULT_PROFILE else "xsd:dateTime"}, profile)
-
-
 def _inherited(concept: Concept, profile: str) -> tuple:
     shared = shared_window(concept, profile)
-    return NO_WINDOW if shared is None else (_typed(shared["from"], profile), _typed(shared["to"], profile), False)
+    return NO_WINDOW if shared is None else (_comparable_time(shared["from"], profile), _comparable_time(shared["to"], profile), False)
 
 
 def expected_source_rows(concept: Concept, profile: str = DEFAULT_PROFILE) -> list[tuple]:
@@ -235,9 +229,9 @@ def expected_source_rows(concept: Concept, profile: str = DEFAULT_PROFILE) -> li
                 for n, (title, url) in enumerate(concept.citations, 1)]
     return [(s.id or ABSENT, s.resource, s.title or ABSENT, s.author or ABSENT,
              ABSENT if s.usage_count is None else str(s.usage_count), False, ABSENT,
-             _typed(s.last_modified, profile) if s.last_modified else ABSENT)
+             _comparable_time(s.last_modified, profile) if s.last_modified else ABSENT)
             + (NO_WINDOW if s.usage_window is None else
-               (_typed(s.usage_window[0], profile), _typed(s.usage_window[1], profile), True))
+               (_comparable_time(s.usage_window[0], profile), _comparable_time(s.usage_window[1], profile), True))
             for s in concept.sources if valid_source(s, profile)]
 
 

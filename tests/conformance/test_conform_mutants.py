@@ -156,6 +156,17 @@ def test_mutants_are_killed_through_the_proxy(mutants, checks, toy_contract):
 
 
 KNOWSPEC = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
+def killed_by_our_server(tools: tuple[str, ...], checks: tuple[str, ...], names: list[str]) -> dict:
+    """``{mutant: the cases that caught it}`` over our stdio server at two examples a property,
+    once the unmutated server is seen to pass every case (skipped without the console script)."""
+    if not Path(KNOWSPEC).exists():
+        pytest.skip("knowspec console script not installed")
+    base = RunConfig(target="", family="okf", tools=tools, checks=checks, max_examples=2)
+    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], names))
+    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
+    return {r.name: r.killed_by for r in results[1:]}
+
+
 SECTION_DATA_MUTANTS = ["search_sections_heading_blanked", "search_sections_line_end_plus_one",
                         "search_sections_scores_scaled", "search_sections_snippet_shifted",
                         "search_sections_revision_other"]
@@ -165,14 +176,8 @@ SECTION_DATA_MUTANTS = ["search_sections_heading_blanked", "search_sections_line
 def test_section_data_mutants_are_killed_by_the_sections_oracle_while_the_real_server_passes():
     """Sorted, schema-valid answers with a wrong heading, line_end, score, snippet or fingerprint
     pass every rule but the data; oracle_search_sections compares the data with the bundle's."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    base = RunConfig(target="", family="okf", tools=("search_sections",), checks=("oracle_search_sections",),
-                     max_examples=2)
-    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], SECTION_DATA_MUTANTS))
-    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == dict.fromkeys(
-        SECTION_DATA_MUTANTS, ("oracle_search_sections[search_sections]",))
+    assert killed_by_our_server(("search_sections",), ("oracle_search_sections",), SECTION_DATA_MUTANTS) == \
+        dict.fromkeys(SECTION_DATA_MUTANTS, ("oracle_search_sections[search_sections]",))
 
 
 CARD_DATA_MUTANTS = {
@@ -198,14 +203,9 @@ def test_card_and_projection_mutants_are_killed_by_their_card_oracle_while_the_r
     """Schema-valid answers whose hits and edges are right but whose cards or projection say
     something else about the concept (a title, tags, trust, stale, another concept's card) pass
     every rule but the data; the card oracles compare the data with the frontmatter written."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    base = RunConfig(target="", family="okf", tools=("search_concepts", "get_neighbors", "read_concept"),
-                     checks=("oracle_search_cards", "oracle_neighbor_cards", "oracle_read_concept"), max_examples=2)
     names = [name for group in CARD_DATA_MUTANTS.values() for name in group]
-    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], names))
-    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == {
+    assert killed_by_our_server(("search_concepts", "get_neighbors", "read_concept"),
+                                ("oracle_search_cards", "oracle_neighbor_cards", "oracle_read_concept"), names) == {
         name: (case,) for case, group in CARD_DATA_MUTANTS.items() for name in group}
 
 
@@ -227,16 +227,10 @@ TEXT_MUTANTS = {"list_concepts_text_keys_reordered": ("oracle_list_concepts[list
 def test_custom_text_mutants_are_killed_while_the_real_server_passes():
     """Texts that hold the same JSON value in other bytes, a field upstream leaves out, or JSON
     where upstream writes nothing: structured content right, only the text differs."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    base = RunConfig(target="", family="okf", tools=("list_concepts", "validate_bundle", "preview_temporal_upgrade",
-                                                     "apply_temporal_upgrade", "get_semantic_graph"),
-                     checks=("oracle_list_concepts", "oracle_validate_bundle", "oracle_temporal_upgrade",
-                             "oracle_semantic_graph"),
-                     max_examples=2)
-    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(TEXT_MUTANTS)))
-    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == TEXT_MUTANTS
+    tools = ("list_concepts", "validate_bundle", "preview_temporal_upgrade", "apply_temporal_upgrade",
+             "get_semantic_graph")
+    checks = ("oracle_list_concepts", "oracle_validate_bundle", "oracle_temporal_upgrade", "oracle_semantic_graph")
+    assert killed_by_our_server(tools, checks, list(TEXT_MUTANTS)) == TEXT_MUTANTS
 
 
 LEGACY_TIMESTAMP_MUTANTS = {"list_concepts_trust_raised": ("oracle_list_concepts[list_concepts]",),
@@ -252,13 +246,8 @@ LEGACY_TIMESTAMP_MUTANTS = {"list_concepts_trust_raised": ("oracle_list_concepts
 def test_list_card_and_legacy_timestamp_mutants_are_killed_while_the_real_server_passes():
     """list_concepts cards whose trust, generated_at or legacy flags say something else, and a
     read_concept that hides a v0.1 fallback, pass every rule but the data."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    base = RunConfig(target="", family="okf", tools=("list_concepts", "read_concept"),
-                     checks=("oracle_list_concepts", "oracle_read_concept"), max_examples=2)
-    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(LEGACY_TIMESTAMP_MUTANTS)))
-    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == LEGACY_TIMESTAMP_MUTANTS
+    assert killed_by_our_server(("list_concepts", "read_concept"), ("oracle_list_concepts", "oracle_read_concept"),
+                                list(LEGACY_TIMESTAMP_MUTANTS)) == LEGACY_TIMESTAMP_MUTANTS
 
 
 GRAPH_DATA_MUTANTS = {name: ("oracle_semantic_graph[get_semantic_graph]",) for name in (
@@ -280,13 +269,8 @@ def test_graph_data_mutants_are_killed_by_the_graph_oracle_while_the_real_server
     broken relation or lose a subresource source, or whose provenance nodes (Generation, Verification,
     ProvenanceSource, ClaimAttribution) lose, reorder or retype what the frontmatter says, passes
     every rule but the contract's data."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    base = RunConfig(target="", family="okf", tools=("get_semantic_graph",), checks=("oracle_semantic_graph",),
-                     max_examples=2)
-    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(GRAPH_DATA_MUTANTS)))
-    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == GRAPH_DATA_MUTANTS
+    assert killed_by_our_server(("get_semantic_graph",), ("oracle_semantic_graph",),
+                                list(GRAPH_DATA_MUTANTS)) == GRAPH_DATA_MUTANTS
 
 
 STRICT_MUTANTS = {name: ("oracle_validate_bundle[validate_bundle]",) for name in (
@@ -297,13 +281,7 @@ STRICT_MUTANTS = {name: ("oracle_validate_bundle[validate_bundle]",) for name in
 def test_strict_finding_mutants_are_killed_by_the_validate_oracle_while_the_real_server_passes():
     """A strict report that leaves out a reversed window or a reached boundary (its counts kept
     consistent) passes every rule but the temporal findings the contract names."""
-    if not Path(KNOWSPEC).exists():
-        pytest.skip("knowspec console script not installed")
-    base = RunConfig(target="", family="okf", tools=("validate_bundle",), checks=("oracle_validate_bundle",),
-                     max_examples=2)
-    results = list(kill_rate(base, [KNOWSPEC, "serve", "--stdio"], list(STRICT_MUTANTS)))
-    assert results[0].name == "identity" and results[0].killed_by == () and not results[0].unreachable
-    assert {r.name: r.killed_by for r in results[1:]} == STRICT_MUTANTS
+    assert killed_by_our_server(("validate_bundle",), ("oracle_validate_bundle",), list(STRICT_MUTANTS)) == STRICT_MUTANTS
 
 
 def test_the_catalogue_covers_every_contract_tool_with_120_mutants():
