@@ -8,8 +8,9 @@ import platform
 import statistics
 import sys
 import tempfile
+import threading
 import time
-from contextlib import asynccontextmanager
+from contextlib import asynccontextmanager, contextmanager
 from pathlib import Path
 from typing import Any
 
@@ -113,6 +114,39 @@ def yardstick_ms(repeats: int = 5) -> float:
 def server_peak_rss_mib() -> float | None:
     """VmHWM of the newest child python process serving stdio (Linux only)."""
     return server_memory_mib("VmHWM")
+
+
+class PeakResident:
+    """This process's resident size sampled every few milliseconds while a block runs: ``growth_mib``
+    is the most it rose above where the block started (``ru_maxrss`` only ever grows over a run,
+    so it cannot tell the second of two steps from the first). Linux only (0 elsewhere)."""
+
+    def __init__(self, every_s: float = 0.005) -> None:
+        self.every_s, self.start, self.peak = every_s, 0, 0
+
+    @contextmanager
+    def watching(self):
+        from knowspec.impl.server.native_memory import resident_bytes
+
+        self.start = self.peak = resident_bytes()
+        done = threading.Event()
+
+        def sample() -> None:
+            while not done.wait(self.every_s):
+                self.peak = max(self.peak, resident_bytes())
+
+        watcher = threading.Thread(target=sample, daemon=True)
+        watcher.start()
+        try:
+            yield self
+        finally:
+            done.set()
+            watcher.join()
+            self.peak = max(self.peak, resident_bytes())
+
+    @property
+    def growth_mib(self) -> float:
+        return round((self.peak - self.start) / 2**20, 1)
 
 
 def server_memory_mib(field: str = "VmRSS", pid: int | None = None) -> float | None:

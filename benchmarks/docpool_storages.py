@@ -14,7 +14,9 @@ One run: a throwaway PostgreSQL cluster (``engines.PgCluster``: initdb / pg_ctl 
 folder, unix socket only, fsync off) and the embedded Firebird engine; a fresh appdir whose
 catalog registers three databases, ``sq`` (SQLITE), ``pg`` (POSTGRESQL) and ``fb`` (FIREBIRD),
 each with SET DOCUMENTS INTERNAL; the cached databricks source pool (``docpool_setup.cached_pool``)
-IMPORTDOC'ed into each, timed per storage.
+IMPORTDOC'ed into each, timed per storage, with how far this process's resident size rose
+during each import (the server's malloc settings applied, freed heap returned before each: the
+server runs IMPORTDOC in its own process).
 
 Then ONE real stdio server answers every storage (the ``database`` argument of each call picks
 the pool). That is the fair setup on a shared 2-CPU machine: the same process, pipeline and
@@ -64,13 +66,14 @@ from typing import Any
 import anyio
 
 sys.path.insert(0, str(Path(__file__).parent))
-from common import percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
+from common import PeakResident, percentiles, server_peak_rss_mib, stdio_session, timed, write_results  # noqa: E402
 from docpool_fts import title_queries  # noqa: E402
 from docpool_setup import CACHE, DATABRICKS, cached_pool, load_queries, machine_load  # noqa: E402
 from engines import PgCluster, fresh_pg_database  # noqa: E402
 
 from knowspec.impl.config import Settings  # noqa: E402
 from knowspec.impl.docpool import catalog, importdoc  # noqa: E402
+from knowspec.impl.server import native_memory  # noqa: E402
 
 COLLECTION = "databricks"
 STORAGES = (("sq", "SQLITE"), ("pg", "POSTGRESQL"), ("fb", "FIREBIRD"))
@@ -116,10 +119,11 @@ def subset_pool(source: Path, topics: int) -> Path:
 # -- setup -----------------------------------------------------------------------------------
 
 def make_storages_appdir(root: Path, source: Path, pg_dsn: str
-                         ) -> tuple[Settings, dict[str, float], dict[str, float]]:
+                         ) -> tuple[Settings, dict[str, float], dict[str, float], dict[str, float]]:
     """A fresh appdir whose catalog registers sq / pg / fb with a document pool each, the source
-    collection IMPORTDOC'ed into every one (seconds per storage: wall, and this process's CPU,
-    which holds all of SQLite's and embedded Firebird's work but not the PostgreSQL server's)."""
+    collection IMPORTDOC'ed into every one (per storage: wall seconds; this process's CPU seconds,
+    which hold all of SQLite's and embedded Firebird's work but not the PostgreSQL server's; and
+    how far this process's resident size rose during the import, in MiB)."""
     from knowspec.impl.docpool.storage import firebird, postgres
 
     if root.exists():
@@ -129,23 +133,27 @@ def make_storages_appdir(root: Path, source: Path, pg_dsn: str
     settings.default_database = "sq"
     dsns = {"sq": str(root / "pool-sq.db"), "pg": pg_dsn, "fb": str(root / "pool-fb.fdb")}
     firebird.load_engine()
-    times, cpu = {}, {}
+    native_memory.limit_arenas()  # the server's malloc settings: its IMPORTDOC runs in its own process
+    times, cpu, growth = {}, {}, {}
     for db, kind in STORAGES:
         catalog.register_database(settings.catalog_path, db, kind, dsns[db])
         catalog.execute_alter(settings.catalog_path, f"ALTER DATABASE {db} SET DOCUMENTS INTERNAL")
+        native_memory.release_free_memory()  # the previous import's freed heap: not this one's growth
         start, cpu_start = time.perf_counter(), time.process_time()
-        outcome = importdoc.import_collection(settings, db, COLLECTION, str(source))
+        with PeakResident().watching() as resident:
+            outcome = importdoc.import_collection(settings, db, COLLECTION, str(source))
         times[db] = round(time.perf_counter() - start, 2)
         cpu[db] = round(time.process_time() - cpu_start, 2)
+        growth[db] = resident.growth_mib
         if not outcome["result"]:
             raise SystemExit(f"IMPORTDOC refused {COLLECTION} into {db}: {outcome['message']}")
-        print(f"IMPORTDOC {db}: {times[db]} s, CPU here {cpu[db]} s ({outcome['topics']} topics, "
-              f"{outcome['chunks']} chunks)",
+        print(f"IMPORTDOC {db}: {times[db]} s, CPU here {cpu[db]} s, resident size up to "
+              f"+{resident.growth_mib} MiB ({outcome['topics']} topics, {outcome['chunks']} chunks)",
               file=sys.stderr, flush=True)
     # The server process opens these pools next: an embedded Firebird file takes one process.
     firebird.close_connections()
     postgres.close_pools()
-    return settings, times, cpu
+    return settings, times, cpu, growth
 
 
 def server_args(settings: Settings) -> list[str]:
@@ -365,12 +373,13 @@ def main() -> None:
     cluster = PgCluster()
     try:
         cluster_dsn = cluster.start()
-        import_rounds, import_cpu = [], []
+        import_rounds, import_cpu, import_growth = [], [], []
         for k in range(max(1, ns.imports)):
             pg_dsn = fresh_pg_database(cluster_dsn, f"knowspec_bench{k + 1}" if k else "knowspec_bench")
-            settings, import_s, cpu_s = make_storages_appdir(CACHE / "storages-run", source, pg_dsn)
+            settings, import_s, cpu_s, growth_mib = make_storages_appdir(CACHE / "storages-run", source, pg_dsn)
             import_rounds.append(import_s)
             import_cpu.append(cpu_s)
+            import_growth.append(growth_mib)
         load_served = machine_load()
         served = anyio.run(measure, server_args(settings), labelled, short, singles, slugs)
         load_after = machine_load()
@@ -389,8 +398,9 @@ def main() -> None:
         "importdoc_rounds": [{**{kind.lower(): r[db] for db, kind in STORAGES},
                               **{f"{kind.lower()}_vs_sqlite": round(r[db] / r["sq"], 2) for db, kind in STORAGES[1:]},
                               "cpu_s_here": {kind.lower(): c[db] for db, kind in STORAGES},
-                              "firebird_cpu_vs_sqlite": round(c["fb"] / c["sq"], 2)}
-                             for r, c in zip(import_rounds, import_cpu)],
+                              "firebird_cpu_vs_sqlite": round(c["fb"] / c["sq"], 2),
+                              "resident_growth_mib_here": {kind.lower(): g[db] for db, kind in STORAGES}}
+                             for r, c, g in zip(import_rounds, import_cpu, import_growth)],
         "storages": {kind.lower(): served[db] for db, kind in STORAGES},
         "ratios_vs_sqlite": {"postgresql": rat["pg"], "firebird": rat["fb"]},
         "goal7": goals, "topics_flag": ns.topics,

@@ -32,6 +32,12 @@ def test_token_ids_number_every_text_token_in_order(batch):
     assert terms == list(dict.fromkeys(tok for w in want for tok in w))  # in order of first sight
 
 
+def test_token_ids_are_four_bytes_a_token():
+    # an import holds one id per token of the whole pool: int64 ids had doubled its peak memory
+    _, ids, lengths = token_ids(["alpha beta", "", "gamma"])
+    assert ids.dtype.itemsize == 4 and ids.tolist() == [0, 1, 2] and lengths.tolist() == [2, 0, 1]
+
+
 def test_token_ids_across_batches_keep_one_vocabulary():
     batch = ["Ağaç ve şüphe", "", "e-mail x1.2"] * (TOKEN_BATCH // 2 + 1)
     terms, ids, lengths = token_ids(batch)

@@ -175,11 +175,17 @@ def postings(term: np.ndarray, row: np.ndarray, col: np.ndarray, n_terms: int, n
         term, row, col = term[order], row[order], col[order]
     new_pair = np.ones(len(term), dtype=bool)
     new_pair[1:] = (term[1:] != term[:-1]) | (row[1:] != row[:-1])
-    pair = np.cumsum(new_pair) - 1
-    n_pairs = int(pair[-1]) + 1 if len(pair) else 0
-    post_tf = np.bincount(pair * len(COLUMNS) + col, minlength=n_pairs * len(COLUMNS)).reshape(n_pairs, len(COLUMNS))
-    del pair
-    post_tf = post_tf.astype(np.uint16 if post_tf.max(initial=0) < 2 ** 16 else np.int32)
+    # Counted per run of one (term, row, column): arrays of the runs, never one more of every token.
+    new_cell = new_pair.copy()
+    new_cell[1:] |= col[1:] != col[:-1]
+    starts = np.flatnonzero(new_cell)
+    del new_cell
+    counts = np.diff(starts, append=len(term))
+    pair_of_run = np.cumsum(new_pair[starts]) - 1
+    n_pairs = int(pair_of_run[-1]) + 1 if len(pair_of_run) else 0
+    post_tf = np.zeros((n_pairs, len(COLUMNS)), dtype=np.uint16 if counts.max(initial=0) < 2 ** 16 else np.int32)
+    post_tf[pair_of_run, col[starts]] = counts
+    del starts, counts, pair_of_run
     term_start = np.searchsorted(term[new_pair], np.arange(n_terms + 1))
     row_len = np.bincount(row, minlength=n_rows).astype(np.float64)  # FTS5's D: tokens per row
     return term_start, row[new_pair].astype(np.int32), post_tf, row_len
@@ -211,20 +217,24 @@ def token_ids(texts: Sequence[str]) -> tuple[list[str], np.ndarray, np.ndarray]:
 
     A batch of texts is folded and split in one join and one ``split``, and every token string
     gets its id from a dict that numbers a new key by its own length, so no Python code runs
-    per token (an import tokenises ~4M of them)."""
+    per token (an import tokenises ~4M of them). Ids are int32: 4 bytes a token, not 8, where
+    an import's memory peaks."""
     seen: defaultdict[str, int] = defaultdict()
     seen.default_factory = seen.__len__
     seen[_TEXT_END], seen[""]  # ids 0 (a text ended) and 1 (nothing between two spaces)
-    found = array("q")
+    found = array("i")
     for k in range(0, len(texts), TOKEN_BATCH):
         batch = texts[k:k + TOKEN_BATCH]
         joined = f" {_TEXT_END} ".join(map(fts5_tokenizer.folded_separated, batch)) + f" {_TEXT_END}"
         found.extend(map(seen.__getitem__, joined.split(" ")))
-    every = np.frombuffer(found, dtype=np.int64) if len(found) else np.zeros(0, dtype=np.int64)
+    every = np.frombuffer(found, dtype=np.int32) if len(found) else np.zeros(0, dtype=np.int32)
     is_token = every > 1
-    tokens_before_end = np.cumsum(is_token)[every == 0]
-    lengths = np.diff(tokens_before_end, prepend=0)
-    return list(seen)[2:], every[is_token] - 2, lengths
+    ends = np.flatnonzero(every == 0)  # one per text
+    lengths = np.add.reduceat(is_token, np.r_[0, ends[:-1] + 1], dtype=np.int64) if len(ends) else ends
+    ids = every[is_token]
+    del every, found, is_token
+    ids -= 2
+    return list(seen)[2:], ids, lengths
 
 
 @dataclass
@@ -250,16 +260,20 @@ class FtsIndex:
         first_seen, ids, lengths = token_ids([text for _, _, texts in rows for text in texts])
         order = sorted(range(len(first_seen)), key=first_seen.__getitem__)
         terms = [first_seen[i] for i in order]
-        rank = np.empty(len(order), dtype=np.int64)
-        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int64)
-        term = rank[ids] if len(ids) else np.zeros(0, dtype=np.int64)
+        rank = np.empty(len(order), dtype=np.int32)
+        rank[np.asarray(order, dtype=np.int64)] = np.arange(len(order), dtype=np.int32)
+        term = rank[ids] if len(ids) else np.zeros(0, dtype=np.int32)
         del ids
-        cells = np.repeat(np.arange(len(rows) * n_cols, dtype=np.int64), lengths)  # (row, column) of each token
+        # (row, column) of each token, int32 like the term ids (a pool past ~700M chunks would not fit)
+        cell_type = np.int32 if len(rows) * n_cols < 2 ** 31 else np.int64
+        cells = np.repeat(np.arange(len(rows) * n_cols, dtype=cell_type), lengths)
         by_term = np.argsort(term, kind="stable")  # cells ascend: (term, row, column) order, as postings wants
         term, cells = term[by_term], cells[by_term]
         del by_term
-        term_start, post_row, post_tf, row_len = postings(term, cells // n_cols, cells % n_cols, len(terms), len(rows))
-        del term, cells
+        token_row = cells // n_cols
+        np.remainder(cells, n_cols, out=cells)  # the column, in place
+        term_start, post_row, post_tf, row_len = postings(term, token_row, cells, len(terms), len(rows))
+        del term, cells, token_row
         topic_id = np.array([t[0] for t in topic_rows], dtype=np.int64)
         chunk_topic = np.array([r[1] for r in rows], dtype=np.int64)
         arrays = FtsArrays(
@@ -390,22 +404,23 @@ def dump(index: "FtsIndex", revision: str) -> bytes:
     per-topic data, ending at ``head_end``), then the postings and the texts, which a reader
     cut into parts of ``part_bytes`` (``parts``) may read only where a search slices them."""
     a = index.arrays
-    pieces: list[bytes] = []
+    pieces: list[bytes | memoryview] = []  # joined once at the end: the blob is the only copy made
     layout: dict[str, Any] = {"revision": revision, "n_rows": a.n_rows, "total_tokens": a.total_tokens,
                               "part_bytes": SNAPSHOT_PART_BYTES, "arrays": {}, "strings": {}}
     at = 0
 
-    def put(data: bytes) -> tuple[int, int]:
+    def put(data: bytes | memoryview) -> tuple[int, int]:
         nonlocal at
         pad = -at % 8
-        pieces.append(b"\0" * pad + data)
+        pieces.append(b"\0" * pad)
+        pieces.append(data)
         at += pad
         start, at = at, at + len(data)
         return start, len(data)
 
     def put_array(name: str) -> None:
         arr = np.ascontiguousarray(getattr(a, name))
-        layout["arrays"][name] = [arr.dtype.str, list(arr.shape), *put(arr.tobytes())]
+        layout["arrays"][name] = [arr.dtype.str, list(arr.shape), *put(arr.reshape(-1).view(np.uint8).data)]
 
     for name in _HEAD_ARRAYS:
         put_array(name)
@@ -421,8 +436,9 @@ def dump(index: "FtsIndex", revision: str) -> bytes:
         offsets = np.zeros(len(encoded) + 1, dtype=np.int64)
         np.cumsum([len(e) for e in encoded], out=offsets[1:])
         layout["texts"] = [list(put(offsets.tobytes())), list(put(b"".join(encoded)))]
+        del encoded
     header = json.dumps(layout).encode("utf-8")
-    return _MAGIC + len(header).to_bytes(8, "little") + header + b"".join(pieces)
+    return b"".join([_MAGIC, len(header).to_bytes(8, "little"), header, *pieces])
 
 
 def _layout(head: bytes | memoryview) -> tuple[dict[str, Any], int] | None:
@@ -487,16 +503,17 @@ def parts(blob: bytes, *, compress: bool = False) -> list[bytes]:
     import and to read per search; SQLite reads every part at once and keeps them plain). zlib
     lets go of the GIL, so the parts are compressed on two helper threads (an import waits for
     them: ~0.7 s of one core for the 50k-chunk databricks pool)."""
-    cut = [blob[k:k + SNAPSHOT_PART_BYTES] for k in range(0, max(len(blob), 1), SNAPSHOT_PART_BYTES)]
     if not compress:
-        return cut
+        return [blob[k:k + SNAPSHOT_PART_BYTES] for k in range(0, max(len(blob), 1), SNAPSHOT_PART_BYTES)]
+    view = memoryview(blob)  # slices of it copy nothing: only the compressed parts are new bytes
+    cut = [view[k:k + SNAPSHOT_PART_BYTES] for k in range(0, max(len(blob), 1), SNAPSHOT_PART_BYTES)]
     return list(process.current().executor("snapshot_compress", COMPRESS_THREADS).map(_compressed, cut))
 
 
 COMPRESS_THREADS = 2
 
 
-def _compressed(part: bytes) -> bytes:
+def _compressed(part: bytes | memoryview) -> bytes:
     return zlib.compress(part, 1)
 
 
