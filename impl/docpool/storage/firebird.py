@@ -316,7 +316,7 @@ class FirebirdPool(SqlPool):
         return self._cached_index("docpool.firebird_fts", parse_dsn(self.dsn)[0], stamp, build_index)
 
 
-def build_index(rows, stamp: tuple, new: _source.TargetRows | None = None) -> FtsIndex:
+def build_index(rows, stamp: tuple, new: _source.WrittenRows | None = None) -> FtsIndex:
     """The full-text index of the pool ``rows(sql, params)`` reads (``new``: an import's
     collection, taken from memory instead of read back, ``_source.pool_index``)."""
     return _source.pool_index(stamp, lambda below: chunk_texts(rows, below),
@@ -612,7 +612,7 @@ def select_rows(cur, sql: str, params: Sequence[Any] = ()) -> list[tuple]:
     return [tuple(_value(v) for v in row) for row in cur.fetchall()]
 
 
-def persist_index(cur, new: _source.TargetRows | None = None) -> None:
+def persist_index(cur, new: _source.WrittenRows | None = None) -> None:
     """Inside the import's transaction: build the whole pool's full-text index (``new``, the
     collection just inserted, from memory; the other rows read back) and persist it with the
     new stamp."""
@@ -696,9 +696,10 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
                                        next_entity_id=_next_id(cur, "doc$entity"))
             for name, sql in INSERTS:
                 _insert(cur, name, sql, getattr(rows, name))
-            persist_index(cur, rows)
+            written = rows.written()
+            persist_index(cur, written)
         _settle(con)
-        return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))
+        return ImportResult(collection, len(written.topics), len(written.chunks), str(source))
     finally:
         con.close()
 

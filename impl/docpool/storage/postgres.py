@@ -321,9 +321,9 @@ def _one_vector(cur) -> bytes | None:
 
 
 def _replace_collection(cur, src: _source.CollectionRows, collection: str,
-                        source: Path | str) -> _source.TargetRows:
+                        source: Path | str) -> _source.WrittenRows:
     """Inside the import's transaction: bump the stamp (serialising imports), delete the
-    collection, insert the source's rows with fresh ids."""
+    collection, insert the source's rows with fresh ids (``src`` is emptied as they move)."""
     cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
     recipe_before = _general_meta(cur)  # the deletes take the general recipe too
     for sql in DELETES:
@@ -336,11 +336,12 @@ def _replace_collection(cur, src: _source.CollectionRows, collection: str,
     rows = _source.target_rows(src, next_topic_id=nxt[0], next_chunk_id=nxt[1], next_entity_id=nxt[2])
     for name, sql in INSERTS:
         _insert(cur, name, sql, getattr(rows, name))
-    _persist_index(cur, rows)
-    return rows
+    written = rows.written()
+    _persist_index(cur, written)
+    return written
 
 
-def index_of(rows, stamp: tuple, new: _source.TargetRows | None = None) -> FtsIndex:
+def index_of(rows, stamp: tuple, new: _source.WrittenRows | None = None) -> FtsIndex:
     """The search layer's full-text index of every chunk ``rows(sql, params)`` reads (``new``: an
     import's collection, taken from memory instead of read back, ``_source.pool_index``)."""
 
@@ -351,7 +352,7 @@ def index_of(rows, stamp: tuple, new: _source.TargetRows | None = None) -> FtsIn
                               below("select id, collection, slug from doc$topic"), new)
 
 
-def _persist_index(cur, new: _source.TargetRows | None = None) -> None:
+def _persist_index(cur, new: _source.WrittenRows | None = None) -> None:
     """Inside the import's transaction: the whole pool's index (``new``, the collection just
     inserted, from memory), persisted with the new counter, so a process's first search loads
     it instead of tokenising every chunk."""
