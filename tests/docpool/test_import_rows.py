@@ -1,10 +1,14 @@
 """PostgreSQL's and Firebird's IMPORTDOC hold one copy of a collection, and only as long as they
-need it: ``target_rows`` moves the source's rows (the source's lists are emptied), and once
-they are written ``written()`` keeps only what the index build reads (chunk texts, topic slugs),
-letting go of bodies, vectors and the rest before the build's own peak."""
+need it: the source's vectors are streamed from one read snapshot as they are written,
+``target_rows`` moves the source's rows (the source's lists are emptied), and once they are
+written ``written()`` keeps only what the index build reads (chunk texts, topic slugs), letting
+go of bodies and the rest before the build's own peak."""
 
 from __future__ import annotations
 
+import shutil
+import sqlite3
+from contextlib import closing
 from dataclasses import fields
 
 import pytest
@@ -23,18 +27,34 @@ def lists_of(rows) -> dict[str, list]:
 
 
 def test_target_rows_move_the_rows_out_of_the_source(source):
-    src = _source.read_collection(source, SAMPLE_COLLECTION)
-    held = {name: len(rows) for name, rows in lists_of(src).items()}
-    assert held["topics"] and held["chunks"] and held["chunk_vecs"]
-    rows = _source.target_rows(src, next_topic_id=10, next_chunk_id=100, next_entity_id=1)
-    assert all(not rows for rows in lists_of(src).values())
-    assert (len(rows.topics), len(rows.chunks), len(rows.chunk_vecs)) == (held["topics"], held["chunks"],
-                                                                         held["chunk_vecs"])
+    with _source.collection_rows(source, SAMPLE_COLLECTION) as src:
+        held = {name: len(rows) for name, rows in lists_of(src).items()}
+        vectors = len(list(src.chunk_vecs))
+        assert held["topics"] and held["chunks"] and vectors
+        rows = _source.target_rows(src, next_topic_id=10, next_chunk_id=100, next_entity_id=1)
+        assert all(not rows for rows in lists_of(src).values())
+        assert (len(rows.topics), len(rows.chunks)) == (held["topics"], held["chunks"])
+        assert len(list(rows.chunk_vecs)) == vectors
+
+
+def test_vectors_streamed_during_an_import_are_the_source_as_the_import_began(source, tmp_path):
+    copy = tmp_path / "source.db"
+    shutil.copyfile(source, copy)
+    with _source.collection_rows(copy, SAMPLE_COLLECTION) as src:
+        first = src.chunk_vecs.first()
+        with closing(sqlite3.connect(copy, timeout=0)) as writer:
+            try:  # a writer is either kept out while the import reads, or not seen by it
+                writer.execute('delete from "doc$chunk_vec"')
+                writer.commit()
+            except sqlite3.OperationalError as exc:
+                assert "locked" in str(exc)
+        rows = list(src.chunk_vecs)
+    assert first is not None and rows and rows[0] == first
 
 
 def test_written_rows_keep_only_what_the_index_build_reads(source):
-    rows = _source.target_rows(_source.read_collection(source, SAMPLE_COLLECTION),
-                               next_topic_id=10, next_chunk_id=100, next_entity_id=1)
+    with _source.collection_rows(source, SAMPLE_COLLECTION) as src:
+        rows = _source.target_rows(src, next_topic_id=10, next_chunk_id=100, next_entity_id=1)
     chunks = [(c[0], c[1], c[3], c[4], c[5]) for c in rows.chunks]
     topics = [t[:3] for t in rows.topics]
     written = rows.written()
@@ -44,8 +64,8 @@ def test_written_rows_keep_only_what_the_index_build_reads(source):
 
 
 def test_the_index_of_written_rows_is_the_index_of_every_row(source):
-    rows = _source.target_rows(_source.read_collection(source, SAMPLE_COLLECTION),
-                               next_topic_id=1, next_chunk_id=1, next_entity_id=1)
+    with _source.collection_rows(source, SAMPLE_COLLECTION) as src:
+        rows = _source.target_rows(src, next_topic_id=1, next_chunk_id=1, next_entity_id=1)
     every_chunk = [(c[0], c[1], c[3], c[4], c[5]) for c in rows.chunks]
     every_topic = [t[:3] for t in rows.topics]
     nothing_below = lambda bound: []  # noqa: E731 (no other collection in the pool)

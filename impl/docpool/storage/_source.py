@@ -8,15 +8,18 @@ touched. Derived columns the SQL storages need (ASCII-lower-cased keys standing 
 ``collate nocase``, folded entity keys and titles) are computed here with the Python rules.
 Both storages persist the pool's full-text index in the import's transaction the same way
 (``pool_index``): the imported collection's rows from memory, the other collections' read back.
+The source stays open in one read snapshot for the whole import (``collection_rows``): its
+vectors are streamed into the target, never all held at once.
 """
 
 from __future__ import annotations
 
 import sqlite3
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass, fields
+from itertools import islice
 from pathlib import Path
-from typing import Any, Callable, Iterable
+from typing import Any, Callable, Iterable, Iterator
 
 from knowspec.impl.docpool.fulltext.reader import FtsIndex
 from knowspec.impl.docpool.recipe import COLLECTION_NAME, ImportRefused, model_mismatch
@@ -37,17 +40,45 @@ DEFAULT_META = (
 )
 
 
+STREAM_BATCH = 2048  # rows of a streamed table read (and, on Firebird, inserted) at a time
+
+
+def batches(rows: Iterable[tuple], size: int = STREAM_BATCH) -> Iterator[list[tuple]]:
+    """``rows`` as lists of at most ``size``."""
+    it = iter(rows)
+    while batch := list(islice(it, size)):
+        yield batch
+
+
+class StreamedRows:
+    """The rows of one query on the source, read each time they are iterated, a batch at a time,
+    in the source's one read snapshot (``collection_rows``): 50k chunk vectors are 77 MB the
+    import would otherwise hold beside everything else."""
+
+    def __init__(self, con: sqlite3.Connection, sql: str, params: dict[str, Any]) -> None:
+        self._con, self._sql, self._params = con, sql, params
+
+    def __iter__(self) -> Iterator[tuple]:
+        cursor = self._con.execute(self._sql, self._params)
+        while batch := cursor.fetchmany(STREAM_BATCH):
+            yield from batch
+
+    def first(self) -> tuple | None:
+        return next(iter(self), None)
+
+
 @dataclass
 class CollectionRows:
-    """Every row of one collection, source ids kept (the target re-numbers topics and chunks)."""
+    """Every row of one collection, source ids kept (the target re-numbers topics and chunks);
+    the vectors streamed from the source."""
 
     collection: tuple
     topics: list[tuple]       # (src_id, collection, slug, title, breadcrumb, category, description, source_uri, mime, mtime, body_md)
     chunks: list[tuple]       # (src_id, src_topic_id, ord, title, heading, body)
     links: list[tuple]        # (src_topic_id, kind, key, confidence, source)
     acl: list[tuple]          # (src_topic_id, principal)
-    topic_vecs: list[tuple]   # (src_topic_id, vec)
-    chunk_vecs: list[tuple]   # (src_chunk_id, vec)
+    topic_vecs: StreamedRows  # (src_topic_id, vec)
+    chunk_vecs: StreamedRows  # (src_chunk_id, vec)
     entities: list[tuple]     # (collection, kind, key, title, attrs)
     relations: list[tuple]    # (collection, from_kind, from_key, rel, to_kind, to_key)
     aliases: list[tuple]      # (collection, kind, alias, key, confidence)
@@ -57,6 +88,14 @@ class CollectionRows:
     def clear(self) -> None:
         """Let go of every row (``target_rows`` has moved them)."""
         _clear_lists(self)
+
+    def sample_vector(self) -> bytes | None:
+        """One of the collection's vectors (a chunk's first), or None without any."""
+        for vectors in (self.chunk_vecs, self.topic_vecs):
+            row = vectors.first()
+            if row is not None:
+                return bytes(row[1])
+        return None
 
 
 def _clear_lists(rows: object) -> None:
@@ -73,8 +112,7 @@ def refuse_another_model(src: CollectionRows, source: Path | str, staying_meta: 
     of their vectors, None without; ``staying_meta``: the target's general recipe). SQLite
     refuses the same before its transaction (``recipe.refusal``): a collection of 8-dimension
     vectors imported into PostgreSQL or Firebird had broken vector search of every collection."""
-    incoming = identity_of({name: value for where, name, value in src.meta if where == ""},
-                           next((vec for _, vec in (*src.chunk_vecs, *src.topic_vecs)), None))
+    incoming = identity_of({name: value for where, name, value in src.meta if where == ""}, src.sample_vector())
     conflict = identity_conflict(identity_of(staying_meta, staying_sample), incoming)
     if conflict:
         raise ImportRefused(model_mismatch(source, conflict))
@@ -90,12 +128,16 @@ def check_request(source: Path | str, collection: str) -> Path:
     return path
 
 
-def read_collection(source: Path | str, collection: str) -> CollectionRows:
-    """All rows of ``collection`` in the source pool (opened read-only), or ``ImportRefused``."""
+@contextmanager
+def collection_rows(source: Path | str, collection: str) -> Iterator[CollectionRows]:
+    """The rows of ``collection`` in the source pool, opened read-only in one read snapshot
+    that lasts until the block ends (its vectors are read when the import writes them), or
+    ``ImportRefused`` before the block runs."""
     path = check_request(source, collection)
     uri = path.absolute().as_uri() + "?mode=ro"
     with closing(sqlite3.connect(uri, uri=True)) as con:
         try:
+            con.execute("begin")  # every read below, streamed ones included, sees one state of the file
             found = con.execute('select id, title, kind, erisim, generated, help_url_v3 from "doc$collection" '
                                 "where id = ?", [collection]).fetchone()
         except sqlite3.DatabaseError as exc:
@@ -106,8 +148,11 @@ def read_collection(source: Path | str, collection: str) -> CollectionRows:
         def rows(sql: str) -> list[tuple]:
             return con.execute(sql, {"c": collection}).fetchall()  # tuples already (no row factory)
 
+        def streamed(sql: str) -> StreamedRows:
+            return StreamedRows(con, sql, {"c": collection})
+
         topic_of = 'select id from "doc$topic" where collection = :c'
-        return CollectionRows(
+        yield CollectionRows(
             collection=tuple(found),
             topics=rows('select id, collection, slug, title, breadcrumb, category, description, source_uri, '
                         'mime, mtime, body_md from "doc$topic" where collection = :c order by id'),
@@ -116,10 +161,10 @@ def read_collection(source: Path | str, collection: str) -> CollectionRows:
             links=rows(f'select topic_id, kind, key, confidence, source from "doc$link" '
                        f"where topic_id in ({topic_of}) order by rowid"),
             acl=rows(f'select topic_id, principal from "doc$acl" where topic_id in ({topic_of}) order by rowid'),
-            topic_vecs=rows(f'select topic_id, vec from "doc$topic_vec" where topic_id in ({topic_of}) '
-                            "order by topic_id"),
-            chunk_vecs=rows(f'select v.chunk_id, v.vec from "doc$chunk_vec" v join "doc$chunk" ch '
-                            f"on ch.id = v.chunk_id where ch.topic_id in ({topic_of}) order by v.chunk_id"),
+            topic_vecs=streamed(f'select topic_id, vec from "doc$topic_vec" where topic_id in ({topic_of}) '
+                                "order by topic_id"),
+            chunk_vecs=streamed(f'select v.chunk_id, v.vec from "doc$chunk_vec" v join "doc$chunk" ch '
+                                f"on ch.id = v.chunk_id where ch.topic_id in ({topic_of}) order by v.chunk_id"),
             entities=rows('select collection, kind, key, title, attrs from "doc$entity" '
                           "where collection = :c order by kind, key, id"),  # the recipe's insert order
                                                                                # (SQLite reads the unique index)
@@ -142,8 +187,8 @@ class TargetRows:
     chunks: list[tuple]
     links: list[tuple]
     acl: list[tuple]
-    topic_vecs: list[tuple]
-    chunk_vecs: list[tuple]
+    topic_vecs: Iterable[tuple]  # read from the source as they are written
+    chunk_vecs: Iterable[tuple]
     entities: list[tuple]
     relations: list[tuple]
     aliases: list[tuple]
@@ -186,8 +231,8 @@ def target_rows(src: CollectionRows, *, next_topic_id: int, next_chunk_id: int, 
         chunks=[(chunk_ids[r[0]], topic_ids[r[1]], *r[2:]) for r in src.chunks],
         links=[(topic_ids[t], kind, key, ascii_lower(key), conf, source) for t, kind, key, conf, source in src.links],
         acl=[(topic_ids[t], p, ascii_lower(p)) for t, p in src.acl],
-        topic_vecs=[(topic_ids[t], bytes(v)) for t, v in src.topic_vecs],
-        chunk_vecs=[(chunk_ids[c], bytes(v)) for c, v in src.chunk_vecs],
+        topic_vecs=((topic_ids[t], bytes(v)) for t, v in src.topic_vecs),
+        chunk_vecs=((chunk_ids[c], bytes(v)) for c, v in src.chunk_vecs),
         entities=[(next_entity_id + n, coll, kind, key, ascii_lower(key), fold(key), title, fold(title), attrs)
                   for n, (coll, kind, key, title, attrs) in enumerate(src.entities)],
         relations=[(coll, fk, fkey, ascii_lower(fkey), rel, tk, tkey, ascii_lower(tkey))

@@ -33,7 +33,7 @@ import os
 import threading
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 from urllib.parse import unquote, urlsplit
 
 from knowspec.impl import runtime as process
@@ -469,8 +469,13 @@ INSERTS = (
 )
 
 
-def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
-    """One table's rows (a seam the atomicity tests break on purpose)."""
+def _insert(cur, name: str, sql: str, rows: Iterable[tuple]) -> None:
+    """One table's rows (a seam the atomicity tests break on purpose); rows streamed from the
+    source (vectors) a batch at a time."""
+    if not isinstance(rows, list):
+        for batch in _source.batches(rows):
+            _insert(cur, name, sql, batch)
+        return
     if not rows:
         return
     if name == "chunks":  # texts as VARCHAR parameters (no BLOB per value) where they fit
@@ -678,30 +683,30 @@ def _one_vector(cur) -> bytes | None:
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
     """IMPORTDOC into the Firebird pool at ``dsn``: replace ``collection`` with the source's rows
     in one transaction (``recipe.import_collection``'s refusals and result)."""
-    src = _source.read_collection(source, collection)  # refusals before the target is touched
-    try:
-        con = ensure_pool(dsn)
-    except Exception as exc:  # cannot attach or create the database
-        raise ImportFailed(str(exc) or type(exc).__name__) from exc
-    try:
-        with _one_transaction(con) as cur:
-            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
-            recipe_before = _general_meta(cur)  # the delete takes the general recipe too
-            _delete_collection(cur, collection)
-            _source.refuse_another_model(src, source, recipe_before, _one_vector(cur))
-            cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
-                        "values (?, ?, ?, ?, ?, ?)", list(src.collection))
-            rows = _source.target_rows(src, next_topic_id=_next_id(cur, "doc$topic"),
-                                       next_chunk_id=_next_id(cur, "doc$chunk"),
-                                       next_entity_id=_next_id(cur, "doc$entity"))
-            for name, sql in INSERTS:
-                _insert(cur, name, sql, getattr(rows, name))
-            written = rows.written()
-            persist_index(cur, written)
-        _settle(con)
-        return ImportResult(collection, len(written.topics), len(written.chunks), str(source))
-    finally:
-        con.close()
+    with _source.collection_rows(source, collection) as src:  # refusals before the target is touched
+        try:
+            con = ensure_pool(dsn)
+        except Exception as exc:  # cannot attach or create the database
+            raise ImportFailed(str(exc) or type(exc).__name__) from exc
+        try:
+            with _one_transaction(con) as cur:
+                cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
+                recipe_before = _general_meta(cur)  # the delete takes the general recipe too
+                _delete_collection(cur, collection)
+                _source.refuse_another_model(src, source, recipe_before, _one_vector(cur))
+                cur.execute("insert into doc$collection(id, title, kind, erisim, generated, help_url_v3) "
+                            "values (?, ?, ?, ?, ?, ?)", list(src.collection))
+                rows = _source.target_rows(src, next_topic_id=_next_id(cur, "doc$topic"),
+                                           next_chunk_id=_next_id(cur, "doc$chunk"),
+                                           next_entity_id=_next_id(cur, "doc$entity"))
+                for name, sql in INSERTS:
+                    _insert(cur, name, sql, getattr(rows, name))
+                written = rows.written()
+                persist_index(cur, written)
+            _settle(con)
+            return ImportResult(collection, len(written.topics), len(written.chunks), str(source))
+        finally:
+            con.close()
 
 
 @contextlib.contextmanager

@@ -28,7 +28,7 @@ import unicodedata
 from functools import lru_cache
 from importlib import resources
 from pathlib import Path
-from typing import Any, Iterator, Sequence
+from typing import Any, Iterable, Iterator, Sequence
 
 from knowspec.impl import runtime as process
 from knowspec.impl.docpool.catalog import PoolLocation
@@ -301,9 +301,9 @@ DELETES = (
 REMOVAL_DELETES = (*(sql for sql in DELETES if "doc$meta" not in sql), "delete from doc$meta where collection = %(c)s")
 
 
-def _insert(cur, name: str, sql: str, rows: list[tuple]) -> None:
+def _insert(cur, name: str, sql: str, rows: Iterable[tuple]) -> None:
     """One table's rows, streamed by COPY (a seam the atomicity tests break on purpose)."""
-    if not rows:
+    if isinstance(rows, list) and not rows:
         return
     with cur.copy(sql) as copy:
         for row in rows:
@@ -393,17 +393,17 @@ def reindex(dsn: str) -> None:
 def import_collection(dsn: str, source: Path | str, collection: str) -> ImportResult:
     """IMPORTDOC into the PostgreSQL pool at ``dsn``: replace ``collection`` with the source's
     rows in ONE transaction (``recipe.import_collection``'s refusals and result)."""
-    src = _source.read_collection(source, collection)  # refusals before the target is touched
-    try:
-        with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
-            with con.transaction():  # the schema step too: a failed import leaves no trace
-                ensure_schema(con)
-                rows = _replace_collection(con.cursor(), src, collection, source)
-            _settle(con)
-    except ImportRefused:
-        raise  # rolled back: nothing changed
-    except Exception as exc:  # connection, psycopg and injected failures alike: rolled back
-        raise ImportFailed(str(exc) or type(exc).__name__) from exc
+    with _source.collection_rows(source, collection) as src:  # refusals before the target is touched
+        try:
+            with connection_pool(dsn).connection(timeout=CONNECT_TIMEOUT) as con:
+                with con.transaction():  # the schema step too: a failed import leaves no trace
+                    ensure_schema(con)
+                    rows = _replace_collection(con.cursor(), src, collection, source)
+                _settle(con)
+        except ImportRefused:
+            raise  # rolled back: nothing changed
+        except Exception as exc:  # connection, psycopg and injected failures alike: rolled back
+            raise ImportFailed(str(exc) or type(exc).__name__) from exc
     return ImportResult(collection, len(rows.topics), len(rows.chunks), str(source))
 
 
