@@ -35,6 +35,18 @@ def test_the_rows_counted_hold_the_exact_top_k(seed, levels, k):
     assert set(np.argsort(-exact)[:k]) <= set(kept.tolist())
 
 
+@settings(max_examples=40, deadline=None)
+@given(seed=st.integers(0, 2**32 - 1), levels=st.sampled_from([127, 31, 7]), k=st.integers(1, 30))
+def test_centred_rows_counted_hold_the_exact_top_k(seed, levels, k):
+    # q.m is the same for every row: ranking the centred rows' intervals ranks the rows
+    matrix = unit_rows(seed, 300, 16) + unit_rows(seed + 2, 1, 16)  # rows sharing a mean, as e5's do
+    q = unit_rows(seed + 1, 1, 16)[0].astype(np.float64)
+    coded, err = coded_rows(matrix - matrix.mean(axis=0), levels)
+    kept = reaching_rows((coded.astype(np.float64) @ q), np.linalg.norm(q) * err, k)
+    exact = matrix.astype(np.float64) @ q
+    assert set(np.argsort(-exact)[:k]) <= set(kept.tolist())
+
+
 def test_the_rounding_loss_is_what_the_code_misses():
     matrix = unit_rows(7, 50, 24)
     coded, err = coded_rows(matrix, 15)
