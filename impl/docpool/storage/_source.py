@@ -64,7 +64,7 @@ class StreamedRows:
             yield from batch
 
     def first(self) -> tuple | None:
-        return next(iter(self), None)
+        return self._con.execute(self._sql, self._params).fetchone()
 
 
 @dataclass
@@ -98,8 +98,9 @@ class CollectionRows:
         return None
 
 
-def _clear_lists(rows: object) -> None:
-    for f in fields(rows):  # type: ignore[arg-type]
+def _clear_lists(rows: Any) -> None:
+    """Empty every list field of the dataclass ``rows``."""
+    for f in fields(rows):
         value = getattr(rows, f.name)
         if isinstance(value, list):
             value.clear()
@@ -200,7 +201,7 @@ class TargetRows:
     def written(self) -> "WrittenRows":
         """Once every row is in the target: what the index build still reads of them (the chunks'
         texts, the topics' slugs), every other row let go, so the build does not also hold the
-        collection's bodies and vectors (~100 MiB for 50k chunk vectors)."""
+        topics' bodies and the rest."""
         kept = WrittenRows([(c[0], c[1], c[3], c[4], c[5]) for c in self.chunks], [t[:3] for t in self.topics],
                            self.first_topic_id, self.first_chunk_id)
         _clear_lists(self)
