@@ -42,7 +42,7 @@ def test_postings_count_every_term_row_and_column_like_a_counter(case, ordered, 
     term = np.array([t for t, _, _ in triples], dtype=width)
     row = np.array([r for _, r, _ in triples], dtype=width)
     col = np.array([c for _, _, c in triples], dtype=width)
-    got = postings(term, row, col, n_terms, n_rows)
+    got = postings(term, row, col, n_terms, n_rows, ordered=ordered)  # ordered: the caller sorted them
     want = counted(term.tolist(), row.tolist(), col.tolist(), n_terms, n_rows)
     assert got[0].tolist() == want[0].tolist()
     assert got[1].dtype == np.int32 and got[1].tolist() == want[1].tolist()

@@ -166,11 +166,12 @@ def read_arrays(con: sqlite3.Connection) -> FtsArrays:
         n_rows=n_rows, total_tokens=total_tokens)
 
 
-def postings(term: np.ndarray, row: np.ndarray, col: np.ndarray, n_terms: int, n_rows: int
-             ) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
+def postings(term: np.ndarray, row: np.ndarray, col: np.ndarray, n_terms: int, n_rows: int, *,
+             ordered: bool = False) -> tuple[np.ndarray, np.ndarray, np.ndarray, np.ndarray]:
     """``(term_start, post_row, post_tf, row_len)`` of ``FtsArrays`` from one (term id, row,
-    column) per token instance, in any order (FTS5's own order is kept without sorting)."""
-    if not _sorted_by(term, row, col):
+    column) per token instance, in any order (FTS5's own order is kept without sorting);
+    ``ordered``: the caller put them in (term, row, column) order, so that is not checked."""
+    if not ordered and not _sorted_by(term, row, col):
         order = np.lexsort((col, row, term))
         term, row, col = term[order], row[order], col[order]
     new_pair = np.ones(len(term), dtype=bool)
@@ -180,8 +181,9 @@ def postings(term: np.ndarray, row: np.ndarray, col: np.ndarray, n_terms: int, n
     new_cell[1:] |= col[1:] != col[:-1]
     starts = np.flatnonzero(new_cell)
     del new_cell
-    counts = np.diff(starts, append=len(term))
-    pair_of_run = np.cumsum(new_pair[starts]) - 1
+    counts = np.diff(starts, append=len(term)).astype(np.int32 if len(term) < 2 ** 31 else np.int64)
+    pair_of_run = np.cumsum(new_pair[starts], dtype=counts.dtype)
+    pair_of_run -= 1
     n_pairs = int(pair_of_run[-1]) + 1 if len(pair_of_run) else 0
     post_tf = np.zeros((n_pairs, len(COLUMNS)), dtype=np.uint16 if counts.max(initial=0) < 2 ** 16 else np.int32)
     post_tf[pair_of_run, col[starts]] = counts
@@ -272,7 +274,8 @@ class FtsIndex:
         del by_term
         token_row = cells // n_cols
         np.remainder(cells, n_cols, out=cells)  # the column, in place
-        term_start, post_row, post_tf, row_len = postings(term, token_row, cells, len(terms), len(rows))
+        term_start, post_row, post_tf, row_len = postings(term, token_row, cells, len(terms), len(rows),
+                                                          ordered=True)
         del term, cells, token_row
         topic_id = np.array([t[0] for t in topic_rows], dtype=np.int64)
         chunk_topic = np.array([r[1] for r in rows], dtype=np.int64)
