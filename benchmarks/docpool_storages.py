@@ -16,7 +16,7 @@ catalog registers three databases, ``sq`` (SQLITE), ``pg`` (POSTGRESQL) and ``fb
 each with SET DOCUMENTS INTERNAL; the cached databricks source pool (``docpool_setup.cached_pool``)
 IMPORTDOC'ed into each, timed per storage, with how far this process's resident size rose
 during each import (the server's malloc settings applied, freed heap returned before each: the
-server runs IMPORTDOC in its own process).
+server runs IMPORTDOC inside the process that serves).
 
 Then ONE real stdio server answers every storage (the ``database`` argument of each call picks
 the pool). That is the fair setup on a shared 2-CPU machine: the same process, pipeline and
@@ -133,7 +133,7 @@ def make_storages_appdir(root: Path, source: Path, pg_dsn: str
     settings.default_database = "sq"
     dsns = {"sq": str(root / "pool-sq.db"), "pg": pg_dsn, "fb": str(root / "pool-fb.fdb")}
     firebird.load_engine()
-    native_memory.limit_arenas()  # the server's malloc settings: its IMPORTDOC runs in its own process
+    native_memory.limit_arenas()  # the server's malloc settings: IMPORTDOC runs inside the serving process
     times, cpu, growth = {}, {}, {}
     for db, kind in STORAGES:
         catalog.register_database(settings.catalog_path, db, kind, dsns[db])

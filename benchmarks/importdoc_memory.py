@@ -3,8 +3,8 @@
 Run: knowspec bench importdoc-memory [--source POOL] [--collection NAME] [--rounds N]
      [--storages sqlite,postgresql,firebird]
 
-A server runs IMPORTDOC in its own process, so what an import holds at its peak is memory the
-serving process needs. Each import here runs in a fresh child process with the server's malloc
+A server runs IMPORTDOC inside the process that serves, so what an import holds at its peak
+is memory the serving process needs. Each import here runs in a fresh child process with the server's malloc
 settings (``native_memory.limit_arenas``), into an empty pool, and reports how far the child's
 resident size rose above where it stood just before the import (sampled every 5 ms), beside the
 source file's size. The source is the databricks pool by default (text only); ``--source`` takes
