@@ -8,13 +8,14 @@ dimension) than the vectors of the target's other collections is refused before 
 
 from __future__ import annotations
 
+import os
 import re
 import sqlite3
 from collections import Counter
-from contextlib import closing
+from contextlib import closing, contextmanager
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Callable
+from typing import Callable, Iterator
 
 from knowspec.impl.docpool.fulltext.reader import sqlite_persist
 from knowspec.impl.docpool.storage.sqlite import import_recipe_sql, open_for_write
@@ -80,6 +81,32 @@ def _vector_identity(con: sqlite3.Connection, schema: str, where: str, params: l
     return identity_of(meta, sample[0])
 
 
+def vector_shape_fault(con: sqlite3.Connection, schema: str, collection: str) -> str | None:
+    """What keeps the vectors of ``collection`` in ``schema`` from loading as one matrix (a value
+    that is not a BLOB, BLOBs of two sizes, a size that is no whole number of float32 values), or
+    None. The model check reads one vector; this reads every one's type and size, so a
+    collection of mixed vectors is refused instead of breaking vector search of the whole pool."""
+    shapes = con.execute(
+        f'select typeof(vec), length(vec) from (select v.vec from {schema}."doc$chunk_vec" v '
+        f'join {schema}."doc$chunk" ch on ch.id = v.chunk_id join {schema}."doc$topic" t on t.id = ch.topic_id '
+        f'where t.collection = :c union all select v.vec from {schema}."doc$topic_vec" v '
+        f'join {schema}."doc$topic" t on t.id = v.topic_id where t.collection = :c) group by 1, 2 limit 2',
+        {"c": collection}).fetchall()
+    kinds = [kind for kind, _ in shapes if kind != "blob"]
+    if kinds:
+        return f"a vector is stored as {kinds[0]}, not as a BLOB"
+    if len(shapes) > 1:
+        return f"vectors of {shapes[0][1]} and {shapes[1][1]} bytes in one collection"
+    if shapes and (shapes[0][1] == 0 or shapes[0][1] % 4):
+        return f"vectors of {shapes[0][1]} bytes, no whole number of float32 values"
+    return None
+
+
+def unloadable_vectors(source: Path | str, fault: str) -> str:
+    """The refusal of a source whose vectors cannot load (every storage says it so)."""
+    return f"source vectors cannot be loaded ({source}): {fault}"
+
+
 def model_mismatch(source: Path | str, conflict: str) -> str:
     """The refusal of a source whose vectors cannot join the pool's (every storage says it so)."""
     return f"embedding model does not match the pool ({source}): {conflict}"
@@ -114,6 +141,9 @@ def refusal(target: Path | str, source: Path | str, collection: str) -> str | No
             return f"source is not a document pool ({source}): {exc}"
         if not found:
             return f"collection {collection} not found in source ({source})"
+        fault = vector_shape_fault(con, "src", collection)
+        if fault:
+            return unloadable_vectors(source, fault)
         if has_target:
             try:
                 conflict = vector_model_conflict(con, collection)
@@ -165,6 +195,49 @@ def reindex(target: Path | str) -> None:
         con.close()
 
 
+SOURCE_CHANGED = "the source pool changed while it was being imported; nothing was imported"
+
+
+class SourceChanged(RuntimeError):
+    """The source file changed while it was imported: the import rolled back (run it again)."""
+
+
+class SourceFile:
+    """The source file as the import began reading it, through a descriptor of its own. SQLite's
+    read lock keeps SQLite writers out, not a copy onto the file or a truncation: its new pages
+    would be read beside the old ones already read. Any change to the file (written, truncated,
+    renamed over, removed: each moves its change time) fails the import before it commits; it
+    can be run again. The descriptor stays open until the source's connection is closed:
+    closing any descriptor of a file drops every POSIX lock the process holds on it, SQLite's
+    included."""
+
+    def __init__(self, fd: int) -> None:
+        self._fd = fd
+        self._began = self._state()
+
+    def _state(self) -> tuple[int, int, int]:
+        st = os.fstat(self._fd)
+        return st.st_size, st.st_mtime_ns, st.st_ctime_ns
+
+    def refuse_changed(self) -> None:
+        """``SourceChanged`` if the file changed since the import began (every storage calls
+        it inside its transaction, last, so the import rolls back)."""
+        if self._state() != self._began:
+            raise SourceChanged(SOURCE_CHANGED)
+
+
+
+@contextmanager
+def source_descriptor(source: Path) -> Iterator[int]:
+    """A descriptor of the source for ``SourceFile``, open for the block: the source's
+    connection is closed inside it (closing a descriptor drops the process's locks on the file)."""
+    fd = os.open(source, os.O_RDONLY | os.O_NONBLOCK)  # a FIFO swapped in is not waited on
+    try:
+        yield fd
+    finally:
+        os.close(fd)
+
+
 def import_collection(target: Path | str, source: Path | str, collection: str, *,
                       progress: Callable[[str, int, int], None] | None = None) -> ImportResult:
     """Replace ``collection`` in the pool ``target`` with its rows from the pool ``source``.
@@ -203,38 +276,42 @@ def _import_into(target: Path, source: Path, collection: str,
     statements = recipe_statements()
     totals = Counter(step_phase(sql) for sql in statements)
     done: Counter[str] = Counter()
-    con = open_for_write(target)
-    try:
-        con.execute("attach database ? as src", [source.absolute().as_uri() + "?mode=ro"])
-        con.execute("begin immediate")
+    with source_descriptor(source) as fd:
+        con = open_for_write(target)
         try:
-            for sql in statements:
-                phase = step_phase(sql)
-                if progress and not done[phase]:
-                    progress(phase, 0, totals[phase])
-                con.execute(sql, {"collection": collection})
-                done[phase] += 1
+            con.execute("attach database ? as src", [source.absolute().as_uri() + "?mode=ro"])
+            con.execute("begin immediate")
+            try:
+                con.execute("select count(*) from src.sqlite_master")  # the source's read lock, held to the end
+                watched = SourceFile(fd)
+                for sql in statements:
+                    phase = step_phase(sql)
+                    if progress and not done[phase]:
+                        progress(phase, 0, totals[phase])
+                    con.execute(sql, {"collection": collection})
+                    done[phase] += 1
+                    if progress:
+                        progress(phase, done[phase], totals[phase])
                 if progress:
-                    progress(phase, done[phase], totals[phase])
-            if progress:
-                progress("persisting full-text arrays", 0, 1)
-            persist_fulltext(con)
-            if progress:
-                progress("persisting full-text arrays", 1, 1)
-            con.execute("commit")
-        except BaseException:
-            con.execute("rollback")
-            raise
-        topics = con.execute('select count(*) from "doc$topic" where collection = ?', [collection]).fetchone()[0]
-        chunks = con.execute('select count(*) from "doc$chunk" ch join "doc$topic" t on t.id = ch.topic_id '
-                             "where t.collection = ?", [collection]).fetchone()[0]
-        return ImportResult(collection, topics, chunks, str(source))
-    finally:
-        try:
-            con.execute("detach database src")
-        except sqlite3.Error:
-            pass
-        con.close()
+                    progress("persisting full-text arrays", 0, 1)
+                persist_fulltext(con)
+                if progress:
+                    progress("persisting full-text arrays", 1, 1)
+                watched.refuse_changed()
+                con.execute("commit")
+            except BaseException:
+                con.execute("rollback")
+                raise
+            topics = con.execute('select count(*) from "doc$topic" where collection = ?', [collection]).fetchone()[0]
+            chunks = con.execute('select count(*) from "doc$chunk" ch join "doc$topic" t on t.id = ch.topic_id '
+                                 "where t.collection = ?", [collection]).fetchone()[0]
+            return ImportResult(collection, topics, chunks, str(source))
+        finally:
+            try:
+                con.execute("detach database src")
+            except sqlite3.Error:
+                pass
+            con.close()
 
 
 def holds_pool_schema(target: Path | str) -> bool:

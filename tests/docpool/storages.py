@@ -21,6 +21,7 @@ import sqlite3
 import struct
 import sys
 import threading
+import time
 from contextlib import closing
 from pathlib import Path
 
@@ -332,6 +333,92 @@ def check_another_models_vectors_are_refused(storage, open_pool, dsn, versions, 
     with open_pool(dsn) as pool:
         assert observe(pool) == before
         assert pool.change_stamp() == stamp
+
+
+def check_a_source_written_over_mid_import_changes_nothing(storage, open_pool, dsn, versions, folder: Path,
+                                                           monkeypatch) -> None:
+    """A copy onto the source file while an import reads it (no SQLite lock keeps that out) fails
+    the import, the pool untouched: its texts had been the old file's and its vectors the new one's."""
+    import shutil
+
+    v1, v2 = versions
+    storage.import_collection(dsn, v1, GENERATED_COLLECTION)
+    source, zeroed = folder / "source.db", folder / "zeroed.db"
+    shutil.copy(v1, source)
+    shutil.copy(v1, zeroed)
+    with closing(sqlite3.connect(zeroed)) as con:  # the same pool but its vectors: the same size
+        con.execute('update "doc$chunk_vec" set vec = zeroblob(length(vec))')
+        con.commit()
+    with open_pool(dsn) as pool:
+        before, stamp = observe(pool), pool.change_stamp()
+    real = storage._insert
+
+    def copy_over_first(cur, name, sql, rows):
+        if name == "chunk_vecs":  # texts read already, vectors not yet
+            shutil.copyfile(zeroed, source)
+        real(cur, name, sql, rows)
+
+    monkeypatch.setattr(storage, "_insert", copy_over_first)
+    with pytest.raises(storage.ImportFailed, match="changed while it was being imported"):
+        storage.import_collection(dsn, source, GENERATED_COLLECTION)
+    with open_pool(dsn) as pool:
+        assert observe(pool) == before
+        assert pool.change_stamp() == stamp
+
+
+def check_two_imports_at_once_both_land(storage, open_pool, dsn, versions, sample_source: Path,
+                                        hold_stamp) -> None:
+    """Two imports started while a third transaction holds the pool's stamp both land once it
+    lets go, one after the other: Firebird had failed the second with "deadlock" (its snapshot
+    predated the first's commit). ``hold_stamp(dsn)`` takes the stamp's row and returns its
+    release."""
+    v1, v2 = versions
+    storage.import_collection(dsn, v1, GENERATED_COLLECTION)
+    release = hold_stamp(dsn)
+    failures: list[BaseException] = []
+
+    def run(source: Path, collection: str) -> None:
+        try:
+            storage.import_collection(dsn, source, collection)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=(sample_source, SAMPLE_COLLECTION)),
+               threading.Thread(target=run, args=(v2, GENERATED_COLLECTION))]
+    for t in threads:
+        t.start()
+    time.sleep(0.5)  # both wait on the held row
+    release()
+    for t in threads:
+        t.join(60)
+    assert failures == []
+    with open_pool(dsn) as pool:
+        got = {c.id: c.topics for c in pool.collections(UNRESTRICTED)}
+    with closing(sqlite3.connect(v2)) as con:
+        v2_topics = con.execute('select count(*) from "doc$topic"').fetchone()[0]
+    assert set(got) == {SAMPLE_COLLECTION, GENERATED_COLLECTION} and got[GENERATED_COLLECTION] == v2_topics
+
+
+def check_unloadable_vectors_are_refused(storage, dsn, versions, folder: Path) -> None:
+    """A collection whose vectors do not all load as one matrix (two sizes, a value that is no
+    BLOB, a size of no whole float32s) is refused as the recipe refuses it: imported, it had broken
+    vector search of the whole pool (every storage, SQLite's recipe included)."""
+    import shutil
+
+    v1, _ = versions
+    faults = {"two sizes": "update \"doc$chunk_vec\" set vec = substr(vec, 1, 32) where chunk_id % 2 = 0",
+              "text": "update \"doc$chunk_vec\" set vec = 'x' where chunk_id = (select min(chunk_id) from \"doc$chunk_vec\")",
+              "odd size": "update \"doc$chunk_vec\" set vec = substr(vec, 1, 7); update \"doc$topic_vec\" set vec = substr(vec, 1, 7)"}
+    for name, sql in faults.items():
+        source = folder / f"vectors-{name.replace(' ', '-')}.db"
+        shutil.copy(v1, source)
+        with closing(sqlite3.connect(source)) as con:
+            con.executescript(sql)
+        with pytest.raises(recipe.ImportRefused) as want:
+            recipe.import_collection(folder / f"ref-{name.replace(' ', '-')}.db", source, GENERATED_COLLECTION)
+        with pytest.raises(recipe.ImportRefused) as got:
+            storage.import_collection(dsn, source, GENERATED_COLLECTION)
+        assert str(got.value) == str(want.value) and "vectors cannot be loaded" in str(got.value), name
 
 
 def check_refusals_match_the_recipe(storage, dsn, source: Path, collection: str, reference: Path) -> None:

@@ -360,3 +360,27 @@ def test_pool_remove_never_writes_into_a_file_that_is_not_a_pool(settings, tmp_p
 
     assert main(["pool", "remove", "--appdir", str(tmp_path), "--database", "other", "--collection", "docs"]) == 2
     assert file_digest(other) == before and not Path(str(other) + "-wal").exists()
+
+
+def test_a_source_written_over_mid_import_fails_it_and_changes_nothing(settings, target, tmp_path, monkeypatch):
+    """A copy onto the source while the recipe reads it (no SQLite lock keeps that out) would
+    mix the old file's rows with the new one's: the import fails before its commit instead."""
+    import shutil
+
+    from knowspec.impl.docpool import recipe
+
+    import_collection(settings, "sales", "manuals", str(make_pool(tmp_path / "a.db", "manuals", topics_of(3))))
+    before = file_digest(target)
+    source = make_pool(tmp_path / "b.db", "manuals", topics_of(4, "b"))
+    other = make_pool(tmp_path / "c.db", "manuals", topics_of(4, "c"))
+    real_persist = recipe.persist_fulltext
+
+    def copy_over_first(con):
+        shutil.copyfile(other, source)
+        real_persist(con)
+
+    monkeypatch.setattr(recipe, "persist_fulltext", copy_over_first)
+    with pytest.raises(ToolError) as err:
+        import_collection(settings, "sales", "manuals", str(source))
+    assert err.value.code == "storage_error" and "changed while it was being imported" in err.value.message
+    assert file_digest(target) == before

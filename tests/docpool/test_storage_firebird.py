@@ -10,14 +10,17 @@ from knowspec.impl.docpool.storage import firebird
 from knowspec.impl.errors import ToolError
 from storages import (
     check_removal_like_the_recipe,
+    check_a_source_written_over_mid_import_changes_nothing,
     check_another_models_vectors_are_refused,
     check_concurrent_readers_see_old_or_new,
     check_import_reports_like_the_recipe,
     check_refusals_match_the_recipe,
     check_failing_import_changes_nothing,
     check_reader_keeps_its_snapshot,
+    check_two_imports_at_once_both_land,
+    check_unloadable_vectors_are_refused,
 )
-from storages import GENERATED_COLLECTION, build_versions, fb_dsn, fb_ready  # noqa: F401
+from storages import GENERATED_COLLECTION, SAMPLE_COLLECTION, build_sources, build_versions, fb_dsn, fb_ready  # noqa: F401
 
 pytestmark = pytest.mark.firebird
 
@@ -175,3 +178,27 @@ def test_a_collection_of_another_models_vectors_is_refused_and_the_pool_untouche
 
 def test_removing_a_collection_leaves_the_pool_the_sqlite_recipe_leaves(tmp_path, dsn, versions):
     check_removal_like_the_recipe(firebird, _open, dsn, versions, tmp_path)
+
+
+def _hold_stamp(dsn):
+    con = firebird.connect(dsn)
+    con.cursor().execute("update doc$pool_state set stamp = stamp where id = 1")
+
+    def release() -> None:
+        con.rollback()
+        con.close()
+
+    return release
+
+
+def test_a_source_written_over_mid_import_fails_it_and_changes_nothing(tmp_path, dsn, versions, monkeypatch):
+    check_a_source_written_over_mid_import_changes_nothing(firebird, _open, dsn, versions, tmp_path, monkeypatch)
+
+
+def test_two_imports_at_once_both_land_one_after_the_other(tmp_path, dsn, versions):
+    check_two_imports_at_once_both_land(firebird, _open, dsn, versions, build_sources(tmp_path)[SAMPLE_COLLECTION],
+                                        _hold_stamp)
+
+
+def test_a_collection_of_unloadable_vectors_is_refused_like_the_recipe(tmp_path, dsn, versions):
+    check_unloadable_vectors_are_refused(firebird, dsn, versions, tmp_path)

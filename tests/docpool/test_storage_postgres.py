@@ -15,14 +15,18 @@ from knowspec.impl.errors import ToolError
 from knowspec.impl.rules.fold import fold
 from storages import (
     check_removal_like_the_recipe,
+    check_a_source_written_over_mid_import_changes_nothing,
     check_another_models_vectors_are_refused,
     check_concurrent_readers_see_old_or_new,
     check_import_reports_like_the_recipe,
     check_refusals_match_the_recipe,
     check_failing_import_changes_nothing,
     check_reader_keeps_its_snapshot,
+    check_two_imports_at_once_both_land,
+    check_unloadable_vectors_are_refused,
 )
-from storages import GENERATED_COLLECTION, build_versions, fresh_pg_database, pg_dsn  # noqa: F401
+from storages import (  # noqa: F401
+    GENERATED_COLLECTION, SAMPLE_COLLECTION, build_sources, build_versions, fresh_pg_database, pg_dsn)
 
 pytestmark = pytest.mark.postgres
 _names = itertools.count()
@@ -214,3 +218,27 @@ def test_a_failed_first_import_leaves_the_database_without_a_schema(dsn, version
 
 def test_removing_a_collection_leaves_the_pool_the_sqlite_recipe_leaves(tmp_path, dsn, versions):
     check_removal_like_the_recipe(postgres, _open, dsn, versions, tmp_path)
+
+
+def _hold_stamp(dsn):
+    con = psycopg.connect(dsn)
+    con.execute('update "ivd$docs".doc$pool_state set stamp = stamp where id = 1')
+
+    def release() -> None:
+        con.rollback()
+        con.close()
+
+    return release
+
+
+def test_a_source_written_over_mid_import_fails_it_and_changes_nothing(tmp_path, dsn, versions, monkeypatch):
+    check_a_source_written_over_mid_import_changes_nothing(postgres, _open, dsn, versions, tmp_path, monkeypatch)
+
+
+def test_two_imports_at_once_both_land_one_after_the_other(tmp_path, dsn, versions):
+    check_two_imports_at_once_both_land(postgres, _open, dsn, versions, build_sources(tmp_path)[SAMPLE_COLLECTION],
+                                        _hold_stamp)
+
+
+def test_a_collection_of_unloadable_vectors_is_refused_like_the_recipe(tmp_path, dsn, versions):
+    check_unloadable_vectors_are_refused(postgres, dsn, versions, tmp_path)

@@ -9,7 +9,9 @@ touched. Derived columns the SQL storages need (ASCII-lower-cased keys standing 
 Both storages persist the pool's full-text index in the import's transaction the same way
 (``pool_index``): the imported collection's rows from memory, the other collections' read back.
 The source stays open in one read snapshot for the whole import (``collection_rows``): its
-vectors are streamed into the target, never all held at once.
+vectors are streamed into the target, never all held at once. A source file changed meanwhile
+(written over in place, which no SQLite lock keeps out, or replaced) fails the import before it
+commits.
 """
 
 from __future__ import annotations
@@ -22,7 +24,8 @@ from pathlib import Path
 from typing import Any, Callable, Iterable, Iterator
 
 from knowspec.impl.docpool.fulltext.reader import FtsIndex
-from knowspec.impl.docpool.recipe import COLLECTION_NAME, ImportRefused, model_mismatch
+from knowspec.impl.docpool.recipe import (COLLECTION_NAME, ImportRefused, SourceFile, model_mismatch,
+                                           source_descriptor, unloadable_vectors, vector_shape_fault)
 from knowspec.impl.docpool.vectors.pool_embed import identity_conflict, identity_of
 from knowspec.impl.rules.fold import ascii_lower, fold
 
@@ -41,8 +44,6 @@ DEFAULT_META = (
 
 
 STREAM_BATCH = 2048  # rows of a streamed table read (and, on Firebird, inserted) at a time
-
-
 def batches(rows: Iterable[tuple], size: int = STREAM_BATCH) -> Iterator[list[tuple]]:
     """``rows`` as lists of at most ``size``."""
     it = iter(rows)
@@ -84,6 +85,7 @@ class CollectionRows:
     aliases: list[tuple]      # (collection, kind, alias, key, confidence)
     entity_kinds: list[tuple] # (collection, kind, title, key_rule, url_template)
     meta: list[tuple]         # (collection, name, value) for '' and the collection
+    source: SourceFile
 
     def clear(self) -> None:
         """Let go of every row (``target_rows`` has moved them)."""
@@ -136,48 +138,57 @@ def collection_rows(source: Path | str, collection: str) -> Iterator[CollectionR
     ``ImportRefused`` before the block runs."""
     path = check_request(source, collection)
     uri = path.absolute().as_uri() + "?mode=ro"
-    with closing(sqlite3.connect(uri, uri=True)) as con:
-        try:
-            con.execute("begin")  # every read below, streamed ones included, sees one state of the file
-            found = con.execute('select id, title, kind, erisim, generated, help_url_v3 from "doc$collection" '
-                                "where id = ?", [collection]).fetchone()
-        except sqlite3.DatabaseError as exc:
-            raise ImportRefused(f"source is not a document pool ({path}): {exc}") from exc
-        if found is None:
-            raise ImportRefused(f"collection {collection} not found in source ({path})")
+    with source_descriptor(path) as fd, closing(sqlite3.connect(uri, uri=True)) as con:
+        yield _read(con, path, collection, fd)
 
-        def rows(sql: str) -> list[tuple]:
-            return con.execute(sql, {"c": collection}).fetchall()  # tuples already (no row factory)
 
-        def streamed(sql: str) -> StreamedRows:
-            return StreamedRows(con, sql, {"c": collection})
+def _read(con: sqlite3.Connection, path: Path, collection: str, fd: int) -> CollectionRows:
+    try:
+        con.execute("begin")  # every read below, streamed ones included, sees one state of the file
+        found = con.execute('select id, title, kind, erisim, generated, help_url_v3 from "doc$collection" '
+                            "where id = ?", [collection]).fetchone()
+    except sqlite3.DatabaseError as exc:
+        raise ImportRefused(f"source is not a document pool ({path}): {exc}") from exc
+    if found is None:
+        raise ImportRefused(f"collection {collection} not found in source ({path})")
+    fault = vector_shape_fault(con, "main", collection)
+    if fault:
+        raise ImportRefused(unloadable_vectors(path, fault))
+    source = SourceFile(fd)  # taken once the read holds its lock or snapshot
 
-        topic_of = 'select id from "doc$topic" where collection = :c'
-        yield CollectionRows(
-            collection=tuple(found),
-            topics=rows('select id, collection, slug, title, breadcrumb, category, description, source_uri, '
-                        'mime, mtime, body_md from "doc$topic" where collection = :c order by id'),
-            chunks=rows(f'select id, topic_id, ord, title, heading, body from "doc$chunk" '
-                        f"where topic_id in ({topic_of}) order by id"),
-            links=rows(f'select topic_id, kind, key, confidence, source from "doc$link" '
-                       f"where topic_id in ({topic_of}) order by rowid"),
-            acl=rows(f'select topic_id, principal from "doc$acl" where topic_id in ({topic_of}) order by rowid'),
-            topic_vecs=streamed(f'select topic_id, vec from "doc$topic_vec" where topic_id in ({topic_of}) '
-                                "order by topic_id"),
-            chunk_vecs=streamed(f'select v.chunk_id, v.vec from "doc$chunk_vec" v join "doc$chunk" ch '
-                                f"on ch.id = v.chunk_id where ch.topic_id in ({topic_of}) order by v.chunk_id"),
-            entities=rows('select collection, kind, key, title, attrs from "doc$entity" '
-                          "where collection = :c order by kind, key, id"),  # the recipe's insert order
-                                                                               # (SQLite reads the unique index)
-            relations=rows('select collection, from_kind, from_key, rel, to_kind, to_key from "doc$entity_rel" '
-                           "where collection = :c order by rowid"),
-            aliases=rows('select collection, kind, alias, key, confidence from "doc$alias" '
-                         "where collection = :c order by rowid"),
-            entity_kinds=rows('select collection, kind, title, key_rule, url_template from "doc$entity_kind" '
-                              "where collection = :c order by rowid"),
-            meta=rows("select collection, name, value from \"doc$meta\" where collection in ('', :c) "
-                      "order by rowid"),
-        )
+    def rows(sql: str) -> list[tuple]:
+        return con.execute(sql, {"c": collection}).fetchall()  # tuples already (no row factory)
+
+    def streamed(sql: str) -> StreamedRows:
+        return StreamedRows(con, sql, {"c": collection})
+
+    topic_of = 'select id from "doc$topic" where collection = :c'
+    return CollectionRows(
+        collection=tuple(found),
+        topics=rows('select id, collection, slug, title, breadcrumb, category, description, source_uri, '
+                    'mime, mtime, body_md from "doc$topic" where collection = :c order by id'),
+        chunks=rows(f'select id, topic_id, ord, title, heading, body from "doc$chunk" '
+                    f"where topic_id in ({topic_of}) order by id"),
+        links=rows(f'select topic_id, kind, key, confidence, source from "doc$link" '
+                   f"where topic_id in ({topic_of}) order by rowid"),
+        acl=rows(f'select topic_id, principal from "doc$acl" where topic_id in ({topic_of}) order by rowid'),
+        topic_vecs=streamed(f'select topic_id, vec from "doc$topic_vec" where topic_id in ({topic_of}) '
+                            "order by topic_id"),
+        chunk_vecs=streamed(f'select v.chunk_id, v.vec from "doc$chunk_vec" v join "doc$chunk" ch '
+                            f"on ch.id = v.chunk_id where ch.topic_id in ({topic_of}) order by v.chunk_id"),
+        entities=rows('select collection, kind, key, title, attrs from "doc$entity" '
+                      "where collection = :c order by kind, key, id"),  # the recipe's insert order
+                                                                           # (SQLite reads the unique index)
+        relations=rows('select collection, from_kind, from_key, rel, to_kind, to_key from "doc$entity_rel" '
+                       "where collection = :c order by rowid"),
+        aliases=rows('select collection, kind, alias, key, confidence from "doc$alias" '
+                     "where collection = :c order by rowid"),
+        entity_kinds=rows('select collection, kind, title, key_rule, url_template from "doc$entity_kind" '
+                          "where collection = :c order by rowid"),
+        meta=rows("select collection, name, value from \"doc$meta\" where collection in ('', :c) "
+                  "order by rowid"),
+        source=source,
+    )
 
 
 @dataclass

@@ -651,6 +651,26 @@ def _settle(con) -> None:
             con.rollback()
 
 
+UPDATE_CONFLICT = 335544451  # isc_update_conflict: the row changed after this transaction's snapshot began
+STAMP_ATTEMPTS = 100
+
+
+def _move_stamp(con, cur) -> None:
+    """Move the pool's stamp: the first write of every import, removal and reindex, which
+    serialises them. Under snapshot isolation the second of two waits on the row until the first
+    commits, then fails with an update conflict (its snapshot began before that commit); it has
+    written nothing yet, so it begins again in a snapshot taken after it. (Two imports at once
+    into one Firebird pool had failed the second with "deadlock".)"""
+    for attempt in range(1, STAMP_ATTEMPTS + 1):
+        try:
+            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+            return
+        except Exception as exc:
+            if UPDATE_CONFLICT not in getattr(exc, "gds_codes", ()) or attempt == STAMP_ATTEMPTS:
+                raise
+            con.rollback()
+
+
 def reindex(dsn: str) -> None:
     """Persist the pool's full-text index again (``knowspec pool reindex``), in one transaction
     that moves the stamp like an import (serialised with imports; every process reloads): a pool
@@ -658,7 +678,7 @@ def reindex(dsn: str) -> None:
     con = ensure_pool(dsn)
     try:
         with _one_transaction(con) as cur:
-            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+            _move_stamp(con, cur)
             persist_index(cur)
         _settle(con)
     finally:
@@ -690,7 +710,7 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
             raise ImportFailed(str(exc) or type(exc).__name__) from exc
         try:
             with _one_transaction(con) as cur:
-                cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")  # serialises imports
+                _move_stamp(con, cur)  # serialises imports
                 recipe_before = _general_meta(cur)  # the delete takes the general recipe too
                 _delete_collection(cur, collection)
                 _source.refuse_another_model(src, source, recipe_before, _one_vector(cur))
@@ -703,6 +723,7 @@ def import_collection(dsn: str, source: Path | str, collection: str) -> ImportRe
                     _insert(cur, name, sql, getattr(rows, name))
                 written = rows.written()
                 persist_index(cur, written)
+                src.source.refuse_changed()  # last, inside the transaction: a source written over rolls it back
             _settle(con)
             return ImportResult(collection, len(written.topics), len(written.chunks), str(source))
         finally:
@@ -737,7 +758,7 @@ def remove_collection(dsn: str, collection: str) -> RemovedCollection:
         with _one_transaction(con) as cur:
             if not _has_schema(cur):
                 raise absent_collection(collection)
-            cur.execute("update doc$pool_state set stamp = stamp + 1 where id = 1")
+            _move_stamp(con, cur)
             cur.execute(removal_counts_sql("?") + " from rdb$database", [collection] * 3)
             topics, chunks, found = cur.fetchone()
             if not found:

@@ -338,6 +338,7 @@ def _replace_collection(cur, src: _source.CollectionRows, collection: str,
         _insert(cur, name, sql, getattr(rows, name))
     written = rows.written()
     _persist_index(cur, written)
+    src.source.refuse_changed()  # last, inside the transaction: a source written over rolls it back
     return written
 
 
