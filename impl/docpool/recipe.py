@@ -141,7 +141,10 @@ def refusal(target: Path | str, source: Path | str, collection: str) -> str | No
             return f"source is not a document pool ({source}): {exc}"
         if not found:
             return f"collection {collection} not found in source ({source})"
-        fault = vector_shape_fault(con, "src", collection)
+        try:
+            fault = vector_shape_fault(con, "src", collection)
+        except sqlite3.DatabaseError as exc:
+            return f"source is not a document pool ({source}): {exc}"
         if fault:
             return unloadable_vectors(source, fault)
         if has_target:
@@ -224,7 +227,6 @@ class SourceFile:
         it inside its transaction, last, so the import rolls back)."""
         if self._state() != self._began:
             raise SourceChanged(SOURCE_CHANGED)
-
 
 
 @contextmanager
