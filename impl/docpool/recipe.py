@@ -85,13 +85,17 @@ def vector_shape_fault(con: sqlite3.Connection, schema: str, collection: str) ->
     """What keeps the vectors of ``collection`` in ``schema`` from loading as one matrix (a value
     that is not a BLOB, BLOBs of two sizes, a size that is no whole number of float32 values), or
     None. The model check reads one vector; this reads every one's type and size, so a
-    collection of mixed vectors is refused instead of breaking vector search of the whole pool."""
-    shapes = con.execute(
-        f'select typeof(vec), length(vec) from (select v.vec from {schema}."doc$chunk_vec" v '
-        f'join {schema}."doc$chunk" ch on ch.id = v.chunk_id join {schema}."doc$topic" t on t.id = ch.topic_id '
-        f'where t.collection = :c union all select v.vec from {schema}."doc$topic_vec" v '
-        f'join {schema}."doc$topic" t on t.id = v.topic_id where t.collection = :c) group by 1, 2 limit 2',
-        {"c": collection}).fetchall()
+    collection of mixed vectors is refused instead of breaking vector search of the whole pool.
+    A source without the vector tables has no fault here: its import fails, a storage error."""
+    try:
+        shapes = con.execute(
+            f'select typeof(vec), length(vec) from (select v.vec from {schema}."doc$chunk_vec" v '
+            f'join {schema}."doc$chunk" ch on ch.id = v.chunk_id join {schema}."doc$topic" t on t.id = ch.topic_id '
+            f'where t.collection = :c union all select v.vec from {schema}."doc$topic_vec" v '
+            f'join {schema}."doc$topic" t on t.id = v.topic_id where t.collection = :c) group by 1, 2 limit 2',
+            {"c": collection}).fetchall()
+    except sqlite3.OperationalError:  # no such table
+        return None
     kinds = [kind for kind, _ in shapes if kind != "blob"]
     if kinds:
         return f"a vector is stored as {kinds[0]}, not as a BLOB"
@@ -141,10 +145,7 @@ def refusal(target: Path | str, source: Path | str, collection: str) -> str | No
             return f"source is not a document pool ({source}): {exc}"
         if not found:
             return f"collection {collection} not found in source ({source})"
-        try:
-            fault = vector_shape_fault(con, "src", collection)
-        except sqlite3.DatabaseError as exc:
-            return f"source is not a document pool ({source}): {exc}"
+        fault = vector_shape_fault(con, "src", collection)
         if fault:
             return unloadable_vectors(source, fault)
         if has_target:

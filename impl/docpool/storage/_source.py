@@ -149,11 +149,11 @@ def _read(con: sqlite3.Connection, path: Path, collection: str, fd: int) -> Coll
         con.execute("begin")  # every read below, streamed ones included, sees one state of the file
         found = con.execute('select id, title, kind, erisim, generated, help_url_v3 from "doc$collection" '
                             "where id = ?", [collection]).fetchone()
-        fault = vector_shape_fault(con, "main", collection)
     except sqlite3.DatabaseError as exc:
         raise ImportRefused(f"source is not a document pool ({path}): {exc}") from exc
     if found is None:
         raise ImportRefused(f"collection {collection} not found in source ({path})")
+    fault = vector_shape_fault(con, "main", collection)
     if fault:
         raise ImportRefused(unloadable_vectors(path, fault))
     source = SourceFile(fd)  # taken once the read holds its lock or snapshot
