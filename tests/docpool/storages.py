@@ -346,7 +346,7 @@ def check_a_source_written_over_mid_import_changes_nothing(storage, open_pool, d
     source, zeroed = folder / "source.db", folder / "zeroed.db"
     shutil.copy(v1, source)
     shutil.copy(v1, zeroed)
-    with closing(sqlite3.connect(zeroed)) as con:  # the same pool but its vectors: the same size
+    with closing(sqlite3.connect(zeroed)) as con:  # the same pool, its vectors zeroed: a file of the same size
         con.execute('update "doc$chunk_vec" set vec = zeroblob(length(vec))')
         con.commit()
     with open_pool(dsn) as pool:
@@ -406,9 +406,11 @@ def check_unloadable_vectors_are_refused(storage, dsn, versions, folder: Path) -
     import shutil
 
     v1, _ = versions
-    faults = {"two sizes": "update \"doc$chunk_vec\" set vec = substr(vec, 1, 32) where chunk_id % 2 = 0",
-              "text": "update \"doc$chunk_vec\" set vec = 'x' where chunk_id = (select min(chunk_id) from \"doc$chunk_vec\")",
-              "odd size": "update \"doc$chunk_vec\" set vec = substr(vec, 1, 7); update \"doc$topic_vec\" set vec = substr(vec, 1, 7)"}
+    faults = {
+        "two sizes": 'update "doc$chunk_vec" set vec = substr(vec, 1, 32) where chunk_id % 2 = 0',
+        "text": 'update "doc$chunk_vec" set vec = \'x\' where chunk_id = (select min(chunk_id) from "doc$chunk_vec")',
+        "odd size": 'update "doc$chunk_vec" set vec = substr(vec, 1, 7); update "doc$topic_vec" set vec = substr(vec, 1, 7)',
+    }
     for name, sql in faults.items():
         source = folder / f"vectors-{name.replace(' ', '-')}.db"
         shutil.copy(v1, source)
