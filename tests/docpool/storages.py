@@ -22,7 +22,7 @@ import struct
 import sys
 import threading
 import time
-from contextlib import closing
+from contextlib import closing, contextmanager
 from pathlib import Path
 
 import pytest
@@ -183,25 +183,43 @@ def observe(pool) -> tuple:
 
 
 # -- import atomicity, the same three scenarios for every storage module ------------------------
+def at_insert(storage, monkeypatch, table: str, *, before=lambda: None, after=lambda: None) -> None:
+    """Break the storage's insert seam at ``table``: ``before`` runs just before its rows are
+    written, ``after`` just after."""
+    real = storage._insert
+
+    def patched(cur, name, sql, rows):
+        if name == table:
+            before()
+        real(cur, name, sql, rows)
+        if name == table:
+            after()
+
+    monkeypatch.setattr(storage, "_insert", patched)
+
+
+@contextmanager
+def pool_left_alone(open_pool, dsn):
+    """The block leaves the pool's content and change stamp as they were."""
+    with open_pool(dsn) as pool:
+        before, stamp = observe(pool), pool.change_stamp()
+    yield
+    with open_pool(dsn) as pool:
+        assert observe(pool) == before
+        assert pool.change_stamp() == stamp
+
+
 def check_failing_import_changes_nothing(storage, open_pool, dsn, versions, monkeypatch) -> None:
     """An import that fails after writing most tables leaves the pool and its change stamp alone."""
     v1, v2 = versions
     storage.import_collection(dsn, v1, GENERATED_COLLECTION)
-    with open_pool(dsn) as pool:
-        before, stamp = observe(pool), pool.change_stamp()
-    real = storage._insert
 
-    def failing(cur, name, sql, rows):
-        real(cur, name, sql, rows)
-        if name == "chunk_vecs":  # topics, chunks, links, ACLs and topic vectors are written by now
-            raise RuntimeError("injected failure")
+    def fail() -> None:  # topics, chunks, links, ACLs and topic vectors are written by now
+        raise RuntimeError("injected failure")
 
-    monkeypatch.setattr(storage, "_insert", failing)
-    with pytest.raises(storage.ImportFailed, match="^injected failure$"):
+    at_insert(storage, monkeypatch, "chunk_vecs", after=fail)
+    with pool_left_alone(open_pool, dsn), pytest.raises(storage.ImportFailed, match="^injected failure$"):
         storage.import_collection(dsn, v2, GENERATED_COLLECTION)
-    with open_pool(dsn) as pool:
-        assert observe(pool) == before
-        assert pool.change_stamp() == stamp
 
 
 def check_reader_keeps_its_snapshot(storage, open_pool, dsn, versions) -> None:
@@ -323,16 +341,11 @@ def check_another_models_vectors_are_refused(storage, open_pool, dsn, versions, 
             con.execute(f'update "{table}" set vec = substr(vec, 1, 32)')  # 8 dimensions
         con.execute("delete from \"doc$meta\" where collection = '' and name in ('vec_model', 'vec_dim')")
         con.commit()
-    with open_pool(dsn) as pool:
-        before, stamp = observe(pool), pool.change_stamp()
     with pytest.raises(recipe.ImportRefused) as want:
         recipe.import_collection(reference, other, "other")
-    with pytest.raises(recipe.ImportRefused) as got:
+    with pool_left_alone(open_pool, dsn), pytest.raises(recipe.ImportRefused) as got:
         storage.import_collection(dsn, other, "other")
     assert str(got.value) == str(want.value) and "dimension" in str(got.value)
-    with open_pool(dsn) as pool:
-        assert observe(pool) == before
-        assert pool.change_stamp() == stamp
 
 
 def check_a_source_written_over_mid_import_changes_nothing(storage, open_pool, dsn, versions, folder: Path,
@@ -349,21 +362,11 @@ def check_a_source_written_over_mid_import_changes_nothing(storage, open_pool, d
     with closing(sqlite3.connect(zeroed)) as con:  # the same pool, its vectors zeroed: a file of the same size
         con.execute('update "doc$chunk_vec" set vec = zeroblob(length(vec))')
         con.commit()
-    with open_pool(dsn) as pool:
-        before, stamp = observe(pool), pool.change_stamp()
-    real = storage._insert
-
-    def copy_over_first(cur, name, sql, rows):
-        if name == "chunk_vecs":  # texts read already, vectors not yet
-            shutil.copyfile(zeroed, source)
-        real(cur, name, sql, rows)
-
-    monkeypatch.setattr(storage, "_insert", copy_over_first)
-    with pytest.raises(storage.ImportFailed, match="changed while it was being imported"):
+    # the texts are read already, the vectors not yet
+    at_insert(storage, monkeypatch, "chunk_vecs", before=lambda: shutil.copyfile(zeroed, source))
+    with (pool_left_alone(open_pool, dsn),
+          pytest.raises(storage.ImportFailed, match="changed while it was being imported")):
         storage.import_collection(dsn, source, GENERATED_COLLECTION)
-    with open_pool(dsn) as pool:
-        assert observe(pool) == before
-        assert pool.change_stamp() == stamp
 
 
 def check_two_imports_at_once_both_land(storage, open_pool, dsn, versions, sample_source: Path,
