@@ -2,11 +2,14 @@
 
 from __future__ import annotations
 
+import threading
+import time
 
 import pytest
 
 from knowspec.impl.docpool.catalog import PoolLocation
 from knowspec.impl.docpool.storage import firebird
+from knowspec.impl.docpool.storage.base import UNRESTRICTED
 from knowspec.impl.errors import ToolError
 from storages import (
     check_removal_like_the_recipe,
@@ -198,6 +201,38 @@ def test_a_source_written_over_mid_import_fails_it_and_changes_nothing(tmp_path,
 def test_two_imports_at_once_both_land_one_after_the_other(tmp_path, dsn, versions):
     check_two_imports_at_once_both_land(firebird, _open, dsn, versions, build_sources(tmp_path)[SAMPLE_COLLECTION],
                                         _hold_stamp)
+
+
+def test_two_first_imports_at_once_into_a_new_pool_both_land(tmp_path, dsn, versions, monkeypatch):
+    """Both imports found no pool and made it: one failed with "object DATABASE is in use" or a
+    duplicate table. The window between looking for the tables and making them is widened here."""
+    looked = firebird._has_schema
+
+    def slowly(cur):
+        found = looked(cur)
+        if not found:
+            time.sleep(0.3)
+        return found
+
+    monkeypatch.setattr(firebird, "_has_schema", slowly)
+    sample = build_sources(tmp_path)[SAMPLE_COLLECTION]
+    failures: list[BaseException] = []
+
+    def run(source, collection) -> None:
+        try:
+            firebird.import_collection(dsn, source, collection)
+        except BaseException as exc:  # reported below
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=pair)
+               for pair in ((versions[0], GENERATED_COLLECTION), (sample, SAMPLE_COLLECTION))]
+    for thread in threads:
+        thread.start()
+    for thread in threads:
+        thread.join(120)
+    assert failures == []
+    with _open(dsn) as pool:
+        assert {c.id for c in pool.collections(UNRESTRICTED)} == {GENERATED_COLLECTION, SAMPLE_COLLECTION}
 
 
 def test_a_collection_of_unloadable_vectors_is_refused_like_the_recipe(tmp_path, dsn, versions):

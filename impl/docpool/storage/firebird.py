@@ -390,9 +390,29 @@ def open_pool(location: PoolLocation) -> FirebirdPool:
 
 # -- import -----------------------------------------------------------------------------------
 
+_making: dict[str, threading.Lock] = {}
+_making_guard = threading.Lock()
+
+
+def _making_lock(database: str) -> threading.Lock:
+    """This process's lock on making the pool at ``database`` (its file, its tables). Two first
+    imports at once had raced: one failed with "object DATABASE is in use" or a duplicate
+    ``RDB$RELATIONS`` key. The embedded engine admits one process per file, so a lock in the
+    process is enough for a file (two processes making one pool behind a Firebird server are not
+    kept apart)."""
+    key = os.path.realpath(database) if is_local_file(database) else database
+    with _making_guard:
+        return _making.setdefault(key, threading.Lock())
+
+
 def ensure_pool(dsn: str):
     """A write connection to the pool at ``dsn``, creating the file and the schema if needed."""
     database = parse_dsn(dsn)[0]
+    with _making_lock(database):
+        return _attached_with_schema(dsn, database)
+
+
+def _attached_with_schema(dsn: str, database: str):
     if is_local_file(database):
         con = connect(dsn, create=not Path(database).exists())
     else:
@@ -400,6 +420,15 @@ def ensure_pool(dsn: str):
             con = connect(dsn)
         except Exception:  # a server DSN naming a database that does not exist yet (untested)
             con = connect(dsn, create=True)
+    try:
+        _ensure_schema(con)
+    except BaseException:
+        _close_quietly([con])
+        raise
+    return con
+
+
+def _ensure_schema(con) -> None:
     cur = con.cursor()
     if not _has_schema(cur):
         statements = schema_statements()
@@ -421,7 +450,6 @@ def ensure_pool(dsn: str):
         if not cur.fetchone()[0]:
             cur.execute(next(sql for sql in schema_statements() if "doc$topic_slug" in sql))
             con.commit()
-    return con
 
 
 def _next_id(cur, table: str) -> int:
