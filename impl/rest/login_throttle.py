@@ -13,6 +13,10 @@ per address only). Counters are rows of the catalog (``auth$login_counter``), so
 and every server sharing the catalog counts together; one atomic transaction reads, judges and
 writes both counters, so parallel attempts are counted one after another.
 
+Logins as one user from one address take turns in a process (``LoginTurns``): an attempt is
+judged once the ones before it have ended. Counted before their passwords were checked, a burst
+of parallel logins with the right password had been refused as failed ones past the free five.
+
 The rule (``block_seconds``, ``wait_seconds``, ``counted``, ...) is pure; ``LoginThrottle``
 applies it to the rows.
 """
@@ -22,9 +26,13 @@ from __future__ import annotations
 import hashlib
 import json
 import math
+import threading
 import time
+from contextlib import asynccontextmanager
 from dataclasses import dataclass
-from typing import Callable
+from typing import AsyncIterator, Callable
+
+import anyio
 
 from knowspec.impl.docpool.catalog_store import CatalogStore
 from knowspec.impl.rules.fold import ascii_lower
@@ -34,6 +42,8 @@ FREE_ATTEMPTS_PER_ADDRESS = 20   # per address, whatever the user names (passwor
 FIRST_BLOCK_SECONDS = 1.0        # the first attempt past the free ones blocks this long ...
 MAX_BLOCK_SECONDS = 900.0        # ... each next one twice as long, up to this
 FORGET_AFTER_SECONDS = 3600.0    # a counter without attempts this long starts from zero
+TURN_POLL_SECONDS = 0.005        # how often a login waiting for its turn looks again
+TURN_WAIT_SECONDS = 10.0         # a login that waited this long for its turn is refused (429)
 
 
 @dataclass(frozen=True)
@@ -89,6 +99,7 @@ class LoginThrottle:
     def __init__(self, store: Callable[[], CatalogStore], clock: Callable[[], float] = time.time) -> None:
         self._store = store
         self._clock = clock
+        self.turns = LoginTurns()
 
     def admit(self, user: str, address: str) -> int:
         """Count an attempt to log in as ``user`` from ``address``, unless a counter is blocked:
@@ -118,3 +129,42 @@ class LoginThrottle:
             row = rows.lock_login_counters([address_key])[address_key]
             after = taken_back(Counter(*row))
             rows.put_login_counter(address_key, after.attempts, after.last_attempt)
+
+
+class TurnNotTaken(Exception):
+    """A login waited ``TURN_WAIT_SECONDS`` for the logins before it (as its user, from its
+    address) and was not let in."""
+
+
+class LoginTurns:
+    """One login at a time per (user name, address) in this process. A waiting login polls
+    instead of blocking a thread or binding a lock to one event loop: a thousand parallel guesses
+    hold no worker threads, and each is judged after the one before it was counted, so after the
+    free five they are refused at once."""
+
+    def __init__(self, clock: Callable[[], float] = time.monotonic) -> None:
+        self._held: set[str] = set()
+        self._guard = threading.Lock()
+        self._clock = clock
+
+    def _take(self, key: str) -> bool:
+        with self._guard:
+            if key in self._held:
+                return False
+            self._held.add(key)
+            return True
+
+    @asynccontextmanager
+    async def turn(self, user: str, address: str) -> AsyncIterator[None]:
+        """Wait for this user's and address's turn (``TurnNotTaken`` after ``TURN_WAIT_SECONDS``)."""
+        key = keys_for(user, address)[0]
+        deadline = self._clock() + TURN_WAIT_SECONDS
+        while not self._take(key):
+            if self._clock() >= deadline:
+                raise TurnNotTaken()
+            await anyio.sleep(TURN_POLL_SECONDS)
+        try:
+            yield
+        finally:
+            with self._guard:
+                self._held.discard(key)

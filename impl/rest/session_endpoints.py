@@ -15,6 +15,7 @@ from knowspec.impl.docpool import auth
 from knowspec.impl.errors import ToolError
 from knowspec.impl.rest import catalog_bridge
 from knowspec.impl.rest.error_responses import error_response
+from knowspec.impl.rest.login_throttle import TurnNotTaken
 from knowspec.impl.rest.sessions import Session, SessionStore
 from knowspec.impl.rest.validation import parse_json_body, validate_body
 
@@ -50,6 +51,15 @@ async def login(request: Request, settings, sessions: SessionStore, schema: dict
     body = await run_in_threadpool(parse_json_body, await request.body(), request.headers.get("content-type"))
     validate_body(schema, body)
     address = client_address(request)
+    try:
+        async with sessions.logins.turns.turn(body["user"], address):  # judged after the logins before it
+            return await _log_in(body, address, settings, sessions)
+    except TurnNotTaken:
+        return error_response("rate_limited", "too many logins at once as this user from this address; "
+                              "try again in 1 s", headers={"Retry-After": "1"})
+
+
+async def _log_in(body: dict, address: str, settings, sessions: SessionStore) -> JSONResponse:
     wait = await run_in_threadpool(sessions.logins.admit, body["user"], address)
     if wait:  # refused before the password is hashed: a blocked guesser costs no scrypt
         return error_response("rate_limited", f"too many failed logins from this address; try again in {wait} s",

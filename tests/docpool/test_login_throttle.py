@@ -213,3 +213,66 @@ def test_the_429_is_an_advertised_login_answer():
     _, endpoints = load_table()
     login = next(ep for ep in endpoints if ep.operation_id == "login")
     assert 429 in login.errors
+
+
+def _slow_passwords(monkeypatch, checked: list) -> None:
+    """A password check that takes as long as a real scrypt hash, so that parallel logins overlap."""
+    import time
+
+    real = auth.authenticate
+
+    def slowly(*args):
+        checked.append(args)
+        time.sleep(0.05)
+        return real(*args)
+
+    monkeypatch.setattr(auth, "authenticate", slowly)
+
+
+def _in_parallel(client, password: str, n: int) -> list[int]:
+    statuses: list[int] = []
+    threads = [threading.Thread(target=lambda: statuses.append(_login(client, password).status_code))
+               for _ in range(n)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join(60)
+    return statuses
+
+
+def test_parallel_logins_with_the_right_password_all_log_in(settings, monkeypatch):
+    """Counted before their passwords were checked, 12 at once had been refused past the free five
+    as "too many failed logins" (none had failed); they take turns now."""
+    _slow_passwords(monkeypatch, [])
+    (client,) = _clients(settings, Clock(), "192.0.2.50")
+    assert _in_parallel(client, PASSWORD, 2 * FREE + 2) == [200] * (2 * FREE + 2)
+
+
+def test_parallel_guesses_are_still_counted_one_after_another(settings, monkeypatch):
+    checked: list = []
+    _slow_passwords(monkeypatch, checked)
+    (client,) = _clients(settings, Clock(), "192.0.2.51")
+    statuses = _in_parallel(client, "wrong", 3 * FREE)
+    assert len(checked) == FREE + 1  # the one past the free ones is checked, then the counter blocks
+    assert sorted(statuses) == [401] * (FREE + 1) + [429] * (2 * FREE - 1)
+
+
+def test_a_login_that_waits_too_long_for_its_turn_is_refused():
+    import itertools
+
+    import anyio
+
+    ticks = itertools.count()  # a second passes each time the clock is read
+    turns = rule.LoginTurns(lambda: float(next(ticks)))
+
+    async def main() -> None:
+        async with turns.turn("ali", "192.0.2.52"):
+            async with turns.turn("ALI", "192.0.2.53"):  # another address: its own turn
+                pass
+            with pytest.raises(rule.TurnNotTaken):
+                async with turns.turn("Ali", "192.0.2.52"):  # the same user, compared case-insensitively
+                    pass
+        async with turns.turn("ali", "192.0.2.52"):  # given back
+            pass
+
+    anyio.run(main)
