@@ -29,7 +29,7 @@ from knowspec.impl.cli_args import session_quota, whole_number
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import may_write
 from knowspec.impl.errors import ToolError
-from knowspec.impl.server.json_answer import send_json
+from knowspec.impl.server.json_answer import is_mcp_path, send_json, send_jsonrpc_error
 
 MCP_PATH = "/mcp"
 OUTSIDE_ROOTS = "bundle_path is not inside a bundle root this server serves"
@@ -107,6 +107,25 @@ def bearer_of(headers: list[tuple[bytes, bytes]]) -> tuple[bool, str | None]:
     return False, None
 
 
+def authorizations(headers: list[tuple[bytes, bytes]]) -> int:
+    """How many ``Authorization`` headers the request carries."""
+    return sum(1 for key, _ in headers if key.lower() == b"authorization")
+
+
+TWO_IDENTITIES = "a request may carry one Authorization header"
+
+
+async def _refuse_two_identities(scope: dict, send: Callable) -> None:
+    """400 for a request with two or more ``Authorization`` headers, on every route: the server
+    read the first, and a proxy or a log that reads the last would name another caller."""
+    if is_mcp_path(scope):
+        await send_jsonrpc_error(send, 400, f"Invalid Request: {TWO_IDENTITIES}")
+        return
+    from knowspec.impl.server.tool_results import envelope_of
+
+    await send_json(send, 400, json.dumps(envelope_of(ToolError("invalid_request", TWO_IDENTITIES))).encode("utf-8"))
+
+
 def _principal(user: str) -> Any:
     """The caller as the SDK's session manager reads it (``scope["user"]``, as Starlette's
     authentication middleware leaves it): an MCP session then answers only the user who opened it,
@@ -124,7 +143,8 @@ class BearerGate:
     worker thread, and the session it found rides in the request's state (``SESSION_STATE``) for
     the tool call to name its caller (and as ``scope["user"]`` for the SDK, which binds each MCP
     session to the user who opened it). A refused request gets 401 with ``WWW-Authenticate: Bearer``
-    and the REST error envelope; other paths pass untouched.
+    and the REST error envelope; other paths pass untouched. A request on any path with two
+    ``Authorization`` headers is refused (400): the first would have named the caller.
     """
 
     def __init__(self, app: Any, session_for: Callable[[str | None], Any], allow_anonymous: bool) -> None:
@@ -134,6 +154,9 @@ class BearerGate:
 
     async def __call__(self, scope: dict, receive: Callable, send: Callable) -> None:
         path = scope.get("path", "")
+        if scope.get("type") == "http" and authorizations(scope.get("headers") or []) > 1:
+            await _refuse_two_identities(scope, send)
+            return
         if scope.get("type") != "http" or path.rstrip("/") != MCP_PATH:
             await self.app(scope, receive, send)
             return

@@ -34,10 +34,11 @@ def loopback_security(host: str, enabled: bool = True) -> TransportSecuritySetti
     ``enabled`` is False), off for any other (an operator exposing the server names it)."""
     if not enabled or host not in LOOPBACK_HOSTS:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(
+    return TransportSecuritySettings(  # with a port or without, as ``refusal`` allows on every route
         enable_dns_rebinding_protection=True,
-        allowed_hosts=[f"{name}:*" for name in _LOOPBACK_NAMES],
-        allowed_origins=[f"http://{name}:*" for name in _LOOPBACK_NAMES],
+        allowed_hosts=[*_LOOPBACK_NAMES, *(f"{name}:*" for name in _LOOPBACK_NAMES)],
+        allowed_origins=[*(f"http://{name}" for name in _LOOPBACK_NAMES),
+                         *(f"http://{name}:*" for name in _LOOPBACK_NAMES)],
     )
 
 

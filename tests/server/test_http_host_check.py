@@ -78,10 +78,8 @@ def test_the_check_is_on_for_loopback_binds_only(host, enabled):
     assert loopback_security(host).enable_dns_rebinding_protection is enabled
 
 
-@pytest.mark.parametrize(("host", "origin"), [("LOCALHOST", None), ("LocalHost", "HTTP://LOCALHOST"),
-                                              ("127.0.0.1", "Http://Localhost")])
-def test_a_loopback_name_in_other_letter_case_reaches_mcp(mini_registry, tmp_path, host, origin):
-    """Our check is case-blind, the SDK's of /mcp was not: curl http://LOCALHOST:PORT/mcp got its 421."""
+def _initialize_answer(mini_registry, tmp_path, host: str, origin: str | None):
+    """The status of an MCP initialize sent with ``host`` and ``origin`` ("{port}": the server's)."""
     from knowspec.impl.config import Settings
     from knowspec.impl.server.http_app import build_app
     from knowspec.impl.server.pipeline import ToolRuntime
@@ -92,9 +90,26 @@ def test_a_loopback_name_in_other_letter_case_reaches_mcp(mini_registry, tmp_pat
     initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
         "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
     with serving_app(build_app(runtime, host="127.0.0.1")) as served:
-        headers = {"Host": f"{host}:{served}", "Accept": "application/json, text/event-stream",
-                   "Content-Type": "application/json", **({"Origin": f"{origin}:{served}"} if origin else {})}
+        headers = {"Host": host.format(port=served), "Accept": "application/json, text/event-stream",
+                   "Content-Type": "application/json", **({"Origin": origin.format(port=served)} if origin else {})}
         conn = http.client.HTTPConnection("127.0.0.1", served, timeout=30)
         conn.request("POST", "/mcp", body=json.dumps(initialize), headers=headers)
         answer = conn.getresponse()
-        assert answer.status == 200 and answer.getheader("mcp-session-id"), answer.read()[:200]
+        return answer.status, answer.getheader("mcp-session-id"), answer.read()[:200]
+
+
+@pytest.mark.parametrize(("host", "origin"), [("LOCALHOST", None), ("LocalHost", "HTTP://LOCALHOST"),
+                                              ("127.0.0.1", "Http://Localhost")])
+def test_a_loopback_name_in_other_letter_case_reaches_mcp(mini_registry, tmp_path, host, origin):
+    """Our check is case-blind, the SDK's of /mcp was not: curl http://LOCALHOST:PORT/mcp got its 421."""
+    status, session, body = _initialize_answer(mini_registry, tmp_path, host + ":{port}",
+                                               origin and origin + ":{port}")
+    assert status == 200 and session, body
+
+
+@pytest.mark.parametrize(("host", "origin"), [("127.0.0.1", None), ("localhost", "http://localhost"),
+                                              ("[::1]", "http://[::1]")])
+def test_a_loopback_host_without_a_port_reaches_mcp(mini_registry, tmp_path, host, origin):
+    """REST served ``Host: 127.0.0.1`` (a port is optional in our check), /mcp answered the SDK's 421."""
+    status, session, body = _initialize_answer(mini_registry, tmp_path, host, origin)
+    assert status == 200 and session, body

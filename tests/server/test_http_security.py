@@ -188,6 +188,36 @@ TOOLS_LIST = {"jsonrpc": "2.0", "id": 3, "method": "tools/list", "params": {}}
 STREAMS = "application/json, text/event-stream"
 
 
+def _with_two_authorizations(base: str, path: str, body: dict, first: str, second: str) -> tuple[int, dict]:
+    import http.client
+    from urllib.parse import urlsplit
+
+    where = urlsplit(base)
+    conn = http.client.HTTPConnection(where.hostname, where.port, timeout=30)
+    data = json.dumps(body).encode()
+    conn.putrequest("POST", path)
+    for name, value in (("Content-Type", "application/json"), ("Accept", "application/json, text/event-stream"),
+                        ("Content-Length", str(len(data))), ("Authorization", f"Bearer {first}"),
+                        ("Authorization", f"Bearer {second}")):
+        conn.putheader(name, value)
+    conn.endheaders(data)
+    answer = conn.getresponse()
+    return answer.status, json.loads(answer.read() or b"null")
+
+
+@pytest.mark.parametrize("path", ["/AdminREST/EXECCOMMAND", "/mcp"])
+def test_a_request_with_two_authorization_headers_is_refused_whichever_comes_first(server, layout, path):
+    """The first had named the caller: an admin's token then a reader's ran IMPORTDOC, the other
+    order was 403; a proxy or log reading the last would have named another caller."""
+    admin, reader = login(server, "sam"), login(server, "rita")
+    body = INITIALIZE if path == "/mcp" else {"command": "IMPORTDOC", "params": {"database": "demo", "collection": "docs", "path": "missing.db"}}
+    for first, second in ((admin, reader), (reader, admin)):
+        status, answer = _with_two_authorizations(server, path, body, first, second)
+        assert status == 400
+        message = answer["error"]["message"] if path == "/mcp" else answer["message"]
+        assert "one Authorization header" in message
+
+
 def _mcp_request(base: str, token: str | None, message: dict | None, session_id: str | None = None):
     """(status, headers) of one raw request to /mcp: ``message`` POSTed, or None to DELETE."""
     headers = {"Content-Type": "application/json", "Accept": STREAMS}
