@@ -384,3 +384,24 @@ def test_a_source_written_over_mid_import_fails_it_and_changes_nothing(settings,
         import_collection(settings, "sales", "manuals", str(source))
     assert err.value.code == "storage_error" and "changed while it was being imported" in err.value.message
     assert file_digest(target) == before
+
+
+def test_an_import_waits_for_a_writer_that_holds_the_pool_past_sqlites_default_wait(settings, target, tmp_path):
+    """SQLite's default wait is 5 s: an import started while another ran longer than that failed
+    with "database is locked"; it waits its turn now, as on PostgreSQL and Firebird."""
+    import time
+
+    import_collection(settings, "sales", "manuals", str(make_pool(tmp_path / "a.db", "manuals", topics_of(3))))
+    source = make_pool(tmp_path / "b.db", "guides", topics_of(4, "b"))
+    holder = sqlite3.connect(target, isolation_level=None, check_same_thread=False)
+    holder.execute("begin immediate")  # another writer, holding the pool
+    releaser = threading.Timer(6.0, lambda: holder.execute("rollback"))
+    releaser.start()
+    began = time.monotonic()
+    try:
+        outcome = import_collection(settings, "sales", "guides", str(source))
+    finally:
+        releaser.join()
+        holder.close()
+    assert outcome["result"] is True and time.monotonic() - began >= 6.0
+    assert count(target, 'select count(*) from "doc$topic" where collection = ?', "guides") == 4

@@ -52,9 +52,15 @@ def read_only_connection(path: Path | str) -> sqlite3.Connection:
     return con
 
 
+WRITER_WAIT_SECONDS = 600.0  # a writer waits this long for the one before it (SQLite's default: 5 s)
+
+
 def open_for_write(path: Path | str) -> sqlite3.Connection:
-    """A read-write connection in WAL mode with the schema ensured (builder, IMPORTDOC)."""
-    con = sqlite3.connect(Path(path).absolute().as_uri(), uri=True, isolation_level=None)
+    """A read-write connection in WAL mode with the schema ensured (builder, IMPORTDOC, removal,
+    reindex). Writers take turns, as they do on PostgreSQL and Firebird: with SQLite's default
+    wait, an import started while another ran for more than 5 s failed with "database is locked"."""
+    con = sqlite3.connect(Path(path).absolute().as_uri(), uri=True, isolation_level=None,
+                          timeout=WRITER_WAIT_SECONDS)
     register_functions(con)
     con.execute("pragma journal_mode = wal")
     con.execute("pragma foreign_keys = off")
