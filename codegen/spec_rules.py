@@ -3,8 +3,9 @@
 The diff engine (``spec_diff``) only observes changes and names their kind; this table alone
 decides the class. Each rule carries an example, and spec/README.md#revisions lists them all.
 Inputs are what a client sends and an implementation must accept; outputs are what an
-implementation sends and a client reads. So narrowing an input breaks clients, while narrowing
-an output breaks implementations that still send the old values.
+implementation sends and a client reads. So narrowing an input breaks clients and widening one
+breaks implementations (a server built for OLD refuses what NEW allows, and fails NEW's
+conformance), while narrowing an output breaks implementations that still send the old values.
 """
 
 from __future__ import annotations
@@ -43,17 +44,17 @@ _RULES: tuple[Rule, ...] = (
            "get_neighbors may now answer resource_limit", "doc_get no longer answers storage_error"),
     Rule("tool.prose_changed", COMPATIBLE, "tool.prose_changed", "a reworded description or title"),
     # --- inputs (the client sends) ----------------------------------------------------------
-    *_pair("input.required_added", BREAKING_CLIENTS, "input.required_removed", COMPATIBLE,
+    *_pair("input.required_added", BREAKING_CLIENTS, "input.required_removed", BREAKING_IMPLEMENTATIONS,
            "search_concepts now requires as_of", "limit is no longer required"),
-    *_pair("input.property_removed", BREAKING_CLIENTS, "input.property_added", COMPATIBLE,
+    *_pair("input.property_removed", BREAKING_CLIENTS, "input.property_added", BREAKING_IMPLEMENTATIONS,
            "the closed input schema no longer has tags", "an optional input property kinds is added"),
-    *_pair("input.type_narrowed", BREAKING_CLIENTS, "input.type_widened", COMPATIBLE,
+    *_pair("input.type_narrowed", BREAKING_CLIENTS, "input.type_widened", BREAKING_IMPLEMENTATIONS,
            "limit: [integer, null] -> integer", "limit: integer -> [integer, null]"),
-    *_pair("input.enum_narrowed", BREAKING_CLIENTS, "input.enum_widened", COMPATIBLE,
+    *_pair("input.enum_narrowed", BREAKING_CLIENTS, "input.enum_widened", BREAKING_IMPLEMENTATIONS,
            "direction loses both", "direction gains sideways"),
-    *_pair("input.bound_narrowed", BREAKING_CLIENTS, "input.bound_widened", COMPATIBLE,
+    *_pair("input.bound_narrowed", BREAKING_CLIENTS, "input.bound_widened", BREAKING_IMPLEMENTATIONS,
            "limit maximum 100 -> 50", "limit maximum 100 -> 200"),
-    *_pair("input.closed", BREAKING_CLIENTS, "input.opened", COMPATIBLE,
+    *_pair("input.closed", BREAKING_CLIENTS, "input.opened", BREAKING_IMPLEMENTATIONS,
            "additionalProperties true -> false", "additionalProperties false -> true"),
     Rule("input.constraint_changed", BREAKING_CLIENTS, "input.constraint_changed",
          "a pattern, format or const on an input changed (its direction cannot be told)"),
@@ -89,7 +90,7 @@ _RULES: tuple[Rule, ...] = (
     # --- REST endpoints ---------------------------------------------------------------------
     *_pair("endpoint.removed", BREAKING_CLIENTS, "endpoint.added", BREAKING_IMPLEMENTATIONS,
            "GET /ClientREST/HelpStats is gone", "a new POST /ClientREST/DocExport must be served"),
-    *_pair("endpoint.auth_tightened", BREAKING_CLIENTS, "endpoint.auth_loosened", COMPATIBLE,
+    *_pair("endpoint.auth_tightened", BREAKING_CLIENTS, "endpoint.auth_loosened", BREAKING_IMPLEMENTATIONS,
            "auth session -> sysadmin", "auth session -> none"),
     *_pair("endpoint.status_added", COMPATIBLE, "endpoint.status_removed", COMPATIBLE,
            "an endpoint may now answer 413", "an endpoint no longer answers 415"),

@@ -46,12 +46,15 @@ def test_identical_specs_exit_zero(capsys, specs):
     assert code == 0 and "no changes" in out
 
 
-def test_a_widened_input_maximum_is_compatible_and_names_the_tool(capsys, specs):
+def test_a_widened_input_maximum_breaks_implementations_and_names_the_tool(capsys, specs):
+    """A server built for 100 refuses 500, so it fails the new contract's conformance: the diff had
+    called this compatible (exit 0)."""
     old, new = specs
     set_limit_maximum(new, 500)
     code, out, _ = run(capsys, old, new)
-    assert code == 0
-    assert "tool search_concepts" in out and "[compatible] input.bound_widened input.limit.maximum: 100 -> 500" in out
+    assert code == 1
+    assert "tool search_concepts" in out
+    assert "[BREAKING for implementations] input.bound_widened input.limit.maximum: 100 -> 500" in out
 
 
 def test_a_narrowed_input_maximum_breaks_and_names_the_tool_and_field(capsys, specs):
