@@ -43,3 +43,4 @@ class RunConfig:
     # principals it stands for (None: unknown, judged as an anonymous caller "*").
     bearer_token: str | None = None
     mcp_principals: frozenset[str] | None = None
+    login_refused: str | None = None    # why that REST login failed (then the run connects without a token)

@@ -148,8 +148,8 @@ def mcp_credentials(config: RunConfig) -> RunConfig:
     try:
         token, user, roles = rest_login(config.rest_url, config.admin_user, config.admin_password,
                                         config.call_timeout)
-    except TargetError:
-        return config  # anonymous MCP; the import check reports the refused login
+    except TargetError as exc:  # anonymous MCP: a refused session names it, and the import check reports it
+        return dataclasses.replace(config, login_refused=str(exc))
     principals = frozenset(name.lower() for name in (user, *roles, "*") if name)
     return dataclasses.replace(config, bearer_token=token, mcp_principals=principals)
 
@@ -205,6 +205,8 @@ def run(config: RunConfig) -> Iterator[Event]:
         except Exception as exc:  # noqa: BLE001 - a broken target gets a verdict (exit 2), never a traceback
             message = (str(exc) if isinstance(exc, TargetError)
                        else f"the target broke the session: {type(exc).__name__}: {str(exc)[:300]}")
+            if config.login_refused:
+                message += f" (the run connected without a token: {config.login_refused})"
             yield TargetUnreachable(message)
             yield RunFinished((), time.monotonic() - t0, EXIT_UNREACHABLE, unreachable=message)
             return

@@ -473,7 +473,50 @@ def unreachable_reason(target: Target, exc: BaseException) -> str:
         return f"cannot reach {target.spec}: connection refused"
     if isinstance(cause, socket.gaierror):
         return f"cannot reach {target.spec}: host name not found"
+    refused = None if target.is_stdio else sign_in_refusal(target)
+    if refused:
+        return f"cannot open an MCP session to {target.spec}: {refused}"
     return f"cannot open an MCP session to {target.spec}: {type(exc).__name__}: {exc}"
+
+
+SIGN_IN_HINT = ("give a bearer token (--bearer-token or $KNOWSPEC_CONFORM_TOKEN), or --rest-url with --admin-user "
+                "and --admin-password to log in for it")
+
+
+def sign_in_refusal(target: Target) -> str | None:
+    """Why an HTTP target refused the session, when it asked for a sign-in: the SDK's client
+    only says "Server returned an error response", so an initialize is sent once more by hand
+    and a 401 or 403 is named, with the server's own message."""
+    import urllib.error
+    import urllib.request
+
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
+        "clientInfo": {"name": "knowspec-conform", "version": "0"}}}
+    headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
+    if target.bearer_token:
+        headers["Authorization"] = f"Bearer {target.bearer_token}"
+    request = urllib.request.Request(target.spec, data=json.dumps(initialize).encode(), headers=headers,
+                                     method="POST")
+    try:
+        with urllib.request.urlopen(request, timeout=min(target.timeout, 10.0)):
+            return None
+    except urllib.error.HTTPError as exc:
+        if exc.code not in (401, 403):
+            return None
+        try:
+            answer = json.loads(exc.read(4096) or b"null")
+        except ValueError:
+            answer = None
+        said = None
+        if isinstance(answer, dict):  # the REST envelope's message, or a JSON-RPC error's
+            error = answer.get("error")
+            said = answer.get("message") or (error.get("message") if isinstance(error, dict) else None)
+        sent = "the bearer token given" if target.bearer_token else "no bearer token"
+        return (f"the server answered HTTP {exc.code} to {sent}" + (f" ({str(said)[:200]})" if said else "")
+                + f": {SIGN_IN_HINT}")
+    except (urllib.error.URLError, OSError, ValueError):
+        return None
 
 
 def stderr_tail(stream: Any, limit: int = STDERR_TAIL_CHARS) -> str:

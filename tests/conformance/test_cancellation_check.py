@@ -130,9 +130,23 @@ def test_passes_on_the_real_server_over_http(http_url):
 
 
 @needs_server
-def test_without_a_token_our_http_server_is_unreachable_for_the_suite(http_url):
+def test_without_a_token_our_http_server_is_unreachable_for_the_suite_which_says_why(http_url):
+    """The run had said only "MCPError: Server returned an error response"."""
     finished = run_to_end(RunConfig(target=http_url["url"], family="okf", checks=("cancellation",)))
     assert finished.exit_code == 2 and not finished.results
+    assert "HTTP 401 to no bearer token" in finished.unreachable and "--bearer-token" in finished.unreachable
+
+
+@needs_server
+def test_a_refused_token_or_admin_login_is_named_when_the_session_cannot_open(http_url):
+    bad_token = run_to_end(RunConfig(target=http_url["url"], family="okf", checks=("cancellation",),
+                                     bearer_token="not-a-session"))
+    assert bad_token.exit_code == 2 and "HTTP 401 to the bearer token given" in bad_token.unreachable
+    base = http_url["url"].removesuffix("/mcp")
+    bad_login = run_to_end(RunConfig(target=http_url["url"], family="okf", checks=("cancellation",),
+                                     rest_url=base, admin_user="walt", admin_password="wrong"))
+    assert bad_login.exit_code == 2
+    assert "login as walt for the MCP session refused: HTTP 401" in bad_login.unreachable
 
 
 @needs_server
