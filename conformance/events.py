@@ -67,6 +67,7 @@ class RunFinished:
     drift: dict = field(default_factory=dict)          # --contract older than the suite's (see drift.py)
     unreachable: str = ""                              # why no check ran (the target, contract or baseline)
     interrupted: str = ""                              # why the run stopped before its last case (a signal)
+    strict_failed: tuple[tuple[str, str], ...] = ()    # the skipped areas that failed a --strict run
 
     def counts(self) -> dict[str, int]:
         out: dict[str, int] = {}

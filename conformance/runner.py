@@ -20,7 +20,7 @@ from collections import Counter
 from pathlib import Path
 from typing import Iterator
 
-from knowspec.conformance.areas import skipped_areas, strict_failures
+from knowspec.conformance.areas import skipped_areas, strict_failing
 from knowspec.conformance.checks import CHECKS, CheckContext, CheckSpec
 from knowspec.conformance.checks.docpool_import import prepare_pool, release_pool
 from knowspec.conformance.checks.registry import BundleStore
@@ -261,14 +261,16 @@ def run(config: RunConfig) -> Iterator[Event]:
     results.sort(key=lambda r: order.get((r.check_id, r.tool), len(order)))
     results = [_apply_baseline(r, baseline) for r in results]
     areas = tuple(skipped_areas(results, unlisted, declared=config.advertised_only))
-    failed = any(r.status in ("failed", "error") for r in results) or (config.strict and strict_failures(areas))
+    strict_failed = strict_failing(areas, stdio=target.is_stdio) if config.strict else ()
+    failed = any(r.status in ("failed", "error") for r in results) or bool(strict_failed)
     duration = time.monotonic() - t0
     exit_code = EXIT_INTERRUPTED if interrupted else EXIT_FAILURES if failed else EXIT_OK
     yield RunFinished(tuple(results), duration, exit_code,
                       tuple(stale_entries(baseline, tuple(results))), areas,
                       timings(results, sessions, duration, config.workers, phases,
                               tuple(b - a for a, b in zip(cpu0, _cpu()))), protocol,
-                      drift_against_suite(contract, config, results), interrupted=interrupted)
+                      drift_against_suite(contract, config, results), interrupted=interrupted,
+                      strict_failed=strict_failed)
 
 
 def drift_against_suite(judged: Contract, config: RunConfig, results: list[CheckFinished]) -> dict:

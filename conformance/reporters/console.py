@@ -135,6 +135,8 @@ class ConsoleReporter:
         for line in drift_lines(finished.drift):
             self.console.print(line, highlight=False, markup=False, soft_wrap=True)
         counts = ", ".join(f"{k} {v}" for k, v in sorted(finished.counts().items()))
+        if finished.strict_failed:
+            counts += f"; --strict: {len(finished.strict_failed)} area(s) not judged"
         colour = "green" if finished.exit_code == 0 else "red"
         protocol = f" (protocol {finished.protocol})" if finished.protocol else ""
         self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s{protocol}")

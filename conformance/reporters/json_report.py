@@ -36,6 +36,7 @@ def build(started: RunStarted | None, finished: RunFinished) -> dict[str, Any]:
             "by_tool": counts_by(finished.results, "tool"), "by_check": counts_by(finished.results, "check_id"),
             "stale_baseline": [{"check": c, "tool": t} for c, t in finished.stale_baseline],
             "skipped_areas": [{"area": a, "why": w} for a, w in finished.skipped_areas],
+            "strict_failed": [a for a, _ in finished.strict_failed],
             "timings": finished.timings,
             "contract_drift": finished.drift or None,
             "unreachable": finished.unreachable or None,

@@ -31,6 +31,12 @@ def render(finished: RunFinished) -> bytes:
         suite = ET.SubElement(root, "testsuite", name="run", tests="1", failures="0", errors="1", skipped="0")
         case = ET.SubElement(suite, "testcase", classname="conformance.run", name="complete", time="0.000")
         ET.SubElement(case, "error", message=finished.interrupted[:500], type="interrupted")
+    if finished.strict_failed:  # --strict: each area it left unjudged fails, or CI would read a failed run as green
+        suite = ET.SubElement(root, "testsuite", name="strict", tests=str(len(finished.strict_failed)),
+                              failures=str(len(finished.strict_failed)), errors="0", skipped="0")
+        for area, why in finished.strict_failed:
+            case = ET.SubElement(suite, "testcase", classname="conformance.strict", name=area, time="0.000")
+            ET.SubElement(case, "failure", message=f"--strict: area not judged: {why}"[:500], type="strict")
     for r in finished.results:
         suite = suites.get(r.check_id)
         if suite is None:

@@ -135,6 +135,31 @@ def test_strict_fails_a_run_with_a_skipped_area(tmp_path):
     strict = run_to_end(RunConfig(**config, strict=True))
     assert strict.exit_code == EXIT_FAILURES
     assert [a for a, _ in strict.skipped_areas] == ["successful results of get_neighbors"]
+    assert [a for a, _ in strict.strict_failed] == ["successful results of get_neighbors"]
+
+
+def test_a_strict_failure_is_a_failing_case_in_junit():
+    """CI reads JUnit: a run that --strict failed had reported failures=0 errors=0."""
+    import xml.etree.ElementTree as ET
+
+    from knowspec.conformance.events import RunFinished
+    from knowspec.conformance.reporters.junit import render
+
+    area = ("successful results of get_neighbors", "no call succeeded")
+    root = ET.fromstring(render(RunFinished((), 1.0, 1, skipped_areas=(area,), strict_failed=(area,))))
+    assert root.get("failures") == "1"
+    case = root.find("testsuite[@name='strict']/testcase")
+    assert case.get("name") == area[0] and "no call succeeded" in case.find("failure").get("message")
+    assert ET.fromstring(render(RunFinished((), 1.0, 0, skipped_areas=(area,)))).get("failures") == "0"
+
+
+def test_strict_asks_no_rest_surface_of_a_stdio_target():
+    """--family all --strict over stdio could never pass: the REST area has nothing to judge there."""
+    from knowspec.conformance.areas import REST_AREA, UNOFFERED_AREA, strict_failing
+
+    areas = ((REST_AREA, "pass --rest-url"), (UNOFFERED_AREA, "x"), ("document-pool content", "y"))
+    assert [a for a, _ in strict_failing(areas, stdio=True)] == ["document-pool content"]
+    assert [a for a, _ in strict_failing(areas, stdio=False)] == [REST_AREA, "document-pool content"]
 
 
 def test_failure_evidence_is_capped_in_reports():
