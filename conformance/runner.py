@@ -112,32 +112,46 @@ def run_case(ctx: CheckContext, spec: CheckSpec) -> CheckFinished:
     return done("passed")
 
 
-HUNG_TOOL_CASES = 3  # cases of one tool left unanswered before its other cases are not run
+HUNG_TOOL_CASES = 3      # cases of one tool left unanswered before its other cases are not run
+SILENT_TARGET_CASES = 6  # cases in a row, of any tools, left unanswered before no other case is run
 
 
 class HungTools:
     """Tools whose calls the target left unanswered past the call deadline in ``HUNG_TOOL_CASES``
     cases: each further case would wait out the deadline again (a hung handler took a run to 160
-    s, 30 s a case), so the rest are skipped, saying why. Shared by the run's workers."""
+    s, 30 s a case), so the rest are skipped, saying why. A target that left ``SILENT_TARGET_CASES``
+    cases in a row unanswered, whatever their tools, answers nothing any more: every case left is
+    skipped (a server silent after tools/list had held a run ~20 minutes at the default deadline,
+    three cases of each of 25 tools). Shared by the run's workers."""
 
     def __init__(self) -> None:
         self._unanswered: Counter[str] = Counter()
+        self._in_a_row = 0
         self._lock = threading.Lock()
 
     def note(self, result: CheckFinished) -> None:
-        if result.tool and result.failure is not None and NO_ANSWER_IN_TIME in result.failure.message:
-            with self._lock:
-                self._unanswered[result.tool] += 1
+        unanswered = result.failure is not None and NO_ANSWER_IN_TIME in result.failure.message
+        with self._lock:
+            if unanswered:
+                self._in_a_row += 1
+                if result.tool:
+                    self._unanswered[result.tool] += 1
+            elif result.calls:  # the target answered this case's calls
+                self._in_a_row = 0
 
     def skipped(self, spec: CheckSpec, tool: ToolContract | None) -> CheckFinished | None:
-        """The case as skipped, when its tool has hung too often; else None (run it)."""
-        if tool is None:
-            return None
+        """The case as skipped, when the target or its tool has hung too often; else None (run it)."""
+        name = tool.name if tool else ""
         with self._lock:
-            if self._unanswered[tool.name] < HUNG_TOOL_CASES:
-                return None
-        return CheckFinished(spec.id, spec.rule, tool.name, "skipped", 0.0,
-                             reason=f"not run: {HUNG_TOOL_CASES} earlier cases of {tool.name} got {NO_ANSWER_IN_TIME}")
+            silent = self._in_a_row >= SILENT_TARGET_CASES
+            hung = tool is not None and self._unanswered[tool.name] >= HUNG_TOOL_CASES
+        if silent:
+            return CheckFinished(spec.id, spec.rule, name, "skipped", 0.0, reason=(
+                f"not run: the target left the last {SILENT_TARGET_CASES} cases, of any tool, with {NO_ANSWER_IN_TIME}"))
+        if hung:
+            return CheckFinished(spec.id, spec.rule, name, "skipped", 0.0,
+                                 reason=f"not run: {HUNG_TOOL_CASES} earlier cases of {name} got {NO_ANSWER_IN_TIME}")
+        return None
 
 
 def mcp_credentials(config: RunConfig) -> RunConfig:

@@ -152,6 +152,21 @@ def test_no_call_starts_once_the_budget_and_its_grace_are_spent():
     assert aborted.value.status == "skipped" and conn.timeouts == []
 
 
+def test_a_target_that_answers_no_case_in_a_row_is_not_run_further(toy_contract, monkeypatch):
+    """Silent after tools/list, a server held a run ~20 minutes at the default deadline (three
+    cases of each tool); here the two toy tools stand for many."""
+    from knowspec.conformance import runner
+
+    monkeypatch.setattr(runner, "SILENT_TARGET_CASES", 4)
+    finished = _dead_run(toy_target("silent_calls"), toy_contract, call_timeout=1.0,
+                         checks=("determinism", "no_path_leakage", "truncation", "result_ordering"))
+    statuses = [(r.case_id, r.status) for r in finished.results]
+    unanswered = [r for r in finished.results if r.status == "failed"]
+    assert len(unanswered) == 4 and {r.tool for r in unanswered} == {"search_concepts", "get_neighbors"}, statuses
+    rest = [r for r in finished.results if r.status != "failed"]
+    assert rest and all(r.status == "skipped" and "the last 4 cases, of any tool" in r.reason for r in rest), statuses
+
+
 def test_without_a_budget_a_silent_call_fails_its_case_after_the_call_timeout():
     ctx, conn = _context(deadline=None)
     with pytest.raises(CaseAborted) as aborted:
