@@ -42,6 +42,9 @@ ALLOWED = {
     "impl/okf/write/yaml_text.py:_local": "one YAML instance per thread (instances are not thread-safe): "
                                           "a stateless tool, not data",
     "impl/docpool/storage/firebird.py:_API_LOCK": "the Firebird client library loads once per process",
+    "impl/docpool/storage/firebird.py:_making": "the per-pool locks on making a pool's file and tables: "
+                                                "coordination shared process-wide, never evicted (not a cache)",
+    "impl/docpool/storage/firebird.py:_making_guard": "guards the pool-making lock table",
     "impl/docpool/storage/firebird.py:_API_LOADED": "the Firebird client library loads once per process",
     "impl/docpool/storage/firebird.py:_READ_SNAPSHOT": "a constant (a read-only snapshot's transaction "
                                                        "parameter block), built once the driver loads",
