@@ -11,6 +11,8 @@ from __future__ import annotations
 
 from knowspec.conformance.events import CheckFinished
 
+REST_AREA = "REST IMPORTDOC"  # only an HTTP server has a REST surface
+
 # check ids per named area, with what a user passes to have it judged
 AREAS: tuple[tuple[str, tuple[str, ...], str], ...] = (
     ("document-pool content", ("docpool_import", "docpool_import_answers", "docpool_import_acl",
@@ -19,7 +21,7 @@ AREAS: tuple[tuple[str, tuple[str, ...], str], ...] = (
      "(stdio or HTTP), or over HTTP pass --rest-url with --admin-user and $KNOWSPEC_CONFORM_ADMIN_PASSWORD"),
     ("document-pool non-admin refusal", ("docpool_import_non_admin",),
      "pass --reader-user and $KNOWSPEC_CONFORM_READER_PASSWORD with the pool fixture"),
-    ("REST IMPORTDOC", ("rest_importdoc",), "pass --rest-url (and admin credentials)"),  # REST_AREA
+    (REST_AREA, ("rest_importdoc",), "pass --rest-url (and admin credentials)"),
     ("cancellation", ("cancellation",), "see the case's reason"),
 )
 BUDGET = "time budget exhausted"
@@ -27,9 +29,6 @@ STALE_CHECK = "a check written for another contract revision"  # CheckContext.fi
 NOT_ADVERTISED = "not in the target's tools/list; --advertised-only judges only the tools it offers"
 UNOFFERED_AREA = "tools the target does not offer"            # declared by --advertised-only
 UNLISTED_AREA = "contract tools missing from the target's tools/list"  # and tools_list did not fail them
-
-
-REST_AREA = "REST IMPORTDOC"
 
 
 def strict_failing(areas: tuple[tuple[str, str], ...], stdio: bool) -> tuple[tuple[str, str], ...]:

@@ -485,19 +485,17 @@ SIGN_IN_HINT = ("give a bearer token (--bearer-token or $KNOWSPEC_CONFORM_TOKEN)
 
 def sign_in_refusal(target: Target) -> str | None:
     """Why an HTTP target refused the session, when it asked for a sign-in: the SDK's client
-    only says "Server returned an error response", so an initialize is sent once more by hand
-    and a 401 or 403 is named, with the server's own message."""
+    only says "Server returned an error response", so one request is sent by hand and a 401 or
+    403 is named, with the server's own message. A ping, not an initialize: a token the server
+    takes must not leave it a session nobody ends."""
     import urllib.error
     import urllib.request
 
-    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
-        "protocolVersion": types.LATEST_PROTOCOL_VERSION, "capabilities": {},
-        "clientInfo": {"name": "knowspec-conform", "version": "0"}}}
+    ping = {"jsonrpc": "2.0", "id": 0, "method": "ping"}
     headers = {"Content-Type": "application/json", "Accept": "application/json, text/event-stream"}
     if target.bearer_token:
         headers["Authorization"] = f"Bearer {target.bearer_token}"
-    request = urllib.request.Request(target.spec, data=json.dumps(initialize).encode(), headers=headers,
-                                     method="POST")
+    request = urllib.request.Request(target.spec, data=json.dumps(ping).encode(), headers=headers, method="POST")
     try:
         with urllib.request.urlopen(request, timeout=min(target.timeout, 10.0)):
             return None
