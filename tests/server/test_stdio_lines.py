@@ -11,6 +11,7 @@ import time
 
 import anyio
 import pytest
+from hypothesis import given, settings, strategies as st
 
 from knowspec.impl.context import ToolOutput
 from knowspec.impl.server.mcp_server import build_server
@@ -144,3 +145,44 @@ def test_a_client_that_closes_its_end_of_the_answers_ends_the_server_quietly(tmp
     assert server.wait(30) == 0
     err = server.stderr.read().decode()
     assert "failed" not in err and "Traceback" not in err
+
+
+def _written_through_a_pipe(pieces: list[bytes]) -> bytes:
+    """``pieces`` written by the transport's writer to a non-blocking pipe that a thread drains."""
+    import os
+    import threading
+
+    from knowspec.impl.server.stdio_transport import _loop_writes, _non_blocking
+
+    read_fd, write_fd = os.pipe()
+    got = bytearray()
+
+    def drain() -> None:
+        while chunk := os.read(read_fd, 3000):  # slower than the writer: the pipe fills, writes are partial
+            got.extend(chunk)
+
+    reader = threading.Thread(target=drain)
+    reader.start()
+    try:
+        with _non_blocking([write_fd]):
+            anyio.run(_loop_writes(write_fd), pieces)
+    finally:
+        os.close(write_fd)
+        reader.join(30)
+        os.close(read_fd)
+    return bytes(got)
+
+
+@settings(max_examples=40, deadline=None)
+@given(st.lists(st.one_of(st.binary(max_size=64), st.integers(0, 200_000).map(lambda n: b"x" * n)), max_size=12))
+def test_an_answers_pieces_arrive_whole_and_in_order(pieces):
+    """One writev for the pieces of an answer (a write each had woken the client's read each
+    time), partial writes into a full pipe carried on where they stopped."""
+    assert _written_through_a_pipe(pieces) == b"".join(pieces)
+
+
+def test_more_pieces_than_one_writev_takes_arrive_whole():
+    from knowspec.impl.server.stdio_transport import IOV_MAX
+
+    pieces = [bytes([i % 251]) * (i % 7) for i in range(3 * IOV_MAX + 5)]
+    assert _written_through_a_pipe(pieces) == b"".join(pieces)
