@@ -369,6 +369,26 @@ def check_a_source_written_over_mid_import_changes_nothing(storage, open_pool, d
         storage.import_collection(dsn, source, GENERATED_COLLECTION)
 
 
+def imports_at_once(storage, dsn, pairs, meanwhile=lambda: None) -> list[BaseException]:
+    """``storage.import_collection(dsn, source, collection)`` for each ``(source, collection)``
+    on a thread of its own, all started together; ``meanwhile`` runs once they are. The failures."""
+    failures: list[BaseException] = []
+
+    def run(source: Path, collection: str) -> None:
+        try:
+            storage.import_collection(dsn, source, collection)
+        except BaseException as exc:  # reported to the caller
+            failures.append(exc)
+
+    threads = [threading.Thread(target=run, args=pair) for pair in pairs]
+    for thread in threads:
+        thread.start()
+    meanwhile()
+    for thread in threads:
+        thread.join(120)
+    return failures
+
+
 def check_two_imports_at_once_both_land(storage, open_pool, dsn, versions, sample_source: Path,
                                         hold_stamp) -> None:
     """Two imports started while a third transaction holds the pool's stamp both land once it
@@ -378,23 +398,13 @@ def check_two_imports_at_once_both_land(storage, open_pool, dsn, versions, sampl
     v1, v2 = versions
     storage.import_collection(dsn, v1, GENERATED_COLLECTION)
     release = hold_stamp(dsn)
-    failures: list[BaseException] = []
 
-    def run(source: Path, collection: str) -> None:
-        try:
-            storage.import_collection(dsn, source, collection)
-        except BaseException as exc:  # reported below
-            failures.append(exc)
+    def let_go() -> None:
+        time.sleep(0.5)  # both wait on the held row
+        release()
 
-    threads = [threading.Thread(target=run, args=(sample_source, SAMPLE_COLLECTION)),
-               threading.Thread(target=run, args=(v2, GENERATED_COLLECTION))]
-    for t in threads:
-        t.start()
-    time.sleep(0.5)  # both wait on the held row
-    release()
-    for t in threads:
-        t.join(60)
-    assert failures == []
+    assert imports_at_once(storage, dsn, [(sample_source, SAMPLE_COLLECTION), (v2, GENERATED_COLLECTION)],
+                           meanwhile=let_go) == []
     with open_pool(dsn) as pool:
         got = {c.id: c.topics for c in pool.collections(UNRESTRICTED)}
     with closing(sqlite3.connect(v2)) as con:

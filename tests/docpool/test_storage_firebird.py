@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import threading
 import time
 
 import pytest
@@ -22,6 +21,7 @@ from storages import (
     check_reader_keeps_its_snapshot,
     check_two_imports_at_once_both_land,
     check_unloadable_vectors_are_refused,
+    imports_at_once,
 )
 from storages import GENERATED_COLLECTION, SAMPLE_COLLECTION, build_sources, build_versions, fb_dsn, fb_ready  # noqa: F401
 
@@ -216,21 +216,7 @@ def test_two_first_imports_at_once_into_a_new_pool_both_land(tmp_path, dsn, vers
 
     monkeypatch.setattr(firebird, "_has_schema", slowly)
     sample = build_sources(tmp_path)[SAMPLE_COLLECTION]
-    failures: list[BaseException] = []
-
-    def run(source, collection) -> None:
-        try:
-            firebird.import_collection(dsn, source, collection)
-        except BaseException as exc:  # reported below
-            failures.append(exc)
-
-    threads = [threading.Thread(target=run, args=pair)
-               for pair in ((versions[0], GENERATED_COLLECTION), (sample, SAMPLE_COLLECTION))]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert failures == []
+    assert imports_at_once(firebird, dsn, [(versions[0], GENERATED_COLLECTION), (sample, SAMPLE_COLLECTION)]) == []
     with _open(dsn) as pool:
         assert {c.id for c in pool.collections(UNRESTRICTED)} == {GENERATED_COLLECTION, SAMPLE_COLLECTION}
 

@@ -24,6 +24,7 @@ from storages import (
     check_reader_keeps_its_snapshot,
     check_two_imports_at_once_both_land,
     check_unloadable_vectors_are_refused,
+    imports_at_once,
 )
 from storages import (  # noqa: F401
     GENERATED_COLLECTION, SAMPLE_COLLECTION, build_sources, build_versions, fresh_pg_database, pg_dsn)
@@ -176,7 +177,6 @@ def test_imports_started_together_all_succeed(tmp_path, dsn, versions):
     """Three at once had failed 8 times in 15 with "tuple concurrently updated" (doc$fold replaced twice)."""
     import shutil
     import sqlite3
-    import threading
 
     sources = []
     for k in range(3):
@@ -187,20 +187,7 @@ def test_imports_started_together_all_succeed(tmp_path, dsn, versions):
             con.execute(f"update \"doc$collection\" set id = 'c{k}'")
             con.execute(f"update \"doc$topic\" set collection = 'c{k}'")
         sources.append((source, f"c{k}"))
-    failures: list[Exception] = []
-
-    def run(source, collection):
-        try:
-            postgres.import_collection(dsn, source, collection)
-        except Exception as exc:  # reported below
-            failures.append(exc)
-
-    threads = [threading.Thread(target=run, args=pair) for pair in sources]
-    for thread in threads:
-        thread.start()
-    for thread in threads:
-        thread.join(120)
-    assert failures == []
+    assert imports_at_once(postgres, dsn, sources) == []
     with _open(dsn) as pool:
         assert set(pool.collection_counts(UNRESTRICTED)) == {"c0", "c1", "c2"}
 
