@@ -2,7 +2,7 @@
 
 An area is skipped when every case of its checks skipped (e.g. the document-pool content checks
 without a pool fixture), when no call of a planned tool ever succeeded (its success shape was
-never judged: only error envelopes were seen), or when the time budget cut cases. Each entry
+never judged: only error envelopes were seen), or when the time budget or an interrupt cut cases. Each entry
 says what to pass to judge it. ``--strict`` turns any skipped area into a failing run, except the
 tools a target does not offer when ``--advertised-only`` declared that it implements a part.
 """
@@ -40,12 +40,22 @@ def strict_failing(areas: tuple[tuple[str, str], ...], stdio: bool) -> tuple[tup
 
 
 def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished], unlisted: tuple[str, ...] = (),
-                  declared: bool = False) -> list[tuple[str, str]]:
+                  declared: bool = False, not_run: tuple[tuple[str, str], ...] = ()) -> list[tuple[str, str]]:
     """``(area, why)`` for every area the run planned but did not judge. ``unlisted``: the judged
-    contract tools the target's tools/list lacks; ``declared``: --advertised-only said so."""
+    contract tools the target's tools/list lacks; ``declared``: --advertised-only said so;
+    ``not_run``: the planned (check, tool) cases an interrupt left without a result.
+
+    An area or tool whose cases were cut (by the interrupt or the time budget) gets no advice
+    about fixtures or data: it was not judged because the run ended, which its own line says.
+    """
     out: list[tuple[str, str]] = []
+    cut = [r for r in results if r.status == "skipped" and r.reason.startswith(BUDGET)]
+    ended_early = {*not_run, *((r.check_id, r.tool) for r in cut)}
+    cut_checks, cut_tools = {c for c, _ in ended_early}, {t for _, t in ended_early if t}
     for area, checks, hint in AREAS:
         cases = [r for r in results if r.check_id in checks]
+        if cut_checks.intersection(checks):
+            continue
         if cases and all(r.status == "skipped" for r in cases):
             reason = cases[0].reason
             out.append((area, f"{hint} ({reason[:160]})" if reason else hint))
@@ -54,6 +64,8 @@ def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished], unli
         if r.tool:
             tools.setdefault(r.tool, []).append(r)
     for tool, cases in sorted(tools.items()):
+        if tool in cut_tools:
+            continue
         ran = [r for r in cases if r.calls]
         if ran and not any(r.successes for r in cases) and not any(r.status in ("failed", "error") for r in cases):
             codes = sorted({code for r in cases for code in r.error_codes})
@@ -76,7 +88,16 @@ def skipped_areas(results: tuple[CheckFinished, ...] | list[CheckFinished], unli
         out.append((f"{len(stale)} case(s) of {STALE_CHECK}",
                     f"the suite's own calls do not fit the judged contract: {', '.join(stale[:8])}"
                     f"{' …' if len(stale) > 8 else ''} (see each case's reason)"))
-    cut = [r for r in results if r.status == "skipped" and r.reason.startswith(BUDGET)]
     if cut:
         out.append((f"{len(cut)} case(s) cut by the time budget", "raise --time-budget"))
+    if not_run:
+        out.append((f"{len(not_run)} case(s) not run", f"the run was interrupted (Ctrl-C or SIGTERM) before them: "
+                                                       f"run again to judge {_areas_of(not_run)}"))
     return out
+
+
+def _areas_of(cases: tuple[tuple[str, str], ...]) -> str:
+    tools = sorted({t for _, t in cases if t})
+    checks = sorted({c for c, t in cases if not t})
+    named = [*tools[:8], *(["…"] if len(tools) > 8 else []), *checks[:4], *(["…"] if len(checks) > 4 else [])]
+    return "them (" + ", ".join(named) + ")" if named else "them"

@@ -6,6 +6,15 @@ import json
 from dataclasses import dataclass
 from typing import Any
 
+# Words several checks put in their failure messages for one cross-cutting fault of a target;
+# causes.py groups a run's failures by them, so a report names such a fault once.
+NO_STRUCTURE = "it succeeded without a structuredContent object (the contract gives every success one)"
+NO_SUCCESS_STRUCTURE = "successful result has no structuredContent object"
+NO_ENVELOPE = "isError result has no structuredContent envelope"
+TRANSPORT_FAILURE = "transport failure"
+RPC_INSTEAD = "instead of a tool result"
+REFUSED = "it failed"  # a call meant to succeed got an error: "it failed (<code>: <message>)"
+
 
 class CheckFailed(AssertionError):
     """A contract rule was broken; carries the (smallest) input and the response it got."""

@@ -274,7 +274,10 @@ def run(config: RunConfig) -> Iterator[Event]:
     order = {(spec.id, tool.name if tool else ""): i for i, (spec, tool) in enumerate(cases)}
     results.sort(key=lambda r: order.get((r.check_id, r.tool), len(order)))
     results = [_apply_baseline(r, baseline) for r in results]
-    areas = tuple(skipped_areas(results, unlisted, declared=config.advertised_only))
+    finished_cases = {(r.check_id, r.tool) for r in results}
+    not_run = tuple(key for key in ((spec.id, tool.name if tool else "") for spec, tool in cases)
+                    if key not in finished_cases) if interrupted else ()
+    areas = tuple(skipped_areas(results, unlisted, declared=config.advertised_only, not_run=not_run))
     strict_failed = strict_failing(areas, stdio=target.is_stdio) if config.strict else ()
     failed = any(r.status in ("failed", "error") for r in results) or bool(strict_failed)
     duration = time.monotonic() - t0

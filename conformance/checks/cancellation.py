@@ -20,7 +20,7 @@ from typing import Any
 
 from knowspec.conformance.checks.common import schema_errors
 from knowspec.conformance.checks.registry import CheckContext, check, holds_tools
-from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.failures import NO_ENVELOPE, TRANSPORT_FAILURE, CheckFailed
 from knowspec.conformance.fixtures.model import Bundle, Concept
 from knowspec.conformance.target import CallOutcome, WireEvent
 
@@ -121,7 +121,7 @@ def _sent_call(ctx: CheckContext, mark: int, outcome: CallOutcome, when: str) ->
 def _envelope_problems(ctx: CheckContext, tool: str, outcome: CallOutcome) -> list[str]:
     env = outcome.structured
     if not isinstance(env, dict):
-        return ["isError result has no structuredContent envelope"]
+        return [NO_ENVELOPE]
     problems = schema_errors(ctx.contract.error_schema, env)
     errors = ctx.contract.tool(tool).errors
     if errors and CANCELLED not in errors:
@@ -134,7 +134,7 @@ def _envelope_problems(ctx: CheckContext, tool: str, outcome: CallOutcome) -> li
 def _require_answer(ctx: CheckContext, tool: str, outcome: CallOutcome, what: str) -> None:
     """A valid call answers a success, or operation_cancelled when the target's own deadline passed."""
     if outcome.transport_error is not None:
-        raise CheckFailed(f"{what}: transport failure: {outcome.transport_error}", arguments=outcome.arguments,
+        raise CheckFailed(f"{what}: {TRANSPORT_FAILURE}: {outcome.transport_error}", arguments=outcome.arguments,
                           response=outcome.summary())
     if outcome.rpc_error is not None:
         code, message = outcome.rpc_error
@@ -181,7 +181,7 @@ def _cancel_mid_flight(ctx: CheckContext, tool: str, timing: Timing) -> None:
         raise RuntimeError("notifications/cancelled was not written to the transport")
     outcome: CallOutcome = future.result(timeout=timing.window + 30)
     if outcome.transport_error is not None and not outcome.timed_out:   # silence after a cancel is allowed
-        raise CheckFailed(f"transport failure after the cancel: {outcome.transport_error}", arguments=args,
+        raise CheckFailed(f"{TRANSPORT_FAILURE} after the cancel: {outcome.transport_error}", arguments=args,
                           response=outcome.summary())
     answer = _answer(ctx, request)
     problem = judge_answer(answer, cancel.at, timing)

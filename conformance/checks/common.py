@@ -13,7 +13,9 @@ from hypothesis import strategies as st
 
 from knowspec.conformance.checks.registry import CheckContext
 from knowspec.conformance.contract import ContractError, load_contract
-from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.failures import (
+    NO_ENVELOPE, NO_STRUCTURE, NO_SUCCESS_STRUCTURE, REFUSED, RPC_INSTEAD, CheckFailed,
+)
 from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.fixtures.strategies import (
     cafe_bundle, markup_bundle, neighbors_bundle, sources_bundle, wide_bundle,
@@ -50,7 +52,7 @@ def envelope_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
     """An isError result must carry a schema-valid envelope with a code the tool may return."""
     env = outcome.structured
     if env is None:
-        return ["isError result has no structuredContent envelope"]
+        return [NO_ENVELOPE]
     problems = schema_errors(ctx.contract.error_schema, env)
     if problems:
         return ["envelope does not match the error schema: " + "; ".join(problems)]
@@ -88,7 +90,7 @@ def _rejection_report(tool: str, env: dict[str, Any], texts: tuple[str, ...]) ->
 def success_problems(ctx: CheckContext, outcome: CallOutcome) -> list[str]:
     tool = ctx.require_tool()
     if not isinstance(outcome.structured, dict):
-        return ["successful result has no structuredContent object"]
+        return [NO_SUCCESS_STRUCTURE]
     problems = schema_errors(tool.success_schema, outcome.structured)
     if problems:
         return ["structuredContent does not match the success schema: " + "; ".join(problems)]
@@ -99,7 +101,7 @@ def require_result(outcome: CallOutcome) -> None:
     """Tool failures are isError results, never JSON-RPC errors."""
     if outcome.rpc_error is not None:
         code, message = outcome.rpc_error
-        raise CheckFailed(f"JSON-RPC error {code} instead of a tool result: {message[:200]}",
+        raise CheckFailed(f"JSON-RPC error {code} {RPC_INSTEAD}: {message[:200]}",
                           arguments=outcome.arguments, response=outcome.summary())
 
 
@@ -116,14 +118,11 @@ def said(outcome: CallOutcome) -> str:
     return text if len(text) <= 200 else text[:199] + "…"
 
 
-NO_STRUCTURE = "it succeeded without a structuredContent object (the contract gives every success one)"
-
-
 def unsuccessful(outcome: CallOutcome) -> str | None:
     """Why a call meant to succeed gave no success to judge (its error, or a success without
     structured content), or None: a failure message must say which of the two it was."""
     if outcome.is_error:
-        return f"it failed ({said(outcome)})"
+        return f"{REFUSED} ({said(outcome)})"
     if not isinstance(outcome.structured, dict):
         return NO_STRUCTURE
     return None

@@ -8,10 +8,11 @@ from typing import Any, Callable
 from hypothesis import strategies as st
 
 from knowspec.conformance.checks.common import (
-    NO_STRUCTURE, advertised_only, envelope_problems, fail, json_text, probe_calls, require_result,
+    advertised_only, envelope_problems, fail, json_text, probe_calls, require_result,
     success_problems, valid_calls,
 )
 from knowspec.conformance.checks.registry import CheckContext, check, skip
+from knowspec.conformance.failures import NO_STRUCTURE
 from knowspec.conformance.oracles.go_encoding import go_text_problem
 from knowspec.conformance.oracles.plain_encoding import plain_problem
 from knowspec.conformance.oracles.contract_ordering import rules as contract_rules

@@ -20,7 +20,7 @@ from hypothesis import strategies as st
 from knowspec.conformance.areas import STALE_CHECK
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.contract import Contract, ToolContract
-from knowspec.conformance.failures import CaseAborted, CheckSkipped
+from knowspec.conformance.failures import TRANSPORT_FAILURE, CaseAborted, CheckSkipped
 from knowspec.conformance.fixtures.model import Bundle
 from knowspec.conformance.generate import validator
 from knowspec.conformance.target import CallOutcome, Connection
@@ -143,7 +143,7 @@ class CheckContext:
             if outcome.timed_out and capped:
                 raise CaseAborted("skipped", f"time budget exhausted during a call to {name}: raise --time-budget")
             if outcome.transport_error is not None:
-                raise CaseAborted("failed", f"transport failure: {outcome.transport_error}", arguments=arguments,
+                raise CaseAborted("failed", f"{TRANSPORT_FAILURE}: {outcome.transport_error}", arguments=arguments,
                                   response=outcome.summary())
             if outcome.is_result and (self.tool is None or name == self.tool.name):
                 if not outcome.is_error:

@@ -18,7 +18,7 @@ from typing import Any
 
 from knowspec.conformance.checks.raw_wire import RawHttp
 from knowspec.conformance.checks.registry import CheckContext, check
-from knowspec.conformance.failures import CheckFailed
+from knowspec.conformance.failures import TRANSPORT_FAILURE, CheckFailed
 from knowspec.conformance.generate import base_arguments
 
 RULE = ("spec/okf/contract/read.md §3.0 (schema validation before the handler) — bounded: a hostile input must not "
@@ -109,7 +109,7 @@ def _over_stdio(ctx: CheckContext) -> None:
         raise CheckFailed(f"one {ITEMS}-item mixed-type uniqueItems call was not answered within "
                           f"{STDIO_BOUND_SECONDS}s: its validation is unbounded")
     if outcome.transport_error is not None:
-        raise CheckFailed(f"transport failure: {outcome.transport_error}", response=outcome.summary())
+        raise CheckFailed(f"{TRANSPORT_FAILURE}: {outcome.transport_error}", response=outcome.summary())
 
 
 @check("hostile_validation_nonblocking", RULE, scope="server", applies=_applies, since=1)

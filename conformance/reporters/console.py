@@ -18,6 +18,7 @@ from rich.progress import (BarColumn, MofNCompleteColumn, Progress, TaskProgress
                            TimeRemainingColumn)
 from rich.table import Table
 
+from knowspec.conformance.causes import SharedCause, cause_by_case, shared_causes
 from knowspec.conformance.events import CheckFinished, CheckStarted, RunFinished, RunStarted, TargetUnreachable
 from knowspec.conformance.reporters.summary import STATUSES, counts_by
 
@@ -121,9 +122,20 @@ class ConsoleReporter:
         for name, row in counts_by(finished.results, "check_id").items():
             table.add_row(name, *(str(row[s]) if row[s] else "" for s in STATUSES))
         self.console.print(table)
+        groups = shared_causes(finished.results)
+        for line in shared_cause_lines(groups):
+            self.console.print(line, highlight=False, markup=False, soft_wrap=True)
+        shown_for: set[str] = set()   # of a shared cause, one failure is shown in full: the rest are the same fault
+        grouped = cause_by_case(groups)
         for r in finished.results:
             if r.status == "failed" and r.failure:
-                self.console.rule(f"[red]{escape(r.case_id)}", characters="-" if self.plain else "─")
+                cause = grouped.get(r.case_id)
+                if cause in shown_for:
+                    continue
+                if cause is not None:
+                    shown_for.add(cause)
+                label = r.case_id + (" (one of a shared cause's failures, above)" if cause else "")
+                self.console.rule(f"[red]{escape(label)}", characters="-" if self.plain else "─")
                 self.console.print(r.failure.message[:1000], highlight=False, markup=False, soft_wrap=self.plain)
                 self.console.print("input: " + json.dumps(r.failure.arguments, ensure_ascii=False)[:600],
                                    highlight=False, markup=False, soft_wrap=self.plain)  # a file's: copied whole
@@ -140,6 +152,20 @@ class ConsoleReporter:
         colour = "green" if finished.exit_code == 0 else "red"
         protocol = f" (protocol {finished.protocol})" if finished.protocol else ""
         self.console.print(f"[{colour} bold]exit {finished.exit_code}[/]: {counts} in {finished.duration:.1f}s{protocol}")
+
+
+SHOWN_CASES = 12
+
+
+def shared_cause_lines(groups: list[SharedCause]) -> list[str]:
+    """A line per shared cause, largest first, with the cases it failed: fix these first."""
+    lines = []
+    for g in groups:
+        cases = ", ".join(g.cases[:SHOWN_CASES]) + (f" and {len(g.cases) - SHOWN_CASES} more"
+                                                    if len(g.cases) > SHOWN_CASES else "")
+        lines.append(f"SHARED CAUSE of {len(g.cases)} failures ({len(g.checks)} check(s), {len(g.tools)} tool(s)): "
+                     f"{g.cause.summary}: {cases}")
+    return lines
 
 
 def drift_lines(drift: dict) -> list[str]:

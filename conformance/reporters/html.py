@@ -7,6 +7,7 @@ import json
 from pathlib import Path
 from typing import Any
 
+from knowspec.conformance.causes import SharedCause, shared_causes
 from knowspec.conformance.events import RunFinished, RunStarted
 from knowspec.conformance.reporters import report_path
 from knowspec.conformance.reporters.summary import STATUSES, counts_by
@@ -38,6 +39,17 @@ def _table(title: str, rows: dict[str, dict[str, int]]) -> str:
     return f"<h2>{title}</h2><table><tr><th>{title.split()[-1]}</th>{head}</tr>{body}</table>"
 
 
+def _shared_causes(groups: list[SharedCause]) -> str:
+    """Faults many failures share, first: fixing one clears its whole group."""
+    if not groups:
+        return ""
+    e = html.escape
+    items = "".join(f"<li><span class='failed'>{len(g.cases)} failures</span> ({len(g.checks)} check(s), "
+                    f"{len(g.tools)} tool(s)): {e(g.cause.summary)}<br><small>{e(', '.join(g.cases))}</small></li>"
+                    for g in groups)
+    return f"<h2>Shared causes</h2><ul>{items}</ul>"
+
+
 def render(started: RunStarted | None, finished: RunFinished) -> str:
     e = html.escape
     meta = ""
@@ -50,6 +62,7 @@ def render(started: RunStarted | None, finished: RunFinished) -> str:
              f"<p>exit code {finished.exit_code}; {e(counts)}; {finished.duration:.1f}s</p>",
              f"<p class='failed'>no check ran: {e(finished.unreachable)}</p>" if finished.unreachable else "",
              f"<p class='failed'>{e(finished.interrupted)}</p>" if finished.interrupted else "",
+             _shared_causes(shared_causes(finished.results)),
              _table("Per tool", counts_by(finished.results, "tool")),
              _table("Per check", counts_by(finished.results, "check_id")), "<h2>Cases</h2>"]
     for r in finished.results:

@@ -7,6 +7,7 @@ import xml.etree.ElementTree as ET
 from pathlib import Path
 from typing import Any
 
+from knowspec.conformance.causes import shared_causes
 from knowspec.conformance.events import RunFinished
 from knowspec.conformance.reporters import report_path
 
@@ -37,6 +38,7 @@ def render(finished: RunFinished) -> bytes:
         for area, why in finished.strict_failed:
             case = ET.SubElement(suite, "testcase", classname="conformance.strict", name=area, time="0.000")
             ET.SubElement(case, "failure", message=f"--strict: area not judged: {why}"[:500], type="strict")
+    groups = {case: g for g in shared_causes(finished.results) for case in g.cases}
     for r in finished.results:
         suite = suites.get(r.check_id)
         if suite is None:
@@ -45,7 +47,11 @@ def render(finished: RunFinished) -> bytes:
                              name=r.tool or "(server)", time=f"{r.duration:.3f}")
         if r.status == "failed" and r.failure:
             node = ET.SubElement(case, "failure", message=r.failure.message[:500], type=r.check_id)
-            node.text = json.dumps(r.failure.to_dict(), indent=2, ensure_ascii=False)
+            details = r.failure.to_dict()
+            if r.case_id in groups:  # the fault many cases share: fixing it clears them all
+                g = groups[r.case_id]
+                details["shared_cause"] = f"{g.cause.summary} ({len(g.cases)} failures share it)"
+            node.text = json.dumps(details, indent=2, ensure_ascii=False)
         elif r.status == "error" and r.failure:
             ET.SubElement(case, "error", message=r.failure.message[:500], type="error")
         elif r.status == "info":

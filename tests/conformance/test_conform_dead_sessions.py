@@ -230,6 +230,8 @@ def test_sigterm_stops_the_targets_removes_the_bundles_and_still_reports(tmp_pat
     assert not list(scratch.glob("knowspec-conform-*"))
     written = json.loads(report.read_text())
     assert written["exit_code"] == EXIT_INTERRUPTED and "interrupted" in written["interrupted"]
+    not_run = [a for a in written["skipped_areas"] if a["area"].endswith("case(s) not run")]
+    assert not_run and "interrupted" in not_run[0]["why"]   # the cases in flight, not advice about data
 
 
 def test_a_stdio_target_gets_the_callers_environment(monkeypatch):

@@ -7,7 +7,8 @@ import functools
 import pytest
 from hypothesis import HealthCheck, given, settings, strategies as st
 
-from knowspec.conformance.checks.common import NO_STRUCTURE, unsuccessful
+from knowspec.conformance.checks.common import unsuccessful
+from knowspec.conformance.failures import NO_STRUCTURE
 from knowspec.conformance.checks.differential import _neighbor_cases
 from knowspec.conformance.checks.inputs import _distinctive, invalid_arguments, pointed_at, violates_recheck
 from knowspec.conformance.contract import load_contract

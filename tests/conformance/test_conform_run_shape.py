@@ -117,6 +117,28 @@ def test_a_tool_that_never_succeeded_is_a_skipped_area():
     assert [a for a, _ in skipped_areas(results)] == ["successful results of write_concept"]
 
 
+def test_an_interrupted_run_names_the_cases_it_did_not_run_not_fixtures_or_data():
+    """After SIGTERM a tool whose only finished case met errors, and a pool area whose first
+    case skipped, had been given advice about fixtures: they were not judged because the run ended."""
+    results = [_finished("docpool_import", "", "skipped", "document-pool fixture discovered", calls=0, successes=0),
+               _finished("input_invalid_rejected", "write_concept", "passed", successes=0),
+               _finished("output_schema", "search_concepts", "passed")]
+    not_run = (("docpool_import_answers", ""), ("output_schema", "write_concept"))
+    assert [a for a, _ in skipped_areas(results)] == ["document-pool content", "successful results of write_concept"]
+    areas = skipped_areas(results, not_run=not_run)
+    assert [a for a, _ in areas] == ["2 case(s) not run"]
+    assert "interrupted" in areas[0][1] and "write_concept" in areas[0][1] and "docpool_import_answers" in areas[0][1]
+
+
+def test_cases_the_time_budget_cut_get_no_advice_about_fixtures_or_data():
+    from knowspec.conformance.areas import BUDGET
+
+    results = [_finished("docpool_import", "", "skipped", f"{BUDGET} during a call", calls=0, successes=0),
+               _finished("input_invalid_rejected", "write_concept", "passed", successes=0),
+               _finished("output_schema", "write_concept", "skipped", f"{BUDGET}: raise it", calls=0, successes=0)]
+    assert [a for a, _ in skipped_areas(results)] == ["2 case(s) cut by the time budget"]
+
+
 def test_strict_fails_a_run_with_a_skipped_area(tmp_path):
     import sys
     from pathlib import Path
@@ -239,7 +261,7 @@ def test_advertised_only_ends_a_run_that_would_judge_nothing(toy_config, checks)
 
 def test_checks_that_judge_structure_fail_a_success_without_it(toy_config):
     """A server answering with text alone had passed result_ordering with nothing judged."""
-    from knowspec.conformance.checks.common import NO_STRUCTURE
+    from knowspec.conformance.failures import NO_STRUCTURE
     from knowspec.conformance.runner import run_to_end
 
     finished = run_to_end(toy_config("text_only", checks=("result_ordering", "truncation", "text_encoding",
