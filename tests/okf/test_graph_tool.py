@@ -10,7 +10,6 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.graph import render
 from knowspec.impl.okf.graph.nodes import Node, concept_iri, synthetic_iri, text
-from knowspec.impl.okf.graph.v02 import asset_path, resource_kind
 from knowspec.impl.okf.tools.query import get_semantic_graph
 
 from optional_data import UPSTREAM_FIXTURES
@@ -47,18 +46,6 @@ def test_iris_escape_like_go():
     assert concept_iri("hash#name") == "local:bundle:hash%23name"
     assert concept_iri("a:b@c$&+=;,?") == "local:bundle:a:b@c$&+=%3B%2C%3F"
     assert synthetic_iri("source", "a", "000000") == f"urn:skosovsky:okf:graph:v0.2:source:{b64('a')}:{b64('000000')}"
-
-
-def test_resource_kinds_and_asset_paths():
-    assert resource_kind("https://x.test/a") == "url"
-    assert resource_kind("/references/a.py") == "bundle-relative"
-    assert resource_kind("../a.md") == "relative"
-    assert resource_kind("dashboards/exec") == "ambiguous"
-    assert resource_kind("bq:proj.ds", allow_scope=True) == "scope"
-    assert resource_kind("bq:proj.ds") == "ambiguous"
-    assert asset_path("/a/./b/../c.py", "bundle-relative", "x/y.md") == "a/c.py"
-    assert asset_path("../r.md", "relative", "x/y.md") == "r.md"
-    assert asset_path("../../r.md", "relative", "x/y.md") is None
 
 
 def test_v02_scorecard_projection():
@@ -372,3 +359,25 @@ def test_the_v02_nodes_come_a_concept_at_a_time_so_the_graph_is_never_all_alive(
         del node
     assert len(given) == 31  # the concepts and the projection
     assert most == 1  # each let go once the next concept is built
+
+
+def test_a_bare_resource_path_is_an_asset_and_a_path_out_of_the_root_an_unresolved_one(tmp_path):
+    """A concept's ``resource: data/table.csv`` had been ``ambiguous`` with no asset node."""
+    bundle = write_bundle(tmp_path, {
+        "sales/orders.md": "---\ntype: Table\nresource: data/table.csv\nsources:\n"
+                           "  - resource: all queries in project X\n  - resource: ../../outside.txt\n---\n",
+        "sales/data/table.csv": "id\n1\n",
+        "other.md": "---\ntype: Note\nresource: /sales/data/table.csv\n---\n"})
+    graph = nodes(call(bundle))
+    orders = graph["local:bundle:sales%2Forders"]
+    asset = graph[synthetic_iri("asset", "sales/data/table.csv")]
+    assert orders["resourceKind"] == "relative" and orders["resourceNode"] == {"@id": asset["@id"]}
+    assert asset["bundlePath"] == "sales/data/table.csv" and asset["exists"]["@value"] is True
+    assert sorted(asset["resourceKind"]) == ["bundle-relative", "relative"]          # one node, both namings
+    assert {r["@id"] for r in asset["referencedBy"]} == {"local:bundle:sales%2Forders", "local:bundle:other"}
+    sources = {n["resource"]: n for n in graph.values() if n["@type"] == "proj:ProvenanceSource"}
+    assert sources["all queries in project X"]["resourceKind"] == "scope"
+    assert "resourceNode" not in sources["all queries in project X"]
+    outside = graph[sources["../../outside.txt"]["resourceNode"]["@id"]]
+    assert outside["@id"] == synthetic_iri("unresolved-asset", "sales/orders", "source", "../../outside.txt")
+    assert "bundlePath" not in outside and outside["exists"]["@value"] is False and outside["resourceRole"] == "source"

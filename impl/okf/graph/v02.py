@@ -36,6 +36,7 @@ from knowspec.impl.okf.graph.nodes import (
     temporal_literal,
     text,
 )
+from knowspec.impl.okf.graph.resource_values import resolve_resource
 from knowspec.impl.okf.graph.targets import NavigationTargets
 from knowspec.impl.okf.concept.temporal import INSTANT_PROFILE, parse_rfc3339
 from knowspec.impl.rules.ordering import byte_key
@@ -43,45 +44,6 @@ from knowspec.impl.rules.ordering import byte_key
 PROFILE_DATE = "skosovsky/okf-v0.2"
 PROFILE_INSTANT = "skosovsky/okf-v0.2-instant"
 RELATION_NAMESPACE = "skosovsky/okf#relations"
-_URL = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*://")
-_SCOPE = re.compile(r"^[A-Za-z][A-Za-z0-9+.\-]*:")
-
-
-def resource_kind(resource: str, *, allow_scope: bool = False) -> str:
-    """url | bundle-relative | relative | scope (sources only) | ambiguous."""
-    if _URL.match(resource):
-        return "url"
-    if resource.startswith("/") and not resource.startswith("//"):
-        return "bundle-relative"
-    if resource.startswith(("./", "../")):
-        return "relative"
-    if allow_scope and _SCOPE.match(resource):
-        return "scope"
-    return "ambiguous"
-
-
-def asset_path(resource: str, kind: str, concept_path: str) -> str | None:
-    """The bundle path an asset resource names, or None when it leaves the root or is not local."""
-    if kind == "bundle-relative":
-        parts: list[str] = []
-        rest = resource
-    elif kind == "relative":
-        parts = concept_path.split("/")[:-1]
-        rest = resource
-    else:
-        return None
-    for segment in rest.split("/"):
-        if segment in ("", "."):
-            continue
-        if segment == "..":
-            if not parts:
-                return None
-            parts.pop()
-            continue
-        parts.append(segment)
-    return "/".join(parts) or None
-
-
 class _Builder:
     def __init__(self, snapshot: Any, profile: str, as_of: Any, check: Callable[[], None],
                  targets: NavigationTargets | None = None) -> None:
@@ -96,21 +58,27 @@ class _Builder:
 
     # -- assets -----------------------------------------------------------------------------
 
-    def _resource(self, owner: Node, concept: Any, resource: str, role: str, prefix: str = "", *, scope: bool = False) -> None:
-        """Attach ``<prefix>Resource``/``ResourceKind``/``Node`` (or plain ``resource``…) and the asset."""
+    def _resource(self, owner: Node, concept: Any, resource: str, role: str, prefix: str = "", *, source: bool = False) -> None:
+        """Attach ``<prefix>Resource``/``ResourceKind``/``Node`` (or plain ``resource``…) and, for a
+        local value, its ReferencedAsset: one per bundle path, every naming adding to it, or, for a
+        path that leaves the root, one per (concept, role, value)."""
         names = (f"{prefix}Resource", f"{prefix}ResourceKind", f"{prefix}Node") if prefix else (
             "resource", "resourceKind", "resourceNode")
-        kind = resource_kind(resource, allow_scope=scope)
         owner.add(names[0], text(resource))
-        owner.add(names[1], text(kind))
-        path = asset_path(resource, kind, concept.path)
-        if path is None:
+        resolved = resolve_resource(resource, concept.path, self.snapshot.files, source=source)
+        if resolved is None:
             return
-        asset = self.shared.node(synthetic_iri("asset", path), "ReferencedAsset")
+        owner.add(names[1], text(resolved.kind))
+        if not resolved.local:
+            return
+        if resolved.path is None:
+            asset = self.graph.node(synthetic_iri("unresolved-asset", concept.id, role, resource), "ReferencedAsset")
+        else:
+            asset = self.shared.node(synthetic_iri("asset", resolved.path), "ReferencedAsset")
+            asset.add("bundlePath", text(resolved.path))
         asset.add("resource", text(resource))
-        asset.add("resourceKind", text(kind))
-        asset.add("bundlePath", text(path))
-        asset.add("exists", boolean(path in self.snapshot.files))
+        asset.add("resourceKind", text(resolved.kind))
+        asset.add("exists", boolean(resolved.exists))
         asset.add("resourceRole", text(role))
         asset.add("referencedBy", iri(concept_iri(concept.id)))
         owner.add(names[2], iri(asset.iri))
@@ -198,7 +166,7 @@ class _Builder:
         for index, entry in enumerate(valid):
             node = self.graph.node(synthetic_iri("source", concept.id, ordinal(index)), "ProvenanceSource")
             node.add("sourceID", text(entry["id"]))
-            self._resource(node, concept, entry["resource"], "source", scope=True)
+            self._resource(node, concept, entry["resource"], "source", source=True)
             node.add("title", text(entry["title"]))
             node.add("author", text(entry["author"]))
             if entry["usage_count"] is not None:
@@ -220,7 +188,7 @@ class _Builder:
             return
         for index, (number, title, target) in enumerate(citation_entries(concept)):
             node = self.graph.node(synthetic_iri("source", concept.id, f"legacy-{ordinal(index)}"), "ProvenanceSource")
-            self._resource(node, concept, target, "source", scope=True)
+            self._resource(node, concept, target, "source", source=True)
             node.add("title", text(title))
             node.add("legacyFallback", boolean(True))
             node.add("legacyCitationNumber", integer(number))
