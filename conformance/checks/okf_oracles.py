@@ -18,7 +18,7 @@ from knowspec.conformance.checks.common import (
 )
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section, Source
-from knowspec.conformance.fixtures.strategies import (bundles, cafe_bundle, cards_bundle, neighbors_bundle,
+from knowspec.conformance.fixtures.strategies import (assets_bundle, bundles, cafe_bundle, cards_bundle, neighbors_bundle,
                                                      sources_bundle, stamped_bundle, wide_bundle, windows_bundle)
 from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
@@ -26,6 +26,7 @@ from knowspec.conformance.oracles import okf_reads as oracle
 from knowspec.conformance.oracles import okf_sections as sections
 from knowspec.conformance.oracles import okf_strict as strict
 from knowspec.conformance.oracles.go_encoding import go_text_problem
+from knowspec.conformance.oracles.okf_assets import asset_problems
 from knowspec.conformance.oracles.okf_graph_children import child_problems, concept_id_of, iri_of
 from knowspec.conformance.target import CallOutcome
 
@@ -456,6 +457,22 @@ def oracle_semantic_graph(ctx: CheckContext) -> None:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
 
     ctx.run_property(bundles(), test, max_examples=max(2, ctx.config.max_examples // 3))
+
+
+@check("oracle_graph_assets", f"{READ} (Resource values: each concept's and source's resourceKind and "
+       "resourceNode, one ReferencedAsset per bundle path a local value names, exists, the namings)",
+       since=2, **for_tool("get_semantic_graph"))
+def oracle_graph_assets(ctx: CheckContext) -> None:
+    """Resource kinds by the first rule that applies, and the assets local values name, on the
+    assets bundle (every rule) and on generated bundles."""
+    def test(bundle: Bundle, fresh: bool) -> None:
+        outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle, fresh=fresh))})
+        problems = asset_problems(outcome.structured.get("@graph") or [], bundle)
+        if problems:
+            fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
+
+    test(assets_bundle(), False)
+    ctx.run_property(bundles(), lambda bundle: test(bundle, True), max_examples=max(2, ctx.config.max_examples // 3))
 
 
 # ---- validate_bundle --------------------------------------------------------------------------

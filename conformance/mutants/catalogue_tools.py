@@ -394,6 +394,31 @@ add("graph_concept_resource_relative", GRAPH, "a concept's URL resource is of ki
     _graph_concepts(set_field("resourceKind", lambda k: "relative")), O_GRAPH, "results")
 
 
+def _bare_path_ambiguous(node: dict) -> bool:
+    """The reading read.md's resource rules replaced: a concept's bare path as ambiguous, no asset."""
+    if node.get("resourceKind") == "relative" and not str(node.get("resource", "")).startswith("."):
+        node["resourceKind"] = "ambiguous"
+        node.pop("resourceNode", None)
+        return True
+    return False
+
+
+def _asset_exists_flipped(node: dict) -> bool:
+    flag = node.get("exists")
+    if isinstance(flag, dict) and isinstance(flag.get("@value"), bool):
+        flag["@value"] = not flag["@value"]
+        return True
+    return False
+
+
+add("graph_bare_resource_ambiguous", GRAPH, "a concept's bare resource path is relative and an asset",
+    _graph_concepts(_bare_path_ambiguous), ("oracle_graph_assets",), "results")
+add("graph_asset_dropped", GRAPH, "every local resource value is a ReferencedAsset",
+    _drop_node(lambda n: n.get("@type") == "proj:ReferencedAsset"), ("oracle_graph_assets",), "results")
+add("graph_asset_exists_flipped", GRAPH, "a ReferencedAsset's exists says whether the bundle holds the file",
+    _graph_nodes("ReferencedAsset", _asset_exists_flipped), ("oracle_graph_assets",), "results")
+
+
 def _unflag_legacy(node: dict) -> bool:
     """A v0.1 fallback's node written as a native one: no legacyFallback, no citation number."""
     if "legacyFallback" not in node:

@@ -259,6 +259,8 @@ GRAPH_DATA_MUTANTS = {name: ("oracle_semantic_graph[get_semantic_graph]",) for n
     "graph_generation_fallback_unflagged", "graph_verification_dropped", "graph_verifications_reordered",
     "graph_source_dropped", "graph_citation_source_unflagged", "graph_source_usage_count_plain",
     "graph_attribution_unresolved", "graph_source_window_override_dropped", "graph_source_last_modified_plain")}
+ASSET_MUTANTS = {name: ("oracle_graph_assets[get_semantic_graph]",) for name in (
+    "graph_bare_resource_ambiguous", "graph_asset_dropped", "graph_asset_exists_flipped")}
 
 
 @pytest.mark.slow
@@ -271,6 +273,14 @@ def test_graph_data_mutants_are_killed_by_the_graph_oracle_while_the_real_server
     every rule but the contract's data."""
     assert killed_by_our_server(("get_semantic_graph",), ("oracle_semantic_graph",),
                                 list(GRAPH_DATA_MUTANTS)) == GRAPH_DATA_MUTANTS
+
+
+@pytest.mark.slow
+def test_asset_mutants_are_killed_by_the_asset_oracle_while_the_real_server_passes():
+    """A graph whose bare resource path reads as ambiguous, or that loses a ReferencedAsset or
+    flips its exists flag, passes every other rule."""
+    assert killed_by_our_server(("get_semantic_graph",), ("oracle_graph_assets",),
+                                list(ASSET_MUTANTS)) == ASSET_MUTANTS
 
 
 STRICT_MUTANTS = {name: ("oracle_validate_bundle[validate_bundle]",) for name in (
