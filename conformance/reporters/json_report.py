@@ -6,9 +6,9 @@ import json
 from pathlib import Path
 from typing import Any
 
+from knowspec.conformance.causes import cause_by_case, shared_causes
 from knowspec.conformance.events import RunFinished, RunStarted
 from knowspec.conformance.reporters import report_path
-from knowspec.conformance.causes import cause_by_case, shared_causes
 from knowspec.conformance.reporters.summary import counts_by, result_dict, shared_cause_dicts
 
 
