@@ -143,6 +143,27 @@ def sigterm_as_interrupt() -> Iterator[None]:
         signal.signal(signal.SIGTERM, previous)
 
 
+def hypothesis_cache_outside_cwd() -> Path | None:
+    """Point hypothesis's storage (its example cache, a Unicode table, collected constants) at
+    ``$XDG_CACHE_HOME/knowspec/hypothesis`` (``~/.cache/...``): by default it writes
+    ``.hypothesis/`` into whatever folder a user ran ``knowspec conform`` from. A
+    ``HYPOTHESIS_STORAGE_DIRECTORY`` the caller set wins; the folder chosen, or None."""
+    if os.environ.get("HYPOTHESIS_STORAGE_DIRECTORY"):
+        return None
+    from hypothesis.configuration import set_hypothesis_home_dir
+
+    base = Path(os.environ.get("XDG_CACHE_HOME") or Path.home() / ".cache")
+    place = base / "knowspec" / "hypothesis"
+    try:
+        place.mkdir(parents=True, exist_ok=True)
+    except OSError:   # no writable home: a folder of this run's own
+        import tempfile
+
+        place = Path(tempfile.mkdtemp(prefix="knowspec-hypothesis-"))
+    set_hypothesis_home_dir(place)
+    return place
+
+
 def run_from_args(ns: argparse.Namespace) -> int:
     from knowspec.conformance.reporters.console import ConsoleReporter
     from knowspec.conformance.reporters.html import HtmlReporter
@@ -160,6 +181,7 @@ def run_from_args(ns: argparse.Namespace) -> int:
     if not ns.target:
         print("knowspec conform: --target is required (stdio:\"<command>\" or an http(s) URL)", file=sys.stderr)
         return EXIT_USAGE
+    hypothesis_cache_outside_cwd()
     consumers: list = [ConsoleReporter(verbose=ns.verbose)]
     try:
         consumers += [cls(path) for cls, path in ((JunitReporter, ns.junit), (JsonReporter, ns.json),

@@ -24,6 +24,7 @@ from pathlib import Path
 from rich.console import Console
 from rich.markup import escape
 
+from knowspec.conformance.cli import hypothesis_cache_outside_cwd
 from knowspec.conformance.config import RunConfig
 from knowspec.conformance.reporters import report_path
 
@@ -97,6 +98,7 @@ def run_mutants(ns: argparse.Namespace) -> int:
             tools = ",".join(getattr(m, "tools", ()) or ())
             console.print(f"{name:44} {m.rule if m else 'concurrent answers are swapped'}  [{tools}]", highlight=False)
         return 0
+    hypothesis_cache_outside_cwd()
     unknown = [m for m in ns.mutant if m not in known]
     if unknown:
         console.print(f"[red]unknown mutant(s) for this mode: {', '.join(unknown)}")

@@ -99,3 +99,26 @@ def test_advertised_only_on_the_command_line_names_the_tools_left_unjudged(toy_c
     areas = json.loads(report.read_text())["skipped_areas"]
     assert [a["area"] for a in areas] == ["tools the target does not offer"]
     assert "get_neighbors" in areas[0]["why"]
+
+
+def test_a_run_leaves_no_hypothesis_folder_in_the_callers_folder(tmp_path, toy_contract):
+    """hypothesis writes .hypothesis/ (a Unicode table, collected constants) into the working
+    folder by default: a user's `knowspec conform` had left one wherever they ran it."""
+    import os
+    import shutil
+    import subprocess
+    import sys
+    from pathlib import Path
+
+    from toy_paths import toy_target
+
+    knowspec = shutil.which("knowspec") or str(Path(sys.executable).parent / "knowspec")
+    here, cache = tmp_path / "here", tmp_path / "cache"
+    here.mkdir()
+    env = {k: v for k, v in os.environ.items() if k != "HYPOTHESIS_STORAGE_DIRECTORY"}
+    done = subprocess.run([knowspec, "conform", "--target", toy_target(), "--contract", str(toy_contract),
+                           "--check", "input_valid_accepted", "--max-examples", "3"],
+                          cwd=here, env={**env, "XDG_CACHE_HOME": str(cache)}, capture_output=True, text=True)
+    assert done.returncode == 0, done.stderr[-2000:]
+    assert list(here.iterdir()) == []
+    assert (cache / "knowspec" / "hypothesis").is_dir()
