@@ -26,6 +26,9 @@ from knowspec.conformance.oracles.okf_reads import valid_source
 ASSET_IRI = "urn:skosovsky:okf:graph:v0.2:asset:"
 TRIMMED = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u2007\u2008\u2009\u200a" \
           "\u2028\u2029\u202f\u205f\u3000"   # Unicode White_Space
+SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")   # stops at the first colon: a scheme before it
+SOURCE_URL_PREFIXES = ("mailto:", "tel:", "data:", "urn:")
+UNRESOLVED = "unresolved"   # an owner's resourceNode, as compared, naming an asset node without a bundle path
 
 
 @dataclass(frozen=True)
@@ -52,14 +55,14 @@ def classify(raw: str, concept_path: str, files: frozenset[str], source: bool) -
         return local
     if "\\" in head or re.match(r"[A-Za-z]:(?:$|[/\\])", head):
         return Expected("ambiguous")
-    url_like = head.startswith("//") or re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", head) is not None
+    url_like = head.startswith("//") or SCHEME.match(head) is not None
     if url_like and re.search(r"%(?![0-9A-Fa-f]{2})", value):
         return Expected("ambiguous")
     if re.search(r"[\x00-\x1f\x7f]", value):
         return Expected("ambiguous") if url_like else _not_captured(head, local, source)
-    if value.startswith("//") or re.match(r"[A-Za-z][A-Za-z0-9+.\-]*:", value):
+    if value.startswith("//") or SCHEME.match(value):
         if not source or value.startswith("//") or "://" in value or any(
-                value[:len(p)].isascii() and value[:len(p)].lower() == p for p in ("mailto:", "tel:", "data:", "urn:")):
+                value[:len(p)].isascii() and value[:len(p)].lower() == p for p in SOURCE_URL_PREFIXES):
             return Expected("url")
     return _not_captured(head, local, source)
 
@@ -124,64 +127,58 @@ def asset_problems(nodes: list, bundle: Bundle, profile: str = DEFAULT_PROFILE) 
     concept_nodes = {concept_id_of(i): n for i, n in graph.items() if n.get("@type") == "proj:Concept"}
     sources = owned_nodes(nodes)["proj:ProvenanceSource"]
     problems: list[str] = []
-    want_assets: dict[str, dict[str, set]] = {}
+    want_assets: dict[str, dict[str, set]] = {}     # by IRI: the values every naming of its path adds
+    unresolved: set[tuple[str, str, str]] = set()   # (concept, role, value) of each value out of the root
     for concept in bundle.concepts:
         got_rows: Counter = Counter()
         want_rows: Counter = Counter()
-        concept_node = concept_nodes.get(concept.id, {})
-        owners = [("concept", concept_node)] + [("source", n) for n in sources.get(concept.id, [])]
+        owners = [("concept", concept_nodes.get(concept.id, {}))] if concept.resource else []
+        owners += [("source", n) for n in sources.get(concept.id, [])]
         for role, node in owners:
-            if role == "concept" and not concept.resource:
-                continue
-            resource = node.get("resource", ABSENT)
-            got_rows[(role, resource, node.get("resourceKind", ABSENT), _asset_of(node, assets))] += 1
+            row = (role, node.get("resource", ABSENT), node.get("resourceKind", ABSENT), _asset_of(node, assets))
+            got_rows[row] += 1
         for value, role in namings(concept, profile):
             want = classify(value, concept.path, files, source=role == "source")
-            iri = None
-            if want.asset:
-                iri = ASSET_IRI + _b64(want.path) if want.path else f"unresolved {role} {value}"
-                entry = want_assets.setdefault(iri, {"resource": set(), "resourceKind": set(), "resourceRole": set(),
-                                                     "referencedBy": set(), "bundlePath": set(), "exists": set()})
-                entry["resource"].add(value)
-                entry["resourceKind"].add(want.kind)
-                entry["resourceRole"].add(role)
-                entry["referencedBy"].add(concept.id)
-                entry["exists"].add(want.exists)
-                if want.path:
-                    entry["bundlePath"].add(want.path)
-            want_rows[(role, value, want.kind or ABSENT, iri if iri is None or not iri.startswith("unresolved")
-                       else "unresolved")] += 1
+            target = None
+            if want.asset and want.path is None:
+                unresolved.add((concept.id, role, value))
+                target = UNRESOLVED
+            elif want.asset and want.path is not None:
+                target = ASSET_IRI + _b64(want.path)
+                entry = want_assets.setdefault(target, {"resource": set(), "resourceKind": set(), "resourceRole": set(),
+                                                        "referencedBy": set(), "bundlePath": set(), "exists": set()})
+                for key, item in (("resource", value), ("resourceKind", want.kind), ("resourceRole", role),
+                                  ("referencedBy", concept.id), ("bundlePath", want.path), ("exists", want.exists)):
+                    entry[key].add(item)
+            want_rows[(role, value, want.kind or ABSENT, target)] += 1
         if got_rows != want_rows:
             problems.append(f"{concept.id}: (role, resource, resourceKind, resourceNode) "
                             f"{sorted(map(str, got_rows - want_rows))} written, "
                             f"{sorted(map(str, want_rows - got_rows))} expected")
     for iri, want in want_assets.items():
-        if iri.startswith("unresolved"):
-            continue
         node = assets.get(iri)
         if node is None:
             problems.append(f"no ReferencedAsset {iri}")
             continue
         got = {key: set(_values(node, key)) for key in want}
         got["referencedBy"] = {concept_id_of(i) for i in got["referencedBy"]}
-        if got != want:
-            problems.append(f"ReferencedAsset {iri}: {sorted((k, sorted(map(str, got[k]))) for k in got if got[k] != want[k])}"
-                            f" written, {sorted((k, sorted(map(str, want[k]))) for k in got if got[k] != want[k])} expected")
-    named = {i for i in want_assets if not i.startswith("unresolved")}
-    unresolved = sum(1 for i in want_assets if i.startswith("unresolved"))
-    extra = [i for i, n in assets.items() if i not in named and "bundlePath" in n]
-    if extra or sum(1 for n in assets.values() if "bundlePath" not in n) != unresolved:
+        differ = sorted(k for k in got if got[k] != want[k])
+        if differ:
+            problems.append(f"ReferencedAsset {iri}: {[(k, sorted(map(str, got[k]))) for k in differ]} written, "
+                            f"{[(k, sorted(map(str, want[k]))) for k in differ]} expected")
+    extra = [i for i, n in assets.items() if i not in want_assets and "bundlePath" in n]
+    if extra or sum(1 for n in assets.values() if "bundlePath" not in n) != len(unresolved):
         problems.append(f"ReferencedAsset nodes no value names: {sorted(extra)[:4]}, or not one per value that "
-                        f"leaves the root ({unresolved} expected)")
+                        f"leaves the root ({len(unresolved)} expected)")
     return problems
 
 
 def _asset_of(node: dict, assets: dict[str, dict]) -> Any:
-    """The owner's ``resourceNode`` as compared: the asset IRI, "unresolved" for an asset node
-    without a bundle path, ABSENT for none."""
+    """The owner's ``resourceNode`` as compared: the asset IRI, UNRESOLVED for an asset node
+    without a bundle path, None for none."""
     target = node.get("resourceNode", ABSENT)
     if target is ABSENT:
         return None
     iri = iri_of(target)
     found = assets.get(iri)
-    return "unresolved" if found is not None and "bundlePath" not in found else iri
+    return UNRESOLVED if found is not None and "bundlePath" not in found else iri

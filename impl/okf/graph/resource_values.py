@@ -116,8 +116,8 @@ def _explicit_url(value: str, source: bool) -> bool:
         return False
     if not source:
         return True
-    head = lambda n: value[:n].lower() if value[:n].isascii() else ""  # noqa: E731 (ASCII prefixes only)
-    return value.startswith("//") or "://" in value or any(head(len(p)) == p for p in SOURCE_URL_PREFIXES)
+    return value.startswith("//") or "://" in value or any(
+        value[:len(p)].isascii() and value[:len(p)].lower() == p for p in SOURCE_URL_PREFIXES)  # ASCII case only
 
 
 def _uncaptured(raw: str, path_part: str, local: ResolvedResource, source: bool) -> ResolvedResource:
