@@ -16,7 +16,8 @@ from typing import Callable, Iterable, Mapping
 from knowspec.impl import runtime as process
 from knowspec.impl.okf.bundle.captured_files import size_of, size_tally_of, sizes_or_none
 from knowspec.impl.okf.bundle.snapshot import read_limits
-from knowspec.impl.okf.write import journal, lock, receipts
+from knowspec.impl.okf.write import journal, lock, receipts, volume_probe
+from knowspec.impl.okf.write.path_aliases import Aliasing, first_alias
 from knowspec.impl.okf.write.paths import is_writable_path
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.receipts import Receipt, StorageCorrupt
@@ -91,13 +92,16 @@ class Store:
         lease_timeout: float = lock.DEFAULT_LEASE_TIMEOUT,
         step_hook: Callable[[str], None] | None = None,
         capture: Callable[[], tuple[Mapping[str, bytes], str]] | None = None,
+        aliasing: Aliasing | None = None,
     ) -> None:
         """``capture``: the strict capture to use under the lock (files, revision); the walk by
-        default, a cached one when the caller has it (``bundle_io.locked_capture``)."""
+        default, a cached one when the caller has it (``bundle_io.locked_capture``).
+        ``aliasing``: how the volume compares names; probed on each commit when not given."""
         self.root_fd = root_fd
         self.lease_timeout = lease_timeout
         self._step = step_hook or (lambda _name: None)
         self._capture = capture or self._walk
+        self._aliasing = aliasing
 
     def snapshot(self) -> tuple[Mapping[str, bytes], str]:
         """Strict snapshot (links are corruption) after finishing any interrupted commit."""
@@ -167,6 +171,7 @@ class Store:
                     journal.check_publishable(self.root_fd, [*req.plan.writes, *req.plan.deletes])
                 except journal.Unpublishable as exc:
                     raise InvalidCommit(str(exc)) from None
+                self._check_no_aliases(files, plan, okf_fd)
                 check_cancelled()
                 return CommitResult(self._publish(req, okf_fd, check_cancelled), replayed=False)
             finally:
@@ -185,6 +190,17 @@ class Store:
         sizes = [len(b) for b in plan.writes.values()]
         if any(s > MAX_STAGED_PAYLOAD for s in sizes) or sum(sizes) > MAX_STAGED_TOTAL:
             raise ResultOverLimits("the plan exceeds the staging limits")
+
+    def _check_no_aliases(self, files: Mapping[str, bytes], plan: Plan, okf_fd: int) -> None:
+        """Refuse a write or delete whose name the volume takes for another name of the bundle
+        (or of the same commit): publishing it would replace or delete the other file."""
+        aliasing = self._aliasing if self._aliasing is not None else volume_probe.probe_aliasing(okf_fd)
+        if not aliasing.any:
+            return
+        pair = first_alias(files, [*plan.writes, *plan.deletes], aliasing)
+        if pair is not None:
+            raise InvalidCommit(f"this file system takes {pair[0]!r} and {pair[1]!r} for one file; "
+                                "a change that writes or deletes one of them would change the other")
 
     def _publish(self, req: CommitRequest, okf_fd: int, check_cancelled: Callable[[], None]) -> Receipt:
         plan = req.plan
