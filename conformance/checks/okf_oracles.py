@@ -19,7 +19,7 @@ from knowspec.conformance.checks.common import (
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section, Source
 from knowspec.conformance.fixtures.strategies import (assets_bundle, bundles, cafe_bundle, cards_bundle,
-                                                     neighbors_bundle, sources_bundle, stamped_bundle, wide_bundle,
+                                                     computations_bundle, neighbors_bundle, sources_bundle, stamped_bundle, wide_bundle,
                                                      windows_bundle)
 from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
@@ -28,6 +28,7 @@ from knowspec.conformance.oracles import okf_sections as sections
 from knowspec.conformance.oracles import okf_strict as strict
 from knowspec.conformance.oracles.go_encoding import go_text_problem
 from knowspec.conformance.oracles.okf_assets import asset_problems
+from knowspec.conformance.oracles.okf_computations import contract_problems
 from knowspec.conformance.oracles.okf_graph_children import child_problems, concept_id_of, iri_of
 from knowspec.conformance.target import CallOutcome
 
@@ -473,7 +474,21 @@ def oracle_graph_assets(ctx: CheckContext) -> None:
             fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
 
     test(assets_bundle(), False)
+    test(computations_bundle(), False)
     ctx.run_property(bundles(), lambda bundle: test(bundle, True), max_examples=max(2, ctx.config.max_examples // 3))
+
+
+@check("oracle_graph_computations", f"{READ} §1.11 (one AttestedComputationContract for an exact type "
+       "Attested Computation, none for another: runtime, computationMode, receiptField; its ComputationParameters)",
+       **for_tool("get_semantic_graph"))
+def oracle_graph_computations(ctx: CheckContext) -> None:
+    """Contracts in file and inline mode, with and without parameters, a bare one, and a type
+    that differs only in case, on the computations bundle."""
+    bundle = computations_bundle()
+    outcome = success(ctx, {"bundle_path": str(ctx.bundles.path_of(bundle))})
+    problems = contract_problems(outcome.structured.get("@graph") or [], bundle)
+    if problems:
+        fail("get_semantic_graph: " + "; ".join(problems[:6]), outcome)
 
 
 # ---- validate_bundle --------------------------------------------------------------------------

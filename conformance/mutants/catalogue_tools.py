@@ -419,6 +419,32 @@ add("graph_asset_exists_flipped", GRAPH, "a ReferencedAsset's exists says whethe
     _graph_nodes("ReferencedAsset", _asset_exists_flipped), ("oracle_graph_assets",), "results")
 
 
+def _role_as_concept(node: dict) -> bool:
+    """An executor's asset filed under the concept's own resource role."""
+    if node.get("resourceRole") == "executor":
+        node["resourceRole"] = "concept"
+        return True
+    return False
+
+
+def _file_mode_as_inline(node: dict) -> bool:
+    if node.get("computationMode") == "file":
+        node["computationMode"] = "inline"
+        return True
+    return False
+
+
+add("graph_contract_executor_node_dropped", GRAPH, "a contract names its executor's asset in executorNode",
+    _graph_nodes("AttestedComputationContract", lambda n: n.pop("executorNode", None) is not None),
+    ("oracle_graph_assets",), "results")
+add("graph_executor_asset_role_concept", GRAPH, "an executor's asset has the role executor",
+    _graph_nodes("ReferencedAsset", _role_as_concept), ("oracle_graph_assets",), "results")
+add("graph_contract_file_mode_inline", GRAPH, "a contract with a computation path and no fence is in file mode",
+    _graph_nodes("AttestedComputationContract", _file_mode_as_inline), ("oracle_graph_computations",), "results")
+add("graph_computation_parameter_dropped", GRAPH, "each valid parameter is a ComputationParameter",
+    _drop_node(lambda n: n.get("@type") == "proj:ComputationParameter"), ("oracle_graph_computations",), "results")
+
+
 def _unflag_legacy(node: dict) -> bool:
     """A v0.1 fallback's node written as a native one: no legacyFallback, no citation number."""
     if "legacyFallback" not in node:

@@ -5,9 +5,11 @@ by the first of eight rules, and makes each local value (``bundle-relative``, ``
 ``ReferencedAsset``: one node per bundle path, ``urn:skosovsky:okf:graph:v0.2:asset:<b64(path)>``,
 that every naming adds its value, kind, role and concept to, with ``exists`` saying whether the
 bundle holds a file there; a value that climbs out of the root gets a node of its own without a
-``bundlePath`` (its IRI is not judged). Only bundles without attested computations are judged
-here (their computation, executor and attester assets are not exercised). Pure: nodes and the
-bundle in, problems out.
+``bundlePath`` (its IRI is not judged). An exact ``Attested Computation`` concept's contract names
+values too: its ``computation`` file (``computationResource``, ``…ResourceKind``, ``…Node`` on the
+contract node), its executor's and its attester's ``resource`` (``executor…``, ``attester…``), in
+the roles ``computation``, ``executor`` and ``attester``. Pure: nodes and the bundle in, problems
+out.
 """
 
 from __future__ import annotations
@@ -20,6 +22,7 @@ from typing import Any
 
 from knowspec.conformance.fixtures.model import Bundle, Concept
 from knowspec.conformance.oracles.okf_cards import DEFAULT_PROFILE, citations_fallback
+from knowspec.conformance.oracles.okf_computations import ATTESTED, CONTRACT
 from knowspec.conformance.oracles.okf_graph_children import ABSENT, concept_id_of, iri_of, owned_nodes
 from knowspec.conformance.oracles.okf_reads import valid_source
 
@@ -28,6 +31,7 @@ TRIMMED = "\t\n\v\f\r \x85\xa0\u1680\u2000\u2001\u2002\u2003\u2004\u2005\u2006\u
           "\u2028\u2029\u202f\u205f\u3000"   # Unicode White_Space
 SCHEME = re.compile(r"[A-Za-z][A-Za-z0-9+.\-]*:")   # stops at the first colon: a scheme before it
 SOURCE_URL_PREFIXES = ("mailto:", "tel:", "data:", "urn:")
+CONTRACT_ROLES = ("computation", "executor", "attester")  # each ``<role>Resource`` on a contract node
 UNRESOLVED = "unresolved"   # an owner's resourceNode, as compared, naming an asset node without a bundle path
 
 
@@ -101,9 +105,20 @@ def bundle_files(bundle: Bundle) -> frozenset[str]:
 def namings(concept: Concept, profile: str) -> list[tuple[str, str]]:
     """``(value, role)`` of every path-valued field the graph projects for ``concept``."""
     out = [(concept.resource, "concept")] if concept.resource else []
+    out += contract_namings(concept)
     if citations_fallback(concept):
         return out + [(url, "source") for _title, url in concept.citations]
     return out + [(s.resource, "source") for s in concept.sources if valid_source(s, profile)]
+
+
+def contract_namings(concept: Concept) -> list[tuple[str, str]]:
+    """The contract's ``(value, role)``: the file of a ``file`` mode contract, the executor's
+    and the attester's resource (the fixtures write well-formed contracts only)."""
+    c = concept.computation
+    if concept.type != ATTESTED or c is None:
+        return []
+    values = ((c.file or None, "computation"), (c.executor, "executor"), (c.attester, "attester"))
+    return [(value, role) for value, role in values if value is not None]
 
 
 def _b64(text: str) -> str:
@@ -119,13 +134,12 @@ def _values(node: dict, key: str) -> frozenset:
 
 def asset_problems(nodes: list, bundle: Bundle, profile: str = DEFAULT_PROFILE) -> list[str]:
     """Each concept's and source's ``resourceKind`` and ``resourceNode``, and every asset node."""
-    if any(c.type == "Attested Computation" for c in bundle.concepts):
-        return []
     files = bundle_files(bundle)
     graph = {iri_of(n): n for n in nodes if isinstance(n, dict)}
     assets = {i: n for i, n in graph.items() if n.get("@type") == "proj:ReferencedAsset"}
     concept_nodes = {concept_id_of(i): n for i, n in graph.items() if n.get("@type") == "proj:Concept"}
     sources = owned_nodes(nodes)["proj:ProvenanceSource"]
+    contracts = {concept_id_of(iri_of(n.get("contractOf"))): n for n in graph.values() if n.get("@type") == CONTRACT}
     problems: list[str] = []
     want_assets: dict[str, dict[str, set]] = {}     # by IRI: the values every naming of its path adds
     unresolved: set[tuple[str, str, str]] = set()   # (concept, role, value) of each value out of the root
@@ -137,6 +151,11 @@ def asset_problems(nodes: list, bundle: Bundle, profile: str = DEFAULT_PROFILE) 
         for role, node in owners:
             row = (role, node.get("resource", ABSENT), node.get("resourceKind", ABSENT), _asset_of(node, assets))
             got_rows[row] += 1
+        contract = contracts.get(concept.id, {})
+        for role in CONTRACT_ROLES:
+            if f"{role}Resource" in contract:
+                got_rows[(role, contract[f"{role}Resource"], contract.get(f"{role}ResourceKind", ABSENT),
+                          _asset_of(contract, assets, f"{role}Node"))] += 1
         for value, role in namings(concept, profile):
             want = classify(value, concept.path, files, source=role == "source")
             target = None
@@ -173,10 +192,10 @@ def asset_problems(nodes: list, bundle: Bundle, profile: str = DEFAULT_PROFILE) 
     return problems
 
 
-def _asset_of(node: dict, assets: dict[str, dict]) -> Any:
-    """The owner's ``resourceNode`` as compared: the asset IRI, UNRESOLVED for an asset node
-    without a bundle path, None for none."""
-    target = node.get("resourceNode", ABSENT)
+def _asset_of(node: dict, assets: dict[str, dict], key: str = "resourceNode") -> Any:
+    """The owner's ``resourceNode`` (or a contract's ``key``) as compared: the asset IRI,
+    UNRESOLVED for an asset node without a bundle path, None for none."""
+    target = node.get(key, ABSENT)
     if target is ABSENT:
         return None
     iri = iri_of(target)

@@ -260,7 +260,10 @@ GRAPH_DATA_MUTANTS = {name: ("oracle_semantic_graph[get_semantic_graph]",) for n
     "graph_source_dropped", "graph_citation_source_unflagged", "graph_source_usage_count_plain",
     "graph_attribution_unresolved", "graph_source_window_override_dropped", "graph_source_last_modified_plain")}
 ASSET_MUTANTS = {name: ("oracle_graph_assets[get_semantic_graph]",) for name in (
-    "graph_bare_resource_ambiguous", "graph_asset_dropped", "graph_asset_exists_flipped")}
+    "graph_bare_resource_ambiguous", "graph_asset_dropped", "graph_asset_exists_flipped",
+    "graph_contract_executor_node_dropped", "graph_executor_asset_role_concept")}
+CONTRACT_MUTANTS = {name: ("oracle_graph_computations[get_semantic_graph]",) for name in (
+    "graph_contract_file_mode_inline", "graph_computation_parameter_dropped")}
 
 
 @pytest.mark.slow
@@ -277,10 +280,19 @@ def test_graph_data_mutants_are_killed_by_the_graph_oracle_while_the_real_server
 
 @pytest.mark.slow
 def test_asset_mutants_are_killed_by_the_asset_oracle_while_the_real_server_passes():
-    """A graph whose bare resource path reads as ambiguous, or that loses a ReferencedAsset or
-    flips its exists flag, passes every other rule."""
+    """A graph whose bare resource path reads as ambiguous, that loses a ReferencedAsset or flips
+    its exists flag, or whose contract loses its executor's asset node or files that asset under
+    another role, passes every other rule."""
     assert killed_by_our_server(("get_semantic_graph",), ("oracle_graph_assets",),
                                 list(ASSET_MUTANTS)) == ASSET_MUTANTS
+
+
+@pytest.mark.slow
+def test_contract_mutants_are_killed_by_the_computation_oracle_while_the_real_server_passes():
+    """A graph whose file-mode contract reads as inline, or that loses a ComputationParameter,
+    passes every other rule."""
+    assert killed_by_our_server(("get_semantic_graph",), ("oracle_graph_computations",),
+                                list(CONTRACT_MUTANTS)) == CONTRACT_MUTANTS
 
 
 STRICT_MUTANTS = {name: ("oracle_validate_bundle[validate_bundle]",) for name in (
