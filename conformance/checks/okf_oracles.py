@@ -138,7 +138,7 @@ def oracle_list_concepts(ctx: CheckContext) -> None:
     for as_of, _ in oracle.instant_boundaries("2025-01-10T12:00:00+02:00"):
         _compare_cards(ctx, instant_bundle(), {"as_of": as_of, "temporal_profile": INSTANT}, INSTANT)
     for bundle in (cafe_bundle(), sources_bundle(), wide_bundle(30, "wide30"), cards_bundle(), stamped_bundle(),
-                   windows_bundle()):
+                   windows_bundle(), computations_bundle()):
         _compare_cards(ctx, bundle, {}, "date-3fcbb9f")
     _compare_cards(ctx, windows_bundle(), {"temporal_profile": INSTANT}, INSTANT)
 
@@ -158,7 +158,7 @@ def oracle_read_concept(ctx: CheckContext) -> None:
     (``oracles/okf_cards.py``), and an ID the bundle lacks is concept_not_found."""
     for bundle, profile in ((dated_bundle(), None), (sources_bundle(), None), (cafe_bundle(), None),
                             (cards_bundle(), None), (stamped_bundle(), None), (instant_bundle(), INSTANT),
-                            (windows_bundle(), None), (windows_bundle(), INSTANT)):
+                            (windows_bundle(), None), (windows_bundle(), INSTANT), (computations_bundle(), None)):
         path = str(ctx.bundles.path_of(bundle))
         _check_unknown_id(ctx, bundle, path)
         for concept in bundle.concepts:

@@ -238,6 +238,10 @@ add("read_concept_projection_source_window_dropped", READ, "projection.sources c
     nested("projection", items_edit("sources", set_field("usage_window", lambda w: None))), O_READ, "results")
 add("read_concept_projection_shared_window_dropped", READ, "projection.usage_window is the valid shared window",
     nested("projection", set_field("usage_window", lambda w: None)), O_READ, "results")
+add("read_concept_projection_computation_nulled", READ, "projection.computation is the valid contract of an "
+    "exact Attested Computation", nested("projection", set_field("computation", lambda c: None)), O_READ, "results")
+add("list_concepts_computation_absent", LIST, "a card's computation is present for a valid contract",
+    items_edit("concepts", nested("computation", set_field("present", lambda on: False))), O_LIST, "results")
 add("read_concept_projection_attribution_reference_dropped", READ,
     "projection.attributions list every footnote reference of their label",
     nested("projection", items_edit("attributions", set_field("references", last_dropped))), O_READ, "results")

@@ -21,8 +21,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from knowspec.conformance.fixtures.model import Bundle, Concept
-from knowspec.conformance.oracles.okf_cards import DEFAULT_PROFILE, citations_fallback
-from knowspec.conformance.oracles.okf_computations import ATTESTED, CONTRACT
+from knowspec.conformance.oracles.okf_cards import ATTESTED, DEFAULT_PROFILE, citations_fallback
+from knowspec.conformance.oracles.okf_computations import CONTRACT
 from knowspec.conformance.oracles.okf_graph_children import ABSENT, concept_id_of, iri_of, owned_nodes
 from knowspec.conformance.oracles.okf_reads import valid_source
 

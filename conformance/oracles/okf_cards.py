@@ -133,7 +133,10 @@ def normalised_label(label: str) -> str:
 
 
 def footnotes(body: str) -> tuple[list[dict[str, str]], list[dict[str, str]]]:
-    """References ``{id, raw}`` and definitions ``{id, text, raw}`` of a fixture body, in order."""
+    """References ``{id, raw}`` and definitions ``{id, text, raw}`` of a fixture body, in order
+    (a body without ``[^``, code and all, has neither)."""
+    if "[^" not in body:
+        return [], []
     assert "`" not in body and not re.search(r"^(    |\t|>|[-*+] )", body, re.M), \
         "the footnote scan covers paragraph lines only"
     references, definitions = [], []
@@ -180,11 +183,10 @@ def generated(event: Event | None) -> dict[str, str | None] | None:
 
 def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dict[str, Any]:
     """Every projection field for a fixture concept under ``profile``: the sources valid for it,
-    the shared usage window when valid, no computation contract (the fixtures write none);
+    the shared usage window when valid, the computation contract (``expected_computation``);
     ``generated`` comes from the ``generated`` key alone, a legacy ``timestamp`` never fills it.
     With the citations fallback active, ``sources`` is not judged: the contract projects the
     entries in the graph and says nothing of read_concept."""
-    assert concept.type != "Attested Computation"
     status, state = status_fields(concept)
     want = {
         "type": typed_string(concept.type), "title": typed_string(concept.title),
@@ -198,11 +200,40 @@ def expected_projection(concept: Concept, profile: str = DEFAULT_PROFILE) -> dic
         "verified": [{"by": e.by, "at": e.at} for e in concept.verified if e.by and rfc3339(e.at)],
         "trust": trust(concept), "status": status, "status_state": state,
         "stale_after": valid_temporal(concept.stale_after, profile),
-        "computation": None,
+        "computation": expected_computation(concept),
     }
     if citations_fallback(concept):
         del want["sources"]
     return want
+
+
+ATTESTED = "Attested Computation"
+
+
+def expected_computation(concept: Concept) -> dict[str, Any] | None:
+    """read_concept's ``projection.computation`` (read.md §3.2): null unless the type is exactly
+    ``Attested Computation`` with a valid contract (a runtime: the fixtures write every other key
+    well formed); the parameters as written (the fixtures write them in name order, so a server
+    that sorts them agrees), ``computation`` "" for inline code."""
+    c = concept.computation
+    if concept.type != ATTESTED or c is None or not c.runtime:
+        return None
+    return {"runtime": c.runtime,
+            "parameters": [{"name": n, "type": t, "required": r} for n, t, r in c.parameters],
+            "computation": c.file,
+            "executor": {"resource": c.executor, "receipt": list(c.receipt)} if c.executor is not None else None,
+            "attester": {"resource": c.attester} if c.attester is not None else None}
+
+
+def computation_summary(concept: Concept) -> dict[str, Any]:
+    """A list card's ``computation``: present with the runtime and the executor's and attester's
+    resources when the projection has a contract."""
+    contract = expected_computation(concept)
+    if contract is None:
+        return NO_COMPUTATION
+    return {"present": True, "runtime": contract["runtime"],
+            "executor": contract["executor"]["resource"] if contract["executor"] else None,
+            "attester": contract["attester"]["resource"] if contract["attester"] else None}
 
 
 def timestamp_fallback(concept: Concept) -> bool:
@@ -235,14 +266,13 @@ NO_COMPUTATION = {"present": False, "runtime": None, "executor": None, "attester
 
 def expected_list_card(card: dict[str, Any], concept: Concept) -> dict[str, Any]:
     """``card`` (``okf_reads.expected_cards``) with the other list_concepts fields (read.md §3.1):
-    type and title ``""`` when invalid, status, trust, generated_at, the legacy flags, and no
-    computation contract (the fixtures write none). With the citations fallback active the
-    source_count is not judged: the contract does not say whether citation entries count."""
-    assert concept.type != "Attested Computation"
+    type and title ``""`` when invalid, status, trust, generated_at, the legacy flags, and the
+    computation summary. With the citations fallback active the source_count is not judged: the
+    contract does not say whether citation entries count."""
     status, state = status_fields(concept)
     out = card | {"type": typed_string(concept.type) or "", "title": typed_string(concept.title) or "",
                   "status": status, "status_state": state, "trust": trust(concept),
-                  "generated_at": generated_at(concept), "computation": NO_COMPUTATION,
+                  "generated_at": generated_at(concept), "computation": computation_summary(concept),
                   "legacy_derived": {"generated": timestamp_fallback(concept), "citations": citations_fallback(concept)}}
     if citations_fallback(concept):
         del out["source_count"]

@@ -19,11 +19,11 @@ import json
 from collections import Counter
 
 from knowspec.conformance.fixtures.model import Bundle, Concept
+from knowspec.conformance.oracles.okf_cards import ATTESTED
 from knowspec.conformance.oracles.okf_graph_children import child_ordinal, concept_id_of, iri_of
 
 CONTRACT = "proj:AttestedComputationContract"
 PARAMETER = "proj:ComputationParameter"
-ATTESTED = "Attested Computation"
 
 
 def _texts(node: dict, key: str) -> Counter:

@@ -1,5 +1,5 @@
-"""The Attested Computation oracles (okf_computations, and okf_assets' contract roles) against our
-server's graph of the computations bundle and edits of it."""
+"""The Attested Computation oracles (okf_computations, okf_assets' contract roles, okf_cards' projection
+and card summary) against our server's answers on the computations bundle, and edits of them."""
 
 from __future__ import annotations
 
@@ -9,9 +9,11 @@ import pytest
 
 from knowspec.conformance.fixtures.strategies import computations_bundle
 from knowspec.conformance.oracles.okf_assets import asset_problems
+from knowspec.conformance.oracles.okf_cards import computation_summary, expected_computation
 from knowspec.conformance.oracles.okf_computations import contract_problems
 from knowspec.impl.context import CallContext
 from knowspec.impl.okf.tools.query import get_semantic_graph
+from knowspec.impl.okf.tools.read import list_concepts, read_concept
 
 from tool_args import tool_args
 
@@ -83,3 +85,19 @@ def test_each_edit_of_a_contract_resource_is_an_asset_problem(graph, edit):
         shared = _contract(nodes, "calc/shared")
         shared["computationNode"] = {"@id": shared["computationNode"]["@id"] + "x"}
     assert asset_problems(nodes, bundle)
+
+
+def test_read_concept_and_list_cards_meet_the_projection_oracle(tmp_path):
+    """projection.computation and the card summary for every concept of the bundle, as our
+    server answers them: a contract only for the exact type with a runtime."""
+    bundle = computations_bundle()
+    root = bundle.write(tmp_path)
+    cards = {c["id"]: c for c in list_concepts(tool_args("list_concepts", bundle_path=str(root)),
+                                               CallContext()).structured["concepts"]}
+    present = []
+    for concept in bundle.concepts:
+        out = read_concept(tool_args("read_concept", bundle_path=str(root), concept_id=concept.id), CallContext())
+        assert out.structured["projection"]["computation"] == expected_computation(concept)
+        assert cards[concept.id]["computation"] == computation_summary(concept)
+        present += [concept.id] if computation_summary(concept)["present"] else []
+    assert present == ["calc/total", "calc/inline", "calc/shared"]

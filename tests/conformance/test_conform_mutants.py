@@ -109,6 +109,8 @@ SAMPLES += [
         "sources": [_SOURCE, {**_SOURCE, "id": "", "usage_window": {"from": "2025-03-01", "to": "2025-03-31"}}],
         "usage_window": {"from": "2025-01-01", "to": "2025-12-31"},
         "generated": {"by": "writer/1.0", "at": "2025-01-02T03:04:05Z"},
+        "computation": {"runtime": "python3", "parameters": [], "computation": "run.py", "executor": None,
+                        "attester": None},
         "attributions": [{"id": "rfc", "normalized_id": "rfc", "sources": [_SOURCE],
                           "references": [{"id": "rfc", "raw": "[^rfc]"}], "definitions": []}]}})),
     (_call("read_concept", {**ARGS, "concept_id": "b"}), _ok({"id": "b", "path": "b.md", "projection": {"title": "B"},
@@ -239,13 +241,16 @@ LEGACY_TIMESTAMP_MUTANTS = {"list_concepts_trust_raised": ("oracle_list_concepts
                             "list_concepts_citations_unflagged": ("oracle_list_concepts[list_concepts]",),
                             "list_concepts_citations_always_flagged": ("oracle_list_concepts[list_concepts]",),
                             "read_concept_timestamp_fallback_unflagged": ("oracle_read_concept[read_concept]",),
-                            "read_concept_citations_fallback_unflagged": ("oracle_read_concept[read_concept]",)}
+                            "read_concept_citations_fallback_unflagged": ("oracle_read_concept[read_concept]",),
+                            "list_concepts_computation_absent": ("oracle_list_concepts[list_concepts]",),
+                            "read_concept_projection_computation_nulled": ("oracle_read_concept[read_concept]",)}
 
 
 @pytest.mark.slow
 def test_list_card_and_legacy_timestamp_mutants_are_killed_while_the_real_server_passes():
-    """list_concepts cards whose trust, generated_at or legacy flags say something else, and a
-    read_concept that hides a v0.1 fallback, pass every rule but the data."""
+    """list_concepts cards whose trust, generated_at, legacy flags or computation summary say
+    something else, and a read_concept that hides a v0.1 fallback or a computation contract, pass
+    every rule but the data."""
     assert killed_by_our_server(("list_concepts", "read_concept"), ("oracle_list_concepts", "oracle_read_concept"),
                                 list(LEGACY_TIMESTAMP_MUTANTS)) == LEGACY_TIMESTAMP_MUTANTS
 
