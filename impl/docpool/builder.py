@@ -306,7 +306,7 @@ class _Writer:
 
 
 def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *, title: str = "",
-               erisim: str = "herkes", progress: Report | None = None,
+               erisim: str | None = None, progress: Report | None = None,
                model_dir: Path | str | None = None) -> dict[str, int]:
     """Write a fresh pool file ``out_path`` from ``source_dir``; returns row counts.
 
@@ -314,7 +314,8 @@ def build_pool(source_dir: Path | str, out_path: Path | str, collection: str, *,
     written), ``chunking`` (topics split into indexed chunks) and, with a model, ``vectors``.
 
     ``collection``/``title``/``erisim`` name the main collection (``pool.yaml`` may add more,
-    topics may choose one with their ``collection`` frontmatter). With ``model_dir`` (a model
+    topics may choose one with their ``collection`` frontmatter); without ``erisim`` (or a
+    title) the one ``pool.yaml`` gives the collection applies, else ``herkes``. With ``model_dir`` (a model
     pack) topic and chunk vectors are stored too; a missing pack or runtime raises the
     ``embedding_unavailable`` ToolError before anything is written.
     """
@@ -354,7 +355,7 @@ def _empty_old_wal(out: Path) -> None:
                         "stop it or build to another file")
 
 
-def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str,
+def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str | None,
                 progress: Report | None, embedder: Embedder | None) -> dict[str, int]:
     """``build_pool``'s rows, written into the new file ``out``."""
     config = _load_pool_yaml(root)
@@ -448,8 +449,9 @@ def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.Ar
     p.add_argument("--collection", required=True, type=collection_name,
                    help="collection id: lower-case letters, digits and '-' (^[a-z0-9][a-z0-9-]*$)")
     p.add_argument("--title", default="", help="collection title")
-    p.add_argument("--erisim", default="herkes",
-                   help="'herkes' (everyone) or a restricted marker (document pools only: the help pool is public)")
+    p.add_argument("--erisim", default=None,
+                   help="'herkes' (everyone) or a restricted marker (document pools only: the help pool is public); "
+                        "default: the collection's erisim in the folder's pool.yaml, else 'herkes'")
     p.add_argument("--model", type=existing_dir, nargs="?", const=DEFAULT_PACK, default=None,
                    help="model pack folder (model_int8.onnx + tokenizer.json): also store topic and chunk vectors "
                         "(without a folder: APPDIR/models/e5-int8, where `knowspec model build` writes)")
@@ -458,7 +460,7 @@ def add_pool_build_parser(subparsers: argparse._SubParsersAction) -> argparse.Ar
     return p
 
 
-def help_pool_marker_refusal(out: Path, collection: str, erisim: str, source_dir: Path) -> str | None:
+def help_pool_marker_refusal(out: Path, collection: str, erisim: str | None, source_dir: Path) -> str | None:
     """Why a restricted access marker cannot be given to this build, or ``None``.
 
     The help pool (collection ``netsim-help``, or a file named ``help.db``) is public by design:
@@ -469,9 +471,12 @@ def help_pool_marker_refusal(out: Path, collection: str, erisim: str, source_dir
 
     if collection != HELP_COLLECTION and Path(out).name != "help.db":
         return None
+    config = _load_pool_yaml(Path(source_dir)) if Path(source_dir).is_dir() else {}
+    main = config.get("collection") if isinstance(config.get("collection"), dict) else {}
     markers = [("--erisim", erisim)] if erisim and erisim != "herkes" else []
-    extra = (_load_pool_yaml(Path(source_dir)).get("collections") or []) if Path(source_dir).is_dir() else []
-    markers += [(f"collection {c.get('id')} in pool.yaml", str(c["erisim"])) for c in extra
+    if erisim is None and main.get("erisim") not in (None, "herkes"):
+        markers.append(("the collection in pool.yaml", str(main["erisim"])))
+    markers += [(f"collection {c.get('id')} in pool.yaml", str(c["erisim"])) for c in config.get("collections") or []
                 if isinstance(c, dict) and c.get("erisim") not in (None, "herkes")]
     if not markers:
         return None
