@@ -38,6 +38,10 @@ class Settings:
     # may read, never write). stdio is the local user and is never restricted.
     bundle_roots: tuple[Path, ...] = ()
     allow_anonymous: bool = False
+    # Host names and browser origins an HTTP server answers besides a loopback bind's own
+    # (server/host_check.py); none on another bind: every Host.
+    allowed_hosts: tuple[str, ...] = ()
+    allowed_origins: tuple[str, ...] = ()
     import_dir: Path | None = None         # IMPORTDOC sources over REST; default: appdir / "imports"
     call_timeout_seconds: float = 120.0
     mcp_sessions_per_caller: int = 100   # open MCP sessions a user (or an anonymous address) may hold

@@ -29,6 +29,7 @@ from knowspec.impl.cli_args import session_quota, whole_number
 from knowspec.impl.context import Caller
 from knowspec.impl.docpool.auth import may_write
 from knowspec.impl.errors import ToolError
+from knowspec.impl.server.host_names import add_host_options
 from knowspec.impl.server.json_answer import is_mcp_path, send_json, send_jsonrpc_error
 
 MCP_PATH = "/mcp"
@@ -188,6 +189,7 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                        help="over HTTP, serve OKF bundles only under DIR (repeatable; none: OKF tools refuse)")
     serve.add_argument("--allow-anonymous", action="store_true",
                        help="over HTTP, let MCP callers without a session read (never write)")
+    add_host_options(serve)
     serve.add_argument("--import-dir", type=Path, metavar="DIR",
                        help="IMPORTDOC reads source pools only from DIR (default: APPDIR/imports)")
     serve.add_argument("--session-ttl", type=float, metavar="SECONDS",
@@ -223,6 +225,8 @@ def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
     roots = getattr(args, "bundle_root", None) or []
     settings.bundle_roots = tuple(Path(posixpath.normpath(str(r.absolute()))) for r in roots)
     settings.allow_anonymous = bool(getattr(args, "allow_anonymous", False))
+    settings.allowed_hosts = tuple(getattr(args, "allowed_host", None) or ())
+    settings.allowed_origins = tuple(getattr(args, "allowed_origin", None) or ())
     if getattr(args, "import_dir", None):
         settings.import_dir = args.import_dir.absolute()
     if getattr(args, "session_ttl", None):

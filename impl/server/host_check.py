@@ -1,63 +1,88 @@
 """DNS-rebinding protection for every route, with the rule the MCP SDK applies to ``/mcp``.
 
-A server bound to a loopback address answers only requests whose ``Host`` names a loopback
-address (any port), and whose ``Origin``, when sent, is a loopback ``http`` origin. A web page
-whose domain was made to resolve to 127.0.0.1 sends its own domain in both, so it cannot reach
+A server answers only requests whose ``Host`` names one of its names (any port) and whose
+``Origin``, when sent, is one of its origins. Bound to a loopback address its names are the
+loopback names and its origins their ``http`` origins; an operator adds names with
+``serve --allowed-host`` (their ``http`` and ``https`` origins come with them) and replaces the
+origins with ``--allowed-origin``. Bound to another address without those options, the server
+takes every Host (the operator exposing it names it, e.g. behind a proxy). A web page whose
+domain was made to resolve to the server sends its own domain in both headers, so it cannot reach
 the server through the visitor's browser. This middleware, the outermost, checks every route
 before anything else answers: HTTP 421 for the host, 403 for the origin, as the REST error
 envelope (``invalid_request`` / ``forbidden``) or, on ``/mcp`` and below it, a JSON-RPC error.
-The whole value must be a loopback name with at most a numeric port: the SDK's own rule (which
-it still applies to ``/mcp``) matches ``127.0.0.1:*`` as a prefix, so ``127.0.0.1:1@evil.example``
-passed it, and it leaves ``/mcp/`` to a redirect that echoed the foreign host.
+The whole value must be a name with at most a numeric port: the SDK's own rule (which it still
+applies to ``/mcp``) matches ``127.0.0.1:*`` as a prefix, so ``127.0.0.1:1@evil.example`` passed
+it, and it leaves ``/mcp/`` to a redirect that echoed the foreign host.
 """
 
 from __future__ import annotations
 
 import json
 import re
+from dataclasses import dataclass
 from typing import Any, Awaitable, Callable
 
-from mcp.server.transport_security import TransportSecuritySettings
-
 from knowspec.impl.rest.error_responses import envelope
+from knowspec.impl.server.host_names import LOOPBACK_HOSTS, host_name, origin_name
 from knowspec.impl.server.json_answer import is_mcp_path, send_json, send_jsonrpc_error
-
-LOOPBACK_HOSTS = ("127.0.0.1", "localhost", "::1")
-# Each as it stands in a Host header or an origin (an IPv6 address in brackets).
-_LOOPBACK_NAMES = tuple(f"[{host}]" if ":" in host else host for host in LOOPBACK_HOSTS)
 
 ASGIApp = Callable[[dict[str, Any], Callable[[], Awaitable[dict]], Callable[[dict], Awaitable[None]]], Awaitable[None]]
 
 
-def loopback_security(host: str, enabled: bool = True) -> TransportSecuritySettings:
-    """The settings for a server bound to ``host``: on for a loopback address (unless
-    ``enabled`` is False), off for any other (an operator exposing the server names it)."""
-    if not enabled or host not in LOOPBACK_HOSTS:
+@dataclass(frozen=True)
+class HostRule:
+    """The Host and Origin headers a server answers: ``hosts`` (names, any port; none: every
+    Host) and ``origins`` (exact; none: the ``schemes`` origins of ``hosts``, any port)."""
+
+    hosts: tuple[str, ...]
+    origins: tuple[str, ...] = ()
+    schemes: tuple[str, ...] = ("http",)
+
+    def _names(self) -> str:
+        return "(?:" + "|".join(map(re.escape, self.hosts)) + r")(?::\d{1,5})?"
+
+    def refusal(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
+        """(status, message) for a request the server must not serve, None for one it may."""
+        if self.hosts and (host is None or not re.fullmatch(self._names(), host, re.IGNORECASE)):
+            return 421, "Invalid Host header"
+        if origin is None:
+            return None
+        if self.origins:
+            allowed = origin.lower() in self.origins
+        else:
+            allowed = bool(re.fullmatch("(?:" + "|".join(self.schemes) + ")://" + self._names(), origin, re.IGNORECASE))
+        return None if allowed else (403, "Invalid Origin header")
+
+
+def host_rule(bind: str, allowed_hosts: tuple[str, ...] = (), allowed_origins: tuple[str, ...] = (),
+              enabled: bool = True) -> HostRule | None:
+    """The rule of a server bound to ``bind`` with the operator's names; None: every request."""
+    if not enabled:
+        return None
+    loopback = tuple(host_name(h) for h in LOOPBACK_HOSTS) if bind in LOOPBACK_HOSTS else ()
+    hosts = tuple(dict.fromkeys([*loopback, *map(host_name, allowed_hosts)]))
+    origins = tuple(dict.fromkeys(map(origin_name, allowed_origins)))
+    if not hosts and not origins:
+        return None
+    return HostRule(hosts, origins, ("http", "https") if allowed_hosts else ("http",))
+
+
+def transport_security(rule: HostRule | None) -> Any:
+    """The rule in the SDK's terms (``TransportSecuritySettings``), for its own check of ``/mcp``;
+    it cannot say "every Host", so with origins alone ours is the only check."""
+    from mcp.server.transport_security import TransportSecuritySettings
+
+    if rule is None or not rule.hosts:
         return TransportSecuritySettings(enable_dns_rebinding_protection=False)
-    return TransportSecuritySettings(  # with a port or without, as ``refusal`` allows on every route
-        enable_dns_rebinding_protection=True,
-        allowed_hosts=[*_LOOPBACK_NAMES, *(f"{name}:*" for name in _LOOPBACK_NAMES)],
-        allowed_origins=[*(f"http://{name}" for name in _LOOPBACK_NAMES),
-                         *(f"http://{name}:*" for name in _LOOPBACK_NAMES)],
-    )
-
-
-_NAME_AND_PORT = "(?:" + "|".join(map(re.escape, _LOOPBACK_NAMES)) + r")(?::\d{1,5})?"
-LOOPBACK_HOST = re.compile(_NAME_AND_PORT, re.IGNORECASE)
-LOOPBACK_ORIGIN = re.compile("http://" + _NAME_AND_PORT, re.IGNORECASE)
-
-
-def refusal(host: str | None, origin: str | None) -> tuple[int, str] | None:
-    """(status, message) for a request a loopback server must not serve, None for one it may."""
-    if host is None or not LOOPBACK_HOST.fullmatch(host):
-        return 421, "Invalid Host header"
-    if origin is not None and not LOOPBACK_ORIGIN.fullmatch(origin):
-        return 403, "Invalid Origin header"
-    return None
+    origins = list(rule.origins) or [f"{scheme}://{host}{port}" for scheme in rule.schemes
+                                     for host in rule.hosts for port in ("", ":*")]
+    return TransportSecuritySettings(enable_dns_rebinding_protection=True,
+                                     allowed_hosts=[f"{h}{port}" for h in rule.hosts for port in ("", ":*")],
+                                     allowed_origins=origins)
 
 
 def _lower_case_names(scope: dict[str, Any]) -> dict[str, Any]:
-    """``scope`` with its (accepted, loopback) Host and Origin in lower case: names are case-blind
+    """``scope`` with its (accepted) Host and Origin in lower case: names are case-blind
     here, but the SDK's own check of ``/mcp`` is not (``Host: LOCALHOST:8765``, which ``curl
     http://LOCALHOST:8765/mcp`` sends, passed this check and got the SDK's 421)."""
     headers = scope.get("headers") or []
@@ -68,16 +93,16 @@ def _lower_case_names(scope: dict[str, Any]) -> dict[str, Any]:
 
 
 class HostCheckMiddleware:
-    def __init__(self, app: ASGIApp, security: TransportSecuritySettings):
+    def __init__(self, app: ASGIApp, rule: HostRule | None):
         self.app = app
-        self.enabled = security.enable_dns_rebinding_protection
+        self.rule = rule
 
     async def __call__(self, scope: dict[str, Any], receive, send) -> None:
-        if not self.enabled or scope["type"] != "http":
+        if self.rule is None or scope["type"] != "http":
             await self.app(scope, receive, send)
             return
         headers = {key.lower(): value.decode("latin-1") for key, value in scope.get("headers") or []}
-        refused = refusal(headers.get(b"host"), headers.get(b"origin"))
+        refused = self.rule.refusal(headers.get(b"host"), headers.get(b"origin"))
         if refused is None:
             await self.app(_lower_case_names(scope), receive, send)
             return

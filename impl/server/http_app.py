@@ -19,7 +19,7 @@ from knowspec.impl.server.body_limits import BodyLimitMiddleware
 from knowspec.impl.server.call_turns import CallTurns
 from knowspec.impl.server.caller_load import AnswerBytesPerCaller, CallsPerCaller, RequestsPerCaller
 from knowspec.impl.server.event_replay import NoEventReplay
-from knowspec.impl.server.host_check import HostCheckMiddleware, loopback_security
+from knowspec.impl.server.host_check import HostCheckMiddleware, host_rule, transport_security
 from knowspec.impl.server.access import LOGIN_HINT, SESSION_STATE, BearerGate, guarded_runtime
 from knowspec.impl.server import late_answers, released_messages
 from knowspec.impl.server.parked_answers import ParkedAnswers, ParkedAnswerWriter, ascii_for_http
@@ -84,7 +84,9 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
         Route("/healthz", health, methods=["GET"]),
         *rest_routes(settings, sessions=sessions, runtime=runtime, admission=calls),
     ]
-    security = loopback_security(host, dns_rebinding_protection)  # /mcp (the SDK) and the rest alike
+    # every route (our middleware) and /mcp (the SDK's own check) alike
+    rule = host_rule(host, settings.allowed_hosts, settings.allowed_origins, dns_rebinding_protection)
+    security = transport_security(rule)
     app = server.streamable_http_app(
         # mcp annotates Route only; Starlette mounts any BaseRoute (the REST table has Mounts too).
         streamable_http_path="/mcp", transport_security=security, host=host,
@@ -110,7 +112,7 @@ def build_app(runtime: ToolRuntime, *, host: str = "127.0.0.1", dns_rebinding_pr
     app.add_middleware(BodyLimitMiddleware, bytes_in_flight=settings.request_body_mib_in_flight * 1024 * 1024)
     app.add_middleware(RequestsPerCaller, per_caller=settings.requests_per_caller)  # the gate has named the caller
     app.add_middleware(BearerGate, session_for=sessions.get, allow_anonymous=settings.allow_anonymous)
-    app.add_middleware(HostCheckMiddleware, security=security)  # a foreign Host is never served
+    app.add_middleware(HostCheckMiddleware, rule=rule)  # a foreign Host is never served
     if settings.forwarded_allow_ips:  # the client a trusted proxy names is the caller throughout
         app.add_middleware(ProxyHeadersMiddleware, trusted_hosts=settings.forwarded_allow_ips)
     if worker is not None:  # outermost: a request another worker relayed is its client's

@@ -1,5 +1,6 @@
 """DNS-rebinding protection covers every route of a loopback server, not only /mcp: a foreign
-Host is 421 and a foreign Origin 403, with the REST error envelope."""
+Host is 421 and a foreign Origin 403, with the REST error envelope; on another bind the operator's
+``--allowed-host`` / ``--allowed-origin`` names make the same check."""
 
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import pytest
 from jsonschema import Draft202012Validator
 
 from knowspec.generated.registry import error_schema
-from knowspec.impl.server.host_check import loopback_security
+from knowspec.impl.server.host_check import HostRule, host_rule, transport_security
 from serving import free_port, serving
 
 
@@ -74,8 +75,82 @@ def test_a_disguised_host_or_origin_is_refused(port, headers, status):
 
 @pytest.mark.parametrize(("host", "enabled"), [("127.0.0.1", True), ("localhost", True), ("::1", True),
                                                ("0.0.0.0", False), ("192.0.2.7", False)])
-def test_the_check_is_on_for_loopback_binds_only(host, enabled):
-    assert loopback_security(host).enable_dns_rebinding_protection is enabled
+def test_without_names_the_check_is_on_for_loopback_binds_only(host, enabled):
+    assert (host_rule(host) is not None) is enabled
+    assert transport_security(host_rule(host)).enable_dns_rebinding_protection is enabled
+
+
+KB = host_rule("0.0.0.0", ("KB.example.com", "192.0.2.7"))
+
+
+@pytest.mark.parametrize(("host", "origin", "answer"), [
+    ("kb.example.com", None, None), ("KB.EXAMPLE.COM:8443", "https://kb.example.com", None),
+    ("192.0.2.7:80", "http://192.0.2.7:80", None),
+    ("evil.example", None, 421), ("kb.example.com.evil.example", None, 421), (None, None, 421),
+    ("kb.example.com:1@evil.example", None, 421),
+    ("kb.example.com", "https://evil.example", 403), ("kb.example.com", "null", 403),
+    ("kb.example.com", "ftp://kb.example.com", 403)])
+def test_named_hosts_are_the_only_ones_a_wildcard_bind_answers(host, origin, answer):
+    """A page whose domain was made to resolve to a LAN server reached it through a visitor's
+    browser (a hostile review): every Host and Origin were served on any bind but loopback."""
+    refused = KB.refusal(host, origin)
+    assert (refused[0] if refused else None) == answer
+
+
+def test_named_origins_replace_the_hosts_own():
+    rule = host_rule("0.0.0.0", ("kb.example.com",), ("https://portal.example.com",))
+    assert rule.refusal("kb.example.com", "https://portal.example.com") is None
+    assert rule.refusal("kb.example.com", "https://kb.example.com") == (403, "Invalid Origin header")
+    origins_only = host_rule("0.0.0.0", (), ("https://portal.example.com",))
+    assert origins_only == HostRule((), ("https://portal.example.com",))
+    assert origins_only.refusal("anything.example", None) is None  # Host left to the operator's proxy
+    assert origins_only.refusal("anything.example", "http://evil.example") == (403, "Invalid Origin header")
+
+
+def test_a_loopback_bind_keeps_its_names_beside_the_operators():
+    rule = host_rule("127.0.0.1", ("kb.example.com",))
+    assert rule.refusal("localhost:8765", "http://localhost:8765") is None
+    assert rule.refusal("kb.example.com", "https://kb.example.com") is None
+    assert rule.refusal("evil.example", None) == (421, "Invalid Host header")
+
+
+@pytest.mark.parametrize("option", [["--allowed-host", "http://kb.example.com"], ["--allowed-host", "kb.example.com:80"],
+                                    ["--allowed-origin", "kb.example.com"], ["--allowed-origin", "ftp://kb.example"]])
+def test_a_malformed_name_is_a_usage_error(tmp_path, capsys, option):
+    from knowspec.impl.cli import main
+
+    with pytest.raises(SystemExit) as exit_:
+        main(["serve", "--http", "127.0.0.1:1", "--appdir", str(tmp_path), *option])
+    assert exit_.value.code == 2 and option[0] in capsys.readouterr().err
+
+
+@pytest.fixture(scope="module")
+def lan_port(tmp_path_factory):
+    port = free_port()
+    with serving([sys.executable, "-m", "knowspec.impl.cli", "serve", "--http", f"0.0.0.0:{port}",
+                  "--allowed-host", "kb.example.com", "--allow-anonymous",
+                  "--appdir", str(tmp_path_factory.mktemp("appdir"))], port):
+        yield port
+
+
+def test_a_wildcard_bind_with_a_named_host_refuses_others_on_every_route(lan_port):
+    assert _request(lan_port, "GET", "/healthz", {"Host": "evil.example"})[0] == 421
+    assert _request(lan_port, "POST", "/mcp", {"Host": "evil.example"})[0] == 421
+    assert _request(lan_port, "POST", "/ClientREST/Login", {"Host": f"kb.example.com:{lan_port}",
+                                                            "Origin": "http://evil.example"})[0] == 403
+    assert _request(lan_port, "GET", "/healthz", {"Host": f"kb.example.com:{lan_port}"})[0] == 200
+
+
+def test_an_mcp_client_of_a_named_host_is_served(lan_port):
+    """The SDK's own check of /mcp gets the same names: an initialize through them is answered."""
+    initialize = {"jsonrpc": "2.0", "id": 0, "method": "initialize", "params": {
+        "protocolVersion": "2025-06-18", "capabilities": {}, "clientInfo": {"name": "t", "version": "1"}}}
+    conn = http.client.HTTPConnection("127.0.0.1", lan_port, timeout=30)
+    conn.request("POST", "/mcp", body=json.dumps(initialize), headers={
+        "Host": f"kb.example.com:{lan_port}", "Origin": f"https://kb.example.com:{lan_port}",
+        "Accept": "application/json, text/event-stream", "Content-Type": "application/json"})
+    answer = conn.getresponse()
+    assert answer.status == 200 and answer.getheader("mcp-session-id"), answer.read()[:200]
 
 
 def _initialize_answer(mini_registry, tmp_path, host: str, origin: str | None):
