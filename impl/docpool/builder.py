@@ -472,7 +472,8 @@ def help_pool_marker_refusal(out: Path, collection: str, erisim: str | None, sou
     if collection != HELP_COLLECTION and Path(out).name != "help.db":
         return None
     config = _load_pool_yaml(Path(source_dir)) if Path(source_dir).is_dir() else {}
-    main = config.get("collection") if isinstance(config.get("collection"), dict) else {}
+    declared = config.get("collection")
+    main: dict[str, Any] = declared if isinstance(declared, dict) else {}
     markers = [("--erisim", erisim)] if erisim and erisim != "herkes" else []
     if erisim is None and main.get("erisim") not in (None, "herkes"):
         markers.append(("the collection in pool.yaml", str(main["erisim"])))
