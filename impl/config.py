@@ -45,6 +45,7 @@ class Settings:
     import_dir: Path | None = None         # IMPORTDOC sources over REST; default: appdir / "imports"
     call_timeout_seconds: float = 120.0
     mcp_sessions_per_caller: int = 100   # open MCP sessions a user (or an anonymous address) may hold
+    rest_sessions_per_user: int = 100    # live logins of one user; the next ends its least recently used
     requests_per_caller: int = 32        # HTTP requests one caller may have in flight (server/caller_load.py)
     calls_per_caller: int = 20           # MCP tool calls one caller may have in flight
     concurrent_calls: int = field(default_factory=default_concurrent_calls)  # handlers run at once over HTTP

@@ -200,6 +200,13 @@ class PostgresRows:
         self._run('delete from "auth$session" where translate(user_name, %s, %s) = %s',
                   (ASCII_UPPER, ASCII_UPPER.lower(), ascii_lower(user)))
 
+    def keep_recent_sessions_of(self, user: str, most: int) -> None:
+        same_user = "translate(user_name, %s, %s) = %s"
+        who = (ASCII_UPPER, ASCII_UPPER.lower(), ascii_lower(user))
+        self._run(f'delete from "auth$session" where {same_user} and token_hash not in (select token_hash '
+                  f'from "auth$session" where {same_user} order by last_used desc, expires_at desc, token_hash '
+                  "limit %s)", (*who, *who, most))
+
     def remove_session_if_ended(self, key: str, now: float, idle_seconds: float | None) -> bool:
         ended, params = ended_condition(now, idle_seconds, "%s")
         return self._run(f'delete from "auth$session" where token_hash = %s and {ended}', (key, *params)) > 0

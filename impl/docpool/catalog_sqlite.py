@@ -202,6 +202,11 @@ class SqliteRows:
     def remove_sessions_of(self, user: str) -> None:
         self.con.execute('delete from "auth$session" where user_name = ? collate nocase', (user,))
 
+    def keep_recent_sessions_of(self, user: str, most: int) -> None:
+        self.con.execute('delete from "auth$session" where user_name = ? collate nocase and token_hash not in '
+                         '(select token_hash from "auth$session" where user_name = ? collate nocase '
+                         "order by last_used desc, expires_at desc, token_hash limit ?)", (user, user, most))
+
     def remove_session_if_ended(self, key: str, now: float, idle_seconds: float | None) -> bool:
         ended, params = ended_condition(now, idle_seconds, "?")
         return self.con.execute(f'delete from "auth$session" where token_hash = ? and {ended}',

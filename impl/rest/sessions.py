@@ -33,6 +33,7 @@ from knowspec.impl.docpool.catalog_store import CatalogStore, CatalogTarget, is_
 from knowspec.impl.rest.login_throttle import LoginThrottle
 
 MAX_TOUCH_SECONDS = 1.0  # the idle clock of a session is written at most this often
+DEFAULT_SESSIONS_PER_USER = 100  # live sessions one user holds (Settings.rest_sessions_per_user)
 
 @dataclass(frozen=True)
 class Session:
@@ -66,8 +67,10 @@ class SessionStore:
         clock: Callable[[], float] = time.time,
         idle_seconds: float | None = None,
         catalog: CatalogTarget | None = None,
+        per_user: int = DEFAULT_SESSIONS_PER_USER,
     ) -> None:
         self.ttl_seconds = ttl_seconds
+        self.per_user = per_user  # a login past it ends the user's least recently used session
         self.idle_seconds = idle_seconds  # None: no idle limit
         self.touch_seconds = MAX_TOUCH_SECONDS if idle_seconds is None else min(MAX_TOUCH_SECONDS, idle_seconds / 100)
         self._clock = clock
@@ -81,7 +84,7 @@ class SessionStore:
     @classmethod
     def from_settings(cls, settings, clock: Callable[[], float] = time.time) -> "SessionStore":
         return cls(settings.session_ttl_seconds, clock=clock, idle_seconds=settings.session_idle_seconds,
-                   catalog=settings.catalog)
+                   catalog=settings.catalog, per_user=settings.rest_sessions_per_user)
 
     def _store(self) -> CatalogStore:
         if self._sqlite is not None:
@@ -105,6 +108,8 @@ class SessionStore:
             rows.remove_ended_sessions(now, self.idle_seconds)
             added = rows.add_session(_token_hash(session.token), user, json.dumps(list(roles)), database,
                                      session.expires_at, now, credential)
+            if added:  # a user logging in without ever logging out holds a bounded number of rows
+                rows.keep_recent_sessions_of(user, self.per_user)
         return session if added else None
 
     def get(self, token: str | None) -> Session | None:

@@ -198,6 +198,9 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                        help="a session ends after this long unused (default 1800 = 30 min)")
     serve.add_argument("--mcp-sessions-per-caller", type=session_quota, metavar="N",
                        help="open MCP sessions one user, or one anonymous client address, may hold (default 100)")
+    serve.add_argument("--rest-sessions-per-user", type=whole_number("--rest-sessions-per-user", "sessions", 1, 100_000),
+                       metavar="N", help="live logins (REST sessions) one user may hold; a login past it ends the "
+                                         "user's least recently used session (default 100)")
     serve.add_argument("--requests-per-caller", type=whole_number("--requests-per-caller", "requests", 1, 100_000),
                        metavar="N", help="HTTP requests one caller may have in flight; more answer 429 (default 32)")
     serve.add_argument("--calls-per-caller", type=whole_number("--calls-per-caller", "calls", 1, 100_000),
@@ -235,6 +238,8 @@ def apply_serve_access_options(args: argparse.Namespace, settings: Any) -> None:
         settings.session_idle_seconds = args.session_idle
     if getattr(args, "mcp_sessions_per_caller", None):
         settings.mcp_sessions_per_caller = args.mcp_sessions_per_caller
+    if getattr(args, "rest_sessions_per_user", None):
+        settings.rest_sessions_per_user = args.rest_sessions_per_user
     for name in ("requests_per_caller", "calls_per_caller", "concurrent_calls", "request_body_mib_in_flight",
                  "forwarded_allow_ips", "max_connections", "connections_per_address"):
         if getattr(args, name, None):

@@ -248,6 +248,26 @@ def test_a_login_checked_before_a_new_password_or_a_removal_opens_no_session(kin
 
 
 @pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
+def test_a_login_past_the_cap_ends_the_users_least_recently_used_session(kind, url, tmp_path):
+    """A user's logins without logouts had piled up without bound (a hostile review: 400 logins,
+    400 live rows); now the next past the cap ends the one used least recently, of that user only."""
+    target = url if kind == "postgresql" else tmp_path / "catalog.db"
+    now = [1000.0]
+    store = SessionStore(3600, clock=lambda: now[0], catalog=target, per_user=3)
+    other = store.open("bob", (), None)
+    opened = []
+    for name in ("ali", "ALI", "Ali"):
+        now[0] += 1
+        opened.append(store.open(name, (), None))
+    first, second, third = opened
+    now[0] += 5
+    assert store.get(first.token) is not None  # used again: the least recently used is now the second
+    fourth = store.open("ali", (), None)
+    assert store.get(second.token) is None
+    assert all(store.get(s.token) is not None for s in (first, third, fourth, other))
+
+
+@pytest.mark.parametrize("kind", ["sqlite", "postgresql"])
 def test_a_new_user_never_inherits_a_removed_namesakes_session(kind, url, tmp_path):
     target = url if kind == "postgresql" else tmp_path / "catalog.db"
     store = SessionStore(3600, catalog=target)
