@@ -19,8 +19,8 @@ from knowspec.conformance.checks.common import (
 from knowspec.conformance.checks.registry import CheckContext, check, tools_named
 from knowspec.conformance.fixtures.model import Bundle, Concept, Link, Relation, Section, Source
 from knowspec.conformance.fixtures.strategies import (assets_bundle, bundles, cafe_bundle, cards_bundle,
-                                                     computations_bundle, neighbors_bundle, sources_bundle, stamped_bundle, wide_bundle,
-                                                     windows_bundle)
+                                                     computations_bundle, neighbors_bundle, sources_bundle,
+                                                     stamped_bundle, wide_bundle, windows_bundle)
 from knowspec.conformance.oracles import okf_cards as cards
 from knowspec.conformance.oracles import okf_legacy_graph as legacy_graph
 from knowspec.conformance.oracles import okf_reads as oracle

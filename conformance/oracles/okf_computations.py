@@ -2,9 +2,9 @@
 
 spec/okf/contract/read.md §1.11: a concept whose ``type`` is exactly ``Attested Computation`` gets
 one ``AttestedComputationContract`` node (``contractOf`` the concept, an IRI of the concept's
-children, ``runtime`` its runtime (a blank one written or left out), ``computationMode`` ``file`` for a ``computation`` path
-with no fence under ``# Computation``, ``inline`` for one closed fence there and no path,
-``absent`` for neither; a ``receiptField`` per valid executor's receipt entry) and one
+children, ``runtime`` its runtime (a blank one written or left out), ``computationMode`` ``file``
+for a ``computation`` path with no fence under ``# Computation``, ``inline`` for one closed fence
+there and no path, ``absent`` for neither; a ``receiptField`` per valid executor's receipt entry) and one
 ``ComputationParameter`` (``parameterOf`` the contract, ``name``, ``parameterType``, ``required``)
 per complete valid parameter; any other ``type``, whatever its keys, gets none. The contract's
 resources (``computationResource``, ``executorResource``, ``attesterResource`` with their kinds and

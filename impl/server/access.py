@@ -198,7 +198,8 @@ def add_serve_access_options(serve: argparse.ArgumentParser) -> None:
                        help="a session ends after this long unused (default 1800 = 30 min)")
     serve.add_argument("--mcp-sessions-per-caller", type=session_quota, metavar="N",
                        help="open MCP sessions one user, or one anonymous client address, may hold (default 100)")
-    serve.add_argument("--rest-sessions-per-user", type=whole_number("--rest-sessions-per-user", "sessions", 1, 100_000),
+    serve.add_argument("--rest-sessions-per-user",
+                       type=whole_number("--rest-sessions-per-user", "sessions", 1, 100_000),
                        metavar="N", help="live logins (REST sessions) one user may hold; a login past it ends the "
                                          "user's least recently used session (default 100)")
     serve.add_argument("--requests-per-caller", type=whole_number("--requests-per-caller", "requests", 1, 100_000),

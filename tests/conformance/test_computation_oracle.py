@@ -44,7 +44,8 @@ def test_the_bundle_exercises_every_mode_role_and_kind_it_names(graph):
     contracts = [n for n in nodes if n["@type"] == "proj:AttestedComputationContract"]
     assert sorted(n["computationMode"] for n in contracts) == ["absent", "file", "file", "inline"]
     assets = [n for n in nodes if n["@type"] == "proj:ReferencedAsset"]
-    roles = {r for n in assets for r in (n["resourceRole"] if isinstance(n["resourceRole"], list) else [n["resourceRole"]])}
+    roles = {r for n in assets
+             for r in (n["resourceRole"] if isinstance(n["resourceRole"], list) else [n["resourceRole"]])}
     assert roles == {"computation", "executor", "attester"}
     assert sum("bundlePath" not in n for n in assets) == 1
     assert {n["exists"]["@value"] for n in assets if "bundlePath" in n} == {True, False}

@@ -114,7 +114,8 @@ def test_a_loopback_bind_keeps_its_names_beside_the_operators():
     assert rule.refusal("evil.example", None) == (421, "Invalid Host header")
 
 
-@pytest.mark.parametrize("option", [["--allowed-host", "http://kb.example.com"], ["--allowed-host", "kb.example.com:80"],
+@pytest.mark.parametrize("option", [["--allowed-host", "http://kb.example.com"],
+                                    ["--allowed-host", "kb.example.com:80"],
                                     ["--allowed-origin", "kb.example.com"], ["--allowed-origin", "ftp://kb.example"]])
 def test_a_malformed_name_is_a_usage_error(tmp_path, capsys, option):
     from knowspec.impl.cli import main
