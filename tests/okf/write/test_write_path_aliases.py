@@ -19,14 +19,14 @@ from knowspec.impl.context import CallContext
 from knowspec.impl.errors import ToolError
 from knowspec.impl.okf.bundle.paths import pin_root
 from knowspec.impl.okf.tools import write as write_tools
-from knowspec.impl.okf.write import journal, volume_probe
+from knowspec.impl.okf.write import volume_probe
 from knowspec.impl.okf.write.path_aliases import Aliasing, first_alias
 from knowspec.impl.okf.write.plan import Plan
 from knowspec.impl.okf.write.revision import revision_of
 from knowspec.impl.okf.write.store import CommitRequest, InvalidCommit, Store
 import case_folding_volume
 from tool_args import tool_args
-from write_helpers import INDEX, make_bundle, visible_bytes
+from write_helpers import INDEX, commit_leftovers, make_bundle, visible_bytes
 
 CASE = Aliasing(case=True)
 NORMALIZATION = Aliasing(normalization=True)
@@ -152,7 +152,7 @@ def test_the_store_refuses_a_write_the_volume_would_put_over_another_file(tmp_pa
     with pytest.raises(InvalidCommit, match="for one file"):
         _commit(root, {written: b"---\ntype: Note\n---\nother\n"}, aliasing=aliasing)
     assert visible_bytes(root) == before
-    assert not journal.pending(os.open(root, os.O_RDONLY | os.O_DIRECTORY))
+    assert commit_leftovers(root) == set()  # nothing staged
 
 
 def test_the_store_refuses_a_move_to_another_spelling_of_the_same_file(tmp_path):
