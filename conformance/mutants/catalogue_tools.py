@@ -51,6 +51,11 @@ def set_field(field: str, value: Callable[[Any], Any]) -> Callable[[dict], bool]
     return each
 
 
+def swapped(old: Any, new: Any) -> Callable[[Any], Any]:
+    """A ``set_field`` value: ``new`` where the field holds ``old``, else the field unchanged."""
+    return lambda value: new if value == old else value
+
+
 def plus(n: int) -> Callable[[Any], Any]:
     return lambda v: v + n if isinstance(v, int) and not isinstance(v, bool) and v + n >= 0 else v
 
@@ -363,13 +368,6 @@ def _graph_concepts(edit: Callable[[dict], bool]) -> Edit:
     return _graph_nodes("Concept", edit)
 
 
-def _unresolved_as_stable(node: dict) -> bool:
-    if node.get("effectiveStatus") == "unresolved":
-        node["effectiveStatus"] = "stable"
-        return True
-    return False
-
-
 def _tags_dropped(node: dict) -> bool:
     return node.pop("tag", None) is not None
 
@@ -377,7 +375,7 @@ def _tags_dropped(node: dict) -> bool:
 add("graph_concept_trust_raised", GRAPH, "a concept node's trustTier comes from the valid verified events",
     _graph_concepts(set_field("trustTier", lambda t: "human-reviewed")), O_GRAPH, "results")
 add("graph_concept_unresolved_status_stable", GRAPH, "a malformed status is effectiveStatus unresolved",
-    _graph_concepts(_unresolved_as_stable), O_GRAPH, "results")
+    _graph_concepts(set_field("effectiveStatus", swapped("unresolved", "stable"))), O_GRAPH, "results")
 add("graph_concept_tags_dropped", GRAPH, "a concept node lists its valid tags", _graph_concepts(_tags_dropped),
     O_GRAPH, "results")
 def _stale_flipped(node: dict) -> bool:
@@ -423,28 +421,15 @@ add("graph_asset_exists_flipped", GRAPH, "a ReferencedAsset's exists says whethe
     _graph_nodes("ReferencedAsset", _asset_exists_flipped), ("oracle_graph_assets",), "results")
 
 
-def _role_as_concept(node: dict) -> bool:
-    """An executor's asset filed under the concept's own resource role."""
-    if node.get("resourceRole") == "executor":
-        node["resourceRole"] = "concept"
-        return True
-    return False
-
-
-def _file_mode_as_inline(node: dict) -> bool:
-    if node.get("computationMode") == "file":
-        node["computationMode"] = "inline"
-        return True
-    return False
-
-
 add("graph_contract_executor_node_dropped", GRAPH, "a contract names its executor's asset in executorNode",
     _graph_nodes("AttestedComputationContract", lambda n: n.pop("executorNode", None) is not None),
     ("oracle_graph_assets",), "results")
 add("graph_executor_asset_role_concept", GRAPH, "an executor's asset has the role executor",
-    _graph_nodes("ReferencedAsset", _role_as_concept), ("oracle_graph_assets",), "results")
+    _graph_nodes("ReferencedAsset", set_field("resourceRole", swapped("executor", "concept"))),
+    ("oracle_graph_assets",), "results")
 add("graph_contract_file_mode_inline", GRAPH, "a contract with a computation path and no fence is in file mode",
-    _graph_nodes("AttestedComputationContract", _file_mode_as_inline), ("oracle_graph_computations",), "results")
+    _graph_nodes("AttestedComputationContract", set_field("computationMode", swapped("file", "inline"))),
+    ("oracle_graph_computations",), "results")
 add("graph_computation_parameter_dropped", GRAPH, "each valid parameter is a ComputationParameter",
     _drop_node(lambda n: n.get("@type") == "proj:ComputationParameter"), ("oracle_graph_computations",), "results")
 

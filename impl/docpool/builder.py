@@ -355,6 +355,17 @@ def _empty_old_wal(out: Path) -> None:
                         "stop it or build to another file")
 
 
+def main_collection(config: dict[str, Any]) -> dict[str, Any]:
+    """``pool.yaml``'s ``collection`` mapping (empty when it has none)."""
+    declared = config.get("collection")
+    return declared if isinstance(declared, dict) else {}
+
+
+def main_erisim(erisim: str | None, config: dict[str, Any]) -> str:
+    """The main collection's access: ``--erisim`` when given, else ``pool.yaml``'s, else ``herkes``."""
+    return erisim or str(main_collection(config).get("erisim") or "herkes")
+
+
 def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str | None,
                 progress: Report | None, embedder: Embedder | None) -> dict[str, int]:
     """``build_pool``'s rows, written into the new file ``out``."""
@@ -364,9 +375,9 @@ def _write_pool(root: Path, out: Path, collection: str, title: str, erisim: str 
     w = _Writer(con)
     try:
         con.execute("begin")
-        main = dict(config.get("collection") or {})
+        main = main_collection(config)
         w.collection(collection, title or str(main.get("title") or collection),
-                     str(main.get("kind") or ("okf" if okf else "help")), erisim or str(main.get("erisim") or "herkes"),
+                     str(main.get("kind") or ("okf" if okf else "help")), main_erisim(erisim, config),
                      main.get("help_url_v3"))
         for extra in config.get("collections") or []:
             w.collection(str(extra["id"]), str(extra.get("title", extra["id"])), str(extra.get("kind", "help")),
@@ -472,11 +483,8 @@ def help_pool_marker_refusal(out: Path, collection: str, erisim: str | None, sou
     if collection != HELP_COLLECTION and Path(out).name != "help.db":
         return None
     config = _load_pool_yaml(Path(source_dir)) if Path(source_dir).is_dir() else {}
-    declared = config.get("collection")
-    main: dict[str, Any] = declared if isinstance(declared, dict) else {}
-    markers = [("--erisim", erisim)] if erisim and erisim != "herkes" else []
-    if erisim is None and main.get("erisim") not in (None, "herkes"):
-        markers.append(("the collection in pool.yaml", str(main["erisim"])))
+    chosen = main_erisim(erisim, config)
+    markers = [("--erisim" if erisim else "the collection in pool.yaml", chosen)] if chosen != "herkes" else []
     markers += [(f"collection {c.get('id')} in pool.yaml", str(c["erisim"])) for c in config.get("collections") or []
                 if isinstance(c, dict) and c.get("erisim") not in (None, "herkes")]
     if not markers:

@@ -20,6 +20,7 @@ from __future__ import annotations
 import json
 import re
 from dataclasses import dataclass
+from functools import cached_property
 from typing import Any, Awaitable, Callable
 
 from knowspec.impl.rest.error_responses import envelope
@@ -38,19 +39,21 @@ class HostRule:
     origins: tuple[str, ...] = ()
     schemes: tuple[str, ...] = ("http",)
 
-    def _names(self) -> str:
-        return "(?:" + "|".join(map(re.escape, self.hosts)) + r")(?::\d{1,5})?"
+    @cached_property
+    def _host(self) -> re.Pattern[str]:
+        return re.compile("(?:" + "|".join(map(re.escape, self.hosts)) + r")(?::\d{1,5})?", re.IGNORECASE)
+
+    @cached_property
+    def _origin(self) -> re.Pattern[str]:
+        return re.compile("(?:" + "|".join(self.schemes) + ")://" + self._host.pattern, re.IGNORECASE)
 
     def refusal(self, host: str | None, origin: str | None) -> tuple[int, str] | None:
         """(status, message) for a request the server must not serve, None for one it may."""
-        if self.hosts and (host is None or not re.fullmatch(self._names(), host, re.IGNORECASE)):
+        if self.hosts and (host is None or not self._host.fullmatch(host)):
             return 421, "Invalid Host header"
         if origin is None:
             return None
-        if self.origins:
-            allowed = origin.lower() in self.origins
-        else:
-            allowed = bool(re.fullmatch("(?:" + "|".join(self.schemes) + ")://" + self._names(), origin, re.IGNORECASE))
+        allowed = origin.lower() in self.origins if self.origins else self._origin.fullmatch(origin) is not None
         return None if allowed else (403, "Invalid Origin header")
 
 

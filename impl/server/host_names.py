@@ -32,7 +32,7 @@ def origin_name(value: str) -> str:
     """An origin as a browser sends it (``scheme://host[:port]``), lower case."""
     scheme, sep, rest = value.strip().lower().partition("://")
     host, _, port = rest.rpartition(":") if re.search(r":\d{1,5}$", rest) else (rest, "", "")
-    if not sep or scheme not in ("http", "https") or (port and not port.isdigit()):
+    if not sep or scheme not in ("http", "https"):
         raise ValueError(f"not an http(s) origin: {value!r}")
     return f"{scheme}://{host_name(host)}" + (f":{port}" if port else "")
 

@@ -24,3 +24,19 @@ def toy_contract(tmp_path_factory: pytest.TempPathFactory) -> Path:
 @pytest.fixture(scope="session")
 def target_for():
     return toy_target
+
+
+@pytest.fixture(scope="session")
+def our_graph(tmp_path_factory: pytest.TempPathFactory):
+    """``our_graph(bundle)``: the bundle written to a fresh folder and our get_semantic_graph's
+    ``@graph`` of it, called in process (for the oracles' own tests)."""
+    from knowspec.impl.context import CallContext
+    from knowspec.impl.okf.tools.query import get_semantic_graph
+    from tool_args import tool_args
+
+    def graph_of(bundle) -> list:
+        root = bundle.write(tmp_path_factory.mktemp(bundle.name))
+        out = get_semantic_graph(tool_args("get_semantic_graph", bundle_path=str(root)), CallContext())
+        return out.structured["@graph"]
+
+    return graph_of

@@ -8,19 +8,13 @@ import pytest
 
 from knowspec.conformance.fixtures.strategies import assets_bundle
 from knowspec.conformance.oracles.okf_assets import asset_problems, classify
-from knowspec.impl.context import CallContext
 from knowspec.impl.okf.graph.resource_values import resolve_resource
-from knowspec.impl.okf.tools.query import get_semantic_graph
-
-from tool_args import tool_args
 
 
 @pytest.fixture(scope="module")
-def graph(tmp_path_factory):
+def graph(our_graph):
     bundle = assets_bundle()
-    root = bundle.write(tmp_path_factory.mktemp("assets"))
-    out = get_semantic_graph(tool_args("get_semantic_graph", bundle_path=str(root)), CallContext())
-    return bundle, out.structured["@graph"]
+    return bundle, our_graph(bundle)
 
 
 def test_our_graph_meets_the_asset_oracle(graph):

@@ -12,18 +12,15 @@ from knowspec.conformance.oracles.okf_assets import asset_problems
 from knowspec.conformance.oracles.okf_cards import computation_summary, expected_computation
 from knowspec.conformance.oracles.okf_computations import contract_problems
 from knowspec.impl.context import CallContext
-from knowspec.impl.okf.tools.query import get_semantic_graph
 from knowspec.impl.okf.tools.read import list_concepts, read_concept
 
 from tool_args import tool_args
 
 
 @pytest.fixture(scope="module")
-def graph(tmp_path_factory):
+def graph(our_graph):
     bundle = computations_bundle()
-    root = bundle.write(tmp_path_factory.mktemp("computations"))
-    out = get_semantic_graph(tool_args("get_semantic_graph", bundle_path=str(root)), CallContext())
-    return bundle, out.structured["@graph"]
+    return bundle, our_graph(bundle)
 
 
 def _contract(nodes: list, concept_id: str) -> dict:
