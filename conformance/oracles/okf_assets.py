@@ -117,8 +117,8 @@ def contract_namings(concept: Concept) -> list[tuple[str, str]]:
     c = concept.computation
     if concept.type != ATTESTED or c is None:
         return []
-    values = ((c.file or None, "computation"), (c.executor, "executor"), (c.attester, "attester"))
-    return [(value, role) for value, role in values if value is not None]
+    values = (c.file or None, c.executor, c.attester)  # in CONTRACT_ROLES' order
+    return [(value, role) for value, role in zip(values, CONTRACT_ROLES) if value is not None]
 
 
 def _b64(text: str) -> str:
